@@ -1,0 +1,27 @@
+//! Fingerprints as rows of little-endian `u64` words, and the kernels that work on them.
+//!
+//! Bit `i` of a fingerprint lives in word `i / 64` at bit `i % 64`; this is the layout of the
+//! store's fingerprint array and of the numpy view `store.fingerprints`.
+//!
+//! * [`FingerprintLayout`]: how many bits, words and padded bytes one row takes.
+//! * [`pack_on_bits`]: build a row from the list of on-bits RDKit returns.
+//! * [`popcount`], [`intersection_count`], [`tanimoto`]: the kernels, dispatched at run time to
+//!   the CPU's `popcnt` instruction where present, with a portable fallback.
+//!
+//! ```
+//! use molsift_fp::{pack_on_bits, popcount, tanimoto, FingerprintLayout};
+//! let layout = FingerprintLayout::new(128).unwrap();
+//! let mut a = vec![0u64; layout.words_per_row()];
+//! let mut b = vec![0u64; layout.words_per_row()];
+//! pack_on_bits(&[1, 5, 64, 127], &mut a).unwrap();
+//! pack_on_bits(&[1, 64], &mut b).unwrap();
+//! assert_eq!(popcount(&a), 4);
+//! assert_eq!(tanimoto(&a, &b), 0.5);
+//! ```
+#![deny(missing_docs)]
+
+mod kernels;
+mod layout;
+
+pub use kernels::{intersection_count, popcount, tanimoto};
+pub use layout::{pack_on_bits, FingerprintError, FingerprintLayout, ROW_ALIGN_BYTES};

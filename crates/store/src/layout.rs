@@ -1,0 +1,39 @@
+//! File names inside a store directory and the size each must have for `n` molecules.
+
+use molsift_fp::FingerprintLayout;
+
+/// The manifest: written last, its presence marks a complete store.
+pub const MANIFEST: &str = "manifest.json";
+/// `n` rows of `row_stride_bytes`, little-endian `u64` words, rows 64-byte aligned.
+pub const FINGERPRINTS: &str = "fingerprints.u64";
+/// `n` little-endian `u16`: the popcount of each fingerprint.
+pub const POPCOUNTS: &str = "popcounts.u16";
+/// Canonical SMILES, each followed by `\n`.
+pub const SMILES: &str = "smiles.txt";
+/// `n + 1` little-endian `u64`: SMILES `i` is `smiles.txt[off[i] .. off[i+1] - 1]`.
+pub const SMILES_OFFSETS: &str = "smiles.offsets.u64";
+/// Record ids, each followed by `\n`.
+pub const IDS: &str = "ids.txt";
+/// `n + 1` little-endian `u64`, as for SMILES.
+pub const ID_OFFSETS: &str = "ids.offsets.u64";
+/// `n` little-endian `u64`: the 1-based line of the source where each molecule's record starts.
+pub const SOURCE_LINES: &str = "source_lines.u64";
+/// Tab-separated rejected records: source, line, offset, id, reason (with a header row).
+pub const REJECTS: &str = "rejects.tsv";
+/// Header row of [`REJECTS`].
+pub const REJECTS_HEADER: &str = "source\tline\toffset\tid\treason\n";
+
+/// Every data file, in the order the manifest lists them.
+pub const DATA_FILES: [&str; 8] =
+    [FINGERPRINTS, POPCOUNTS, SMILES, SMILES_OFFSETS, IDS, ID_OFFSETS, SOURCE_LINES, REJECTS];
+
+/// The exact size a fixed-width file must have for `n` molecules, or `None` for text files.
+pub fn expected_size(file: &str, n: u64, fp: &FingerprintLayout) -> Option<u64> {
+    match file {
+        FINGERPRINTS => Some(n * fp.row_stride_bytes() as u64),
+        POPCOUNTS => Some(n * 2),
+        SMILES_OFFSETS | ID_OFFSETS => Some((n + 1) * 8),
+        SOURCE_LINES => Some(n * 8),
+        _ => None,
+    }
+}

@@ -1,0 +1,42 @@
+//! The molsift store: a directory holding molecules (ids, canonical SMILES, fingerprints) in
+//! fixed, memory-mappable files described by a versioned `manifest.json`.
+//!
+//! * [`StoreWriter`] appends molecules and rejects and, on [`StoreWriter::finish`], writes the
+//!   manifest last and renames the temporary directory into place: a killed ingest never leaves
+//!   a directory that opens as a store.
+//! * [`merge_parts`] concatenates finished part stores (one per slab) in order into one store.
+//! * [`Store::open`] checks the manifest, the file sizes and (with [`Verify::Full`]) the
+//!   checksums, then maps the files; [`Store::fingerprint`], [`Store::smiles`], [`Store::id`]
+//!   fetch record `i` in O(1).
+//!
+//! The layout of every file is in [`layout`] and in `docs/store-format.md`.
+//!
+//! ```
+//! use molsift_store::{FingerprintSpec, Store, StoreWriter, Verify};
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("demo.store");
+//! let spec = FingerprintSpec::new("morgan", 128, serde_json::json!({"radius": 2})).unwrap();
+//! let mut w = StoreWriter::create(&path, spec, false).unwrap();
+//! w.add_molecule("mol1", "CCO", 1, &[1, 2]).unwrap();
+//! w.add_reject("in.smi", 2, 4, "mol2", "RDKit could not parse the SMILES").unwrap();
+//! w.finish().unwrap();
+//! let store = Store::open(&path, Verify::Full).unwrap();
+//! assert_eq!(store.len(), 1);
+//! assert_eq!(store.smiles(0), "CCO");
+//! assert_eq!(store.manifest().counts.rejected, 1);
+//! ```
+#![deny(missing_docs)]
+
+mod checksum;
+mod error;
+pub mod layout;
+mod manifest;
+mod merge;
+mod reader;
+mod writer;
+
+pub use error::StoreError;
+pub use manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
+pub use merge::merge_parts;
+pub use reader::{Store, Verify};
+pub use writer::StoreWriter;

@@ -1,0 +1,302 @@
+//! [`StoreWriter`]: appends molecules and rejects to a store under a temporary name, and on
+//! [`StoreWriter::finish`] syncs every file, writes the manifest last and renames into place.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use molsift_fp::{pack_on_bits, popcount, FingerprintLayout};
+
+use crate::checksum::HashingWriter;
+use crate::layout::{self, DATA_FILES};
+use crate::manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
+use crate::{Store, StoreError};
+
+type Sink = HashingWriter<BufWriter<File>>;
+
+/// Builds one store. Nothing at the final path exists until [`finish`](Self::finish) succeeds.
+pub struct StoreWriter {
+    final_path: PathBuf,
+    tmp_path: PathBuf,
+    overwrite: bool,
+    spec: FingerprintSpec,
+    layout: FingerprintLayout,
+    sinks: Vec<Sink>,
+    counts: Counts,
+    smiles_end: u64,
+    ids_end: u64,
+    provenance: serde_json::Value,
+    row: Vec<u64>,
+    finished: bool,
+}
+
+// Indices into `sinks`, in the order of `layout::DATA_FILES`.
+const FPS: usize = 0;
+const POPS: usize = 1;
+const SMILES: usize = 2;
+const SMILES_OFF: usize = 3;
+const IDS: usize = 4;
+const ID_OFF: usize = 5;
+const LINES: usize = 6;
+const REJECTS: usize = 7;
+
+impl StoreWriter {
+    /// Starts a store that will appear at `path` when finished. Fails if `path` exists, unless
+    /// `overwrite` (the old store is then replaced only when the new one is complete).
+    pub fn create(path: &Path, spec: FingerprintSpec, overwrite: bool) -> Result<Self, StoreError> {
+        if path.exists() && !overwrite {
+            return Err(StoreError::Exists(path.to_path_buf()));
+        }
+        let layout = spec.layout()?;
+        let tmp_path = temporary_sibling(path, "tmp");
+        std::fs::create_dir_all(&tmp_path).map_err(|e| StoreError::io(&tmp_path, e))?;
+        let mut sinks = Vec::with_capacity(DATA_FILES.len());
+        for name in DATA_FILES {
+            let p = tmp_path.join(name);
+            let f = File::create(&p).map_err(|e| StoreError::io(&p, e))?;
+            sinks.push(HashingWriter::new(BufWriter::with_capacity(1 << 20, f)));
+        }
+        let mut w = StoreWriter {
+            final_path: path.to_path_buf(),
+            tmp_path,
+            overwrite,
+            spec,
+            layout,
+            sinks,
+            counts: Counts::default(),
+            smiles_end: 0,
+            ids_end: 0,
+            provenance: serde_json::Value::Null,
+            row: vec![0u64; layout.row_stride_words()],
+            finished: false,
+        };
+        w.put(SMILES_OFF, &0u64.to_le_bytes())?;
+        w.put(ID_OFF, &0u64.to_le_bytes())?;
+        w.put(REJECTS, layout::REJECTS_HEADER.as_bytes())?;
+        Ok(w)
+    }
+
+    /// The temporary directory being written.
+    pub fn temporary_path(&self) -> &Path {
+        &self.tmp_path
+    }
+
+    /// Counts so far.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    /// Free-form provenance stored in the manifest (source files, options, timings).
+    pub fn set_provenance(&mut self, provenance: serde_json::Value) {
+        self.provenance = provenance;
+    }
+
+    /// Appends one molecule: its id, canonical SMILES, 1-based source line and fingerprint on-bits.
+    pub fn add_molecule(
+        &mut self,
+        id: &str,
+        smiles: &str,
+        source_line: u64,
+        on_bits: &[u32],
+    ) -> Result<(), StoreError> {
+        let words = self.layout.words_per_row();
+        pack_on_bits(on_bits, &mut self.row[..words])
+            .map_err(|e| StoreError::Invalid(format!("molecule {id:?}: {e}")))?;
+        let row = std::mem::take(&mut self.row);
+        let result = self.add_row(id, smiles, source_line, &row);
+        self.row = row;
+        result
+    }
+
+    /// Appends one molecule whose fingerprint is already packed into `row` words.
+    pub fn add_row(
+        &mut self,
+        id: &str,
+        smiles: &str,
+        source_line: u64,
+        row: &[u64],
+    ) -> Result<(), StoreError> {
+        let words = self.layout.words_per_row();
+        if row.len() < words || row[words..].iter().any(|&w| w != 0) {
+            return Err(StoreError::Invalid(format!(
+                "molecule {id:?}: fingerprint has {} words, expected {words}",
+                row.len()
+            )));
+        }
+        check_one_line("id", id)?;
+        check_one_line("SMILES", smiles)?;
+        let mut bytes = Vec::with_capacity(self.layout.row_stride_bytes());
+        for w in &row[..words] {
+            bytes.extend_from_slice(&w.to_le_bytes());
+        }
+        bytes.resize(self.layout.row_stride_bytes(), 0);
+        self.put(FPS, &bytes)?;
+        self.put(POPS, &(popcount(&row[..words]) as u16).to_le_bytes())?;
+        self.smiles_end += smiles.len() as u64 + 1;
+        self.put_line(SMILES, smiles)?;
+        self.put(SMILES_OFF, &self.smiles_end.to_le_bytes())?;
+        self.ids_end += id.len() as u64 + 1;
+        self.put_line(IDS, id)?;
+        self.put(ID_OFF, &self.ids_end.to_le_bytes())?;
+        self.put(LINES, &source_line.to_le_bytes())?;
+        self.counts.records_in += 1;
+        self.counts.molecules += 1;
+        Ok(())
+    }
+
+    /// Records one rejected record in `rejects.tsv` (tabs and newlines in fields become spaces).
+    pub fn add_reject(
+        &mut self,
+        source: &str,
+        line: u64,
+        offset: u64,
+        id: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let row = format!(
+            "{}\t{line}\t{offset}\t{}\t{}\n",
+            tsv_field(source),
+            tsv_field(id),
+            tsv_field(reason)
+        );
+        self.put(REJECTS, row.as_bytes())?;
+        self.counts.records_in += 1;
+        self.counts.rejected += 1;
+        Ok(())
+    }
+
+    /// Appends every molecule and reject of a finished store (a part written by one slab).
+    pub fn append_store(&mut self, part: &Store) -> Result<(), StoreError> {
+        if part.manifest().fingerprint != self.spec {
+            return Err(StoreError::Invalid(format!(
+                "{}: fingerprint spec differs from the store being merged into",
+                part.path().display()
+            )));
+        }
+        for (sink, name) in [(FPS, layout::FINGERPRINTS), (POPS, layout::POPCOUNTS)] {
+            self.copy_file(sink, &part.path().join(name), 0)?;
+        }
+        self.copy_file(SMILES, &part.path().join(layout::SMILES), 0)?;
+        self.copy_file(IDS, &part.path().join(layout::IDS), 0)?;
+        self.copy_file(LINES, &part.path().join(layout::SOURCE_LINES), 0)?;
+        self.copy_file(REJECTS, &part.path().join(layout::REJECTS), layout::REJECTS_HEADER.len())?;
+        let n = part.len();
+        for i in 1..=n {
+            let end = self.smiles_end + part.smiles_offset(i);
+            self.put(SMILES_OFF, &end.to_le_bytes())?;
+        }
+        for i in 1..=n {
+            let end = self.ids_end + part.id_offset(i);
+            self.put(ID_OFF, &end.to_le_bytes())?;
+        }
+        self.smiles_end += part.smiles_offset(n);
+        self.ids_end += part.id_offset(n);
+        self.counts = self.counts.add(part.manifest().counts);
+        Ok(())
+    }
+
+    /// Syncs every file, writes the manifest, and renames the store into place.
+    pub fn finish(mut self) -> Result<Manifest, StoreError> {
+        let mut files = std::collections::BTreeMap::new();
+        for (name, sink) in DATA_FILES.iter().zip(self.sinks.iter_mut()) {
+            let p = self.tmp_path.join(name);
+            sink.flush().map_err(|e| StoreError::io(&p, e))?;
+            sink.get_mut().get_ref().sync_all().map_err(|e| StoreError::io(&p, e))?;
+            files.insert(name.to_string(), FileEntry { bytes: sink.bytes(), xxh3: sink.checksum() });
+        }
+        let manifest = Manifest {
+            format: FORMAT_NAME.to_string(),
+            format_version: FORMAT_VERSION,
+            created_by: format!("molsift {}", env!("CARGO_PKG_VERSION")),
+            fingerprint: self.spec.clone(),
+            counts: self.counts,
+            provenance: std::mem::take(&mut self.provenance),
+            files,
+        };
+        manifest.write(&self.tmp_path)?;
+        sync_dir(&self.tmp_path)?;
+        self.move_into_place()?;
+        self.finished = true;
+        Ok(manifest)
+    }
+
+    fn move_into_place(&self) -> Result<(), StoreError> {
+        let old = if self.final_path.exists() {
+            if !self.overwrite {
+                return Err(StoreError::Exists(self.final_path.clone()));
+            }
+            let old = temporary_sibling(&self.final_path, "old");
+            std::fs::rename(&self.final_path, &old).map_err(|e| StoreError::io(&self.final_path, e))?;
+            Some(old)
+        } else {
+            None
+        };
+        std::fs::rename(&self.tmp_path, &self.final_path)
+            .map_err(|e| StoreError::io(&self.final_path, e))?;
+        if let Some(parent) = self.final_path.parent() {
+            sync_dir(if parent.as_os_str().is_empty() { Path::new(".") } else { parent })?;
+        }
+        if let Some(old) = old {
+            std::fs::remove_dir_all(&old).map_err(|e| StoreError::io(&old, e))?;
+        }
+        Ok(())
+    }
+
+    fn put(&mut self, sink: usize, bytes: &[u8]) -> Result<(), StoreError> {
+        let name = DATA_FILES[sink];
+        self.sinks[sink].write_all(bytes).map_err(|e| StoreError::io(self.tmp_path.join(name), e))
+    }
+
+    fn put_line(&mut self, sink: usize, text: &str) -> Result<(), StoreError> {
+        self.put(sink, text.as_bytes())?;
+        self.put(sink, b"\n")
+    }
+
+    fn copy_file(&mut self, sink: usize, from: &Path, skip: usize) -> Result<(), StoreError> {
+        let mut f = File::open(from).map_err(|e| StoreError::io(from, e))?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut to_skip = skip;
+        loop {
+            let n = f.read(&mut buf).map_err(|e| StoreError::io(from, e))?;
+            if n == 0 {
+                return Ok(());
+            }
+            let start = to_skip.min(n);
+            to_skip -= start;
+            self.put(sink, &buf[start..n])?;
+        }
+    }
+}
+
+impl Drop for StoreWriter {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = std::fs::remove_dir_all(&self.tmp_path);
+        }
+    }
+}
+
+/// `DIR/.NAME.KIND-PID-NANOS` next to `path`: same file system, so rename is atomic.
+fn temporary_sibling(path: &Path, kind: &str) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    path.with_file_name(format!(".{name}.{kind}-{}-{nanos}", std::process::id()))
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io(dir, e))
+}
+
+fn check_one_line(what: &str, text: &str) -> Result<(), StoreError> {
+    if text.contains('\n') || text.contains('\r') {
+        return Err(StoreError::Invalid(format!("{what} {text:?} contains a line break")));
+    }
+    Ok(())
+}
+
+fn tsv_field(text: &str) -> String {
+    text.replace(['\t', '\n', '\r'], " ")
+}
