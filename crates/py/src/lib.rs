@@ -1,1 +1,18 @@
-//! placeholder
+//! `molsift._core`: the compiled module behind the `molsift` Python package. Glue only: each
+//! file wraps one core crate in thin `Py*` types, and `error.rs` maps core errors to Python
+//! exceptions. Rust work runs with the GIL released.
+
+use pyo3::prelude::*;
+
+mod error;
+mod reader;
+mod store;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    error::register(m)?;
+    reader::register(m)?;
+    store::register(m)?;
+    Ok(())
+}

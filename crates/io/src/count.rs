@@ -1,0 +1,568 @@
+//! Owns fast whole-file counting: [`count_records`] (records at memory
+//! speed, one thread per slab, by memory map or positioned reads),
+//! [`count_newlines`] and [`slab_first_lines`].
+
+use crate::error::IoError;
+use crate::record::{is_sdf_terminator, is_sdf_ws, line_at_is_record, SDF_TERM_MAX};
+use crate::scan::{scan_line_starts, LineScan};
+use crate::slab::{split_slabs, RecordKind};
+use crate::stream::{count_stream, Compression};
+use memmap2::{Advice, Mmap};
+use std::fs::File;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// What [`count_records`] found and how much it read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CountReport {
+    /// Records in the file, counted exactly as the readers yield them.
+    pub records: u64,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// `\n` bytes in the file.
+    pub newlines: u64,
+    /// Bytes read: by read calls, or touched through the memory map.
+    pub bytes_read: u64,
+    /// Read calls made (0 when the whole file was counted through a memory map).
+    pub read_calls: u64,
+}
+
+/// How [`count_records_with`] reads the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ReadMethod {
+    /// Map the file and scan it in place; falls back to `Pread` if mapping fails.
+    Mmap,
+    /// Positioned reads into one buffer per thread.
+    Pread,
+}
+
+/// Options for [`count_records_with`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountOptions {
+    /// Threads, one per slab; 0 is taken as 1.
+    pub threads: usize,
+    /// The line at offset 0 is a header, not a record (Line kind).
+    pub skip_header: bool,
+    /// How to read the file.
+    pub method: ReadMethod,
+    /// Bytes per read call and per-thread buffer size for `Pread`.
+    pub chunk_size: usize,
+}
+
+impl Default for CountOptions {
+    fn default() -> Self {
+        CountOptions {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            skip_header: false,
+            method: ReadMethod::Mmap,
+            chunk_size: 1 << 20,
+        }
+    }
+}
+
+/// Number of records in the whole file, counted with `threads` threads
+/// (one slab each) by scanning the memory-mapped file. Gives exactly the
+/// number of records that [`SlabReader`](crate::SlabReader)s over any slabs
+/// of the file yield together.
+///
+/// A gzip or zstd file (told by its first bytes) cannot be split: it is
+/// decoded once with a [`StreamReader`](crate::StreamReader), and the report's
+/// `bytes` and `newlines` are then those of the decompressed stream.
+pub fn count_records(
+    path: &Path,
+    kind: RecordKind,
+    threads: usize,
+    skip_header: bool,
+) -> Result<CountReport, IoError> {
+    let opts = CountOptions {
+        threads,
+        skip_header,
+        ..CountOptions::default()
+    };
+    count_records_with(path, kind, &opts)
+}
+
+/// [`count_records`] with a choice of read method and buffer size.
+pub fn count_records_with(
+    path: &Path,
+    kind: RecordKind,
+    opts: &CountOptions,
+) -> Result<CountReport, IoError> {
+    if opts.skip_header && kind == RecordKind::Sdf {
+        let reason = "skip_header applies to line files only, not SDF".to_string();
+        return Err(IoError::Options {
+            path: path.to_path_buf(),
+            reason,
+        });
+    }
+    let input = Input::open(path, opts.method)?;
+    let len = input.len;
+    if len == 0 {
+        return Ok(CountReport::default());
+    }
+    let mut buf = [0u8; 4];
+    let mut probe = Tally::default();
+    let head = match &input.map {
+        Some(m) => &m[..m.len().min(4)],
+        None => {
+            let n = input.read_at(&mut buf, 0, &mut probe)?;
+            &buf[..n]
+        }
+    };
+    if Compression::from_magic(head) != Compression::None {
+        return count_stream(path, kind, opts.skip_header);
+    }
+    let slabs = split_slabs(len, opts.threads.max(1));
+    let chunk = opts.chunk_size.max(1);
+    let tallies: Vec<Tally> = run_parallel(&slabs, |slab| match kind {
+        RecordKind::Line => input.line_slab(slab, chunk),
+        RecordKind::Sdf => input.sdf_slab(slab, chunk),
+    })?;
+    let mut report = CountReport {
+        bytes: len,
+        ..CountReport::default()
+    };
+    for t in &tallies {
+        report.records += t.records;
+        report.newlines += t.newlines;
+        report.bytes_read += t.bytes_read;
+        report.read_calls += t.read_calls;
+    }
+    let mut extra = probe;
+    match kind {
+        RecordKind::Line => {
+            // Slabs count newlines at [start-1, end-1); add the last byte.
+            if input.byte_at(len - 1, &mut extra)? == b'\n' {
+                report.newlines += 1;
+            }
+            if !opts.skip_header && input.line_is_record(0, &mut extra)? {
+                report.records += 1;
+            }
+        }
+        RecordKind::Sdf => {
+            let tail = tallies.iter().filter_map(|t| t.last_end).max().unwrap_or(0);
+            if input.has_non_ws(tail, &mut extra)? {
+                report.records += 1;
+            }
+        }
+    }
+    report.bytes_read += extra.bytes_read;
+    report.read_calls += extra.read_calls;
+    Ok(report)
+}
+
+/// Number of `\n` bytes in `range` of the file (clamped to its size).
+pub fn count_newlines(path: &Path, range: Range<u64>) -> Result<u64, IoError> {
+    let input = Input::open(path, ReadMethod::Mmap)?;
+    input.newlines(range)
+}
+
+/// For slabs given in ascending order of start, the number of `\n` bytes
+/// before each slab's start: add it to a [`SlabReader`](crate::SlabReader)'s
+/// record `line` to get absolute line numbers. Reads the file once, in
+/// parallel.
+pub fn slab_first_lines(
+    path: &Path,
+    slabs: &[Range<u64>],
+    threads: usize,
+) -> Result<Vec<u64>, IoError> {
+    let input = Input::open(path, ReadMethod::Mmap)?;
+    let mut gaps = Vec::with_capacity(slabs.len());
+    let mut prev = 0;
+    for s in slabs {
+        let start = s.start.max(prev);
+        gaps.push(prev..start);
+        prev = start;
+    }
+    let counts = run_parallel_n(&gaps, threads, |g| input.newlines(g))?;
+    let mut acc = 0;
+    Ok(counts
+        .into_iter()
+        .map(|c| {
+            acc += c;
+            acc
+        })
+        .collect())
+}
+
+/// Runs `f` on every slab, one thread each, and collects the results in order.
+fn run_parallel<T: Send, F>(slabs: &[Range<u64>], f: F) -> Result<Vec<T>, IoError>
+where
+    F: Fn(Range<u64>) -> Result<T, IoError> + Sync,
+{
+    run_parallel_n(slabs, slabs.len(), f)
+}
+
+/// Runs `f` on every range with at most `threads` threads, in order.
+fn run_parallel_n<T: Send, F>(items: &[Range<u64>], threads: usize, f: F) -> Result<Vec<T>, IoError>
+where
+    F: Fn(Range<u64>) -> Result<T, IoError> + Sync,
+{
+    let workers = threads.clamp(1, items.len().max(1));
+    if workers == 1 {
+        return items.iter().map(|r| f(r.clone())).collect();
+    }
+    let f = &f;
+    let mut out: Vec<Option<Result<T, IoError>>> = (0..items.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                scope.spawn(move || {
+                    (w..items.len())
+                        .step_by(workers)
+                        .map(|i| (i, f(items[i].clone())))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            for (i, r) in h.join().expect("molsift-io: counting thread panicked") {
+                out[i] = Some(r);
+            }
+        }
+    });
+    out.into_iter()
+        .map(|r| r.expect("every item counted"))
+        .collect()
+}
+
+/// What one slab's count found.
+#[derive(Debug, Default)]
+struct Tally {
+    records: u64,
+    newlines: u64,
+    bytes_read: u64,
+    read_calls: u64,
+    /// Sdf: offset just past the slab's last `$$$$` line.
+    last_end: Option<u64>,
+}
+
+/// The file being counted: mapped, or read with positioned reads.
+struct Input {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    map: Option<Mmap>,
+}
+
+impl Input {
+    fn open(path: &Path, method: ReadMethod) -> Result<Input, IoError> {
+        let open_err = |source| IoError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(open_err)?;
+        let len = file.metadata().map_err(open_err)?.len();
+        let map = match method {
+            ReadMethod::Mmap if len > 0 => {
+                // SAFETY: the map is only read; if another process truncates
+                // the file while it is mapped, reads past the new end fault.
+                // This is the usual contract of reading a file by mmap.
+                let map = unsafe { Mmap::map(&file) }.ok();
+                if let Some(m) = &map {
+                    let _ = m.advise(Advice::Sequential);
+                }
+                map
+            }
+            _ => None,
+        };
+        Ok(Input {
+            file,
+            path: path.to_path_buf(),
+            len,
+            map,
+        })
+    }
+
+    /// Fills `buf` from `offset`, stopping early only at the end of the file.
+    fn read_at(&self, buf: &mut [u8], offset: u64, t: &mut Tally) -> Result<usize, IoError> {
+        let mut got = 0;
+        while got < buf.len() {
+            let at = offset + got as u64;
+            match self.file.read_at(&mut buf[got..], at) {
+                Ok(0) => break,
+                Ok(n) => {
+                    got += n;
+                    t.bytes_read += n as u64;
+                    t.read_calls += 1;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(IoError::Read {
+                        path: self.path.clone(),
+                        offset: at,
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(got)
+    }
+
+    fn byte_at(&self, offset: u64, t: &mut Tally) -> Result<u8, IoError> {
+        if let Some(m) = &self.map {
+            return Ok(m[offset as usize]);
+        }
+        let mut b = [0u8];
+        self.read_at(&mut b, offset, t)?;
+        Ok(b[0])
+    }
+
+    /// Whether the line starting at `offset` is a record line (Line kind).
+    fn line_is_record(&self, offset: u64, t: &mut Tally) -> Result<bool, IoError> {
+        if let Some(m) = &self.map {
+            return Ok(line_at_is_record(&m[offset as usize..]).unwrap_or(false));
+        }
+        let mut buf = [0u8; 256];
+        let mut at = offset;
+        loop {
+            let n = self.read_at(&mut buf, at, t)?;
+            if let Some(r) = line_at_is_record(&buf[..n]) {
+                return Ok(r);
+            }
+            if n < buf.len() {
+                return Ok(false);
+            }
+            at += n as u64;
+        }
+    }
+
+    /// Whether `[from, len)` holds a byte other than SDF whitespace.
+    fn has_non_ws(&self, from: u64, t: &mut Tally) -> Result<bool, IoError> {
+        if let Some(m) = &self.map {
+            let rest = &m[from as usize..];
+            t.bytes_read += rest
+                .iter()
+                .position(|&b| !is_sdf_ws(b))
+                .unwrap_or(rest.len()) as u64;
+            return Ok(rest.iter().any(|&b| !is_sdf_ws(b)));
+        }
+        let mut buf = vec![0u8; 64 << 10];
+        let mut at = from;
+        while at < self.len {
+            let n = self.read_at(&mut buf, at, t)?;
+            if n == 0 {
+                break;
+            }
+            if buf[..n].iter().any(|&b| !is_sdf_ws(b)) {
+                return Ok(true);
+            }
+            at += n as u64;
+        }
+        Ok(false)
+    }
+
+    fn newlines(&self, range: Range<u64>) -> Result<u64, IoError> {
+        let (a, b) = (range.start.min(self.len), range.end.min(self.len));
+        if a >= b {
+            return Ok(0);
+        }
+        if let Some(m) = &self.map {
+            return Ok(memchr::memchr_iter(b'\n', &m[a as usize..b as usize]).count() as u64);
+        }
+        let mut buf = vec![0u8; (1 << 20).min((b - a) as usize)];
+        let (mut at, mut n_total, mut t) = (a, 0u64, Tally::default());
+        while at < b {
+            let want = buf.len().min((b - at) as usize);
+            let n = self.read_at(&mut buf[..want], at, &mut t)?;
+            if n == 0 {
+                break;
+            }
+            n_total += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+            at += n as u64;
+        }
+        Ok(n_total)
+    }
+
+    /// Line kind: record starts at offsets in `[max(start,1), end)` and
+    /// newlines at `[start-1, end-1)`. The line at offset 0 is added by the caller.
+    fn line_slab(&self, slab: Range<u64>, chunk: usize) -> Result<Tally, IoError> {
+        let mut t = Tally::default();
+        if slab.start >= slab.end {
+            return Ok(t);
+        }
+        if let Some(m) = &self.map {
+            let a = slab.start.saturating_sub(1) as usize;
+            let seg = &m[a..slab.end as usize];
+            let mut slow =
+                |j: usize| Ok::<_, IoError>(line_at_is_record(&m[a + j..]).unwrap_or(false));
+            let scan = scan_line_starts(seg, &mut slow)?;
+            t.records = scan.starts;
+            t.newlines = scan.newlines;
+            t.bytes_read = seg.len() as u64;
+            return Ok(t);
+        }
+        let mut buf = vec![0u8; chunk + 1];
+        let mut c = slab.start;
+        while c < slab.end {
+            let ce = (c + chunk as u64).min(slab.end);
+            let a = c.saturating_sub(1);
+            let n = self.read_at(&mut buf[..(ce - a) as usize], a, &mut t)?;
+            let seg = &buf[..n];
+            let mut extra = Tally::default();
+            let mut slow = |j: usize| match line_at_is_record(&seg[j..]) {
+                Some(r) => Ok(r),
+                None => self.line_is_record(a + n as u64, &mut extra),
+            };
+            let scan: LineScan = scan_line_starts(seg, &mut slow)?;
+            t.records += scan.starts;
+            t.newlines += scan.newlines;
+            t.bytes_read += extra.bytes_read;
+            t.read_calls += extra.read_calls;
+            c = ce;
+        }
+        Ok(t)
+    }
+
+    /// Sdf kind: `$$$$` lines starting in the slab, and newlines in it.
+    fn sdf_slab(&self, slab: Range<u64>, chunk: usize) -> Result<Tally, IoError> {
+        let mut t = Tally::default();
+        if slab.start >= slab.end {
+            return Ok(t);
+        }
+        if let Some(m) = &self.map {
+            sdf_terminators(m, 0, slab.clone(), self.len, &mut t);
+            t.newlines = memchr::memchr_iter(b'\n', &m[slab.start as usize..slab.end as usize])
+                .count() as u64;
+            t.bytes_read = slab.end - slab.start;
+            return Ok(t);
+        }
+        let mut buf = vec![0u8; chunk + SDF_TERM_MAX + 2];
+        let mut c = slab.start;
+        while c < slab.end {
+            let ce = (c + chunk as u64).min(slab.end);
+            let a = c.saturating_sub(1);
+            let b = (ce + SDF_TERM_MAX as u64 + 1).min(self.len);
+            let n = self.read_at(&mut buf[..(b - a) as usize], a, &mut t)?;
+            let view = &buf[..n];
+            sdf_terminators(view, a, c..ce, self.len, &mut t);
+            let own = &view[(c - a) as usize..((ce - a) as usize).min(n)];
+            t.newlines += memchr::memchr_iter(b'\n', own).count() as u64;
+            c = ce;
+        }
+        Ok(t)
+    }
+}
+
+/// Counts `$$$$` terminator lines starting in `range`, where `view` holds
+/// the file's bytes from `view_at`, covering `[range.start-1, range.end +
+/// SDF_TERM_MAX + 1)` clamped to the file.
+fn sdf_terminators(view: &[u8], view_at: u64, range: Range<u64>, file_len: u64, t: &mut Tally) {
+    let view_end = view_at + view.len() as u64;
+    let rel = |x: u64| (x - view_at) as usize;
+    let hay_end = (range.end + 3).min(view_end);
+    let hay = &view[rel(range.start)..rel(hay_end)];
+    for hit in memchr::memmem::find_iter(hay, b"$$$$") {
+        let x = range.start + hit as u64;
+        if x >= range.end {
+            break;
+        }
+        if x > 0 && view[rel(x - 1)] != b'\n' {
+            continue;
+        }
+        let lim = (x + SDF_TERM_MAX as u64 + 1).min(view_end);
+        let line_end = match memchr::memchr(b'\n', &view[rel(x)..rel(lim)]) {
+            Some(i) => x + i as u64,
+            None if lim == file_len => file_len,
+            None => continue,
+        };
+        if is_sdf_terminator(&view[rel(x)..rel(line_end)]) {
+            t.records += 1;
+            t.last_end = Some((line_end + 1).min(file_len));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(bytes).unwrap();
+        f
+    }
+
+    fn both(path: &Path, kind: RecordKind, threads: usize, skip: bool) -> u64 {
+        let mut seen = Vec::new();
+        for method in [ReadMethod::Mmap, ReadMethod::Pread] {
+            for chunk in [1, 7, 1 << 20] {
+                let opts = CountOptions {
+                    threads,
+                    skip_header: skip,
+                    method,
+                    chunk_size: chunk,
+                };
+                seen.push(count_records_with(path, kind, &opts).unwrap().records);
+            }
+        }
+        assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+        seen[0]
+    }
+
+    #[test]
+    fn lines() {
+        let f = file(b"smiles\nC\n\n  \n #x\n  N\r\nO");
+        for threads in 1..10 {
+            assert_eq!(both(f.path(), RecordKind::Line, threads, false), 4);
+            assert_eq!(both(f.path(), RecordKind::Line, threads, true), 3);
+        }
+        let r = count_records(f.path(), RecordKind::Line, 3, false).unwrap();
+        assert_eq!((r.newlines, r.bytes), (6, 23));
+    }
+
+    #[test]
+    fn sdf() {
+        let f = file(b"\nA\n$$$$\n$$$$x\n $$$$\nB\n$$$$\r\n\n \n");
+        for threads in 1..12 {
+            assert_eq!(both(f.path(), RecordKind::Sdf, threads, false), 2);
+        }
+        let g = file(b"A\n$$$$\nB");
+        assert_eq!(both(g.path(), RecordKind::Sdf, 3, false), 2);
+        let h = file(b"A\n$$$$");
+        assert_eq!(both(h.path(), RecordKind::Sdf, 3, false), 1);
+    }
+
+    #[test]
+    fn newlines_and_first_lines() {
+        let f = file(b"a\nb\n\nc\n");
+        assert_eq!(count_newlines(f.path(), 0..100).unwrap(), 4);
+        assert_eq!(count_newlines(f.path(), 2..5).unwrap(), 2);
+        let slabs = split_slabs(7, 3);
+        assert_eq!(
+            slab_first_lines(f.path(), &slabs, 2).unwrap(),
+            vec![0, 1, 3]
+        );
+    }
+
+    #[test]
+    fn compressed_files_are_decoded() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"smiles\nC\n\nCC\n").unwrap();
+        let f = file(&gz.finish().unwrap());
+        let r = count_records(f.path(), RecordKind::Line, 4, true).unwrap();
+        assert_eq!((r.records, r.bytes, r.newlines), (2, 13, 4));
+        let z = file(&zstd::encode_all(&b"A\n$$$$\nB\n"[..], 1).unwrap());
+        assert_eq!(
+            count_records(z.path(), RecordKind::Sdf, 2, false)
+                .unwrap()
+                .records,
+            2
+        );
+    }
+
+    #[test]
+    fn empty_file() {
+        let f = file(b"");
+        assert_eq!(
+            count_records(f.path(), RecordKind::Line, 4, false)
+                .unwrap()
+                .records,
+            0
+        );
+        assert_eq!(count_newlines(f.path(), 0..10).unwrap(), 0);
+    }
+}

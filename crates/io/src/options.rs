@@ -1,0 +1,54 @@
+//! Owns [`ReaderOptions`]: read buffer size, the record size limit and the
+//! header flag shared by the slab and stream readers.
+
+use crate::slab::RecordKind;
+
+/// One MiB.
+const MIB: usize = 1 << 20;
+
+/// Options for [`SlabReader`](crate::SlabReader) and [`StreamReader`](crate::StreamReader).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReaderOptions {
+    /// Bytes asked for per read call (the read buffer's size). Any value
+    /// from 1 works. Default 1 MiB.
+    pub buffer_size: usize,
+    /// A record longer than this (terminator included) is not buffered: it is
+    /// streamed over and yielded with `oversized = true` and empty `bytes`.
+    /// Default 64 KiB for Line (a SMILES line that long is not a drug-like
+    /// molecule and would take RDKit minutes), 64 MiB for Sdf.
+    pub max_record_bytes: usize,
+    /// The line at offset 0 of the file is a header, not a record. Line kind only.
+    pub skip_header: bool,
+}
+
+impl ReaderOptions {
+    /// Defaults for a record kind.
+    pub fn for_kind(kind: RecordKind) -> ReaderOptions {
+        ReaderOptions {
+            buffer_size: MIB,
+            max_record_bytes: match kind {
+                RecordKind::Line => 64 << 10,
+                RecordKind::Sdf => 64 * MIB,
+            },
+            skip_header: false,
+        }
+    }
+
+    /// Checks the options against the record kind; `Err` holds the reason.
+    pub(crate) fn check(&self, kind: RecordKind) -> Result<(), String> {
+        if self.buffer_size == 0 {
+            return Err("buffer_size must be at least 1".into());
+        }
+        if self.skip_header && kind == RecordKind::Sdf {
+            return Err("skip_header applies to line files only, not SDF".into());
+        }
+        Ok(())
+    }
+}
+
+impl Default for ReaderOptions {
+    /// The Line kind's defaults.
+    fn default() -> Self {
+        ReaderOptions::for_kind(RecordKind::Line)
+    }
+}

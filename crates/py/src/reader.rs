@@ -1,0 +1,171 @@
+//! Python wrappers of `molsift-io`: `RecordSource` (records of a slab or a stream, in batches),
+//! `count_records`, `split_slabs`, `detect_format`, `file_compression`.
+
+use std::path::{Path, PathBuf};
+
+use molsift_io::{Compression, InputFormat, ReadCounters, ReaderOptions, RecordSource};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::error::input_err;
+
+/// (text, id, line, offset, problem) as handed to Python.
+type PyRecord = (String, String, u64, u64, Option<String>);
+
+fn make_format(
+    format: &str,
+    header: bool,
+    smiles_col: Option<String>,
+    id_col: Option<String>,
+    delimiter: Option<String>,
+) -> PyResult<InputFormat> {
+    let delimiter = match delimiter.as_deref() {
+        None => None,
+        Some("\t") | Some("tab") => Some(b'\t'),
+        Some(",") => Some(b','),
+        Some(d) => return Err(PyValueError::new_err(format!("delimiter must be ',' or tab, got {d:?}"))),
+    };
+    Ok(match format {
+        "smiles" => InputFormat::Smiles { header },
+        "csv" => InputFormat::Csv { smiles_col, id_col, delimiter },
+        "sdf" => InputFormat::Sdf,
+        other => return Err(PyValueError::new_err(format!("unknown format {other:?} (smiles, csv, sdf)"))),
+    })
+}
+
+fn options(format: &InputFormat, buffer_size: Option<usize>, max_record_bytes: Option<usize>) -> PyResult<ReaderOptions> {
+    let mut opts = ReaderOptions::for_kind(format.record_kind());
+    if let Some(b) = buffer_size {
+        if b == 0 {
+            return Err(PyValueError::new_err("read buffer size must be at least 1 byte"));
+        }
+        opts.buffer_size = b;
+    }
+    if let Some(m) = max_record_bytes {
+        opts.max_record_bytes = m;
+    }
+    Ok(opts)
+}
+
+fn counters_dict<'py>(py: Python<'py>, c: &ReadCounters) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("bytes_read", c.bytes_read)?;
+    d.set_item("read_calls", c.read_calls)?;
+    d.set_item("records", c.records)?;
+    d.set_item("oversized", c.oversized)?;
+    d.set_item("decompressed_bytes", c.decompressed_bytes)?;
+    Ok(d)
+}
+
+/// Records of one slab of a plain file, or of a whole (possibly compressed) file as a stream.
+#[pyclass(name = "RecordSource", module = "molsift._core")]
+pub struct PyRecordSource {
+    inner: RecordSource,
+}
+
+#[pymethods]
+impl PyRecordSource {
+    /// Opens `path`. With `slab=(start, end)` reads the records starting in that byte range of a
+    /// plain file; without it, reads the whole file as one stream (gzip and zstd included).
+    #[new]
+    #[pyo3(signature = (path, format, slab=None, header=false, smiles_col=None, id_col=None, delimiter=None, buffer_size=None, max_record_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        format: &str,
+        slab: Option<(u64, u64)>,
+        header: bool,
+        smiles_col: Option<String>,
+        id_col: Option<String>,
+        delimiter: Option<String>,
+        buffer_size: Option<usize>,
+        max_record_bytes: Option<usize>,
+    ) -> PyResult<Self> {
+        let format = make_format(format, header, smiles_col, id_col, delimiter)?;
+        let opts = options(&format, buffer_size, max_record_bytes)?;
+        let inner = py
+            .detach(|| match slab {
+                Some((start, end)) => RecordSource::open_slab(&path, format, start..end, opts),
+                None => RecordSource::open_stream(&path, format, opts),
+            })
+            .map_err(input_err)?;
+        Ok(PyRecordSource { inner })
+    }
+
+    /// Up to `n` records as (text, id, line, offset, problem) tuples; empty at the end.
+    fn next_batch(&mut self, py: Python<'_>, n: usize) -> PyResult<Vec<PyRecord>> {
+        let inner = &mut self.inner;
+        py.detach(|| {
+            let mut out = Vec::with_capacity(n.min(1 << 16));
+            while out.len() < n {
+                match inner.next_record()? {
+                    Some(r) => out.push((r.text, r.id, r.line, r.offset, r.problem)),
+                    None => break,
+                }
+            }
+            Ok(out)
+        })
+        .map_err(input_err)
+    }
+
+    /// Bytes read, read calls, records, oversized records and decompressed bytes so far.
+    fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        counters_dict(py, self.inner.counters())
+    }
+}
+
+/// Counts the records of a file with `threads` threads (plain files) or one streaming decoder
+/// (gzip, zstd); returns a dict with records, bytes, bytes_read, read_calls.
+#[pyfunction]
+#[pyo3(signature = (path, format, threads=1, header=false))]
+fn count_records<'py>(py: Python<'py>, path: PathBuf, format: &str, threads: usize, header: bool) -> PyResult<Bound<'py, PyDict>> {
+    let format = make_format(format, header, None, None, None)?;
+    let report = py.detach(|| molsift_io::count_input(&path, &format, threads.max(1))).map_err(input_err)?;
+    let d = PyDict::new(py);
+    d.set_item("records", report.records)?;
+    d.set_item("bytes", report.bytes)?;
+    d.set_item("bytes_read", report.bytes_read)?;
+    d.set_item("read_calls", report.read_calls)?;
+    Ok(d)
+}
+
+/// Byte ranges of `n` near-equal slabs covering a file of `len` bytes.
+#[pyfunction]
+fn split_slabs(len: u64, n: usize) -> PyResult<Vec<(u64, u64)>> {
+    if n == 0 {
+        return Err(PyValueError::new_err("the number of slabs must be at least 1"));
+    }
+    Ok(molsift_io::split_slabs(len, n).into_iter().map(|r| (r.start, r.end)).collect())
+}
+
+/// (format, header) guessed from the file name and first line: format is smiles, csv or sdf.
+#[pyfunction]
+fn detect_format(path: PathBuf) -> PyResult<(String, bool)> {
+    let f = InputFormat::detect(&path).map_err(input_err)?;
+    Ok(match f {
+        InputFormat::Smiles { header } => ("smiles".into(), header),
+        InputFormat::Csv { .. } => ("csv".into(), true),
+        _ => ("sdf".into(), false),
+    })
+}
+
+/// "none", "gzip" or "zstd", from the file's first bytes.
+#[pyfunction]
+fn file_compression(path: PathBuf) -> PyResult<&'static str> {
+    Ok(match molsift_io::detect_compression(Path::new(&path)).map_err(input_err)? {
+        Compression::Gzip => "gzip",
+        Compression::Zstd => "zstd",
+        _ => "none",
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyRecordSource>()?;
+    m.add_function(wrap_pyfunction!(count_records, m)?)?;
+    m.add_function(wrap_pyfunction!(split_slabs, m)?)?;
+    m.add_function(wrap_pyfunction!(detect_format, m)?)?;
+    m.add_function(wrap_pyfunction!(file_compression, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! Python wrappers of `molsift-store`: `StoreWriter`, `merge_parts`, `open_store_manifest`.
+
+use std::path::PathBuf;
+
+use molsift_store::{FingerprintSpec, Store, StoreWriter, Verify};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::error::store_err;
+
+fn parse_json(text: &str) -> PyResult<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("bad JSON: {e}")))
+}
+
+/// Builds one store (see `molsift_store::StoreWriter`).
+#[pyclass(name = "StoreWriter", module = "molsift._core")]
+pub struct PyStoreWriter {
+    inner: Option<StoreWriter>,
+}
+
+impl PyStoreWriter {
+    fn writer(&mut self) -> PyResult<&mut StoreWriter> {
+        self.inner.as_mut().ok_or_else(|| PyValueError::new_err("store writer already finished"))
+    }
+}
+
+#[pymethods]
+impl PyStoreWriter {
+    #[new]
+    #[pyo3(signature = (path, kind, bits, params_json, overwrite=false))]
+    fn new(path: PathBuf, kind: &str, bits: u32, params_json: &str, overwrite: bool) -> PyResult<Self> {
+        let spec = FingerprintSpec::new(kind, bits, parse_json(params_json)?).map_err(store_err)?;
+        let inner = StoreWriter::create(&path, spec, overwrite).map_err(store_err)?;
+        Ok(PyStoreWriter { inner: Some(inner) })
+    }
+
+    /// Appends molecules: parallel lists of ids, canonical SMILES, 1-based lines and on-bit lists.
+    fn add_molecules(
+        &mut self,
+        py: Python<'_>,
+        ids: Vec<String>,
+        smiles: Vec<String>,
+        lines: Vec<u64>,
+        on_bits: Vec<Vec<u32>>,
+    ) -> PyResult<()> {
+        let n = ids.len();
+        if smiles.len() != n || lines.len() != n || on_bits.len() != n {
+            return Err(PyValueError::new_err("ids, smiles, lines and on_bits differ in length"));
+        }
+        let w = self.writer()?;
+        py.detach(|| {
+            for i in 0..n {
+                w.add_molecule(&ids[i], &smiles[i], lines[i], &on_bits[i])?;
+            }
+            Ok(())
+        })
+        .map_err(store_err)
+    }
+
+    /// Records one rejected record.
+    fn add_reject(&mut self, source: &str, line: u64, offset: u64, id: &str, reason: &str) -> PyResult<()> {
+        self.writer()?.add_reject(source, line, offset, id, reason).map_err(store_err)
+    }
+
+    /// Provenance (a JSON text) to keep in the manifest.
+    fn set_provenance(&mut self, provenance_json: &str) -> PyResult<()> {
+        let value = parse_json(provenance_json)?;
+        self.writer()?.set_provenance(value);
+        Ok(())
+    }
+
+    /// (records_in, molecules, rejected) so far.
+    fn counts(&mut self) -> PyResult<(u64, u64, u64)> {
+        let c = self.writer()?.counts();
+        Ok((c.records_in, c.molecules, c.rejected))
+    }
+
+    /// Syncs, writes the manifest, renames into place; returns the manifest as JSON text.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
+        let w = self.inner.take().ok_or_else(|| PyValueError::new_err("store writer already finished"))?;
+        let manifest = py.detach(|| w.finish()).map_err(store_err)?;
+        Ok(serde_json::to_string(&manifest).expect("manifest serializes"))
+    }
+
+    /// Drops the unfinished store (its temporary directory is removed).
+    fn abort(&mut self) {
+        self.inner = None;
+    }
+}
+
+/// Merges finished part stores in order into `out`; returns the manifest as JSON text.
+#[pyfunction]
+#[pyo3(signature = (parts, out, overwrite=false, provenance_json="null"))]
+fn merge_parts(py: Python<'_>, parts: Vec<PathBuf>, out: PathBuf, overwrite: bool, provenance_json: &str) -> PyResult<String> {
+    let provenance = parse_json(provenance_json)?;
+    let refs: Vec<&std::path::Path> = parts.iter().map(|p| p.as_path()).collect();
+    let manifest = py
+        .detach(|| molsift_store::merge_parts(&refs, &out, overwrite, provenance))
+        .map_err(store_err)?;
+    Ok(serde_json::to_string(&manifest).expect("manifest serializes"))
+}
+
+/// Checks a store (sizes, offsets, counts; checksums too if `full`) and returns its manifest
+/// as JSON text, or raises StoreError naming what is wrong.
+#[pyfunction]
+#[pyo3(signature = (path, full=true))]
+fn open_store_manifest(py: Python<'_>, path: PathBuf, full: bool) -> PyResult<String> {
+    let verify = if full { Verify::Full } else { Verify::Sizes };
+    let store = py.detach(|| Store::open(&path, verify)).map_err(store_err)?;
+    Ok(serde_json::to_string(store.manifest()).expect("manifest serializes"))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    use molsift_store::layout as l;
+    m.add_class::<PyStoreWriter>()?;
+    m.add_function(wrap_pyfunction!(merge_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(open_store_manifest, m)?)?;
+    let files = pyo3::types::PyDict::new(m.py());
+    for (key, name) in [
+        ("fingerprints", l::FINGERPRINTS),
+        ("popcounts", l::POPCOUNTS),
+        ("smiles", l::SMILES),
+        ("smiles_offsets", l::SMILES_OFFSETS),
+        ("ids", l::IDS),
+        ("id_offsets", l::ID_OFFSETS),
+        ("source_lines", l::SOURCE_LINES),
+        ("rejects", l::REJECTS),
+        ("manifest", l::MANIFEST),
+    ] {
+        files.set_item(key, name)?;
+    }
+    m.add("STORE_FILES", files)?;
+    m.add("STORE_FORMAT_VERSION", molsift_store::FORMAT_VERSION)?;
+    Ok(())
+}

@@ -1,0 +1,85 @@
+"""RDKit adapters: SMILES or mol block to molecule (with the reason when it fails), canonical
+SMILES, and Morgan fingerprints as on-bit lists. The only module that imports RDKit for ingest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+from rdkit import Chem, RDLogger, rdBase
+from rdkit.Chem import rdFingerprintGenerator
+
+RDLogger.DisableLog("rdApp.*")  # reasons are collected per record instead of printed
+
+
+@dataclass(frozen=True)
+class FingerprintSpec:
+    """Which fingerprint a store holds. Only Morgan (ECFP-like bit vectors) for now."""
+
+    kind: str = "morgan"
+    radius: int = 2
+    bits: int = 2048
+
+    def __post_init__(self) -> None:
+        if self.kind != "morgan":
+            raise ValueError(f"unknown fingerprint kind {self.kind!r} (known: morgan)")
+        if self.bits <= 0 or self.bits % 64:
+            raise ValueError(f"fingerprint size must be a positive multiple of 64, got {self.bits}")
+        if self.radius < 0:
+            raise ValueError(f"Morgan radius must be >= 0, got {self.radius}")
+
+    def params(self) -> dict:
+        """Parameters recorded in the store manifest."""
+        return {
+            "radius": self.radius,
+            "generator": f"rdFingerprintGenerator.GetMorganGenerator(radius={self.radius}, fpSize={self.bits})",
+            "rdkit_version": rdBase.rdkitVersion,
+        }
+
+
+@dataclass
+class Fingerprinter:
+    """Computes one kind of fingerprint; build one per worker (the generator is reused)."""
+
+    spec: FingerprintSpec = field(default_factory=FingerprintSpec)
+
+    def __post_init__(self) -> None:
+        self._gen = rdFingerprintGenerator.GetMorganGenerator(
+            radius=self.spec.radius, fpSize=self.spec.bits
+        )
+
+    def on_bits(self, mol: Chem.Mol) -> list:
+        """Indices of the set bits of `mol`'s fingerprint."""
+        return list(self._gen.GetFingerprint(mol).GetOnBits())
+
+    def to_fp(self, mol: Chem.Mol):
+        """The RDKit ExplicitBitVect."""
+        return self._gen.GetFingerprint(mol)
+
+
+def to_mol(text: str, sdf: bool = False) -> Tuple[Optional[Chem.Mol], str]:
+    """Parses SMILES (or a mol block with `sdf=True`) exactly as RDKit's defaults do.
+
+    Returns (mol, "") or (None, reason)."""
+    mol = Chem.MolFromMolBlock(text) if sdf else Chem.MolFromSmiles(text)
+    if mol is not None:
+        return mol, ""
+    return None, _why_unparsable(text, sdf)
+
+
+def _why_unparsable(text: str, sdf: bool) -> str:
+    """Re-parses without sanitizing to tell a syntax error from a chemistry error."""
+    what = "mol block" if sdf else "SMILES"
+    raw = Chem.MolFromMolBlock(text, sanitize=False) if sdf else Chem.MolFromSmiles(text, sanitize=False)
+    if raw is None:
+        return f"RDKit could not parse the {what} (syntax error)"
+    try:
+        Chem.SanitizeMol(raw)
+    except Exception as exc:  # RDKit raises several sanitization exception types
+        return f"RDKit rejected the {what}: {exc}".strip()
+    return f"RDKit could not parse the {what}"
+
+
+def to_smiles(mol: Chem.Mol) -> str:
+    """Canonical isomeric SMILES (RDKit's default MolToSmiles)."""
+    return Chem.MolToSmiles(mol)

@@ -1,0 +1,185 @@
+"""The `molsift` command line: `molsift <verb> --help`. Library errors become one friendly line
+on stderr and exit status 2; nothing here does real work itself."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import List, Optional
+
+SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20,
+              "mb": 1000**2, "mib": 1 << 20, "g": 1 << 30, "gb": 1000**3, "gib": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """'4096', '64K', '64KiB', '1M', '1MB' -> bytes (K/M/G without B are binary)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in SIZE_UNITS:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4096, 64K, 1MiB)")
+    value = int(float(m.group(1)) * SIZE_UNITS[m.group(2).lower()])
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"size must be at least 1 byte: {text!r}")
+    return value
+
+
+def _add_format_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("input format (guessed from the file name when not given)")
+    g.add_argument("--format", choices=["smiles", "csv", "sdf"], help="record format")
+    g.add_argument("--header", dest="header", action="store_true", default=None,
+                   help="the first line is a header (SMILES files; auto-detected)")
+    g.add_argument("--no-header", dest="header", action="store_false")
+    g.add_argument("--smiles-col", help="CSV: name of the SMILES column (default: 'smiles', any case)")
+    g.add_argument("--id-col", help="CSV: name of the id column (default: ids are line numbers)")
+    g.add_argument("--delimiter", choices=[",", "tab"], help="CSV delimiter (default: guessed)")
+
+
+def _cmd_count(args) -> int:
+    from .records import count_records
+
+    r = count_records(args.file, format=args.format, threads=args.threads, header=args.header)
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    gbs = r["bytes"] / r["seconds"] / 1e9 if r["seconds"] else 0.0
+    amp = r["bytes_read"] / r["bytes"] if r["bytes"] else 0.0
+    print(f"{r['records']}\t{args.file}")
+    print(f"{r['bytes']:,} bytes ({r['format']}, {r['compression']}) in {r['seconds']:.3f} s:"
+          f" {gbs:.2f} GB/s, {r['read_calls']:,} read calls, read amplification {amp:.4f}x",
+          file=sys.stderr)
+    return 0
+
+
+def _cmd_ingest(args) -> int:
+    from .chem import FingerprintSpec
+    from .ingest import ingest
+
+    report = ingest(
+        args.inputs, args.output,
+        fingerprint=FingerprintSpec(radius=args.radius, bits=args.bits),
+        workers=args.workers, slabs=args.slabs, chunk_records=args.chunk_records,
+        buffer_size=args.read_buffer, max_record_bytes=args.max_record_bytes,
+        format=args.format, header=args.header, smiles_col=args.smiles_col, id_col=args.id_col,
+        delimiter="\t" if args.delimiter == "tab" else args.delimiter,
+        overwrite=args.overwrite, progress=False if args.quiet else None,
+    )
+    if report is None:  # a non-root MPI rank
+        return 0
+    if args.json:
+        from dataclasses import asdict
+
+        print(json.dumps({**asdict(report), "read_amplification": report.read_amplification}))
+    elif not args.quiet:
+        print(report.summary())
+        if report.rejected:
+            print(f"rejected records: {report.store}/rejects.tsv")
+    return 0
+
+
+def _cmd_info(args) -> int:
+    from .store import open_store
+
+    store = open_store(args.store, verify=not args.no_verify)
+    m = store.manifest
+    if args.json:
+        print(json.dumps(m, indent=2))
+        return 0
+    c, fp = m["counts"], m["fingerprint"]
+    size = sum(e["bytes"] for e in m["files"].values())
+    print(f"store       {store.path}")
+    print(f"format      {m['format']} v{m['format_version']} ({m['created_by']})")
+    print(f"molecules   {c['molecules']:,}  (records in {c['records_in']:,}, rejected {c['rejected']:,})")
+    print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
+    print(f"size        {size:,} bytes, {size / max(1, c['molecules']):.1f} bytes/molecule")
+    print(f"checksums   {'not checked (--no-verify)' if args.no_verify else 'all files verified'}")
+    n = min(args.head, len(store))
+    if n:
+        print(f"\nfirst {n} molecules (position, id, on-bits, canonical SMILES):")
+        for i in range(n):
+            print(f"{i:>8}  {store.ids[i]:<12} {int(store.popcounts[i]):>4}  {store.smiles[i]}")
+    if c["rejected"]:
+        print(f"\nrejected records are listed in {store.rejects_path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="molsift", description="Store, search and screen ultra-large compound libraries.")
+    parser.add_argument("--version", action="version", version=f"molsift {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="<verb>", required=True)
+
+    p = verbs.add_parser("count", help="count records (not lines) of a SMILES, CSV or SDF file",
+                         description="Count records with all cores at memory speed. gzip/zstd "
+                         "input is counted by one streaming decoder.")
+    p.add_argument("file")
+    p.add_argument("-j", "--threads", type=int, help="threads (default: all cores)")
+    p.add_argument("--json", action="store_true", help="print the counters as JSON")
+    _add_format_options(p)
+    p.set_defaults(func=_cmd_count)
+
+    p = verbs.add_parser("ingest", help="parse molecules with RDKit and write a store",
+                         description="Read every record in parallel (byte-range slabs per worker "
+                         "or MPI rank), compute canonical SMILES and fingerprints, write a store. "
+                         "Under mpirun each rank takes its share of the slabs.")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="SMILES, CSV or SDF files (gzip/zstd ok)")
+    p.add_argument("-o", "--output", required=True, metavar="STORE", help="store directory to create")
+    p.add_argument("-j", "--workers", type=int, help="worker processes (default: all cores; 1 per MPI rank)")
+    p.add_argument("--radius", type=int, default=2, help="Morgan radius (default 2)")
+    p.add_argument("--bits", type=int, default=2048, help="fingerprint size in bits (default 2048)")
+    p.add_argument("--slabs", type=int, help="byte-range slabs per plain input (default 4 per worker)")
+    p.add_argument("--chunk-records", type=int, default=10_000,
+                   help="records per task for gzip/zstd input (default 10000)")
+    p.add_argument("--read-buffer", type=parse_size, help="bytes per read call (default 1MiB)")
+    p.add_argument("--max-record-bytes", type=parse_size,
+                   help="longer records are rejected (default 1MiB SMILES, 64MiB SDF)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_format_options(p)
+    p.set_defaults(func=_cmd_ingest)
+
+    p = verbs.add_parser("info", help="show what is in a store",
+                         description="Check a store (manifest, sizes, checksums) and show it.")
+    p.add_argument("store")
+    p.add_argument("-n", "--head", type=int, default=5, help="molecules to show (default 5)")
+    p.add_argument("--no-verify", action="store_true", help="skip the checksums (sizes still checked)")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(func=_cmd_info)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    from ._core import MolsiftError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except MolsiftError as exc:
+        print(f"molsift: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("molsift: interrupted", file=sys.stderr)
+        return 130
+    except Exception:
+        _abort_other_ranks()
+        raise
+
+
+def _abort_other_ranks() -> None:
+    """An unexpected error on one MPI rank must not leave the others waiting forever."""
+    from .parallel import launched_under_mpi
+
+    if not launched_under_mpi():
+        return
+    import traceback
+
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.Get_size() > 1:
+        traceback.print_exc()
+        sys.stderr.write(f"molsift: rank {MPI.COMM_WORLD.Get_rank()} failed; aborting the job\n")
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)

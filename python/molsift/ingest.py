@@ -1,0 +1,323 @@
+"""Ingest: input files -> tasks (byte-range slabs of plain files, or record chunks handed out by
+one streaming decoder for gzip/zstd) -> worker processes or MPI ranks that parse with RDKit and
+write one part store per task -> parts merged in task order into the final store.
+
+Because parts are merged in input order, the store is identical whatever the number of workers
+or ranks. The store appears only when complete (the Rust writer renames it into place)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+
+from . import _core
+from .chem import FingerprintSpec
+from .parallel import choose_executor
+from .progress import Progress
+
+PathLike = Union[str, "os.PathLike[str]"]
+BATCH_RECORDS = 2048
+
+
+@dataclass
+class InputFile:
+    """One input: path, size, compression and record format."""
+
+    path: str
+    bytes: int
+    compression: str
+    format: str
+    header: bool
+    smiles_col: Optional[str] = None
+    id_col: Optional[str] = None
+    delimiter: Optional[str] = None
+
+    def format_args(self) -> dict:
+        return {
+            "format": self.format,
+            "header": self.header,
+            "smiles_col": self.smiles_col,
+            "id_col": self.id_col,
+            "delimiter": self.delimiter,
+        }
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did: counts, time, bytes read, and the store written."""
+
+    store: str
+    records_in: int
+    molecules: int
+    rejected: int
+    seconds: float
+    workers: int
+    executor: str
+    tasks: int
+    bytes_in: int
+    bytes_read: int
+    read_calls: int
+    store_bytes: int
+    inputs: List[Dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def read_amplification(self) -> float:
+        return self.bytes_read / self.bytes_in if self.bytes_in else 0.0
+
+    @property
+    def molecules_per_second(self) -> float:
+        return self.molecules / self.seconds if self.seconds else 0.0
+
+    def summary(self) -> str:
+        per_mol = self.store_bytes / self.molecules if self.molecules else 0.0
+        return (
+            f"records in {self.records_in:,} = molecules stored {self.molecules:,}"
+            f" + rejected {self.rejected:,}\n"
+            f"{self.seconds:.1f} s, {self.molecules_per_second:,.0f} molecules/s on {self.workers}"
+            f" {self.executor} worker(s), {self.tasks} task(s)\n"
+            f"read {self.bytes_read:,} bytes of {self.bytes_in:,} in {self.read_calls:,} calls:"
+            f" read amplification {self.read_amplification:.4f}x\n"
+            f"store {self.store}: {self.store_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
+        )
+
+
+def describe_input(path: PathLike, format: Optional[str] = None, header: Optional[bool] = None,
+                   smiles_col: Optional[str] = None, id_col: Optional[str] = None,
+                   delimiter: Optional[str] = None) -> InputFile:
+    """Checks that `path` is a readable file and works out its compression and format."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise _core.InputError(f"{path}: no such file")
+    detected, detected_header = _core.detect_format(path)
+    fmt = format or detected
+    if header is None:
+        header = detected_header if fmt == detected else fmt == "csv"
+    return InputFile(path, os.path.getsize(path), _core.file_compression(path), fmt, header,
+                     smiles_col, id_col, delimiter)
+
+
+# ---------------------------------------------------------------- worker side
+
+_FINGERPRINTERS: Dict[tuple, Any] = {}
+
+
+def _fingerprinter(radius: int, bits: int):
+    key = (radius, bits)
+    if key not in _FINGERPRINTERS:
+        from .chem import Fingerprinter
+
+        _FINGERPRINTERS[key] = Fingerprinter(FingerprintSpec(radius=radius, bits=bits))
+    return _FINGERPRINTERS[key]
+
+
+def run_ingest_task(task: dict) -> dict:
+    """Parses the records of one task with RDKit and writes them to one part store."""
+    from .chem import to_mol, to_smiles
+
+    start = time.perf_counter()
+    spec = FingerprintSpec(radius=task["radius"], bits=task["bits"])
+    fper = _fingerprinter(spec.radius, spec.bits)
+    writer = _core.StoreWriter(task["part"], spec.kind, spec.bits, json.dumps(spec.params()), True)
+    sdf = task["input"]["format"] == "sdf"
+    source_path = task["input"]["path"]
+    if task["kind"] == "slab":
+        fmt = {k: v for k, v in task["input"].items() if k not in ("path",)}
+        src = _core.RecordSource(source_path, slab=tuple(task["slab"]), **fmt, **task["reader"])
+        batches: Any = iter(lambda: src.next_batch(BATCH_RECORDS), [])
+    else:
+        src = None
+        batches = [task["records"]]
+    for batch in batches:
+        ids, smiles, lines, bits = [], [], [], []
+        for text, rid, line, offset, problem in batch:
+            if problem is None:
+                try:
+                    mol, problem = to_mol(text, sdf)
+                    if mol is not None:
+                        smiles.append(to_smiles(mol))
+                        bits.append(fper.on_bits(mol))
+                        ids.append(rid)
+                        lines.append(line)
+                        continue
+                except Exception as exc:  # a bad record never stops the run
+                    problem = f"error while preparing the molecule: {exc}"
+            writer.add_reject(source_path, line, offset, rid, problem)
+        writer.add_molecules(ids, smiles, lines, bits)
+    read = src.counters() if src is not None else {}
+    manifest = json.loads(writer.finish())
+    return {
+        "index": task["index"],
+        "part": task["part"],
+        "input": source_path,
+        "counts": manifest["counts"],
+        "read": dict(read),
+        "seconds": time.perf_counter() - start,
+        "pid": os.getpid(),
+    }
+
+
+# ---------------------------------------------------------------- root side
+
+
+def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, reader: dict,
+           slabs: int, chunk_records: int) -> Iterator[dict]:
+    """Every task, in input order: slabs of plain files, record chunks of compressed ones."""
+    index = 0
+    for inp in inputs:
+        base = {"input": {"path": inp.path, **inp.format_args()}, "radius": spec.radius,
+                "bits": spec.bits, "reader": reader}
+        if inp.compression == "none":
+            for start, end in _core.split_slabs(inp.bytes, slabs):
+                if start == end:
+                    continue
+                part = os.path.join(workdir, f"part-{index:08d}")
+                yield {**base, "kind": "slab", "index": index, "slab": (start, end), "part": part}
+                index += 1
+        else:
+            src = _core.RecordSource(inp.path, **inp.format_args(), **reader)
+            while True:
+                records = src.next_batch(chunk_records)
+                if not records:
+                    break
+                part = os.path.join(workdir, f"part-{index:08d}")
+                yield {**base, "kind": "records", "index": index, "records": records, "part": part}
+                index += 1
+
+
+def ingest(
+    inputs: Union[PathLike, Sequence[PathLike]],
+    output: PathLike,
+    *,
+    fingerprint: Optional[FingerprintSpec] = None,
+    workers: Optional[int] = None,
+    executor: Any = None,
+    slabs: Optional[int] = None,
+    chunk_records: int = 10_000,
+    buffer_size: Optional[int] = None,
+    max_record_bytes: Optional[int] = None,
+    format: Optional[str] = None,
+    header: Optional[bool] = None,
+    smiles_col: Optional[str] = None,
+    id_col: Optional[str] = None,
+    delimiter: Optional[str] = None,
+    overwrite: bool = False,
+    progress: Optional[bool] = None,
+) -> Optional[IngestReport]:
+    """Reads every record of `inputs`, parses it with RDKit, and writes a store at `output`.
+
+    Runs on `workers` local processes (default: all cores), or on MPI ranks when launched under
+    `mpirun`. Returns the report on the root (rank 0), None on other ranks."""
+    start = time.perf_counter()
+    spec = fingerprint or FingerprintSpec()
+    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    if not paths:
+        raise ValueError("no input files")
+    output = os.path.abspath(os.fspath(output))
+    own_executor = executor is None
+    executor = executor or choose_executor(workers)
+    try:
+        plan = None
+        if executor.is_root:
+            plan = _plan(paths, output, overwrite, format, header, smiles_col, id_col, delimiter)
+        plan = executor.broadcast(plan)
+        if isinstance(plan, Exception):
+            raise plan
+        input_files, workdir = plan
+        reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes}
+        n_slabs = slabs or max(1, 4 * executor.size)
+        expected = _expected_records(input_files) if executor.is_root else None
+        show = progress if executor.name != "mpi" else False  # ranks would draw over each other
+        bar = Progress("ingest", total=expected, enabled=show)
+        with bar:
+            tasks = _tasks(input_files, workdir, spec, reader, n_slabs, chunk_records)
+            results = executor.map_ordered(run_ingest_task, tasks,
+                                           on_result=lambda r: bar.update(r["counts"]["records_in"]))
+        report = None
+        if executor.is_root:
+            report = _finish(results, input_files, output, workdir, overwrite, spec, executor,
+                             start, expected, n_slabs, reader, chunk_records)
+        executor.barrier()
+        return report
+    finally:
+        if own_executor:
+            executor.close()
+
+
+def _plan(paths, output, overwrite, format, header, smiles_col, id_col, delimiter):
+    """Root only: checks inputs and output, makes the work directory. Errors are returned (and
+    broadcast) rather than raised, so every rank raises the same error."""
+    try:
+        files = [describe_input(p, format, header, smiles_col, id_col, delimiter) for p in paths]
+        if os.path.exists(output) and not overwrite:
+            raise _core.StoreError(f"{output}: already exists (choose another output or pass --overwrite)")
+        parent = os.path.dirname(output) or "."
+        if not os.path.isdir(parent):
+            raise _core.StoreError(f"{parent}: output directory does not exist")
+        workdir = os.path.join(parent, f".{os.path.basename(output)}.ingest-{os.getpid()}-{time.time_ns()}")
+        os.makedirs(workdir)
+        return files, workdir
+    except Exception as exc:  # handed to every rank
+        return exc
+
+
+def _expected_records(inputs: Sequence[InputFile]) -> Optional[int]:
+    """Records in the plain inputs, counted at memory speed (None if any input is compressed)."""
+    total = 0
+    for inp in inputs:
+        if inp.compression != "none":
+            return None
+        total += _core.count_records(inp.path, inp.format, threads=2, header=inp.header)["records"]
+    return total
+
+
+def _finish(results, inputs, output, workdir, overwrite, spec, executor, start, expected,
+            n_slabs, reader, chunk_records) -> IngestReport:
+    parts = [r["part"] for r in results]
+    by_input = []
+    bytes_read = read_calls = 0
+    for inp in inputs:
+        mine = [r for r in results if r["input"] == inp.path]
+        if inp.compression == "none":
+            b = sum(r["read"].get("bytes_read", 0) for r in mine)
+            c = sum(r["read"].get("read_calls", 0) for r in mine)
+        else:  # one streaming decoder read the whole file
+            b, c = inp.bytes, 0
+        bytes_read += b
+        read_calls += c
+        by_input.append({**asdict(inp), "bytes_read": b, "read_calls": c,
+                         "read_amplification": b / inp.bytes if inp.bytes else 0.0,
+                         "records_in": sum(r["counts"]["records_in"] for r in mine)})
+    provenance = {
+        "inputs": by_input,
+        "workers": executor.size,
+        "executor": executor.name,
+        "tasks": len(results),
+        "slabs_per_plain_file": n_slabs,
+        "chunk_records": chunk_records,
+        "reader": reader,
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    if parts:
+        manifest = json.loads(_core.merge_parts(parts, output, overwrite, json.dumps(provenance)))
+    else:  # every input was empty
+        w = _core.StoreWriter(output, spec.kind, spec.bits, json.dumps(spec.params()), overwrite)
+        w.set_provenance(json.dumps(provenance))
+        manifest = json.loads(w.finish())
+    shutil.rmtree(workdir, ignore_errors=True)
+    counts = manifest["counts"]
+    if expected is not None and counts["records_in"] != expected:
+        raise RuntimeError(
+            f"internal error: the inputs hold {expected} records but the ingest saw "
+            f"{counts['records_in']}; please report this with the input file"
+        )
+    store_bytes = sum(e["bytes"] for e in manifest["files"].values())
+    return IngestReport(
+        store=output, records_in=counts["records_in"], molecules=counts["molecules"],
+        rejected=counts["rejected"], seconds=time.perf_counter() - start, workers=executor.size,
+        executor=executor.name, tasks=len(results), bytes_in=sum(i.bytes for i in inputs),
+        bytes_read=bytes_read, read_calls=read_calls, store_bytes=store_bytes, inputs=by_input,
+    )

@@ -1,0 +1,47 @@
+"""Executors that run a list of tasks and hand back their results in task order: in this process
+(`SerialExecutor`), in worker processes (`PoolExecutor`), or across MPI ranks (`MPIExecutor`,
+only when launched under `mpirun`; mpi4py is imported lazily). `choose_executor` picks one."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from .serial import SerialExecutor
+
+MPI_ENV_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
+
+
+def launched_under_mpi() -> bool:
+    """True when this process was started by mpirun/mpiexec/srun with an MPI launcher."""
+    return any(v in os.environ for v in MPI_ENV_VARS)
+
+
+def default_workers() -> int:
+    """Worker processes to use by default: MOLSIFT_WORKERS, else the number of usable cores."""
+    env = os.environ.get("MOLSIFT_WORKERS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def choose_executor(workers: Optional[int] = None, use_mpi: Optional[bool] = None):
+    """MPI ranks when launched under MPI (or `use_mpi=True`), else `workers` local processes."""
+    if use_mpi is None:
+        use_mpi = launched_under_mpi()
+    if use_mpi:
+        from .mpi import MPIExecutor
+
+        return MPIExecutor()
+    workers = default_workers() if workers is None else workers
+    if workers <= 1:
+        return SerialExecutor()
+    from .pool import PoolExecutor
+
+    return PoolExecutor(workers)
+
+
+__all__ = ["choose_executor", "launched_under_mpi", "default_workers", "SerialExecutor"]

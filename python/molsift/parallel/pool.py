@@ -1,0 +1,54 @@
+"""`PoolExecutor`: worker processes on this machine, with a bounded number of tasks in flight
+(so a streaming producer never races ahead of the workers) and results handed back in order."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable, Iterable, List, Optional
+
+
+class PoolExecutor:
+    """`workers` processes started with the spawn method (safe with threads in the parent)."""
+
+    is_root = True
+    rank = 0
+    name = "processes"
+
+    def __init__(self, workers: int, in_flight_per_worker: int = 2):
+        self.size = workers
+        self._limit = workers * in_flight_per_worker
+        self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
+
+    def map_ordered(
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Iterable[Any],
+        on_result: Optional[Callable[[Any], None]] = None,
+    ) -> List[Any]:
+        results: List[Any] = []
+        pending: deque = deque()
+
+        def take_oldest() -> None:
+            result = pending.popleft().result()
+            if on_result:
+                on_result(result)
+            results.append(result)
+
+        for task in tasks:
+            if len(pending) >= self._limit:
+                take_oldest()
+            pending.append(self._pool.submit(fn, task))
+        while pending:
+            take_oldest()
+        return results
+
+    def broadcast(self, value: Any) -> Any:
+        return value
+
+    def barrier(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)

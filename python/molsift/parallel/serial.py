@@ -1,0 +1,38 @@
+"""`SerialExecutor`: runs every task in this process, in order. The reference the parallel
+executors must agree with."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, List, Optional
+
+
+class SerialExecutor:
+    """One worker: this process."""
+
+    is_root = True
+    size = 1
+    rank = 0
+    name = "serial"
+
+    def map_ordered(
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Iterable[Any],
+        on_result: Optional[Callable[[Any], None]] = None,
+    ) -> List[Any]:
+        results = []
+        for task in tasks:
+            result = fn(task)
+            if on_result:
+                on_result(result)
+            results.append(result)
+        return results
+
+    def broadcast(self, value: Any) -> Any:
+        return value
+
+    def barrier(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

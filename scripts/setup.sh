@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything molsift needs into ./.venv (Python packages from PyPI, the Rust build via
+# maturin) and, when MOLSIFT_WITH_MPI=1, Open MPI from Debian's packages. Safe to re-run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if [ "${MOLSIFT_WITH_MPI:-0}" = 1 ] && ! command -v mpirun >/dev/null 2>&1; then
+  echo "setup: installing Open MPI (Debian packages openmpi-bin libopenmpi-dev)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found: install Rust (https://rustup.rs) first" >&2
+  exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+EXTRA=""
+[ "${MOLSIFT_WITH_MPI:-0}" = 1 ] && EXTRA="mpi4py>=3.1"
+.venv/bin/python -m pip install -q "maturin>=1.5,<2" "numpy>=1.22" "rdkit>=2023.9" "tqdm>=4" \
+  "pytest>=7" "hypothesis>=6" $EXTRA
+# Build the Rust extension in release mode and install molsift into the venv (editable).
+VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release -q
+echo "setup: molsift installed in .venv ($(.venv/bin/molsift --version))"

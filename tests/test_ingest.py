@@ -1,0 +1,233 @@
+"""Ingest end to end: counts add up, fingerprints and canonical SMILES equal RDKit's, the store is
+the same whatever the worker count or compression, bad records are rejected with their lines."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rdkit import Chem
+from rdkit.Chem import rdFingerprintGenerator
+
+import molsift
+from molsift.store import FILES
+
+
+def rdkit_reference(smiles_lines, radius=2, bits=2048):
+    """Plain RDKit: canonical SMILES and packed fingerprint words for each parsable SMILES."""
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=bits)
+    out = []
+    for smi in smiles_lines:
+        mol = Chem.MolFromSmiles(smi)
+        if mol is None:
+            out.append(None)
+            continue
+        dense = gen.GetFingerprintAsNumPy(mol).astype(bool)
+        words = np.packbits(dense, bitorder="little").view("<u8")
+        out.append((Chem.MolToSmiles(mol), words))
+    return out
+
+
+def read_smi(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                smi, _, rid = line.strip().partition("\t")
+                rows.append((smi, rid.strip()))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def bundled_store(tmp_path_factory, bundled_smi):
+    out = tmp_path_factory.mktemp("ingest") / "nci.store"
+    report = molsift.ingest(bundled_smi, out, workers=2, progress=False)
+    return report, molsift.open_store(out)
+
+
+def test_counts_add_up_and_match_the_file(bundled_store, bundled_smi):
+    report, store = bundled_store
+    n_lines = sum(1 for line in open(bundled_smi) if line.strip())
+    assert report.records_in == n_lines == store.counts["records_in"]
+    assert report.records_in == report.molecules + report.rejected
+    assert len(store) == report.molecules
+    rejects = open(store.rejects_path).read().splitlines()
+    assert len(rejects) == 1 + report.rejected  # header + one row per reject
+
+
+def test_fingerprints_and_smiles_equal_rdkit(bundled_store, bundled_smi):
+    _, store = bundled_store
+    rows = read_smi(bundled_smi)
+    reference = rdkit_reference([s for s, _ in rows])
+    expected = [(rid, ref) for (_, rid), ref in zip(rows, reference) if ref is not None]
+    assert len(expected) == len(store)
+    fps = store.fingerprints
+    for i, (rid, (smiles, words)) in enumerate(expected):
+        assert store.ids[i] == rid
+        assert store.smiles[i] == smiles
+        assert np.array_equal(fps[i], words), f"fingerprint {i} ({rid}) differs from RDKit"
+        assert store.popcounts[i] == int(np.unpackbits(words.view(np.uint8)).sum())
+
+
+def test_rejected_records_are_rdkit_failures_with_lines(bundled_store, bundled_smi):
+    _, store = bundled_store
+    rows = read_smi(bundled_smi)
+    lines = open(store.rejects_path).read().splitlines()[1:]
+    failed = {i + 1 for i, (s, _) in enumerate(rows) if Chem.MolFromSmiles(s) is None}
+    assert {int(r.split("\t")[1]) for r in lines} == failed
+
+
+def test_fingerprint_view_is_not_a_copy(bundled_store):
+    _, store = bundled_store
+    fps = store.fingerprints
+    assert fps.dtype == np.dtype("<u8") and fps.shape == (len(store), 32)
+    assert not fps.flags.owndata
+    base = fps
+    while getattr(base, "base", None) is not None and not isinstance(base, np.memmap):
+        base = base.base
+    assert isinstance(base, np.memmap)
+    assert os.path.samefile(base.filename, os.path.join(store.path, FILES["fingerprints"]))
+
+
+def store_files(path):
+    return {name: Path(path, name).read_bytes() for name in FILES.values() if name != "manifest.json"}
+
+
+def test_same_store_for_any_worker_count_and_compression(tmp_path, bundled_smi):
+    one = molsift.ingest(bundled_smi, tmp_path / "one", workers=1, progress=False)
+    three = molsift.ingest(bundled_smi, tmp_path / "three", workers=3, slabs=7, progress=False)
+    gz = tmp_path / "nci.smi.gz"
+    with open(bundled_smi, "rb") as src, gzip.open(gz, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    zipped = molsift.ingest(gz, tmp_path / "gz", workers=2, chunk_records=700, progress=False)
+    assert one.tasks == 4 and three.tasks == 7 and zipped.tasks == 8
+    reference = store_files(tmp_path / "one")
+    assert store_files(tmp_path / "three") == reference
+    gz_files = store_files(tmp_path / "gz")
+    rejects = gz_files.pop("rejects.tsv").replace(str(gz).encode(), str(bundled_smi).encode())
+    assert rejects == reference.pop("rejects.tsv")
+    assert gz_files == reference
+
+
+def test_fingerprint_size_and_radius_are_configurable(tmp_path, bundled_smi):
+    spec = molsift.FingerprintSpec(radius=3, bits=1024)
+    molsift.ingest(bundled_smi, tmp_path / "s", fingerprint=spec, workers=1, progress=False)
+    store = molsift.open_store(tmp_path / "s")
+    assert store.fingerprint_spec["bits"] == 1024
+    assert store.fingerprint_spec["params"]["radius"] == 3
+    rows = read_smi(bundled_smi)[:50]
+    ref = [r for r in rdkit_reference([s for s, _ in rows], radius=3, bits=1024) if r]
+    for i, (_, words) in enumerate(ref):
+        assert np.array_equal(store.fingerprints[i], words)
+
+
+def test_sdf_ingest_matches_rdkit_supplier(tmp_path, rdkit_sdf):
+    report = molsift.ingest(rdkit_sdf, tmp_path / "s", workers=2, progress=False)
+    store = molsift.open_store(tmp_path / "s")
+    supplier = [m for m in Chem.SDMolSupplier(str(rdkit_sdf))]
+    assert report.records_in == len(supplier)
+    good = [m for m in supplier if m is not None]
+    assert len(store) == len(good)
+    starts, line = [1], 1  # 1-based first line of each block: the id when the title is blank
+    for text in rdkit_sdf.read_text().split("\n")[:-1]:
+        line += 1
+        if text.rstrip() == "$$$$":
+            starts.append(line)
+    good_starts = [s for s, m in zip(starts, supplier) if m is not None]
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    for i, mol in enumerate(good):
+        assert store.ids[i] == (mol.GetProp("_Name") or str(good_starts[i]))
+        assert store.source_lines[i] == good_starts[i]
+        assert store.smiles[i] == Chem.MolToSmiles(mol)
+        words = np.packbits(gen.GetFingerprintAsNumPy(mol).astype(bool), bitorder="little").view("<u8")
+        assert np.array_equal(store.fingerprints[i], words)
+
+
+BAD_SMILES = (
+    b"CCO ok1\n"
+    b"C1CC unclosed_ring\n"
+    b"\n"
+    b"# a comment line\n"
+    b"c1ccccc1 benzene\r\n"
+    b"N(C)(C)(C)(C)C pentavalent_nitrogen\n"
+    b"CC\x00O has_nul\n"
+    + b"C" * 1_000_000 + b" one_megabyte\n"
+    + b"CCN ok2\n"
+    b"CC(=O truncated_last_line"
+)
+
+
+def reject_rows(store):
+    rows = open(store.rejects_path).read().splitlines()
+    assert rows[0] == "source\tline\toffset\tid\treason"
+    return {r.split("\t")[3]: r.split("\t") for r in rows[1:]}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_bad_smiles_input_is_counted_and_rejected_with_lines(tmp_path, workers):
+    src = tmp_path / "bad.smi"
+    src.write_bytes(BAD_SMILES)
+    report = molsift.ingest(src, tmp_path / "s", workers=workers, slabs=5, progress=False)
+    store = molsift.open_store(tmp_path / "s")
+    assert list(store.ids) == ["ok1", "benzene", "ok2"]
+    assert (report.records_in, report.molecules, report.rejected) == (8, 3, 5)
+    rejects = reject_rows(store)
+    assert {k: int(v[1]) for k, v in rejects.items()} == {
+        "unclosed_ring": 2, "pentavalent_nitrogen": 6, "has_nul": 7,
+        "8": 8, "truncated_last_line": 10}  # the 1 MB record is not parsed, so it has no id
+    assert "syntax error" in rejects["unclosed_ring"][4]
+    assert "valence" in rejects["pentavalent_nitrogen"][4].lower()
+    assert "NUL" in rejects["has_nul"][4]
+    assert "longer than" in rejects["8"][4]
+    offsets = {k: int(v[2]) for k, v in rejects.items()}
+    assert BAD_SMILES[offsets["has_nul"]:].startswith(b"CC\x00O")
+    assert BAD_SMILES[offsets["truncated_last_line"]:] == b"CC(=O truncated_last_line"
+
+
+def test_sdf_with_missing_terminator_is_rejected_not_merged(tmp_path, rdkit_sdf):
+    blocks = rdkit_sdf.read_text().split("$$$$\n")[:4]
+    text = blocks[0] + "$$$$\n" + blocks[1] + blocks[2] + "$$$$\n" + blocks[3]  # 1+2 merged, 3 open
+    src = tmp_path / "bad.sdf"
+    src.write_text(text)
+    report = molsift.ingest(src, tmp_path / "s", workers=2, progress=False)
+    assert (report.records_in, report.molecules, report.rejected) == (3, 2, 1)
+    (row,) = reject_rows(molsift.open_store(tmp_path / "s")).values()
+    assert "missing" in row[4] and int(row[1]) == blocks[0].count("\n") + 2
+
+
+def test_existing_output_is_refused(tmp_path, bundled_smi):
+    (tmp_path / "s").mkdir()
+    with pytest.raises(molsift.StoreError, match="already exists"):
+        molsift.ingest(bundled_smi, tmp_path / "s", workers=1, progress=False)
+
+
+def test_missing_input_names_the_file(tmp_path):
+    with pytest.raises(molsift.InputError, match="nope.smi"):
+        molsift.ingest(tmp_path / "nope.smi", tmp_path / "s", workers=1, progress=False)
+
+
+def test_killed_ingest_leaves_no_store(tmp_path, bundled_smi):
+    big = tmp_path / "big.smi"
+    big.write_bytes(bundled_smi.read_bytes() * 20)
+    out = tmp_path / "s"
+    proc = subprocess.Popen([sys.executable, "-m", "molsift", "ingest", str(big), "-o", str(out),
+                             "-q", "-j", "2"], start_new_session=True)
+    time.sleep(4)
+    assert proc.poll() is None, "ingest finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".s.")]
+    for p in leftovers:  # temporary parts never open as a store
+        with pytest.raises(molsift.StoreError):
+            molsift.open_store(p)
+    report = molsift.ingest(bundled_smi, out, workers=1, progress=False)
+    assert report.records_in == molsift.open_store(out).counts["records_in"]
