@@ -49,7 +49,7 @@ def read_smi(path):
 @pytest.fixture(scope="module")
 def bundled_store(tmp_path_factory, bundled_smi):
     out = tmp_path_factory.mktemp("ingest") / "nci.store"
-    report = molsift.ingest(bundled_smi, out, workers=2, progress=False)
+    report = molsift.ingest(bundled_smi, out, workers=2, verify_count=True, progress=False)
     return report, molsift.open_store(out)
 
 
@@ -107,7 +107,9 @@ def test_same_store_for_any_worker_count_and_compression(tmp_path, bundled_smi):
     gz = tmp_path / "nci.smi.gz"
     with open(bundled_smi, "rb") as src, gzip.open(gz, "wb") as dst:
         shutil.copyfileobj(src, dst)
-    zipped = molsift.ingest(gz, tmp_path / "gz", workers=2, chunk_records=700, progress=False)
+    zipped = molsift.ingest(gz, tmp_path / "gz", workers=2, chunk_records=700, verify_count=True,
+                            progress=False)
+    assert zipped.inputs[0]["bytes_read"] == gz.stat().st_size
     assert one.tasks == 4 and three.tasks == 7 and zipped.tasks == 8
     reference = store_files(tmp_path / "one")
     assert store_files(tmp_path / "three") == reference
@@ -175,7 +177,8 @@ def reject_rows(store):
 def test_bad_smiles_input_is_counted_and_rejected_with_lines(tmp_path, workers):
     src = tmp_path / "bad.smi"
     src.write_bytes(BAD_SMILES)
-    report = molsift.ingest(src, tmp_path / "s", workers=workers, slabs=5, progress=False)
+    report = molsift.ingest(src, tmp_path / "s", workers=workers, slabs=5, verify_count=True,
+                            progress=False)
     store = molsift.open_store(tmp_path / "s")
     assert list(store.ids) == ["ok1", "benzene", "ok2"]
     assert (report.records_in, report.molecules, report.rejected) == (8, 3, 5)

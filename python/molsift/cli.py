@@ -62,7 +62,8 @@ def _cmd_ingest(args) -> int:
         buffer_size=args.read_buffer, max_record_bytes=args.max_record_bytes,
         format=args.format, header=args.header, smiles_col=args.smiles_col, id_col=args.id_col,
         delimiter="\t" if args.delimiter == "tab" else args.delimiter,
-        overwrite=args.overwrite, progress=False if args.quiet else None,
+        overwrite=args.overwrite, verify_count=args.verify_count,
+        progress=False if args.quiet else None,
     )
     if report is None:  # a non-root MPI rank
         return 0
@@ -136,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-record-bytes", type=parse_size,
                    help="longer records are rejected (default 1MiB SMILES, 64MiB SDF)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    p.add_argument("--verify-count", action="store_true",
+                   help="count the inputs again independently (one more read) and fail if the "
+                   "ingest's count differs")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_format_options(p)

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _core
 from .chem import FingerprintSpec
-from .parallel import choose_executor
+from .parallel import choose_executor, default_workers
 from .progress import Progress
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -78,7 +78,7 @@ class IngestReport:
             f"records in {self.records_in:,} = molecules stored {self.molecules:,}"
             f" + rejected {self.rejected:,}\n"
             f"{self.seconds:.1f} s, {self.molecules_per_second:,.0f} molecules/s on {self.workers}"
-            f" {self.executor} worker(s), {self.tasks} task(s)\n"
+            f" worker(s) ({self.executor}), {self.tasks} task(s)\n"
             f"read {self.bytes_read:,} bytes of {self.bytes_in:,} in {self.read_calls:,} calls:"
             f" read amplification {self.read_amplification:.4f}x\n"
             f"store {self.store}: {self.store_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
@@ -155,6 +155,7 @@ def run_ingest_task(task: dict) -> dict:
         "input": source_path,
         "counts": manifest["counts"],
         "read": dict(read),
+        "input_bytes": task["input_bytes"],
         "seconds": time.perf_counter() - start,
         "pid": os.getpid(),
     }
@@ -164,8 +165,11 @@ def run_ingest_task(task: dict) -> dict:
 
 
 def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, reader: dict,
-           slabs: int, chunk_records: int) -> Iterator[dict]:
-    """Every task, in input order: slabs of plain files, record chunks of compressed ones."""
+           slabs: int, chunk_records: int, stream_reads: Dict[str, dict]) -> Iterator[dict]:
+    """Every task, in input order: slabs of plain files, record chunks of compressed ones.
+
+    Each task carries `input_bytes`, the bytes of the input file it accounts for (for progress);
+    the streaming decoders' read counters are left in `stream_reads` by input path."""
     index = 0
     for inp in inputs:
         base = {"input": {"path": inp.path, **inp.format_args()}, "radius": spec.radius,
@@ -175,16 +179,22 @@ def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, rea
                 if start == end:
                     continue
                 part = os.path.join(workdir, f"part-{index:08d}")
-                yield {**base, "kind": "slab", "index": index, "slab": (start, end), "part": part}
+                yield {**base, "kind": "slab", "index": index, "slab": (start, end), "part": part,
+                       "input_bytes": end - start}
                 index += 1
         else:
             src = _core.RecordSource(inp.path, **inp.format_args(), **reader)
+            consumed = 0
             while True:
                 records = src.next_batch(chunk_records)
+                stream_reads[inp.path] = dict(src.counters())
                 if not records:
                     break
                 part = os.path.join(workdir, f"part-{index:08d}")
-                yield {**base, "kind": "records", "index": index, "records": records, "part": part}
+                now = stream_reads[inp.path]["bytes_read"]
+                yield {**base, "kind": "records", "index": index, "records": records, "part": part,
+                       "input_bytes": now - consumed}
+                consumed = now
                 index += 1
 
 
@@ -205,12 +215,15 @@ def ingest(
     id_col: Optional[str] = None,
     delimiter: Optional[str] = None,
     overwrite: bool = False,
+    verify_count: bool = False,
     progress: Optional[bool] = None,
 ) -> Optional[IngestReport]:
     """Reads every record of `inputs`, parses it with RDKit, and writes a store at `output`.
 
     Runs on `workers` local processes (default: all cores), or on MPI ranks when launched under
-    `mpirun`. Returns the report on the root (rank 0), None on other ranks."""
+    `mpirun`. With `verify_count`, the inputs are also counted by an independent pass (reading
+    them once more) and the ingest fails loudly if its own count differs. Returns the report on
+    the root (rank 0), None on other ranks."""
     start = time.perf_counter()
     spec = fingerprint or FingerprintSpec()
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
@@ -229,17 +242,22 @@ def ingest(
         input_files, workdir = plan
         reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes}
         n_slabs = slabs or max(1, 4 * executor.size)
-        expected = _expected_records(input_files) if executor.is_root else None
+        stream_reads: Dict[str, dict] = {}
         show = progress if executor.name != "mpi" else False  # ranks would draw over each other
-        bar = Progress("ingest", total=expected, enabled=show)
-        with bar:
-            tasks = _tasks(input_files, workdir, spec, reader, n_slabs, chunk_records)
+        total = sum(i.bytes for i in input_files)
+        with Progress("ingest", total=total, unit="B", enabled=show) as bar:
+            tasks = _tasks(input_files, workdir, spec, reader, n_slabs, chunk_records, stream_reads)
             results = executor.map_ordered(run_ingest_task, tasks,
-                                           on_result=lambda r: bar.update(r["counts"]["records_in"]))
+                                           on_result=lambda r: bar.update(r["input_bytes"]))
         report = None
         if executor.is_root:
-            report = _finish(results, input_files, output, workdir, overwrite, spec, executor,
-                             start, expected, n_slabs, reader, chunk_records)
+            options = {"workers": executor.size, "executor": executor.name,
+                       "slabs_per_plain_file": n_slabs, "chunk_records": chunk_records,
+                       "reader": reader}
+            report = _finish(results, input_files, output, workdir, overwrite, spec, options,
+                             stream_reads, start)
+            if verify_count:
+                _verify_count(input_files, report)
         executor.barrier()
         return report
     finally:
@@ -264,43 +282,21 @@ def _plan(paths, output, overwrite, format, header, smiles_col, id_col, delimite
         return exc
 
 
-def _expected_records(inputs: Sequence[InputFile]) -> Optional[int]:
-    """Records in the plain inputs, counted at memory speed (None if any input is compressed)."""
-    total = 0
-    for inp in inputs:
-        if inp.compression != "none":
-            return None
-        total += _core.count_records(inp.path, inp.format, threads=2, header=inp.header)["records"]
-    return total
-
-
-def _finish(results, inputs, output, workdir, overwrite, spec, executor, start, expected,
-            n_slabs, reader, chunk_records) -> IngestReport:
-    parts = [r["part"] for r in results]
+def _finish(results, inputs, output, workdir, overwrite, spec, options, stream_reads,
+            start) -> IngestReport:
+    """Root only: merges the parts in task order, writes the provenance, removes the parts."""
     by_input = []
-    bytes_read = read_calls = 0
     for inp in inputs:
         mine = [r for r in results if r["input"] == inp.path]
-        if inp.compression == "none":
-            b = sum(r["read"].get("bytes_read", 0) for r in mine)
-            c = sum(r["read"].get("read_calls", 0) for r in mine)
-        else:  # one streaming decoder read the whole file
-            b, c = inp.bytes, 0
-        bytes_read += b
-        read_calls += c
+        reads = [r["read"] for r in mine] if inp.compression == "none" else [stream_reads.get(inp.path, {})]
+        b = sum(r.get("bytes_read", 0) for r in reads)
+        c = sum(r.get("read_calls", 0) for r in reads)
         by_input.append({**asdict(inp), "bytes_read": b, "read_calls": c,
                          "read_amplification": b / inp.bytes if inp.bytes else 0.0,
                          "records_in": sum(r["counts"]["records_in"] for r in mine)})
-    provenance = {
-        "inputs": by_input,
-        "workers": executor.size,
-        "executor": executor.name,
-        "tasks": len(results),
-        "slabs_per_plain_file": n_slabs,
-        "chunk_records": chunk_records,
-        "reader": reader,
-        "seconds": round(time.perf_counter() - start, 3),
-    }
+    provenance = {"inputs": by_input, **options, "tasks": len(results),
+                  "seconds": round(time.perf_counter() - start, 3)}
+    parts = [r["part"] for r in results]
     if parts:
         manifest = json.loads(_core.merge_parts(parts, output, overwrite, json.dumps(provenance)))
     else:  # every input was empty
@@ -309,15 +305,24 @@ def _finish(results, inputs, output, workdir, overwrite, spec, executor, start, 
         manifest = json.loads(w.finish())
     shutil.rmtree(workdir, ignore_errors=True)
     counts = manifest["counts"]
-    if expected is not None and counts["records_in"] != expected:
-        raise RuntimeError(
-            f"internal error: the inputs hold {expected} records but the ingest saw "
-            f"{counts['records_in']}; please report this with the input file"
-        )
-    store_bytes = sum(e["bytes"] for e in manifest["files"].values())
     return IngestReport(
         store=output, records_in=counts["records_in"], molecules=counts["molecules"],
-        rejected=counts["rejected"], seconds=time.perf_counter() - start, workers=executor.size,
-        executor=executor.name, tasks=len(results), bytes_in=sum(i.bytes for i in inputs),
-        bytes_read=bytes_read, read_calls=read_calls, store_bytes=store_bytes, inputs=by_input,
+        rejected=counts["rejected"], seconds=time.perf_counter() - start,
+        workers=options["workers"], executor=options["executor"], tasks=len(results),
+        bytes_in=sum(i.bytes for i in inputs), bytes_read=sum(i["bytes_read"] for i in by_input),
+        read_calls=sum(i["read_calls"] for i in by_input),
+        store_bytes=sum(e["bytes"] for e in manifest["files"].values()), inputs=by_input,
     )
+
+
+def _verify_count(inputs: Sequence[InputFile], report: IngestReport) -> None:
+    """Counts the inputs again, independently of the readers (at memory speed for plain files,
+    one more decoding pass for gzip/zstd), and fails loudly if the ingest saw a different number."""
+    threads = default_workers()
+    expected = sum(_core.count_records(i.path, i.format, threads=threads, header=i.header)["records"]
+                   for i in inputs)
+    if expected != report.records_in:
+        raise RuntimeError(
+            f"internal error: the inputs hold {expected} records but the ingest saw "
+            f"{report.records_in}; please report this with the input file"
+        )
