@@ -4,28 +4,37 @@
     >>> report = molsift.ingest("data/nci_first_5k.smi", "/tmp/nci.store")   # doctest: +SKIP
     >>> store = molsift.open_store("/tmp/nci.store")                          # doctest: +SKIP
     >>> store.smiles[0], store.ids[0], store.fingerprints.shape               # doctest: +SKIP
+
+Submodules (and numpy, RDKit) are imported on first use, so `molsift count` starts fast.
 """
 
+from importlib import import_module
+from typing import Any
+
 from ._core import InputError, MolsiftError, StoreError, __version__
+from .spec import FingerprintSpec
 
 for _exc in (MolsiftError, InputError, StoreError):
     _exc.__module__ = "molsift"  # so errors pickle across worker processes and MPI ranks
 del _exc
-from .chem import FingerprintSpec
-from .ingest import IngestReport, ingest
-from .records import count_records, read_records
-from .store import Store, open_store
 
-__all__ = [
-    "__version__",
-    "MolsiftError",
-    "InputError",
-    "StoreError",
-    "FingerprintSpec",
-    "ingest",
-    "IngestReport",
-    "count_records",
-    "read_records",
-    "open_store",
-    "Store",
-]
+_LAZY = {
+    "ingest": "ingestion",
+    "IngestReport": "ingestion",
+    "count_records": "records",
+    "read_records": "records",
+    "open_store": "store",
+    "Store": "store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'molsift' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = ["__version__", "MolsiftError", "InputError", "StoreError", "FingerprintSpec", *_LAZY]

@@ -6,35 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
-from rdkit import Chem, RDLogger, rdBase
+from rdkit import Chem, RDLogger
 from rdkit.Chem import rdFingerprintGenerator
 
+from .spec import FingerprintSpec
+
 RDLogger.DisableLog("rdApp.*")  # reasons are collected per record instead of printed
-
-
-@dataclass(frozen=True)
-class FingerprintSpec:
-    """Which fingerprint a store holds. Only Morgan (ECFP-like bit vectors) for now."""
-
-    kind: str = "morgan"
-    radius: int = 2
-    bits: int = 2048
-
-    def __post_init__(self) -> None:
-        if self.kind != "morgan":
-            raise ValueError(f"unknown fingerprint kind {self.kind!r} (known: morgan)")
-        if self.bits <= 0 or self.bits % 64:
-            raise ValueError(f"fingerprint size must be a positive multiple of 64, got {self.bits}")
-        if self.radius < 0:
-            raise ValueError(f"Morgan radius must be >= 0, got {self.radius}")
-
-    def params(self) -> dict:
-        """Parameters recorded in the store manifest."""
-        return {
-            "radius": self.radius,
-            "generator": f"rdFingerprintGenerator.GetMorganGenerator(radius={self.radius}, fpSize={self.bits})",
-            "rdkit_version": rdBase.rdkitVersion,
-        }
 
 
 @dataclass

@@ -52,8 +52,8 @@ def _cmd_count(args) -> int:
 
 
 def _cmd_ingest(args) -> int:
-    from .chem import FingerprintSpec
-    from .ingest import ingest
+    from .ingestion import ingest
+    from .spec import FingerprintSpec
 
     report = ingest(
         args.inputs, args.output,

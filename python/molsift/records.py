@@ -23,7 +23,7 @@ def read_records(
 ) -> Iterator[tuple]:
     """Yields (text, id, line, offset, problem) for every record of `path` (or of the byte range
     `slab` of a plain file). `problem` is None or the reason the record cannot be used."""
-    from .ingest import describe_input
+    from .ingestion import describe_input
 
     inp = describe_input(path, format, **fields)
     src = _core.RecordSource(inp.path, slab=slab, buffer_size=buffer_size,
@@ -42,7 +42,7 @@ def count_records(path: PathLike, format: Optional[str] = None, threads: Optiona
     streaming decoder."""
     import time
 
-    from .ingest import describe_input
+    from .ingestion import describe_input
 
     inp = describe_input(path, format, header)
     start = time.perf_counter()

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _core
-from .chem import FingerprintSpec
+from .spec import FingerprintSpec
 from .parallel import choose_executor, default_workers
 from .progress import Progress
 
