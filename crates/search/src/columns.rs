@@ -1,0 +1,275 @@
+//! Searching the [`ColumnIndex`] (one query): which buckets to scan, in which order, with
+//! which bar, on how many threads; the sinks that collect hits or keep the k best.
+//!
+//! * Threshold: buckets in storage order, the bar `m` (least common-bit count that passes, see
+//!   `threshold.rs`) fixed per bucket; buckets with no reachable `m` (the Swamidass-Baldi
+//!   bound, exactly in integers) are skipped. Threads take contiguous shares of the blocks.
+//! * Top-k: buckets by their best possible score `min(p, q) / max(p, q)`, best first, so good
+//!   scores arrive early; `m` rises to the current k-th best as the heap fills, and buckets that
+//!   cannot reach it are skipped. Each thread takes a share of every bucket and keeps its own
+//!   heap; the threads share their best k-th score (`SharedBar`); the heaps are merged at the
+//!   end.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::layout::{Bucket, ColumnIndex, BLOCK};
+use crate::scan::{Plan, Read, Sink};
+use crate::threshold::{cmp_ratio, min_common_ratio, need_f64, UNREACHABLE};
+use crate::topk::{finish, Scored, TopK};
+use crate::{Hit, Query, SearchError, SearchOptions, SearchPath, SearchStats};
+
+/// Collects every molecule at or above a fixed per-bucket bar.
+pub(crate) struct ThresholdSink<'a> {
+    order: &'a [u64],
+    t: f64,
+    q: u32,
+    p: u32,
+    m: u32,
+    pub(crate) out: Vec<Scored>,
+}
+
+impl<'a> ThresholdSink<'a> {
+    pub(crate) fn new(order: &'a [u64], t: f64, q: u32) -> Self {
+        ThresholdSink { order, t, q, p: 0, m: UNREACHABLE, out: Vec::new() }
+    }
+}
+
+impl Sink for ThresholdSink<'_> {
+    fn enter(&mut self, p: u32) {
+        self.p = p;
+        self.m = need_f64(self.t, p, self.q);
+    }
+    fn need(&self) -> u32 {
+        self.m
+    }
+    #[inline]
+    fn accept(&mut self, slot: usize, common: u32) {
+        self.out.push(Scored::new(self.order[slot], common, self.p, self.q));
+    }
+}
+
+/// The best k-th score any thread of one search has reached, packed as
+/// `common << 32 | union` (0: none yet). Every thread prunes with the best of its own and this:
+/// the final k-th best is at least any thread's k-th best.
+#[derive(Debug, Default)]
+pub(crate) struct SharedBar(AtomicU64);
+
+impl SharedBar {
+    fn get(&self) -> Option<(u32, u32)> {
+        let v = self.0.load(Ordering::Relaxed);
+        (v != 0).then_some(((v >> 32) as u32, v as u32))
+    }
+
+    fn raise(&self, c: u32, u: u32) {
+        let new = (u64::from(c) << 32) | u64::from(u);
+        let mut cur = self.0.load(Ordering::Relaxed);
+        loop {
+            let (cc, cu) = ((cur >> 32) as u32, cur as u32);
+            if cur != 0 && cmp_ratio(c, u, cc, cu).is_le() {
+                return;
+            }
+            match self.0.compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(v) => cur = v,
+            }
+        }
+    }
+}
+
+/// Keeps the k best, raising the bar as the heap fills (and as other threads' heaps fill).
+pub(crate) struct TopKSink<'a> {
+    order: &'a [u64],
+    t: f64,
+    q: u32,
+    p: u32,
+    user_m: u32,
+    m: u32,
+    /// the bar `m` was computed from, as an exact score
+    bar: Option<(u32, u32)>,
+    shared: Option<&'a SharedBar>,
+    pub(crate) heap: TopK,
+    pub(crate) candidates: u64,
+}
+
+impl<'a> TopKSink<'a> {
+    pub(crate) fn new(order: &'a [u64], t: f64, q: u32, k: usize, shared: Option<&'a SharedBar>) -> Self {
+        TopKSink { order, t, q, p: 0, user_m: 0, m: 0, bar: None, shared, heap: TopK::new(k), candidates: 0 }
+    }
+
+    fn refresh(&mut self) {
+        let local = self.heap.bar().map(|w| (w.common, w.union));
+        if let (Some(shared), Some((c, u))) = (self.shared, local) {
+            shared.raise(c, u);
+        }
+        let other = self.shared.and_then(SharedBar::get);
+        self.bar = match (local, other) {
+            (Some(a), Some(b)) => Some(if cmp_ratio(a.0, a.1, b.0, b.1).is_ge() { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        self.m = match self.bar {
+            Some((c, u)) => self.user_m.max(min_common_ratio(c, u, self.p, self.q)),
+            None => self.user_m,
+        };
+    }
+}
+
+impl Sink for TopKSink<'_> {
+    fn enter(&mut self, p: u32) {
+        self.p = p;
+        self.user_m = need_f64(self.t, p, self.q);
+        self.refresh();
+    }
+    fn poll(&mut self) {
+        if let Some((c, u)) = self.shared.and_then(SharedBar::get) {
+            let better = match self.bar {
+                Some((bc, bu)) => cmp_ratio(c, u, bc, bu).is_gt(),
+                None => true,
+            };
+            if better {
+                self.refresh();
+            }
+        }
+    }
+    fn need(&self) -> u32 {
+        self.m
+    }
+    #[inline]
+    fn accept(&mut self, slot: usize, common: u32) {
+        self.candidates += 1;
+        if self.heap.offer(Scored::new(self.order[slot], common, self.p, self.q)) {
+            self.refresh();
+        }
+    }
+}
+
+/// Buckets in the order a top-k search visits them: best possible score first, then lower
+/// popcount.
+pub(crate) fn topk_order(buckets: &[Bucket], q: u32) -> Vec<usize> {
+    let mut ix: Vec<usize> = (0..buckets.len()).collect();
+    let bound = |p: u32| (p.min(q), p.max(q));
+    ix.sort_by(|&a, &b| {
+        let (pa, pb) = (buckets[a].popcount, buckets[b].popcount);
+        let ((ca, ua), (cb, ub)) = (bound(pa), bound(pb));
+        cmp_ratio(cb, ub, ca, ua).then(pa.cmp(&pb))
+    });
+    ix
+}
+
+/// Splits `r` into `parts` near-equal consecutive ranges and returns the `i`-th.
+pub(crate) fn share(r: Range<u64>, parts: usize, i: usize) -> Range<u64> {
+    let len = r.end - r.start;
+    let (parts, i) = (parts as u64, i as u64);
+    r.start + len * i / parts..r.start + len * (i + 1) / parts
+}
+
+impl ColumnIndex {
+    /// Searches the index; see [`SearchOptions`] for what is returned.
+    pub fn search(&self, query: &Query, opts: &SearchOptions) -> Result<Vec<Hit>, SearchError> {
+        self.search_with_stats(query, opts).map(|(h, _)| h)
+    }
+
+    /// [`ColumnIndex::search`], also reporting what the search read.
+    pub fn search_with_stats(
+        &self,
+        query: &Query,
+        opts: &SearchOptions,
+    ) -> Result<(Vec<Hit>, SearchStats), SearchError> {
+        let t = opts.checked_threshold()?;
+        let plan = Plan::new(self, query)?;
+        let threads = opts.thread_count();
+        let q = plan.q;
+        let mut stats = SearchStats { path: SearchPath::Columns, ..Default::default() };
+        let mut read = Read::default();
+        let hits = match opts.k {
+            Some(0) => Vec::new(),
+            Some(k) => {
+                let visit = topk_order(&self.buckets, q);
+                let shared = SharedBar::default();
+                let run = |i: usize| {
+                    let mut sink = TopKSink::new(self.order(), t, q, k, (threads > 1).then_some(&shared));
+                    let mut read = Read::default();
+                    let mut buckets = 0;
+                    for &b in &visit {
+                        let bucket = &self.buckets[b];
+                        sink.enter(bucket.popcount);
+                        if sink.need() == UNREACHABLE {
+                            continue;
+                        }
+                        let r = plan.scan(bucket, share(bucket.block_range(), threads, i), &mut sink);
+                        buckets += u32::from(r.blocks > 0);
+                        read.add(r);
+                    }
+                    let candidates = sink.candidates;
+                    (sink.heap.into_vec(), read, buckets, candidates)
+                };
+                let parts = run_threads(threads, run);
+                let mut all = Vec::new();
+                for (v, r, buckets, candidates) in parts {
+                    all.extend(v);
+                    read.add(r);
+                    stats.candidates += candidates;
+                    stats.buckets_visited = stats.buckets_visited.max(buckets);
+                }
+                finish(all, Some(k))
+            }
+            None => {
+                // the buckets that can pass, and the blocks they hold
+                let work: Vec<usize> = (0..self.buckets.len())
+                    .filter(|&b| need_f64(t, self.buckets[b].popcount, q) != UNREACHABLE)
+                    .collect();
+                let total: u64 = work.iter().map(|&b| self.buckets[b].blocks).sum();
+                let run = |i: usize| {
+                    let mine = share(0..total, threads, i);
+                    let mut sink = ThresholdSink::new(self.order(), t, q);
+                    let mut read = Read::default();
+                    let mut at = 0u64; // blocks of `work` before the current bucket
+                    for &b in &work {
+                        let bucket = &self.buckets[b];
+                        let lo = mine.start.max(at);
+                        let hi = mine.end.min(at + bucket.blocks);
+                        if lo < hi {
+                            sink.enter(bucket.popcount);
+                            let r = bucket.first_block + (lo - at)..bucket.first_block + (hi - at);
+                            read.add(plan.scan(bucket, r, &mut sink));
+                        }
+                        at += bucket.blocks;
+                    }
+                    (sink.out, read)
+                };
+                let parts = run_threads(threads, run);
+                let mut all = Vec::new();
+                for (v, r) in parts {
+                    stats.candidates += v.len() as u64;
+                    all.extend(v);
+                    read.add(r);
+                }
+                stats.buckets_visited = work.len() as u32;
+                finish(all, None)
+            }
+        };
+        stats.units_visited = read.blocks;
+        stats.bytes_touched = read.plane_blocks * (BLOCK / 8) as u64 + stats.candidates * 8;
+        Ok((hits, stats))
+    }
+}
+
+/// Runs `f(0..threads)`, on scoped threads when `threads > 1`, and returns the results in order.
+pub(crate) fn run_threads<T: Send>(threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    if threads <= 1 {
+        return vec![f(0)];
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (1..threads)
+            .map(|i| {
+                s.spawn({
+                    let f = &f;
+                    move || f(i)
+                })
+            })
+            .collect();
+        let mut out = vec![f(0)];
+        out.extend(handles.into_iter().map(|h| h.join().expect("search thread panicked")));
+        out
+    })
+}

@@ -1,0 +1,268 @@
+//! The column index on disk: [`ColumnIndex::write`], [`ColumnIndex::open`] (maps the files with
+//! mmap after checking the header and every size) and [`ColumnIndex::verify`] (checksums and the
+//! permutation, reading everything once).
+//!
+//! Files, in the directory given (usually the store's own directory):
+//!
+//! * `columns.json`: format name, version, bit count, molecules, blocks, the buckets
+//!   (`popcount`, `first_block`, `blocks`, `count`), the number of molecules with each bit
+//!   (`bit_counts`), and each data file's size and xxh3-64.
+//!   Written last (and removed first when rewriting), so its presence marks a complete index.
+//! * `columns.planes.u64`: the bit planes, `bits * blocks * 4` little-endian `u64`, plane-major.
+//! * `columns.order.u64`: `blocks * 256` little-endian `u64`: the store index in each sorted
+//!   slot, `u64::MAX` for padding.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::layout::{check_bits, Bucket, ColumnIndex, Origin, Words, BLOCK, BLOCK_WORDS, PAD};
+use crate::SearchError;
+
+/// The header file.
+pub const HEADER_FILE: &str = "columns.json";
+/// The bit planes.
+pub const PLANES_FILE: &str = "columns.planes.u64";
+/// The sorted-slot to store-index permutation.
+pub const ORDER_FILE: &str = "columns.order.u64";
+/// The `format` field of the header.
+pub const FORMAT_NAME: &str = "molsift-columns";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct FileInfo {
+    bytes: u64,
+    xxh3: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    format: String,
+    version: u32,
+    bits: u32,
+    molecules: u64,
+    block: u64,
+    blocks: u64,
+    buckets: Vec<Bucket>,
+    bit_counts: Vec<u64>,
+    planes: FileInfo,
+    order: FileInfo,
+}
+
+impl ColumnIndex {
+    /// Writes the index into `dir` (created if missing), replacing an index already there. The
+    /// header is written last, so an interrupted write leaves no index that opens.
+    pub fn write(&self, dir: &Path) -> Result<(), SearchError> {
+        std::fs::create_dir_all(dir).map_err(|e| SearchError::io(dir, e))?;
+        let header_path = dir.join(HEADER_FILE);
+        match std::fs::remove_file(&header_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(SearchError::io(&header_path, e))
+            }
+            _ => {}
+        }
+        let planes = write_words(&dir.join(PLANES_FILE), self.planes.as_slice())?;
+        let order = write_words(&dir.join(ORDER_FILE), self.order.as_slice())?;
+        let header = Header {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            bits: self.bits,
+            molecules: self.n,
+            block: BLOCK as u64,
+            blocks: self.blocks,
+            buckets: self.buckets.clone(),
+            bit_counts: self.bit_counts.clone(),
+            planes,
+            order,
+        };
+        let text = serde_json::to_string_pretty(&header).expect("header serializes");
+        let tmp = dir.join(format!("{HEADER_FILE}.tmp"));
+        std::fs::write(&tmp, text).map_err(|e| SearchError::io(&tmp, e))?;
+        std::fs::rename(&tmp, &header_path).map_err(|e| SearchError::io(&header_path, e))
+    }
+
+    /// Opens an index written by [`ColumnIndex::write`]: checks the header (format, version,
+    /// buckets) and that every file has exactly the size it implies, then maps the files.
+    /// Refuses a missing, truncated or oversized file with an error naming it. Contents are not
+    /// read; see [`ColumnIndex::verify`].
+    pub fn open(dir: &Path) -> Result<ColumnIndex, SearchError> {
+        let header_path = dir.join(HEADER_FILE);
+        let text = std::fs::read_to_string(&header_path).map_err(|e| SearchError::io(&header_path, e))?;
+        let bad = |reason: String| SearchError::BadHeader { path: header_path.clone(), reason };
+        let h: Header = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        if h.format != FORMAT_NAME {
+            return Err(bad(format!("format is {:?}, not {FORMAT_NAME:?}", h.format)));
+        }
+        if h.version != FORMAT_VERSION {
+            return Err(SearchError::UnsupportedVersion {
+                path: header_path,
+                found: h.version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        check_bits(h.bits).map_err(|e| bad(e.to_string()))?;
+        if h.block != BLOCK as u64 {
+            return Err(bad(format!("block of {} molecules, this build uses {BLOCK}", h.block)));
+        }
+        check_buckets(&h).map_err(bad)?;
+        if h.bit_counts.len() != h.bits as usize || h.bit_counts.iter().any(|&c| c > h.molecules) {
+            return Err(bad(format!(
+                "bit_counts must be {} counts of at most {} molecules",
+                h.bits, h.molecules
+            )));
+        }
+        let plane_bytes = u64::from(h.bits)
+            .checked_mul(h.blocks)
+            .and_then(|x| x.checked_mul(BLOCK_WORDS as u64 * 8))
+            .ok_or_else(|| bad("sizes overflow".into()))?;
+        let order_bytes =
+            h.blocks.checked_mul(BLOCK as u64 * 8).ok_or_else(|| bad("sizes overflow".into()))?;
+        if h.planes.bytes != plane_bytes || h.order.bytes != order_bytes {
+            return Err(bad(format!(
+                "file sizes {} and {} do not match {} bits x {} blocks",
+                h.planes.bytes, h.order.bytes, h.bits, h.blocks
+            )));
+        }
+        let planes = map_words(&dir.join(PLANES_FILE), plane_bytes)?;
+        let order = map_words(&dir.join(ORDER_FILE), order_bytes)?;
+        let origin =
+            Some(Origin { dir: dir.to_path_buf(), planes_xxh3: h.planes.xxh3, order_xxh3: h.order.xxh3 });
+        Ok(ColumnIndex {
+            bits: h.bits,
+            n: h.molecules,
+            blocks: h.blocks,
+            buckets: h.buckets,
+            planes,
+            order,
+            bit_counts: h.bit_counts,
+            origin,
+        })
+    }
+
+    /// Checks what [`ColumnIndex::open`] trusts, reading everything once: for an index opened
+    /// from files, each file's checksum against the header; for any index, that `order` holds
+    /// each store index `0..n` exactly once in the real slots, ascending within a bucket, and
+    /// padding elsewhere.
+    pub fn verify(&self) -> Result<(), SearchError> {
+        if let Some(origin) = &self.origin {
+            for (name, want, words) in [
+                (PLANES_FILE, &origin.planes_xxh3, self.planes.as_slice()),
+                (ORDER_FILE, &origin.order_xxh3, self.order.as_slice()),
+            ] {
+                let sum = checksum(words);
+                if &sum != want {
+                    return Err(SearchError::Corrupted {
+                        path: origin.dir.join(name),
+                        reason: format!("checksum {sum} does not match the header's {want}"),
+                    });
+                }
+            }
+        }
+        let dir = self.origin.as_ref().map(|o| o.dir.as_path());
+        let order_path = dir.map(|d| d.join(ORDER_FILE)).unwrap_or_else(|| PathBuf::from(ORDER_FILE));
+        let corrupt = |reason: String| SearchError::Corrupted { path: order_path.clone(), reason };
+        let order = self.order.as_slice();
+        let mut seen = vec![0u64; (self.n as usize).div_ceil(64)];
+        for b in &self.buckets {
+            let start = b.first_block as usize * BLOCK;
+            let end = start + b.blocks as usize * BLOCK;
+            let real = start + b.count as usize;
+            let mut prev = None;
+            for (slot, &i) in order.iter().enumerate().take(end).skip(start) {
+                if slot >= real {
+                    if i != PAD {
+                        return Err(corrupt(format!("padding slot {slot} holds {i}")));
+                    }
+                    continue;
+                }
+                if i >= self.n || seen[i as usize / 64] >> (i % 64) & 1 == 1 {
+                    return Err(corrupt(format!("slot {slot} holds {i}: out of range or repeated")));
+                }
+                if prev.is_some_and(|p| p >= i) {
+                    return Err(corrupt(format!("slot {slot}: store indices not ascending in bucket")));
+                }
+                prev = Some(i);
+                seen[i as usize / 64] |= 1 << (i % 64);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_buckets(h: &Header) -> Result<(), String> {
+    let mut next = 0u64;
+    let mut molecules = 0u64;
+    let mut prev_p: Option<u32> = None;
+    for b in &h.buckets {
+        if b.popcount > h.bits || prev_p.is_some_and(|p| p >= b.popcount) {
+            return Err(format!("bucket popcount {} out of order or range", b.popcount));
+        }
+        if b.count == 0 || b.first_block != next || b.blocks != b.count.div_ceil(BLOCK as u64) {
+            return Err(format!("bucket of popcount {} has an impossible shape", b.popcount));
+        }
+        prev_p = Some(b.popcount);
+        next += b.blocks;
+        molecules += b.count;
+    }
+    if next != h.blocks || molecules != h.molecules {
+        return Err(format!(
+            "buckets hold {molecules} molecules in {next} blocks, header says {} in {}",
+            h.molecules, h.blocks
+        ));
+    }
+    Ok(())
+}
+
+fn checksum(words: &[u64]) -> String {
+    let mut h = Xxh3::new();
+    let mut buf = Vec::with_capacity(1 << 16);
+    for chunk in words.chunks(1 << 13) {
+        buf.clear();
+        for w in chunk {
+            buf.extend_from_slice(&w.to_le_bytes());
+        }
+        h.update(&buf);
+    }
+    format!("{:016x}", h.digest())
+}
+
+fn write_words(path: &Path, words: &[u64]) -> Result<FileInfo, SearchError> {
+    let tmp = PathBuf::from(format!("{}.tmp", path.display()));
+    let io = |e| SearchError::io(&tmp, e);
+    let f = File::create(&tmp).map_err(io)?;
+    let mut w = BufWriter::with_capacity(1 << 20, f);
+    let mut h = Xxh3::new();
+    let mut buf = Vec::with_capacity(1 << 16);
+    for chunk in words.chunks(1 << 13) {
+        buf.clear();
+        for x in chunk {
+            buf.extend_from_slice(&x.to_le_bytes());
+        }
+        h.update(&buf);
+        w.write_all(&buf).map_err(io)?;
+    }
+    let f = w.into_inner().map_err(|e| SearchError::io(&tmp, e.into_error()))?;
+    f.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(|e| SearchError::io(path, e))?;
+    Ok(FileInfo { bytes: words.len() as u64 * 8, xxh3: format!("{:016x}", h.digest()) })
+}
+
+fn map_words(path: &Path, expected: u64) -> Result<Words, SearchError> {
+    let found = std::fs::metadata(path).map_err(|e| SearchError::io(path, e))?.len();
+    if found != expected {
+        return Err(SearchError::WrongSize { path: path.to_path_buf(), expected, found });
+    }
+    if expected == 0 {
+        return Ok(Words::Empty);
+    }
+    let f = File::open(path).map_err(|e| SearchError::io(path, e))?;
+    // SAFETY: index files are written once and then only read; the size was checked just above.
+    // A file truncated while mapped would fault, as with the store's own files.
+    let m = unsafe { Mmap::map(&f) }.map_err(|e| SearchError::io(path, e))?;
+    Ok(Words::Mapped(m))
+}

@@ -1,0 +1,249 @@
+//! The scan kernel's driver: a query's [`Plan`] (its planes, rarest first), the [`Sink`] that
+//! receives the molecules passing a block, and the two-phase scan of a range of blocks with
+//! the gate and software prefetch, dispatched by counter width and to AVX2 at run time.
+//!
+//! Reading less than `q` planes: a molecule needs `m` of the query's `q` bits, so it may miss at
+//! most `q - m`. The query's planes are read rarest first (by the index's bit counts), and after
+//! every eighth plane a block where nobody can still make `m` is abandoned (`Gate`). Each run of
+//! 64 blocks is scanned in two phases: all blocks read the planes up to the first such check
+//! (plus 8), prefetched as streams; the few survivors then read the rest, each prefetching the
+//! rest of the survivors just ahead. At t = 0.7 with about 44 on-bits this reads about 16
+//! planes per block instead of 44. Measured on the benchmark (one thread): the prefetches take
+//! t = 0.7 from 0.46-0.56 to 0.37-0.42 ms/query and top-10 from 1.6-2.6 to 1.05-1.2 ms.
+//!
+//! The kernel is generic over the counter width (6, 9, 12 or 17 slices, by the query's on-bit
+//! count) and compiled twice: portable, and with AVX2 enabled.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::adders::{add_planes, count_at, ge_mask, mask_and, prefetch, prefix_mask, Gate, Lane, ZERO};
+use crate::layout::{Bucket, ColumnIndex, BLOCK, BLOCK_WORDS};
+use crate::threshold::UNREACHABLE;
+use crate::{Query, SearchError};
+
+/// Words ahead (per plane) to prefetch: two cache lines.
+const PREFETCH_WORDS: usize = 16;
+
+static SIMD_ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Turns the column index's AVX2 kernels off (`false`) or back on, for benchmarks and tests; results do not
+/// change, only speed.
+#[doc(hidden)]
+pub fn set_simd(enabled: bool) {
+    SIMD_ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+fn use_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        SIMD_ENABLED.load(Ordering::Relaxed) && std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Receives the molecules that pass a block's comparison.
+pub(crate) trait Sink {
+    /// The scan enters a bucket of popcount `p`.
+    fn enter(&mut self, p: u32);
+    /// The current bar for the bucket: least common count that may pass, or `UNREACHABLE`.
+    fn need(&self) -> u32;
+    /// Called between runs of blocks: a chance to pick up a bar raised by another thread.
+    fn poll(&mut self) {}
+    /// A molecule in sorted slot `slot` has `common` bits in common with the query.
+    fn accept(&mut self, slot: usize, common: u32);
+}
+
+/// Everything the kernel needs about one query against one index.
+pub(crate) struct Plan<'a> {
+    pub(crate) index: &'a ColumnIndex,
+    pub(crate) q: u32,
+    ptrs: Vec<*const u64>,
+}
+
+// SAFETY: the pointers only read planes owned by `index`, which is immutable and Sync while
+// borrowed; a Plan is shared between search threads for reads only.
+unsafe impl Sync for Plan<'_> {}
+// SAFETY: as above.
+unsafe impl Send for Plan<'_> {}
+
+impl<'a> Plan<'a> {
+    pub(crate) fn new(index: &'a ColumnIndex, query: &Query) -> Result<Plan<'a>, SearchError> {
+        if query.bits() != index.bits {
+            return Err(SearchError::BitsMismatch { index: index.bits, query: query.bits() });
+        }
+        let planes = index.planes.as_slice();
+        let w = index.plane_words();
+        // rarest planes first: they settle most blocks early (see `Gate`)
+        let mut bits = query.on_bits().to_vec();
+        bits.sort_by_key(|&b| (index.bit_counts[b as usize], b));
+        let ptrs = bits.iter().map(|&b| planes[b as usize * w..].as_ptr()).collect();
+        Ok(Plan { index, q: query.popcount(), ptrs })
+    }
+
+    /// Scans `blocks` (inside `bucket`), feeding `sink`; returns what it read.
+    pub(crate) fn scan<S: Sink>(&self, bucket: &Bucket, blocks: Range<u64>, sink: &mut S) -> Read {
+        assert!(blocks.start >= bucket.first_block && blocks.end <= bucket.first_block + bucket.blocks);
+        assert!(blocks.end <= self.index.blocks);
+        macro_rules! go {
+            ($l:literal) => {{
+                #[cfg(target_arch = "x86_64")]
+                if use_avx2() {
+                    // SAFETY: AVX2 is present; every plane pointer covers `plane_words` words
+                    // and the blocks were checked to lie inside the planes.
+                    return unsafe { scan_avx2::<$l, S>(&self.ptrs, bucket, blocks, sink) };
+                }
+                // SAFETY: as above.
+                unsafe { scan_impl::<$l, S>(&self.ptrs, bucket, blocks, sink) }
+            }};
+        }
+        match self.q {
+            0..=63 => go!(6),
+            64..=511 => go!(9),
+            512..=4095 => go!(12),
+            _ => go!(17),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn scan_avx2<const L: usize, S: Sink>(
+    ptrs: &[*const u64],
+    bucket: &Bucket,
+    blocks: Range<u64>,
+    sink: &mut S,
+) -> Read {
+    // SAFETY: forwarded from the caller.
+    unsafe { scan_impl::<L, S>(ptrs, bucket, blocks, sink) }
+}
+
+/// What a scan read: blocks, and planes times blocks (32 bytes each) loaded or prefetched.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Read {
+    pub(crate) blocks: u64,
+    pub(crate) plane_blocks: u64,
+}
+
+impl Read {
+    pub(crate) fn add(&mut self, o: Read) {
+        self.blocks += o.blocks;
+        self.plane_blocks += o.plane_blocks;
+    }
+}
+
+/// Blocks per run of the two-phase scan.
+const RUN: usize = 64;
+/// Survivors ahead whose remaining planes are prefetched in the second phase.
+const SURVIVOR_PREFETCH: usize = 2;
+/// Planes read by every block beyond the gate's first check.
+const EXTRA_PLANES: usize = 8;
+
+/// Scans `blocks` in runs of [`RUN`] blocks, in two phases per run:
+///
+/// 1. every block adds the query's rarest planes up to the gate's first check (prefetched as a
+///    stream); blocks where nobody can reach the bar any more are done;
+/// 2. the surviving blocks (usually few) add the remaining planes, each prefetching the
+///    remaining planes of the survivors just ahead of it, and report their hits.
+///
+/// # Safety
+/// Each pointer must be valid for words `4 * blocks.start .. 4 * blocks.end`.
+#[inline(always)]
+unsafe fn scan_impl<const L: usize, S: Sink>(
+    ptrs: &[*const u64],
+    bucket: &Bucket,
+    blocks: Range<u64>,
+    sink: &mut S,
+) -> Read {
+    let last = bucket.first_block + bucket.blocks - 1;
+    let tail = (bucket.count - (bucket.blocks - 1) * BLOCK as u64) as usize;
+    let end_word = blocks.end as usize * BLOCK_WORDS;
+    let n = ptrs.len();
+    let mut read = Read::default();
+    let mut survivors = [(0u64, [ZERO; L]); RUN];
+    let finish = |blk: u64, s: &[Lane; L], m: u32, sink: &mut S| {
+        let mut mask = ge_mask(s, m);
+        if blk == last && tail < BLOCK {
+            mask = mask_and(mask, prefix_mask(tail));
+        }
+        for (j, &w) in mask.iter().enumerate() {
+            let mut x = w;
+            while x != 0 {
+                let lane = j * 64 + x.trailing_zeros() as usize;
+                sink.accept(blk as usize * BLOCK + lane, count_at(s, lane));
+                x &= x - 1;
+            }
+        }
+    };
+    let prefetch_rest = |blk: u64, first: usize| {
+        for &p in &ptrs[first..] {
+            prefetch(p.wrapping_add(blk as usize * BLOCK_WORDS));
+        }
+    };
+    let mut blk = blocks.start;
+    while blk < blocks.end {
+        let run_end = (blk + RUN as u64).min(blocks.end);
+        sink.poll();
+        // phase 1: the planes every block needs
+        let mut kept = 0;
+        let mut first = n; // planes read in phase 1 by the kept blocks
+        while blk < run_end {
+            let m = sink.need();
+            if m == UNREACHABLE {
+                return read;
+            }
+            let gate = Gate::new(m, n);
+            let f = if gate.from >= n { n } else { (gate.from + EXTRA_PLANES).min(n) };
+            if kept > 0 && f != first {
+                break; // the bar moved: settle the kept blocks first
+            }
+            let word = blk as usize * BLOCK_WORDS;
+            if word % 8 == 0 && word + PREFETCH_WORDS < end_word {
+                for &p in &ptrs[..f] {
+                    prefetch(p.wrapping_add(word + PREFETCH_WORDS));
+                }
+            }
+            read.blocks += 1;
+            let mut s = [ZERO; L];
+            // SAFETY: forwarded from the caller.
+            read.plane_blocks += f as u64; // prefetched, even if the gate closes before
+            match unsafe { add_planes(ptrs, word, &mut s, 0, f, gate) } {
+                Err(_) => {}
+                Ok(()) if f == n => finish(blk, &s, m, sink),
+                Ok(()) => {
+                    first = f;
+                    survivors[kept] = (blk, s);
+                    kept += 1;
+                }
+            }
+            blk += 1;
+        }
+        // phase 2: the survivors' remaining planes
+        for &(b, _) in &survivors[..kept.min(SURVIVOR_PREFETCH)] {
+            prefetch_rest(b, first);
+        }
+        for i in 0..kept {
+            if i + SURVIVOR_PREFETCH < kept {
+                prefetch_rest(survivors[i + SURVIVOR_PREFETCH].0, first);
+            }
+            let (b, mut s) = survivors[i];
+            read.plane_blocks += (n - first) as u64; // prefetched
+            let m = sink.need();
+            if m == UNREACHABLE {
+                return read;
+            }
+            let gate = Gate::new(m, n);
+            if !gate.alive(&s, first, n) {
+                continue;
+            }
+            // SAFETY: forwarded from the caller.
+            if unsafe { add_planes(ptrs, b as usize * BLOCK_WORDS, &mut s, first, n, gate) }.is_ok() {
+                finish(b, &s, m, sink);
+            }
+        }
+    }
+    read
+}
