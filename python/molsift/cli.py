@@ -62,7 +62,7 @@ def _cmd_ingest(args) -> int:
         buffer_size=args.read_buffer, max_record_bytes=args.max_record_bytes,
         format=args.format, header=args.header, smiles_col=args.smiles_col, id_col=args.id_col,
         delimiter="\t" if args.delimiter == "tab" else args.delimiter,
-        overwrite=args.overwrite, verify_count=args.verify_count,
+        overwrite=args.overwrite, verify_count=args.verify_count, index=not args.no_index,
         progress=False if args.quiet else None,
     )
     if report is None:  # a non-root MPI rank
@@ -75,6 +75,82 @@ def _cmd_ingest(args) -> int:
         print(report.summary())
         if report.rejected:
             print(f"rejected records: {report.store}/rejects.tsv")
+    return 0
+
+
+def _read_queries(args):
+    """(id, query) pairs from -q SMILES and --queries FILE; bad records of the file are reported
+    on stderr and skipped (counted), never fatal."""
+    queries = [(f"q{i + 1}" if len(args.query) > 1 else "query", smi) for i, smi in enumerate(args.query or [])]
+    if args.queries:
+        from .chem import to_mol
+        from .ingestion import describe_input
+        from .records import read_records
+
+        sdf = describe_input(args.queries).format == "sdf"
+        bad = 0
+        for text, rid, line, _offset, problem in read_records(args.queries):
+            mol = None
+            if problem is None:
+                mol, problem = to_mol(text, sdf=sdf)
+            if mol is None:
+                bad += 1
+                print(f"molsift: {args.queries}:{line}: query {rid!r} skipped: {problem}", file=sys.stderr)
+                continue
+            queries.append((rid, mol))
+        if bad:
+            print(f"molsift: {bad} of {bad + len(queries)} queries skipped", file=sys.stderr)
+    return queries
+
+
+def _cmd_search(args) -> int:
+    import time
+
+    from .store import open_store
+
+    if not args.query and not args.queries:
+        raise SystemExit("molsift search: give -q SMILES or --queries FILE")
+    k = args.k_nearest if args.k_nearest or args.threshold is not None else 10
+    store = open_store(args.store, verify=False)
+    queries = _read_queries(args)
+    start = time.perf_counter()
+    results = store.search_batch([q for _, q in queries], threshold=args.threshold, k=k,
+                                 threads=args.threads)
+    seconds = time.perf_counter() - start
+    rows = [(qid, store.ids[i], score, store.smiles[i])
+            for (qid, _), hits in zip(queries, results) for i, score in hits]
+    if args.output and args.output.endswith(".parquet"):
+        _write_parquet(args.output, rows)
+    else:
+        out = open(args.output, "w") if args.output else sys.stdout
+        out.write("query_id\ttarget_id\tscore\ttarget_smiles\n")
+        for qid, tid, score, smi in rows:
+            out.write(f"{qid}\t{tid}\t{score:.6f}\t{smi}\n")
+        if args.output:
+            out.close()
+    print(f"molsift: {len(queries)} queries, {len(rows)} hits in {seconds * 1000:.1f} ms"
+          f" ({seconds * 1000 / max(1, len(queries)):.2f} ms/query, {args.threads} thread(s))",
+          file=sys.stderr)
+    return 0
+
+
+def _write_parquet(path: str, rows) -> None:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise SystemExit("molsift search: Parquet output needs pyarrow (pip install pyarrow)")
+    cols = list(zip(*rows)) if rows else [[], [], [], []]
+    table = pa.table({"query_id": list(cols[0]), "target_id": list(cols[1]),
+                      "score": pa.array(cols[2], pa.float64()), "target_smiles": list(cols[3])})
+    pq.write_table(table, path)
+
+
+def _cmd_index(args) -> int:
+    from ._core import build_column_index
+
+    size = build_column_index(args.store)
+    print(f"column index written to {args.store}: {size:,} bytes")
     return 0
 
 
@@ -94,6 +170,7 @@ def _cmd_info(args) -> int:
     print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
     print(f"size        {size:,} bytes, {size / max(1, c['molecules']):.1f} bytes/molecule")
     print(f"checksums   {'not checked (--no-verify)' if args.no_verify else 'all files verified'}")
+    print(f"search      {'column index present' if store.has_column_index else 'no column index (molsift index STORE)'}")
     n = min(args.head, len(store))
     if n:
         print(f"\nfirst {n} molecules (position, id, on-bits, canonical SMILES):")
@@ -137,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-record-bytes", type=parse_size,
                    help="longer records are rejected (default 1MiB SMILES, 64MiB SDF)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    p.add_argument("--no-index", action="store_true",
+                   help="do not build the column index for similarity search (search then "
+                   "builds it in memory at each start)")
     p.add_argument("--verify-count", action="store_true",
                    help="count the inputs again independently (one more read) and fail if the "
                    "ingest's count differs")
@@ -144,6 +224,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_format_options(p)
     p.set_defaults(func=_cmd_ingest)
+
+    p = verbs.add_parser("search", help="exact Tanimoto similarity search (threshold and/or top-k)",
+                         description="Search a store with chemfp's conventions. Hits are exact "
+                         "(RDKit's scores), best first: score descending, then store position "
+                         "ascending. Output: TSV query_id, target_id, score, target_smiles.")
+    p.add_argument("store")
+    p.add_argument("-q", "--query", action="append", metavar="SMILES", help="a query SMILES (repeatable)")
+    p.add_argument("--queries", metavar="FILE", help="queries from a SMILES, CSV or SDF file")
+    p.add_argument("-t", "--threshold", type=float, help="minimum Tanimoto score (0..1)")
+    p.add_argument("-k", "--k-nearest", type=int, help="the k best hits (default 10 when no -t)")
+    p.add_argument("-j", "--threads", type=int, default=1, help="threads (default 1)")
+    p.add_argument("-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout")
+    p.set_defaults(func=_cmd_search)
+
+    p = verbs.add_parser("index", help="(re)build a store's column index for similarity search")
+    p.add_argument("store")
+    p.set_defaults(func=_cmd_index)
 
     p = verbs.add_parser("info", help="show what is in a store",
                          description="Check a store (manifest, sizes, checksums) and show it.")
@@ -161,7 +258,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except MolsiftError as exc:
+    except (MolsiftError, ValueError) as exc:
         print(f"molsift: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -62,6 +62,7 @@ class IngestReport:
     bytes_read: int
     read_calls: int
     store_bytes: int
+    index_bytes: int = 0
     inputs: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -82,6 +83,7 @@ class IngestReport:
             f"read {self.bytes_read:,} bytes of {self.bytes_in:,} in {self.read_calls:,} calls:"
             f" read amplification {self.read_amplification:.4f}x\n"
             f"store {self.store}: {self.store_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
+            + (f" + column index {self.index_bytes:,} bytes" if self.index_bytes else "")
         )
 
 
@@ -126,7 +128,10 @@ def run_ingest_task(task: dict) -> dict:
     source_path = task["input"]["path"]
     if task["kind"] == "slab":
         fmt = {k: v for k, v in task["input"].items() if k not in ("path",)}
-        src = _core.RecordSource(source_path, slab=tuple(task["slab"]), **fmt, **task["reader"])
+        # Lines relative to the slab (first_line=0); the merge adds the newlines of the slabs
+        # before it, so no task reads the file before its own slab.
+        src = _core.RecordSource(source_path, slab=tuple(task["slab"]), first_line=0, **fmt,
+                                 **task["reader"])
         batches: Any = iter(lambda: src.next_batch(BATCH_RECORDS), [])
     else:
         src = None
@@ -148,6 +153,9 @@ def run_ingest_task(task: dict) -> dict:
             writer.add_reject(source_path, line, offset, rid, problem)
         writer.add_molecules(ids, smiles, lines, bits)
     read = src.counters() if src is not None else {}
+    newlines = 0
+    if task["kind"] == "slab":  # the slab was just read, so this rescans it from the page cache
+        newlines = _core.count_newlines(source_path, *task["slab"])
     manifest = json.loads(writer.finish())
     return {
         "index": task["index"],
@@ -156,6 +164,7 @@ def run_ingest_task(task: dict) -> dict:
         "counts": manifest["counts"],
         "read": dict(read),
         "input_bytes": task["input_bytes"],
+        "newlines": newlines,
         "seconds": time.perf_counter() - start,
         "pid": os.getpid(),
     }
@@ -216,12 +225,14 @@ def ingest(
     delimiter: Optional[str] = None,
     overwrite: bool = False,
     verify_count: bool = False,
+    index: bool = True,
     progress: Optional[bool] = None,
 ) -> Optional[IngestReport]:
     """Reads every record of `inputs`, parses it with RDKit, and writes a store at `output`.
 
     Runs on `workers` local processes (default: all cores), or on MPI ranks when launched under
-    `mpirun`. With `verify_count`, the inputs are also counted by an independent pass (reading
+    `mpirun`. With `index` (the default) the store also gets its column index for similarity
+    search. With `verify_count`, the inputs are also counted by an independent pass (reading
     them once more) and the ingest fails loudly if its own count differs. Returns the report on
     the root (rank 0), None on other ranks."""
     start = time.perf_counter()
@@ -256,6 +267,8 @@ def ingest(
                        "reader": reader}
             report = _finish(results, input_files, output, workdir, overwrite, spec, options,
                              stream_reads, start)
+            if index:
+                report.index_bytes = _core.build_column_index(output)
             if verify_count:
                 _verify_count(input_files, report)
         executor.barrier()
@@ -296,7 +309,11 @@ def _finish(results, inputs, output, workdir, overwrite, spec, options, stream_r
                          "records_in": sum(r["counts"]["records_in"] for r in mine)})
     provenance = {"inputs": by_input, **options, "tasks": len(results),
                   "seconds": round(time.perf_counter() - start, 3)}
-    parts = [r["part"] for r in results]
+    parts, seen_lines = [], {}
+    for r in results:  # slab parts hold slab-relative lines: shift by the lines before the slab
+        offset = seen_lines.get(r["input"], 0)
+        parts.append((r["part"], offset))
+        seen_lines[r["input"]] = offset + r["newlines"]
     if parts:
         manifest = json.loads(_core.merge_parts(parts, output, overwrite, json.dumps(provenance)))
     else:  # every input was empty

@@ -92,6 +92,28 @@ class Store:
     def rejects_path(self) -> str:
         return os.path.join(self.path, FILES["rejects"])
 
+    def _searcher(self):
+        if getattr(self, "_searcher_obj", None) is None:
+            self._searcher_obj = _core.Searcher(self.path)
+        return self._searcher_obj
+
+    def search(self, query, threshold=None, k=None, threads: int = 1):
+        """Exact Tanimoto search: `query` is SMILES, an RDKit Mol, on-bits or a packed row.
+        Returns Hits (indices, scores), best first (score descending, then index ascending)."""
+        from .search import search
+
+        return search(self, query, threshold=threshold, k=k, threads=threads)
+
+    def search_batch(self, queries, threshold=None, k=None, threads: int = 1):
+        """As `search`, for many queries at once; returns one Hits per query."""
+        from .search import search_batch
+
+        return search_batch(self, queries, threshold=threshold, k=k, threads=threads)
+
+    @property
+    def has_column_index(self) -> bool:
+        return os.path.exists(os.path.join(self.path, "columns.json"))
+
     def __repr__(self) -> str:
         fp = self.manifest["fingerprint"]
         return (

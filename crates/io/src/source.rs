@@ -120,18 +120,38 @@ pub struct RecordSource {
     csv: Option<CsvColumns>,
     /// Newlines before the slab's start.
     first_line: u64,
+    /// Give records without an id their line number as id (false when lines are relative).
+    ids_from_lines: bool,
     max_record_bytes: usize,
 }
 
 impl RecordSource {
     /// Reads the records starting in byte range `slab` of a plain file.
     /// `opts.skip_header` is set from the format. Line numbers are absolute:
-    /// the newlines before the slab are counted when it opens.
+    /// the newlines before the slab are counted when it opens (which reads
+    /// the file up to the slab; see [`RecordSource::open_slab_at_line`]).
     pub fn open_slab(
         path: &Path,
         format: InputFormat,
         slab: Range<u64>,
         opts: ReaderOptions,
+    ) -> Result<RecordSource, IoError> {
+        Self::open_slab_at_line(path, format, slab, opts, None)
+    }
+
+    /// As [`RecordSource::open_slab`], but with the number of newlines before
+    /// the slab given by the caller (`Some(0)`: line numbers relative to the
+    /// slab, fixed up later), so that opening reads nothing before the slab.
+    /// With many slabs of a huge file, counting the prefix in every slab would
+    /// read the file about `slabs / 2` times. When the caller gives the
+    /// first line, records without an id keep an empty id (their line may be
+    /// relative): the caller fills it with the absolute line.
+    pub fn open_slab_at_line(
+        path: &Path,
+        format: InputFormat,
+        slab: Range<u64>,
+        opts: ReaderOptions,
+        first_line: Option<u64>,
     ) -> Result<RecordSource, IoError> {
         let opts = ReaderOptions {
             skip_header: format.skips_header(),
@@ -145,7 +165,11 @@ impl RecordSource {
             )?),
             _ => None,
         };
-        let first_line = count_newlines(path, 0..slab.start)?;
+        let ids_from_lines = first_line.is_none();
+        let first_line = match first_line {
+            Some(n) => n,
+            None => count_newlines(path, 0..slab.start)?,
+        };
         let max_record_bytes = opts.max_record_bytes;
         let reader = SlabReader::open(path, format.record_kind(), slab, opts)?;
         Ok(RecordSource {
@@ -153,6 +177,7 @@ impl RecordSource {
             format,
             csv,
             first_line,
+            ids_from_lines,
             max_record_bytes,
         })
     }
@@ -189,6 +214,7 @@ impl RecordSource {
             format,
             csv,
             first_line: 0,
+            ids_from_lines: true,
             max_record_bytes,
         };
         if is_csv {
@@ -214,6 +240,7 @@ impl RecordSource {
                 self.max_record_bytes,
                 &r,
                 line,
+                self.ids_from_lines,
             )
         }))
     }
@@ -261,6 +288,7 @@ fn fields(
     max: usize,
     r: &Record<'_>,
     line: u64,
+    ids_from_lines: bool,
 ) -> SourceRecord {
     let mut out = SourceRecord {
         text: String::new(),
@@ -291,7 +319,7 @@ fn fields(
     if out.text.is_empty() && !r.oversized && problem.is_some() {
         out.text = String::from_utf8_lossy(r.bytes).into_owned();
     }
-    if out.id.is_empty() {
+    if out.id.is_empty() && ids_from_lines {
         out.id = line.to_string();
     }
     out.problem = problem;

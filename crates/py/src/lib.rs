@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod error;
 mod reader;
+mod search;
 mod store;
 
 #[pymodule]
@@ -14,5 +15,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     reader::register(m)?;
     store::register(m)?;
+    search::register(m)?;
     Ok(())
 }

@@ -68,8 +68,10 @@ pub struct PyRecordSource {
 impl PyRecordSource {
     /// Opens `path`. With `slab=(start, end)` reads the records starting in that byte range of a
     /// plain file; without it, reads the whole file as one stream (gzip and zstd included).
+    /// `first_line`: newlines before the slab if known (0 gives slab-relative line numbers);
+    /// by default they are counted, which reads the file up to the slab.
     #[new]
-    #[pyo3(signature = (path, format, slab=None, header=false, smiles_col=None, id_col=None, delimiter=None, buffer_size=None, max_record_bytes=None))]
+    #[pyo3(signature = (path, format, slab=None, header=false, smiles_col=None, id_col=None, delimiter=None, buffer_size=None, max_record_bytes=None, first_line=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -82,12 +84,15 @@ impl PyRecordSource {
         delimiter: Option<String>,
         buffer_size: Option<usize>,
         max_record_bytes: Option<usize>,
+        first_line: Option<u64>,
     ) -> PyResult<Self> {
         let format = make_format(format, header, smiles_col, id_col, delimiter)?;
         let opts = options(&format, buffer_size, max_record_bytes)?;
         let inner = py
             .detach(|| match slab {
-                Some((start, end)) => RecordSource::open_slab(&path, format, start..end, opts),
+                Some((start, end)) => {
+                    RecordSource::open_slab_at_line(&path, format, start..end, opts, first_line)
+                }
                 None => RecordSource::open_stream(&path, format, opts),
             })
             .map_err(input_err)?;
@@ -151,6 +156,12 @@ fn detect_format(path: PathBuf) -> PyResult<(String, bool)> {
     })
 }
 
+/// Number of newline bytes in `[start, end)` of a plain file (memory speed).
+#[pyfunction]
+fn count_newlines(py: Python<'_>, path: PathBuf, start: u64, end: u64) -> PyResult<u64> {
+    py.detach(|| molsift_io::count_newlines(&path, start..end)).map_err(input_err)
+}
+
 /// "none", "gzip" or "zstd", from the file's first bytes.
 #[pyfunction]
 fn file_compression(path: PathBuf) -> PyResult<&'static str> {
@@ -167,5 +178,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(split_slabs, m)?)?;
     m.add_function(wrap_pyfunction!(detect_format, m)?)?;
     m.add_function(wrap_pyfunction!(file_compression, m)?)?;
+    m.add_function(wrap_pyfunction!(count_newlines, m)?)?;
     Ok(())
 }

@@ -88,12 +88,13 @@ impl PyStoreWriter {
     }
 }
 
-/// Merges finished part stores in order into `out`; returns the manifest as JSON text.
+/// Merges finished part stores, given as (path, line offset) in order, into `out`; returns the
+/// manifest as JSON text.
 #[pyfunction]
 #[pyo3(signature = (parts, out, overwrite=false, provenance_json="null"))]
-fn merge_parts(py: Python<'_>, parts: Vec<PathBuf>, out: PathBuf, overwrite: bool, provenance_json: &str) -> PyResult<String> {
+fn merge_parts(py: Python<'_>, parts: Vec<(PathBuf, u64)>, out: PathBuf, overwrite: bool, provenance_json: &str) -> PyResult<String> {
     let provenance = parse_json(provenance_json)?;
-    let refs: Vec<&std::path::Path> = parts.iter().map(|p| p.as_path()).collect();
+    let refs: Vec<(&std::path::Path, u64)> = parts.iter().map(|(p, o)| (p.as_path(), *o)).collect();
     let manifest = py
         .detach(|| molsift_store::merge_parts(&refs, &out, overwrite, provenance))
         .map_err(store_err)?;

@@ -99,6 +99,20 @@ impl Store {
         &words[i * stride..i * stride + self.layout.words_per_row()]
     }
 
+    /// Every fingerprint row, row `i` at `[i * row_stride_words ..]` (padding words are zero).
+    pub fn fingerprint_words(&self) -> &[u64] {
+        self.words(layout::FINGERPRINTS)
+    }
+
+    /// Every popcount, in store order.
+    pub fn popcounts(&self) -> &[u16] {
+        let b = self.bytes(layout::POPCOUNTS);
+        // SAFETY: mmap is page aligned and the file holds 2n bytes.
+        let (head, counts, tail) = unsafe { b.align_to::<u16>() };
+        assert!(head.is_empty() && tail.is_empty(), "mapped popcounts not u16 aligned");
+        counts
+    }
+
     /// Popcount of fingerprint `i`.
     pub fn popcount(&self, i: usize) -> u16 {
         let b = &self.bytes(layout::POPCOUNTS)[2 * i..2 * i + 2];

@@ -165,8 +165,9 @@ impl StoreWriter {
         Ok(())
     }
 
-    /// Appends every molecule and reject of a finished store (a part written by one slab).
-    pub fn append_store(&mut self, part: &Store) -> Result<(), StoreError> {
+    /// Appends every molecule and reject of a finished store (a part written by one slab),
+    /// adding `line_offset` to its source lines (parts written with slab-relative lines).
+    pub fn append_store(&mut self, part: &Store, line_offset: u64) -> Result<(), StoreError> {
         if part.manifest().fingerprint != self.spec {
             return Err(StoreError::Invalid(format!(
                 "{}: fingerprint spec differs from the store being merged into",
@@ -177,20 +178,24 @@ impl StoreWriter {
             self.copy_file(sink, &part.path().join(name), 0)?;
         }
         self.copy_file(SMILES, &part.path().join(layout::SMILES), 0)?;
-        self.copy_file(IDS, &part.path().join(layout::IDS), 0)?;
-        self.copy_file(LINES, &part.path().join(layout::SOURCE_LINES), 0)?;
-        self.copy_file(REJECTS, &part.path().join(layout::REJECTS), layout::REJECTS_HEADER.len())?;
         let n = part.len();
         for i in 1..=n {
             let end = self.smiles_end + part.smiles_offset(i);
             self.put(SMILES_OFF, &end.to_le_bytes())?;
         }
-        for i in 1..=n {
-            let end = self.ids_end + part.id_offset(i);
-            self.put(ID_OFF, &end.to_le_bytes())?;
-        }
         self.smiles_end += part.smiles_offset(n);
-        self.ids_end += part.id_offset(n);
+        for i in 0..n {
+            let line = part.source_line(i) + line_offset;
+            self.put(LINES, &line.to_le_bytes())?;
+            // A part written with slab-relative lines leaves ids empty where the record had
+            // none: the id is then the absolute line, known only now.
+            let id = part.id(i);
+            let id = if id.is_empty() { line.to_string() } else { id.to_string() };
+            self.ids_end += id.len() as u64 + 1;
+            self.put_line(IDS, &id)?;
+            self.put(ID_OFF, &self.ids_end.to_le_bytes())?;
+        }
+        self.append_rejects(&part.path().join(layout::REJECTS), line_offset)?;
         self.counts = self.counts.add(part.manifest().counts);
         Ok(())
     }
@@ -250,6 +255,31 @@ impl StoreWriter {
     fn put_line(&mut self, sink: usize, text: &str) -> Result<(), StoreError> {
         self.put(sink, text.as_bytes())?;
         self.put(sink, b"\n")
+    }
+
+    /// Copies the rows of a part's `rejects.tsv` (not its header), shifting the line column.
+    fn append_rejects(&mut self, from: &Path, line_offset: u64) -> Result<(), StoreError> {
+        let text = std::fs::read_to_string(from).map_err(|e| StoreError::io(from, e))?;
+        for row in text.lines().skip(1) {
+            let mut fields = row.splitn(3, '\t');
+            let (source, line, rest) = (fields.next(), fields.next(), fields.next());
+            let line = line.and_then(|l| l.parse::<u64>().ok());
+            let (Some(source), Some(line), Some(rest)) = (source, line, rest) else {
+                return Err(StoreError::Inconsistent {
+                    path: from.to_path_buf(),
+                    reason: format!("bad rejects row {row:?}"),
+                });
+            };
+            let line = line + line_offset;
+            let shifted = match rest.split_once('\t') {
+                Some((offset, rest)) if rest.starts_with('\t') => {
+                    format!("{source}\t{line}\t{offset}\t{line}{rest}\n") // empty id: the line
+                }
+                _ => format!("{source}\t{line}\t{rest}\n"),
+            };
+            self.put(REJECTS, shifted.as_bytes())?;
+        }
+        Ok(())
     }
 
     fn copy_file(&mut self, sink: usize, from: &Path, skip: usize) -> Result<(), StoreError> {

@@ -1,0 +1,159 @@
+//! Python wrapper of `molsift-search`: `Searcher` over one store (its column index, or a row
+//! scan), and `build_column_index` to write a store's index.
+
+use std::path::PathBuf;
+
+use molsift_search::{ColumnIndex, Query, RowScan, SearchError, SearchOptions, SearchStats};
+use molsift_store::{Store, Verify};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::error::{store_err, StoreError};
+
+fn search_err(e: SearchError) -> PyErr {
+    match e {
+        SearchError::BadThreshold(_) | SearchError::Invalid(_) | SearchError::BitsMismatch { .. } => {
+            PyValueError::new_err(e.to_string())
+        }
+        other => StoreError::new_err(other.to_string()),
+    }
+}
+
+/// Hits of one query as (store indices, scores).
+type PyHits = (Vec<u64>, Vec<f64>);
+
+/// Searches one store: opened once, then any number of queries (GIL released while searching).
+#[pyclass(name = "Searcher", module = "molsift._core")]
+pub struct PySearcher {
+    store: Store,
+    columns: ColumnIndex,
+    index_built_in_memory: bool,
+}
+
+impl PySearcher {
+    fn options(threshold: Option<f64>, k: Option<usize>, threads: usize) -> SearchOptions {
+        SearchOptions { threshold, k, threads: threads.max(1) }
+    }
+
+    fn rows(&self) -> Result<RowScan<'_>, SearchError> {
+        let spec = &self.store.manifest().fingerprint;
+        RowScan::new(
+            self.store.fingerprint_words(),
+            spec.row_stride_words,
+            spec.bits,
+            self.store.len(),
+            self.store.popcounts(),
+        )
+    }
+
+    fn query(&self, on_bits: &[u32]) -> PyResult<Query> {
+        Query::from_on_bits(self.columns.bits(), on_bits).map_err(search_err)
+    }
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &SearchStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("path", format!("{:?}", s.path).to_lowercase())?;
+    d.set_item("bytes_touched", s.bytes_touched)?;
+    d.set_item("buckets_visited", s.buckets_visited)?;
+    d.set_item("units_visited", s.units_visited)?;
+    d.set_item("candidates", s.candidates)?;
+    Ok(d)
+}
+
+#[pymethods]
+impl PySearcher {
+    /// Opens the store at `path` (sizes checked) and its column index; a store without one gets
+    /// an index built in memory (see `index_built_in_memory`).
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        py.detach(|| {
+            let store = Store::open(&path, Verify::Sizes).map_err(store_err)?;
+            let (columns, built) = if path.join(molsift_search::HEADER_FILE).exists() {
+                (ColumnIndex::open(&path).map_err(search_err)?, false)
+            } else {
+                (ColumnIndex::from_store(&store).map_err(search_err)?, true)
+            };
+            if columns.len() != store.len() {
+                return Err(StoreError::new_err(format!(
+                    "{}: column index holds {} molecules but the store {}",
+                    path.join(molsift_search::HEADER_FILE).display(),
+                    columns.len(),
+                    store.len()
+                )));
+            }
+            Ok(PySearcher { store, columns, index_built_in_memory: built })
+        })
+    }
+
+    /// True when the store had no column index on disk and one was built at open.
+    #[getter]
+    fn index_built_in_memory(&self) -> bool {
+        self.index_built_in_memory
+    }
+
+    /// One query given by its on-bits: (indices, scores, stats), best first (score descending,
+    /// then store index ascending).
+    #[pyo3(signature = (on_bits, threshold=None, k=None, threads=1))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        on_bits: Vec<u32>,
+        threshold: Option<f64>,
+        k: Option<usize>,
+        threads: usize,
+    ) -> PyResult<(Vec<u64>, Vec<f64>, Bound<'py, PyDict>)> {
+        let query = self.query(&on_bits)?;
+        let opts = Self::options(threshold, k, threads);
+        let (hits, stats) = py
+            .detach(|| {
+                let rows = self.rows()?;
+                molsift_search::search(&self.columns, Some(&rows), &query, &opts)
+            })
+            .map_err(search_err)?;
+        let (idx, scores) = hits.into_iter().map(|h| (h.index, h.score)).unzip();
+        Ok((idx, scores, stats_dict(py, &stats)?))
+    }
+
+    /// Many queries at once (threads share the queries): a list of (indices, scores), and the
+    /// stats summed over the queries.
+    #[pyo3(signature = (queries, threshold=None, k=None, threads=1))]
+    fn search_batch<'py>(
+        &self,
+        py: Python<'py>,
+        queries: Vec<Vec<u32>>,
+        threshold: Option<f64>,
+        k: Option<usize>,
+        threads: usize,
+    ) -> PyResult<(Vec<PyHits>, Bound<'py, PyDict>)> {
+        let queries = queries.iter().map(|q| self.query(q)).collect::<PyResult<Vec<_>>>()?;
+        let opts = Self::options(threshold, k, threads);
+        let (all, stats) = py
+            .detach(|| {
+                let rows = self.rows()?;
+                molsift_search::search_batch(&self.columns, Some(&rows), &queries, &opts)
+            })
+            .map_err(search_err)?;
+        let out = all.into_iter().map(|hits| hits.into_iter().map(|h| (h.index, h.score)).unzip()).collect();
+        Ok((out, stats_dict(py, &stats)?))
+    }
+}
+
+/// Builds the column index of the store at `path` and writes it into the store directory
+/// (its header last); returns the index size in bytes.
+#[pyfunction]
+fn build_column_index(py: Python<'_>, path: PathBuf) -> PyResult<u64> {
+    py.detach(|| {
+        let store = Store::open(&path, Verify::Sizes).map_err(store_err)?;
+        let index = ColumnIndex::from_store(&store).map_err(search_err)?;
+        index.write(&path).map_err(search_err)?;
+        Ok(index.size_bytes())
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySearcher>()?;
+    m.add_function(wrap_pyfunction!(build_column_index, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,90 @@
+"""Similarity search over a store: a query (SMILES, RDKit Mol, on-bit list or packed fingerprint)
+becomes a fingerprint with the store's own spec, then the Rust searcher answers it exactly from
+the store's column index (or a row scan for very dense queries). Hits come best first: score
+descending, then store index ascending."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from . import _core
+
+
+@dataclass
+class Hits:
+    """Hits of one query: store positions and Tanimoto scores, best first."""
+
+    indices: np.ndarray
+    scores: np.ndarray
+    stats: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __iter__(self):
+        return iter(zip(self.indices.tolist(), self.scores.tolist()))
+
+
+def _check(threshold: Optional[float], k: Optional[int]) -> None:
+    if threshold is None and k is None:
+        raise ValueError("give a threshold (-t), a number of nearest neighbours (-k), or both")
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be between 0 and 1, got {threshold}")
+    if k is not None and k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+
+
+def fingerprinter_for(store):
+    """A Fingerprinter with the store's fingerprint spec (kind, radius, bits)."""
+    from .chem import Fingerprinter
+    from .spec import FingerprintSpec
+
+    spec = store.fingerprint_spec
+    return Fingerprinter(FingerprintSpec(kind=spec["kind"], radius=spec["params"]["radius"],
+                                         bits=spec["bits"]))
+
+
+def query_on_bits(store, query: Any, fingerprinter=None) -> List[int]:
+    """On-bits of a query: SMILES text, an RDKit Mol, a sequence of on-bit indices, or a packed
+    uint64 fingerprint row. Raises ValueError for a SMILES RDKit cannot parse."""
+    if isinstance(query, str):
+        from .chem import to_mol
+
+        mol, reason = to_mol(query)
+        if mol is None:
+            raise ValueError(f"invalid query SMILES {query!r}: {reason}")
+        query = mol
+    if isinstance(query, np.ndarray) and query.dtype == np.uint64:
+        bits = np.unpackbits(query.astype("<u8").view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits).tolist()
+    if hasattr(query, "GetNumAtoms"):  # an RDKit Mol
+        fp = fingerprinter or fingerprinter_for(store)
+        return fp.on_bits(query)
+    return [int(b) for b in query]
+
+
+def _hits(indices, scores, stats) -> Hits:
+    return Hits(np.asarray(indices, dtype=np.int64), np.asarray(scores, dtype=np.float64), stats)
+
+
+def search(store, query: Any, threshold: Optional[float] = None, k: Optional[int] = None,
+           threads: int = 1) -> Hits:
+    """Exact Tanimoto search of one query: hits at or above `threshold`, the `k` best, or the k
+    best at or above the threshold."""
+    _check(threshold, k)
+    indices, scores, stats = store._searcher().search(query_on_bits(store, query), threshold, k, threads)
+    return _hits(indices, scores, stats)
+
+
+def search_batch(store, queries: Sequence[Any], threshold: Optional[float] = None,
+                 k: Optional[int] = None, threads: int = 1) -> List[Hits]:
+    """As `search` for many queries at once (threads share the queries); result i answers
+    queries[i]. The stats of each result are those summed over the batch."""
+    _check(threshold, k)
+    fp = fingerprinter_for(store)
+    on_bits = [query_on_bits(store, q, fp) for q in queries]
+    results, stats = store._searcher().search_batch(on_bits, threshold, k, threads)
+    return [_hits(i, s, stats) for i, s in results]

@@ -1,0 +1,115 @@
+"""Similarity search through Python and the CLI: hits and scores equal RDKit's
+BulkTanimotoSimilarity on the bundled real data, with the documented tie rule (score
+descending, then store position ascending)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from rdkit import Chem, DataStructs
+from rdkit.Chem import rdFingerprintGenerator
+
+import molsift
+
+QUERIES = ["c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "O=C(O)c1ccccc1O", "Clc1ccc(Cl)cc1"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, bundled_smi):
+    out = tmp_path_factory.mktemp("search") / "nci.store"
+    molsift.ingest(bundled_smi, out, workers=2, progress=False)
+    return molsift.open_store(out)
+
+
+@pytest.fixture(scope="module")
+def rdkit_fps(store):
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    return gen, [gen.GetFingerprint(Chem.MolFromSmiles(s)) for s in store.smiles]
+
+
+def rdkit_hits(rdkit_fps, smiles, threshold=None, k=None):
+    gen, fps = rdkit_fps
+    scores = np.array(DataStructs.BulkTanimotoSimilarity(gen.GetFingerprint(Chem.MolFromSmiles(smiles)), fps))
+    order = np.lexsort((np.arange(len(scores)), -scores))  # score desc, then index asc
+    if threshold is not None:
+        order = order[scores[order] >= threshold]
+    if k is not None:
+        order = order[:k]
+    return order, scores[order]
+
+
+def test_store_has_its_column_index(store):
+    assert store.has_column_index
+    assert not store._searcher().index_built_in_memory
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0])
+def test_threshold_hits_equal_rdkit(store, rdkit_fps, threshold):
+    for q in QUERIES:
+        hits = store.search(q, threshold=threshold)
+        idx, scores = rdkit_hits(rdkit_fps, q, threshold=threshold)
+        assert hits.indices.tolist() == idx.tolist(), (q, threshold)
+        assert hits.scores.tolist() == scores.tolist()
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, 100, 10_000])
+def test_top_k_equal_rdkit(store, rdkit_fps, k):
+    for q in QUERIES:
+        hits = store.search(q, k=k)
+        idx, scores = rdkit_hits(rdkit_fps, q, k=k)
+        assert hits.indices.tolist() == idx.tolist(), (q, k)
+        assert hits.scores.tolist() == scores.tolist()
+    assert len(store.search(QUERIES[0], k=10_000)) == len(store)  # k larger than the store
+
+
+def test_threshold_and_k_together_and_batch(store, rdkit_fps):
+    batch = store.search_batch(QUERIES, threshold=0.3, k=5, threads=2)
+    for q, hits in zip(QUERIES, batch):
+        idx, scores = rdkit_hits(rdkit_fps, q, threshold=0.3, k=5)
+        assert hits.indices.tolist() == idx.tolist()
+        assert hits.scores.tolist() == scores.tolist()
+
+
+def test_empty_result_and_zero_bit_query(store):
+    assert len(store.search("CC(C)(C)C(C)(C)C(C)(C)C(C)(C)C", threshold=0.9)) == 0
+    hits = store.search([], threshold=0.01)
+    assert len(hits) == 0
+    hits = store.search([], k=3)
+    assert hits.indices.tolist() == [0, 1, 2] and hits.scores.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_query_forms_agree(store):
+    mol = Chem.MolFromSmiles(QUERIES[1])
+    a = store.search(QUERIES[1], k=5)
+    b = store.search(mol, k=5)
+    row = store.fingerprints[int(a.indices[0])]
+    c = store.search(np.array(row), k=1)
+    assert a.indices.tolist() == b.indices.tolist()
+    assert c.scores[0] == 1.0
+
+
+def test_invalid_query_is_a_clear_error(store):
+    with pytest.raises(ValueError, match="invalid query SMILES 'C1CC'"):
+        store.search("C1CC", k=3)
+    with pytest.raises(ValueError, match="threshold"):
+        store.search("CCO")
+
+
+def test_cli_search_tsv(store, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "molsift", "search", store.path, "-q", QUERIES[1],
+                           "-k", "3"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "query_id\ttarget_id\tscore\ttarget_smiles" and len(lines) == 4
+    qfile = tmp_path / "q.smi"
+    qfile.write_text("\n".join(f"{s} q{i}" for i, s in enumerate(QUERIES)) + "\nC1CC bad\n")
+    proc = subprocess.run([sys.executable, "-m", "molsift", "search", store.path, "--queries", qfile,
+                           "-t", "0.5"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "query 'bad' skipped" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "molsift", "search", store.path, "-q", "C1CC"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "invalid query SMILES" in proc.stderr
