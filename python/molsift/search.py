@@ -10,8 +10,6 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from . import _core
-
 
 @dataclass
 class Hits:

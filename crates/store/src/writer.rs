@@ -175,9 +175,9 @@ impl StoreWriter {
             )));
         }
         for (sink, name) in [(FPS, layout::FINGERPRINTS), (POPS, layout::POPCOUNTS)] {
-            self.copy_file(sink, &part.path().join(name), 0)?;
+            self.copy_file(sink, &part.path().join(name))?;
         }
-        self.copy_file(SMILES, &part.path().join(layout::SMILES), 0)?;
+        self.copy_file(SMILES, &part.path().join(layout::SMILES))?;
         let n = part.len();
         for i in 1..=n {
             let end = self.smiles_end + part.smiles_offset(i);
@@ -282,18 +282,15 @@ impl StoreWriter {
         Ok(())
     }
 
-    fn copy_file(&mut self, sink: usize, from: &Path, skip: usize) -> Result<(), StoreError> {
+    fn copy_file(&mut self, sink: usize, from: &Path) -> Result<(), StoreError> {
         let mut f = File::open(from).map_err(|e| StoreError::io(from, e))?;
         let mut buf = vec![0u8; 1 << 20];
-        let mut to_skip = skip;
         loop {
             let n = f.read(&mut buf).map_err(|e| StoreError::io(from, e))?;
             if n == 0 {
                 return Ok(());
             }
-            let start = to_skip.min(n);
-            to_skip -= start;
-            self.put(sink, &buf[start..n])?;
+            self.put(sink, &buf[..n])?;
         }
     }
 }
