@@ -181,6 +181,103 @@ def _cmd_info(args) -> int:
     return 0
 
 
+def _cmd_screen(args) -> int:
+    from .scorers import scorer_class
+    from .screen import screen, summary
+
+    scorer = scorer_class(args.scorer).from_args(args)
+    report = screen(
+        args.library, args.output, scorer, workers=args.workers, writers=args.writers,
+        write_buffer=args.write_buffer, read_buffer=args.read_buffer,
+        max_record_bytes=args.max_record_bytes, slabs=args.slabs,
+        chunk_records=args.chunk_records, standardize=args.standardize, resume=args.resume,
+        overwrite=args.overwrite, run_dir=args.run_dir, fsync=args.fsync,
+        progress=False if args.quiet else None, format=args.format, header=args.header,
+        smiles_col=args.smiles_col, id_col=args.id_col,
+        delimiter="\t" if args.delimiter == "tab" else args.delimiter,
+    )
+    if report is None:  # a non-root MPI rank
+        return 0
+    if args.json:
+        print(json.dumps(report))
+    elif not args.quiet:
+        print(summary(report))
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from .screen.report import write_report
+
+    png, text = write_report(args.run_dir, args.output)
+    print(text)
+    print(f"timeline written to {png}")
+    return 0
+
+
+def _cmd_profile(args) -> int:
+    from .iotrace.profile import CommandError, profile
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        result = profile(command, args.output, keep_process_logs=args.keep_process_logs)
+    except CommandError as exc:
+        print(f"molsift: error: {exc}", file=sys.stderr)
+        return exc.status
+    for problem in result.problems:
+        print(f"molsift profile: skipped a process log: {problem}", file=sys.stderr)
+    print(f"molsift profile: {result.processes} process(es) traced, log in {result.log} "
+          f"(read it with: molsift insights {result.log})", file=sys.stderr)
+    return _exit_like(result.returncode)
+
+
+def _exit_like(returncode: int) -> int:
+    """The program's status; killed by a signal, molsift dies of the same signal."""
+    if returncode >= 0:
+        return returncode
+    import os
+    import signal
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(-returncode, signal.SIG_DFL)
+    os.kill(os.getpid(), -returncode)
+    return 128 - returncode  # the signal did not end us (e.g. SIGCHLD-like): the shell's convention
+
+
+def _cmd_insights(args) -> int:
+    from .iotrace.insights import THRESHOLDS, find_insights
+    from .iotrace.log import load_log
+
+    changed = {}
+    for item in args.threshold:
+        name, _, value = item.partition("=")
+        if name not in THRESHOLDS or not value:
+            raise ValueError(f"unknown threshold {item!r}: use NAME=VALUE with NAME one of "
+                             f"{', '.join(THRESHOLDS)}")
+        changed[name] = float(value)
+    log = load_log(args.log)
+    findings = find_insights(log, changed)
+    if args.format == "json":
+        from .iotrace.render import to_json
+
+        text = to_json(log, findings, dict(THRESHOLDS, **changed))
+    elif args.format == "html":
+        from .iotrace.html import to_html
+
+        text = to_html(log, findings)
+    else:
+        from .iotrace.render import to_text
+
+        text = to_text(log, findings)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"molsift insights: {len(findings)} finding(s) written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -238,6 +335,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout")
     p.set_defaults(func=_cmd_search)
 
+    p = verbs.add_parser("screen", help="screen a library: read, prepare, score, write one result CSV",
+                         description="Score every record of a SMILES, CSV or SDF library into one "
+                         "CSV (id, smiles, score columns), rejects in OUTPUT.rejects.tsv. Worker "
+                         "processes (or MPI ranks under mpirun) fill per-worker buffers that writer "
+                         "groups write to the shared file. A killed run is finished by --resume "
+                         "with every record exactly once.")
+    p.add_argument("library", help="SMILES, CSV or SDF file (gzip/zstd ok)")
+    p.add_argument("--scorer", required=True, metavar="NAME",
+                   help="filter, similarity, vina, or python:module:function")
+    p.add_argument("-o", "--output", required=True, metavar="CSV", help="result file")
+    p.add_argument("-j", "--workers", type=int, help="worker processes (default: all cores; 1 per MPI rank)")
+    p.add_argument("--writers", type=int, default=1, metavar="P", help="writer groups (default 1)")
+    p.add_argument("--write-buffer", type=parse_size, default="1MiB", metavar="SIZE",
+                   help="accumulation buffer per worker or rank (default 1MiB)")
+    p.add_argument("--read-buffer", type=parse_size, metavar="SIZE", help="bytes per read call (default 1MiB)")
+    p.add_argument("--max-record-bytes", type=parse_size, help="longer records are rejected")
+    p.add_argument("--slabs", type=int, help="byte-range tasks (default 8 per worker; 1 per MPI rank)")
+    p.add_argument("--chunk-records", type=int, default=2000, help="records per task for gzip/zstd input")
+    p.add_argument("--standardize", action="store_true",
+                   help="standardize molecules (RDKit cleanup, largest fragment, neutralize) before scoring")
+    p.add_argument("--resume", action="store_true", help="finish a run that was killed or failed")
+    p.add_argument("--overwrite", action="store_true", help="start again, replacing an earlier run")
+    p.add_argument("--run-dir", help="where the run keeps its journal and timeline (default OUTPUT.run)")
+    p.add_argument("--fsync", action="store_true",
+                   help="sync each write before committing it (survives power loss, not only kills)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line, no summary")
+    p.add_argument("--json", action="store_true", help="print the run report as JSON")
+    _add_format_options(p)
+    from .scorers import BUILTIN, scorer_class
+
+    for name in BUILTIN:
+        try:
+            scorer_class(name).add_arguments(p)
+        except ImportError:  # e.g. vina not installed: its options are not offered
+            pass
+    p.set_defaults(func=_cmd_screen)
+
+    p = verbs.add_parser("report", help="draw a screening run's timeline (PNG) and totals",
+                         description="Per-rank throughput over time with write events marked, "
+                         "plus totals (records/s, time in read, score, write, wait).")
+    p.add_argument("run_dir", help="the run directory (OUTPUT.run)")
+    p.add_argument("-o", "--output", help="PNG to write (default RUN_DIR/report.png)")
+    p.set_defaults(func=_cmd_report)
+
     p = verbs.add_parser("index", help="(re)build a store's column index for similarity search")
     p.add_argument("store")
     p.set_defaults(func=_cmd_index)
@@ -249,6 +390,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-verify", action="store_true", help="skip the checksums (sizes still checked)")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(func=_cmd_info)
+
+    p = verbs.add_parser("profile", help="run any program under the I/O tracer, write its I/O log",
+                         usage="molsift profile [-o LOG] [--keep-process-logs] -- CMD [ARGS ...]",
+                         description="Run CMD with the LD_PRELOAD I/O tracer: it and every process it "
+                         "starts (fork, exec, MPI ranks) count their POSIX and STDIO calls per file. "
+                         "The per-process logs are merged into LOG (docs/io-log-format.md). Exits "
+                         "with CMD's exit status.")
+    p.add_argument("-o", "--output", metavar="LOG", help="log to write (default: CMD.iolog.json)")
+    p.add_argument("--keep-process-logs", action="store_true",
+                   help="also keep the per-process logs, in LOG.processes/")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="CMD", help="the program and its "
+                   "arguments, after --")
+    p.set_defaults(func=_cmd_profile)
+
+    p = verbs.add_parser("insights", help="findings in plain words from an I/O log (molsift or Darshan)",
+                         description="Read a molsift I/O log or a Darshan log and report what slows "
+                         "the I/O: severity, file, numbers, recommendation. Thresholds: docs/insights.md.")
+    p.add_argument("log", metavar="LOG", help="a log from molsift profile, or a *.darshan file")
+    p.add_argument("--format", choices=["text", "json", "html"], default="text",
+                   help="text (default), json, or html with timeline and size histograms")
+    p.add_argument("-o", "--output", help="write here instead of stdout")
+    p.add_argument("-t", "--threshold", action="append", default=[], metavar="NAME=VALUE",
+                   help="change a threshold, e.g. -t read_amplification=2 (repeatable)")
+    p.set_defaults(func=_cmd_insights)
     return parser
 
 

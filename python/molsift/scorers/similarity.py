@@ -1,0 +1,99 @@
+"""The `similarity` scorer: the maximum Tanimoto similarity of each molecule to a set of
+reference actives, and which reference it is. The references are written to a small store in
+each worker and searched with molsift's own search kernels (top-1, exact, RDKit's scores)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from .base import Scorer
+
+
+@dataclass
+class SimilarityScorer(Scorer):
+    refs: List[Tuple[str, str]]  # (id, SMILES)
+    radius: int = 2
+    bits: int = 2048
+    name = "similarity"
+    columns = ("max_tanimoto", "nearest_ref")
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        g = parser.add_argument_group("scorer similarity")
+        g.add_argument("--refs", metavar="FILE", help="reference actives (SMILES, CSV or SDF file)")
+        g.add_argument("--ref", action="append", metavar="SMILES", help="a reference SMILES (repeatable)")
+        g.add_argument("--similarity-radius", type=int, default=2, help="Morgan radius (default 2)")
+        g.add_argument("--similarity-bits", type=int, default=2048, help="fingerprint bits (default 2048)")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "SimilarityScorer":
+        refs = [(f"ref{i + 1}", s) for i, s in enumerate(args.ref or [])]
+        if args.refs:
+            refs += read_refs(args.refs)
+        if not refs:
+            raise ValueError("scorer similarity needs reference molecules: --refs FILE or --ref SMILES")
+        return cls(refs, args.similarity_radius, args.similarity_bits)
+
+    def setup(self) -> None:
+        from .. import _core
+        from ..chem import Fingerprinter, to_mol, to_smiles
+        from ..spec import FingerprintSpec
+
+        spec = FingerprintSpec(radius=self.radius, bits=self.bits)
+        self._fper = Fingerprinter(spec)
+        self._dir = tempfile.mkdtemp(prefix="molsift-refs-")
+        path = os.path.join(self._dir, "refs")
+        w = _core.StoreWriter(path, spec.kind, spec.bits, json.dumps(spec.params()), True)
+        ids, smiles, lines, bits = [], [], [], []
+        for i, (rid, smi) in enumerate(self.refs):
+            mol, why = to_mol(smi)
+            if mol is None:
+                raise ValueError(f"reference {rid!r} ({smi}): {why}")
+            ids.append(rid)
+            smiles.append(to_smiles(mol))
+            lines.append(i + 1)
+            bits.append(self._fper.on_bits(mol))
+        w.add_molecules(ids, smiles, lines, bits)
+        w.finish()
+        self._search = _core.Searcher(path)
+        self._ids = ids
+
+    def score(self, mol):
+        idx, scores, _ = self._search.search(self._fper.on_bits(mol), None, 1, 1)
+        if not len(idx):
+            return [0.0, ""]
+        return [float(scores[0]), self._ids[int(idx[0])]]
+
+    def close(self) -> None:
+        shutil.rmtree(getattr(self, "_dir", ""), ignore_errors=True)
+
+    def __getstate__(self):
+        return {"refs": self.refs, "radius": self.radius, "bits": self.bits}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+
+def read_refs(path: str) -> List[Tuple[str, str]]:
+    """(id, SMILES) of every usable record of a SMILES, CSV or SDF file; a bad record is an
+    error naming the file and line (references are few and all of them matter)."""
+    from ..chem import to_mol, to_smiles
+    from ..ingestion import describe_input
+    from ..records import read_records
+
+    sdf = describe_input(path).format == "sdf"
+    out = []
+    for text, rid, line, _offset, problem in read_records(path):
+        mol = None
+        if problem is None:
+            mol, problem = to_mol(text, sdf)
+        if mol is None:
+            raise ValueError(f"{path}:{line}: reference {rid!r}: {problem}")
+        out.append((rid, to_smiles(mol) if sdf else text))
+    return out

@@ -1,0 +1,112 @@
+"""`molsift report RUN_DIR`: reads a screening run's timeline (per-worker samples and per-writer
+write events) and report, and draws one PNG in the manner of the Docker-HT paper's figures 6
+and 7: throughput of every rank or worker over time with the writes marked, the writers' write
+events as bars, queue depths, and the run's totals as text."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from collections import defaultdict
+from typing import Dict, List, Optional, Tuple
+
+WINDOW_S = 2.0  # moving-average window for records/s
+
+
+def load_timeline(run_dir: str) -> Tuple[Dict[str, List[dict]], List[dict]]:
+    """(samples by worker, write events) of the run's latest attempt."""
+    paths = glob.glob(os.path.join(run_dir, "timeline", "g*-*.jsonl"))
+    if not paths:
+        raise ValueError(f"{run_dir}: no timeline found (is this a molsift screen run directory?)")
+    latest = max(int(os.path.basename(p)[1:].split("-")[0]) for p in paths)
+    samples: Dict[str, List[dict]] = defaultdict(list)
+    writes: List[dict] = []
+    for path in paths:
+        if int(os.path.basename(path)[1:].split("-")[0]) != latest:
+            continue
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                if not line.endswith("\n"):
+                    continue  # torn by a kill
+                try:
+                    e = json.loads(line)
+                except ValueError as exc:
+                    raise ValueError(f"{path}:{n}: not a timeline line ({exc})") from None
+                if e.get("kind") == "sample":
+                    samples[f"rank {e['rank']}" if "rank" in path else f"worker {e['worker']}"].append(e)
+                elif e.get("kind") == "write":
+                    writes.append(e)
+    return samples, writes
+
+
+def moving_rate(samples: List[dict], window: float = WINDOW_S) -> Tuple[List[float], List[float]]:
+    """(times, records/s) with the rate averaged over the last `window` seconds."""
+    samples = sorted(samples, key=lambda s: s["t"])
+    ts, rates = [], []
+    j = 0
+    for i, s in enumerate(samples):
+        while samples[j]["t"] < s["t"] - window and j < i:
+            j += 1
+        dt = s["t"] - samples[j]["t"]
+        if i and dt > 0:
+            ts.append(s["t"])
+            rates.append((s["records"] - samples[j]["records"]) / dt)
+    return ts, rates
+
+
+def totals_text(report: dict) -> str:
+    t = report["time"]
+    attempt = report["records_this_attempt"]
+    rate = attempt / report["seconds"] if report["seconds"] else 0.0
+    return (f"{report['records_in']:,} records = {report['rows']:,} rows + {report['rejected']:,} rejected | "
+            f"{rate:,.0f} records/s on {report['workers']} {report['executor']} worker(s), "
+            f"{report['writers']} writer group(s) {report['groups']}\n"
+            f"worker time: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, read wait "
+            f"{t['read_wait_s']:.1f} s, write wait {t['write_wait_s']:.2f} s "
+            f"({100 * report['write_wait_share']:.2f}%) | writers busy {report['write_s']:.2f} s | "
+            f"read amplification {report['read_amplification']:.4f}x")
+
+
+def write_report(run_dir: str, output: Optional[str] = None) -> Tuple[str, str]:
+    """Draws the PNG; returns (its path, the totals as text)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    report_path = os.path.join(run_dir, "report.json")
+    if not os.path.exists(report_path):
+        raise ValueError(f"{run_dir}: no report.json (the run has not finished; finish it with --resume)")
+    with open(report_path) as f:
+        report = json.load(f)
+    samples, writes = load_timeline(run_dir)
+    t0 = min([s["t"] for ss in samples.values() for s in ss] + [w["start"] for w in writes] or [0])
+    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(11, 8.5), sharex=True,
+                                        gridspec_kw={"height_ratios": [3, 1.3, 1.3]})
+    for name in sorted(samples, key=lambda n: int(n.split()[-1])):
+        ts, rates = moving_rate(samples[name])
+        ax1.plot([t - t0 for t in ts], rates, lw=1.2, label=name)
+    for w in writes:
+        ax1.axvline(w["start"] - t0, color="0.6", lw=0.4, alpha=0.5, zorder=0)
+    ax1.set_ylabel(f"records/s ({WINDOW_S:.0f} s avg)")
+    ax1.set_title(f"molsift screen: throughput per {'rank' if report['executor'] == 'mpi' else 'worker'}"
+                  f" (grey lines: writes)")
+    if len(samples) <= 16:
+        ax1.legend(fontsize=7, ncol=4, loc="lower right")
+    for w in writes:
+        ax2.barh(w["writer"], max(w["end"] - w["start"], 0.002), left=w["start"] - t0, height=0.6,
+                 color=f"C{w['writer'] % 10}")
+    ax2.set_ylabel("writer")
+    ax2.set_yticks(sorted({w["writer"] for w in writes}) or [0])
+    for name in sorted(samples, key=lambda n: int(n.split()[-1])):
+        ss = sorted(samples[name], key=lambda s: s["t"])
+        ax3.step([s["t"] - t0 for s in ss], [s.get("write_queue", 0) for s in ss], where="post", lw=0.8)
+    ax3.set_ylabel("write queue")
+    ax3.set_xlabel("seconds since start")
+    fig.text(0.01, 0.005, totals_text(report), fontsize=7.5, family="monospace", va="bottom")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    png = output or os.path.join(run_dir, "report.png")
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return png, totals_text(report)

@@ -1,0 +1,292 @@
+"""`screen()`: plans a run (or picks up a killed one with `resume`), runs it on local worker
+processes or MPI ranks, checks that every record is accounted for, and renames the results
+into place. The only module that knows the order of these steps."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from .. import _core
+from ..parallel import default_workers, launched_under_mpi
+from ..progress import Progress
+from .journal import consolidate, new_state
+from .layout import PLAN_VERSION, RunFiles, read_json, write_json_atomic
+
+REJECTS_HEADER = "source\tline\toffset\tid\treason\n"
+
+
+class ScreenError(ValueError):
+    """A screening run cannot start or finish; the message says why and what to do."""
+
+
+def _prepass_first_lines(path: str, slabs: List[Tuple[int, int]], size: int, threads: int):
+    """Newlines before each slab (absolute line numbers for every record, no slab reading the
+    file before its own range) and in the whole file. Reads the file once at memory speed."""
+    cuts = [s for s, _ in slabs] + [size]
+    gaps = [(cuts[i - 1] if i else 0, cuts[i]) for i in range(len(cuts))]
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        counts = list(pool.map(lambda g: _core.count_newlines(path, g[0], g[1]), gaps))
+    firsts, acc = [], 0
+    for c in counts[:-1]:
+        acc += c
+        firsts.append(acc)
+    return firsts, acc + counts[-1]
+
+
+def make_plan(files: RunFiles, library: str, scorer, *, slabs: int, writers: int,
+              write_buffer: int, reader: dict, standardize: bool, chunk_records: int,
+              threads: int, fmt: dict) -> dict:
+    from ..ingestion import describe_input
+
+    inp = describe_input(library, **fmt)
+    columns = ["id", "smiles", *scorer.columns] + (["pose_offset", "pose_bytes"] if scorer.has_poses else [])
+    plan: Dict[str, Any] = {
+        "version": PLAN_VERSION, "input": asdict(inp), "output": files.output,
+        "scorer": scorer.name, "columns": columns, "has_poses": scorer.has_poses,
+        "writers": writers, "write_buffer": write_buffer, "reader": reader,
+        "standardize": standardize, "chunk_records": chunk_records, "tasks": None,
+        "prepass": None, "estimated_records": None,
+    }
+    if inp.compression == "none":
+        ranges = [r for r in _core.split_slabs(inp.bytes, max(1, slabs)) if r[0] < r[1]]
+        t0 = time.perf_counter()
+        firsts, newlines = _prepass_first_lines(inp.path, ranges, inp.bytes, threads)
+        plan["prepass"] = {"bytes": inp.bytes, "seconds": round(time.perf_counter() - t0, 4)}
+        plan["tasks"] = [{"index": i, "kind": "slab", "slab": list(r), "first_line": f}
+                         for i, (r, f) in enumerate(zip(ranges, firsts))]
+        if inp.format != "sdf":
+            plan["estimated_records"] = max(0, newlines - (1 if inp.header else 0))
+    return plan
+
+
+def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool, plan_args: dict):
+    """Root only: a fresh run or the state of the one to resume (consolidated). Returns
+    (plan, state)."""
+    exists = os.path.exists(files.state)
+    if exists and not resume and not overwrite:
+        raise ScreenError(f"{files.run_dir}: a run already exists for {files.output} "
+                          "(pass --resume to finish it, or --overwrite to start again)")
+    if resume and not exists:
+        raise ScreenError(f"{files.run_dir}: no run to resume (start one without --resume)")
+    if exists and overwrite and not resume:
+        shutil.rmtree(files.run_dir)
+        exists = False
+    if not exists:
+        for path in (files.output, files.rejects):
+            if os.path.exists(path) and not overwrite:
+                raise ScreenError(f"{path}: already exists (choose another output or pass --overwrite)")
+        for path in (files.output, files.rejects, files.rows_partial, files.rejects_partial, files.poses):
+            if os.path.exists(path):
+                os.remove(path)
+        parent = os.path.dirname(files.output) or "."
+        if not os.path.isdir(parent):
+            raise ScreenError(f"{parent}: output directory does not exist")
+        plan = make_plan(files, library, scorer, **plan_args)  # checks the input first
+        if os.path.isdir(files.run_dir):  # a run dir without state: a start that did not get far
+            shutil.rmtree(files.run_dir)
+        os.makedirs(files.timeline_dir)
+        header = ",".join(plan["columns"]) + "\n"
+        with open(files.rows_partial, "w") as f:
+            f.write(header)
+        with open(files.rejects_partial, "w") as f:
+            f.write(REJECTS_HEADER)
+        if scorer.has_poses:
+            open(files.poses, "wb").close()
+        write_json_atomic(files.plan, plan)
+        write_json_atomic(files.state, new_state(len(header.encode()), len(REJECTS_HEADER)))
+    else:
+        plan = read_json(files.plan)
+        _check_same_run(plan, library, scorer)
+        if read_json(files.state).get("complete"):
+            _rename_results(files)
+            return plan, read_json(files.state)
+    os.makedirs(files.timeline_dir, exist_ok=True)
+    return plan, consolidate(files)
+
+
+def _check_same_run(plan: dict, library: str, scorer) -> None:
+    inp = plan["input"]
+    if os.path.abspath(library) != inp["path"]:
+        raise ScreenError(f"--resume: this run screens {inp['path']}, not {library}")
+    if not os.path.isfile(library) or os.path.getsize(library) != inp["bytes"]:
+        raise ScreenError(f"--resume: {library} changed size since the run started "
+                          f"({inp['bytes']} bytes then); start a new run")
+    if plan["scorer"] != scorer.name or plan["columns"][2:2 + len(scorer.columns)] != list(scorer.columns):
+        raise ScreenError(f"--resume: the run used scorer {plan['scorer']!r} with columns "
+                          f"{plan['columns']}; give the same scorer and options")
+
+
+def _stream_chunks(plan: dict, progress: dict, keep, counters: dict) -> Iterator[tuple]:
+    """Record chunks of a compressed input, decoded by one reader: (task, progress) for the
+    chunks `keep(i)` selects that are not done. Decoder counters are left in `counters`."""
+    inp = plan["input"]
+    fmt = {k: inp[k] for k in ("format", "header", "smiles_col", "id_col", "delimiter")}
+    src = _core.RecordSource(inp["path"], **fmt, **plan["reader"])
+    i = 0
+    while True:
+        records = src.next_batch(plan["chunk_records"])
+        counters.update(dict(src.counters()), chunks=i)
+        if not records:
+            return
+        prog = progress.get(str(i))
+        if keep(i) and not (prog and prog["d"]):
+            yield {"index": i, "kind": "records", "records": records}, prog
+        i += 1
+
+
+def screen(library: str, output: str, scorer, *, workers: Optional[int] = None, writers: int = 1,
+           write_buffer: int = 1 << 20, read_buffer: Optional[int] = None,
+           max_record_bytes: Optional[int] = None, slabs: Optional[int] = None,
+           chunk_records: int = 2000, standardize: bool = False, resume: bool = False,
+           overwrite: bool = False, run_dir: Optional[str] = None, fsync: bool = False,
+           progress: Optional[bool] = None, use_mpi: Optional[bool] = None,
+           **fmt) -> Optional[dict]:
+    """Screens every record of `library` with `scorer` into the CSV `output` (one row per
+    molecule, rejects in `output.rejects.tsv`). Returns the run report on the root, None on the
+    other MPI ranks. With `resume`, finishes a run that was killed."""
+    start = time.time()
+    output = os.path.abspath(output)
+    files = RunFiles(output, os.path.abspath(run_dir or output + ".run"))
+    mpi = launched_under_mpi() if use_mpi is None else use_mpi
+    comm = None
+    if mpi:
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD.Dup()
+    size = comm.Get_size() if comm else (workers or default_workers())
+    rank = comm.Get_rank() if comm else 0
+    plan_args = {"slabs": slabs or (size if comm else 8 * size), "writers": writers,
+                 "write_buffer": write_buffer, "standardize": standardize,
+                 "reader": {"buffer_size": read_buffer, "max_record_bytes": max_record_bytes},
+                 "chunk_records": chunk_records, "threads": default_workers() if comm else size,
+                 "fmt": fmt}
+    setup: Any = None
+    if rank == 0:
+        try:
+            setup = _start(files, library, scorer, resume, overwrite, plan_args)
+        except Exception as exc:  # every rank raises it
+            setup = exc
+    if comm:
+        setup = comm.bcast(setup, root=0)
+    if isinstance(setup, Exception):
+        raise setup
+    plan, state = setup
+    if state.get("complete"):
+        return read_json(files.report) if rank == 0 else None
+
+    stream: Dict[str, Any] = {}
+    prog = state["progress"]
+    if plan["tasks"] is not None:
+        all_tasks = [(t, prog.get(str(t["index"]))) for t in plan["tasks"]]
+        mine = [(t, p) for t, p in all_tasks if not (p and p["d"])
+                and (comm is None or t["index"] % size == rank)]
+    else:
+        mine = _stream_chunks(plan, prog, (lambda i: i % size == rank) if comm else (lambda i: True), stream)
+
+    if comm:
+        from .mpi import run_mpi
+
+        stats = run_mpi(comm, plan, files, state, scorer, mine, fsync)
+        comm.Free()
+        if rank != 0:
+            return None
+        executor = "mpi"
+    else:
+        from .local import run_local
+
+        total = plan["estimated_records"]
+        if total is not None:
+            total = max(0, total - sum(p["k"] for p in prog.values()))
+        with Progress("screen", total=total, unit="mol", enabled=progress) as bar:
+            stats = run_local(plan, files, state, scorer, iter(mine), size, fsync, bar)
+        executor = "processes"
+    return _finish(files, plan, stats, stream, start, executor, size)
+
+
+def _finish(files: RunFiles, plan: dict, stats: dict, stream: dict, start: float,
+            executor: str, size: int) -> dict:
+    """Root only: folds the journals, checks completeness and counts, renames the results."""
+    state = consolidate(files)
+    prog = state["progress"]
+    if plan["tasks"] is not None:
+        expected = [str(t["index"]) for t in plan["tasks"]]
+    else:
+        expected = [str(i) for i in range(stream.get("chunks", 0))]
+    missing = [t for t in expected if not prog.get(t, {}).get("d")]
+    if missing:
+        raise ScreenError(f"internal error: tasks {missing[:5]} did not finish; run again with --resume")
+    totals = state["totals"]
+    handled = sum(prog[t]["k"] for t in expected)
+    if handled != totals["rows"] + totals["rejects"]:
+        raise ScreenError(f"internal error: {handled} records handled but {totals['rows']} rows "
+                          f"+ {totals['rejects']} rejects committed")
+    lines = _core.count_newlines(files.rows_partial, 0, state["ends"]["rows"])
+    if lines != totals["rows"] + 1:
+        raise ScreenError(f"internal error: {files.rows_partial} holds {lines - 1} rows, "
+                          f"the journal {totals['rows']}")
+    seconds = time.time() - start
+    workers = stats["workers"]
+    bytes_read = sum(w["bytes_read"] for w in workers) or stream.get("bytes_read", 0)
+    read_calls = sum(w["read_calls"] for w in workers) or stream.get("read_calls", 0)
+    scorer_stats: Dict[str, Any] = {}
+    for w in workers:
+        for k, v in w.get("scorer", {}).items():
+            scorer_stats[k] = scorer_stats.get(k, 0) + v if isinstance(v, (int, float)) else v
+    wait = sum(w["write_wait_s"] for w in workers)
+    report = {
+        "output": files.output, "rejects": files.rejects, "run_dir": files.run_dir,
+        "poses": files.poses if plan["has_poses"] else None,
+        "input": plan["input"]["path"], "input_bytes": plan["input"]["bytes"],
+        "records_in": totals["rows"] + totals["rejects"], "rows": totals["rows"],
+        "rejected": totals["rejects"], "seconds": round(seconds, 3), "executor": executor,
+        "workers": size, "writers": len(stats["writers"]), "groups": stats["groups"],
+        "restarts": state["gen"] - 2, "compactions": state.get("compactions", 0),
+        "records_this_attempt": sum(w["records"] for w in workers),
+        "bytes_read": bytes_read, "read_calls": read_calls,
+        "read_amplification": bytes_read / plan["input"]["bytes"] if plan["input"]["bytes"] else 0.0,
+        "prepass": plan["prepass"], "write_buffer": plan["write_buffer"],
+        "read_buffer": plan["reader"]["buffer_size"],
+        "time": {k: round(sum(w[k] for w in workers), 3)
+                 for k in ("read_wait_s", "prepare_s", "score_s", "write_wait_s")},
+        "write_s": round(sum(w["seconds"] for w in stats["writers"]), 3),
+        "write_wait_share": wait / (size * seconds) if seconds else 0.0,
+        "per_worker": workers, "per_writer": stats["writers"], "scorer": plan["scorer"],
+        "scorer_stats": scorer_stats, "started": start,
+    }
+    write_json_atomic(files.report, report)
+    write_json_atomic(files.state, dict(state, complete=True))  # the commit point
+    _rename_results(files)
+    return report
+
+
+def _rename_results(files: RunFiles) -> None:
+    """Moves the finished results to their names (again, if a kill came between the renames)."""
+    for partial, final in ((files.rows_partial, files.output), (files.rejects_partial, files.rejects)):
+        if os.path.exists(partial):
+            os.replace(partial, final)
+
+
+def summary(report: dict) -> str:
+    """The lines `molsift screen` prints at the end."""
+    t = report["time"]
+    rate = report["records_this_attempt"] / report["seconds"] if report["seconds"] else 0.0
+    lines = [
+        f"records in {report['records_in']:,} = rows {report['rows']:,} + rejected {report['rejected']:,}",
+        f"{report['seconds']:.1f} s, {rate:,.0f} records/s on {report['workers']} worker(s) "
+        f"({report['executor']}), {report['writers']} writer group(s) of {report['groups']}",
+        f"time summed over workers: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, "
+        f"waiting for reads {t['read_wait_s']:.1f} s, waiting for writers {t['write_wait_s']:.1f} s "
+        f"({100 * report['write_wait_share']:.2f}% of worker time); writers wrote for {report['write_s']:.2f} s",
+        f"read {report['bytes_read']:,} of {report['input_bytes']:,} bytes in {report['read_calls']:,} calls: "
+        f"read amplification {report['read_amplification']:.4f}x"
+        + (f" (plus one line-number pre-pass at memory speed)" if report["prepass"] else ""),
+        f"results {report['output']}; rejects {report['rejects']}",
+    ]
+    if report["restarts"] > 0:
+        lines.append(f"finished after {report['restarts']} restart(s) with --resume")
+    return "\n".join(lines)

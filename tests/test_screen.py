@@ -1,0 +1,263 @@
+"""`molsift screen`: every input record lands exactly once in the results or the rejects, on
+worker processes and on real MPI ranks (ranks x writer groups x write buffer x read buffer),
+after kill -9 at random moments and inside writes, with each scorer; plus the report."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import BUNDLED_SMI, molsift_cmd, run_mpi
+
+MATRIX_RANKS = [1, 2, 3, 4, 7]
+MATRIX_WRITERS = [1, 2, 3]
+SIZES = ["1K", "1M"]
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory) -> Path:
+    """Every 8th line of the bundled data (three RDKit rejects among them), plus a syntax error,
+    a blank line and a comment: 626 records, ids unique."""
+    lines = BUNDLED_SMI.read_text().splitlines()
+    picked = lines[1::8]
+    picked[10:10] = ["C1CC(xyz bad_syntax", "", "# a comment line"]
+    path = tmp_path_factory.mktemp("screen") / "library.smi"
+    path.write_text("\n".join(picked) + "\n")
+    return path
+
+
+def expected_ids(path: Path) -> Counter:
+    """Ids of the records of a SMILES file, read independently of molsift."""
+    ids = Counter()
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            ids[line.split()[1]] += 1
+    return ids
+
+
+def result_ids(output: Path) -> tuple:
+    with open(output, newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(str(output) + ".rejects.tsv") as f:
+        rejects = list(csv.DictReader(f, delimiter="\t"))
+    return Counter(r["id"] for r in rows), Counter(r["id"] for r in rejects), rows, rejects
+
+
+def check_exactly_once(library: Path, output: Path) -> tuple:
+    rows, rejects, row_list, reject_list = result_ids(output)
+    assert not (rows & rejects), "a record is both a row and a reject"
+    assert rows + rejects == expected_ids(library)
+    report = json.loads((Path(str(output) + ".run") / "report.json").read_text())
+    assert report["records_in"] == sum(expected_ids(library).values())
+    assert report["rows"] == sum(rows.values()) and report["rejected"] == sum(rejects.values())
+    return row_list, reject_list, report
+
+
+def screen(args, env=None, check=True, timeout=300) -> subprocess.CompletedProcess:
+    r = subprocess.run(molsift_cmd() + ["screen", *map(str, args)], capture_output=True, text=True,
+                       timeout=timeout, env=env)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_local_filter_rows_rejects_and_columns(library, tmp_path):
+    out = tmp_path / "hits.csv"
+    screen([library, "--scorer", "filter", "-o", out, "-j", "2", "--writers", "2",
+            "--write-buffer", "2K", "-q"])
+    rows, rejects, report = check_exactly_once(library, out)
+    assert list(rows[0]) == ["id", "smiles", "mw", "clogp", "hbd", "hba", "rotb", "tpsa", "qed",
+                             "pains", "pains_name", "pass"]
+    assert len(rejects) == 4  # the syntax error and three valence errors
+    bad = [r for r in rejects if r["id"] == "bad_syntax"][0]
+    assert bad["line"] == "11" and "syntax error" in bad["reason"]
+    text = library.read_bytes()
+    for r in rejects:  # offsets and lines point at the record
+        off = int(r["offset"])
+        assert text[off:].split(b"\n", 1)[0].split()[1].decode() == r["id"]
+        assert text[:off].count(b"\n") + 1 == int(r["line"])
+    from rdkit import Chem
+    from rdkit.Chem import Descriptors, QED
+
+    for row in rows[:25]:  # values are RDKit's
+        mol = Chem.MolFromSmiles(row["smiles"])
+        assert float(row["mw"]) == pytest.approx(Descriptors.MolWt(mol), rel=1e-5)
+        assert float(row["qed"]) == pytest.approx(QED.qed(mol), rel=1e-5)
+        assert row["pass"] == ("1" if float(row["mw"]) <= 500 and float(row["clogp"]) <= 5
+                               and int(row["hbd"]) <= 5 and int(row["hba"]) <= 10
+                               and int(row["rotb"]) <= 10 and float(row["tpsa"]) <= 140
+                               and int(row["pains"]) == 0 else "0")
+    assert report["groups"] == [1, 1]
+    # every byte read once, plus at most a few KiB past each of the 16 slab ends to finish a record
+    size = library.stat().st_size
+    assert size <= report["bytes_read"] <= size + 16 * 8192
+    assert not os.path.exists(str(out) + ".partial")
+
+
+def test_similarity_scores_equal_rdkit(library, tmp_path):
+    from rdkit import Chem, DataStructs
+    from rdkit.Chem import rdFingerprintGenerator
+
+    refs = ["c1ccccc1C(=O)O", "CCN(CC)CCOC(=O)c1ccc(N)cc1", "CC(C)Cc1ccc(C(C)C(=O)O)cc1"]
+    out = tmp_path / "sim.csv"
+    screen([library, "--scorer", "similarity", *sum((["--ref", r] for r in refs), []), "-o", out,
+            "-j", "2", "-q"])
+    rows, _, _ = check_exactly_once(library, out)
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    ref_fps = [gen.GetFingerprint(Chem.MolFromSmiles(r)) for r in refs]
+    for row in rows:
+        sims = DataStructs.BulkTanimotoSimilarity(gen.GetFingerprint(Chem.MolFromSmiles(row["smiles"])), ref_fps)
+        assert float(row["max_tanimoto"]) == pytest.approx(max(sims), abs=1e-6)
+        assert sims[int(row["nearest_ref"][3:]) - 1] == pytest.approx(max(sims), abs=1e-6)
+
+
+def test_python_scorer_and_gzip_input(library, tmp_path):
+    (tmp_path / "myscore.py").write_text(
+        "from molsift.scorers import Reject\n"
+        "def heavy(mol):\n"
+        "    if mol.GetNumHeavyAtoms() > 30:\n"
+        "        raise Reject('too big for this test')\n"
+        "    return {'heavy': mol.GetNumHeavyAtoms(), 'rings': mol.GetRingInfo().NumRings()}\n"
+        "heavy.columns = ('heavy', 'rings')\n")
+    gz = tmp_path / "library.smi.gz"
+    gz.write_bytes(gzip.compress(library.read_bytes()))
+    out = tmp_path / "py.csv"
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    screen([gz, "--scorer", "python:myscore:heavy", "-o", out, "-j", "2", "--chunk-records", "100",
+            "-q"], env=env)
+    rows, rejects, _ = result_ids(out)[2:] + (None,)
+    ids = Counter(r["id"] for r in rows) + Counter(r["id"] for r in rejects)
+    assert ids == expected_ids(library)
+    assert all(int(r["heavy"]) <= 30 for r in rows)
+    assert any(r["reason"] == "too big for this test" for r in rejects)
+
+
+def test_errors_are_clear(library, tmp_path):
+    out = tmp_path / "e.csv"
+    r = screen([library, "--scorer", "nope", "-o", out], check=False)
+    assert r.returncode == 2 and "unknown scorer 'nope'" in r.stderr
+    r = screen([library, "--scorer", "filter", "-o", out, "--resume"], check=False)
+    assert r.returncode == 2 and "no run to resume" in r.stderr
+    r = screen([tmp_path / "missing.smi", "--scorer", "filter", "-o", out], check=False)
+    assert r.returncode == 2 and "missing.smi: no such file" in r.stderr
+    screen([library, "--scorer", "filter", "-o", out, "-j", "1", "-q"])
+    r = screen([library, "--scorer", "filter", "-o", out], check=False)
+    assert r.returncode == 2 and "already exists" in r.stderr
+    r = screen([library, "--scorer", "filter", "-o", out, "--resume", "-q"])  # already complete
+    check_exactly_once(library, out)
+
+
+def test_kill9_at_random_moments_then_resume(tmp_path):
+    """Ten kill -9 at random moments (the whole run: its workers die with it), each followed by
+    --resume, then a last --resume to the end: every record of the bundled data exactly once."""
+    out = tmp_path / "k.csv"
+    library = BUNDLED_SMI
+    args = [library, "--scorer", "filter", "-o", out, "-j", "2", "--writers", "2",
+            "--write-buffer", "1K", "-q"]
+    rng = random.Random(7)
+    kills = 0
+    proc = subprocess.Popen(molsift_cmd() + ["screen", *map(str, args)], stderr=subprocess.PIPE)
+    for _ in range(10):
+        time.sleep(rng.uniform(0.5, 2.0))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        proc = subprocess.Popen(molsift_cmd() + ["screen", *map(str, args), "--resume"],
+                                stderr=subprocess.PIPE)
+    assert proc.wait(timeout=300) == 0, proc.stderr.read().decode()
+    _, _, report = check_exactly_once(library, out)
+    assert kills >= 8 and report["restarts"] == 10
+
+
+@pytest.mark.parametrize("point", ["mid-write:3", "before-commit:2", "mid-write:1"])
+def test_kill9_inside_a_write_then_resume(library, tmp_path, point):
+    """SIGKILL in the middle of a pwrite (half the rows written) or between the write and its
+    commit: the bytes are not committed, the resume removes them (truncation or compaction)."""
+    out = tmp_path / "w.csv"
+    args = [library, "--scorer", "filter", "-o", out, "-j", "2", "--writers", "2",
+            "--write-buffer", "1K", "-q"]
+    r = screen(args, env=dict(os.environ, MOLSIFT_FAILPOINT=point), check=False)
+    assert r.returncode == -9
+    assert not out.exists()
+    screen(args + ["--resume"])
+    check_exactly_once(library, out)
+
+
+def test_resume_compacts_a_hole(tmp_path):
+    """A reservation cut by a kill between two committed writes leaves a hole: the resume
+    copies the committed bytes without it and keeps the journal's counts."""
+    from molsift.screen.journal import consolidate, new_state
+    from molsift.screen.layout import RunFiles, write_json_atomic
+
+    files = RunFiles(str(tmp_path / "o.csv"), str(tmp_path / "o.csv.run"))
+    os.makedirs(files.run_dir)
+    Path(files.rows_partial).write_bytes(b"h\nA\nB\nXXGARBAGE\nC\n")
+    Path(files.rejects_partial).write_bytes(b"r\n")
+    write_json_atomic(files.state, new_state(2, 2))
+    lines = [{"w": 0, "src": "w0", "n": 2, "r": 0, "p": {"0": {"k": 2, "o": 5, "l": 2, "d": 0}}, "rows": [2, 4]},
+             {"w": 1, "src": "w1", "n": 1, "r": 0, "p": {"1": {"k": 1, "o": 9, "l": 5, "d": 1}}, "rows": [16, 2]}]
+    with open(files.journal(0, 0), "w") as f:
+        f.write(json.dumps(lines[0]) + "\n" + json.dumps(lines[1]) + "\n" + '{"torn')
+    state = consolidate(files)
+    assert Path(files.rows_partial).read_bytes() == b"h\nA\nB\nC\n"
+    assert state["ends"]["rows"] == 8 and state["totals"] == {"rows": 3, "rejects": 0}
+    assert state["progress"]["0"]["k"] == 2 and state["progress"]["1"]["d"] == 1
+    assert state["compactions"] == 1 and state["gen"] == 1
+
+
+@pytest.mark.parametrize("ranks", MATRIX_RANKS)
+def test_mpi_matrix(library, tmp_path, ranks):
+    """Ranks x writer groups x write buffer x read buffer with real mpirun: exactly one row or
+    reject per record every time."""
+    for writers in MATRIX_WRITERS:
+        for wbuf in SIZES:
+            for rbuf in SIZES:
+                out = tmp_path / f"m-{writers}-{wbuf}-{rbuf}.csv"
+                r = run_mpi(ranks, ["screen", str(library), "--scorer", "filter", "-o", str(out),
+                                    "--writers", str(writers), "--write-buffer", wbuf,
+                                    "--read-buffer", rbuf, "-q"])
+                assert r.returncode == 0, r.stderr[-3000:]
+                _, _, report = check_exactly_once(library, out)
+                assert report["executor"] == "mpi" and report["workers"] == ranks
+                assert report["writers"] == min(writers, ranks)
+
+
+def test_mpi_unequal_groups_flush_per_rank(library, tmp_path):
+    """7 ranks in 3 writer groups of 3, 2 and 2 ranks: buffers are per rank, so each rank
+    flushes according to its own output only (Docker-HT sized them per group, and groups of
+    unequal size filled at different rates). Each writer writes exactly its members' flushes."""
+    out = tmp_path / "u.csv"
+    r = run_mpi(7, ["screen", str(library), "--scorer", "filter", "-o", str(out), "--writers", "3",
+                    "--write-buffer", "2K", "-q"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    _, _, report = check_exactly_once(library, out)
+    assert report["groups"] == [3, 2, 2]
+    cap = report["write_buffer"]
+    for w in report["per_worker"]:
+        # every flush but the last holds at least `cap` bytes and at most one row more
+        assert (w["flushes"] - 1) * cap <= w["flush_bytes"] <= w["flushes"] * (cap + 600)
+    flushes = {w["rank"]: w["flushes"] for w in report["per_worker"]}
+    members = [[0, 1, 2], [3, 4], [5, 6]]
+    assert [wr["writes"] for wr in report["per_writer"]] == [sum(flushes[m] for m in g) for g in members]
+
+
+def test_report_png(library, tmp_path):
+    out = tmp_path / "r.csv"
+    screen([library, "--scorer", "filter", "-o", out, "-j", "2", "-q"])
+    r = subprocess.run(molsift_cmd() + ["report", str(out) + ".run"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    png = Path(str(out) + ".run") / "report.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"{sum(expected_ids(library).values())} records" in r.stdout
