@@ -1,0 +1,39 @@
+"""Merging: the per-process logs the tracer leaves in a directory become one job log (same
+format, with a "job" object), written atomically."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from typing import Any, Dict, List, Tuple
+
+from .log import FORMAT, VERSION, IoLogError, read_json
+
+
+def process_logs(directory: str) -> List[str]:
+    """The finished per-process logs in DIRECTORY (half-written *.tmp files are left out)."""
+    return sorted(glob.glob(os.path.join(directory, "proc-*.json")))
+
+
+def merge_process_logs(paths: List[str], job: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
+    """One job log from per-process logs, processes in start order; unreadable logs are skipped
+    and returned as problems (a process killed by SIGKILL leaves none)."""
+    processes, problems = [], []
+    for path in paths:
+        try:
+            processes.extend(read_json(path)["processes"])
+        except IoLogError as exc:
+            problems.append(str(exc))
+    processes.sort(key=lambda p: (p.get("start_time", 0.0), p.get("pid") or 0))
+    job = dict(job, nprocs=len(processes))
+    return {"format": FORMAT, "version": VERSION, "job": job, "processes": processes}, problems
+
+
+def write_log(doc: Dict[str, Any], path: str) -> None:
+    """Write a log as JSON through a temporary file, so a reader never sees half of it."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, separators=(",", ":"))
+        fh.write("\n")
+    os.replace(tmp, path)
