@@ -25,4 +25,8 @@ EXTRA=""
   "pytest>=7" "hypothesis>=6" $EXTRA
 # Build the Rust extension in release mode and install molsift into the venv (editable).
 VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release -q
+# The LD_PRELOAD I/O tracer of `molsift profile` (C, gcc), and pydarshan for Darshan logs in insights.
+bash crates/iotrace/build.sh
+.venv/bin/python -m pip install -q "darshan>=3.4" ||
+  echo "setup: pydarshan not installed: molsift insights cannot read *.darshan logs" >&2
 echo "setup: molsift installed in .venv ($(.venv/bin/molsift --version))"
