@@ -22,7 +22,7 @@ fi
 EXTRA=""
 [ "${MOLSIFT_WITH_MPI:-0}" = 1 ] && EXTRA="mpi4py>=3.1"
 .venv/bin/python -m pip install -q "maturin>=1.5,<2" "numpy>=1.22" "rdkit>=2023.9" "tqdm>=4" "matplotlib>=3.5" \
-  "pytest>=7" "hypothesis>=6" $EXTRA
+  "vina==1.2.7" "meeko==0.8.0" "scipy>=1.10" "gemmi==0.7.5" "pytest>=7" "hypothesis>=6" $EXTRA
 # Build the Rust extension in release mode and install molsift into the venv (editable).
 VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release -q
 # The LD_PRELOAD I/O tracer of `molsift profile` (C, gcc), and pydarshan for Darshan logs in insights.

@@ -1,0 +1,133 @@
+"""Benchmark: docking with the `vina` scorer (AutoDock Vina 1.2 + Meeko) against Vina's own 1iep
+example, straight through the scorer (no pipeline): seconds per ligand per stage, scores, rejects,
+receptor maps built per worker, and the cost of the per-ligand fork that makes the timeout work.
+
+Ligands: the crystal ligand (imatinib, ../shared/data/vina_1iep/1iep_ligand.sdf), 19 drug-like
+molecules drawn with a fixed seed from the first 200,000 of ../shared/data/moses_train.csv.gz,
+and NCI record 2004 of data/nci_first_5k.smi (hexaamminechromium, which RDKit parses but cannot
+embed): 21 records, 20 of them dockable. Workers are processes, each given the pickled scorer
+and a round-robin share, like `molsift screen` workers.
+
+    .venv/bin/python benches/vina_dock.py                        # exhaustiveness 1, 2 workers
+    .venv/bin/python benches/vina_dock.py --workers 1 --exhaustiveness 8 --poses out.sdf
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import multiprocessing as mp
+import os
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT.parent / "shared" / "data" / "vina_1iep"
+MOSES = ROOT.parent / "shared" / "data" / "moses_train.csv.gz"
+NCI = ROOT / "data" / "nci_first_5k.smi"
+NOT_EMBEDDABLE = "2004"  # N[Cr](N)(N)(N)(N)N
+
+
+def ligands(n_moses: int, seed: int):
+    """(id, SMILES or molblock, is_molblock) for the benchmark set."""
+    out = [("imatinib_1iep", (EXAMPLE / "1iep_ligand.sdf").read_text(), True)]
+    with gzip.open(MOSES, "rt") as f:
+        next(f)  # header
+        pool = [line.strip() for _, line in zip(range(200_000), f)]
+    picks = sorted(random.Random(seed).sample(range(len(pool)), n_moses))
+    out += [(f"moses_{i + 1}", pool[i], False) for i in picks]  # 1-based data line number
+    for line in NCI.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1] == NOT_EMBEDDABLE:
+            out.append((f"nci_{NOT_EMBEDDABLE}", parts[0], False))
+    return out
+
+
+def to_mol(text: str, is_molblock: bool):
+    from rdkit import Chem
+
+    return Chem.MolFromMolBlock(text) if is_molblock else Chem.MolFromSmiles(text)
+
+
+def worker(args):
+    """One worker: setup (maps) once, then its share of ligands. Returns rows, stats, pose SDF."""
+    scorer, share = args
+    from molsift.scorers import Reject
+
+    t0 = time.perf_counter()
+    scorer.setup()
+    setup_s = time.perf_counter() - t0
+    rows, poses = [], []
+    for rid, text, is_block in share:
+        mol = to_mol(text, is_block)
+        mol.SetProp("_Name", rid)
+        t = time.perf_counter()
+        try:
+            values, pose = scorer.score(mol)
+            rows.append((rid, os.getpid(), dict(zip(scorer.columns, values)), None, time.perf_counter() - t))
+            poses.append(pose)
+        except Reject as exc:
+            rows.append((rid, os.getpid(), None, str(exc), time.perf_counter() - t))
+    return rows, scorer.stats(), setup_s, "".join(poses)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--exhaustiveness", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=300.0, help="per ligand (0: no fork)")
+    ap.add_argument("--moses", type=int, default=19, help="drug-like MOSES molecules to add")
+    ap.add_argument("--seed", type=int, default=3, help="which MOSES molecules")
+    ap.add_argument("--poses", help="write the best poses here (SDF)")
+    args = ap.parse_args()
+    if not (EXAMPLE / "1iep_receptor.pdbqt").exists():
+        print(f"Vina's 1iep example not found at {EXAMPLE}", file=sys.stderr)
+        return 2
+
+    from molsift.scorers.vina import VinaScorer, read_box
+
+    scorer = VinaScorer(str(EXAMPLE / "1iep_receptor.pdbqt"), read_box(str(EXAMPLE / "1iep_receptor.box.txt")),
+                        exhaustiveness=args.exhaustiveness, timeout=args.timeout)
+    todo = ligands(args.moses, args.seed)
+    shares = [(scorer, todo[w::args.workers]) for w in range(args.workers)]
+    t0 = time.perf_counter()
+    with mp.get_context("fork").Pool(args.workers) as pool:
+        results = pool.map(worker, shares)
+    wall = time.perf_counter() - t0
+
+    order = {rid: i for i, (rid, _, _) in enumerate(todo)}
+    rows = sorted((r for res in results for r in res[0]), key=lambda r: order[r[0]])
+    workers = {pid: w for w, pid in enumerate(sorted({r[1] for r in rows}))}
+    print(f"vina {scorer.exhaustiveness=} timeout={args.timeout:g}s workers={args.workers} "
+          f"machine={platform.machine()} cpus={os.cpu_count()} python={platform.python_version()}")
+    print("| ligand | heavy atoms | worker | vina_score kcal/mol | poses | embed s | prepare s | dock s | total s | reject |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for rid, pid, values, reject, total in rows:
+        heavy = to_mol(*[(t, b) for r, t, b in todo if r == rid][0]).GetNumHeavyAtoms()
+        if values:
+            print(f"| {rid} | {heavy} | {workers[pid]} | {values['vina_score']:.2f} | {values['n_poses']} | "
+                  f"{values['embed_s']:.3f} | {values['prep_s']:.3f} | {values['dock_s']:.2f} | {total:.2f} | |")
+        else:
+            print(f"| {rid} | {heavy} | {workers[pid]} | | | | | | {total:.2f} | {reject} |")
+    print("\n| worker | maps built | setup s (receptor + maps) | docked | rejected | embed s | prepare s | dock s | fork+pipe s | fork+pipe per ligand ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for w, (_, st, setup_s, _) in enumerate(results):
+        rejected = st["vina_ligands"] - st["vina_docked"]
+        per = 1000 * st["vina_fork_s"] / max(1, st["vina_docked"])
+        print(f"| {w} | {st['vina_maps_built']} | {setup_s:.2f} | {st['vina_docked']} | {rejected} | "
+              f"{st['vina_embed_s']:.2f} | {st['vina_prep_s']:.2f} | {st['vina_dock_s']:.2f} | "
+              f"{st['vina_fork_s']:.3f} | {per:.1f} |")
+    docked = sum(1 for r in rows if r[2])
+    print(f"\n{len(rows)} ligands, {docked} docked, {len(rows) - docked} rejected, wall {wall:.1f} s "
+          f"({wall / len(rows):.2f} s per ligand over {args.workers} workers)")
+    if args.poses:
+        Path(args.poses).write_text("".join(res[3] for res in results))
+        print(f"poses written to {args.poses}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
