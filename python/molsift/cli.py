@@ -128,8 +128,10 @@ def _cmd_search(args) -> int:
             out.write(f"{qid}\t{tid}\t{score:.6f}\t{smi}\n")
         if args.output:
             out.close()
+    touched = results[0].stats.get("bytes_touched", 0) if results else 0  # summed over the batch
     print(f"molsift: {len(queries)} queries, {len(rows)} hits in {seconds * 1000:.1f} ms"
-          f" ({seconds * 1000 / max(1, len(queries)):.2f} ms/query, {args.threads} thread(s))",
+          f" ({seconds * 1000 / max(1, len(queries)):.2f} ms/query, {args.threads} thread(s));"
+          f" {touched / max(1, len(queries)):,.0f} bytes of fingerprints and columns read per query",
           file=sys.stderr)
     return 0
 
