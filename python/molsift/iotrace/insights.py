@@ -79,24 +79,18 @@ class _View:
         self.stdio = [r for r in log.records if r.module == "STDIO"]
         self.mpiio = [r for r in log.records if r.module == "MPI-IO"]
         self.by_file: Dict[str, List[Record]] = defaultdict(list)
-        for r in log.records:
-            if r.module in ("POSIX", "STDIO"):
+        for r in log.records:  # files, not the standard streams (<STDIN>, <STDOUT>, <STDERR>)
+            if r.module in ("POSIX", "STDIO") and not r.file.startswith("<"):
                 self.by_file[r.file].append(r)
 
     def total(self, records: List[Record], name: str) -> int:
         return sum(r.c(name) for r in records)
 
 
-def _who(r: Record) -> str:
-    if r.rank == -1:
-        return "all ranks"
-    return r.process.label
-
-
 def _per_who(records: List[Record], value: Callable[[Record], float]) -> Dict[str, float]:
     out: Dict[str, float] = defaultdict(float)
     for r in records:
-        out[_who(r)] += value(r)
+        out[r.process.label] += value(r)
     return dict(out)
 
 

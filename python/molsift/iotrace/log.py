@@ -40,6 +40,8 @@ class Process:
 
     @property
     def label(self) -> str:
+        if self.rank == -1:
+            return "all ranks"  # Darshan's record of a file shared by every rank
         return f"rank {self.rank}" if self.rank is not None else f"pid {self.pid}"
 
 
@@ -156,5 +158,6 @@ def parse_log(doc: Dict[str, Any], source: str) -> IoLog:
                     heat_write=list(heat.get("write", []))))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise IoLogError(f"{source}: corrupt I/O log (bad process or record: {exc!r})") from None
-    return IoLog(source=source, kind="molsift", job=dict(doc.get("job") or {}),
-                 processes=processes, records=records)
+    job = dict(doc.get("job") or {})
+    kind = "darshan" if job.get("tool") == "darshan" else "molsift"
+    return IoLog(source=source, kind=kind, job=job, processes=processes, records=records)
