@@ -359,3 +359,15 @@ def test_writer_group_imbalance_hook(tmp_path):
     [f] = by_code(find_insights(log_with([10.0, 4.0, 9.5])), "R05")
     assert f.numbers["seconds_per_group"] == {"0": 10.0, "1": 4.0, "2": 9.5}
     assert by_code(find_insights(log_with([10.0, 9.0])), "R05") == []
+
+
+def test_thresholds_documented():
+    """docs/insights.md lists every threshold with the value the rules use."""
+    import re
+
+    from molsift.iotrace import THRESHOLDS
+
+    doc = (ROOT / "docs" / "insights.md").read_text()
+    for name, value in THRESHOLDS.items():
+        m = re.search(rf"`{name}` = ([0-9.]+)", doc)
+        assert m and float(m.group(1)) == value, name

@@ -85,7 +85,8 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int tl_busy __attribute__((tls_model("initial-exec")));
 static char g_dir[PATH_MAX];
 static char g_log_name[128];
-static char g_excludes[16][PATH_MAX / 4];
+static char g_excludes[16][PATH_MAX / 4];  /* path prefixes not traced, without a final '/' */
+static size_t g_exclude_len[16];
 static int g_nexcludes;
 static pid_t g_pid, g_ppid, g_forked_from;
 static long g_rank = -1;
@@ -223,10 +224,11 @@ static void start_clock(void) {
 
 /* ---- set-up ---- */
 static void add_exclude(const char *prefix, size_t n) {
+    while (n > 1 && prefix[n - 1] == '/') n--;  /* "/dev/" excludes /dev and /dev/... */
     if (n == 0 || n >= sizeof g_excludes[0] || g_nexcludes >= 16) return;
     memcpy(g_excludes[g_nexcludes], prefix, n);
     g_excludes[g_nexcludes][n] = 0;
-    g_nexcludes++;
+    g_exclude_len[g_nexcludes++] = n;
 }
 
 static long env_rank(void) {
@@ -343,11 +345,11 @@ static int abs_path(int dirfd, const char *path, char *out) {
     if (n + len + 2 >= PATH_MAX) return 0;
     if (n) out[n++] = '/';
     memcpy(out + n, path, len + 1);
-    clean_path(out);
-    for (int i = 0; i < g_nexcludes; i++) {  /* "/dev/" excludes /dev too, "/a/b" /a/b/... too */
-        size_t el = strlen(g_excludes[i]);
-        if (g_excludes[i][el - 1] == '/') el--;
-        if (strncmp(out, g_excludes[i], el) == 0 && (out[el] == 0 || out[el] == '/')) return 0;
+    for (const char *c = out; *c; c++)  /* one pass: clean only paths that need it */
+        if (c[0] == '/' && (c[1] == '/' || c[1] == '.')) { clean_path(out); break; }
+    for (int i = 0; i < g_nexcludes; i++) {  /* the prefix itself and everything below it */
+        size_t el = g_exclude_len[i];
+        if (memcmp(out, g_excludes[i], el) == 0 && (out[el] == 0 || out[el] == '/')) return 0;
     }
     return 1;
 }
