@@ -200,6 +200,19 @@ def test_exit_status_and_crash_logs(build, tmp_path, mode, status):
     assert written == expected
 
 
+def test_fork_while_threads_do_io(build, tmp_path):
+    exe = build("threads_fork")
+    r = profile(tmp_path / "log.json", [exe, str(tmp_path)])
+    assert r.returncode == 5, r.stderr  # every child's status came back, nothing hung
+    log = load_log(tmp_path / "log.json")
+    children = [p for p in log.processes if p.forked_from is not None]
+    assert len(children) == 50 and {p.ended_by for p in children} == {"_exit"}
+    mine = {(r.process.pid, r.file) for r in log.records if "/child" in r.file and r.c("WRITES") == 1}
+    assert len(mine) == 50 and {pid for pid, _ in mine} == {p.pid for p in children}
+    [shared] = [r for r in log.records if r.file.endswith("shared.dat")]  # parent only
+    assert shared.c("WRITES") > 0 and shared.process.forked_from is None
+
+
 def test_command_not_found_and_missing_tracer(tmp_path):
     r = profile(tmp_path / "x.json", ["/no/such/program"])
     assert r.returncode == 127 and "molsift: error: /no/such/program: command not found" in r.stderr
