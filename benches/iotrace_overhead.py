@@ -70,25 +70,37 @@ def main() -> None:
         subprocess.run(["gcc", "-O2", "-o", str(exe), str(Path(tmp) / "calls.c")], check=True)
         data.write_bytes(b"x" * 4096)
         logs.mkdir()
-        modes = {"plain": {}, "preloaded, off": {"LD_PRELOAD": str(LIB)},
-                 "traced": {"LD_PRELOAD": str(LIB), "MOLSIFT_IOTRACE_DIR": str(logs)}}
+        modes = {
+            "plain": {},
+            "preloaded, off": {"LD_PRELOAD": str(LIB)},
+            "traced": {"LD_PRELOAD": str(LIB), "MOLSIFT_IOTRACE_DIR": str(logs)},
+        }
         times = {(op, m): [] for op in OPS for m in modes}
         for _ in range(args.repeats):
             for op in OPS:
                 for mode, extra in modes.items():
                     env = dict(os.environ, **extra)
-                    out = subprocess.run([str(exe), op, str(data), str(args.calls)], env=env,
-                                         capture_output=True, text=True, check=True).stdout
+                    out = subprocess.run(
+                        [str(exe), op, str(data), str(args.calls)],
+                        env=env,
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                    ).stdout
                     times[op, mode].append(float(out))
         logged = sorted(os.listdir(logs))
-    print(f"{args.calls:,} calls per run, median of {args.repeats} runs, ns/call "
-          f"({len(logged)} traced runs wrote their log)")
+    print(
+        f"{args.calls:,} calls per run, median of {args.repeats} runs, ns/call "
+        f"({len(logged)} traced runs wrote their log)"
+    )
     print("| call | plain | preloaded, off | traced | traced - plain |")
     print("|---|---|---|---|---|")
     for op in OPS:
         med = {m: statistics.median(times[op, m]) for m in modes}
-        print(f"| {op} | {med['plain']:.0f} | {med['preloaded, off']:.0f} | {med['traced']:.0f} "
-              f"| {med['traced'] - med['plain']:+.0f} |")
+        print(
+            f"| {op} | {med['plain']:.0f} | {med['preloaded, off']:.0f} | {med['traced']:.0f} "
+            f"| {med['traced'] - med['plain']:+.0f} |"
+        )
 
 
 if __name__ == "__main__":

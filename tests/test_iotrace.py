@@ -19,8 +19,11 @@ from molsift.iotrace.profile import LIB_NAME
 
 SOURCES = ROOT / "tests" / "iotrace"
 LIB = ROOT / "python" / "molsift" / "_lib" / LIB_NAME
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+MPI_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_rmaps_base_oversubscribe": "1",
+}
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -44,8 +47,10 @@ def build(tmp_path_factory):
             cc = "mpicc" if mpi else "gcc"
             if shutil.which(cc) is None:
                 pytest.skip(f"{cc} not installed")
-            subprocess.run([cc, "-O1", "-w", "-o", str(exe), str(SOURCES / f"{name}.c"), "-lpthread"],
-                           check=True)
+            subprocess.run(
+                [cc, "-O1", "-w", "-o", str(exe), str(SOURCES / f"{name}.c"), "-lpthread"],
+                check=True,
+            )
         return str(exe)
 
     return compile_program
@@ -53,13 +58,20 @@ def build(tmp_path_factory):
 
 def profile(log: Path, command: list, **kwargs) -> subprocess.CompletedProcess:
     env = dict(os.environ, **MPI_ENV)
-    return subprocess.run(molsift_cmd() + ["profile", "-o", str(log), "--"] + command, env=env,
-                          capture_output=True, text=True, timeout=300, **kwargs)
+    return subprocess.run(
+        molsift_cmd() + ["profile", "-o", str(log), "--"] + command,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        **kwargs,
+    )
 
 
 def insights(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(molsift_cmd() + ["insights", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        molsift_cmd() + ["insights", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def records(log, name: str, module: str = "POSIX"):
@@ -67,8 +79,12 @@ def records(log, name: str, module: str = "POSIX"):
 
 
 def by_code(findings, code: str, file_name: str = None):
-    return [f for f in findings if f.code == code
-            and (file_name is None or (f.file and os.path.basename(f.file) == file_name))]
+    return [
+        f
+        for f in findings
+        if f.code == code
+        and (file_name is None or (f.file and os.path.basename(f.file) == file_name))
+    ]
 
 
 # ---- counts match reality ----
@@ -98,56 +114,92 @@ def test_every_counter_exact(build, tmp_path):
     assert a.counters.pop("MAX_READ_TIME_SIZE") in (100, 4000, 10, 0)
     assert a.counters.pop("MAX_WRITE_TIME_SIZE") in (50, 2000, 10, 300)
     assert a.counters == {
-        "OPENS": 3,            # write, read, openat (a dup is not an open)
-        "DUPS": 1, "SEEKS": 2, "MMAPS": 1, "FSYNCS": 1, "FDSYNCS": 1,
-        "STATS": 5,            # fstat, stat, lstat, access, statx (the failed stat is elsewhere)
-        "READS": 6,            # 100, 100, pread 4000, readv 100, 0 at end of file, 10 via the dup
-        "WRITES": 6,           # 50, 50, 50, pwrite 2000, 10, writev 300
-        "BYTES_READ": 4310, "BYTES_WRITTEN": 2460,
-        "MAX_BYTE_READ": 6095,     # the 0-byte read at 6096 (Darshan: offset + 0 - 1)
+        "OPENS": 3,  # write, read, openat (a dup is not an open)
+        "DUPS": 1,
+        "SEEKS": 2,
+        "MMAPS": 1,
+        "FSYNCS": 1,
+        "FDSYNCS": 1,
+        "STATS": 5,  # fstat, stat, lstat, access, statx (the failed stat is elsewhere)
+        "READS": 6,  # 100, 100, pread 4000, readv 100, 0 at end of file, 10 via the dup
+        "WRITES": 6,  # 50, 50, 50, pwrite 2000, 10, writev 300
+        "BYTES_READ": 4310,
+        "BYTES_WRITTEN": 2460,
+        "MAX_BYTE_READ": 6095,  # the 0-byte read at 6096 (Darshan: offset + 0 - 1)
         "MAX_BYTE_WRITTEN": 6095,  # 4096 + 2000 - 1
-        "SEQ_READS": 3, "CONSEC_READS": 1, "SEQ_WRITES": 4, "CONSEC_WRITES": 3,
+        "SEQ_READS": 3,
+        "CONSEC_READS": 1,
+        "SEQ_WRITES": 4,
+        "CONSEC_WRITES": 3,
         "RW_SWITCHES": 1,
-        "MEM_NOT_ALIGNED": 1,      # the write from buf + 1
-        "FILE_NOT_ALIGNED": sum(1 for off in (0, 50, 100, 4096, 0, 10, 0, 100, 2048, 200, 6096, 0)
-                                if off % block),  # 7 with 4096-byte blocks
-        "MEM_ALIGNMENT": 8, "FILE_ALIGNMENT": block,
-        "SIZE_READ_0_100": 5, "SIZE_READ_1K_10K": 1,
-        "SIZE_WRITE_0_100": 4, "SIZE_WRITE_100_1K": 1, "SIZE_WRITE_1K_10K": 1,
+        "MEM_NOT_ALIGNED": 1,  # the write from buf + 1
+        "FILE_NOT_ALIGNED": sum(
+            1 for off in (0, 50, 100, 4096, 0, 10, 0, 100, 2048, 200, 6096, 0) if off % block
+        ),  # 7 with 4096-byte blocks
+        "MEM_ALIGNMENT": 8,
+        "FILE_ALIGNMENT": block,
+        "SIZE_READ_0_100": 5,
+        "SIZE_READ_1K_10K": 1,
+        "SIZE_WRITE_0_100": 4,
+        "SIZE_WRITE_100_1K": 1,
+        "SIZE_WRITE_1K_10K": 1,
     }
     assert a.file_size == 6096
     f = a.fcounters
-    assert 0 < f["F_OPEN_START_TIMESTAMP"] < f["F_WRITE_START_TIMESTAMP"] <= f["F_WRITE_END_TIMESTAMP"]
+    assert (
+        0 < f["F_OPEN_START_TIMESTAMP"] < f["F_WRITE_START_TIMESTAMP"] <= f["F_WRITE_END_TIMESTAMP"]
+    )
     assert f["F_WRITE_END_TIMESTAMP"] < f["F_READ_START_TIMESTAMP"] <= f["F_READ_END_TIMESTAMP"]
     assert f["F_READ_END_TIMESTAMP"] <= f["F_CLOSE_END_TIMESTAMP"] <= parent[0].wall_seconds
     assert f["F_MAX_READ_TIME"] <= f["F_READ_TIME"] and f["F_MAX_WRITE_TIME"] <= f["F_WRITE_TIME"]
     assert f["F_META_TIME"] > 0
 
     [directory] = [r for r in log.records if r.file == str(traced_dir)]
-    assert directory.counters == {"OPENS": 1}          # open(".", O_DIRECTORY) for openat
+    assert directory.counters == {"OPENS": 1}  # open(".", O_DIRECTORY) for openat
     assert records(log, "e.dat")[0].counters == {"OPENS": 1}  # creat
 
     assert records(log, "b.txt") == []  # STDIO only: glibc's own read/write calls are not counted
     [b] = records(log, "b.txt", "STDIO")
     assert b.counters.pop("MAX_WRITE_TIME_SIZE") in (1000, 6, 1, 50)
     assert b.counters == {
-        "OPENS": 2, "SEEKS": 1, "FLUSHES": 1,
-        "WRITES": 5, "BYTES_WRITTEN": 1063,  # fwrite 1000, fprintf 6, fputs 6, fputc 1, fwrite 50
-        "READS": 1, "BYTES_READ": 1013,      # one fread; fgets at end of file counts nothing
-        "MAX_BYTE_WRITTEN": 1012, "MAX_BYTE_READ": 1012, "MAX_READ_TIME_SIZE": 1013,
-        "SEQ_WRITES": 3, "CONSEC_WRITES": 3, "RW_SWITCHES": 1,
-        "SIZE_WRITE_0_100": 4, "SIZE_WRITE_100_1K": 1, "SIZE_READ_100_1K": 1,
+        "OPENS": 2,
+        "SEEKS": 1,
+        "FLUSHES": 1,
+        "WRITES": 5,
+        "BYTES_WRITTEN": 1063,  # fwrite 1000, fprintf 6, fputs 6, fputc 1, fwrite 50
+        "READS": 1,
+        "BYTES_READ": 1013,  # one fread; fgets at end of file counts nothing
+        "MAX_BYTE_WRITTEN": 1012,
+        "MAX_BYTE_READ": 1012,
+        "MAX_READ_TIME_SIZE": 1013,
+        "SEQ_WRITES": 3,
+        "CONSEC_WRITES": 3,
+        "RW_SWITCHES": 1,
+        "SIZE_WRITE_0_100": 4,
+        "SIZE_WRITE_100_1K": 1,
+        "SIZE_READ_100_1K": 1,
     }
 
     [c] = records(log, "c_child.dat")  # in the child's log only
     assert c.process is child[0]
-    assert (c.c("OPENS"), c.c("WRITES"), c.c("BYTES_WRITTEN"), c.c("SIZE_WRITE_100_1K")) == (1, 1, 123, 1)
+    assert (c.c("OPENS"), c.c("WRITES"), c.c("BYTES_WRITTEN"), c.c("SIZE_WRITE_100_1K")) == (
+        1,
+        1,
+        123,
+        1,
+    )
 
     [d] = records(log, "d.dat")  # 4 threads x 1000 pwrites of 64 bytes; their order is not fixed
-    assert (d.c("OPENS"), d.c("WRITES"), d.c("BYTES_WRITTEN"), d.c("SIZE_WRITE_0_100")) == (1, 4000, 256000, 4000)
+    assert (d.c("OPENS"), d.c("WRITES"), d.c("BYTES_WRITTEN"), d.c("SIZE_WRITE_0_100")) == (
+        1,
+        4000,
+        256000,
+        4000,
+    )
     assert d.c("MAX_BYTE_WRITTEN") == 255999
-    assert d.c("FILE_NOT_ALIGNED") == sum(1 for t in range(4) for i in range(1000)
-                                          if (t * 64000 + i * 64) % d.c("FILE_ALIGNMENT"))
+    assert d.c("FILE_NOT_ALIGNED") == sum(
+        1 for t in range(4) for i in range(1000) if (t * 64000 + i * 64) % d.c("FILE_ALIGNMENT")
+    )
     for r in log.records:  # the time histograms hold every byte
         assert sum(r.heat_read) == r.c("BYTES_READ") and sum(r.heat_write) == r.c("BYTES_WRITTEN")
 
@@ -170,15 +222,29 @@ def test_python_program(tmp_path):
         "    os._exit(5)\n"
         "_, status = os.waitpid(pid, 0)\n"
         "print(len(data), os.waitstatus_to_exitcode(status))\n"
-        "sys.exit(9)\n")
-    plain = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True)
+        "sys.exit(9)\n"
+    )
+    plain = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True
+    )
     traced = profile(tmp_path / "py.json", [sys.executable, str(script), str(tmp_path)])
     assert plain.returncode == traced.returncode == 9
     assert plain.stdout == traced.stdout == "300 5\n"
     log = load_log(tmp_path / "py.json")
     [py] = records(log, "py.dat")
-    assert (py.c("OPENS"), py.c("WRITES"), py.c("BYTES_WRITTEN"), py.c("READS"), py.c("BYTES_READ")) == (2, 3, 300, 1, 300)
-    assert (py.c("SEQ_WRITES"), py.c("CONSEC_WRITES"), py.c("SIZE_WRITE_0_100"), py.c("SIZE_READ_100_1K")) == (2, 2, 3, 1)
+    assert (
+        py.c("OPENS"),
+        py.c("WRITES"),
+        py.c("BYTES_WRITTEN"),
+        py.c("READS"),
+        py.c("BYTES_READ"),
+    ) == (2, 3, 300, 1, 300)
+    assert (
+        py.c("SEQ_WRITES"),
+        py.c("CONSEC_WRITES"),
+        py.c("SIZE_WRITE_0_100"),
+        py.c("SIZE_READ_100_1K"),
+    ) == (2, 2, 3, 1)
     [child] = records(log, "child.dat")
     assert child.process.ended_by == "_exit" and child.process.forked_from == py.process.pid
     assert (child.c("WRITES"), child.c("BYTES_WRITTEN")) == (1, 42)
@@ -193,10 +259,17 @@ def test_exit_status_and_crash_logs(build, tmp_path, mode, status):
     assert plain.returncode == traced.returncode == status
     assert (tmp_path / "plain.out").read_bytes() == (tmp_path / "traced.out").read_bytes()
     log = load_log(tmp_path / "log.json")  # a crashing program still leaves its log
-    written = {(p.ended_by, r.c("BYTES_WRITTEN")) for p in log.processes for r in log.records
-               if r.process is p and r.file.endswith("traced.out")}
-    expected = {"abort": {("signal 6", 10)}, "segv": {("signal 11", 10)},
-                "fork": {("exit", 10), ("_exit", 5)}}[mode]
+    written = {
+        (p.ended_by, r.c("BYTES_WRITTEN"))
+        for p in log.processes
+        for r in log.records
+        if r.process is p and r.file.endswith("traced.out")
+    }
+    expected = {
+        "abort": {("signal 6", 10)},
+        "segv": {("signal 11", 10)},
+        "fork": {("exit", 10), ("_exit", 5)},
+    }[mode]
     assert written == expected
 
 
@@ -207,7 +280,9 @@ def test_fork_while_threads_do_io(build, tmp_path):
     log = load_log(tmp_path / "log.json")
     children = [p for p in log.processes if p.forked_from is not None]
     assert len(children) == 50 and {p.ended_by for p in children} == {"_exit"}
-    mine = {(r.process.pid, r.file) for r in log.records if "/child" in r.file and r.c("WRITES") == 1}
+    mine = {
+        (r.process.pid, r.file) for r in log.records if "/child" in r.file and r.c("WRITES") == 1
+    }
     assert len(mine) == 50 and {pid for pid, _ in mine} == {p.pid for p in children}
     [shared] = [r for r in log.records if r.file.endswith("shared.dat")]  # parent only
     assert shared.c("WRITES") > 0 and shared.process.forked_from is None
@@ -217,21 +292,32 @@ def test_command_not_found_and_missing_tracer(tmp_path):
     r = profile(tmp_path / "x.json", ["/no/such/program"])
     assert r.returncode == 127 and "molsift: error: /no/such/program: command not found" in r.stderr
     env = dict(os.environ, MOLSIFT_IOTRACE_LIB=str(tmp_path / "missing.so"))
-    r = subprocess.run(molsift_cmd() + ["profile", "--", "true"], env=env, capture_output=True, text=True)
+    r = subprocess.run(
+        molsift_cmd() + ["profile", "--", "true"], env=env, capture_output=True, text=True
+    )
     assert r.returncode == 2
-    assert f"molsift: error: {tmp_path / 'missing.so'}: the I/O tracer library is not built" in r.stderr
+    assert (
+        f"molsift: error: {tmp_path / 'missing.so'}: the I/O tracer library is not built"
+        in r.stderr
+    )
     assert "scripts/setup.sh" in r.stderr
 
 
-@pytest.mark.parametrize("content,problem", [
-    (None, "no such I/O log"),
-    (b"", "empty file"),
-    (b'{"format": "molsift-iolog", "version": 1, "processes": [', "not valid JSON"),
-    (b'{"format": "something-else", "version": 1, "processes": []}', "not a molsift I/O log"),
-    (b'{"format": "molsift-iolog", "version": 99, "processes": []}', "version 99"),
-    (b'{"format": "molsift-iolog", "version": 1, "processes": [{"pid": 1}]}', "corrupt I/O log"),
-    (b"\x00\x01garbage", "neither JSON nor a Darshan log"),
-])
+@pytest.mark.parametrize(
+    "content,problem",
+    [
+        (None, "no such I/O log"),
+        (b"", "empty file"),
+        (b'{"format": "molsift-iolog", "version": 1, "processes": [', "not valid JSON"),
+        (b'{"format": "something-else", "version": 1, "processes": []}', "not a molsift I/O log"),
+        (b'{"format": "molsift-iolog", "version": 99, "processes": []}', "version 99"),
+        (
+            b'{"format": "molsift-iolog", "version": 1, "processes": [{"pid": 1}]}',
+            "corrupt I/O log",
+        ),
+        (b"\x00\x01garbage", "neither JSON nor a Darshan log"),
+    ],
+)
 def test_missing_or_corrupt_log(tmp_path, content, problem):
     path = tmp_path / "run.iolog.json"
     if content is not None:
@@ -328,7 +414,7 @@ def test_html_has_pictures(build, tmp_path):
     r = insights(str(tmp_path / "k.json"), "--format", "html", "-o", str(out))
     assert r.returncode == 0, r.stderr
     page = out.read_text()
-    assert page.count('src="data:image/png;base64,iVBOR') == 2  # timeline, size histograms
+    assert page.count("src='data:image/png;base64,iVBOR") == 2  # timeline, size histograms
     assert "many tiny writes" in page and "d.dat" in page
 
 
@@ -339,8 +425,10 @@ def test_darshan_log_gives_the_same_findings():
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     report = darshan.DarshanReport(str(path), read_all=True)
-    expected = sum(int(report.records[m].to_df()["counters"][f"{m}_BYTES_READ"].sum())
-                   for m in ("POSIX", "STDIO"))
+    expected = sum(
+        int(report.records[m].to_df()["counters"][f"{m}_BYTES_READ"].sum())
+        for m in ("POSIX", "STDIO")
+    )
     assert out["summary"]["kind"] == "darshan" and out["summary"]["bytes_read"] == expected
     assert out["summary"]["processes"] == report.metadata["job"]["nprocs"]
 
@@ -361,10 +449,20 @@ def test_corrupt_darshan_log(tmp_path):
 
 def test_writer_group_imbalance_hook(tmp_path):
     """A molsift run's log can carry its writer groups (job.molsift.writer_groups)."""
+
     def log_with(seconds):
-        doc = {"format": "molsift-iolog", "version": 1, "processes": [],
-               "job": {"molsift": {"writer_groups": [{"group": i, "ranks": [i], "seconds": s}
-                                                     for i, s in enumerate(seconds)]}}}
+        doc = {
+            "format": "molsift-iolog",
+            "version": 1,
+            "processes": [],
+            "job": {
+                "molsift": {
+                    "writer_groups": [
+                        {"group": i, "ranks": [i], "seconds": s} for i, s in enumerate(seconds)
+                    ]
+                }
+            },
+        }
         path = tmp_path / f"run{len(seconds)}{seconds[0]}.json"
         path.write_text(json.dumps(doc))
         return load_log(path)

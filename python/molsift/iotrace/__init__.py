@@ -15,5 +15,14 @@ from .insights import THRESHOLDS, Finding, find_insights
 from .log import IoLog, IoLogError, Record, load_log
 from .profile import ProfileResult, profile
 
-__all__ = ["profile", "ProfileResult", "load_log", "IoLog", "Record", "IoLogError",
-           "find_insights", "Finding", "THRESHOLDS"]
+__all__ = [
+    "profile",
+    "ProfileResult",
+    "load_log",
+    "IoLog",
+    "Record",
+    "IoLogError",
+    "find_insights",
+    "Finding",
+    "THRESHOLDS",
+]

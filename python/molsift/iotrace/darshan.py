@@ -22,16 +22,29 @@ def load_darshan(path: str) -> IoLog:
     try:
         import darshan  # noqa: F401  (only to say early that it is missing)
     except ImportError:
-        raise IoLogError(f"{path}: reading Darshan logs needs pydarshan (pip install darshan)") from None
-    child = subprocess.run([sys.executable, "-m", "molsift.iotrace.darshan", path],
-                           capture_output=True, text=True, errors="replace")
-    errors = " ".join(line.strip() for line in child.stderr.splitlines() if line.startswith("Error"))
+        raise IoLogError(
+            f"{path}: reading Darshan logs needs pydarshan (pip install darshan)"
+        ) from None
+    child = subprocess.run(
+        [sys.executable, "-m", "molsift.iotrace.darshan", path],
+        capture_output=True,
+        text=True,
+        errors="replace",
+    )
+    errors = " ".join(
+        line.strip() for line in child.stderr.splitlines() if line.startswith("Error")
+    )
     if child.returncode != 0 or errors:
-        how = (f"pydarshan crashed with {signal.Signals(-child.returncode).name}"
-               if child.returncode < 0 else
-               child.stderr.strip().splitlines()[-1] if child.returncode and child.stderr.strip()
-               else "pydarshan reported errors")
-        raise IoLogError(f"{path}: corrupt or truncated Darshan log ({how}; {errors or 'no details'})")
+        how = (
+            f"pydarshan crashed with {signal.Signals(-child.returncode).name}"
+            if child.returncode < 0
+            else child.stderr.strip().splitlines()[-1]
+            if child.returncode and child.stderr.strip()
+            else "pydarshan reported errors"
+        )
+        raise IoLogError(
+            f"{path}: corrupt or truncated Darshan log ({how}; {errors or 'no details'})"
+        )
     return parse_log(json.loads(child.stdout), path)
 
 
@@ -59,21 +72,46 @@ def convert(path: str) -> Dict[str, Any]:
         frows = fcounters.to_dict("records") if fcounters is not None else [{}] * len(counters)
         for row, frow in zip(counters.to_dict("records"), frows):
             rank = int(row["rank"])
-            c = {k[len(prefix):]: int(v) for k, v in row.items() if k.startswith(prefix)}
-            f = {k[len(prefix):]: float(v) for k, v in frow.items() if k.startswith(prefix)}
+            c = {k[len(prefix) :]: int(v) for k, v in row.items() if k.startswith(prefix)}
+            f = {k[len(prefix) :]: float(v) for k, v in frow.items() if k.startswith(prefix)}
             size = None
             if c.get("BYTES_READ") or c.get("BYTES_WRITTEN"):  # an estimate: the last byte touched
                 size = max(c.get("MAX_BYTE_READ", 0), c.get("MAX_BYTE_WRITTEN", 0)) + 1
-            proc = processes.setdefault(rank, {"pid": None, "rank": rank, "exe": report.metadata.get("exe", ""),
-                                               "start_time": start, "records": []})
-            proc["records"].append({"module": module, "file": names.get(int(row["id"]), "<unknown>"),
-                                    "file_size": size, "counters": c, "fcounters": f})
+            proc = processes.setdefault(
+                rank,
+                {
+                    "pid": None,
+                    "rank": rank,
+                    "exe": report.metadata.get("exe", ""),
+                    "start_time": start,
+                    "records": [],
+                },
+            )
+            proc["records"].append(
+                {
+                    "module": module,
+                    "file": names.get(int(row["id"]), "<unknown>"),
+                    "file_size": size,
+                    "counters": c,
+                    "fcounters": f,
+                }
+            )
     report._cleanup()
-    info = {"tool": "darshan", "exe": report.metadata.get("exe", ""), "nprocs": job.get("nprocs"),
-            "run_time": job.get("run_time"), "jobid": job.get("jobid"), "start_time": start,
-            "darshan_version": job.get("metadata", {}).get("lib_ver")}
-    return {"format": "molsift-iolog", "version": 1, "job": info,
-            "processes": [processes[k] for k in sorted(processes)]}
+    info = {
+        "tool": "darshan",
+        "exe": report.metadata.get("exe", ""),
+        "nprocs": job.get("nprocs"),
+        "run_time": job.get("run_time"),
+        "jobid": job.get("jobid"),
+        "start_time": start,
+        "darshan_version": job.get("metadata", {}).get("lib_ver"),
+    }
+    return {
+        "format": "molsift-iolog",
+        "version": 1,
+        "job": info,
+        "processes": [processes[k] for k in sorted(processes)],
+    }
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ValueError("molsift insights --format html needs matplotlib (pip install matplotlib)") from None
+        raise ValueError(
+            "molsift insights --format html needs matplotlib (pip install matplotlib)"
+        ) from None
     return plt
 
 
@@ -50,13 +52,21 @@ def timeline_png(log: IoLog, columns: int = 120) -> str:
     import numpy as np
 
     recs = [r for r in log.records if r.module in ("POSIX", "STDIO")]
-    rows = sorted({_row_label(r) for r in recs}, key=lambda s: (s.split(" ")[0], int(s.split(" ")[-1])
-                                                               if s.split(" ")[-1].isdigit() else 0))[:96]
+    rows = sorted(
+        {_row_label(r) for r in recs},
+        key=lambda s: (s.split(" ")[0], int(s.split(" ")[-1]) if s.split(" ")[-1].isdigit() else 0),
+    )[:96]
     index = {label: i for i, label in enumerate(rows)}
     t0 = log.start_time
-    end = max([p.start_time + p.wall_seconds for p in log.processes] +
-              [r.process.start_time + r.f(k) for r in recs for k in ("F_READ_END_TIMESTAMP",
-                                                                      "F_WRITE_END_TIMESTAMP")] + [t0 + 1e-3])
+    end = max(
+        [p.start_time + p.wall_seconds for p in log.processes]
+        + [
+            r.process.start_time + r.f(k)
+            for r in recs
+            for k in ("F_READ_END_TIMESTAMP", "F_WRITE_END_TIMESTAMP")
+        ]
+        + [t0 + 1e-3]
+    )
     width = (end - t0) / columns
     grid = np.zeros((max(1, len(rows)), columns))
     for r in recs:
@@ -67,7 +77,10 @@ def timeline_png(log: IoLog, columns: int = 120) -> str:
         if w > 0:
             for bins in (r.heat_read, r.heat_write):
                 for b, n in enumerate(bins):
-                    col = int((r.process.start_time + (b + 0.5) * w - t0) / width)
+                    mid = (b * w + min((b + 1) * w, max(r.process.wall_seconds, b * w))) / 2
+                    col = int(
+                        (r.process.start_time + mid - t0) / width
+                    )  # bin middle, within the run
                     grid[row, min(max(col, 0), columns - 1)] += n
             continue
         for op in ("READ", "WRITE"):  # Darshan: spread the bytes over the first..last op interval
@@ -76,10 +89,15 @@ def timeline_png(log: IoLog, columns: int = 120) -> str:
             if n and b >= a:
                 c0 = min(int((r.process.start_time + a - t0) / width), columns - 1)
                 c1 = min(int((r.process.start_time + b - t0) / width), columns - 1)
-                grid[row, c0:c1 + 1] += n / (c1 - c0 + 1)
+                grid[row, c0 : c1 + 1] += n / (c1 - c0 + 1)
     fig, ax = plt.subplots(figsize=(10, 1.2 + 0.22 * len(rows)))
-    im = ax.imshow(grid / (1 << 20), aspect="auto", interpolation="nearest", cmap="viridis",
-                   extent=(0, end - t0, len(rows) - 0.5, -0.5))
+    im = ax.imshow(
+        grid / (1 << 20),
+        aspect="auto",
+        interpolation="nearest",
+        cmap="viridis",
+        extent=(0, end - t0, len(rows) - 0.5, -0.5),
+    )
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(rows, fontsize=7)
     ax.set_xlabel("seconds since the run started")
@@ -105,21 +123,33 @@ def sizes_png(log: IoLog) -> str:
     return _png(fig)
 
 
+STYLE = """body{font-family:sans-serif;max-width:1100px;margin:2em auto}
+th{text-align:left;padding-right:1em} img{max-width:100%}
+.f{border-left:6px solid;padding:.2em 1em;margin:1em 0;background:#f8f8f8}"""
+
+
+def _finding_html(f: Finding) -> str:
+    esc, color = html.escape, COLORS[f.severity]
+    where = f" &mdash; <code>{esc(f.file)}</code>" if f.file else ""
+    return (
+        f"<div class='f' style='border-color:{color}'><b style='color:{color}'>{f.severity}</b> "
+        f"{esc(f.code)} <b>{esc(f.title)}</b>{where}<p>{esc(f.message)}</p>"
+        f"<p><i>Recommendation:</i> {esc(f.recommendation)}</p></div>"
+    )
+
+
 def to_html(log: IoLog, findings: List[Finding]) -> str:
     s: Dict = summary(log)
     esc = html.escape
-    items = "".join(
-        f"<div class='f' style='border-color:{COLORS[f.severity]}'><b style='color:{COLORS[f.severity]}'>"
-        f"{f.severity}</b> {esc(f.code)} <b>{esc(f.title)}</b>{(' &mdash; <code>' + esc(f.file) + '</code>') if f.file else ''}"
-        f"<p>{esc(f.message)}</p><p><i>Recommendation:</i> {esc(f.recommendation)}</p></div>"
-        for f in findings) or "<p>No findings: no threshold was crossed.</p>"
+    items = "".join(map(_finding_html, findings)) or "<p>No findings: no threshold was crossed.</p>"
     facts = "".join(f"<tr><th>{esc(k)}</th><td>{esc(_fact(k, v))}</td></tr>" for k, v in s.items())
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>molsift insights: {esc(s['log'])}</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}} th{{text-align:left;padding-right:1em}}
-.f{{border-left:6px solid;padding:.2em 1em;margin:1em 0;background:#f8f8f8}} img{{max-width:100%}}</style></head>
-<body><h1>molsift insights</h1><table>{facts}</table><h2>Findings ({len(findings)})</h2>{items}
-<h2>Timeline</h2><img alt="I/O timeline" src="data:image/png;base64,{timeline_png(log)}">
-<h2>Request sizes</h2><img alt="request size histograms" src="data:image/png;base64,{sizes_png(log)}">
+    png = "<img alt='{}' src='data:image/png;base64,{}'>"
+    return f"""<!doctype html><html><head><meta charset="utf-8">
+<title>molsift insights: {esc(s["log"])}</title><style>{STYLE}</style></head>
+<body><h1>molsift insights</h1><table>{facts}</table>
+<h2>Findings ({len(findings)})</h2>{items}
+<h2>Timeline</h2>{png.format("I/O timeline", timeline_png(log))}
+<h2>Request sizes</h2>{png.format("request size histograms", sizes_png(log))}
 </body></html>
 """
 

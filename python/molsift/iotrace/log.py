@@ -11,10 +11,30 @@ from typing import Any, Dict, List, Optional
 
 FORMAT = "molsift-iolog"
 VERSION = 1
-SIZE_BINS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
-             "100M_1G", "1G_PLUS"]
-SIZE_BIN_UPPER = [100, 1 << 10, 10 << 10, 100 << 10, 1 << 20, 4 << 20, 10 << 20, 100 << 20,
-                  1 << 30, None]  # inclusive upper bounds in bytes, as Darshan's buckets
+SIZE_BINS = [
+    "0_100",
+    "100_1K",
+    "1K_10K",
+    "10K_100K",
+    "100K_1M",
+    "1M_4M",
+    "4M_10M",
+    "10M_100M",
+    "100M_1G",
+    "1G_PLUS",
+]
+SIZE_BIN_UPPER = [
+    100,
+    1 << 10,
+    10 << 10,
+    100 << 10,
+    1 << 20,
+    4 << 20,
+    10 << 20,
+    100 << 20,
+    1 << 30,
+    None,
+]  # inclusive upper bounds in bytes, as Darshan's buckets
 DARSHAN_MAGIC = (6567223).to_bytes(8, "little")  # after the 8-byte version string, e.g. b"3.41"
 
 
@@ -126,12 +146,13 @@ def read_json(path: str) -> Dict[str, Any]:
     except OSError as exc:
         raise IoLogError(f"{path}: cannot read the I/O log: {exc.strerror}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise IoLogError(f"{path}: not a molsift I/O log (no \"format\": \"{FORMAT}\")")
+        raise IoLogError(f'{path}: not a molsift I/O log (no "format": "{FORMAT}")')
     if doc.get("version") != VERSION:
-        raise IoLogError(f"{path}: I/O log version {doc.get('version')!r}; this molsift reads "
-                         f"version {VERSION}")
+        raise IoLogError(
+            f"{path}: I/O log version {doc.get('version')!r}; this molsift reads version {VERSION}"
+        )
     if not isinstance(doc.get("processes"), list):
-        raise IoLogError(f"{path}: corrupt I/O log (\"processes\" is not a list)")
+        raise IoLogError(f'{path}: corrupt I/O log ("processes" is not a list)')
     return doc
 
 
@@ -141,21 +162,33 @@ def parse_log(doc: Dict[str, Any], source: str) -> IoLog:
     try:
         for p in doc["processes"]:
             proc = Process(
-                pid=p.get("pid"), rank=p.get("rank"), exe=p.get("exe", ""),
-                argv=list(p.get("argv", [])), start_time=float(p.get("start_time", 0.0)),
-                wall_seconds=float(p.get("wall_seconds", 0.0)), ended_by=p.get("ended_by", ""),
+                pid=p.get("pid"),
+                rank=p.get("rank"),
+                exe=p.get("exe", ""),
+                argv=list(p.get("argv", [])),
+                start_time=float(p.get("start_time", 0.0)),
+                wall_seconds=float(p.get("wall_seconds", 0.0)),
+                ended_by=p.get("ended_by", ""),
                 failed_opens=int(p.get("failed_opens", 0)),
-                failed_stats=int(p.get("failed_stats", 0)), forked_from=p.get("forked_from"),
-                heatmap_bin_seconds=float(p.get("heatmap_bin_seconds", 0.0)))
+                failed_stats=int(p.get("failed_stats", 0)),
+                forked_from=p.get("forked_from"),
+                heatmap_bin_seconds=float(p.get("heatmap_bin_seconds", 0.0)),
+            )
             processes.append(proc)
             for r in p["records"]:
                 heat = r.get("heatmap", {})
-                records.append(Record(
-                    module=str(r["module"]), file=str(r["file"]), process=proc,
-                    counters={k: int(v) for k, v in r.get("counters", {}).items()},
-                    fcounters={k: float(v) for k, v in r.get("fcounters", {}).items()},
-                    file_size=r.get("file_size"), heat_read=list(heat.get("read", [])),
-                    heat_write=list(heat.get("write", []))))
+                records.append(
+                    Record(
+                        module=str(r["module"]),
+                        file=str(r["file"]),
+                        process=proc,
+                        counters={k: int(v) for k, v in r.get("counters", {}).items()},
+                        fcounters={k: float(v) for k, v in r.get("fcounters", {}).items()},
+                        file_size=r.get("file_size"),
+                        heat_read=list(heat.get("read", [])),
+                        heat_write=list(heat.get("write", [])),
+                    )
+                )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise IoLogError(f"{source}: corrupt I/O log (bad process or record: {exc!r})") from None
     job = dict(doc.get("job") or {})

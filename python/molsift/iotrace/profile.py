@@ -23,10 +23,13 @@ LIB_NAME = "libmolsift_iotrace.so"
 def preload_library() -> str:
     """Path of the tracer library ($MOLSIFT_IOTRACE_LIB, else the one scripts/setup.sh built)."""
     path = os.environ.get("MOLSIFT_IOTRACE_LIB") or str(
-        Path(__file__).resolve().parent.parent / "_lib" / LIB_NAME)
+        Path(__file__).resolve().parent.parent / "_lib" / LIB_NAME
+    )
     if not os.path.isfile(path):
-        raise IoLogError(f"{path}: the I/O tracer library is not built; run `bash scripts/setup.sh`"
-                         " (or just `bash crates/iotrace/build.sh`)")
+        raise IoLogError(
+            f"{path}: the I/O tracer library is not built; run `bash scripts/setup.sh`"
+            " (or just `bash crates/iotrace/build.sh`)"
+        )
     return path
 
 
@@ -52,8 +55,9 @@ def default_log_name(command: Sequence[str]) -> str:
     return f"{os.path.basename(command[0]) or 'command'}.iolog.json"
 
 
-def profile(command: Sequence[str], log: Optional[str] = None,
-            keep_process_logs: bool = False) -> ProfileResult:
+def profile(
+    command: Sequence[str], log: Optional[str] = None, keep_process_logs: bool = False
+) -> ProfileResult:
     """Run COMMAND traced; write the merged log to LOG. The program's exit status is returned,
     never changed. Raises FileNotFoundError when COMMAND cannot be found."""
     if not command:
@@ -66,9 +70,15 @@ def profile(command: Sequence[str], log: Optional[str] = None,
     start = time.time()
     try:
         returncode = _run(command, env)
-        job = {"tool": "molsift profile", "command": list(command), "cwd": os.getcwd(),
-               "hostname": socket.gethostname(), "start_time": start,
-               "wall_seconds": time.time() - start, "returncode": returncode}
+        job = {
+            "tool": "molsift profile",
+            "command": list(command),
+            "cwd": os.getcwd(),
+            "hostname": socket.gethostname(),
+            "start_time": start,
+            "wall_seconds": time.time() - start,
+            "returncode": returncode,
+        }
         doc, problems = merge_process_logs(process_logs(workdir), job)
         write_log(doc, log)
     finally:
