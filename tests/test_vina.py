@@ -58,6 +58,15 @@ def scorer():
 
 
 @pytest.fixture(scope="module")
+def inproc():
+    """A scorer that docks in this process (no timeout, no fork)."""
+    s = make_scorer(timeout=0)
+    s.setup()
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
 def crystal(scorer):
     """Imatinib, the crystal ligand, docked once for the tests that look at it."""
     mol = Chem.MolFromMolFile(str(LIGAND))
@@ -92,6 +101,10 @@ def test_pose_is_one_sdf_record_with_every_atom_inside_the_box(crystal):
     # same molecule as the input (bond orders come back from Meeko's SMILES remark)
     assert Chem.MolToSmiles(Chem.RemoveHs(posed)) == Chem.MolToSmiles(mol)
     assert float(posed.GetProp("vina_score")) == pytest.approx(values["vina_score"], abs=1e-3)
+    # redocking: the pose lies where the crystal ligand lies (2 A is the usual success threshold)
+    from rdkit.Chem import rdMolAlign
+
+    assert rdMolAlign.CalcRMS(Chem.RemoveHs(posed), mol) < 2.0
     box = read_box(str(BOX_FILE))
     for p in posed.GetConformer().GetPositions():
         assert in_box(p, box, slack=2.0)  # heavy atoms in the box; hydrogens may stick out a bit
@@ -108,10 +121,9 @@ def test_small_molecules_dock(scorer, smiles):
 
 
 @needs_example
-def test_pdbqt_pose_format():
-    s = make_scorer(pose_format="pdbqt", timeout=0)
-    s.setup()
-    values, pose = s.score(Chem.MolFromSmiles(PARACETAMOL))
+def test_pdbqt_pose_format(inproc, monkeypatch):
+    monkeypatch.setattr(inproc, "pose_format", "pdbqt")
+    values, pose = inproc.score(Chem.MolFromSmiles(PARACETAMOL))
     assert pose.startswith("MODEL 1") and pose.rstrip().endswith("ENDMDL")
     remark = next(ln for ln in pose.splitlines() if ln.startswith("REMARK VINA RESULT:"))
     assert float(remark.split()[3]) == pytest.approx(values[0], abs=1e-3)
@@ -132,6 +144,8 @@ def test_receptor_maps_are_built_once_per_worker():
     assert st["vina_ligands"] == st["vina_docked"] == len(SMALL)
     assert st["vina_dock_s"] > 0 and st["vina_embed_s"] > 0 and st["vina_prep_s"] > 0
     assert s.stats()["vina_maps_built"] == 0  # the parent's copy built nothing
+    worker.close()
+    assert worker._exiting == []  # every docking child reaped
     # a worker that was pickled after its setup does not carry maps: its copy builds its own
     again = pickle.loads(pickle.dumps(worker))
     assert again.stats()["vina_maps_built"] == 0
@@ -180,6 +194,7 @@ def test_timeout_kills_a_running_dock_and_rejects():
     # imatinib: about 1 s to embed and prepare, then about 20 s of docking even at exhaustiveness 1
     s = make_scorer(exhaustiveness=8, timeout=3)
     s.setup()
+    assert s.stats()["vina_maps_built"] == 1
     t0 = time.perf_counter()
     with pytest.raises(Reject, match=r"docking timed out after 3 s \(in dock\)"):
         s.score(Chem.MolFromMolFile(str(LIGAND)))
@@ -192,16 +207,37 @@ def test_timeout_kills_a_running_dock_and_rejects():
 
 
 @needs_example
-def test_results_are_reproducible_in_and_out_of_a_child(scorer):
+def test_a_child_that_crashes_is_a_reject_and_the_worker_goes_on(scorer, monkeypatch):
+    import os
+
+    import molsift.scorers.vina as vina_module
+
+    monkeypatch.setattr(vina_module, "embed", lambda mol, seed: os.abort())  # runs in the child
+    with pytest.raises(Reject, match=r"the docking process died in embed \(killed by SIGABRT\)"):
+        scorer.score(Chem.MolFromSmiles("CCO"))
+    monkeypatch.undo()
+    assert scorer.score(Chem.MolFromSmiles("CCO"))[0][0] < 0
+
+
+@needs_example
+def test_results_are_reproducible_in_and_out_of_a_child(scorer, inproc):
     mol = Chem.MolFromSmiles(PARACETAMOL)
     forked = [scorer.score(mol) for _ in range(2)]
-    inproc = make_scorer(timeout=0)
-    inproc.setup()
     a1 = inproc.score(mol)
     inproc.score(Chem.MolFromSmiles(SMALL[2]))  # docking another ligand in between changes nothing
     a2 = inproc.score(mol)
     assert forked[0][0][0] == forked[1][0][0] == a1[0][0] == a2[0][0]
     assert forked[0][1] == a1[1] == a2[1]  # same pose, byte for byte
+
+
+@needs_example
+def test_score_does_not_depend_on_how_the_input_writes_the_molecule(inproc):
+    # the same molecule in another atom order (as from an SDF or another SMILES writer)
+    a = inproc.score(Chem.MolFromSmiles(PARACETAMOL))
+    b = inproc.score(Chem.MolFromSmiles("Oc1ccc(NC(C)=O)cc1"))
+    c = inproc.score(Chem.AddHs(Chem.MolFromSmiles("O=C(C)Nc1ccc(O)cc1")))  # explicit hydrogens too
+    assert a[0][0] == b[0][0] == c[0][0]
+    assert a[1] == b[1] == c[1]
 
 
 # --- box and options ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ runs everything in the worker itself (no fork, no timeout)."""
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import io
 import os
 import pickle
@@ -26,6 +27,7 @@ from .base import Reject, Scorer
 
 BOX_KEYS = ("center_x", "center_y", "center_z", "size_x", "size_y", "size_z")
 STAGES = ("embed", "prepare", "dock")
+FINAL = ("ok", "reject", "error")  # the child's last message; "stage" messages come before
 
 
 # ---------------------------------------------------------------------------------------------
@@ -119,14 +121,23 @@ class StageReject(Reject):
         return (StageReject, (self.stage, str(self)))
 
 
+def canonical_order(mol: Any) -> Any:
+    """The molecule rebuilt from its canonical SMILES, so that its atoms and bonds come in one
+    order whatever the input: the embedding (and so the docking) then depends on the molecule
+    only, not on how the input wrote it (an SDF and a SMILES of the same ligand used to dock to
+    different scores). Renumbering atoms alone is not enough: ETKDG also follows the bond order."""
+    from rdkit import Chem
+
+    rebuilt = Chem.MolFromSmiles(Chem.MolToSmiles(Chem.RemoveHs(mol)))
+    return rebuilt if rebuilt is not None else mol
+
+
 def embed(mol: Any, seed: int) -> Any:
     """The molecule with hydrogens and one ETKDGv3 conformer, MMFF-optimized when MMFF has
     parameters for it. Retries once with random starting coordinates (RDKit's advice for molecules
     where ETKDG's eigenvalue start fails, e.g. long flexible chains)."""
-    from rdkit import Chem
+    from rdkit import Chem, rdBase
     from rdkit.Chem import AllChem
-
-    from rdkit import rdBase
 
     mol = Chem.AddHs(mol)
     params = AllChem.ETKDGv3()
@@ -180,6 +191,7 @@ class VinaScorer(Scorer):
         self.cpu = cpu
         self.pose_format = pose_format
         self._vina: Any = None
+        self._exiting: List[int] = []  # children that sent their result, not yet reaped
         self._stats = self._zero_stats()
 
     # --- options ------------------------------------------------------------------------------
@@ -233,6 +245,7 @@ class VinaScorer(Scorer):
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_vina"] = None  # a worker builds its own maps in setup()
+        state["_exiting"] = []
         state["_stats"] = self._zero_stats()
         return state
 
@@ -256,7 +269,20 @@ class VinaScorer(Scorer):
         self._stats["vina_maps_s"] += time.perf_counter() - t0
 
     def close(self) -> None:
+        self._reap_finished(block=True)
         self._vina = None
+
+    def _reap_finished(self, block: bool) -> None:
+        """Collects children that sent their result and were left to exit on their own."""
+        waiting = []
+        for pid in self._exiting:
+            try:
+                done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if not done:
+                waiting.append(pid)
+        self._exiting = waiting
 
     @staticmethod
     def _zero_stats() -> Dict[str, Any]:
@@ -311,7 +337,7 @@ class VinaScorer(Scorer):
             raise StageReject("embed", f"{n_frags} fragments (salt or mixture): Vina docks one "
                               "molecule; screen with --standardize to keep the largest fragment")
         t0 = time.perf_counter()
-        molh = embed(mol, self.seed)
+        molh = embed(canonical_order(mol), self.seed)
         t1 = time.perf_counter()
         stage("prepare")
         pdbqt = self._prepare(molh)
@@ -376,6 +402,7 @@ class VinaScorer(Scorer):
     def _dock_in_child(self, mol: Any) -> Docked:
         """Runs `dock` in a child forked from this worker (it inherits the maps), killed after
         `timeout` seconds. The child reports each stage it enters, so a timeout names the stage."""
+        self._reap_finished(block=False)
         read_fd, write_fd = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: never returns
@@ -387,7 +414,11 @@ class VinaScorer(Scorer):
         finally:
             os.close(read_fd)
         last = messages[-1] if messages else ("stage", "embed")
-        status = _reap(pid, kill=timed_out or last[0] == "stage")
+        status = 0
+        if last[0] in FINAL and not timed_out:
+            self._exiting.append(pid)  # reaped later: its exit overlaps the next ligand
+        else:
+            status = _reap(pid, kill=True)
         if timed_out:
             self._stats["vina_timeouts"] += 1
             stage = last[1] if last[0] == "stage" else "dock"
@@ -411,6 +442,7 @@ def _child(work: Callable[[Callable[[str], None]], Docked], fd: int) -> None:
     code = 0
     try:
         _die_with_parent()
+        faulthandler.disable()  # a crash here becomes a reject; no traceback dump on stderr
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         current = ["embed"]
@@ -439,7 +471,8 @@ def _send(fd: int, message: tuple) -> None:
 
 
 def _read_messages(fd: int, deadline: float) -> Tuple[List[tuple], bool]:
-    """All messages the child sent until it closed the pipe, and whether the deadline passed."""
+    """The child's messages up to its final one (or until it closed the pipe), and whether the
+    deadline passed first."""
     buf = bytearray()
     while True:
         left = deadline - time.monotonic()
@@ -452,6 +485,9 @@ def _read_messages(fd: int, deadline: float) -> Tuple[List[tuple], bool]:
         if not chunk:
             return _unpack(buf), False
         buf += chunk
+        messages = _unpack(buf)
+        if messages and messages[-1][0] in FINAL:
+            return messages, False
 
 
 def _unpack(buf: bytes) -> List[tuple]:
