@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import pickle
 import time
-from pathlib import Path
 
 import pytest
 

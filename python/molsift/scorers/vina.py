@@ -26,7 +26,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from .base import Reject, Scorer
 
 BOX_KEYS = ("center_x", "center_y", "center_z", "size_x", "size_y", "size_z")
-STAGES = ("embed", "prepare", "dock")
 FINAL = ("ok", "reject", "error")  # the child's last message; "stage" messages come before
 
 
