@@ -261,3 +261,22 @@ def test_report_png(library, tmp_path):
     png = Path(str(out) + ".run") / "report.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"{sum(expected_ids(library).values())} records" in r.stdout
+
+
+def test_fingerprint_set_matches_rdkit_and_checks_lengths():
+    from rdkit import Chem, DataStructs
+    from rdkit.Chem import rdFingerprintGenerator
+
+    from molsift import _core
+
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=1024)
+    fps = [gen.GetFingerprint(Chem.MolFromSmiles(s)) for s in ("CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1")]
+    fset = _core.FingerprintSet([DataStructs.BitVectToBinaryText(f) for f in fps])
+    q = gen.GetFingerprint(Chem.MolFromSmiles("Oc1ccccc1C"))
+    expected = DataStructs.BulkTanimotoSimilarity(q, fps)
+    assert fset.scores(DataStructs.BitVectToBinaryText(q)) == expected
+    assert fset.best(DataStructs.BitVectToBinaryText(q)) == (expected.index(max(expected)), max(expected))
+    with pytest.raises(ValueError, match="query has 8 bytes"):
+        fset.best(b"\0" * 8)
+    with pytest.raises(ValueError, match="fingerprint 1 has 16 bytes"):
+        _core.FingerprintSet([b"\0" * 8, b"\0" * 16])

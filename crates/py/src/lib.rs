@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 
 mod error;
+mod fp;
 mod reader;
 mod search;
 mod store;
@@ -16,5 +17,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reader::register(m)?;
     store::register(m)?;
     search::register(m)?;
+    fp::register(m)?;
     Ok(())
 }

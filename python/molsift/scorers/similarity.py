@@ -1,14 +1,11 @@
 """The `similarity` scorer: the maximum Tanimoto similarity of each molecule to a set of
-reference actives, and which reference it is. The references are written to a small store in
-each worker and searched with molsift's own search kernels (top-1, exact, RDKit's scores)."""
+reference actives, and which reference it is (the first on ties). Fingerprints are compared
+with molsift's own Tanimoto kernel (`molsift-fp`, run-time popcount dispatch): exact, RDKit's
+scores."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
@@ -41,37 +38,26 @@ class SimilarityScorer(Scorer):
         return cls(refs, args.similarity_radius, args.similarity_bits)
 
     def setup(self) -> None:
+        from rdkit.DataStructs import BitVectToBinaryText
+
         from .. import _core
-        from ..chem import Fingerprinter, to_mol, to_smiles
+        from ..chem import Fingerprinter, to_mol
         from ..spec import FingerprintSpec
 
-        spec = FingerprintSpec(radius=self.radius, bits=self.bits)
-        self._fper = Fingerprinter(spec)
-        self._dir = tempfile.mkdtemp(prefix="molsift-refs-")
-        path = os.path.join(self._dir, "refs")
-        w = _core.StoreWriter(path, spec.kind, spec.bits, json.dumps(spec.params()), True)
-        ids, smiles, lines, bits = [], [], [], []
-        for i, (rid, smi) in enumerate(self.refs):
+        self._fper = Fingerprinter(FingerprintSpec(radius=self.radius, bits=self.bits))
+        self._packed = BitVectToBinaryText  # bit i in byte i/8 at bit i%8: molsift's row layout
+        rows = []
+        for rid, smi in self.refs:
             mol, why = to_mol(smi)
             if mol is None:
                 raise ValueError(f"reference {rid!r} ({smi}): {why}")
-            ids.append(rid)
-            smiles.append(to_smiles(mol))
-            lines.append(i + 1)
-            bits.append(self._fper.on_bits(mol))
-        w.add_molecules(ids, smiles, lines, bits)
-        w.finish()
-        self._search = _core.Searcher(path)
-        self._ids = ids
+            rows.append(self._packed(self._fper.to_fp(mol)))
+        self._set = _core.FingerprintSet(rows)
+        self._ids = [rid for rid, _ in self.refs]
 
     def score(self, mol):
-        idx, scores, _ = self._search.search(self._fper.on_bits(mol), None, 1, 1)
-        if not len(idx):
-            return [0.0, ""]
-        return [float(scores[0]), self._ids[int(idx[0])]]
-
-    def close(self) -> None:
-        shutil.rmtree(getattr(self, "_dir", ""), ignore_errors=True)
+        best, score = self._set.best(self._packed(self._fper.to_fp(mol)))
+        return [score, self._ids[best]]
 
     def __getstate__(self):
         return {"refs": self.refs, "radius": self.radius, "bits": self.bits}

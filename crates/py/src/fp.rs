@@ -1,0 +1,88 @@
+//! Python wrapper of `molsift-fp`'s Tanimoto kernel: `FingerprintSet`, a small set of packed
+//! fingerprints compared with one query at a time (the `similarity` scorer's reference actives).
+//! Rows come as RDKit's `BitVectToBinaryText` bytes: bit i in byte i/8 at bit i%8, which read as
+//! little-endian u64 words is molsift's row layout.
+
+use molsift_fp::tanimoto;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+fn words(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8")))
+        .collect()
+}
+
+/// Packed fingerprints of equal length (a multiple of 64 bits).
+#[pyclass(name = "FingerprintSet", module = "molsift._core", frozen)]
+pub struct PyFingerprintSet {
+    rows: Vec<u64>,
+    words: usize,
+}
+
+#[pymethods]
+impl PyFingerprintSet {
+    #[new]
+    fn new(rows: Vec<Vec<u8>>) -> PyResult<Self> {
+        let nbytes = rows.first().map_or(8, Vec::len);
+        if nbytes == 0 || nbytes % 8 != 0 {
+            return Err(PyValueError::new_err(format!(
+                "fingerprints must be a multiple of 64 bits long, got {nbytes} bytes"
+            )));
+        }
+        let mut flat = Vec::with_capacity(rows.len() * nbytes / 8);
+        for (i, r) in rows.iter().enumerate() {
+            if r.len() != nbytes {
+                return Err(PyValueError::new_err(format!(
+                    "fingerprint {i} has {} bytes, the first has {nbytes}",
+                    r.len()
+                )));
+            }
+            flat.extend(words(r));
+        }
+        Ok(PyFingerprintSet { rows: flat, words: nbytes / 8 })
+    }
+
+    fn __len__(&self) -> usize {
+        self.rows.len() / self.words
+    }
+
+    /// (row, score) of the row most similar to `query` (the first row on ties), or (-1, 0.0)
+    /// for an empty set. Scores are exact: |a & b| / |a | b|, 0 when both are empty.
+    fn best(&self, query: &[u8]) -> PyResult<(i64, f64)> {
+        let q = self.query(query)?;
+        let mut best = (-1i64, 0.0f64);
+        for (i, row) in self.rows.chunks_exact(self.words).enumerate() {
+            let s = tanimoto(&q, row);
+            if best.0 < 0 || s > best.1 {
+                best = (i as i64, s);
+            }
+        }
+        Ok(best)
+    }
+
+    /// Tanimoto of `query` with every row, in row order.
+    fn scores(&self, query: &[u8]) -> PyResult<Vec<f64>> {
+        let q = self.query(query)?;
+        Ok(self.rows.chunks_exact(self.words).map(|row| tanimoto(&q, row)).collect())
+    }
+}
+
+impl PyFingerprintSet {
+    fn query(&self, query: &[u8]) -> PyResult<Vec<u64>> {
+        if query.len() != self.words * 8 {
+            return Err(PyValueError::new_err(format!(
+                "query has {} bytes, the set's fingerprints {}",
+                query.len(),
+                self.words * 8
+            )));
+        }
+        Ok(words(query))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyFingerprintSet>()?;
+    Ok(())
+}
