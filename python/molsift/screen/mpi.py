@@ -80,8 +80,11 @@ def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fs
                 pending.append(comm.isend(("data", rank, payload), dest=writer_rank, tag=TAG))
 
             poll = None
-        s = Screener(plan, scorer, f"r{rank}", flush, timeline, poll=poll,
-                     queue_depth=lambda: len(pending))
+        def in_flight() -> int:  # sends not yet received by the writer
+            pending[:] = [r for r in pending if not r.test()[0]]
+            return len(pending)
+
+        s = Screener(plan, scorer, f"r{rank}", flush, timeline, poll=poll, queue_depth=in_flight)
         for task, prog in my_tasks:
             s.run_task(task, prog)
         stats = s.finish()

@@ -94,15 +94,16 @@ def write_report(run_dir: str, output: Optional[str] = None) -> Tuple[str, str]:
                   f" (grey lines: writes)")
     if len(samples) <= 16:
         ax1.legend(fontsize=7, ncol=4, loc="lower right")
-    for w in writes:
-        ax2.barh(w["writer"], max(w["end"] - w["start"], 0.002), left=w["start"] - t0, height=0.6,
-                 color=f"C{w['writer'] % 10}")
+    span = max([w["end"] for w in writes] + [s["t"] for ss in samples.values() for s in ss]) - t0
+    for w in writes:  # writes are short: draw each at least 0.3% of the run wide to see it
+        ax2.barh(w["writer"], max(w["end"] - w["start"], 0.003 * span), left=w["start"] - t0,
+                 height=0.6, color=f"C{w['writer'] % 10}")
     ax2.set_ylabel("writer")
     ax2.set_yticks(sorted({w["writer"] for w in writes}) or [0])
     for name in sorted(samples, key=lambda n: int(n.split()[-1])):
         ss = sorted(samples[name], key=lambda s: s["t"])
         ax3.step([s["t"] - t0 for s in ss], [s.get("write_queue", 0) for s in ss], where="post", lw=0.8)
-    ax3.set_ylabel("write queue")
+    ax3.set_ylabel("buffers waiting\nfor the writer")
     ax3.set_xlabel("seconds since start")
     fig.text(0.01, 0.005, totals_text(report), fontsize=7.5, family="monospace", va="bottom")
     fig.tight_layout(rect=(0, 0.06, 1, 1))
