@@ -280,3 +280,15 @@ def test_fingerprint_set_matches_rdkit_and_checks_lengths():
         fset.best(b"\0" * 8)
     with pytest.raises(ValueError, match="fingerprint 1 has 16 bytes"):
         _core.FingerprintSet([b"\0" * 8, b"\0" * 16])
+
+
+def test_sdf_input_with_standardize(rdkit_sdf, tmp_path):
+    """SDF records, standardized before scoring: salts lose their counter-ion."""
+    out = tmp_path / "sdf.csv"
+    screen([rdkit_sdf, "--scorer", "filter", "-o", out, "-j", "2", "--standardize", "-q"])
+    rows, rejects, _, _ = result_ids(out)
+    # this file's title lines are blank: ids are then the line of each block's first line
+    starts = [1] + [i + 2 for i, line in enumerate(rdkit_sdf.read_text().splitlines()) if line == "$$$$"][:-1]
+    assert rows + rejects == Counter(str(n) for n in starts) and len(starts) == 200
+    with open(out, newline="") as f:
+        assert all("." not in r["smiles"] for r in csv.DictReader(f))  # largest fragment kept

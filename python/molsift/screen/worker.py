@@ -254,6 +254,8 @@ class Screener:
             t1 = time.perf_counter()
             self.stats["prepare_s"] += t1 - t0
             if mol is not None:
+                if self.scorer.has_poses:
+                    mol.SetProp("_Name", rid)  # the record's id titles its pose
                 try:
                     result = self.scorer.score(mol)
                 except Reject as exc:
