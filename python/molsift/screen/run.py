@@ -124,9 +124,10 @@ def _check_same_run(plan: dict, library: str, scorer) -> None:
 def _stream_chunks(plan: dict, progress: dict, keep, counters: dict) -> Iterator[tuple]:
     """Record chunks of a compressed input, decoded by one reader: (task, progress) for the
     chunks `keep(i)` selects that are not done. Decoder counters are left in `counters`."""
-    inp = plan["input"]
-    fmt = {k: inp[k] for k in ("format", "header", "smiles_col", "id_col", "delimiter")}
-    src = _core.RecordSource(inp["path"], **fmt, **plan["reader"])
+    from ..ingestion import InputFile
+
+    inp = InputFile(**plan["input"])
+    src = _core.RecordSource(inp.path, **inp.format_args(), **plan["reader"])
     i = 0
     while True:
         records = src.next_batch(plan["chunk_records"])

@@ -178,8 +178,9 @@ class Screener:
                 first = f.read(1)
             start = prog["o"] + 1
             first_line = prog["l"] - 1 + (1 if first == b"\n" else 0)
-        fmt = {k: v for k, v in self.plan["input"].items() if k != "path" and k != "compression"
-               and k != "bytes"}
+        from ..ingestion import InputFile
+
+        fmt = InputFile(**self.plan["input"]).format_args()
         src = _core.RecordSource(self.source, slab=(start, end), first_line=first_line, **fmt,
                                  **self.plan["reader"])
         q: "queue.Queue" = queue.Queue(maxsize=READ_QUEUE_BATCHES)
@@ -302,8 +303,8 @@ class Screener:
 
     def finish(self) -> Dict[str, Any]:
         self.flush()
-        self.timeline.sample(records=self.stats["records"], rejects=self.stats["rejects"],
-                             read_queue=0, write_queue=self.queue_depth())
+        self._read_depth = 0
+        self._sample()
         out = dict(self.stats)
         out["scorer"] = self.scorer.stats()
         return out
