@@ -13,9 +13,9 @@ use crate::error::{store_err, StoreError};
 
 fn search_err(e: SearchError) -> PyErr {
     match e {
-        SearchError::BadThreshold(_) | SearchError::Invalid(_) | SearchError::BitsMismatch { .. } => {
-            PyValueError::new_err(e.to_string())
-        }
+        SearchError::BadThreshold(_)
+        | SearchError::Invalid(_)
+        | SearchError::BitsMismatch { .. } => PyValueError::new_err(e.to_string()),
         other => StoreError::new_err(other.to_string()),
     }
 }
@@ -26,25 +26,34 @@ type PyHits = (Vec<u64>, Vec<f64>);
 /// Searches one store: opened once, then any number of queries (GIL released while searching).
 #[pyclass(name = "Searcher", module = "molsift._core")]
 pub struct PySearcher {
-    store: Store,
+    /// `None` for a bare column index (`Searcher.from_index`): no row scan then.
+    store: Option<Store>,
     columns: ColumnIndex,
     index_built_in_memory: bool,
 }
 
 impl PySearcher {
     fn options(threshold: Option<f64>, k: Option<usize>, threads: usize) -> SearchOptions {
-        SearchOptions { threshold, k, threads: threads.max(1) }
+        SearchOptions {
+            threshold,
+            k,
+            threads: threads.max(1),
+        }
     }
 
-    fn rows(&self) -> Result<RowScan<'_>, SearchError> {
-        let spec = &self.store.manifest().fingerprint;
+    fn rows(&self) -> Result<Option<RowScan<'_>>, SearchError> {
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        let spec = &store.manifest().fingerprint;
         RowScan::new(
-            self.store.fingerprint_words(),
+            store.fingerprint_words(),
             spec.row_stride_words,
             spec.bits,
-            self.store.len(),
-            self.store.popcounts(),
+            store.len(),
+            store.popcounts(),
         )
+        .map(Some)
     }
 
     fn query(&self, on_bits: &[u32]) -> PyResult<Query> {
@@ -83,8 +92,29 @@ impl PySearcher {
                     store.len()
                 )));
             }
-            Ok(PySearcher { store, columns, index_built_in_memory: built })
+            Ok(PySearcher {
+                store: Some(store),
+                columns,
+                index_built_in_memory: built,
+            })
         })
+    }
+
+    /// Opens a bare column index directory (no store beside it: hits are index positions, and
+    /// every query takes the column path). For benchmarks on synthetic indexes.
+    #[staticmethod]
+    fn from_index(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let columns = py.detach(|| ColumnIndex::open(&path)).map_err(search_err)?;
+        Ok(PySearcher {
+            store: None,
+            columns,
+            index_built_in_memory: false,
+        })
+    }
+
+    /// Molecules in the index.
+    fn __len__(&self) -> usize {
+        self.columns.len()
     }
 
     /// True when the store had no column index on disk and one was built at open.
@@ -109,7 +139,7 @@ impl PySearcher {
         let (hits, stats) = py
             .detach(|| {
                 let rows = self.rows()?;
-                molsift_search::search(&self.columns, Some(&rows), &query, &opts)
+                molsift_search::search(&self.columns, rows.as_ref(), &query, &opts)
             })
             .map_err(search_err)?;
         let (idx, scores) = hits.into_iter().map(|h| (h.index, h.score)).unzip();
@@ -127,28 +157,34 @@ impl PySearcher {
         k: Option<usize>,
         threads: usize,
     ) -> PyResult<(Vec<PyHits>, Bound<'py, PyDict>)> {
-        let queries = queries.iter().map(|q| self.query(q)).collect::<PyResult<Vec<_>>>()?;
+        let queries = queries
+            .iter()
+            .map(|q| self.query(q))
+            .collect::<PyResult<Vec<_>>>()?;
         let opts = Self::options(threshold, k, threads);
         let (all, stats) = py
             .detach(|| {
                 let rows = self.rows()?;
-                molsift_search::search_batch(&self.columns, Some(&rows), &queries, &opts)
+                molsift_search::search_batch(&self.columns, rows.as_ref(), &queries, &opts)
             })
             .map_err(search_err)?;
-        let out = all.into_iter().map(|hits| hits.into_iter().map(|h| (h.index, h.score)).unzip()).collect();
+        let out = all
+            .into_iter()
+            .map(|hits| hits.into_iter().map(|h| (h.index, h.score)).unzip())
+            .collect();
         Ok((out, stats_dict(py, &stats)?))
     }
 }
 
 /// Builds the column index of the store at `path` and writes it into the store directory
-/// (its header last); returns the index size in bytes.
+/// (its header last), holding at most `budget` bytes of planes in memory at a time; returns the
+/// index size in bytes.
 #[pyfunction]
-fn build_column_index(py: Python<'_>, path: PathBuf) -> PyResult<u64> {
+#[pyo3(signature = (path, budget=molsift_search::DEFAULT_BUILD_BUDGET))]
+fn build_column_index(py: Python<'_>, path: PathBuf, budget: usize) -> PyResult<u64> {
     py.detach(|| {
         let store = Store::open(&path, Verify::Sizes).map_err(store_err)?;
-        let index = ColumnIndex::from_store(&store).map_err(search_err)?;
-        index.write(&path).map_err(search_err)?;
-        Ok(index.size_bytes())
+        ColumnIndex::write_from_store(&store, &path, budget).map_err(search_err)
     })
 }
 

@@ -15,31 +15,16 @@
 //! threads it counts the calling thread only). `--crossover` also times dense queries on
 //! both paths to find where the row scan starts to win.
 
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
+
 use std::time::Instant;
 
 use molsift_search::{ColumnIndex, Hit, Query, RowScan, SearchOptions, SearchStats};
 
 const BITS: u32 = 2048;
 const STRIDE: usize = 32;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.unit().max(1e-300), self.unit());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
 
 /// Skewed bit distribution: cumulative weights over positions.
 struct Bits {
@@ -101,7 +86,9 @@ fn member(rng: &mut Rng, bits: &Bits, family: &[u32], row: &mut [u64]) {
 fn family(rng: &mut Rng, bits: &Bits) -> Vec<u32> {
     let mut row = [0u64; STRIDE];
     member(rng, bits, &[], &mut row);
-    (0..BITS).filter(|&b| row[b as usize / 64] >> (b % 64) & 1 == 1).collect()
+    (0..BITS)
+        .filter(|&b| row[b as usize / 64] >> (b % 64) & 1 == 1)
+        .collect()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -111,7 +98,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// CPU time of the calling thread, in seconds.
 fn thread_cpu() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: a valid clock id and a valid pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
@@ -137,13 +127,18 @@ fn main() {
         .unwrap_or(1_584_663);
     let crossover = args.iter().any(|a| a == "--crossover");
     let with_rows = !args.iter().any(|a| a == "--no-rows");
-    let reps: usize =
-        args.iter().position(|a| a == "--reps").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(3);
+    let reps: usize = args
+        .iter()
+        .position(|a| a == "--reps")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(3);
 
     let t0 = Instant::now();
     let mut rng = Rng(42);
     let bits = Bits::new(&mut rng);
-    let families: Vec<Vec<u32>> = (0..n.div_ceil(20)).map(|_| family(&mut rng, &bits)).collect();
+    let families: Vec<Vec<u32>> = (0..n.div_ceil(20))
+        .map(|_| family(&mut rng, &bits))
+        .collect();
     let mut rows = vec![0u64; n * STRIDE];
     let mut pops = vec![0u16; n];
     for i in 0..n {
@@ -176,7 +171,11 @@ fn main() {
     );
     let scan = RowScan::new(&rows, STRIDE, BITS, n, &pops).unwrap();
     // --files DIR: write the index, map it back, and search the mapped copy
-    let index = match args.iter().position(|a| a == "--files").and_then(|i| args.get(i + 1)) {
+    let index = match args
+        .iter()
+        .position(|a| a == "--files")
+        .and_then(|i| args.get(i + 1))
+    {
         Some(dir) => {
             let dir = std::path::Path::new(dir);
             let t0 = Instant::now();
@@ -202,7 +201,11 @@ fn main() {
     let top10 = SearchOptions::top_k(10);
     if let Some(i) = args.iter().position(|a| a == "--profile") {
         // run one configuration for a while, for a profiler
-        let o = if args.get(i + 1).map(String::as_str) == Some("top10") { top10 } else { t07 };
+        let o = if args.get(i + 1).map(String::as_str) == Some("top10") {
+            top10
+        } else {
+            t07
+        };
         let batch = args.iter().any(|a| a == "--batch");
         let t = Instant::now();
         let mut rounds = 0;
@@ -216,7 +219,10 @@ fn main() {
             }
             rounds += 1;
         }
-        println!("{:.3} ms/query", t.elapsed().as_secs_f64() * 1e3 / (rounds * queries.len()) as f64);
+        println!(
+            "{:.3} ms/query",
+            t.elapsed().as_secs_f64() * 1e3 / (rounds * queries.len()) as f64
+        );
         return;
     }
 
@@ -226,7 +232,10 @@ fn main() {
     for q in &queries {
         let (a, st) = index.search_with_stats(q, &t07).unwrap();
         assert_eq!(a, scan.search(q, &t07).unwrap());
-        assert_eq!(index.search(q, &top10).unwrap(), scan.search(q, &top10).unwrap());
+        assert_eq!(
+            index.search(q, &top10).unwrap(),
+            scan.search(q, &top10).unwrap()
+        );
         hits07 += a.len();
         stats.bytes_touched += st.bytes_touched;
         stats.units_visited += st.units_visited;
@@ -260,7 +269,10 @@ fn main() {
         let ms = time_per_query(reps, queries.len(), || {
             std::hint::black_box(index.search_batch(&queries, opts).unwrap());
         });
-        println!("  {label:<36} {:>8.3} ms/query wall ({:.3} cpu)", ms.0, ms.1);
+        println!(
+            "  {label:<36} {:>8.3} ms/query wall ({:.3} cpu)",
+            ms.0, ms.1
+        );
     };
     let col = |q: &Query, o: &SearchOptions| index.search(q, o).unwrap();
     let row = |q: &Query, o: &SearchOptions| scan.search(q, o).unwrap();
@@ -280,20 +292,32 @@ fn main() {
     }
 
     // what the k-th best scores are, and what a threshold search at that level costs
-    let mut kth: Vec<f64> = queries.iter().map(|q| index.search(q, &top10).unwrap()[9].score).collect();
+    let mut kth: Vec<f64> = queries
+        .iter()
+        .map(|q| index.search(q, &top10).unwrap()[9].score)
+        .collect();
     kth.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    println!("10th-best score: min {:.3}, median {:.3}, max {:.3}", kth[0], kth[50], kth[99]);
+    println!(
+        "10th-best score: min {:.3}, median {:.3}, max {:.3}",
+        kth[0], kth[50], kth[99]
+    );
     // top-10 if the final bar were known from the start (the best a pilot could do)
     let oracle: Vec<SearchOptions> = queries
         .iter()
-        .map(|q| SearchOptions { threshold: Some(index.search(q, &top10).unwrap()[9].score), ..top10 })
+        .map(|q| SearchOptions {
+            threshold: Some(index.search(q, &top10).unwrap()[9].score),
+            ..top10
+        })
         .collect();
     let ms = time_per_query(reps, queries.len(), || {
         for (q, o) in queries.iter().zip(&oracle) {
             std::hint::black_box(index.search(q, o).unwrap());
         }
     });
-    println!("  columns top-10 given its final bar {:>10.3} ms/query wall", ms.0);
+    println!(
+        "  columns top-10 given its final bar {:>10.3} ms/query wall",
+        ms.0
+    );
     for t in [0.4, 0.5, 0.6, 0.8] {
         let o = SearchOptions::threshold(t);
         let ms = time_per_query(reps, queries.len(), || {
@@ -333,7 +357,9 @@ fn crossover_runs(rng: &mut Rng, bits: &Bits, reps: usize) {
         "crossover on {n} fingerprints with popcounts 200..1000, {} blocks (1 thread, 5 queries each):",
         index.blocks()
     );
-    let only: Option<u32> = std::env::var("CROSSOVER_Q").ok().and_then(|v| v.parse().ok());
+    let only: Option<u32> = std::env::var("CROSSOVER_Q")
+        .ok()
+        .and_then(|v| v.parse().ok());
     for q_bits in [64u32, 128, 256, 384, 512, 768, 1024, 1536] {
         if only.is_some_and(|o| o != q_bits) {
             continue;
@@ -347,7 +373,10 @@ fn crossover_runs(rng: &mut Rng, bits: &Bits, reps: usize) {
                 Query::from_on_bits(BITS, &on[..q_bits as usize]).unwrap()
             })
             .collect();
-        for (name, o) in [("top-10", SearchOptions::top_k(10)), ("t=0.3", SearchOptions::threshold(0.3))] {
+        for (name, o) in [
+            ("top-10", SearchOptions::top_k(10)),
+            ("t=0.3", SearchOptions::threshold(0.3)),
+        ] {
             let (mut cb, mut rb) = (0, 0);
             for q in &qs {
                 cb += index.search_with_stats(q, &o).unwrap().1.bytes_touched;
@@ -393,7 +422,10 @@ fn crossover_runs(rng: &mut Rng, bits: &Bits, reps: usize) {
             .collect();
         let index = ColumnIndex::build(&rows, STRIDE, BITS, n, &pops).unwrap();
         let scan = RowScan::new(&rows, STRIDE, BITS, n, &pops).unwrap();
-        for (name, o) in [("t=0.7", SearchOptions::threshold(0.7)), ("top-10", SearchOptions::top_k(10))] {
+        for (name, o) in [
+            ("t=0.7", SearchOptions::threshold(0.7)),
+            ("top-10", SearchOptions::top_k(10)),
+        ] {
             let c = time_per_query(reps.max(5), qs.len(), || {
                 for q in &qs {
                     std::hint::black_box(index.search(q, &o).unwrap());
@@ -406,7 +438,11 @@ fn crossover_runs(rng: &mut Rng, bits: &Bits, reps: usize) {
                 }
             })
             .0;
-            println!("  n={n:>6} {name:<7}: columns {:>8.1} us, row scan {:>8.1} us", c * 1e3, r * 1e3);
+            println!(
+                "  n={n:>6} {name:<7}: columns {:>8.1} us, row scan {:>8.1} us",
+                c * 1e3,
+                r * 1e3
+            );
         }
     }
 }

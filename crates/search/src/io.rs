@@ -35,8 +35,8 @@ pub const FORMAT_NAME: &str = "molsift-columns";
 pub const FORMAT_VERSION: u32 = 1;
 
 #[derive(Debug, Serialize, Deserialize)]
-struct FileInfo {
-    bytes: u64,
+pub(crate) struct FileInfo {
+    pub(crate) bytes: u64,
     xxh3: String,
 }
 
@@ -58,32 +58,16 @@ impl ColumnIndex {
     /// Writes the index into `dir` (created if missing), replacing an index already there. The
     /// header is written last, so an interrupted write leaves no index that opens.
     pub fn write(&self, dir: &Path) -> Result<(), SearchError> {
-        std::fs::create_dir_all(dir).map_err(|e| SearchError::io(dir, e))?;
-        let header_path = dir.join(HEADER_FILE);
-        match std::fs::remove_file(&header_path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(SearchError::io(&header_path, e))
-            }
-            _ => {}
-        }
+        start_index(dir)?;
         let planes = write_words(&dir.join(PLANES_FILE), self.planes.as_slice())?;
         let order = write_words(&dir.join(ORDER_FILE), self.order.as_slice())?;
-        let header = Header {
-            format: FORMAT_NAME.into(),
-            version: FORMAT_VERSION,
+        let shape = IndexShape {
             bits: self.bits,
-            molecules: self.n,
-            block: BLOCK as u64,
+            n: self.n,
             blocks: self.blocks,
-            buckets: self.buckets.clone(),
-            bit_counts: self.bit_counts.clone(),
-            planes,
-            order,
+            buckets: &self.buckets,
         };
-        let text = serde_json::to_string_pretty(&header).expect("header serializes");
-        let tmp = dir.join(format!("{HEADER_FILE}.tmp"));
-        std::fs::write(&tmp, text).map_err(|e| SearchError::io(&tmp, e))?;
-        std::fs::rename(&tmp, &header_path).map_err(|e| SearchError::io(&header_path, e))
+        write_header(dir, &shape, &self.bit_counts, planes, order)
     }
 
     /// Opens an index written by [`ColumnIndex::write`]: checks the header (format, version,
@@ -92,11 +76,18 @@ impl ColumnIndex {
     /// read; see [`ColumnIndex::verify`].
     pub fn open(dir: &Path) -> Result<ColumnIndex, SearchError> {
         let header_path = dir.join(HEADER_FILE);
-        let text = std::fs::read_to_string(&header_path).map_err(|e| SearchError::io(&header_path, e))?;
-        let bad = |reason: String| SearchError::BadHeader { path: header_path.clone(), reason };
+        let text =
+            std::fs::read_to_string(&header_path).map_err(|e| SearchError::io(&header_path, e))?;
+        let bad = |reason: String| SearchError::BadHeader {
+            path: header_path.clone(),
+            reason,
+        };
         let h: Header = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
         if h.format != FORMAT_NAME {
-            return Err(bad(format!("format is {:?}, not {FORMAT_NAME:?}", h.format)));
+            return Err(bad(format!(
+                "format is {:?}, not {FORMAT_NAME:?}",
+                h.format
+            )));
         }
         if h.version != FORMAT_VERSION {
             return Err(SearchError::UnsupportedVersion {
@@ -107,7 +98,10 @@ impl ColumnIndex {
         }
         check_bits(h.bits).map_err(|e| bad(e.to_string()))?;
         if h.block != BLOCK as u64 {
-            return Err(bad(format!("block of {} molecules, this build uses {BLOCK}", h.block)));
+            return Err(bad(format!(
+                "block of {} molecules, this build uses {BLOCK}",
+                h.block
+            )));
         }
         check_buckets(&h).map_err(bad)?;
         if h.bit_counts.len() != h.bits as usize || h.bit_counts.iter().any(|&c| c > h.molecules) {
@@ -120,8 +114,10 @@ impl ColumnIndex {
             .checked_mul(h.blocks)
             .and_then(|x| x.checked_mul(BLOCK_WORDS as u64 * 8))
             .ok_or_else(|| bad("sizes overflow".into()))?;
-        let order_bytes =
-            h.blocks.checked_mul(BLOCK as u64 * 8).ok_or_else(|| bad("sizes overflow".into()))?;
+        let order_bytes = h
+            .blocks
+            .checked_mul(BLOCK as u64 * 8)
+            .ok_or_else(|| bad("sizes overflow".into()))?;
         if h.planes.bytes != plane_bytes || h.order.bytes != order_bytes {
             return Err(bad(format!(
                 "file sizes {} and {} do not match {} bits x {} blocks",
@@ -130,8 +126,11 @@ impl ColumnIndex {
         }
         let planes = map_words(&dir.join(PLANES_FILE), plane_bytes)?;
         let order = map_words(&dir.join(ORDER_FILE), order_bytes)?;
-        let origin =
-            Some(Origin { dir: dir.to_path_buf(), planes_xxh3: h.planes.xxh3, order_xxh3: h.order.xxh3 });
+        let origin = Some(Origin {
+            dir: dir.to_path_buf(),
+            planes_xxh3: h.planes.xxh3,
+            order_xxh3: h.order.xxh3,
+        });
         Ok(ColumnIndex {
             bits: h.bits,
             n: h.molecules,
@@ -164,8 +163,13 @@ impl ColumnIndex {
             }
         }
         let dir = self.origin.as_ref().map(|o| o.dir.as_path());
-        let order_path = dir.map(|d| d.join(ORDER_FILE)).unwrap_or_else(|| PathBuf::from(ORDER_FILE));
-        let corrupt = |reason: String| SearchError::Corrupted { path: order_path.clone(), reason };
+        let order_path = dir
+            .map(|d| d.join(ORDER_FILE))
+            .unwrap_or_else(|| PathBuf::from(ORDER_FILE));
+        let corrupt = |reason: String| SearchError::Corrupted {
+            path: order_path.clone(),
+            reason,
+        };
         let order = self.order.as_slice();
         let mut seen = vec![0u64; (self.n as usize).div_ceil(64)];
         for b in &self.buckets {
@@ -181,10 +185,14 @@ impl ColumnIndex {
                     continue;
                 }
                 if i >= self.n || seen[i as usize / 64] >> (i % 64) & 1 == 1 {
-                    return Err(corrupt(format!("slot {slot} holds {i}: out of range or repeated")));
+                    return Err(corrupt(format!(
+                        "slot {slot} holds {i}: out of range or repeated"
+                    )));
                 }
                 if prev.is_some_and(|p| p >= i) {
-                    return Err(corrupt(format!("slot {slot}: store indices not ascending in bucket")));
+                    return Err(corrupt(format!(
+                        "slot {slot}: store indices not ascending in bucket"
+                    )));
                 }
                 prev = Some(i);
                 seen[i as usize / 64] |= 1 << (i % 64);
@@ -200,10 +208,16 @@ fn check_buckets(h: &Header) -> Result<(), String> {
     let mut prev_p: Option<u32> = None;
     for b in &h.buckets {
         if b.popcount > h.bits || prev_p.is_some_and(|p| p >= b.popcount) {
-            return Err(format!("bucket popcount {} out of order or range", b.popcount));
+            return Err(format!(
+                "bucket popcount {} out of order or range",
+                b.popcount
+            ));
         }
         if b.count == 0 || b.first_block != next || b.blocks != b.count.div_ceil(BLOCK as u64) {
-            return Err(format!("bucket of popcount {} has an impossible shape", b.popcount));
+            return Err(format!(
+                "bucket of popcount {} has an impossible shape",
+                b.popcount
+            ));
         }
         prev_p = Some(b.popcount);
         next += b.blocks;
@@ -231,31 +245,123 @@ fn checksum(words: &[u64]) -> String {
     format!("{:016x}", h.digest())
 }
 
-fn write_words(path: &Path, words: &[u64]) -> Result<FileInfo, SearchError> {
-    let tmp = PathBuf::from(format!("{}.tmp", path.display()));
-    let io = |e| SearchError::io(&tmp, e);
-    let f = File::create(&tmp).map_err(io)?;
-    let mut w = BufWriter::with_capacity(1 << 20, f);
-    let mut h = Xxh3::new();
-    let mut buf = Vec::with_capacity(1 << 16);
-    for chunk in words.chunks(1 << 13) {
-        buf.clear();
-        for x in chunk {
-            buf.extend_from_slice(&x.to_le_bytes());
-        }
-        h.update(&buf);
-        w.write_all(&buf).map_err(io)?;
+/// What the header records about an index's shape.
+pub(crate) struct IndexShape<'a> {
+    pub(crate) bits: u32,
+    pub(crate) n: u64,
+    pub(crate) blocks: u64,
+    pub(crate) buckets: &'a [Bucket],
+}
+
+/// Prepares `dir` for a new index: creates it and removes the header of an index already
+/// there, so that nothing opens until the new header is written.
+pub(crate) fn start_index(dir: &Path) -> Result<(), SearchError> {
+    std::fs::create_dir_all(dir).map_err(|e| SearchError::io(dir, e))?;
+    let header_path = dir.join(HEADER_FILE);
+    match std::fs::remove_file(&header_path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(SearchError::io(&header_path, e)),
+        _ => Ok(()),
     }
-    let f = w.into_inner().map_err(|e| SearchError::io(&tmp, e.into_error()))?;
-    f.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(|e| SearchError::io(path, e))?;
-    Ok(FileInfo { bytes: words.len() as u64 * 8, xxh3: format!("{:016x}", h.digest()) })
+}
+
+/// Writes the header (under a temporary name, then renamed): the last step of writing an index.
+pub(crate) fn write_header(
+    dir: &Path,
+    shape: &IndexShape<'_>,
+    bit_counts: &[u64],
+    planes: FileInfo,
+    order: FileInfo,
+) -> Result<(), SearchError> {
+    let header = Header {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        bits: shape.bits,
+        molecules: shape.n,
+        block: BLOCK as u64,
+        blocks: shape.blocks,
+        buckets: shape.buckets.to_vec(),
+        bit_counts: bit_counts.to_vec(),
+        planes,
+        order,
+    };
+    let header_path = dir.join(HEADER_FILE);
+    let text = serde_json::to_string_pretty(&header).expect("header serializes");
+    let tmp = dir.join(format!("{HEADER_FILE}.tmp"));
+    std::fs::write(&tmp, text).map_err(|e| SearchError::io(&tmp, e))?;
+    std::fs::rename(&tmp, &header_path).map_err(|e| SearchError::io(&header_path, e))
+}
+
+/// A file of little-endian `u64` words written in order under a temporary name, hashed as it
+/// goes, synced and renamed by [`WordsFile::finish`].
+pub(crate) struct WordsFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    out: BufWriter<File>,
+    hash: Xxh3,
+    words: u64,
+    buf: Vec<u8>,
+}
+
+impl WordsFile {
+    pub(crate) fn create(path: &Path) -> Result<WordsFile, SearchError> {
+        let tmp = PathBuf::from(format!("{}.tmp", path.display()));
+        let f = File::create(&tmp).map_err(|e| SearchError::io(&tmp, e))?;
+        Ok(WordsFile {
+            path: path.to_path_buf(),
+            tmp,
+            out: BufWriter::with_capacity(1 << 20, f),
+            hash: Xxh3::new(),
+            words: 0,
+            buf: Vec::with_capacity(1 << 16),
+        })
+    }
+
+    pub(crate) fn push(&mut self, words: &[u64]) -> Result<(), SearchError> {
+        for chunk in words.chunks(1 << 13) {
+            self.buf.clear();
+            for x in chunk {
+                self.buf.extend_from_slice(&x.to_le_bytes());
+            }
+            self.hash.update(&self.buf);
+            self.out
+                .write_all(&self.buf)
+                .map_err(|e| SearchError::io(&self.tmp, e))?;
+        }
+        self.words += words.len() as u64;
+        Ok(())
+    }
+
+    pub(crate) fn finish(self) -> Result<FileInfo, SearchError> {
+        let tmp = self.tmp;
+        let f = self
+            .out
+            .into_inner()
+            .map_err(|e| SearchError::io(&tmp, e.into_error()))?;
+        f.sync_all().map_err(|e| SearchError::io(&tmp, e))?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| SearchError::io(&self.path, e))?;
+        Ok(FileInfo {
+            bytes: self.words * 8,
+            xxh3: format!("{:016x}", self.hash.digest()),
+        })
+    }
+}
+
+pub(crate) fn write_words(path: &Path, words: &[u64]) -> Result<FileInfo, SearchError> {
+    let mut f = WordsFile::create(path)?;
+    f.push(words)?;
+    f.finish()
 }
 
 fn map_words(path: &Path, expected: u64) -> Result<Words, SearchError> {
-    let found = std::fs::metadata(path).map_err(|e| SearchError::io(path, e))?.len();
+    let found = std::fs::metadata(path)
+        .map_err(|e| SearchError::io(path, e))?
+        .len();
     if found != expected {
-        return Err(SearchError::WrongSize { path: path.to_path_buf(), expected, found });
+        return Err(SearchError::WrongSize {
+            path: path.to_path_buf(),
+            expected,
+            found,
+        });
     }
     if expected == 0 {
         return Ok(Words::Empty);

@@ -65,7 +65,10 @@ impl Words {
                 // SAFETY: mmap is page aligned; `open` checked the length is a multiple of 8 and
                 // the crate refuses to build on big-endian targets (see lib.rs).
                 let (head, words, tail) = unsafe { m.align_to::<u64>() };
-                assert!(head.is_empty() && tail.is_empty(), "mapped file not u64 aligned");
+                assert!(
+                    head.is_empty() && tail.is_empty(),
+                    "mapped file not u64 aligned"
+                );
                 words
             }
             Words::Empty => &[],
@@ -118,7 +121,12 @@ impl ColumnIndex {
     pub fn from_store(store: &molsift_store::Store) -> Result<ColumnIndex, SearchError> {
         let bits = store.manifest().fingerprint.bits;
         check_bits(bits)?;
-        build_with(bits, store.len(), |i| store.fingerprint(i), |i| u32::from(store.popcount(i)))
+        build_with(
+            bits,
+            store.len(),
+            |i| store.fingerprint(i),
+            |i| u32::from(store.popcount(i)),
+        )
     }
 
     /// Bits per fingerprint.
@@ -197,8 +205,9 @@ pub(crate) fn check_shape(
             "row stride of {stride_words} words is shorter than a {bits}-bit fingerprint"
         )));
     }
-    let need =
-        n.checked_mul(stride_words).ok_or_else(|| SearchError::Invalid("n * stride overflows".into()))?;
+    let need = n
+        .checked_mul(stride_words)
+        .ok_or_else(|| SearchError::Invalid("n * stride overflows".into()))?;
     if rows.len() < need {
         return Err(SearchError::Invalid(format!(
             "{n} rows of {stride_words} words need {need} words, got {}",
@@ -206,9 +215,76 @@ pub(crate) fn check_shape(
         )));
     }
     if popcounts.len() != n {
-        return Err(SearchError::Invalid(format!("{n} molecules but {} popcounts", popcounts.len())));
+        return Err(SearchError::Invalid(format!(
+            "{n} molecules but {} popcounts",
+            popcounts.len()
+        )));
     }
     Ok(layout)
+}
+
+/// The popcount sort shared by every way of building an index: the buckets (ascending
+/// popcount, each padded to whole blocks) and `order` (store index per sorted slot, ascending
+/// within a bucket, [`PAD`] for padding).
+pub(crate) struct Sorted {
+    pub(crate) buckets: Vec<Bucket>,
+    pub(crate) blocks: u64,
+    pub(crate) order: Vec<u64>,
+}
+
+/// Counting sort of `n` molecules by popcount. Errors if a popcount exceeds `bits`.
+pub(crate) fn sort_by_popcount(
+    bits: u32,
+    n: usize,
+    pop: impl Fn(usize) -> u32,
+) -> Result<Sorted, SearchError> {
+    let mut counts = vec![0u64; bits as usize + 1];
+    for i in 0..n {
+        let p = pop(i);
+        if p > bits {
+            return Err(SearchError::Invalid(format!(
+                "molecule {i}: popcount {p} exceeds {bits} bits"
+            )));
+        }
+        counts[p as usize] += 1;
+    }
+    let mut buckets = Vec::new();
+    let mut next_block = 0u64;
+    for (p, &count) in counts.iter().enumerate() {
+        if count > 0 {
+            let blocks = count.div_ceil(BLOCK as u64);
+            buckets.push(Bucket {
+                popcount: p as u32,
+                first_block: next_block,
+                blocks,
+                count,
+            });
+            next_block += blocks;
+        }
+    }
+    let blocks = next_block;
+    let mut order = vec![PAD; blocks as usize * BLOCK];
+    let mut cursor = vec![0u64; bits as usize + 1];
+    for b in &buckets {
+        cursor[b.popcount as usize] = b.first_block * BLOCK as u64;
+    }
+    for i in 0..n {
+        let c = &mut cursor[pop(i) as usize];
+        order[*c as usize] = i as u64;
+        *c += 1;
+    }
+    Ok(Sorted {
+        buckets,
+        blocks,
+        order,
+    })
+}
+
+/// The error for a molecule whose given popcount disagrees with its fingerprint.
+pub(crate) fn wrong_popcount(idx: u64, given: u32, found: u32) -> SearchError {
+    SearchError::Invalid(format!(
+        "molecule {idx}: popcount given as {given} but its fingerprint has {found} bits"
+    ))
 }
 
 /// Counting sort by popcount, then transpose 512 slots (one cache line per plane) at a time.
@@ -220,36 +296,11 @@ fn build_with<'r>(
     row: impl Fn(usize) -> &'r [u64],
     pop: impl Fn(usize) -> u32,
 ) -> Result<ColumnIndex, SearchError> {
-    let mut counts = vec![0u64; bits as usize + 1];
-    for i in 0..n {
-        let p = pop(i);
-        if p > bits {
-            return Err(SearchError::Invalid(format!("molecule {i}: popcount {p} exceeds {bits} bits")));
-        }
-        counts[p as usize] += 1;
-    }
-    let mut buckets = Vec::new();
-    let mut next_block = 0u64;
-    for (p, &count) in counts.iter().enumerate() {
-        if count > 0 {
-            let blocks = count.div_ceil(BLOCK as u64);
-            buckets.push(Bucket { popcount: p as u32, first_block: next_block, blocks, count });
-            next_block += blocks;
-        }
-    }
-    let blocks = next_block;
-    let slots = blocks as usize * BLOCK;
-    let mut order = vec![PAD; slots];
-    let mut cursor = vec![0u64; bits as usize + 1];
-    for b in &buckets {
-        cursor[b.popcount as usize] = b.first_block * BLOCK as u64;
-    }
-    for i in 0..n {
-        let c = &mut cursor[pop(i) as usize];
-        order[*c as usize] = i as u64;
-        *c += 1;
-    }
-
+    let Sorted {
+        buckets,
+        blocks,
+        order,
+    } = sort_by_popcount(bits, n, &pop)?;
     let plane_words = blocks as usize * BLOCK_WORDS;
     let mut planes = vec![0u64; bits as usize * plane_words];
     const GROUP_WORDS: usize = 8; // 512 slots: one cache line of every plane
@@ -275,10 +326,7 @@ fn build_with<'r>(
                 }
             }
             if found != pop(idx as usize) {
-                return Err(SearchError::Invalid(format!(
-                    "molecule {idx}: popcount given as {} but its fingerprint has {found} bits",
-                    pop(idx as usize)
-                )));
+                return Err(wrong_popcount(idx, pop(idx as usize), found));
             }
         }
         for b in 0..bits as usize {
@@ -291,8 +339,16 @@ fn build_with<'r>(
         n: n as u64,
         blocks,
         buckets,
-        planes: if planes.is_empty() { Words::Empty } else { Words::Owned(planes) },
-        order: if order.is_empty() { Words::Empty } else { Words::Owned(order) },
+        planes: if planes.is_empty() {
+            Words::Empty
+        } else {
+            Words::Owned(planes)
+        },
+        order: if order.is_empty() {
+            Words::Empty
+        } else {
+            Words::Owned(order)
+        },
         bit_counts,
         origin: None,
     })
@@ -322,8 +378,18 @@ mod tests {
         assert_eq!(
             idx.buckets(),
             &[
-                Bucket { popcount: 1, first_block: 0, blocks: 2, count: 300 },
-                Bucket { popcount: 2, first_block: 2, blocks: 1, count: 2 }
+                Bucket {
+                    popcount: 1,
+                    first_block: 0,
+                    blocks: 2,
+                    count: 300
+                },
+                Bucket {
+                    popcount: 2,
+                    first_block: 2,
+                    blocks: 1,
+                    count: 2
+                }
             ]
         );
         assert_eq!(idx.order()[299], 299);
@@ -334,7 +400,9 @@ mod tests {
         assert_eq!(idx.plane(2)[513 / 64] >> (513 % 64) & 1, 1);
         assert_eq!(idx.plane(5)[0] >> 5 & 1, 1);
         assert_eq!(idx.plane(1)[513 / 64] >> (513 % 64) & 1, 0);
-        let total: u32 = (0..bits).map(|b| idx.plane(b).iter().map(|w| w.count_ones()).sum::<u32>()).sum();
+        let total: u32 = (0..bits)
+            .map(|b| idx.plane(b).iter().map(|w| w.count_ones()).sum::<u32>())
+            .sum();
         assert_eq!(total, 300 + 4);
     }
 

@@ -10,7 +10,9 @@
 //!   common-bit counts, abandons blocks where no molecule can still reach the bar, and compares
 //!   the counts with the bucket's integer bar; buckets that cannot reach the bar are skipped.
 //!   Built in memory with [`ColumnIndex::build`] or [`ColumnIndex::from_store`], saved next to
-//!   the store with [`ColumnIndex::write`] and mapped back with [`ColumnIndex::open`].
+//!   the store with [`ColumnIndex::write`] and mapped back with [`ColumnIndex::open`]; or
+//!   written straight to files a group of planes at a time, for indexes larger than memory,
+//!   with [`ColumnIndex::write_from_store`] or [`write_index`].
 //! * [`RowScan`]: a scan over the row-major fingerprints with popcount pruning, for very dense
 //!   queries, tiny stores, or when no index is built.
 //!
@@ -49,6 +51,7 @@ compile_error!(
 
 mod adders;
 mod batch;
+mod build;
 mod columns;
 mod error;
 mod io;
@@ -59,6 +62,7 @@ mod scan;
 mod threshold;
 mod topk;
 
+pub use build::{write_index, DEFAULT_BUILD_BUDGET};
 pub use error::SearchError;
 pub use io::{FORMAT_NAME, FORMAT_VERSION, HEADER_FILE, ORDER_FILE, PLANES_FILE};
 pub use layout::{Bucket, ColumnIndex, BLOCK, MAX_BITS};
@@ -87,8 +91,10 @@ pub fn choose(index: &ColumnIndex, query_on_bits: u32) -> SearchPath {
     if index.is_empty() {
         return SearchPath::Columns;
     }
-    let stride = molsift_fp::FingerprintLayout::new(index.bits()).map_or(0, |l| l.row_stride_bytes()) as u64;
-    let column = u64::from(query_on_bits) * index.blocks() * (BLOCK as u64 / 8) * COLUMN_BYTE_COST_TENTHS;
+    let stride =
+        molsift_fp::FingerprintLayout::new(index.bits()).map_or(0, |l| l.row_stride_bytes()) as u64;
+    let column =
+        u64::from(query_on_bits) * index.blocks() * (BLOCK as u64 / 8) * COLUMN_BYTE_COST_TENTHS;
     let row = index.len() as u64 * stride * 10;
     if column > row {
         SearchPath::Rows
@@ -106,7 +112,9 @@ pub fn search(
     opts: &SearchOptions,
 ) -> Result<(Vec<Hit>, SearchStats), SearchError> {
     match rows {
-        Some(r) if choose(columns, query.popcount()) == SearchPath::Rows => r.search_with_stats(query, opts),
+        Some(r) if choose(columns, query.popcount()) == SearchPath::Rows => {
+            r.search_with_stats(query, opts)
+        }
         _ => columns.search_with_stats(query, opts),
     }
 }
@@ -120,7 +128,9 @@ pub fn search_batch(
     opts: &SearchOptions,
 ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
     let by_rows = |q: &Query| rows.is_some() && choose(columns, q.popcount()) == SearchPath::Rows;
-    let col_ix: Vec<usize> = (0..queries.len()).filter(|&i| !by_rows(&queries[i])).collect();
+    let col_ix: Vec<usize> = (0..queries.len())
+        .filter(|&i| !by_rows(&queries[i]))
+        .collect();
     let col_queries: Vec<Query> = col_ix.iter().map(|&i| queries[i].clone()).collect();
     let (col_hits, mut stats) = columns.search_batch_with_stats(&col_queries, opts)?;
     let mut out = vec![Vec::new(); queries.len()];

@@ -4,7 +4,9 @@
 mod common;
 
 use common::{brute, family_set, queries_for};
-use molsift_search::{ColumnIndex, SearchError, SearchOptions, HEADER_FILE, ORDER_FILE, PLANES_FILE};
+use molsift_search::{
+    ColumnIndex, SearchError, SearchOptions, HEADER_FILE, ORDER_FILE, PLANES_FILE,
+};
 
 fn built() -> (common::Set, ColumnIndex) {
     let set = family_set(30, 2048, 1200, 40);
@@ -26,7 +28,10 @@ fn write_open_round_trip() {
     assert_eq!(back.plane(17), idx.plane(17));
     for q in queries_for(31, &set, 5) {
         for o in [SearchOptions::threshold(0.4), SearchOptions::top_k(10)] {
-            assert_eq!(back.search(&q, &o).unwrap(), brute(&set, &q, o.threshold, o.k));
+            assert_eq!(
+                back.search(&q, &o).unwrap(),
+                brute(&set, &q, o.threshold, o.k)
+            );
         }
     }
     // rewriting in place works and leaves no temporary files
@@ -48,7 +53,10 @@ fn empty_index_round_trips() {
     back.verify().unwrap();
     assert!(back.is_empty());
     let q = molsift_search::Query::from_on_bits(2048, &[1, 2]).unwrap();
-    assert!(back.search(&q, &SearchOptions::top_k(5)).unwrap().is_empty());
+    assert!(back
+        .search(&q, &SearchOptions::top_k(5))
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -59,7 +67,12 @@ fn truncated_files_are_refused_by_name() {
         idx.write(dir.path()).unwrap();
         let path = dir.path().join(name);
         let len = std::fs::metadata(&path).unwrap().len();
-        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 8).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(len - 8)
+            .unwrap();
         let err = ColumnIndex::open(dir.path()).unwrap_err();
         assert!(matches!(err, SearchError::WrongSize { .. }), "{err}");
         assert!(err.to_string().contains(name), "{err}");
@@ -79,15 +92,25 @@ fn missing_or_damaged_header_is_refused() {
     let text = std::fs::read_to_string(&h).unwrap();
     std::fs::write(&h, text.replace("\"version\": 1", "\"version\": 7")).unwrap();
     let err = ColumnIndex::open(dir.path()).unwrap_err();
-    assert!(matches!(err, SearchError::UnsupportedVersion { found: 7, .. }), "{err}");
+    assert!(
+        matches!(err, SearchError::UnsupportedVersion { found: 7, .. }),
+        "{err}"
+    );
 
-    std::fs::write(&h, text.replace("\"molecules\": 1200", "\"molecules\": 1201")).unwrap();
+    std::fs::write(
+        &h,
+        text.replace("\"molecules\": 1200", "\"molecules\": 1201"),
+    )
+    .unwrap();
     let err = ColumnIndex::open(dir.path()).unwrap_err();
     assert!(matches!(err, SearchError::BadHeader { .. }), "{err}");
     assert!(err.to_string().contains(HEADER_FILE), "{err}");
 
     std::fs::write(&h, "{ not json").unwrap();
-    assert!(matches!(ColumnIndex::open(dir.path()), Err(SearchError::BadHeader { .. })));
+    assert!(matches!(
+        ColumnIndex::open(dir.path()),
+        Err(SearchError::BadHeader { .. })
+    ));
 }
 
 #[test]
@@ -114,14 +137,17 @@ fn built_from_a_store_equals_built_from_rows() {
     let spec = FingerprintSpec::new("morgan", 2048, serde_json::json!({"radius": 2})).unwrap();
     let mut w = StoreWriter::create(&path, spec, false).unwrap();
     for i in 0..set.n() {
-        let on: Vec<u32> =
-            (0..2048u32).filter(|&b| set.row(i)[b as usize / 64] >> (b % 64) & 1 == 1).collect();
-        w.add_molecule(&format!("m{i}"), "C", i as u64 + 1, &on).unwrap();
+        let on: Vec<u32> = (0..2048u32)
+            .filter(|&b| set.row(i)[b as usize / 64] >> (b % 64) & 1 == 1)
+            .collect();
+        w.add_molecule(&format!("m{i}"), "C", i as u64 + 1, &on)
+            .unwrap();
     }
     w.finish().unwrap();
     let store = Store::open(&path, Verify::Full).unwrap();
     let from_store = ColumnIndex::from_store(&store).unwrap();
-    let from_rows = ColumnIndex::build(&set.rows, set.stride, set.bits, set.n(), &set.pops).unwrap();
+    let from_rows =
+        ColumnIndex::build(&set.rows, set.stride, set.bits, set.n(), &set.pops).unwrap();
     assert_eq!(from_store.order(), from_rows.order());
     assert_eq!(from_store.buckets(), from_rows.buckets());
     for b in 0..2048 {
@@ -131,4 +157,77 @@ fn built_from_a_store_equals_built_from_rows() {
     from_store.write(&path).unwrap();
     assert!(Store::open(&path, Verify::Full).is_ok());
     ColumnIndex::open(&path).unwrap().verify().unwrap();
+}
+
+#[test]
+fn written_in_passes_equals_built_in_memory_byte_for_byte() {
+    use molsift_search::{write_index, HEADER_FILE, ORDER_FILE};
+    let set = family_set(33, 2048, 1500, 40);
+    let whole = tempfile::tempdir().unwrap();
+    ColumnIndex::build(&set.rows, set.stride, set.bits, set.n(), &set.pops)
+        .unwrap()
+        .write(whole.path())
+        .unwrap();
+    let words = set.bits as usize / 64;
+    let plane_bytes = (ColumnIndex::open(whole.path()).unwrap().blocks() * 32) as usize;
+    // one plane per pass, 100 planes (not a multiple of 64 bits), 1000, and all in one pass
+    for budget in [1, plane_bytes * 100, plane_bytes * 1000, usize::MAX / 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut calls = 0usize;
+        let written = write_index(
+            dir.path(),
+            set.bits,
+            set.n(),
+            |i| u32::from(set.pops[i]),
+            |i, row| {
+                calls += 1;
+                row.copy_from_slice(&set.row(i)[..words]);
+            },
+            budget,
+        )
+        .unwrap();
+        let passes = if budget == 1 {
+            2048
+        } else {
+            2048usize.div_ceil((budget / plane_bytes).min(2048))
+        };
+        assert_eq!(
+            calls,
+            passes * set.n(),
+            "budget {budget}: one fetch per molecule and pass"
+        );
+        for f in [PLANES_FILE, ORDER_FILE, HEADER_FILE] {
+            let (a, b) = (
+                std::fs::read(whole.path().join(f)).unwrap(),
+                std::fs::read(dir.path().join(f)).unwrap(),
+            );
+            assert!(a == b, "budget {budget}: {f} differs");
+        }
+        assert_eq!(
+            written,
+            (plane_bytes * 2048 + plane_bytes * 64) as u64,
+            "planes plus 8 bytes per slot of order"
+        );
+        ColumnIndex::open(dir.path()).unwrap().verify().unwrap();
+    }
+}
+
+#[test]
+fn written_in_passes_refuses_a_wrong_popcount_and_leaves_no_index() {
+    let set = family_set(34, 2048, 300, 40);
+    let dir = tempfile::tempdir().unwrap();
+    let err = molsift_search::write_index(
+        dir.path(),
+        set.bits,
+        set.n(),
+        |i| u32::from(set.pops[i]) + u32::from(i == 7),
+        |i, row| row.copy_from_slice(&set.row(i)[..32]),
+        1 << 20,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("molecule 7: popcount"), "{err}");
+    assert!(
+        ColumnIndex::open(dir.path()).is_err(),
+        "no header, no index"
+    );
 }

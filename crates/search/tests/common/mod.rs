@@ -4,21 +4,9 @@
 
 use molsift_search::{Hit, Query};
 
-/// splitmix64
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "../../examples/common/rng.rs"]
+mod rng;
+pub use rng::Rng;
 
 /// Row-major fingerprints with their popcounts.
 pub struct Set {
@@ -43,18 +31,28 @@ impl Set {
         for &b in on {
             r[b as usize / 64] |= 1 << (b % 64);
         }
-        self.pops.push(r.iter().map(|w| w.count_ones() as u16).sum());
+        self.pops
+            .push(r.iter().map(|w| w.count_ones() as u16).sum());
         self.rows.extend(r);
     }
     pub fn new(bits: u32) -> Set {
         let stride = (bits as usize / 64).div_ceil(8) * 8;
-        Set { bits, stride, rows: Vec::new(), pops: Vec::new() }
+        Set {
+            bits,
+            stride,
+            rows: Vec::new(),
+            pops: Vec::new(),
+        }
     }
 }
 
 /// A random fingerprint of about `density` on-bits, drawn with a skew towards low bit numbers.
 pub fn random_bits(rng: &mut Rng, bits: u32, density: u32) -> Vec<u32> {
-    let n = if density == 0 { 0 } else { (density / 2 + rng.below(u64::from(density)) as u32).min(bits) };
+    let n = if density == 0 {
+        0
+    } else {
+        (density / 2 + rng.below(u64::from(density)) as u32).min(bits)
+    };
     (0..n)
         .map(|_| {
             // half uniform, half from a narrow "common" range
@@ -80,7 +78,9 @@ pub fn mutate(rng: &mut Rng, bits: u32, base: &[u32]) -> Vec<u32> {
 pub fn family_set(seed: u64, bits: u32, n: usize, density: u32) -> Set {
     let mut rng = Rng(seed);
     let mut s = Set::new(bits);
-    let bases: Vec<Vec<u32>> = (0..(n / 20).max(1)).map(|_| random_bits(&mut rng, bits, density)).collect();
+    let bases: Vec<Vec<u32>> = (0..(n / 20).max(1))
+        .map(|_| random_bits(&mut rng, bits, density))
+        .collect();
     let mut made: Vec<Vec<u32>> = Vec::new();
     for _ in 0..n {
         let on = match rng.below(10) {
@@ -130,15 +130,32 @@ pub fn brute(set: &Set, query: &Query, threshold: Option<f64>, k: Option<usize>)
     let q = query.popcount();
     let mut all = Vec::new();
     for i in 0..set.n() {
-        let c: u32 = set.row(i).iter().zip(query.row()).map(|(a, b)| (a & b).count_ones()).sum();
+        let c: u32 = set
+            .row(i)
+            .iter()
+            .zip(query.row())
+            .map(|(a, b)| (a & b).count_ones())
+            .sum();
         let p = u32::from(set.pops[i]);
         let union = p + q - c;
-        let score = if union == 0 { 0.0 } else { c as f64 / union as f64 };
+        let score = if union == 0 {
+            0.0
+        } else {
+            c as f64 / union as f64
+        };
         if score >= threshold.unwrap_or(0.0) {
-            all.push(Hit { index: i as u64, score });
+            all.push(Hit {
+                index: i as u64,
+                score,
+            });
         }
     }
-    all.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap().then(a.index.cmp(&b.index)));
+    all.sort_by(|a, b| {
+        b.score
+            .partial_cmp(&a.score)
+            .unwrap()
+            .then(a.index.cmp(&b.index))
+    });
     if let Some(k) = k {
         all.truncate(k);
     }
