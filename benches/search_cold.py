@@ -4,7 +4,10 @@ the time and the bytes actually read from the disk (/proc/diskstats, machine-wid
 bytes of fingerprints and columns the search touched. A second pass over the same queries shows
 the warm figures.
 
-    sudo .venv/bin/python benches/search_cold.py [STORE] [--threshold 0.7] [--k K]
+    sudo .venv/bin/python benches/search_cold.py [STORE] [--threshold 0.7] [--k K] [--read-ahead auto|on|off]
+
+--read-ahead: the search's madvise(MADV_WILLNEED) hints for the planes each query scans (auto:
+on when the index is larger than half the memory the page cache may use, cgroup included).
 
 STORE defaults to the one benches/search.py builds (/tmp/molsift-search-bench/moses_db.store)."""
 
@@ -56,6 +59,7 @@ def main() -> None:
     ap.add_argument("store", nargs="?", default="/tmp/molsift-search-bench/moses_db.store")
     ap.add_argument("-t", "--threshold", type=float, default=0.7)
     ap.add_argument("-k", "--k", type=int, default=None)
+    ap.add_argument("--read-ahead", choices=("auto", "on", "off"), default="auto")
     args = ap.parse_args()
     import molsift
 
@@ -63,10 +67,13 @@ def main() -> None:
     store = molsift.open_store(args.store, verify=False)
     size = sum(p.stat().st_size for p in Path(args.store).iterdir())
     store.search("CCO", threshold=1.0)  # open the index before timing; fingerprint the queries
+    if args.read_ahead != "auto":
+        store._searcher().read_ahead = args.read_ahead == "on"
     with open("/proc/sys/vm/drop_caches", "w") as f:  # needs root
         os.sync()
         f.write("3\n")
-    print(f"store {args.store}: {len(store):,} molecules, {size:,} bytes; caches dropped")
+    print(f"store {args.store}: {len(store):,} molecules, {size:,} bytes; caches dropped; "
+          f"read-ahead hints {'on' if store._searcher().read_ahead else 'off'} ({args.read_ahead})")
     print("| pass | median ms/query | first query ms | max ms/query | disk bytes read: first query | all queries | bytes touched/query (median) | hits |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in ("cold (first touch after drop_caches)", "warm (same queries again)"):

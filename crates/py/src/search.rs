@@ -117,6 +117,19 @@ impl PySearcher {
         self.columns.len()
     }
 
+    /// Whether searches give the kernel read-ahead hints (madvise WILLNEED) for the planes each
+    /// query scans; on by default when the index is larger than half the memory the page cache
+    /// may use. Settable (results never change, only how pages come in from disk).
+    #[getter]
+    fn read_ahead(&self) -> bool {
+        self.columns.read_ahead()
+    }
+
+    #[setter]
+    fn set_read_ahead(&mut self, on: bool) {
+        self.columns.set_read_ahead(on);
+    }
+
     /// True when the store had no column index on disk and one was built at open.
     #[getter]
     fn index_built_in_memory(&self) -> bool {

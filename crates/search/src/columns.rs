@@ -196,7 +196,9 @@ impl ColumnIndex {
                         if sink.need() == UNREACHABLE {
                             continue;
                         }
-                        let r = plan.scan(bucket, share(bucket.block_range(), threads, i), &mut sink);
+                        let mine = share(bucket.block_range(), threads, i);
+                        plan.advise(mine.clone(), sink.need());
+                        let r = plan.scan(bucket, mine, &mut sink);
                         buckets += u32::from(r.blocks > 0);
                         read.add(r);
                     }
@@ -219,6 +221,13 @@ impl ColumnIndex {
                     .filter(|&b| need_f64(t, self.buckets[b].popcount, q) != UNREACHABLE)
                     .collect();
                 let total: u64 = work.iter().map(|&b| self.buckets[b].blocks).sum();
+                if threads == 1 {
+                    let scans: Vec<_> = work
+                        .iter()
+                        .map(|&b| (self.buckets[b].block_range(), need_f64(t, self.buckets[b].popcount, q)))
+                        .collect();
+                    plan.advise_all(&scans);
+                }
                 let run = |i: usize| {
                     let mine = share(0..total, threads, i);
                     let mut sink = ThresholdSink::new(self.order(), t, q);
@@ -231,6 +240,9 @@ impl ColumnIndex {
                         if lo < hi {
                             sink.enter(bucket.popcount);
                             let r = bucket.first_block + (lo - at)..bucket.first_block + (hi - at);
+                            if threads > 1 {
+                                plan.advise(r.clone(), sink.need());
+                            }
                             read.add(plan.scan(bucket, r, &mut sink));
                         }
                         at += bucket.blocks;

@@ -131,7 +131,7 @@ impl ColumnIndex {
             planes_xxh3: h.planes.xxh3,
             order_xxh3: h.order.xxh3,
         });
-        Ok(ColumnIndex {
+        let mut index = ColumnIndex {
             bits: h.bits,
             n: h.molecules,
             blocks: h.blocks,
@@ -140,7 +140,10 @@ impl ColumnIndex {
             order,
             bit_counts: h.bit_counts,
             origin,
-        })
+            advise: false,
+        };
+        index.set_read_ahead(plane_bytes > cache_memory() / 2);
+        Ok(index)
     }
 
     /// Checks what [`ColumnIndex::open`] trusts, reading everything once: for an index opened
@@ -200,6 +203,38 @@ impl ColumnIndex {
         }
         Ok(())
     }
+}
+
+/// Bytes the page cache may hold for this process: the kernel's `MemAvailable`, or this
+/// process's memory cgroup limit (v1 or v2) if lower. `u64::MAX` if neither can be read.
+pub(crate) fn cache_memory() -> u64 {
+    let mut limit = u64::MAX;
+    if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
+        if let Some(kb) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            limit = kb * 1024;
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") {
+        for line in text.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (_, ctrl, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            let file = if ctrl.split(',').any(|c| c == "memory") {
+                format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+            } else if ctrl.is_empty() {
+                format!("/sys/fs/cgroup{path}/memory.max")
+            } else {
+                continue;
+            };
+            if let Some(v) = std::fs::read_to_string(file).ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+                limit = limit.min(v);
+            }
+        }
+    }
+    limit
 }
 
 fn check_buckets(h: &Header) -> Result<(), String> {

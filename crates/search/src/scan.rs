@@ -61,6 +61,8 @@ pub(crate) trait Sink {
 pub(crate) struct Plan<'a> {
     pub(crate) index: &'a ColumnIndex,
     pub(crate) q: u32,
+    /// the query's bits, rarest first (the order the planes are read)
+    pub(crate) bits: Vec<u32>,
     ptrs: Vec<*const u64>,
 }
 
@@ -81,7 +83,51 @@ impl<'a> Plan<'a> {
         let mut bits = query.on_bits().to_vec();
         bits.sort_by_key(|&b| (index.bit_counts[b as usize], b));
         let ptrs = bits.iter().map(|&b| planes[b as usize * w..].as_ptr()).collect();
-        Ok(Plan { index, q: query.popcount(), ptrs })
+        Ok(Plan { index, q: query.popcount(), bits, ptrs })
+    }
+
+    /// Asks the kernel to read ahead what a scan of `blocks` with bar `m` reads from every
+    /// block: the first [`phase1_planes`] of the query's planes over those blocks (the rest is
+    /// read only for surviving blocks). Only for a mapped index with read-ahead hints on.
+    pub(crate) fn advise(&self, blocks: Range<u64>, m: u32) {
+        self.advise_all(&[(blocks, m)]);
+    }
+
+    /// [`Plan::advise`] for several block ranges at once (ascending): one hint per plane and
+    /// run of adjacent ranges that read it in phase 1.
+    pub(crate) fn advise_all(&self, scans: &[(Range<u64>, u32)]) {
+        if !self.index.advise {
+            return;
+        }
+        let w = self.index.plane_words();
+        let n = self.bits.len();
+        let firsts: Vec<usize> =
+            scans.iter().map(|(_, m)| if *m == UNREACHABLE { 0 } else { phase1_planes(*m, n) }).collect();
+        for (j, &b) in self.bits.iter().enumerate() {
+            let mut run: Option<Range<u64>> = None;
+            for ((blocks, _), &f) in scans.iter().zip(&firsts) {
+                let wanted = j < f && !blocks.is_empty();
+                match &mut run {
+                    Some(r) if wanted && r.end == blocks.start => r.end = blocks.end,
+                    _ => {
+                        if let Some(r) = run.take() {
+                            self.hint(b, w, r);
+                        }
+                        if wanted {
+                            run = Some(blocks.clone());
+                        }
+                    }
+                }
+            }
+            if let Some(r) = run {
+                self.hint(b, w, r);
+            }
+        }
+    }
+
+    fn hint(&self, bit: u32, plane_words: usize, blocks: Range<u64>) {
+        let from = bit as usize * plane_words + blocks.start as usize * BLOCK_WORDS;
+        self.index.planes.will_need(from, (blocks.end - blocks.start) as usize * BLOCK_WORDS);
     }
 
     /// Scans `blocks` (inside `bucket`), feeding `sink`; returns what it read.
@@ -142,6 +188,17 @@ const SURVIVOR_PREFETCH: usize = 2;
 /// Planes read by every block beyond the gate's first check.
 const EXTRA_PLANES: usize = 8;
 
+/// Planes every block reads in phase 1 of a scan with bar `m` over `n` planes: up to the gate's
+/// first check plus [`EXTRA_PLANES`] (all `n` when the gate never closes).
+pub(crate) fn phase1_planes(m: u32, n: usize) -> usize {
+    let gate = Gate::new(m, n);
+    if gate.from >= n {
+        n
+    } else {
+        (gate.from + EXTRA_PLANES).min(n)
+    }
+}
+
 /// Scans `blocks` in runs of [`RUN`] blocks, in two phases per run:
 ///
 /// 1. every block adds the query's rarest planes up to the gate's first check (prefetched as a
@@ -196,7 +253,7 @@ unsafe fn scan_impl<const L: usize, S: Sink>(
                 return read;
             }
             let gate = Gate::new(m, n);
-            let f = if gate.from >= n { n } else { (gate.from + EXTRA_PLANES).min(n) };
+            let f = phase1_planes(m, n);
             if kept > 0 && f != first {
                 break; // the bar moved: settle the kept blocks first
             }
