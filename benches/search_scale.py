@@ -21,7 +21,7 @@ Peers and checks:
 - Disk bytes read (/proc/diskstats, machine-wide) during the first pass over the queries, which
   at 100 M cannot all come from the page cache.
 
-    .venv/bin/python benches/search_scale.py --sizes 10000000,100000000 --workdir /work/scale
+    .venv/bin/python benches/search_scale.py --sizes 10000000,100000000 --workdir /work/scale --drop-caches
 """
 
 from __future__ import annotations
@@ -141,6 +141,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--repeats-large", type=int, default=1, help="repeats above 20 M molecules")
     ap.add_argument("--budget-mib", type=int, default=4096, help="memory for planes while building an index")
+    ap.add_argument("--drop-caches", action="store_true", help="drop the page cache before each size's first pass (root)")
     args = ap.parse_args()
 
     from FPSim2 import FPSim2Engine
@@ -185,6 +186,9 @@ def main() -> int:
             ref = brute(store_path, n, work, qfile)
 
         # first pass at t=0.7, one query at a time: what comes from disk when the index is new
+        if args.drop_caches:
+            os.sync()
+            Path("/proc/sys/vm/drop_caches").write_text("3\n")
         before, t0 = cold.disk_read_bytes(), time.perf_counter()
         first = [searcher.search(b, 0.7, None, 1) for b in qbits]
         first_ms = (time.perf_counter() - t0) * 1000 / len(qbits)

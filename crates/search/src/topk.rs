@@ -1,12 +1,11 @@
 //! Scored candidates, the result order (score descending, then store index ascending) and the
-//! bounded heap that keeps the `k` best by that order.
+//! buffer that keeps the `k` best by that order.
 //!
 //! Scores are compared as exact ratios `common / union` of integers, never as floats, so ties
 //! are real ties and the tie rule (lower store index first) decides them, including which
 //! molecules take the last places of a top-k.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 use crate::threshold::{cmp_ratio, rdkit_score};
 use crate::Hit;
@@ -39,63 +38,60 @@ impl Scored {
     }
 }
 
-/// Heap entry ordered so that the *worst* candidate is the heap's maximum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Worst(Scored);
-
-impl Ord for Worst {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.rank_cmp(&other.0)
-    }
-}
-
-impl PartialOrd for Worst {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// The `k` best candidates seen so far.
+/// The `k` best candidates seen so far, kept as a buffer that is cut back to the `k` best
+/// (a linear-time selection) whenever it holds `2k`: amortized O(1) per candidate, where a heap
+/// pays O(log k) for every candidate that enters. The bar (the k-th best at the last cut) rises
+/// at each cut; between cuts it is lower than a heap's would be, which only lets a few more
+/// candidates in, never keeps a better one out.
 #[derive(Debug, Clone)]
 pub(crate) struct TopK {
     k: usize,
-    heap: BinaryHeap<Worst>,
+    buf: Vec<Scored>,
+    /// the k-th best at the last cut
+    worst: Option<Scored>,
 }
 
 impl TopK {
     pub(crate) fn new(k: usize) -> TopK {
-        TopK { k, heap: BinaryHeap::with_capacity(k.min(1 << 16) + 1) }
+        TopK { k, buf: Vec::with_capacity(2 * k.min(1 << 16) + 2), worst: None }
     }
 
-    /// Offers a candidate; returns true if it entered the `k` best.
+    /// Offers a candidate; returns true if the bar rose (the buffer was cut back).
     #[inline]
     pub(crate) fn offer(&mut self, s: Scored) -> bool {
-        if self.heap.len() < self.k {
-            self.heap.push(Worst(s));
+        if self.k == 0 || self.worst.is_some_and(|w| s.rank_cmp(&w) != Ordering::Less) {
+            return false;
+        }
+        self.buf.push(s);
+        // the first cut as soon as k are in, then every k more
+        let cut_at = if self.worst.is_none() { self.k } else { 2 * self.k };
+        if self.buf.len() >= cut_at {
+            self.cut();
             return true;
         }
-        match self.heap.peek() {
-            Some(w) if s.rank_cmp(&w.0) == Ordering::Less => {
-                self.heap.pop();
-                self.heap.push(Worst(s));
-                true
-            }
-            _ => false,
+        false
+    }
+
+    fn cut(&mut self) {
+        if self.buf.len() > self.k {
+            self.buf.select_nth_unstable_by(self.k - 1, Scored::rank_cmp);
+            self.buf.truncate(self.k);
+        }
+        if self.buf.len() == self.k {
+            // after the selection the k-th best is the worst of the k kept
+            self.worst = self.buf.iter().copied().max_by(Scored::rank_cmp);
         }
     }
 
-    /// The k-th best so far, once `k` candidates have been seen.
+    /// The k-th best at the last cut, once `k` candidates have been seen.
     #[inline]
     pub(crate) fn bar(&self) -> Option<Scored> {
-        if self.heap.len() == self.k {
-            self.heap.peek().map(|w| w.0)
-        } else {
-            None
-        }
+        self.worst
     }
 
-    pub(crate) fn into_vec(self) -> Vec<Scored> {
-        self.heap.into_iter().map(|w| w.0).collect()
+    pub(crate) fn into_vec(mut self) -> Vec<Scored> {
+        self.cut();
+        self.buf
     }
 }
 
@@ -116,14 +112,35 @@ mod tests {
     fn ties_go_to_the_lower_index() {
         let mut t = TopK::new(2);
         // three molecules with score 1/2, one with 1/3
-        assert!(t.offer(Scored { index: 9, common: 1, union: 2 }));
-        assert!(t.offer(Scored { index: 5, common: 2, union: 4 }));
-        assert!(t.offer(Scored { index: 3, common: 3, union: 6 }));
-        assert!(!t.offer(Scored { index: 1, common: 1, union: 3 }));
-        assert!(!t.offer(Scored { index: 7, common: 1, union: 2 }));
+        assert!(!t.offer(Scored { index: 9, common: 1, union: 2 }));
+        assert!(t.offer(Scored { index: 5, common: 2, union: 4 }), "k in: the first cut sets the bar");
+        assert_eq!(t.bar().map(|w| w.index), Some(9));
+        assert!(!t.offer(Scored { index: 3, common: 3, union: 6 }), "better than the bar: kept, no cut yet");
+        assert!(!t.offer(Scored { index: 1, common: 1, union: 3 }), "below the bar");
+        assert!(t.offer(Scored { index: 7, common: 1, union: 2 }), "2k in: cut back to k");
+        assert_eq!(t.bar().map(|w| w.index), Some(5), "the 2nd best of 9, 5, 3 and 7 (score 1/2, then index)");
+        assert!(!t.offer(Scored { index: 6, common: 1, union: 2 }), "ties the bar with a higher index: out");
         let hits = finish(t.into_vec(), None);
         assert_eq!(hits.iter().map(|h| h.index).collect::<Vec<_>>(), vec![3, 5]);
         assert_eq!(hits[0].score, 0.5);
+    }
+
+    #[test]
+    fn keeps_the_k_best_of_many() {
+        for k in [1usize, 2, 3, 10, 64] {
+            let mut t = TopK::new(k);
+            let mut all = Vec::new();
+            let mut x = 12345u64;
+            for i in 0..1000u64 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let s = Scored::new(i, (x >> 59) as u32, 40, 40);
+                all.push(s);
+                t.offer(s);
+            }
+            let got: Vec<u64> = finish(t.into_vec(), Some(k)).iter().map(|h| h.index).collect();
+            let want: Vec<u64> = finish(all, Some(k)).iter().map(|h| h.index).collect();
+            assert_eq!(got, want, "k = {k}");
+        }
     }
 
     #[test]
