@@ -4,12 +4,12 @@
 
 use crate::counters::ReadCounters;
 use crate::error::IoError;
+use crate::iostats::CountedFile;
 use crate::framing::{Engine, Framer, Start};
 use crate::options::ReaderOptions;
 use crate::record::Record;
 use crate::slab::RecordKind;
 use crate::window::{Source, Window};
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,7 +41,7 @@ impl Compression {
 
 /// Reads the first bytes of `path` and tells its compression.
 pub fn detect_compression(path: &Path) -> Result<Compression, IoError> {
-    let mut file = File::open(path).map_err(|source| IoError::Open {
+    let mut file = CountedFile::open(path).map_err(|source| IoError::Open {
         path: path.to_path_buf(),
         source,
     })?;
@@ -140,7 +140,7 @@ impl StreamReader {
         if path == Path::new("-") {
             return StreamReader::from_reader(std::io::stdin(), path, kind, opts);
         }
-        let file = File::open(path).map_err(|source| IoError::Open {
+        let file = CountedFile::open(path).map_err(|source| IoError::Open {
             path: path.to_path_buf(),
             source,
         })?;

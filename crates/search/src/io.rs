@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
+use molsift_io::iostats::{self, CountedFile};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
@@ -92,7 +92,8 @@ impl ColumnIndex {
     /// read; see [`ColumnIndex::verify`].
     pub fn open(dir: &Path) -> Result<ColumnIndex, SearchError> {
         let header_path = dir.join(HEADER_FILE);
-        let text = std::fs::read_to_string(&header_path).map_err(|e| SearchError::io(&header_path, e))?;
+        let text = iostats::read_file(&header_path).map_err(|e| SearchError::io(&header_path, e))?;
+        let text = String::from_utf8_lossy(&text);
         let bad = |reason: String| SearchError::BadHeader { path: header_path.clone(), reason };
         let h: Header = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
         if h.format != FORMAT_NAME {
@@ -253,16 +254,16 @@ fn write_words(path: &Path, words: &[u64]) -> Result<FileInfo, SearchError> {
 }
 
 fn map_words(path: &Path, expected: u64) -> Result<Words, SearchError> {
-    let found = std::fs::metadata(path).map_err(|e| SearchError::io(path, e))?.len();
+    let found = iostats::metadata(path).map_err(|e| SearchError::io(path, e))?.len();
     if found != expected {
         return Err(SearchError::WrongSize { path: path.to_path_buf(), expected, found });
     }
     if expected == 0 {
         return Ok(Words::Empty);
     }
-    let f = File::open(path).map_err(|e| SearchError::io(path, e))?;
+    let f = CountedFile::open(path).map_err(|e| SearchError::io(path, e))?;
     // SAFETY: index files are written once and then only read; the size was checked just above.
     // A file truncated while mapped would fault, as with the store's own files.
-    let m = unsafe { Mmap::map(&f) }.map_err(|e| SearchError::io(path, e))?;
+    let m = unsafe { f.map() }.map_err(|e| SearchError::io(path, e))?;
     Ok(Words::Mapped(m))
 }
