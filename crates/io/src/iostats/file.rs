@@ -237,6 +237,19 @@ impl CountedFile {
         )
     }
 
+    /// Maps the file with another mapping call (e.g. Python's `mmap.mmap` on [`AsRawFd`]) and
+    /// counts it as one `MMAPS`, as [`map`](Self::map) does.
+    pub fn map_with<T, E>(&self, map: impl FnOnce(RawFd) -> Result<T, E>) -> Result<T, E> {
+        let Some(rec) = self.record() else { return map(self.as_raw_fd()) };
+        let t1 = Instant::now();
+        let r = map(self.as_raw_fd());
+        let t2 = Instant::now();
+        if r.is_ok() {
+            rec.event(MMAPS, t1, t2, None);
+        }
+        r
+    }
+
     /// Moves the file offset (`SEEKS`).
     fn seek_counted(&self, to: SeekFrom) -> io::Result<u64> {
         let new = self.event(SEEKS, || (&*self.file).seek(to), |_| None)?;
