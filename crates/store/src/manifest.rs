@@ -108,7 +108,7 @@ impl Manifest {
                 reason: e.to_string(),
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if store.is_dir() {
+                if molsift_io::iostats::metadata(store).is_ok_and(|m| m.is_dir()) {
                     return Err(StoreError::NotAStore(store.to_path_buf()));
                 }
                 return Err(StoreError::io(store, e));

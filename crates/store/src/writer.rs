@@ -44,7 +44,7 @@ impl StoreWriter {
     /// Starts a store that will appear at `path` when finished. Fails if `path` exists, unless
     /// `overwrite` (the old store is then replaced only when the new one is complete).
     pub fn create(path: &Path, spec: FingerprintSpec, overwrite: bool) -> Result<Self, StoreError> {
-        if path.exists() && !overwrite {
+        if iostats::metadata(path).is_ok() && !overwrite {
             return Err(StoreError::Exists(path.to_path_buf()));
         }
         let layout = spec.layout()?;
@@ -226,7 +226,7 @@ impl StoreWriter {
     }
 
     fn move_into_place(&self) -> Result<(), StoreError> {
-        let old = if self.final_path.exists() {
+        let old = if iostats::metadata(&self.final_path).is_ok() {
             if !self.overwrite {
                 return Err(StoreError::Exists(self.final_path.clone()));
             }

@@ -229,18 +229,19 @@ impl CountedFile {
     /// As [`memmap2::Mmap::map`]: the file must not be truncated or changed while mapped (a
     /// truncated file faults on access).
     pub unsafe fn map(&self) -> io::Result<memmap2::Mmap> {
+        // The length by an uncounted stat, like the tracer's own (memmap2 would stat otherwise).
+        let len = fd_size_uncounted(self.as_raw_fd()).map_or(0, |(s, _)| s as usize);
         // SAFETY: the caller upholds `Mmap::map`'s contract.
-        self.event(
-            MMAPS,
-            || unsafe { memmap2::Mmap::map(&*self.file) },
-            |_| None,
-        )
+        let map = || unsafe { memmap2::MmapOptions::new().len(len).map(&*self.file) };
+        self.event(MMAPS, map, |_| None)
     }
 
     /// Maps the file with another mapping call (e.g. Python's `mmap.mmap` on [`AsRawFd`]) and
     /// counts it as one `MMAPS`, as [`map`](Self::map) does.
     pub fn map_with<T, E>(&self, map: impl FnOnce(RawFd) -> Result<T, E>) -> Result<T, E> {
-        let Some(rec) = self.record() else { return map(self.as_raw_fd()) };
+        let Some(rec) = self.record() else {
+            return map(self.as_raw_fd());
+        };
         let t1 = Instant::now();
         let r = map(self.as_raw_fd());
         let t2 = Instant::now();
