@@ -4,8 +4,8 @@
 
 use crate::counters::ReadCounters;
 use crate::error::IoError;
-use crate::iostats::CountedFile;
 use crate::framing::{Engine, Framer, Start};
+use crate::iostats::CountedFile;
 use crate::options::ReaderOptions;
 use crate::record::Record;
 use crate::slab::RecordKind;

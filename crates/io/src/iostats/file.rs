@@ -16,8 +16,8 @@ use std::os::unix::io::{AsRawFd, FromRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
+use super::clock::now;
 use super::record::{FileStats, Op, FDSYNCS, FSYNCS, MMAPS, SEEKS, STATS};
 use super::{current_gen, failed_open, failed_stat, file_stats};
 
@@ -48,7 +48,7 @@ impl CountedFile {
         let cpath = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
         let stats = file_stats(path);
-        let t1 = Instant::now();
+        let t1 = now();
         let fd = loop {
             // SAFETY: a valid C string; the mode is passed as the variadic argument open expects.
             let fd = unsafe {
@@ -62,7 +62,7 @@ impl CountedFile {
                 break fd;
             }
         };
-        let t2 = Instant::now();
+        let t2 = now();
         if fd < 0 {
             let err = io::Error::last_os_error();
             if stats.is_some() {
@@ -135,9 +135,9 @@ impl CountedFile {
         buf: *const u8,
         call: impl FnOnce() -> io::Result<usize>,
     ) -> io::Result<usize> {
-        let t1 = Instant::now();
+        let t1 = now();
         let r = call();
-        let t2 = Instant::now();
+        let t2 = now();
         if let (Some(rec), Ok(n)) = (rec, &r) {
             rec.io(op, *n, offset, buf, t1, t2);
         }
@@ -154,9 +154,9 @@ impl CountedFile {
         let Some(rec) = self.record() else {
             return call();
         };
-        let t1 = Instant::now();
+        let t1 = now();
         let r = call();
-        let t2 = Instant::now();
+        let t2 = now();
         if let Ok(v) = &r {
             rec.event(counter, t1, t2, size(v));
         }
@@ -242,9 +242,9 @@ impl CountedFile {
         let Some(rec) = self.record() else {
             return map(self.as_raw_fd());
         };
-        let t1 = Instant::now();
+        let t1 = now();
         let r = map(self.as_raw_fd());
-        let t2 = Instant::now();
+        let t2 = now();
         if r.is_ok() {
             rec.event(MMAPS, t1, t2, None);
         }
@@ -348,11 +348,11 @@ impl Seek for &CountedFile {
 impl Drop for CountedFile {
     fn drop(&mut self) {
         let rec = self.record();
-        let t1 = Instant::now();
+        let t1 = now();
         // SAFETY: the file is dropped exactly once, here, and never used again.
         unsafe { ManuallyDrop::drop(&mut self.file) };
         if let Some(r) = rec {
-            r.close(t1, Instant::now());
+            r.close(t1, now());
         }
     }
 }
@@ -371,9 +371,9 @@ pub fn metadata(path: &Path) -> io::Result<Metadata> {
     let Some((rec, _)) = file_stats(path) else {
         return std::fs::metadata(path);
     };
-    let t1 = Instant::now();
+    let t1 = now();
     let r = std::fs::metadata(path);
-    let t2 = Instant::now();
+    let t2 = now();
     match &r {
         Ok(m) => rec.event(STATS, t1, t2, m.is_file().then_some(m.len() as i64)),
         Err(_) => failed_stat(),

@@ -26,6 +26,7 @@
 //! assert!(process["records"].as_array().unwrap().len() >= 1);
 //! ```
 
+mod clock;
 mod file;
 mod record;
 
@@ -54,6 +55,7 @@ struct Registry {
     pid: u32,
     forked_from: Option<u32>,
     t0: Instant,
+    clock: clock::Clock,
     start_epoch: f64,
     enabled: bool,
     files: Mutex<Files>,
@@ -92,6 +94,7 @@ fn registry() -> &'static Registry {
         pid: std::process::id(),
         forked_from: forked.map(|r| r.pid),
         t0: Instant::now(),
+        clock: clock::Clock::start(),
         start_epoch: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64()),
@@ -142,7 +145,7 @@ impl Registry {
         if let Some(&i) = files.by_path.get(&key) {
             return Arc::clone(&files.records[i]);
         }
-        let rec = Arc::new(FileStats::new(key.clone(), self.t0));
+        let rec = Arc::new(FileStats::new(key.clone(), self.clock));
         let i = files.records.len();
         files.records.push(Arc::clone(&rec));
         files.by_path.insert(key, i);

@@ -6,7 +6,8 @@
 //! compares the counters.
 
 use std::sync::Mutex;
-use std::time::Instant;
+
+use super::clock::Clock;
 
 /// Integer counters, Darshan's names without the `POSIX_` prefix, in the order of the log.
 #[rustfmt::skip]
@@ -228,23 +229,23 @@ impl Counters {
 /// dozen nanoseconds per request.
 pub struct FileStats {
     pub(crate) path: String,
-    t0: Instant,
+    clock: Clock,
     pub(crate) inner: Mutex<Counters>,
 }
 
 impl FileStats {
-    pub(crate) fn new(path: String, t0: Instant) -> FileStats {
+    pub(crate) fn new(path: String, clock: Clock) -> FileStats {
         FileStats {
             path,
-            t0,
+            clock,
             inner: Mutex::new(Counters::new()),
         }
     }
 
-    /// Seconds from the process start (of the counters) to `t`.
+    /// Seconds from the process start (of the counters) to `t` (ticks of [`clock::now`](super::clock::now)).
     #[inline]
-    pub(crate) fn secs(&self, t: Instant) -> f64 {
-        t.saturating_duration_since(self.t0).as_secs_f64()
+    pub(crate) fn secs(&self, t: u64) -> f64 {
+        self.clock.secs(t)
     }
 
     #[inline]
@@ -254,7 +255,7 @@ impl FileStats {
     }
 
     /// A successful open; `size` and `block` from the descriptor when known.
-    pub(crate) fn open(&self, t1: Instant, t2: Instant, size: Option<(i64, i64)>) {
+    pub(crate) fn open(&self, t1: u64, t2: u64, size: Option<(i64, i64)>) {
         let (a, b) = (self.secs(t1), self.secs(t2));
         self.with(|c| {
             if let Some((size, block)) = size {
@@ -273,7 +274,7 @@ impl FileStats {
     }
 
     /// A close.
-    pub(crate) fn close(&self, t1: Instant, t2: Instant) {
+    pub(crate) fn close(&self, t1: u64, t2: u64) {
         let (a, b) = (self.secs(t1), self.secs(t2));
         self.with(|c| {
             if c.f[F_CLOSE_START] == 0.0 {
@@ -286,15 +287,7 @@ impl FileStats {
 
     /// One read or write request that returned `bytes`.
     #[inline]
-    pub(crate) fn io(
-        &self,
-        op: Op,
-        bytes: usize,
-        offset: u64,
-        buf: *const u8,
-        t1: Instant,
-        t2: Instant,
-    ) {
+    pub(crate) fn io(&self, op: Op, bytes: usize, offset: u64, buf: *const u8, t1: u64, t2: u64) {
         let (a, b) = (self.secs(t1), self.secs(t2));
         let aligned = (buf as usize) & (MEM_ALIGNMENT as usize - 1) == 0; // a power of two
         self.with(|c| c.io(op, bytes as i64, offset as i64, aligned, a, b))
@@ -302,7 +295,7 @@ impl FileStats {
 
     /// A counter bump: seeks, stats and mmaps are metadata time, fsyncs write time. A stat
     /// may tell the size of a regular file.
-    pub(crate) fn event(&self, counter: usize, t1: Instant, t2: Instant, size: Option<i64>) {
+    pub(crate) fn event(&self, counter: usize, t1: u64, t2: u64, size: Option<i64>) {
         let (a, b) = (self.secs(t1), self.secs(t2));
         self.with(|c| {
             c.c[counter] += 1;
