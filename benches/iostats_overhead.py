@@ -8,7 +8,9 @@ only), alternating on/off REPEATS times; the table shows medians and the overhea
     whole process, and the counting alone (the seconds molsift reports).
 (b) every record of MOSES as plain CSV (58 MB) through the slab reader on one thread, PASSES
     times per run (crates/io/examples/slab_read.rs): read buffer 1 KiB (worst case: about
-    58,000 requests of 1 KiB per pass, each counted) and 1 MiB (the default).
+    58,000 requests of 1 KiB per pass, each counted) and 1 MiB (the default). Also paired in
+    one process: 2 x PASSES passes with recording switched on and off in turn (on, off, off,
+    on, ...), median seconds per pass; steadier than separate processes on a busy machine.
 (c) `molsift screen --scorer similarity -j 2` on the first N MOSES molecules (5 references).
 (d) one counted request: CPU ns of a 1 KiB pread of a cached file, plain `File` against
     `CountedFile` (crates/io/examples/request_cost.rs).
@@ -126,8 +128,16 @@ def main() -> int:
         cmd = [str(examples / "slab_read"), str(csv), str(buffer), "1", str(args.passes)]
         m = alternate(cmd, args.repeats, inner=lambda out: json.loads(out)["seconds"])
         calls = json.loads(run(cmd, True)[2])["read_calls"]
+        # the same passes, recording switched on and off in turn inside one process
+        paired = [json.loads(run(cmd[:-1] + [str(2 * args.passes), "alternate"], True)[2])
+                  for _ in range(args.repeats)]
+        p = {("pass", True): statistics.median(x["pass_on"] for x in paired),
+             ("pass", False): statistics.median(x["pass_off"] for x in paired)}
+        what = f"{calls // args.passes:,} reads"
         lines += [row(f"(b) slab read of MOSES x{args.passes}, {name} buffer (wall)", f"{calls:,} reads", m, "inner"),
-                  row(f"(b) slab read of MOSES x{args.passes}, {name} buffer (CPU)", "same", m, "cpu")]
+                  row(f"(b) slab read of MOSES x{args.passes}, {name} buffer (CPU)", "same", m, "cpu"),
+                  row(f"(b) one pass, {name} buffer, on/off passes alternating in one process (wall)",
+                      what, p, "pass")]
 
     if args.screen:
         lib = moses_csv(work / f"moses_{args.screen}.csv", args.screen)

@@ -37,7 +37,7 @@ pub use record::{
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -57,7 +57,7 @@ struct Registry {
     t0: Instant,
     clock: clock::Clock,
     start_epoch: f64,
-    enabled: bool,
+    enabled: AtomicBool,
     files: Mutex<Files>,
     failed_opens: AtomicI64,
     failed_stats: AtomicI64,
@@ -98,10 +98,10 @@ fn registry() -> &'static Registry {
         start_epoch: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64()),
-        enabled: old.map_or_else(
+        enabled: AtomicBool::new(old.map_or_else(
             || std::env::var("MOLSIFT_IOSTATS").as_deref() != Ok("0"),
-            |r| r.enabled,
-        ),
+            |r| r.enabled.load(Ordering::Relaxed),
+        )),
         files: Mutex::new(Files::default()),
         failed_opens: AtomicI64::new(0),
         failed_stats: AtomicI64::new(0),
@@ -155,13 +155,21 @@ impl Registry {
 
 /// Whether this process records I/O (`MOLSIFT_IOSTATS` is not `0`).
 pub fn enabled() -> bool {
-    registry().enabled
+    registry().enabled.load(Ordering::Relaxed)
+}
+
+/// Turns recording on or off for files opened from now on (files already open keep counting or
+/// not). For benchmarks that compare both in one process; `MOLSIFT_IOSTATS=0` sets it at start.
+pub fn set_enabled(on: bool) {
+    registry().enabled.store(on, Ordering::Relaxed);
 }
 
 /// The record of `path` (created if new), or `None` when recording is off.
 pub(crate) fn file_stats(path: &Path) -> Option<(Arc<FileStats>, u64)> {
     let r = registry();
-    r.enabled.then(|| (r.record(path), r.gen))
+    r.enabled
+        .load(Ordering::Relaxed)
+        .then(|| (r.record(path), r.gen))
 }
 
 /// Whether a record fetched at generation `gen` still belongs to this process's table.
