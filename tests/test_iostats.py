@@ -108,6 +108,28 @@ def test_builtin_counters_equal_the_tracers(tmp_path):
     assert (a["READS"], a["WRITES"], a["SEEKS"], a["FSYNCS"], a["FDSYNCS"], a["STATS"]) == (4, 4, 2, 1, 1, 2)
 
 
+def test_a_fork_child_counts_from_zero(tmp_path):
+    """As the tracer: a fork child has its own record (forked_from), and a file its parent
+    opened keeps being counted in the child, from zero; the parent's counts do not change."""
+    path, out = tmp_path / "f.dat", tmp_path / "child.json"
+    f = _core.CountedFile(str(path), os.O_RDWR | os.O_CREAT, 0o644)
+    f.pwrite(b"x" * 100, 0)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            f.pwrite(b"y" * 10, 100)
+            _core.write_file(str(out), _core.iostats_process().encode())
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    child = json.loads(out.read_text())
+    assert (child["pid"], child["forked_from"]) == (pid, os.getpid())
+    [r] = [r for r in child["records"] if r["file"] == str(path)]
+    assert (r["counters"]["WRITES"], r["counters"]["BYTES_WRITTEN"]) == (1, 10)
+    assert _core.iostats_counters(str(path))["WRITES"] == 1
+    f.close()
+
+
 def test_recording_can_be_turned_off(tmp_path, small_smi):
     env = dict(os.environ, MOLSIFT_IOSTATS="0")
     log = tmp_path / "off.json"

@@ -107,19 +107,11 @@ fn registry() -> &'static Registry {
         failed_stats: AtomicI64::new(0),
     }));
     match REGISTRY.compare_exchange(p, fresh, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => {
-            if let Some(old) = forked {
-                // Files the parent had open stay counted in the child, from zero (as the tracer).
-                let files = old.files.lock().unwrap_or_else(|e| e.into_inner());
-                let new = unsafe { &*fresh };
-                for r in &files.records {
-                    r.reset();
-                    new.insert(r.path.clone(), Arc::clone(r));
-                }
-            }
-            // SAFETY: just stored; never freed.
-            unsafe { &*fresh }
-        }
+        // Files the parent had open stay counted in a fork child, from zero (as the tracer):
+        // their CountedFile finds its record again in the new table by path. The old table is
+        // never touched: another thread may have held its lock when the process forked.
+        // SAFETY: just stored; never freed.
+        Ok(_) => unsafe { &*fresh },
         Err(current) => {
             // Another thread got there first: drop ours, use theirs.
             // SAFETY: `fresh` was never shared.
@@ -130,15 +122,6 @@ fn registry() -> &'static Registry {
 }
 
 impl Registry {
-    fn insert(&self, path: String, rec: Arc<FileStats>) {
-        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-        if !files.by_path.contains_key(&path) {
-            let i = files.records.len();
-            files.records.push(rec);
-            files.by_path.insert(path, i);
-        }
-    }
-
     fn record(&self, path: &Path) -> Arc<FileStats> {
         let key = clean_path(path);
         let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());

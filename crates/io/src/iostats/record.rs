@@ -314,11 +314,6 @@ impl FileStats {
     pub(crate) fn snapshot(&self) -> Counters {
         self.with(|c| c.clone())
     }
-
-    /// Back to zero (a fork child's view of files its parent opened).
-    pub(crate) fn reset(&self) {
-        self.with(|c| *c = Counters::new())
-    }
 }
 
 #[cfg(test)]
