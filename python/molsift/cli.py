@@ -106,6 +106,7 @@ def _read_queries(args):
 def _cmd_search(args) -> int:
     import time
 
+    from .iostats import open_counted
     from .store import open_store
 
     if not args.query and not args.queries:
@@ -122,7 +123,7 @@ def _cmd_search(args) -> int:
     if args.output and args.output.endswith(".parquet"):
         _write_parquet(args.output, rows)
     else:
-        out = open(args.output, "w") if args.output else sys.stdout
+        out = open_counted(args.output, "w") if args.output else sys.stdout
         out.write("query_id\ttarget_id\tscore\ttarget_smiles\n")
         for qid, tid, score, smi in rows:
             out.write(f"{qid}\t{tid}\t{score:.6f}\t{smi}\n")
@@ -280,12 +281,22 @@ def _cmd_insights(args) -> int:
     return 0
 
 
+IO_LOG_HELP = ("write molsift's own I/O counters (every file, every process: workers and MPI "
+               "ranks too) to this log at the end; read it with molsift insights")
+
+
+def _add_io_log(p: argparse.ArgumentParser) -> None:
+    """--io-log is global (before the verb) and also taken after it."""
+    p.add_argument("--io-log", metavar="FILE", default=argparse.SUPPRESS, help=IO_LOG_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     parser = argparse.ArgumentParser(
         prog="molsift", description="Store, search and screen ultra-large compound libraries.")
     parser.add_argument("--version", action="version", version=f"molsift {__version__}")
+    parser.add_argument("--io-log", metavar="FILE", help=IO_LOG_HELP)
     verbs = parser.add_subparsers(dest="verb", metavar="<verb>", required=True)
 
     p = verbs.add_parser("count", help="count records (not lines) of a SMILES, CSV or SDF file",
@@ -295,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--threads", type=int, help="threads (default: all cores)")
     p.add_argument("--json", action="store_true", help="print the counters as JSON")
     _add_format_options(p)
+    _add_io_log(p)
     p.set_defaults(func=_cmd_count)
 
     p = verbs.add_parser("ingest", help="parse molecules with RDKit and write a store",
@@ -322,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_format_options(p)
+    _add_io_log(p)
     p.set_defaults(func=_cmd_ingest)
 
     p = verbs.add_parser("search", help="exact Tanimoto similarity search (threshold and/or top-k)",
@@ -335,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", "--k-nearest", type=int, help="the k best hits (default 10 when no -t)")
     p.add_argument("-j", "--threads", type=int, default=1, help="threads (default 1)")
     p.add_argument("-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout")
+    _add_io_log(p)
     p.set_defaults(func=_cmd_search)
 
     p = verbs.add_parser("screen", help="screen a library: read, prepare, score, write one result CSV",
@@ -372,6 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
             scorer_class(name).add_arguments(p)
         except ImportError:  # e.g. vina not installed: its options are not offered
             pass
+    _add_io_log(p)
     p.set_defaults(func=_cmd_screen)
 
     p = verbs.add_parser("report", help="draw a screening run's timeline (PNG) and totals",
@@ -379,10 +394,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "plus totals (records/s, time in read, score, write, wait).")
     p.add_argument("run_dir", help="the run directory (OUTPUT.run)")
     p.add_argument("-o", "--output", help="PNG to write (default RUN_DIR/report.png)")
+    _add_io_log(p)
     p.set_defaults(func=_cmd_report)
 
     p = verbs.add_parser("index", help="(re)build a store's column index for similarity search")
     p.add_argument("store")
+    _add_io_log(p)
     p.set_defaults(func=_cmd_index)
 
     p = verbs.add_parser("info", help="show what is in a store",
@@ -391,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--head", type=int, default=5, help="molecules to show (default 5)")
     p.add_argument("--no-verify", action="store_true", help="skip the checksums (sizes still checked)")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    _add_io_log(p)
     p.set_defaults(func=_cmd_info)
 
     p = verbs.add_parser("profile", help="run any program under the I/O tracer, write its I/O log",
@@ -415,18 +433,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write here instead of stdout")
     p.add_argument("-t", "--threshold", action="append", default=[], metavar="NAME=VALUE",
                    help="change a threshold, e.g. -t read_amplification=2 (repeatable)")
+    _add_io_log(p)
     p.set_defaults(func=_cmd_insights)
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    import time
+
     from ._core import MolsiftError
 
     args = build_parser().parse_args(argv)
+    start = time.time()
+    if args.io_log:
+        from .iostats import collect_from_workers
+
+        collect_from_workers()
     try:
-        return args.func(args)
+        status = args.func(args)
+        if args.io_log:
+            _write_io_log(args, start, status)
+        return status
     except (MolsiftError, ValueError) as exc:
         print(f"molsift: error: {exc}", file=sys.stderr)
+        if args.io_log and not _under_mpi():  # ranks may not all get here: no gather
+            _write_io_log(args, start, 2)
         return 2
     except KeyboardInterrupt:
         print("molsift: interrupted", file=sys.stderr)
@@ -434,6 +465,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception:
         _abort_other_ranks()
         raise
+
+
+def _under_mpi() -> bool:
+    from .parallel import launched_under_mpi
+
+    return launched_under_mpi()
+
+
+def _write_io_log(args, start: float, status: int) -> None:
+    """The log of this run (docs/io-log-format.md): this process's counters and those of its
+    workers; under mpirun, every rank's, written by rank 0."""
+    from .iostats import all_records, job_log, write_log
+
+    comm = None
+    if _under_mpi():
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+    records = all_records(comm)
+    if records is None:  # not rank 0
+        return
+    write_log(job_log(f"molsift {args.verb}", records, start, returncode=status), args.io_log)
+    print(f"molsift: I/O log of {len(records)} process(es) written to {args.io_log} "
+          f"(read it with: molsift insights {args.io_log})", file=sys.stderr)
 
 
 def _abort_other_ranks() -> None:

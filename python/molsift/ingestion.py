@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _core
+from .iostats import add_process_records, collecting, process_record
 from .spec import FingerprintSpec
 from .parallel import choose_executor, default_workers
 from .progress import Progress
@@ -167,6 +168,8 @@ def run_ingest_task(task: dict) -> dict:
         "newlines": newlines,
         "seconds": time.perf_counter() - start,
         "pid": os.getpid(),
+        # the worker's I/O so far, for the run's log (molsift --io-log); the latest one counts
+        "iostats": process_record("running") if task.get("iostats") else None,
     }
 
 
@@ -182,7 +185,7 @@ def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, rea
     index = 0
     for inp in inputs:
         base = {"input": {"path": inp.path, **inp.format_args()}, "radius": spec.radius,
-                "bits": spec.bits, "reader": reader}
+                "bits": spec.bits, "reader": reader, "iostats": collecting()}
         if inp.compression == "none":
             for start, end in _core.split_slabs(inp.bytes, slabs):
                 if start == end:
@@ -262,6 +265,7 @@ def ingest(
                                            on_result=lambda r: bar.update(r["input_bytes"]))
         report = None
         if executor.is_root:
+            add_process_records(r.pop("iostats") for r in results if r.get("iostats"))
             options = {"workers": executor.size, "executor": executor.name,
                        "slabs_per_plain_file": n_slabs, "chunk_records": chunk_records,
                        "reader": reader}

@@ -11,6 +11,7 @@ from typing import Iterator, Union, overload
 import numpy as np
 
 from . import _core
+from .iostats import CountedFile
 
 PathLike = Union[str, "os.PathLike[str]"]
 FILES = _core.STORE_FILES
@@ -50,9 +51,11 @@ class _TextColumn(Sequence):
 
 
 def _map(path: str, dtype) -> np.ndarray:
-    if os.path.getsize(path) == 0:
-        return np.zeros(0, dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r")
+    """The file as a read-only array over its memory map (counted: one open, one mmap)."""
+    with CountedFile(path) as f:
+        if f.size() == 0:
+            return np.zeros(0, dtype=dtype)
+        return np.frombuffer(f.mmap(), dtype=dtype)
 
 
 class Store:

@@ -3,14 +3,13 @@
 //! [`count_newlines`] and [`slab_first_lines`].
 
 use crate::error::IoError;
+use crate::iostats::CountedFile;
 use crate::record::{is_sdf_terminator, is_sdf_ws, line_at_is_record, SDF_TERM_MAX};
 use crate::scan::{scan_line_starts, LineScan};
 use crate::slab::{split_slabs, RecordKind};
 use crate::stream::{count_stream, Compression};
 use memmap2::{Advice, Mmap};
-use std::fs::File;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// What [`count_records`] found and how much it read.
@@ -241,7 +240,7 @@ struct Tally {
 
 /// The file being counted: mapped, or read with positioned reads.
 struct Input {
-    file: File,
+    file: CountedFile,
     path: PathBuf,
     len: u64,
     map: Option<Mmap>,
@@ -253,14 +252,15 @@ impl Input {
             path: path.to_path_buf(),
             source,
         };
-        let file = File::open(path).map_err(open_err)?;
+        let file = CountedFile::open(path).map_err(open_err)?;
         let len = file.metadata().map_err(open_err)?.len();
         let map = match method {
             ReadMethod::Mmap if len > 0 => {
                 // SAFETY: the map is only read; if another process truncates
                 // the file while it is mapped, reads past the new end fault.
-                // This is the usual contract of reading a file by mmap.
-                let map = unsafe { Mmap::map(&file) }.ok();
+                // This is the usual contract of reading a file by mmap. Counted as one MMAPS:
+                // bytes read through the map are not counted as reads.
+                let map = unsafe { file.map() }.ok();
                 if let Some(m) = &map {
                     let _ = m.advise(Advice::Sequential);
                 }

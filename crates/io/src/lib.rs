@@ -18,6 +18,8 @@
 //!   CSV, SDF) and yields [`SourceRecord`]s: text, id, absolute line, offset
 //!   and the reason a record cannot be used.
 //! - [`ReadCounters`] and [`read_amplification`] say how much was read.
+//! - [`iostats`] counts every file operation of molsift per file and process (Darshan's
+//!   counters, always on) through [`CountedFile`], and exports them as an I/O log record.
 //!
 //! ```
 //! use molsift_io::{count_newlines, count_records, split_slabs, ReaderOptions, RecordKind, SlabReader};
@@ -50,6 +52,7 @@ mod counters;
 mod error;
 mod fields;
 mod framing;
+pub mod iostats;
 mod options;
 mod reader;
 mod record;
@@ -66,6 +69,7 @@ pub use count::{
 pub use counters::{read_amplification, ReadCounters};
 pub use error::{FieldError, IoError};
 pub use fields::{sdf_molecule_count, sdf_title, split_smiles_line, CsvColumns, SmilesAndId};
+pub use iostats::CountedFile;
 pub use options::ReaderOptions;
 pub use reader::SlabReader;
 pub use record::{Record, SDF_MAX_TRAILING};

@@ -5,13 +5,12 @@
 use crate::counters::ReadCounters;
 use crate::error::IoError;
 use crate::framing::{Engine, Framer, Start};
+use crate::iostats::CountedFile;
 use crate::options::ReaderOptions;
 use crate::record::Record;
 use crate::slab::RecordKind;
 use crate::window::{Source, Window};
-use std::fs::File;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// First read size past the slab's end, to finish its last record.
@@ -21,7 +20,7 @@ const TAIL_MAX: usize = 4096;
 
 /// Positioned reads of one file for one slab.
 pub(crate) struct PreadSource {
-    file: File,
+    file: CountedFile,
     path: PathBuf,
     pos: u64,
     slab_end: u64,
@@ -84,7 +83,7 @@ impl SlabReader {
             path: path.to_path_buf(),
             reason,
         })?;
-        let file = File::open(path).map_err(|source| IoError::Open {
+        let file = CountedFile::open(path).map_err(|source| IoError::Open {
             path: path.to_path_buf(),
             source,
         })?;

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod error;
 mod fp;
+mod iostats;
 mod reader;
 mod search;
 mod store;
@@ -18,5 +19,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     store::register(m)?;
     search::register(m)?;
     fp::register(m)?;
+    iostats::register(m)?;
     Ok(())
 }

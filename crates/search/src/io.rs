@@ -12,11 +12,10 @@
 //! * `columns.order.u64`: `blocks * 256` little-endian `u64`: the store index in each sorted
 //!   slot, `u64::MAX` for padding.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
+use molsift_io::iostats::{self, CountedFile};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
@@ -76,12 +75,9 @@ impl ColumnIndex {
     /// read; see [`ColumnIndex::verify`].
     pub fn open(dir: &Path) -> Result<ColumnIndex, SearchError> {
         let header_path = dir.join(HEADER_FILE);
-        let text =
-            std::fs::read_to_string(&header_path).map_err(|e| SearchError::io(&header_path, e))?;
-        let bad = |reason: String| SearchError::BadHeader {
-            path: header_path.clone(),
-            reason,
-        };
+        let text = iostats::read_file(&header_path).map_err(|e| SearchError::io(&header_path, e))?;
+        let text = String::from_utf8_lossy(&text);
+        let bad = |reason: String| SearchError::BadHeader { path: header_path.clone(), reason };
         let h: Header = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
         if h.format != FORMAT_NAME {
             return Err(bad(format!(
@@ -322,7 +318,7 @@ pub(crate) fn write_header(
     let header_path = dir.join(HEADER_FILE);
     let text = serde_json::to_string_pretty(&header).expect("header serializes");
     let tmp = dir.join(format!("{HEADER_FILE}.tmp"));
-    std::fs::write(&tmp, text).map_err(|e| SearchError::io(&tmp, e))?;
+    iostats::write_file(&tmp, text.as_bytes(), false).map_err(|e| SearchError::io(&tmp, e))?;
     std::fs::rename(&tmp, &header_path).map_err(|e| SearchError::io(&header_path, e))
 }
 
@@ -331,7 +327,7 @@ pub(crate) fn write_header(
 pub(crate) struct WordsFile {
     path: PathBuf,
     tmp: PathBuf,
-    out: BufWriter<File>,
+    out: BufWriter<CountedFile>,
     hash: Xxh3,
     words: u64,
     buf: Vec<u8>,
@@ -340,7 +336,7 @@ pub(crate) struct WordsFile {
 impl WordsFile {
     pub(crate) fn create(path: &Path) -> Result<WordsFile, SearchError> {
         let tmp = PathBuf::from(format!("{}.tmp", path.display()));
-        let f = File::create(&tmp).map_err(|e| SearchError::io(&tmp, e))?;
+        let f = CountedFile::create(&tmp).map_err(|e| SearchError::io(&tmp, e))?;
         Ok(WordsFile {
             path: path.to_path_buf(),
             tmp,
@@ -388,9 +384,7 @@ pub(crate) fn write_words(path: &Path, words: &[u64]) -> Result<FileInfo, Search
 }
 
 fn map_words(path: &Path, expected: u64) -> Result<Words, SearchError> {
-    let found = std::fs::metadata(path)
-        .map_err(|e| SearchError::io(path, e))?
-        .len();
+    let found = iostats::metadata(path).map_err(|e| SearchError::io(path, e))?.len();
     if found != expected {
         return Err(SearchError::WrongSize {
             path: path.to_path_buf(),
@@ -401,9 +395,9 @@ fn map_words(path: &Path, expected: u64) -> Result<Words, SearchError> {
     if expected == 0 {
         return Ok(Words::Empty);
     }
-    let f = File::open(path).map_err(|e| SearchError::io(path, e))?;
+    let f = CountedFile::open(path).map_err(|e| SearchError::io(path, e))?;
     // SAFETY: index files are written once and then only read; the size was checked just above.
     // A file truncated while mapped would fault, as with the store's own files.
-    let m = unsafe { Mmap::map(&f) }.map_err(|e| SearchError::io(path, e))?;
+    let m = unsafe { f.map() }.map_err(|e| SearchError::io(path, e))?;
     Ok(Words::Mapped(m))
 }

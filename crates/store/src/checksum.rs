@@ -1,9 +1,9 @@
 //! Streaming XXH3-64 checksums of store files, written as 16 hex digits in the manifest.
 
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
+use molsift_io::CountedFile;
 use xxhash_rust::xxh3::Xxh3;
 
 /// Formats a 64-bit digest as the manifest writes it.
@@ -13,7 +13,7 @@ pub fn to_hex(digest: u64) -> String {
 
 /// Checksum of a whole file, read in 1 MiB chunks.
 pub fn file_checksum(path: &Path) -> io::Result<String> {
-    let mut file = File::open(path)?;
+    let mut file = CountedFile::open(path)?;
     let mut hasher = Xxh3::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {

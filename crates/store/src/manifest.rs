@@ -102,10 +102,13 @@ impl Manifest {
     /// Reads and checks the format name and version of `STORE/manifest.json`.
     pub fn read(store: &Path) -> Result<Manifest, StoreError> {
         let path = store.join(crate::layout::MANIFEST);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        let text = match molsift_io::iostats::read_file(&path) {
+            Ok(t) => String::from_utf8(t).map_err(|e| StoreError::BadManifest {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if store.is_dir() {
+                if molsift_io::iostats::metadata(store).is_ok_and(|m| m.is_dir()) {
                     return Err(StoreError::NotAStore(store.to_path_buf()));
                 }
                 return Err(StoreError::io(store, e));
@@ -138,8 +141,6 @@ impl Manifest {
         let mut text = serde_json::to_string_pretty(self)
             .map_err(|e| StoreError::Invalid(format!("manifest: {e}")))?;
         text.push('\n');
-        std::fs::write(&path, text).map_err(|e| StoreError::io(&path, e))?;
-        let f = std::fs::File::open(&path).map_err(|e| StoreError::io(&path, e))?;
-        f.sync_all().map_err(|e| StoreError::io(&path, e))
+        molsift_io::iostats::write_file(&path, text.as_bytes(), true).map_err(|e| StoreError::io(&path, e))
     }
 }

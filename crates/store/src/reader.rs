@@ -3,11 +3,11 @@
 //! mmap is a visible choice: a file truncated *after* opening would fault on access, so open
 //! checks every size against the manifest first, and [`Verify::Full`] also checks checksums.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 use molsift_fp::FingerprintLayout;
+use molsift_io::iostats::{self, CountedFile};
 
 use crate::checksum::file_checksum;
 use crate::layout::{self, expected_size, DATA_FILES};
@@ -54,7 +54,7 @@ impl Store {
                 path: path.join(layout::MANIFEST),
                 reason: format!("no entry for {name}"),
             })?;
-            let found = std::fs::metadata(&file_path).map_err(|e| StoreError::io(&file_path, e))?.len();
+            let found = iostats::metadata(&file_path).map_err(|e| StoreError::io(&file_path, e))?.len();
             let expected = expected_size(name, n, &layout).unwrap_or(entry.bytes);
             if found != entry.bytes || found != expected {
                 return Err(StoreError::WrongSize { path: file_path, expected, found });
@@ -187,9 +187,10 @@ fn map(path: &Path, len: u64) -> Result<Option<Mmap>, StoreError> {
     if len == 0 {
         return Ok(None);
     }
-    let f = File::open(path).map_err(|e| StoreError::io(path, e))?;
+    let f = CountedFile::open(path).map_err(|e| StoreError::io(path, e))?;
     // SAFETY: the store is read-only once written; sizes were checked against the manifest.
-    let m = unsafe { Mmap::map(&f) }.map_err(|e| StoreError::io(path, e))?;
+    // Counted as one MMAPS: what is read through the map is not counted.
+    let m = unsafe { f.map() }.map_err(|e| StoreError::io(path, e))?;
     Ok(Some(m))
 }
 

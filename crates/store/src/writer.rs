@@ -1,18 +1,18 @@
 //! [`StoreWriter`]: appends molecules and rejects to a store under a temporary name, and on
 //! [`StoreWriter::finish`] syncs every file, writes the manifest last and renames into place.
 
-use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use molsift_fp::{pack_on_bits, popcount, FingerprintLayout};
+use molsift_io::iostats::{self, CountedFile};
 
 use crate::checksum::HashingWriter;
 use crate::layout::{self, DATA_FILES};
 use crate::manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
 use crate::{Store, StoreError};
 
-type Sink = HashingWriter<BufWriter<File>>;
+type Sink = HashingWriter<BufWriter<CountedFile>>;
 
 /// Builds one store. Nothing at the final path exists until [`finish`](Self::finish) succeeds.
 pub struct StoreWriter {
@@ -44,7 +44,7 @@ impl StoreWriter {
     /// Starts a store that will appear at `path` when finished. Fails if `path` exists, unless
     /// `overwrite` (the old store is then replaced only when the new one is complete).
     pub fn create(path: &Path, spec: FingerprintSpec, overwrite: bool) -> Result<Self, StoreError> {
-        if path.exists() && !overwrite {
+        if iostats::metadata(path).is_ok() && !overwrite {
             return Err(StoreError::Exists(path.to_path_buf()));
         }
         let layout = spec.layout()?;
@@ -53,7 +53,7 @@ impl StoreWriter {
         let mut sinks = Vec::with_capacity(DATA_FILES.len());
         for name in DATA_FILES {
             let p = tmp_path.join(name);
-            let f = File::create(&p).map_err(|e| StoreError::io(&p, e))?;
+            let f = CountedFile::create(&p).map_err(|e| StoreError::io(&p, e))?;
             sinks.push(HashingWriter::new(BufWriter::with_capacity(1 << 20, f)));
         }
         let mut w = StoreWriter {
@@ -226,7 +226,7 @@ impl StoreWriter {
     }
 
     fn move_into_place(&self) -> Result<(), StoreError> {
-        let old = if self.final_path.exists() {
+        let old = if iostats::metadata(&self.final_path).is_ok() {
             if !self.overwrite {
                 return Err(StoreError::Exists(self.final_path.clone()));
             }
@@ -259,7 +259,8 @@ impl StoreWriter {
 
     /// Copies the rows of a part's `rejects.tsv` (not its header), shifting the line column.
     fn append_rejects(&mut self, from: &Path, line_offset: u64) -> Result<(), StoreError> {
-        let text = std::fs::read_to_string(from).map_err(|e| StoreError::io(from, e))?;
+        let bytes = iostats::read_file(from).map_err(|e| StoreError::io(from, e))?;
+        let text = String::from_utf8_lossy(&bytes);
         for row in text.lines().skip(1) {
             let mut fields = row.splitn(3, '\t');
             let (source, line, rest) = (fields.next(), fields.next(), fields.next());
@@ -283,7 +284,7 @@ impl StoreWriter {
     }
 
     fn copy_file(&mut self, sink: usize, from: &Path) -> Result<(), StoreError> {
-        let mut f = File::open(from).map_err(|e| StoreError::io(from, e))?;
+        let mut f = CountedFile::open(from).map_err(|e| StoreError::io(from, e))?;
         let mut buf = vec![0u8; 1 << 20];
         loop {
             let n = f.read(&mut buf).map_err(|e| StoreError::io(from, e))?;
@@ -314,7 +315,7 @@ fn temporary_sibling(path: &Path, kind: &str) -> PathBuf {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io(dir, e))
+    CountedFile::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io(dir, e))
 }
 
 fn check_one_line(what: &str, text: &str) -> Result<(), StoreError> {

@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Optional
 
 FORMAT = "molsift-iolog"
 VERSION = 1
+# Darshan's request-size bins; their inclusive upper bounds are defined once per language:
+# molsift_io::iostats::size_bin (Rust) and size_bin in crates/iotrace/iotrace.c.
 SIZE_BINS = [
     "0_100",
     "100_1K",
@@ -23,18 +25,6 @@ SIZE_BINS = [
     "100M_1G",
     "1G_PLUS",
 ]
-SIZE_BIN_UPPER = [
-    100,
-    1 << 10,
-    10 << 10,
-    100 << 10,
-    1 << 20,
-    4 << 20,
-    10 << 20,
-    100 << 20,
-    1 << 30,
-    None,
-]  # inclusive upper bounds in bytes, as Darshan's buckets
 DARSHAN_MAGIC = (6567223).to_bytes(8, "little")  # after the 8-byte version string, e.g. b"3.41"
 
 

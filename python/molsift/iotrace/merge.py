@@ -1,5 +1,5 @@
-"""Merging: the per-process logs the tracer leaves in a directory become one job log (same
-format, with a "job" object), written atomically."""
+"""Merging: the per-process logs the tracer leaves in a directory (or the process records of a
+molsift run) become one job log (same format, with a "job" object), written atomically."""
 
 from __future__ import annotations
 
@@ -25,9 +25,15 @@ def merge_process_logs(paths: List[str], job: Dict[str, Any]) -> Tuple[Dict[str,
             processes.extend(read_json(path)["processes"])
         except IoLogError as exc:
             problems.append(str(exc))
-    processes.sort(key=lambda p: (p.get("start_time", 0.0), p.get("pid") or 0))
+    return merge_processes(processes, job), problems
+
+
+def merge_processes(processes: List[Dict[str, Any]], job: Dict[str, Any]) -> Dict[str, Any]:
+    """One job log from process objects (the tracer's, or molsift's own built-in counters'),
+    in start order."""
+    processes = sorted(processes, key=lambda p: (p.get("start_time", 0.0), p.get("pid") or 0))
     job = dict(job, nprocs=len(processes))
-    return {"format": FORMAT, "version": VERSION, "job": job, "processes": processes}, problems
+    return {"format": FORMAT, "version": VERSION, "job": job, "processes": processes}
 
 
 def write_log(doc: Dict[str, Any], path: str) -> None:

@@ -20,6 +20,7 @@ import os
 import re
 from typing import Dict, Iterable, List, Tuple
 
+from ..iostats import CountedFile, file_size, read_file
 from .layout import RunFiles, read_json, write_json_atomic
 
 STATE_VERSION = 1
@@ -40,14 +41,13 @@ def read_entries(paths: Iterable[str]) -> List[dict]:
     """Every committed entry of the given journals; a torn (unparsable) line is skipped."""
     out = []
     for path in paths:
-        with open(path, "rb") as f:
-            for raw in f:
-                if not raw.endswith(b"\n"):
-                    continue  # torn by a kill: never committed
-                try:
-                    out.append(json.loads(raw))
-                except ValueError:
-                    continue
+        for raw in read_file(path).splitlines(keepends=True):
+            if not raw.endswith(b"\n"):
+                continue  # torn by a kill: never committed
+            try:
+                out.append(json.loads(raw))
+            except ValueError:
+                continue
     return out
 
 
@@ -80,19 +80,17 @@ def _has_holes(extents: List[Tuple[int, int]]) -> Tuple[bool, int]:
 def _compact(path: str, extents: List[Tuple[int, int]], tmp: str) -> int:
     """Copies the committed extents of `path`, in order, into `tmp` (synced); returns its size."""
     size = 0
-    with open(path, "rb") as src, open(tmp, "wb") as dst:
+    with CountedFile(path) as src, CountedFile(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as dst:
         for off, n in extents:
-            src.seek(off)
-            left = n
+            at, left = off, n
             while left:
-                chunk = src.read(min(left, 1 << 22))
+                chunk = src.pread(min(left, 1 << 22), at)
                 if not chunk:
                     raise RuntimeError(f"{path}: committed bytes {off}..{off + n} are missing (file truncated?)")
                 dst.write(chunk)
-                left -= len(chunk)
+                at, left = at + len(chunk), left - len(chunk)
             size += n
-        dst.flush()
-        os.fsync(dst.fileno())
+        dst.fsync()
     return size
 
 
@@ -134,8 +132,8 @@ def consolidate(files: RunFiles) -> dict:
             tmp = files.compacted(path, gen + 1)
             end = _compact(path, ext, tmp)
             renames.append((tmp, path))
-        elif os.path.getsize(path) != end:
-            with open(path, "r+b") as f:  # bytes after the committed end were never committed
+        elif file_size(path) != end:
+            with CountedFile(path, os.O_WRONLY) as f:  # bytes after the committed end were never committed
                 f.truncate(end)
         new["ends"][key] = end
     pose_ends = [e["poses"][0] + e["poses"][1] for e in entries if e.get("poses")]

@@ -10,7 +10,9 @@ Its run directory (default `results.csv.run/`) holds:
                 file and per-task progress (written atomically: temporary name, then rename).
 - `journal-g<gen>-w<writer>.jsonl`  one line per committed write, appended by its writer only.
 - `timeline/`   per-worker throughput samples and per-writer write events (for `molsift report`).
-- `report.json` the totals of the finished run."""
+- `report.json` the totals of the finished run.
+- `io.json`     molsift's own I/O counters of the run's last attempt: every file, every process
+                (main, workers or ranks), in the I/O log format; `molsift insights` reads it."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import json
 import os
 from dataclasses import dataclass
 from typing import Any, Dict
+
+from ..iostats import CountedFile, read_file, write_file
 
 PLAN_VERSION = 1
 
@@ -58,6 +62,10 @@ class RunFiles:
         return os.path.join(self.run_dir, "report.json")
 
     @property
+    def io_log(self) -> str:
+        return os.path.join(self.run_dir, "io.json")
+
+    @property
     def timeline_dir(self) -> str:
         return os.path.join(self.run_dir, "timeline")
 
@@ -71,22 +79,11 @@ class RunFiles:
 def write_json_atomic(path: str, value: Any) -> None:
     """Writes JSON to a temporary name, syncs it and renames it over `path`."""
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(value, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
+    write_file(tmp, json.dumps(value, indent=1).encode(), sync=True)
     os.replace(tmp, path)
-    _sync_dir(os.path.dirname(path) or ".")
-
-
-def _sync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with CountedFile(os.path.dirname(path) or ".") as d:
+        d.fsync()
 
 
 def read_json(path: str) -> Dict[str, Any]:
-    with open(path) as f:
-        return json.load(f)
+    return json.loads(read_file(path))

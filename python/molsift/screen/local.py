@@ -17,6 +17,7 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional
 
+from ..iostats import process_record
 from .layout import RunFiles
 from .worker import Screener, Timeline
 from .writer import GroupWriter, LocalOffsets
@@ -59,6 +60,8 @@ def _worker_main(wid: int, plan: dict, scorer, tasks, out, status, files: RunFil
         stats["worker"] = wid
         set_status(stats["records"], stats["rejects"], stats["bytes_read"])
         scorer.close()
+        timeline.close()
+        stats["iostats"] = process_record()  # this worker's own I/O, for RUN_DIR/io.json
         out.put(("done", wid, stats))
     except BaseException:
         out.put(("error", wid, traceback.format_exc()))
@@ -134,7 +137,7 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
             abort.set()
         finally:
             writer_stats[g] = {"writes": writer.writes, "bytes": writer.bytes, "seconds": writer.seconds,
-                               "members": len(groups[g])}
+                               "members": len(groups[g]), "group": g, "ranks": groups[g]}
             writer.close()
             tl.close()
 
@@ -169,6 +172,7 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
             t.join()
     if errors:
         raise WorkerFailed(errors[0].rstrip() + "\nwhat was committed is kept: run again with --resume to finish")
-    return {"workers": [worker_stats[w] for w in sorted(worker_stats)],
-            "writers": [writer_stats[g] for g in sorted(writer_stats)],
-            "groups": [len(m) for m in groups]}
+    workers_out = [worker_stats[w] for w in sorted(worker_stats)]
+    return {"workers": workers_out, "writers": [writer_stats[g] for g in sorted(writer_stats)],
+            "groups": [len(m) for m in groups],
+            "iostats": [w.pop("iostats") for w in workers_out if "iostats" in w]}

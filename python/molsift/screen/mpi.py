@@ -15,6 +15,7 @@ import os
 import time
 from typing import Any, Dict, List
 
+from ..iostats import process_record
 from .layout import RunFiles
 from .worker import Screener, Timeline
 from .writer import GroupWriter, MPIOffsets
@@ -100,7 +101,8 @@ def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fs
                 drain()
                 time.sleep(0.002)
             stats["writer"] = {"writes": writer.writes, "bytes": writer.bytes,
-                               "seconds": writer.seconds, "members": len(members)}
+                               "seconds": writer.seconds, "members": len(members),
+                               "group": group, "ranks": members}
             writer.close()
             writer = None
     finally:
@@ -109,11 +111,12 @@ def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fs
     _wait(comm.Ibarrier())
     offsets.free()
     mine = list(stats_of.values()) if rank == writer_rank else []
-    gathered = comm.gather(mine, root=0)
+    gathered = comm.gather((mine, process_record()), root=0)  # with each rank's own I/O
     if rank != 0:
         return None
-    workers = sorted((s for part in gathered for s in part), key=lambda s: s.get("rank", 0))
+    workers = sorted((s for part, _ in gathered for s in part), key=lambda s: s.get("rank", 0))
     writers = [s["writer"] for s in workers if "writer" in s]
     return {"workers": workers, "writers": writers,
             "groups": [sum(1 for r in range(size) if group_of(r, size, n_writers) == g)
-                       for g in range(n_writers)]}
+                       for g in range(n_writers)],
+            "iostats": [io for _, io in gathered]}

@@ -11,6 +11,8 @@ import os
 from collections import defaultdict
 from typing import Dict, List, Optional, Tuple
 
+from ..iostats import open_counted, read_file
+
 WINDOW_S = 2.0  # moving-average window for records/s
 
 
@@ -25,7 +27,7 @@ def load_timeline(run_dir: str) -> Tuple[Dict[str, List[dict]], List[dict]]:
     for path in paths:
         if int(os.path.basename(path)[1:].split("-")[0]) != latest:
             continue
-        with open(path) as f:
+        with open_counted(path) as f:
             for n, line in enumerate(f, 1):
                 if not line.endswith("\n"):
                     continue  # torn by a kill
@@ -55,6 +57,16 @@ def moving_rate(samples: List[dict], window: float = WINDOW_S) -> Tuple[List[flo
     return ts, rates
 
 
+def io_text(io: dict) -> str:
+    """One line of a run's own I/O counters (report["io"], from RUN_DIR/io.json)."""
+    lib = io.get("library") or {}
+    return (f"I/O of {io['processes']} process(es): read {io['bytes_read']:,} B in "
+            f"{io['reads']:,} requests, wrote {io['bytes_written']:,} B in {io['writes']:,}, "
+            f"{io['opens']:,} opens; I/O time read {io['read_s']:.2f} s, write "
+            f"{io['write_s']:.2f} s, metadata {io['meta_s']:.2f} s"
+            + (f"; library read amplification {lib['read_amplification']:.4f}x" if lib else ""))
+
+
 def totals_text(report: dict) -> str:
     t = report["time"]
     attempt = report["records_this_attempt"]
@@ -65,7 +77,8 @@ def totals_text(report: dict) -> str:
             f"worker time: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, read wait "
             f"{t['read_wait_s']:.1f} s, write wait {t['write_wait_s']:.2f} s "
             f"({100 * report['write_wait_share']:.2f}%) | writers busy {report['write_s']:.2f} s | "
-            f"read amplification {report['read_amplification']:.4f}x")
+            f"read amplification {report['read_amplification']:.4f}x"
+            + (f"\n{io_text(report['io'])}" if report.get("io") else ""))
 
 
 def write_report(run_dir: str, output: Optional[str] = None) -> Tuple[str, str]:
@@ -78,8 +91,7 @@ def write_report(run_dir: str, output: Optional[str] = None) -> Tuple[str, str]:
     report_path = os.path.join(run_dir, "report.json")
     if not os.path.exists(report_path):
         raise ValueError(f"{run_dir}: no report.json (the run has not finished; finish it with --resume)")
-    with open(report_path) as f:
-        report = json.load(f)
+    report = json.loads(read_file(report_path))
     samples, writes = load_timeline(run_dir)
     t0 = min([s["t"] for ss in samples.values() for s in ss] + [w["start"] for w in writes] or [0])
     fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(11, 8.5), sharex=True,
@@ -106,8 +118,9 @@ def write_report(run_dir: str, output: Optional[str] = None) -> Tuple[str, str]:
     ax3.set_ylabel("buffers waiting\nfor the writer")
     ax3.set_xlabel("seconds since start")
     fig.text(0.01, 0.005, totals_text(report), fontsize=7.5, family="monospace", va="bottom")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.08 if report.get("io") else 0.06, 1, 1))
     png = output or os.path.join(run_dir, "report.png")
-    fig.savefig(png, dpi=110)
+    with open_counted(png, "wb") as f:
+        fig.savefig(f, dpi=110, format="png")
     plt.close(fig)
     return png, totals_text(report)

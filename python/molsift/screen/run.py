@@ -12,10 +12,13 @@ from dataclasses import asdict
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import _core
+from ..iostats import (add_job_info, add_process_records, all_records, file_size, job_log, totals,
+                       write_file, write_log)
 from ..parallel import default_workers, launched_under_mpi
 from ..progress import Progress
 from .journal import consolidate, new_state
 from .layout import PLAN_VERSION, RunFiles, read_json, write_json_atomic
+from .report import io_text
 
 REJECTS_HEADER = "source\tline\toffset\tid\treason\n"
 
@@ -91,12 +94,10 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
             shutil.rmtree(files.run_dir)
         os.makedirs(files.timeline_dir)
         header = ",".join(plan["columns"]) + "\n"
-        with open(files.rows_partial, "w") as f:
-            f.write(header)
-        with open(files.rejects_partial, "w") as f:
-            f.write(REJECTS_HEADER)
+        write_file(files.rows_partial, header.encode())
+        write_file(files.rejects_partial, REJECTS_HEADER.encode())
         if scorer.has_poses:
-            open(files.poses, "wb").close()
+            write_file(files.poses, b"")
         write_json_atomic(files.plan, plan)
         write_json_atomic(files.state, new_state(len(header.encode()), len(REJECTS_HEADER)))
     else:
@@ -113,7 +114,7 @@ def _check_same_run(plan: dict, library: str, scorer) -> None:
     inp = plan["input"]
     if os.path.abspath(library) != inp["path"]:
         raise ScreenError(f"--resume: this run screens {inp['path']}, not {library}")
-    if not os.path.isfile(library) or os.path.getsize(library) != inp["bytes"]:
+    if not os.path.isfile(library) or file_size(library) != inp["bytes"]:
         raise ScreenError(f"--resume: {library} changed size since the run started "
                           f"({inp['bytes']} bytes then); start a new run")
     if plan["scorer"] != scorer.name or plan["columns"][2:2 + len(scorer.columns)] != list(scorer.columns):
@@ -239,6 +240,7 @@ def _finish(files: RunFiles, plan: dict, stats: dict, stream: dict, start: float
         for k, v in w.get("scorer", {}).items():
             scorer_stats[k] = scorer_stats.get(k, 0) + v if isinstance(v, (int, float)) else v
     wait = sum(w["write_wait_s"] for w in workers)
+    io = _write_io_log(files, plan, stats, start)
     report = {
         "output": files.output, "rejects": files.rejects, "run_dir": files.run_dir,
         "poses": files.poses if plan["has_poses"] else None,
@@ -257,12 +259,23 @@ def _finish(files: RunFiles, plan: dict, stats: dict, stream: dict, start: float
         "write_s": round(sum(w["seconds"] for w in stats["writers"]), 3),
         "write_wait_share": wait / (size * seconds) if seconds else 0.0,
         "per_worker": workers, "per_writer": stats["writers"], "scorer": plan["scorer"],
-        "scorer_stats": scorer_stats, "started": start,
+        "scorer_stats": scorer_stats, "started": start, "io": io,
     }
     write_json_atomic(files.report, report)
     write_json_atomic(files.state, dict(state, complete=True))  # the commit point
     _rename_results(files)
     return report
+
+
+def _write_io_log(files: RunFiles, plan: dict, stats: dict, start: float) -> dict:
+    """RUN_DIR/io.json: molsift's own I/O counters of this attempt, every process (this one, the
+    workers or ranks) and the writer groups; returns the totals the report shows."""
+    add_process_records(stats.get("iostats", []))
+    groups = [{k: w[k] for k in ("group", "ranks", "bytes", "seconds")} for w in stats["writers"]]
+    add_job_info(molsift={"writer_groups": groups})
+    doc = job_log("molsift screen", all_records(), start)
+    write_log(doc, files.io_log)
+    return totals(doc, library=plan["input"]["path"])
 
 
 def _rename_results(files: RunFiles) -> None:
@@ -286,6 +299,7 @@ def summary(report: dict) -> str:
         f"read {report['bytes_read']:,} of {report['input_bytes']:,} bytes in {report['read_calls']:,} calls: "
         f"read amplification {report['read_amplification']:.4f}x"
         + (f" (plus one line-number pre-pass at memory speed)" if report["prepass"] else ""),
+        *([io_text(report["io"])] if report.get("io") else []),
         f"results {report['output']}; rejects {report['rejects']}",
     ]
     if report["restarts"] > 0:

@@ -14,6 +14,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from .. import _core
+from ..iostats import CountedFile, open_counted
 from ..scorers import Reject, format_value
 
 BATCH_RECORDS = 256
@@ -35,7 +36,7 @@ class Timeline:
     """Appends samples (records done, queue depths) and events as JSON lines to one file."""
 
     def __init__(self, path: Optional[str], who: dict, every: float = 0.5):
-        self._f = open(path, "a", buffering=1) if path else None
+        self._f = open_counted(path, "a", buffering=1) if path else None
         self.who = who
         self.every = every
         self._last = 0.0
@@ -173,9 +174,8 @@ class Screener:
         first_line = task["first_line"]
         if prog and prog["k"]:
             # resume after the last committed record: the slab then starts one byte into it
-            with open(self.source, "rb") as f:
-                f.seek(prog["o"])
-                first = f.read(1)
+            with CountedFile(self.source) as f:
+                first = f.pread(1, prog["o"])
             start = prog["o"] + 1
             first_line = prog["l"] - 1 + (1 if first == b"\n" else 0)
         from ..ingestion import InputFile

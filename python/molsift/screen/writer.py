@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Callable, List, Optional, Sequence
 
+from ..iostats import CountedFile
 from .journal import entry_line
 from .layout import RunFiles
 
@@ -66,13 +67,6 @@ class MPIOffsets:
         self.win.Free()
 
 
-def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.pwrite(fd, view, offset)
-        view, offset = view[n:], offset + n
-
-
 def _failpoint(name: str, count: int, hold: bool = False) -> bool:
     """Test hook: MOLSIFT_FAILPOINT=NAME:N kills this process with SIGKILL at point NAME of its
     N-th write (`hold`: only say whether it would). Used by the kill -9 tests."""
@@ -93,12 +87,12 @@ class GroupWriter:
         self.offsets = offsets
         self.fsync = fsync
         self.log_event = log_event
-        self._fds = {
-            "rows": os.open(files.rows_partial, os.O_WRONLY),
-            "rejects": os.open(files.rejects_partial, os.O_WRONLY),
+        self._files = {  # counted by molsift's I/O counters (the run's io.json)
+            "rows": CountedFile(files.rows_partial, os.O_WRONLY),
+            "rejects": CountedFile(files.rejects_partial, os.O_WRONLY),
         }
         self._poses_path = files.poses
-        self._journal = os.open(files.journal(gen, writer), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._journal = CountedFile(files.journal(gen, writer), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.writes = 0
         self.bytes = 0
         self.seconds = 0.0
@@ -117,19 +111,19 @@ class GroupWriter:
                  "p": payload["p"]}
         for key, data, off in (("rows", rows, at[0]), ("rejects", rejects, at[1]), ("poses", poses, pose_at)):
             if data and key == "rows" and _failpoint("mid-write", self.writes, hold=True):
-                _pwrite_all(self._fds[key], data[: len(data) // 2], off)  # a write cut by a kill
+                self._files[key].pwrite(data[: len(data) // 2], off)  # a write cut by a kill
                 _failpoint("mid-write", self.writes)
             if data:
-                if key not in self._fds:  # only scorers with poses have a pose file
-                    self._fds[key] = os.open(self._poses_path, os.O_WRONLY | os.O_CREAT, 0o644)
-                _pwrite_all(self._fds[key], data, off)
+                if key not in self._files:  # only scorers with poses have a pose file
+                    self._files[key] = CountedFile(self._poses_path, os.O_WRONLY | os.O_CREAT, 0o644)
+                self._files[key].pwrite(data, off)  # all of it (short writes are retried)
                 entry[key] = [off, len(data)]
         if self.fsync:
             for key in FILES:
-                if key in entry and key in self._fds:
-                    os.fdatasync(self._fds[key])
+                if key in entry and key in self._files:
+                    self._files[key].fdatasync()
         _failpoint("before-commit", self.writes)
-        os.write(self._journal, entry_line(entry))  # the commit
+        self._journal.write(entry_line(entry))  # the commit: one write on an O_APPEND file
         end = time.time()
         n = len(rows) + len(rejects) + len(poses)
         self.writes += 1
@@ -140,6 +134,6 @@ class GroupWriter:
                             "start": start, "end": end, "bytes": n})
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        os.close(self._journal)
+        for f in self._files.values():
+            f.close()
+        self._journal.close()
