@@ -292,3 +292,20 @@ def test_sdf_input_with_standardize(rdkit_sdf, tmp_path):
     assert rows + rejects == Counter(str(n) for n in starts) and len(starts) == 200
     with open(out, newline="") as f:
         assert all("." not in r["smiles"] for r in csv.DictReader(f))  # largest fragment kept
+
+
+def test_mpi_ranks_run_local_workers(library, tmp_path):
+    """`mpirun -n 2 molsift screen -j 2`: every rank runs 2 worker processes (4 in all) and
+    forwards their buffers to its writer group as its own; exactly once with 1 and 2 groups."""
+    for writers in (1, 2):
+        out = tmp_path / f"j-{writers}.csv"
+        r = run_mpi(2, ["screen", str(library), "--scorer", "filter", "-o", str(out), "-j", "2",
+                        "--writers", str(writers), "--write-buffer", "2K", "-q"])
+        assert r.returncode == 0, r.stderr[-3000:]
+        _, _, report = check_exactly_once(library, out)
+        assert report["executor"] == "mpi" and report["workers"] == 4
+        assert sorted((w["rank"], w["worker"]) for w in report["per_worker"]) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        assert sum(w["records"] for w in report["per_worker"]) == report["records_in"]
+        assert report["writers"] == writers
+        timelines = sorted(p.name for p in (Path(str(out) + ".run") / "timeline").iterdir())
+        assert any(n.endswith("-rank1-worker1.jsonl") for n in timelines), timelines

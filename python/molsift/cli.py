@@ -361,7 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scorer", required=True, metavar="NAME",
                    help="filter, similarity, vina, or python:module:function")
     p.add_argument("-o", "--output", required=True, metavar="CSV", help="result file")
-    p.add_argument("-j", "--workers", type=int, help="worker processes (default: all cores; 1 per MPI rank)")
+    p.add_argument("-j", "--workers", type=int,
+                   help="worker processes (default: all cores); under mpirun, worker processes per rank "
+                        "(default 1: the rank itself works)")
     p.add_argument("--writers", type=int, default=1, metavar="P", help="writer groups (default 1)")
     p.add_argument("--write-buffer", type=parse_size, default="1MiB", metavar="SIZE",
                    help="accumulation buffer per worker or rank (default 1MiB)")

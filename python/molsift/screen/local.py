@@ -35,11 +35,14 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker_main(wid: int, plan: dict, scorer, tasks, out, status, files: RunFiles, gen: int) -> None:
+def _worker_main(wid: int, plan: dict, scorer, tasks, out, status, files: RunFiles, gen: int,
+                 rank: Optional[int] = None) -> None:
+    """One worker process: takes tasks until `None`, puts its buffers on `out`. `rank`: the MPI
+    rank this worker belongs to (`molsift screen -j N` under mpirun), None on one machine."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-    timeline = Timeline(os.path.join(files.timeline_dir, f"g{gen}-worker{wid}.jsonl"),
-                        {"worker": wid, "rank": 0})
+    name = f"g{gen}-worker{wid}.jsonl" if rank is None else f"g{gen}-rank{rank}-worker{wid}.jsonl"
+    timeline = Timeline(os.path.join(files.timeline_dir, name), {"worker": wid, "rank": rank or 0})
     try:
         scorer.setup()
 
@@ -49,7 +52,8 @@ def _worker_main(wid: int, plan: dict, scorer, tasks, out, status, files: RunFil
         def set_status(records: int, rejects: int, bytes_read: int) -> None:
             status[3 * wid], status[3 * wid + 1], status[3 * wid + 2] = records, rejects, bytes_read
 
-        s = Screener(plan, scorer, f"w{wid}", flush, timeline, queue_depth=out.qsize, status=set_status)
+        src = f"w{wid}" if rank is None else f"r{rank}w{wid}"
+        s = Screener(plan, scorer, src, flush, timeline, queue_depth=out.qsize, status=set_status)
         while True:
             item = tasks.get()
             if item is None:
@@ -58,6 +62,8 @@ def _worker_main(wid: int, plan: dict, scorer, tasks, out, status, files: RunFil
             s.run_task(task, prog)
         stats = s.finish()
         stats["worker"] = wid
+        if rank is not None:
+            stats["rank"] = rank
         set_status(stats["records"], stats["rejects"], stats["bytes_read"])
         scorer.close()
         timeline.close()

@@ -1,5 +1,7 @@
-"""`molsift screen` under `mpirun`: one worker per rank. Tasks are dealt round-robin (task i to
-rank i mod N; by default there is one slab per rank). Ranks are split into P writer groups of
+"""`molsift screen` under `mpirun`: one worker per rank, or with `-j N` N worker processes per
+rank (one rank per node, its cores busy). Tasks are dealt round-robin (task i to rank i mod N;
+by default there is one slab per worker); a rank's own workers take its tasks from a local
+queue, and the rank forwards their buffers as if they were its own. Ranks are split into P writer groups of
 consecutive ranks; the first rank of each group is its writer. A member sends each full buffer
 to its writer without waiting (at most two sends in flight); the writer receives them between
 its own batches, reserves their place with a fetch-and-add in an MPI window on rank 0 and
@@ -12,6 +14,8 @@ the other ranks when they share cores)."""
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
 from typing import Any, Dict, List
 
@@ -38,8 +42,67 @@ def group_of(rank: int, size: int, writers: int) -> int:
     return rank * writers // size
 
 
-def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fsync: bool) -> Dict[str, Any]:
-    """Runs this rank's tasks; returns all ranks' stats on rank 0 (None elsewhere)."""
+def _run_local_workers(rank: int, n: int, plan: dict, files: RunFiles, gen: int, scorer, my_tasks,
+                       flush, poll) -> tuple:
+    """Runs this rank's tasks on `n` worker processes; their buffers go to `flush` (in this
+    thread), `poll` runs while waiting. Returns the workers' stats and their I/O records."""
+    import multiprocessing as mp
+
+    from .local import WorkerFailed, _worker_main
+
+    ctx = mp.get_context("spawn")
+    tasks, out = ctx.Queue(maxsize=2 * n), ctx.Queue(maxsize=4 * n)
+    status = ctx.Array("d", 3 * n, lock=False)
+    procs = [ctx.Process(target=_worker_main, name=f"molsift-screen-r{rank}w{w}",
+                         args=(w, plan, scorer, tasks, out, status, files, gen, rank)) for w in range(n)]
+    for p in procs:
+        p.start()
+    failed: List[str] = []
+
+    def feed() -> None:
+        try:
+            for item in my_tasks:
+                tasks.put(item)
+        except BaseException as exc:  # reading a stream failed
+            failed.append(f"rank {rank}: reading the input failed: {exc!r}")
+        for _ in range(n):
+            tasks.put(None)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    stats: List[dict] = []
+    try:
+        while len(stats) < n and not failed:
+            try:
+                msg = out.get(timeout=0.002)
+            except queue.Empty:
+                if poll is not None:
+                    poll()
+                dead = [p for p in procs if p.exitcode not in (None, 0)]
+                if dead and out.empty():
+                    failed.append(f"rank {rank}: worker process {dead[0].name} died (exit code {dead[0].exitcode})")
+                continue
+            if msg[0] == "data":
+                flush(msg[1])
+            elif msg[0] == "done":
+                stats.append(msg[2])
+            else:
+                failed.append(f"rank {rank}, worker {msg[1]} failed:\n{msg[2]}")
+        if failed:
+            raise WorkerFailed(failed[0].rstrip() + "\nwhat was committed is kept: run again with --resume to finish")
+    finally:
+        for p in procs:
+            if failed and p.is_alive():
+                p.kill()
+            p.join()
+    stats.sort(key=lambda s: s["worker"])
+    return stats, [s.pop("iostats") for s in stats if "iostats" in s]
+
+
+def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fsync: bool,
+            local_workers: int = 1) -> Dict[str, Any]:
+    """Runs this rank's tasks (in this process, or on `local_workers` worker processes);
+    returns all ranks' stats on rank 0 (None elsewhere)."""
     rank, size = comm.Get_rank(), comm.Get_size()
     gen = state["gen"]
     n_writers = max(1, min(plan["writers"], size))
@@ -50,10 +113,10 @@ def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fs
     timeline = Timeline(os.path.join(files.timeline_dir, f"g{gen}-rank{rank}.jsonl"),
                         {"worker": rank, "rank": rank})
     writer = None
-    stats_of: Dict[int, dict] = {}
+    stats_of: Dict[int, List[dict]] = {}
     pending: List[Any] = []
+    worker_io: List[dict] = []
     try:
-        scorer.setup()
         if rank == writer_rank:
             writer = GroupWriter(files, group, gen, offsets, fsync, log_event=timeline.event)
 
@@ -85,22 +148,28 @@ def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fs
             pending[:] = [r for r in pending if not r.test()[0]]
             return len(pending)
 
-        s = Screener(plan, scorer, f"r{rank}", flush, timeline, poll=poll, queue_depth=in_flight)
-        for task, prog in my_tasks:
-            s.run_task(task, prog)
-        stats = s.finish()
-        stats["rank"] = rank
-        scorer.close()
+        if local_workers > 1:
+            rank_stats, worker_io = _run_local_workers(rank, local_workers, plan, files, gen, scorer,
+                                                       my_tasks, flush, poll)
+        else:
+            scorer.setup()
+            s = Screener(plan, scorer, f"r{rank}", flush, timeline, poll=poll, queue_depth=in_flight)
+            for task, prog in my_tasks:
+                s.run_task(task, prog)
+            stats = s.finish()
+            stats["rank"] = rank
+            scorer.close()
+            rank_stats = [stats]
         if writer is None:
             for req in pending:
                 _wait(req)
-            _wait(comm.isend(("done", rank, stats), dest=writer_rank, tag=TAG))
+            _wait(comm.isend(("done", rank, rank_stats), dest=writer_rank, tag=TAG))
         else:
-            stats_of[rank] = stats
+            stats_of[rank] = rank_stats
             while len(stats_of) < len(members):
                 drain()
                 time.sleep(0.002)
-            stats["writer"] = {"writes": writer.writes, "bytes": writer.bytes,
+            rank_stats[0]["writer"] = {"writes": writer.writes, "bytes": writer.bytes,
                                "seconds": writer.seconds, "members": len(members),
                                "group": group, "ranks": members}
             writer.close()
@@ -110,13 +179,13 @@ def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fs
     # every writer has committed everything before anyone frees the window
     _wait(comm.Ibarrier())
     offsets.free()
-    mine = list(stats_of.values()) if rank == writer_rank else []
-    gathered = comm.gather((mine, process_record()), root=0)  # with each rank's own I/O
+    mine = [s for part in stats_of.values() for s in part] if rank == writer_rank else []
+    gathered = comm.gather((mine, [process_record()] + worker_io), root=0)  # with every process's own I/O
     if rank != 0:
         return None
-    workers = sorted((s for part, _ in gathered for s in part), key=lambda s: s.get("rank", 0))
+    workers = sorted((s for part, _ in gathered for s in part), key=lambda s: (s.get("rank", 0), s.get("worker", 0)))
     writers = [s["writer"] for s in workers if "writer" in s]
     return {"workers": workers, "writers": writers,
             "groups": [sum(1 for r in range(size) if group_of(r, size, n_writers) == g)
                        for g in range(n_writers)],
-            "iostats": [io for _, io in gathered]}
+            "iostats": [io for _, ios in gathered for io in ios]}

@@ -162,7 +162,8 @@ def screen(library: str, output: str, scorer, *, workers: Optional[int] = None, 
         comm = MPI.COMM_WORLD.Dup()
     size = comm.Get_size() if comm else (workers or default_workers())
     rank = comm.Get_rank() if comm else 0
-    plan_args = {"slabs": slabs or (size if comm else 8 * size), "writers": writers,
+    local = max(1, workers or 1) if comm else 1  # worker processes per rank under MPI (-j)
+    plan_args = {"slabs": slabs or (size * local if comm else 8 * size), "writers": writers,
                  "write_buffer": write_buffer, "standardize": standardize,
                  "reader": {"buffer_size": read_buffer, "max_record_bytes": max_record_bytes},
                  "chunk_records": chunk_records, "threads": default_workers() if comm else size,
@@ -193,7 +194,7 @@ def screen(library: str, output: str, scorer, *, workers: Optional[int] = None, 
     if comm:
         from .mpi import run_mpi
 
-        stats = run_mpi(comm, plan, files, state, scorer, mine, fsync)
+        stats = run_mpi(comm, plan, files, state, scorer, mine, fsync, local_workers=local)
         comm.Free()
         if rank != 0:
             return None
@@ -207,7 +208,7 @@ def screen(library: str, output: str, scorer, *, workers: Optional[int] = None, 
         with Progress("screen", total=total, unit="mol", enabled=progress) as bar:
             stats = run_local(plan, files, state, scorer, iter(mine), size, fsync, bar)
         executor = "processes"
-    return _finish(files, plan, stats, stream, start, executor, size)
+    return _finish(files, plan, stats, stream, start, executor, size * local)
 
 
 def _finish(files: RunFiles, plan: dict, stats: dict, stream: dict, start: float,
