@@ -58,11 +58,11 @@ def moving_rate(samples: List[dict], window: float = WINDOW_S) -> Tuple[List[flo
 
 
 def io_text(io: dict) -> str:
-    """One line of a run's own I/O counters (report["io"], from RUN_DIR/io.json)."""
+    """Two lines of a run's own I/O counters (report["io"], from RUN_DIR/io.json)."""
     lib = io.get("library") or {}
     return (f"I/O of {io['processes']} process(es): read {io['bytes_read']:,} B in "
             f"{io['reads']:,} requests, wrote {io['bytes_written']:,} B in {io['writes']:,}, "
-            f"{io['opens']:,} opens; I/O time read {io['read_s']:.2f} s, write "
+            f"{io['opens']:,} opens\nI/O time: read {io['read_s']:.2f} s, write "
             f"{io['write_s']:.2f} s, metadata {io['meta_s']:.2f} s"
             + (f"; library read amplification {lib['read_amplification']:.4f}x" if lib else ""))
 
@@ -118,7 +118,7 @@ def write_report(run_dir: str, output: Optional[str] = None) -> Tuple[str, str]:
     ax3.set_ylabel("buffers waiting\nfor the writer")
     ax3.set_xlabel("seconds since start")
     fig.text(0.01, 0.005, totals_text(report), fontsize=7.5, family="monospace", va="bottom")
-    fig.tight_layout(rect=(0, 0.08 if report.get("io") else 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.095 if report.get("io") else 0.06, 1, 1))
     png = output or os.path.join(run_dir, "report.png")
     with open_counted(png, "wb") as f:
         fig.savefig(f, dpi=110, format="png")
