@@ -21,7 +21,6 @@ on a shared machine CPU time is the steadier of the two.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import resource
@@ -31,10 +30,11 @@ import sys
 import time
 from pathlib import Path
 
+import count as count_bench  # benches/ is on sys.path when a bench runs as a script
+import screen as screen_bench
+
 ROOT = Path(__file__).resolve().parent.parent
 MOSES = ROOT.parent / "shared" / "data" / "moses_train.csv.gz"
-REFS = ["CC(C)Cc1ccc(C(C)C(=O)O)cc1", "CN1C(=O)CN=C(c2ccccc2)c2cc(Cl)ccc21",
-        "CC(=O)Nc1ccc(O)cc1", "O=C(O)c1ccccc1OC(C)=O", "Cn1cnc2c1c(=O)n(C)c(=O)n2C"]
 MOLSIFT = [sys.executable, "-m", "molsift"]
 
 
@@ -67,29 +67,6 @@ def alternate(cmd, repeats: int, inner=None) -> dict:
     return {k: statistics.median(v) for k, v in got.items() if v}
 
 
-def build_big(path: Path, gib: float) -> None:
-    target = int(gib * (1 << 30))
-    if path.exists() and path.stat().st_size >= target:
-        return
-    lines = gzip.open(MOSES, "rb").read().split(b"\n", 1)[1]
-    with open(path, "wb") as f:
-        written = 0
-        while written < target:
-            f.write(lines)
-            written += len(lines)
-
-
-def moses_csv(path: Path, limit: int = 0) -> Path:
-    if not path.exists():
-        with gzip.open(MOSES, "rt") as src, open(path, "w") as dst:
-            dst.write(src.readline())
-            for i, line in enumerate(src):
-                if limit and i >= limit:
-                    break
-                dst.write(line)
-    return path
-
-
 def row(name: str, requests: str, m: dict, key: str) -> str:
     on, off = m[key, True], m[key, False]
     return f"| {name} | {requests} | {on:.3f} | {off:.3f} | {100 * (on - off) / off:+.1f}% |"
@@ -112,7 +89,7 @@ def main() -> int:
     lines = []
 
     big = work / "moses_repeated.smi"
-    build_big(big, args.gib)
+    count_bench.build(big, MOSES, args.gib)
     subprocess.run(["cat", str(big)], stdout=subprocess.DEVNULL, check=True)  # warm the cache
     count = [*MOLSIFT, "count", str(big), "--json", "--no-header"]
     m = alternate(count, args.repeats, inner=lambda out: json.loads(out)["seconds"])
@@ -123,7 +100,7 @@ def main() -> int:
     if not args.keep:
         big.unlink()
 
-    csv = moses_csv(work / "moses_all.csv")
+    csv = screen_bench.library(0, work)
     for buffer, name in ((1024, "1 KiB"), (1 << 20, "1 MiB")):
         cmd = [str(examples / "slab_read"), str(csv), str(buffer), "1", str(args.passes)]
         m = alternate(cmd, args.repeats, inner=lambda out: json.loads(out)["seconds"])
@@ -140,10 +117,10 @@ def main() -> int:
                       what, p, "pass")]
 
     if args.screen:
-        lib = moses_csv(work / f"moses_{args.screen}.csv", args.screen)
+        lib = screen_bench.library(args.screen, work)
         out = work / "screen.csv"
         cmd = [*MOLSIFT, "screen", str(lib), "--scorer", "similarity", "-o", str(out), "-j", "2",
-               "--overwrite", "-q", "--json", *sum((["--ref", s] for s in REFS), [])]
+               "--overwrite", "-q", "--json", *sum((["--ref", s] for s in screen_bench.REFS), [])]
         m = alternate(cmd, args.repeats)
         io = json.loads(run(cmd, True)[2])["io"]
         what = f"{io['reads'] + io['writes']:,} requests, {io['opens']} opens"

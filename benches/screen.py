@@ -13,7 +13,6 @@ slab's last record) measured on the same file.
 from __future__ import annotations
 
 import argparse
-import csv
 import gzip
 import json
 import os
@@ -30,10 +29,10 @@ REFS = ["CC(C)Cc1ccc(C(C)C(=O)O)cc1", "CN1C(=O)CN=C(c2ccccc2)c2cc(Cl)ccc21",
         "CC(=O)Nc1ccc(O)cc1", "O=C(O)c1ccccc1OC(C)=O", "Cn1cnc2c1c(=O)n(C)c(=O)n2C"]
 
 
-def library(limit: int) -> Path:
-    """MOSES as a plain CSV (first `limit` molecules when limit > 0), made once."""
-    WORK.mkdir(parents=True, exist_ok=True)
-    path = WORK / (f"moses_{limit}.csv" if limit else "moses_all.csv")
+def library(limit: int, work: Path = WORK) -> Path:
+    """MOSES as a plain CSV in `work` (first `limit` molecules when limit > 0), made once."""
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / (f"moses_{limit}.csv" if limit else "moses_all.csv")
     if not path.exists():
         with gzip.open(MOSES, "rt") as src, open(path, "w") as dst:
             dst.write(src.readline())

@@ -27,10 +27,8 @@ Peers and checks:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -38,20 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
+import search as base  # benches/ is on sys.path when a bench runs as a script
+import search_cold as cold
+
 ROOT = Path(__file__).resolve().parent.parent
-BENCHES = Path(__file__).resolve().parent
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHES / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-base = _load("search")
-cold = _load("search_cold")
-
 SYNTH = ROOT / "target" / "release" / "examples" / "synth_index"
 COLUMNS = [("t=0.7", 0.7, None), ("top-10", None, 10), ("t=0.5", 0.5, None), ("t=0.8", 0.8, None),
            ("t=0.9", 0.9, None), ("top-1", None, 1), ("top-100", None, 100), ("top-1000", None, 1000)]
@@ -125,10 +113,6 @@ def fpsim2_db(rows_path: Path, n: int, work: Path, template: Path) -> Path:
     os.replace(tmp, path)
     print(f"wrote FPSim2 database of {n:,} in {time.perf_counter() - t0:.0f} s", flush=True)
     return path
-
-
-def timed(fn, repeats):
-    return base.timed(fn, repeats)
 
 
 def main() -> int:
@@ -208,9 +192,9 @@ def main() -> int:
         reps = args.repeats if n <= 20_000_000 else args.repeats_large
         for name, t, k in COLUMNS:
             ms = lambda sec: sec * 1000 / len(qbits)  # noqa: E731
-            single_s, res = timed(lambda: [searcher.search(b, t, k, 1) for b in qbits], reps)
-            batch_s, bres = timed(lambda: searcher.search_batch(qbits, t, k, 1)[0], reps)
-            two_s, tres = timed(lambda: searcher.search_batch(qbits, t, k, 2)[0], reps)
+            single_s, res = base.timed(lambda: [searcher.search(b, t, k, 1) for b in qbits], reps)
+            batch_s, bres = base.timed(lambda: searcher.search_batch(qbits, t, k, 1)[0], reps)
+            two_s, tres = base.timed(lambda: searcher.search_batch(qbits, t, k, 2)[0], reps)
             for qi, ((a, sa, _), (b, _), (c, _)) in enumerate(zip(res, bres, tres)):
                 if list(a) != list(b) or list(a) != list(c):
                     failures.append(f"n={n} {name} query {qi}: batch or 2 threads != single")
@@ -222,7 +206,7 @@ def main() -> int:
                         r = fpe.top_k(s, k=k, threshold=t or 0.0, n_workers=1) if k else fpe.similarity(s, t, n_workers=1)
                         out.append((to_index(r["mol_id"]), r["coeff"].astype(np.float64)))
                     return out
-                f_s, fres = timed(fpsim2, 1)
+                f_s, fres = base.timed(fpsim2, 1)
                 f_ms = ms(f_s)
                 for qi, ((a, sa, _), (d, sd)) in enumerate(zip(res, fres)):
                     if k is None and sorted(a) != sorted(d.tolist()):
@@ -233,7 +217,7 @@ def main() -> int:
             row["cols"][name] = (ms(single_s), ms(batch_s), ms(two_s), f_ms, hits)
             print(f"n={n:,} {name}: molsift {ms(single_s):.3f} ms/query (batch {ms(batch_s):.3f}, 2 threads "
                   f"{ms(two_s):.3f}), FPSim2 {'-' if f_ms is None else '%.1f' % f_ms}, hits {hits:,}", flush=True)
-        del fpe
+        fpe = None  # free its fingerprints before the next size
         table.append(row)
 
     print()
