@@ -162,6 +162,14 @@ fn count_newlines(py: Python<'_>, path: PathBuf, start: u64, end: u64) -> PyResu
     py.detach(|| molsift_io::count_newlines(&path, start..end)).map_err(input_err)
 }
 
+/// Newline bytes before the start of each slab (`(start, end)` pairs in ascending order) of a
+/// plain file, counted in one parallel pass over the file on `threads` threads.
+#[pyfunction]
+fn slab_first_lines(py: Python<'_>, path: PathBuf, slabs: Vec<(u64, u64)>, threads: usize) -> PyResult<Vec<u64>> {
+    let ranges: Vec<_> = slabs.into_iter().map(|(a, b)| a..b).collect();
+    py.detach(|| molsift_io::slab_first_lines(&path, &ranges, threads.max(1))).map_err(input_err)
+}
+
 /// "none", "gzip" or "zstd", from the file's first bytes.
 #[pyfunction]
 fn file_compression(path: PathBuf) -> PyResult<&'static str> {
@@ -179,5 +187,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(detect_format, m)?)?;
     m.add_function(wrap_pyfunction!(file_compression, m)?)?;
     m.add_function(wrap_pyfunction!(count_newlines, m)?)?;
+    m.add_function(wrap_pyfunction!(slab_first_lines, m)?)?;
     Ok(())
 }

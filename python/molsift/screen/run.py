@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -30,15 +29,9 @@ class ScreenError(ValueError):
 def _prepass_first_lines(path: str, slabs: List[Tuple[int, int]], size: int, threads: int):
     """Newlines before each slab (absolute line numbers for every record, no slab reading the
     file before its own range) and in the whole file. Reads the file once at memory speed."""
-    cuts = [s for s, _ in slabs] + [size]
-    gaps = [(cuts[i - 1] if i else 0, cuts[i]) for i in range(len(cuts))]
-    with ThreadPoolExecutor(max(1, threads)) as pool:
-        counts = list(pool.map(lambda g: _core.count_newlines(path, g[0], g[1]), gaps))
-    firsts, acc = [], 0
-    for c in counts[:-1]:
-        acc += c
-        firsts.append(acc)
-    return firsts, acc + counts[-1]
+    # an empty slab at the end of the file gives the newlines in the whole file
+    counts = _core.slab_first_lines(path, list(slabs) + [(size, size)], max(1, threads))
+    return counts[:-1], counts[-1]
 
 
 def make_plan(files: RunFiles, library: str, scorer, *, slabs: int, writers: int,
@@ -299,7 +292,7 @@ def summary(report: dict) -> str:
         f"({100 * report['write_wait_share']:.2f}% of worker time); writers wrote for {report['write_s']:.2f} s",
         f"read {report['bytes_read']:,} of {report['input_bytes']:,} bytes in {report['read_calls']:,} calls: "
         f"read amplification {report['read_amplification']:.4f}x"
-        + (f" (plus one line-number pre-pass at memory speed)" if report["prepass"] else ""),
+        + (" (plus one line-number pre-pass at memory speed)" if report["prepass"] else ""),
         *([io_text(report["io"])] if report.get("io") else []),
         f"results {report['output']}; rejects {report['rejects']}",
     ]
