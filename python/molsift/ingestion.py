@@ -138,21 +138,21 @@ def run_ingest_task(task: dict) -> dict:
         src = None
         batches = [task["records"]]
     for batch in batches:
-        ids, smiles, lines, bits = [], [], [], []
+        ids, smiles, lines, fps = [], [], [], []
         for text, rid, line, offset, problem in batch:
             if problem is None:
                 try:
                     mol, problem = to_mol(text, sdf)
                     if mol is not None:
                         smiles.append(to_smiles(mol))
-                        bits.append(fper.on_bits(mol))
+                        fps.append(fper.packed(mol))
                         ids.append(rid)
                         lines.append(line)
                         continue
                 except Exception as exc:  # a bad record never stops the run
                     problem = f"error while preparing the molecule: {exc}"
             writer.add_reject(source_path, line, offset, rid, problem)
-        writer.add_molecules(ids, smiles, lines, bits)
+        writer.add_molecules_packed(ids, smiles, lines, b"".join(fps))
     read = src.counters() if src is not None else {}
     newlines = 0
     if task["kind"] == "slab":  # the slab was just read, so this rescans it from the page cache

@@ -57,6 +57,40 @@ impl PyStoreWriter {
         .map_err(store_err)
     }
 
+    /// Appends molecules whose fingerprints come packed: `fps` holds one row of `bits / 8` bytes
+    /// per molecule, bit i in byte i/8 at bit i%8 (`numpy.packbits(..., bitorder="little")`).
+    fn add_molecules_packed(
+        &mut self,
+        py: Python<'_>,
+        ids: Vec<String>,
+        smiles: Vec<String>,
+        lines: Vec<u64>,
+        fps: &[u8],
+    ) -> PyResult<()> {
+        let n = ids.len();
+        if smiles.len() != n || lines.len() != n {
+            return Err(PyValueError::new_err("ids, smiles and lines differ in length"));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        if !fps.len().is_multiple_of(n) {
+            return Err(PyValueError::new_err(format!(
+                "{} bytes of fingerprints do not split into {n} rows",
+                fps.len()
+            )));
+        }
+        let row = fps.len() / n;
+        let w = self.writer()?;
+        py.detach(|| {
+            for i in 0..n {
+                w.add_packed(&ids[i], &smiles[i], lines[i], &fps[i * row..(i + 1) * row])?;
+            }
+            Ok(())
+        })
+        .map_err(store_err)
+    }
+
     /// Records one rejected record.
     fn add_reject(&mut self, source: &str, line: u64, offset: u64, id: &str, reason: &str) -> PyResult<()> {
         self.writer()?.add_reject(source, line, offset, id, reason).map_err(store_err)

@@ -215,6 +215,33 @@ mod tests {
     }
 
     #[test]
+    fn packed_rows_store_the_same_as_on_bits() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = FingerprintSpec::new("test", 128, serde_json::json!({})).unwrap();
+        let on: [&[u32]; 3] = [&[0, 7, 8, 63, 64, 127], &[], &[1, 100]];
+        let mut a = StoreWriter::create(&dir.path().join("a"), spec.clone(), false).unwrap();
+        let mut b = StoreWriter::create(&dir.path().join("b"), spec, false).unwrap();
+        for (i, bits) in on.iter().enumerate() {
+            a.add_molecule(&format!("m{i}"), "C", i as u64 + 1, bits).unwrap();
+            let mut packed = [0u8; 16];
+            for &bit in *bits {
+                packed[(bit / 8) as usize] |= 1 << (bit % 8);
+            }
+            b.add_packed(&format!("m{i}"), "C", i as u64 + 1, &packed).unwrap();
+        }
+        assert!(b.add_packed("short", "C", 9, &[0u8; 15]).is_err());
+        a.finish().unwrap();
+        b.finish().unwrap();
+        let (a, b) = (
+            Store::open(&dir.path().join("a"), Verify::Full).unwrap(),
+            Store::open(&dir.path().join("b"), Verify::Full).unwrap(),
+        );
+        assert_eq!(a.fingerprint_words(), b.fingerprint_words());
+        assert_eq!(a.popcounts(), b.popcounts());
+        assert_eq!(a.popcounts(), &[6, 0, 2]);
+    }
+
+    #[test]
     fn killed_ingest_leaves_no_store() {
         let dir = tempfile::tempdir().unwrap();
         let spec = FingerprintSpec::new("test", 64, serde_json::json!({})).unwrap();

@@ -102,10 +102,39 @@ impl StoreWriter {
         let words = self.layout.words_per_row();
         pack_on_bits(on_bits, &mut self.row[..words])
             .map_err(|e| StoreError::Invalid(format!("molecule {id:?}: {e}")))?;
+        self.add_own_row(id, smiles, source_line)
+    }
+
+    /// `add_row` with the writer's scratch row, filled by the caller.
+    fn add_own_row(&mut self, id: &str, smiles: &str, source_line: u64) -> Result<(), StoreError> {
         let row = std::mem::take(&mut self.row);
         let result = self.add_row(id, smiles, source_line, &row);
         self.row = row;
         result
+    }
+
+    /// Appends one molecule whose fingerprint is packed little-endian into bytes: bit i in byte
+    /// i/8 at bit i%8 (what `numpy.packbits(..., bitorder="little")` gives), `bits / 8` bytes.
+    pub fn add_packed(
+        &mut self,
+        id: &str,
+        smiles: &str,
+        source_line: u64,
+        packed: &[u8],
+    ) -> Result<(), StoreError> {
+        let words = self.layout.words_per_row();
+        if packed.len() != words * 8 {
+            return Err(StoreError::Invalid(format!(
+                "molecule {id:?}: packed fingerprint has {} bytes, expected {}",
+                packed.len(),
+                words * 8
+            )));
+        }
+        self.row.fill(0);
+        for (w, chunk) in self.row.iter_mut().zip(packed.chunks_exact(8)) {
+            *w = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
+        }
+        self.add_own_row(id, smiles, source_line)
     }
 
     /// Appends one molecule whose fingerprint is already packed into `row` words.

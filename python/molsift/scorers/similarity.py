@@ -38,25 +38,23 @@ class SimilarityScorer(Scorer):
         return cls(refs, args.similarity_radius, args.similarity_bits)
 
     def setup(self) -> None:
-        from rdkit.DataStructs import BitVectToBinaryText
-
         from .. import _core
         from ..chem import Fingerprinter, to_mol
         from ..spec import FingerprintSpec
 
         self._fper = Fingerprinter(FingerprintSpec(radius=self.radius, bits=self.bits))
-        self._packed = BitVectToBinaryText  # bit i in byte i/8 at bit i%8: molsift's row layout
+        self._packed = self._fper.packed  # bit i in byte i/8 at bit i%8: molsift's row layout
         rows = []
         for rid, smi in self.refs:
             mol, why = to_mol(smi)
             if mol is None:
                 raise ValueError(f"reference {rid!r} ({smi}): {why}")
-            rows.append(self._packed(self._fper.to_fp(mol)))
+            rows.append(self._packed(mol))
         self._set = _core.FingerprintSet(rows)
         self._ids = [rid for rid, _ in self.refs]
 
     def score(self, mol):
-        best, score = self._set.best(self._packed(self._fper.to_fp(mol)))
+        best, score = self._set.best(self._packed(mol))
         return [score, self._ids[best]]
 
     def __getstate__(self):
