@@ -84,7 +84,7 @@ def pack(fps, chunk: int = 100_000) -> np.ndarray:
 
 
 def run_molsift(data: Path, out: Path, workers: int) -> tuple:
-    cmd = [str(Path(sys.executable).with_name("molsift")), "ingest", str(data), "-o", str(out),
+    cmd = [sys.executable, "-m", "molsift", "ingest", str(data), "-o", str(out),
            "-j", str(workers), "--json", "-q", "--overwrite"]
     start = time.perf_counter()
     proc = subprocess.run(cmd, check=True, capture_output=True, text=True)

@@ -8,6 +8,8 @@ next to a Docker-HT-style reader (whole buffers, reading one more whole buffer t
 slab's last record) measured on the same file.
 
     .venv/bin/python benches/screen.py [--limit N] [--scorers filter,similarity] [--workers 1,2]
+
+MOLSIFT_MOSES names another copy of moses_train.csv.gz, MOLSIFT_BENCH_DIR the work directory.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MOSES = ROOT.parent / "shared" / "data" / "moses_train.csv.gz"
+MOSES = Path(os.environ.get("MOLSIFT_MOSES", ROOT.parent / "shared" / "data" / "moses_train.csv.gz"))
 WORK = Path(os.environ.get("MOLSIFT_BENCH_DIR", "/tmp/molsift-screen-bench"))
 REFS = ["CC(C)Cc1ccc(C(C)C(=O)O)cc1", "CN1C(=O)CN=C(c2ccccc2)c2cc(Cl)ccc21",
         "CC(=O)Nc1ccc(O)cc1", "O=C(O)c1ccccc1OC(C)=O", "Cn1cnc2c1c(=O)n(C)c(=O)n2C"]
