@@ -112,7 +112,10 @@ def test_same_store_for_any_worker_count_and_compression(tmp_path, bundled_smi):
     zipped = molsift.ingest(gz, tmp_path / "gz", workers=2, chunk_records=700, verify_count=True,
                             progress=False)
     assert zipped.inputs[0]["bytes_read"] == gz.stat().st_size
-    assert one.tasks == 4 and three.tasks == 7 and zipped.tasks == 8
+    # one worker: guided slabs (shrinking to the end); --slabs 7: seven equal ones; gzip: read in
+    # one go, so no compression ratio to size the last chunks by: chunks of 700 records
+    assert one.tasks == len(molsift._core.guided_slabs(os.path.getsize(bundled_smi), 1))
+    assert three.tasks == 7 and zipped.tasks == 8
     reference = store_files(tmp_path / "one")
     assert store_files(tmp_path / "three") == reference
     gz_files = store_files(tmp_path / "gz")
@@ -236,3 +239,26 @@ def test_killed_ingest_leaves_no_store(tmp_path, bundled_smi):
             molsift.open_store(p)
     report = molsift.ingest(bundled_smi, out, workers=1, progress=False)
     assert report.records_in == molsift.open_store(out).counts["records_in"]
+
+
+def test_compressed_chunks_shrink_towards_the_end(tmp_path, bundled_smi):
+    from molsift.ingestion import _tasks, describe_input
+    from molsift.spec import FingerprintSpec
+
+    # stored (level 0) and 20 copies: a few MiB, so the decoder reads the file in several calls
+    # and sees a compression ratio before the end
+    gz = tmp_path / "nci.smi.gz"
+    with gzip.open(gz, "wb", compresslevel=0) as dst:
+        dst.write(bundled_smi.read_bytes() * 20)
+    inp = describe_input(gz)
+    reader = {"buffer_size": None, "max_record_bytes": None}
+
+    def sizes(slabs, workers):
+        tasks = _tasks([inp], str(tmp_path), FingerprintSpec(), reader, slabs, workers, 400, {})
+        return [len(t["records"]) for t in tasks]
+
+    fixed, guided = sizes(7, 4), sizes(None, 4)
+    assert sum(fixed) == sum(guided) == 20 * molsift.count_records(bundled_smi)["records"]
+    assert set(fixed[:-1]) == {400}  # under MPI (slabs given): every chunk the same
+    assert max(guided) == 400 and min(guided) >= 400 // 16
+    assert guided[-2] < guided[0]  # the last chunks are small, so the workers finish together

@@ -318,9 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--workers", type=int, help="worker processes (default: all cores; 1 per MPI rank)")
     p.add_argument("--radius", type=int, default=2, help="Morgan radius (default 2)")
     p.add_argument("--bits", type=int, default=2048, help="fingerprint size in bits (default 2048)")
-    p.add_argument("--slabs", type=int, help="byte-range slabs per plain input (default 4 per worker)")
+    p.add_argument("--slabs", type=int,
+                   help="equal byte-range slabs per plain input (default: slabs that shrink towards "
+                   "the end so the workers finish together; 4 per rank under MPI)")
     p.add_argument("--chunk-records", type=int, default=10_000,
-                   help="records per task for gzip/zstd input (default 10000)")
+                   help="records per task for gzip/zstd input (default 10000, fewer towards the end "
+                   "unless --slabs is given or under MPI)")
     p.add_argument("--read-buffer", type=parse_size, help="bytes per read call (default 1MiB)")
     p.add_argument("--max-record-bytes", type=parse_size,
                    help="longer records are rejected (default 1MiB SMILES, 64MiB SDF)")
@@ -369,7 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accumulation buffer per worker or rank (default 1MiB)")
     p.add_argument("--read-buffer", type=parse_size, metavar="SIZE", help="bytes per read call (default 1MiB)")
     p.add_argument("--max-record-bytes", type=parse_size, help="longer records are rejected")
-    p.add_argument("--slabs", type=int, help="byte-range tasks (default 8 per worker; 1 per MPI rank)")
+    p.add_argument("--slabs", type=int,
+                   help="equal byte-range tasks (default: tasks that shrink towards the end of the "
+                   "file so the workers finish together; 1 per worker under MPI)")
     p.add_argument("--chunk-records", type=int, default=2000, help="records per task for gzip/zstd input")
     p.add_argument("--standardize", action="store_true",
                    help="standardize molecules (RDKit cleanup, largest fragment, neutralize) before scoring")

@@ -177,8 +177,14 @@ def run_ingest_task(task: dict) -> dict:
 
 
 def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, reader: dict,
-           slabs: int, chunk_records: int, stream_reads: Dict[str, dict]) -> Iterator[dict]:
+           slabs: Optional[int], workers: int, chunk_records: int,
+           stream_reads: Dict[str, dict]) -> Iterator[dict]:
     """Every task, in input order: slabs of plain files, record chunks of compressed ones.
+
+    With `slabs`, each plain file is cut into that many equal slabs and every chunk holds
+    `chunk_records` records (what a static round-robin over MPI ranks needs). Without, tasks
+    shrink towards the end of each file so that `workers` workers taking them from a queue
+    finish together: guided slabs, and chunks cut to a share of the records estimated left.
 
     Each task carries `input_bytes`, the bytes of the input file it accounts for (for progress);
     the streaming decoders' read counters are left in `stream_reads` by input path."""
@@ -187,7 +193,9 @@ def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, rea
         base = {"input": {"path": inp.path, **inp.format_args()}, "radius": spec.radius,
                 "bits": spec.bits, "reader": reader, "iostats": collecting()}
         if inp.compression == "none":
-            for start, end in _core.split_slabs(inp.bytes, slabs):
+            cut = (_core.split_slabs(inp.bytes, slabs) if slabs
+                   else _core.guided_slabs(inp.bytes, workers))
+            for start, end in cut:
                 if start == end:
                     continue
                 part = os.path.join(workdir, f"part-{index:08d}")
@@ -196,10 +204,14 @@ def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, rea
                 index += 1
         else:
             src = _core.RecordSource(inp.path, **inp.format_args(), **reader)
-            consumed = 0
+            consumed, seen, position, decoded = 0, 0, 0, None
             while True:
-                records = src.next_batch(chunk_records)
+                records = src.next_batch(chunk_records if slabs else _guided_chunk(
+                    chunk_records, workers, seen, position, decoded))
+                seen += len(records)
+                position = records[-1][3] if records else position
                 stream_reads[inp.path] = dict(src.counters())
+                decoded = _decoded_size(stream_reads[inp.path], inp.bytes, decoded)
                 if not records:
                     break
                 part = os.path.join(workdir, f"part-{index:08d}")
@@ -208,6 +220,29 @@ def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, rea
                        "input_bytes": now - consumed}
                 consumed = now
                 index += 1
+
+
+def _decoded_size(counters: dict, size: int, previous: Optional[float]) -> Optional[float]:
+    """The decoded size of a compressed input, estimated from the compression ratio of what the
+    decoder has read so far; once it has read the whole file the last estimate stands (None
+    when the file was read in one go: no ratio was ever seen)."""
+    packed, unpacked = counters.get("bytes_read", 0), counters.get("decompressed_bytes", 0)
+    if 0 < packed < size:
+        return size * unpacked / packed
+    return previous
+
+
+def _guided_chunk(largest: int, workers: int, records: int, position: int,
+                  decoded: Optional[float]) -> int:
+    """Records for the next chunk of a compressed stream: a share of the records estimated
+    left, between `largest` and a 16th of it, so that the last chunks are small and the
+    workers finish together. `position` is the decoded offset reached by `records` records,
+    `decoded` the estimated decoded size. Only task sizes depend on the estimate, never which
+    records are read."""
+    if not records or not position or not decoded:
+        return largest
+    left = max(0.0, decoded - position) * records / position
+    return int(min(largest, max(largest // 16, 1, left / (2 * workers))))
 
 
 def ingest(
@@ -255,19 +290,21 @@ def ingest(
             raise plan
         input_files, workdir = plan
         reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes}
-        n_slabs = slabs or max(1, 4 * executor.size)
+        # MPI ranks take tasks round-robin: equal slabs; local workers share a queue: guided
+        n_slabs = slabs or (max(1, 4 * executor.size) if executor.name == "mpi" else None)
         stream_reads: Dict[str, dict] = {}
         show = progress if executor.name != "mpi" else False  # ranks would draw over each other
         total = sum(i.bytes for i in input_files)
         with Progress("ingest", total=total, unit="B", enabled=show) as bar:
-            tasks = _tasks(input_files, workdir, spec, reader, n_slabs, chunk_records, stream_reads)
+            tasks = _tasks(input_files, workdir, spec, reader, n_slabs, executor.size, chunk_records,
+                           stream_reads)
             results = executor.map_ordered(run_ingest_task, tasks,
                                            on_result=lambda r: bar.update(r["input_bytes"]))
         report = None
         if executor.is_root:
             add_process_records(r.pop("iostats") for r in results if r.get("iostats"))
             options = {"workers": executor.size, "executor": executor.name,
-                       "slabs_per_plain_file": n_slabs, "chunk_records": chunk_records,
+                       "slabs_per_plain_file": n_slabs or "guided", "chunk_records": chunk_records,
                        "reader": reader}
             report = _finish(results, input_files, output, workdir, overwrite, spec, options,
                              stream_reads, start)

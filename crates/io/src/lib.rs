@@ -73,7 +73,7 @@ pub use iostats::CountedFile;
 pub use options::ReaderOptions;
 pub use reader::SlabReader;
 pub use record::{Record, SDF_MAX_TRAILING};
-pub use slab::{split_slabs, RecordKind};
+pub use slab::{guided_slabs, split_slabs, RecordKind};
 pub use source::{count_input, InputFormat, RecordSource, SourceRecord};
 pub use stream::{detect_compression, read_first_line, Compression, StreamReader};
 

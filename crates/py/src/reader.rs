@@ -145,6 +145,14 @@ fn split_slabs(len: u64, n: usize) -> PyResult<Vec<(u64, u64)>> {
     Ok(molsift_io::split_slabs(len, n).into_iter().map(|r| (r.start, r.end)).collect())
 }
 
+/// Byte ranges for `workers` workers taking slabs from a queue, shrinking towards the end
+/// (`molsift_io::guided_slabs`; `min_len` 0: a 32nd of a worker's share).
+#[pyfunction]
+#[pyo3(signature = (len, workers, min_len=0))]
+fn guided_slabs(len: u64, workers: usize, min_len: u64) -> Vec<(u64, u64)> {
+    molsift_io::guided_slabs(len, workers, min_len).into_iter().map(|r| (r.start, r.end)).collect()
+}
+
 /// (format, header) guessed from the file name and first line: format is smiles, csv or sdf.
 #[pyfunction]
 fn detect_format(path: PathBuf) -> PyResult<(String, bool)> {
@@ -184,6 +192,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRecordSource>()?;
     m.add_function(wrap_pyfunction!(count_records, m)?)?;
     m.add_function(wrap_pyfunction!(split_slabs, m)?)?;
+    m.add_function(wrap_pyfunction!(guided_slabs, m)?)?;
     m.add_function(wrap_pyfunction!(detect_format, m)?)?;
     m.add_function(wrap_pyfunction!(file_compression, m)?)?;
     m.add_function(wrap_pyfunction!(count_newlines, m)?)?;

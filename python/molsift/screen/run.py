@@ -34,7 +34,7 @@ def _prepass_first_lines(path: str, slabs: List[Tuple[int, int]], size: int, thr
     return counts[:-1], counts[-1]
 
 
-def make_plan(files: RunFiles, library: str, scorer, *, slabs: int, writers: int,
+def make_plan(files: RunFiles, library: str, scorer, *, slabs: Optional[int], writers: int,
               write_buffer: int, reader: dict, standardize: bool, chunk_records: int,
               threads: int, fmt: dict) -> dict:
     from ..ingestion import describe_input
@@ -49,7 +49,10 @@ def make_plan(files: RunFiles, library: str, scorer, *, slabs: int, writers: int
         "prepass": None, "estimated_records": None,
     }
     if inp.compression == "none":
-        ranges = [r for r in _core.split_slabs(inp.bytes, max(1, slabs)) if r[0] < r[1]]
+        # equal slabs for MPI ranks (static); for local workers sharing a queue, slabs that
+        # shrink towards the end of the file so that the workers finish together
+        cut = _core.split_slabs(inp.bytes, slabs) if slabs else _core.guided_slabs(inp.bytes, threads)
+        ranges = [r for r in cut if r[0] < r[1]]
         t0 = time.perf_counter()
         firsts, newlines = _prepass_first_lines(inp.path, ranges, inp.bytes, threads)
         plan["prepass"] = {"bytes": inp.bytes, "seconds": round(time.perf_counter() - t0, 4)}
@@ -156,7 +159,7 @@ def screen(library: str, output: str, scorer, *, workers: Optional[int] = None, 
     size = comm.Get_size() if comm else (workers or default_workers())
     rank = comm.Get_rank() if comm else 0
     local = max(1, workers or 1) if comm else 1  # worker processes per rank under MPI (-j)
-    plan_args = {"slabs": slabs or (size * local if comm else 8 * size), "writers": writers,
+    plan_args = {"slabs": slabs or (size * local if comm else None), "writers": writers,
                  "write_buffer": write_buffer, "standardize": standardize,
                  "reader": {"buffer_size": read_buffer, "max_record_bytes": max_record_bytes},
                  "chunk_records": chunk_records, "threads": default_workers() if comm else size,
