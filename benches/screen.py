@@ -8,6 +8,7 @@ next to a Docker-HT-style reader (whole buffers, reading one more whole buffer t
 slab's last record) measured on the same file.
 
     .venv/bin/python benches/screen.py [--limit N] [--scorers filter,similarity] [--workers 1,2]
+        [--peer-processes 2]
 
 MOLSIFT_MOSES names another copy of moses_train.csv.gz, MOLSIFT_BENCH_DIR the work directory.
 """
@@ -81,6 +82,33 @@ def rdkit_loop(path: Path, scorer: str, out: Path) -> tuple:
     return n, time.perf_counter() - start
 
 
+def _loop_share(args: tuple) -> tuple:
+    path, scorer, out = args
+    return rdkit_loop(Path(path), scorer, Path(out))
+
+
+def rdkit_loop_processes(path: Path, scorer: str, procs: int) -> tuple:
+    """The same loop in `procs` processes at once, each on its own contiguous share of the file
+    (what a user splitting the file would do), workers started before the clock. Returns
+    (records, wall seconds, slowest share's seconds, fastest share's seconds)."""
+    import multiprocessing as mp
+
+    lines = path.read_text().splitlines()
+    head, body = lines[0], lines[1:]
+    shares = []
+    for i in range(procs):
+        share = WORK / f"share-{procs}-{i}.csv"
+        part = body[len(body) * i // procs: len(body) * (i + 1) // procs]
+        share.write_text(head + "\n" + "\n".join(part) + "\n")
+        shares.append((str(share), scorer, str(share) + f".{scorer}.out"))
+    with mp.get_context("spawn").Pool(procs) as pool:
+        pool.map(len, [[1]] * procs)  # starts the workers
+        start = time.perf_counter()
+        done = pool.map(_loop_share, shares)
+        wall = time.perf_counter() - start
+    return sum(n for n, _ in done), wall, max(s for _, s in done), min(s for _, s in done)
+
+
 def molsift(path: Path, scorer: str, workers: int, out: Path, extra=()) -> dict:
     args = [sys.executable, "-m", "molsift", "screen", str(path), "--scorer", scorer, "-o", str(out),
             "-j", str(workers), "--overwrite", "--json", "-q", *extra]
@@ -130,6 +158,9 @@ def main() -> None:
     ap.add_argument("--scorers", default="filter,similarity")
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--peer-processes", default="",
+                    help="also run the RDKit loop in these numbers of processes at once (the "
+                    "machine's own scaling), e.g. 2 or 8,16")
     args = ap.parse_args()
     path = library(args.limit)
     print(f"library {path} ({path.stat().st_size:,} bytes); machine: {os.cpu_count()} vCPU")
@@ -139,6 +170,10 @@ def main() -> None:
         n = peer[0][0]
         peer_rate = n / statistics.median(s for _, s in peer)
         rows.append((scorer, "RDKit loop, 1 process", n, peer_rate, 1.0, None, None))
+        for procs in (int(p) for p in args.peer_processes.split(",") if p):
+            m, wall, slowest, fastest = rdkit_loop_processes(path, scorer, procs)
+            rows.append((scorer, f"RDKit loop, {procs} processes (shares {fastest:.1f}-{slowest:.1f} s)",
+                         m, m / wall, m / wall / procs / peer_rate, None, None))
         for w in map(int, args.workers.split(",")):
             reps = [molsift(path, scorer, w, WORK / f"ms-{scorer}-{w}.csv") for _ in range(args.repeats)]
             rep = sorted(reps, key=lambda r: r["seconds"])[len(reps) // 2]

@@ -309,3 +309,69 @@ def test_mpi_ranks_run_local_workers(library, tmp_path):
         assert report["writers"] == writers
         timelines = sorted(p.name for p in (Path(str(out) + ".run") / "timeline").iterdir())
         assert any(n.endswith("-rank1-worker1.jsonl") for n in timelines), timelines
+
+
+def _descendants(pid: int) -> list:
+    """PIDs of every process below `pid` (mpirun's daemons and ranks), from /proc."""
+    children: dict = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _is_molsift(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"molsift" in f.read()
+    except OSError:
+        return False
+
+
+def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
+    """Under real mpirun (3 ranks, 2 writer groups, 1 KiB buffers): kill -9 one rank at a random
+    moment (a node dying), four times, each followed by mpirun ... --resume; the last resume
+    runs to the end: every record of the bundled data (4 copies) exactly once."""
+    from conftest import mpirun_cmd
+
+    library = tmp_path / "lib4.smi"
+    library.write_text(BUNDLED_SMI.read_text() * 4)  # long enough to outlive four kills
+    out = tmp_path / "mk.csv"
+    args = ["screen", str(library), "--scorer", "filter", "-o", str(out), "--writers", "2",
+            "--write-buffer", "1K", "-q"]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    rng = random.Random(11)
+    kills = 0
+    for attempt in range(5):
+        cmd = mpirun_cmd(3) + molsift_cmd() + args + (["--resume"] if attempt else [])
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        if attempt < 4:
+            time.sleep(rng.uniform(4.0, 6.0) if attempt == 0 else rng.uniform(3.0, 4.5))
+            ranks = [p for p in _descendants(proc.pid) if _is_molsift(p)]
+            if proc.poll() is None and ranks:
+                os.kill(rng.choice(ranks), signal.SIGKILL)
+                kills += 1
+            try:
+                proc.wait(timeout=60)  # mpirun sees the rank die and ends the job
+            finally:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # anything left of that job
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+        else:
+            assert proc.wait(timeout=300) == 0, proc.stderr.read().decode()[-3000:]
+    _, _, report = check_exactly_once(library, out)
+    assert kills >= 3 and report["executor"] == "mpi" and report["restarts"] >= kills
