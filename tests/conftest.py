@@ -47,8 +47,12 @@ def mpirun_cmd(n: int) -> list:
     return [mpirun, "-n", str(n), "--oversubscribe", "--bind-to", "none"]
 
 
+def mpi_env() -> dict:
+    """The environment MPI tests run mpirun in (root allowed, oversubscription on)."""
+    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
 def run_mpi(n: int, args: list, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
-    return subprocess.run(mpirun_cmd(n) + molsift_cmd() + args, env=env, capture_output=True,
+    return subprocess.run(mpirun_cmd(n) + molsift_cmd() + args, env=mpi_env(), capture_output=True,
                           text=True, timeout=timeout)

@@ -342,15 +342,14 @@ def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
     """Under real mpirun (3 ranks, 2 writer groups, 1 KiB buffers): kill -9 one rank at a random
     moment (a node dying), four times, each followed by mpirun ... --resume; the last resume
     runs to the end: every record of the bundled data (4 copies) exactly once."""
-    from conftest import mpirun_cmd
+    from conftest import mpi_env, mpirun_cmd
 
     library = tmp_path / "lib4.smi"
     library.write_text(BUNDLED_SMI.read_text() * 4)  # long enough to outlive four kills
     out = tmp_path / "mk.csv"
     args = ["screen", str(library), "--scorer", "filter", "-o", str(out), "--writers", "2",
             "--write-buffer", "1K", "-q"]
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
+    env = mpi_env()
     rng = random.Random(11)
     kills = 0
     for attempt in range(5):

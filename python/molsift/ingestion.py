@@ -176,6 +176,13 @@ def run_ingest_task(task: dict) -> dict:
 # ---------------------------------------------------------------- root side
 
 
+def cut_slabs(size: int, slabs: Optional[int], workers: int) -> list:
+    """Byte ranges of a plain file of `size` bytes: `slabs` equal ones when given (MPI ranks
+    take tasks round-robin), else slabs that shrink towards the end so that `workers` local
+    workers sharing a queue finish together."""
+    return _core.split_slabs(size, slabs) if slabs else _core.guided_slabs(size, workers)
+
+
 def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, reader: dict,
            slabs: Optional[int], workers: int, chunk_records: int,
            stream_reads: Dict[str, dict]) -> Iterator[dict]:
@@ -193,9 +200,7 @@ def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, rea
         base = {"input": {"path": inp.path, **inp.format_args()}, "radius": spec.radius,
                 "bits": spec.bits, "reader": reader, "iostats": collecting()}
         if inp.compression == "none":
-            cut = (_core.split_slabs(inp.bytes, slabs) if slabs
-                   else _core.guided_slabs(inp.bytes, workers))
-            for start, end in cut:
+            for start, end in cut_slabs(inp.bytes, slabs, workers):
                 if start == end:
                     continue
                 part = os.path.join(workdir, f"part-{index:08d}")

@@ -42,19 +42,19 @@ class SimilarityScorer(Scorer):
         from ..chem import Fingerprinter, to_mol
         from ..spec import FingerprintSpec
 
+        # packed rows: bit i in byte i/8 at bit i%8, molsift's row layout
         self._fper = Fingerprinter(FingerprintSpec(radius=self.radius, bits=self.bits))
-        self._packed = self._fper.packed  # bit i in byte i/8 at bit i%8: molsift's row layout
         rows = []
         for rid, smi in self.refs:
             mol, why = to_mol(smi)
             if mol is None:
                 raise ValueError(f"reference {rid!r} ({smi}): {why}")
-            rows.append(self._packed(mol))
+            rows.append(self._fper.packed(mol))
         self._set = _core.FingerprintSet(rows)
         self._ids = [rid for rid, _ in self.refs]
 
     def score(self, mol):
-        best, score = self._set.best(self._packed(mol))
+        best, score = self._set.best(self._fper.packed(mol))
         return [score, self._ids[best]]
 
     def __getstate__(self):

@@ -37,7 +37,7 @@ def _prepass_first_lines(path: str, slabs: List[Tuple[int, int]], size: int, thr
 def make_plan(files: RunFiles, library: str, scorer, *, slabs: Optional[int], writers: int,
               write_buffer: int, reader: dict, standardize: bool, chunk_records: int,
               threads: int, fmt: dict) -> dict:
-    from ..ingestion import describe_input
+    from ..ingestion import cut_slabs, describe_input
 
     inp = describe_input(library, **fmt)
     columns = ["id", "smiles", *scorer.columns] + (["pose_offset", "pose_bytes"] if scorer.has_poses else [])
@@ -49,10 +49,7 @@ def make_plan(files: RunFiles, library: str, scorer, *, slabs: Optional[int], wr
         "prepass": None, "estimated_records": None,
     }
     if inp.compression == "none":
-        # equal slabs for MPI ranks (static); for local workers sharing a queue, slabs that
-        # shrink towards the end of the file so that the workers finish together
-        cut = _core.split_slabs(inp.bytes, slabs) if slabs else _core.guided_slabs(inp.bytes, threads)
-        ranges = [r for r in cut if r[0] < r[1]]
+        ranges = [r for r in cut_slabs(inp.bytes, slabs, threads) if r[0] < r[1]]
         t0 = time.perf_counter()
         firsts, newlines = _prepass_first_lines(inp.path, ranges, inp.bytes, threads)
         plan["prepass"] = {"bytes": inp.bytes, "seconds": round(time.perf_counter() - t0, 4)}

@@ -1,0 +1,25 @@
+"""Runs a peer (a plain RDKit loop) in several processes at once: the machine's own scaling,
+the reference the per-core figures of benches/ingest.py and benches/screen.py are read against."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from typing import Any, Callable, List, Sequence, Tuple
+
+
+def _import_rdkit() -> None:
+    from rdkit import Chem  # noqa: F401  (the import is the point: done before the clock)
+    from rdkit.Chem import QED, rdFingerprintGenerator  # noqa: F401
+    from rdkit.Chem.FilterCatalog import FilterCatalog  # noqa: F401
+
+
+def timed_in_processes(fn: Callable[[Any], Any], shares: Sequence[Any]) -> Tuple[float, List[Any]]:
+    """`fn` on every share, one process per share, all at once. The processes are started and
+    have imported RDKit before the clock starts. Returns (wall seconds, results in order)."""
+    procs = len(shares)
+    with mp.get_context("spawn").Pool(procs, initializer=_import_rdkit) as pool:
+        pool.map(time.sleep, [0.2] * procs, chunksize=1)  # every worker up and initialized
+        start = time.perf_counter()
+        results = pool.map(fn, shares, chunksize=1)
+        return time.perf_counter() - start, results
