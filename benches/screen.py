@@ -8,7 +8,17 @@ next to a Docker-HT-style reader (whole buffers, reading one more whole buffer t
 slab's last record) measured on the same file.
 
     .venv/bin/python benches/screen.py [--limit N] [--scorers filter,similarity] [--workers 1,2]
-        [--peer-processes 2]
+        [--peer-processes 2] [--chunks K [--state FILE]]
+
+Every run's values are checked against the loop's, molecule by molecule, as molsift writes them
+(6 significant digits): the table says how many differ.
+
+With `--chunks K` the library is cut into K contiguous chunks and each chunk is run by the loop
+and by molsift one after the other (the order alternating between chunks), so the comparison
+sees the same machine moments; the figures are totals over all chunks (molsift's start-up is paid
+once per chunk). Each finished chunk is saved to the state file at once, so a long run (the
+filter scorer on all of MOSES is hours of RDKit loop here) can stop and be started again with
+the same command and goes on where it was.
 
 MOLSIFT_MOSES names another copy of moses_train.csv.gz, MOLSIFT_BENCH_DIR the work directory.
 """
@@ -65,7 +75,7 @@ def rdkit_loop(path: Path, scorer: str, out: Path) -> tuple:
     with open(path) as f, open(out, "w") as w:
         f.readline()
         for lineno, line in enumerate(f, 2):
-            smi = line.split(",", 1)[0]
+            smi = line.rstrip("\r\n").split(",", 1)[0]
             n += 1
             mol = Chem.MolFromSmiles(smi)
             if mol is None:
@@ -116,6 +126,81 @@ def molsift(path: Path, scorer: str, workers: int, out: Path, extra=()) -> dict:
     return json.loads(r.stdout)
 
 
+def differing(peer_out: Path, ms_out: Path, scorer: str) -> int:
+    """Molecules whose values in molsift's CSV differ from the loop's (formatted as molsift
+    writes them), plus molecules present in one output only."""
+    import csv
+
+    from molsift.scorers.base import format_value
+
+    width = 8 if scorer == "filter" else 1
+    peer = {}
+    with open(peer_out) as f:
+        for line in f:
+            lineno, _smi, *vals = line.rstrip("\n").split(",")
+            nums = [float(v) if ("." in v or "e" in v) else int(v) for v in vals[:width]]
+            peer[lineno] = [format_value(v) for v in nums]
+    bad = 0
+    with open(ms_out, newline="") as f:
+        for row in csv.reader(f):
+            if row[0] == "id":
+                continue
+            want = peer.pop(row[0], None)
+            bad += want is None or row[2:2 + width] != want
+    return bad + len(peer)
+
+
+def chunked(path: Path, scorer: str, workers: list, chunks: int, state_path: Path) -> list:
+    """The loop and molsift chunk by chunk (see the module doc); returns the table's rows."""
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    lines = path.read_text().splitlines()
+    head, body = lines[0], lines[1:]
+    for i in range(chunks):
+        key = str(i)
+        if key in state:
+            continue
+        chunk = WORK / f"chunk-{chunks}-{i}.csv"
+        part = body[len(body) * i // chunks: len(body) * (i + 1) // chunks]
+        chunk.write_text(head + "\n" + "\n".join(part) + "\n")
+        peer_out = WORK / f"chunk-{scorer}-peer.csv"
+        runs = [("loop", None)] + [("molsift", w) for w in workers]
+        done = {"records": len(part), "bytes": chunk.stat().st_size, "molsift": {}}
+        for kind, w in (runs if i % 2 == 0 else runs[::-1]):
+            if kind == "loop":
+                n, done["loop_seconds"] = rdkit_loop(chunk, scorer, peer_out)
+                assert n == len(part)
+            else:
+                out = WORK / f"chunk-{scorer}-ms-{w}.csv"
+                rep = molsift(chunk, scorer, w, out)
+                done["molsift"][str(w)] = {k: rep[k] for k in ("seconds", "records_in",
+                                           "write_wait_share", "read_amplification")}
+        for w in workers:
+            done["molsift"][str(w)]["differing"] = differing(peer_out, WORK / f"chunk-{scorer}-ms-{w}.csv", scorer)
+        done["at"] = time.strftime("%Y-%m-%d %H:%M")
+        done["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True).stdout.strip()
+        state[key] = done
+        tmp = state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=1))
+        os.replace(tmp, state_path)
+        print(f"chunk {i + 1}/{chunks}: {len(part):,} molecules, loop {done['loop_seconds']:.1f} s, "
+              + ", ".join(f"-j{w} {done['molsift'][str(w)]['seconds']:.1f} s" for w in workers),
+              flush=True)
+    n = sum(c["records"] for c in state.values())
+    loop_rate = n / sum(c["loop_seconds"] for c in state.values())
+    rows = [(scorer, f"RDKit loop, 1 process ({chunks} chunks)", n, loop_rate, 1.0, None, None, 0)]
+    size = sum(c["bytes"] for c in state.values())
+    for w in workers:
+        ms = [c["molsift"][str(w)] for c in state.values()]
+        secs = sum(m["seconds"] for m in ms)
+        rate = sum(m["records_in"] for m in ms) / secs
+        wait = sum(m["write_wait_share"] * m["seconds"] for m in ms) / secs
+        amp = sum(m["read_amplification"] * c["bytes"] for m, c in zip(ms, state.values())) / size
+        rows.append((scorer, f"molsift -j{w}", n, rate, rate / w / loop_rate, wait, amp,
+                     sum(m["differing"] for m in ms)))
+    return rows
+
+
 def docker_ht_reader(path: Path, ranks: int, buffer: int) -> int:
     """Bytes a Docker-HT-style reader reads: each rank reads its slab in whole buffers, and
     one more whole buffer past the slab end to finish its last record."""
@@ -154,6 +239,10 @@ def main() -> None:
     ap.add_argument("--scorers", default="filter,similarity")
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--chunks", type=int, default=0,
+                    help="run loop and molsift chunk by chunk, resumable (see the module doc)")
+    ap.add_argument("--state", type=Path, default=None,
+                    help="state file of --chunks (default: in the work directory, per scorer)")
     ap.add_argument("--peer-processes", default="",
                     help="also run the RDKit loop in these numbers of processes at once (the "
                     "machine's own scaling), e.g. 2 or 8,16")
@@ -162,25 +251,36 @@ def main() -> None:
     print(f"library {path} ({path.stat().st_size:,} bytes); machine: {os.cpu_count()} vCPU")
     rows = []
     for scorer in args.scorers.split(","):
-        peer = [rdkit_loop(path, scorer, WORK / f"peer-{scorer}.csv") for _ in range(args.repeats)]
+        workers = [int(w) for w in args.workers.split(",")]
+        if args.chunks:
+            state = args.state or WORK / f"state-{scorer}-{args.limit}-{args.chunks}-{args.workers}.json"
+            print(f"{scorer}: chunk state in {state}", flush=True)
+            rows += chunked(path, scorer, workers, args.chunks, state)
+            continue
+        peer_out = WORK / f"peer-{scorer}.csv"
+        peer = [rdkit_loop(path, scorer, peer_out) for _ in range(args.repeats)]
         n = peer[0][0]
         peer_rate = n / statistics.median(s for _, s in peer)
-        rows.append((scorer, "RDKit loop, 1 process", n, peer_rate, 1.0, None, None))
+        rows.append((scorer, "RDKit loop, 1 process", n, peer_rate, 1.0, None, None, 0))
         for procs in (int(p) for p in args.peer_processes.split(",") if p):
             m, wall, slowest, fastest = rdkit_loop_processes(path, scorer, procs)
             rows.append((scorer, f"RDKit loop, {procs} processes (shares {fastest:.1f}-{slowest:.1f} s)",
-                         m, m / wall, m / wall / procs / peer_rate, None, None))
-        for w in map(int, args.workers.split(",")):
-            reps = [molsift(path, scorer, w, WORK / f"ms-{scorer}-{w}.csv") for _ in range(args.repeats)]
+                         m, m / wall, m / wall / procs / peer_rate, None, None, None))
+        for w in workers:
+            out = WORK / f"ms-{scorer}-{w}.csv"
+            reps = [molsift(path, scorer, w, out) for _ in range(args.repeats)]
             rep = sorted(reps, key=lambda r: r["seconds"])[len(reps) // 2]
             rate = rep["records_in"] / rep["seconds"]
             rows.append((scorer, f"molsift -j{w}", rep["records_in"], rate, rate / w / peer_rate,
-                         rep["write_wait_share"], rep["read_amplification"]))
-    print("\n| scorer | run | records | records/s | per core vs RDKit loop | writer wait share | read amp |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for s, name, n, rate, eff, wait, amp in rows:
+                         rep["write_wait_share"], rep["read_amplification"],
+                         differing(peer_out, out, scorer)))
+    print("\n| scorer | run | records | records/s | per core vs RDKit loop | writer wait share | read amp "
+          "| values differing from the loop's |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for s, name, n, rate, eff, wait, amp, bad in rows:
         print(f"| {s} | {name} | {n:,} | {rate:,.0f} | {eff:.2f} | "
-              f"{'' if wait is None else f'{100 * wait:.3f}%'} | {'' if amp is None else f'{amp:.4f}x'} |")
+              f"{'' if wait is None else f'{100 * wait:.3f}%'} | {'' if amp is None else f'{amp:.4f}x'} "
+              f"| {'' if bad is None else bad} |")
     print("\nread amplification of the slab readers (bytes read / file size), same file:")
     print("| ranks | read buffer | Docker-HT-style reader | molsift slab reader |")
     print("|---:|---:|---:|---:|")

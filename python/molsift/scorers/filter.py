@@ -1,7 +1,13 @@
 """The `filter` scorer: drug-likeness properties (MW, cLogP, HBD, HBA, rotatable bonds, TPSA,
 QED) and PAINS alerts, each as a column, plus `pass`: every rule met. Default rules are
 Lipinski's (MW <= 500, cLogP <= 5, HBD <= 5, HBA <= 10), Veber's (rotatable bonds <= 10,
-TPSA <= 140), no PAINS alert, and QED >= 0 (off); each can be changed on the command line."""
+TPSA <= 140), no PAINS alert, and QED >= 0 (off); each can be changed on the command line.
+
+Every value is RDKit's (the same calls as `Descriptors.MolWt`, `Crippen.MolLogP`, ...,
+`QED.qed`, `FilterCatalog(PAINS).GetMatches`), computed with less work: PAINS entries and QED's
+structural alerts are first screened with RDKit pattern fingerprints (prescreen.py) and only the
+candidates are matched; QED reuses the cLogP column when removing hydrogens changes nothing.
+`--filter-no-prescreen` computes everything the plain way (same values, about twice the time)."""
 
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ class FilterScorer(Scorer):
     max_tpsa: float = 140.0
     min_qed: float = 0.0
     max_pains: int = 0
+    prescreen: bool = True
     name = "filter"
     columns = ("mw", "clogp", "hbd", "hba", "rotb", "tpsa", "qed", "pains", "pains_name", "pass")
 
@@ -44,27 +51,75 @@ class FilterScorer(Scorer):
         for opt, col, default, kind in RULES:
             g.add_argument(f"--filter-{opt.replace('_', '-')}", type=type(default), default=default,
                            dest=f"filter_{opt}", help=f"{kind}imum {col} (default {default})")
+        g.add_argument("--filter-no-prescreen", dest="filter_prescreen", action="store_false",
+                       help="match every PAINS entry and QED alert, and compute QED's properties "
+                       "again, instead of screening by pattern fingerprints (same values, slower)")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "FilterScorer":
-        return cls(**{opt: getattr(args, f"filter_{opt}") for opt, *_ in RULES})
+        return cls(**{opt: getattr(args, f"filter_{opt}") for opt, *_ in RULES},
+                   prescreen=getattr(args, "filter_prescreen", True))
 
     def setup(self) -> None:
-        from rdkit.Chem import QED, Crippen, Descriptors, Lipinski, rdMolDescriptors
+        from rdkit import Chem
+        from rdkit.Chem import QED, Crippen, Descriptors, Lipinski, MolSurf, rdMolDescriptors
         from rdkit.Chem.FilterCatalog import FilterCatalog, FilterCatalogParams
+
+        from .prescreen import PatternScreen, pains_queries
 
         params = FilterCatalogParams()
         params.AddCatalog(FilterCatalogParams.FilterCatalogs.PAINS)
         self._pains = FilterCatalog(params)
         self._fns = (Descriptors.MolWt, Crippen.MolLogP, Lipinski.NumHDonors,
                      Lipinski.NumHAcceptors, rdMolDescriptors.CalcNumRotatableBonds,
-                     rdMolDescriptors.CalcTPSA, QED.qed)
+                     rdMolDescriptors.CalcTPSA)
+        self._qed = QED
+        self._chem, self._crippen, self._rdmd, self._molsurf = Chem, Crippen, rdMolDescriptors, MolSurf
+        if self.prescreen:
+            self._entries = [self._pains.GetEntryWithIdx(i) for i in range(self._pains.GetNumEntries())]
+            self._pains_screen = PatternScreen(pains_queries(self._pains))
+            self._alerts_screen = PatternScreen(QED.StructuralAlerts)
+
+    def _plain(self, mol):
+        """The values the plain RDKit calls give, computed by those calls."""
+        values = [f(mol) for f in self._fns]
+        values.append(self._qed.qed(mol))
+        matches = self._pains.GetMatches(mol)
+        return values, len(matches), matches[0].GetDescription() if len(matches) else ""
+
+    def _screened(self, mol):
+        """The same values as `_plain`, with the prescreens and cLogP shared with QED."""
+        words = self._pains_screen.words(mol)
+        hits = [e for e in (self._entries[i] for i in self._pains_screen.candidates(words))
+                if e.HasFilterMatch(mol)]
+        values = [f(mol) for f in self._fns]
+        values.append(self._qed.qed(mol, qedProperties=self._qed_properties(mol, words, values[1])))
+        return values, len(hits), hits[0].GetDescription() if hits else ""
+
+    def _qed_properties(self, mol, words, clogp):
+        """QED.properties(mol), line for line, except: the alerts are prescreened and cLogP is
+        reused, both only when Chem.RemoveHs left the molecule as it was (same atoms)."""
+        qed, rdmd = self._qed, self._rdmd
+        noh = self._chem.RemoveHs(mol)
+        same = noh.GetNumAtoms() == mol.GetNumAtoms()
+        alerts = (self._alerts_screen.candidates(words) if same
+                  else range(len(qed.StructuralAlerts)))
+        return qed.QEDproperties(
+            MW=rdmd._CalcMolWt(noh),
+            ALOGP=clogp if same else self._crippen.MolLogP(noh),
+            HBA=sum(len(noh.GetSubstructMatches(pattern)) for pattern in qed.Acceptors
+                    if noh.HasSubstructMatch(pattern)),
+            HBD=rdmd.CalcNumHBD(noh),
+            PSA=self._molsurf.TPSA(noh),
+            ROTB=rdmd.CalcNumRotatableBonds(noh, rdmd.NumRotatableBondsOptions.Strict),
+            AROM=len(self._chem.GetSSSR(self._chem.DeleteSubstructs(self._chem.Mol(noh),
+                                                                  qed.AliphaticRings))),
+            ALERTS=sum(1 for i in alerts if noh.HasSubstructMatch(qed.StructuralAlerts[i])),
+        )
 
     def score(self, mol):
-        mw, clogp, hbd, hba, rotb, tpsa, qed = (f(mol) for f in self._fns)
-        matches = self._pains.GetMatches(mol)
-        pains = len(matches)
-        name = matches[0].GetDescription() if pains else ""
+        values, pains, name = self._screened(mol) if self.prescreen else self._plain(mol)
+        mw, clogp, hbd, hba, rotb, tpsa, qed = values
         values = {"mw": mw, "clogp": clogp, "hbd": hbd, "hba": hba, "rotb": rotb, "tpsa": tpsa,
                   "qed": qed, "pains": pains}
         ok = all(values[col] <= getattr(self, opt) if kind == "max" else values[col] >= getattr(self, opt)

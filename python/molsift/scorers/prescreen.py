@@ -1,0 +1,76 @@
+"""Pattern-fingerprint prescreen for a fixed list of substructure queries (PAINS, QED's alerts).
+
+A query can only match a molecule if every bit of the query's RDKit pattern fingerprint is set in
+the molecule's pattern fingerprint (the screen RDKit's SubstructLibrary uses). `PatternScreen`
+holds the query fingerprints as one uint64 matrix and returns, for one molecule, the indices of
+the queries that pass the screen; callers still run RDKit's own matcher on those, so the answers
+are RDKit's. A query whose fingerprint is unknown (all-zero row) always passes.
+
+`pains_queries(catalog)` recovers the query molecule of each FilterCatalog entry from the
+entry's serialized form; an entry it cannot read, or one that matches on absence (minimum count
+0), gets no query and is therefore always checked.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+BITS = 2048
+_PICKLE_MAGIC = b"\xef\xbe\xad\xde"  # RDKit's MolPickler header, little-endian 0xDEADBEEF
+
+
+def fingerprint_words(fp) -> np.ndarray:
+    """An RDKit ExplicitBitVect as uint64 words (bit i in word i//64, bit i%64)."""
+    bits = np.frombuffer(fp.ToBitString().encode(), dtype=np.uint8) - 48
+    return np.packbits(bits, bitorder="little").view(np.uint64)
+
+
+class PatternScreen:
+    """Which of `queries` (RDKit query mols, or None for "always check") may match a molecule."""
+
+    def __init__(self, queries: Sequence[Optional[object]]):
+        from rdkit import Chem
+
+        self._pattern = Chem.PatternFingerprint
+        rows = np.zeros((len(queries), BITS // 64), dtype=np.uint64)
+        for i, q in enumerate(queries):
+            if q is not None:
+                rows[i] = fingerprint_words(self._pattern(q, BITS))
+        self.rows = rows
+        self.screened = int(rows.any(axis=1).sum())
+
+    def words(self, mol) -> np.ndarray:
+        """The molecule's pattern fingerprint, to pass to `candidates` (compute once per mol)."""
+        return fingerprint_words(self._pattern(mol, BITS))
+
+    def candidates(self, words: np.ndarray) -> np.ndarray:
+        """Indices (ascending) of the queries whose fingerprint bits are all set in `words`."""
+        return np.flatnonzero(~(self.rows & ~words).any(axis=1))
+
+
+def _entry_query(entry):
+    """The query mol of one FilterCatalog SMARTS entry, or None when it cannot be read safely."""
+    from rdkit import Chem
+
+    blob = entry.Serialize()
+    at = blob.find(_PICKLE_MAGIC)
+    size = re.search(rb"(\d+) $", blob[:at]) if at > 0 else None
+    if size is None:
+        return None
+    end = at + int(size.group(1))
+    counts = re.match(rb" (\d+) (\d+) ", blob[end:])
+    if counts is None or int(counts.group(1)) < 1:  # matches on absence: cannot be screened
+        return None
+    try:
+        query = Chem.Mol(blob[at:end])
+    except Exception:  # noqa: BLE001 -- an unreadable pickle just means "always check"
+        return None
+    return query if query.GetNumAtoms() else None
+
+
+def pains_queries(catalog) -> List[Optional[object]]:
+    """Query mols of every entry of a FilterCatalog, in catalog order (None: always check)."""
+    return [_entry_query(catalog.GetEntryWithIdx(i)) for i in range(catalog.GetNumEntries())]

@@ -1,0 +1,72 @@
+"""The `filter` scorer: the pattern-fingerprint prescreen (scorers/prescreen.py) gives exactly the
+values of the plain RDKit calls (descriptors, QED.qed, FilterCatalog PAINS matches), on real
+molecules with PAINS hits and on molecules whose explicit hydrogens change what QED sees."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from conftest import BUNDLED_SMI
+from test_screen import screen
+
+Chem = pytest.importorskip("rdkit.Chem")
+from molsift.scorers.filter import FilterScorer  # noqa: E402
+
+EXPLICIT_H = [  # with Chem.AddHs, RemoveHs changes these: QED's cLogP and alerts are recomputed
+    "OC(=O)c1ccccc1N(=O)=O", "[2H]C([2H])([2H])n1cnc2c1c(=O)n(C)c(=O)n2C",
+    "N[C@@H](C)C(=O)O", "N=C(N)c1ccc(C=Cc2ccc(O)c(O)c2)cc1",
+]
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    s = FilterScorer()
+    s.setup()
+    return s
+
+
+def test_every_pains_entry_and_alert_is_screened(scorer):
+    """Each of the 480 PAINS entries and 116 QED alerts got a query fingerprint: none is left
+    unscreened by a failed read of the catalog (which would be correct, only slow)."""
+    assert len(scorer._entries) == 480 and scorer._pains_screen.screened == 480
+    assert scorer._alerts_screen.screened == len(scorer._qed.StructuralAlerts) == 116
+
+
+def test_prescreen_gives_the_plain_rdkit_values(scorer):
+    from rdkit.Chem import QED, Crippen, Descriptors, Lipinski, rdMolDescriptors
+    from rdkit.Chem.FilterCatalog import FilterCatalog, FilterCatalogParams
+
+    params = FilterCatalogParams()
+    params.AddCatalog(FilterCatalogParams.FilterCatalogs.PAINS)
+    catalog = FilterCatalog(params)
+    smiles = [line.split()[0] for line in BUNDLED_SMI.read_text().splitlines()[:1500]]
+    mols = [m for m in map(Chem.MolFromSmiles, smiles) if m is not None]
+    mols += [Chem.AddHs(Chem.MolFromSmiles(s)) for s in EXPLICIT_H]
+    hits = multi = 0
+    for mol in mols:
+        matches = catalog.GetMatches(mol)
+        want = ([Descriptors.MolWt(mol), Crippen.MolLogP(mol), Lipinski.NumHDonors(mol),
+                 Lipinski.NumHAcceptors(mol), rdMolDescriptors.CalcNumRotatableBonds(mol),
+                 rdMolDescriptors.CalcTPSA(mol), QED.qed(mol)],
+                len(matches), matches[0].GetDescription() if len(matches) else "")
+        assert scorer._screened(mol) == want, Chem.MolToSmiles(mol)
+        assert scorer._plain(mol) == want
+        hits += bool(len(matches))
+        multi += len(matches) > 1
+    assert len(mols) >= 1490 and hits >= 50 and multi >= 5  # the sample really exercises PAINS
+    assert any(Chem.RemoveHs(m).GetNumAtoms() < m.GetNumAtoms() for m in mols)
+
+
+def test_no_prescreen_option_writes_the_same_rows(tmp_path):
+    lines = BUNDLED_SMI.read_text().splitlines()[::25]
+    library = tmp_path / "lib.smi"
+    library.write_text("\n".join(lines) + "\n")
+    out = {}
+    for name, extra in (("screened", []), ("plain", ["--filter-no-prescreen"])):
+        path = tmp_path / f"{name}.csv"
+        screen([library, "--scorer", "filter", "-o", path, "-j", "2", "-q", *extra])
+        with open(path, newline="") as f:
+            out[name] = sorted(tuple(r.items()) for r in csv.DictReader(f))
+    assert len(out["plain"]) >= len(lines) - 5 and out["screened"] == out["plain"]
