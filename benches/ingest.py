@@ -5,6 +5,11 @@ same work as ingest: Chem.MolFromSmiles, Chem.MolToSmiles, and a Morgan fingerpr
 rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048). molsift reads the gzip file
 itself, parses, fingerprints and writes a complete store.
 
+molsift's workers run on tcmalloc when it is installed (python/molsift/allocator.py); the loop,
+the issue's peer, runs on the system allocator as a user would run it. So that the gain of the
+allocator can be told from the rest, the loop is also run with tcmalloc preloaded (the
+"tcmalloc" rows; --no-allocator-peers leaves them out).
+
 Checks every molecule: molsift's fingerprint equals the peer's bit for bit, its canonical SMILES
 are equal, and records in = molecules stored + rejected.
 
@@ -54,13 +59,13 @@ def _rdkit_loop_count(smiles):
     return seconds, len(canon)
 
 
-def rdkit_loop_processes(smiles, procs: int) -> float:
+def rdkit_loop_processes(smiles, procs: int, preload=None) -> float:
     """The same loop in `procs` processes, each on every procs-th molecule, started and warmed
     up (RDKit imported) before the clock starts: what this machine allows RDKit on `procs`
-    cores."""
+    cores (with `preload` in LD_PRELOAD, when given)."""
     from peers import timed_in_processes
 
-    return timed_in_processes(_rdkit_loop_count, [smiles[i::procs] for i in range(procs)])[0]
+    return timed_in_processes(_rdkit_loop_count, [smiles[i::procs] for i in range(procs)], preload)[0]
 
 
 def pack(fps, chunk: int = 100_000) -> np.ndarray:
@@ -93,6 +98,8 @@ def main() -> int:
     ap.add_argument("--limit", type=int, help="use only the first N molecules")
     ap.add_argument("--workers", default="1,2", help="molsift worker counts to run")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--no-allocator-peers", action="store_true",
+                    help="skip the loop runs with tcmalloc preloaded")
     args = ap.parse_args()
 
     import molsift
@@ -117,6 +124,15 @@ def main() -> int:
     for w in [int(x) for x in args.workers.split(",") if int(x) > 1]:
         parallel_peer[w] = rdkit_loop_processes(lines, w)
         print(f"RDKit loop in {w} processes: {parallel_peer[w]:.1f} s", flush=True)
+    from molsift import allocator
+
+    lib = None if args.no_allocator_peers else allocator.library()
+    alloc_peer = {}
+    if lib:
+        for w in sorted({1, *parallel_peer}):
+            alloc_peer[w] = rdkit_loop_processes(lines, w, preload=lib)
+            print(f"RDKit loop in {w} process(es), {os.path.basename(lib)} preloaded: "
+                  f"{alloc_peer[w]:.1f} s", flush=True)
     expected = pack([f for f in fps if f is not None])
     expected_smiles = [c for c in canon if c is not None]
     del fps
@@ -132,20 +148,31 @@ def main() -> int:
         same_smiles = list(store.smiles) == expected_smiles
         rate = report["molecules"] / wall
         rows.append((w, wall, rate, rate / w / peer_rate, same_fp, same_smiles,
-                     report["store_bytes"] / report["molecules"], report["rejected"]))
+                     report["store_bytes"] / report["molecules"], report["rejected"],
+                     report.get("allocator", "system")))
         print(f"molsift -j {w}: {wall:.1f} s", flush=True)
         shutil.rmtree(out)
 
     print()
-    print("| run | wall s | molecules/s | per core vs RDKit loop | fingerprints equal | SMILES equal | store bytes/molecule | rejected |")
-    print("|---|---|---|---|---|---|---|---|")
-    print(f"| RDKit loop, 1 process, input in memory | {peer_s:.1f} | {peer_rate:,.0f} | 1.00 | - | - | - | {sum(c is None for c in canon)} |")
+    tc_rate = n / alloc_peer[1] if 1 in alloc_peer else None
+
+    def vs_tc(rate, w):
+        return f"{rate / w / tc_rate:.2f}" if tc_rate else "-"
+
+    print("| run | wall s | molecules/s | per core vs RDKit loop | per core vs RDKit loop on tcmalloc "
+          "| fingerprints equal | SMILES equal | store bytes/molecule | rejected |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"| RDKit loop, 1 process, input in memory | {peer_s:.1f} | {peer_rate:,.0f} | 1.00 | "
+          f"{vs_tc(peer_rate, 1)} | - | - | - | {sum(c is None for c in canon)} |")
     for w, sec in parallel_peer.items():
         print(f"| RDKit loop, {w} processes (the machine's own scaling) | {sec:.1f} | {n / sec:,.0f} | "
-              f"{n / sec / w / peer_rate:.2f} | - | - | - | - |")
-    for w, wall, rate, per_core, same_fp, same_smiles, bpm, rej in rows:
-        print(f"| molsift ingest -j {w} (reads the .gz, writes the store) | {wall:.1f} | {rate:,.0f} | "
-              f"{per_core:.2f} | {same_fp} | {same_smiles} | {bpm:.1f} | {rej} |")
+              f"{n / sec / w / peer_rate:.2f} | {vs_tc(n / sec, w)} | - | - | - | - |")
+    for w, sec in alloc_peer.items():
+        print(f"| RDKit loop, {w} process(es), tcmalloc preloaded | {sec:.1f} | {n / sec:,.0f} | "
+              f"{n / sec / w / peer_rate:.2f} | {vs_tc(n / sec, w)} | - | - | - | - |")
+    for w, wall, rate, per_core, same_fp, same_smiles, bpm, rej, alloc in rows:
+        print(f"| molsift ingest -j {w} (reads the .gz, writes the store; allocator {alloc}) | {wall:.1f} "
+              f"| {rate:,.0f} | {per_core:.2f} | {vs_tc(rate, w)} | {same_fp} | {same_smiles} | {bpm:.1f} | {rej} |")
     ok = all(r[4] and r[5] for r in rows)
     if not ok:
         print("MISMATCH between molsift and RDKit", file=sys.stderr)

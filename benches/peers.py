@@ -4,8 +4,9 @@ the reference the per-core figures of benches/ingest.py and benches/screen.py ar
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import time
-from typing import Any, Callable, List, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 
 def _import_rdkit() -> None:
@@ -14,12 +15,24 @@ def _import_rdkit() -> None:
     from rdkit.Chem.FilterCatalog import FilterCatalog  # noqa: F401
 
 
-def timed_in_processes(fn: Callable[[Any], Any], shares: Sequence[Any]) -> Tuple[float, List[Any]]:
+def timed_in_processes(fn: Callable[[Any], Any], shares: Sequence[Any],
+                       preload: Optional[str] = None) -> Tuple[float, List[Any]]:
     """`fn` on every share, one process per share, all at once. The processes are started and
-    have imported RDKit before the clock starts. Returns (wall seconds, results in order)."""
+    have imported RDKit before the clock starts; with `preload` (a shared library, e.g. the
+    tcmalloc molsift's workers run on) they start with it in LD_PRELOAD. Returns (wall seconds,
+    results in order)."""
     procs = len(shares)
-    with mp.get_context("spawn").Pool(procs, initializer=_import_rdkit) as pool:
-        pool.map(time.sleep, [0.2] * procs, chunksize=1)  # every worker up and initialized
-        start = time.perf_counter()
-        results = pool.map(fn, shares, chunksize=1)
-        return time.perf_counter() - start, results
+    before = os.environ.get("LD_PRELOAD")
+    if preload:
+        os.environ["LD_PRELOAD"] = preload
+    try:
+        with mp.get_context("spawn").Pool(procs, initializer=_import_rdkit) as pool:
+            pool.map(time.sleep, [0.2] * procs, chunksize=1)  # every worker up and initialized
+            start = time.perf_counter()
+            results = pool.map(fn, shares, chunksize=1)
+            return time.perf_counter() - start, results
+    finally:
+        if before is None:
+            os.environ.pop("LD_PRELOAD", None)
+        else:
+            os.environ["LD_PRELOAD"] = before

@@ -10,6 +10,10 @@ slab's last record) measured on the same file.
     .venv/bin/python benches/screen.py [--limit N] [--scorers filter,similarity] [--workers 1,2]
         [--peer-processes 2] [--chunks K [--state FILE]]
 
+molsift's workers run on tcmalloc when it is installed (python/molsift/allocator.py); the loop
+runs on the system allocator, and once more with tcmalloc preloaded (not in --chunks mode) so the
+allocator's share of the difference shows.
+
 Every run's values are checked against the loop's, molecule by molecule, as molsift writes them
 (6 significant digits): the table says how many differ.
 
@@ -243,6 +247,8 @@ def main() -> None:
                     help="run loop and molsift chunk by chunk, resumable (see the module doc)")
     ap.add_argument("--state", type=Path, default=None,
                     help="state file of --chunks (default: in the work directory, per scorer)")
+    ap.add_argument("--no-allocator-peers", action="store_true",
+                    help="skip the loop run with tcmalloc preloaded (molsift's workers run on it)")
     ap.add_argument("--peer-processes", default="",
                     help="also run the RDKit loop in these numbers of processes at once (the "
                     "machine's own scaling), e.g. 2 or 8,16")
@@ -262,6 +268,14 @@ def main() -> None:
         n = peer[0][0]
         peer_rate = n / statistics.median(s for _, s in peer)
         rows.append((scorer, "RDKit loop, 1 process", n, peer_rate, 1.0, None, None, 0))
+        from molsift import allocator
+        from peers import timed_in_processes
+
+        lib = allocator.library()
+        if lib and not args.no_allocator_peers:  # the loop on the allocator molsift's workers use
+            wall, ((m, _),) = timed_in_processes(_loop_share, [(str(path), scorer, str(peer_out) + ".tc")], lib)
+            rows.append((scorer, f"RDKit loop, 1 process, {os.path.basename(lib)} preloaded", m, m / wall,
+                         m / wall / peer_rate, None, None, None))
         for procs in (int(p) for p in args.peer_processes.split(",") if p):
             m, wall, slowest, fastest = rdkit_loop_processes(path, scorer, procs)
             rows.append((scorer, f"RDKit loop, {procs} processes (shares {fastest:.1f}-{slowest:.1f} s)",

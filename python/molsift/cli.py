@@ -451,6 +451,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     from ._core import MolsiftError
 
     args = build_parser().parse_args(argv)
+    if argv is None and args.func in (_cmd_ingest, _cmd_screen):
+        from . import allocator
+
+        allocator.reexec(sys.argv[1:])  # returns only when no restart was needed
     start = time.time()
     if args.io_log:
         from .iostats import collect_from_workers

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _core
+from .allocator import loaded
 from .iostats import add_process_records, collecting, process_record
 from .spec import FingerprintSpec
 from .parallel import choose_executor, default_workers
@@ -65,6 +66,7 @@ class IngestReport:
     store_bytes: int
     index_bytes: int = 0
     inputs: List[Dict[str, Any]] = field(default_factory=list)
+    allocator: str = "system"  # what the workers ran on (allocator.py), e.g. "tcmalloc"
 
     @property
     def read_amplification(self) -> float:
@@ -80,7 +82,7 @@ class IngestReport:
             f"records in {self.records_in:,} = molecules stored {self.molecules:,}"
             f" + rejected {self.rejected:,}\n"
             f"{self.seconds:.1f} s, {self.molecules_per_second:,.0f} molecules/s on {self.workers}"
-            f" worker(s) ({self.executor}), {self.tasks} task(s)\n"
+            f" worker(s) ({self.executor}, allocator {self.allocator}), {self.tasks} task(s)\n"
             f"read {self.bytes_read:,} bytes of {self.bytes_in:,} in {self.read_calls:,} calls:"
             f" read amplification {self.read_amplification:.4f}x\n"
             f"store {self.store}: {self.store_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
@@ -168,6 +170,7 @@ def run_ingest_task(task: dict) -> dict:
         "newlines": newlines,
         "seconds": time.perf_counter() - start,
         "pid": os.getpid(),
+        "allocator": loaded(),
         # the worker's I/O so far, for the run's log (molsift --io-log); the latest one counts
         "iostats": process_record("running") if task.get("iostats") else None,
     }
@@ -375,6 +378,7 @@ def _finish(results, inputs, output, workdir, overwrite, spec, options, stream_r
         bytes_in=sum(i.bytes for i in inputs), bytes_read=sum(i["bytes_read"] for i in by_input),
         read_calls=sum(i["read_calls"] for i in by_input),
         store_bytes=sum(e["bytes"] for e in manifest["files"].values()), inputs=by_input,
+        allocator=",".join(sorted({r.get("allocator", "system") for r in results})) or loaded(),
     )
 
 

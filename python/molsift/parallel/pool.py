@@ -19,6 +19,9 @@ class PoolExecutor:
     def __init__(self, workers: int, in_flight_per_worker: int = 2):
         self.size = workers
         self._limit = workers * in_flight_per_worker
+        from ..allocator import for_workers
+
+        self.allocator = for_workers()  # workers start with tcmalloc when it is installed
         self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
 
     def map_ordered(

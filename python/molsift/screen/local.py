@@ -17,6 +17,7 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional
 
+from ..allocator import for_workers
 from ..iostats import process_record
 from .layout import RunFiles
 from .worker import Screener, Timeline
@@ -87,6 +88,7 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
     gen = state["gen"]
     n_writers = max(1, min(plan["writers"], workers))
     groups = [[w for w in range(workers) if w * n_writers // workers == g] for g in range(n_writers)]
+    for_workers()  # workers start with tcmalloc when it is installed (allocator.py)
     ctx = mp.get_context("spawn")
     tasks = ctx.Queue(maxsize=2 * workers)
     group_q = [ctx.Queue(maxsize=2 * len(m)) for m in groups]

@@ -48,8 +48,10 @@ def _run_local_workers(rank: int, n: int, plan: dict, files: RunFiles, gen: int,
     thread), `poll` runs while waiting. Returns the workers' stats and their I/O records."""
     import multiprocessing as mp
 
+    from ..allocator import for_workers
     from .local import WorkerFailed, _worker_main
 
+    for_workers()  # workers start with tcmalloc when it is installed (allocator.py)
     ctx = mp.get_context("spawn")
     tasks, out = ctx.Queue(maxsize=2 * n), ctx.Queue(maxsize=4 * n)
     status = ctx.Array("d", 3 * n, lock=False)

@@ -254,6 +254,7 @@ def _finish(files: RunFiles, plan: dict, stats: dict, stream: dict, start: float
         "write_wait_share": wait / (size * seconds) if seconds else 0.0,
         "per_worker": workers, "per_writer": stats["writers"], "scorer": plan["scorer"],
         "scorer_stats": scorer_stats, "started": start, "io": io,
+        "allocator": ",".join(sorted({w.get("allocator", "system") for w in workers})),
     }
     write_json_atomic(files.report, report)
     write_json_atomic(files.state, dict(state, complete=True))  # the commit point
@@ -286,7 +287,8 @@ def summary(report: dict) -> str:
     lines = [
         f"records in {report['records_in']:,} = rows {report['rows']:,} + rejected {report['rejected']:,}",
         f"{report['seconds']:.1f} s, {rate:,.0f} records/s on {report['workers']} worker(s) "
-        f"({report['executor']}), {report['writers']} writer group(s) of {report['groups']}",
+        f"({report['executor']}, allocator {report.get('allocator', 'system')}), "
+        f"{report['writers']} writer group(s) of {report['groups']}",
         f"time summed over workers: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, "
         f"waiting for reads {t['read_wait_s']:.1f} s, waiting for writers {t['write_wait_s']:.1f} s "
         f"({100 * report['write_wait_share']:.2f}% of worker time); writers wrote for {report['write_s']:.2f} s",

@@ -14,6 +14,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from .. import _core
+from ..allocator import loaded
 from ..iostats import CountedFile, open_counted
 from ..scorers import Reject, format_value
 
@@ -164,7 +165,7 @@ class Screener:
             self._to_smiles = None
         self.stats = {"records": 0, "rows": 0, "rejects": 0, "flushes": 0, "bytes_read": 0,
                       "read_calls": 0, "read_wait_s": 0.0, "prepare_s": 0.0, "score_s": 0.0,
-                      "write_wait_s": 0.0, "tasks": 0, "flush_bytes": 0}
+                      "write_wait_s": 0.0, "tasks": 0, "flush_bytes": 0, "allocator": loaded()}
         self._read_depth = 0
 
     # ------------------------------------------------------------ records of one task

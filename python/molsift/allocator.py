@@ -1,0 +1,103 @@
+"""Which memory allocator molsift's RDKit work runs on, and putting a faster one in place.
+
+RDKit makes many small allocations per molecule; with glibc's malloc they cost about a third of
+parse + canonical SMILES + fingerprint. tcmalloc (Debian package libtcmalloc-minimal4, which
+scripts/setup.sh installs) or jemalloc, loaded with LD_PRELOAD, compute the same results faster.
+An allocator can only be preloaded when a process starts, so:
+
+- `reexec(argv)`: the `molsift ingest` and `molsift screen` commands restart themselves once with
+  the allocator preloaded (same PID, so MPI ranks are unaffected); LD_PRELOAD is then set back to
+  what it was, so programs molsift starts later do not inherit it;
+- `for_workers()`: before molsift starts its own worker processes, the allocator is added to
+  LD_PRELOAD in os.environ, so the workers (spawned Python processes) start with it.
+
+MOLSIFT_ALLOCATOR chooses: `auto` (default: tcmalloc, else jemalloc, else the system's),
+`tcmalloc`, `jemalloc`, `system` (never preload), or a path to a shared library.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional
+
+_CANDIDATES = {
+    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4"),
+    "jemalloc": ("libjemalloc.so.2",),
+}
+_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+         "/usr/local/lib")
+_REEXEC_MARK = "_MOLSIFT_ALLOCATOR_REEXEC"  # holds the LD_PRELOAD from before the restart
+
+
+def library() -> Optional[str]:
+    """Path of the allocator to preload, or None (system allocator chosen, or none installed)."""
+    choice = os.environ.get("MOLSIFT_ALLOCATOR", "auto").strip() or "auto"
+    if choice == "system":
+        return None
+    if "/" in choice:
+        if not os.path.isfile(choice):
+            raise ValueError(f"MOLSIFT_ALLOCATOR={choice}: no such file")
+        return choice
+    if choice != "auto" and choice not in _CANDIDATES:
+        raise ValueError(f"MOLSIFT_ALLOCATOR={choice}: expected auto, tcmalloc, jemalloc, system "
+                         "or a path to a shared library")
+    for name in (_CANDIDATES if choice == "auto" else (choice,)):
+        for lib in _CANDIDATES[name]:
+            for d in _DIRS:
+                path = os.path.join(d, lib)
+                if os.path.isfile(path):
+                    return path
+    return None
+
+
+def loaded() -> str:
+    """The allocator this process runs on: 'tcmalloc', 'jemalloc' or 'system'."""
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return "system"
+    for name in _CANDIDATES:
+        if f"lib{name}" in maps:
+            return name
+    return "system"
+
+
+def _with(preload: str, lib: str) -> str:
+    parts = [p for p in preload.replace(" ", ":").split(":") if p]
+    return ":".join([lib] + [p for p in parts if p != lib])
+
+
+def for_workers() -> Optional[str]:
+    """Adds the allocator to LD_PRELOAD in os.environ for worker processes about to be spawned;
+    returns its name ('tcmalloc', ...) or 'system'."""
+    lib = library()
+    if lib is None:
+        return "system"
+    os.environ["LD_PRELOAD"] = _with(os.environ.get("LD_PRELOAD", ""), lib)
+    return next((n for n in _CANDIDATES if f"lib{n}" in lib), os.path.basename(lib))
+
+
+def reexec(argv: List[str]) -> None:
+    """Restarts `python -m molsift argv` with the allocator preloaded, unless this process has it
+    already (or none is chosen); after a restart, puts LD_PRELOAD back as it was."""
+    if _REEXEC_MARK in os.environ:
+        before = os.environ.pop(_REEXEC_MARK)
+        if before:
+            os.environ["LD_PRELOAD"] = before
+        else:
+            os.environ.pop("LD_PRELOAD", None)
+        return
+    lib = library()
+    if lib is None or loaded() != "system":
+        return
+    env = dict(os.environ)
+    env[_REEXEC_MARK] = env.get("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = _with(env.get("LD_PRELOAD", ""), lib)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(sys.executable, [sys.executable, "-m", "molsift", *argv], env)
+    except OSError:  # cannot restart: go on with the system allocator
+        return

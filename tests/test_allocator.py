@@ -1,0 +1,87 @@
+"""allocator.py: `molsift ingest` and `molsift screen` run their RDKit work on tcmalloc when it
+is installed (the command restarts itself with it preloaded; spawned workers inherit it), on the
+system allocator with MOLSIFT_ALLOCATOR=system, and the results are the same either way."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import BUNDLED_SMI, molsift_cmd
+from molsift import allocator
+
+PROBE = '''
+import os
+
+def seen_allocator(mol):
+    with open("/proc/self/maps") as f:
+        maps = f.read()
+    return ["tcmalloc" if "libtcmalloc" in maps else "jemalloc" if "libjemalloc" in maps else "system",
+            os.getpid()]
+
+seen_allocator.columns = ("allocator", "pid")
+'''
+
+
+def test_choice_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("MOLSIFT_ALLOCATOR", "system")
+    assert allocator.library() is None
+    monkeypatch.setenv("MOLSIFT_ALLOCATOR", "hoard")
+    with pytest.raises(ValueError, match="expected auto, tcmalloc, jemalloc, system"):
+        allocator.library()
+    monkeypatch.setenv("MOLSIFT_ALLOCATOR", str(tmp_path / "missing.so"))
+    with pytest.raises(ValueError, match="no such file"):
+        allocator.library()
+    assert allocator._with("/a.so /b.so", "/b.so") == "/b.so:/a.so"
+
+
+def _tcmalloc():
+    env = dict(os.environ, MOLSIFT_ALLOCATOR="auto")
+    lib = subprocess.run([*molsift_cmd()[:1], "-c", "from molsift import allocator; print(allocator.library() or '')"],
+                         capture_output=True, text=True, env=env).stdout.strip()
+    if "tcmalloc" not in lib:
+        pytest.skip("tcmalloc not installed (scripts/setup.sh installs libtcmalloc-minimal4)")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_screen_workers_run_on_tcmalloc_unless_told_otherwise(tmp_path, workers):
+    _tcmalloc()
+    (tmp_path / "probe_alloc.py").write_text(PROBE)
+    lib = tmp_path / "lib.smi"
+    lib.write_text("\n".join(BUNDLED_SMI.read_text().splitlines()[:40]) + "\n")
+    for choice, want in (("auto", "tcmalloc"), ("system", "system")):
+        out = tmp_path / f"{choice}.csv"
+        env = dict(os.environ, MOLSIFT_ALLOCATOR=choice,
+                   PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+        r = subprocess.run(molsift_cmd() + ["screen", str(lib), "--scorer", "python:probe_alloc:seen_allocator",
+                                            "-o", str(out), "-j", str(workers), "-q"],
+                           capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr
+        with open(out, newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert len(rows) == 40 and {row["allocator"] for row in rows} == {want}
+        report = json.loads((Path(str(out) + ".run") / "report.json").read_text())
+        assert report["allocator"] == want
+
+
+def test_ingest_on_either_allocator_writes_the_same_store(tmp_path):
+    _tcmalloc()
+    lib = tmp_path / "lib.smi"
+    lib.write_text("\n".join(BUNDLED_SMI.read_text().splitlines()[:300]) + "\n")
+    files = {}
+    for choice, workers, want in (("auto", 1, "tcmalloc"), ("auto", 2, "tcmalloc"), ("system", 2, "system")):
+        store = tmp_path / f"{choice}-{workers}.store"
+        r = subprocess.run(molsift_cmd() + ["ingest", str(lib), "-o", str(store), "-j", str(workers), "--json"],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, MOLSIFT_ALLOCATOR=choice))
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout.strip().splitlines()[-1])["allocator"] == want
+        files[(choice, workers)] = [(store / name).read_bytes() for name in
+                                    ("fingerprints.u64", "popcounts.u16", "smiles.txt", "ids.txt")]
+    assert all(files[("auto", 1)])
+    assert files[("auto", 1)] == files[("auto", 2)] == files[("system", 2)]
