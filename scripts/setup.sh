@@ -12,7 +12,13 @@ if [ "${MOLSIFT_WITH_MPI:-0}" = 1 ] && ! command -v mpirun >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
 fi
-if ! ls /usr/lib/*/libtcmalloc_minimal.so.4 /usr/lib/libtcmalloc_minimal.so.4 >/dev/null 2>&1; then
+have_tcmalloc() {
+  for f in /usr/lib/*/libtcmalloc_minimal.so.4 /usr/lib/libtcmalloc_minimal.so.4 /usr/lib64/libtcmalloc_minimal.so.4; do
+    [ -e "$f" ] && return 0
+  done
+  return 1
+}
+if ! have_tcmalloc; then
   echo "setup: installing tcmalloc (Debian package libtcmalloc-minimal4)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libtcmalloc-minimal4 >/dev/null; } ||
