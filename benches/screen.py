@@ -96,6 +96,14 @@ def rdkit_loop(path: Path, scorer: str, out: Path) -> tuple:
     return n, time.perf_counter() - start
 
 
+def write_share(head: str, body: list, i: int, n: int, dest: Path) -> int:
+    """Writes the i-th of n contiguous shares of the library's lines (header first) to `dest`;
+    returns its number of records."""
+    part = body[len(body) * i // n: len(body) * (i + 1) // n]
+    dest.write_text(head + "\n" + "\n".join(part) + "\n")
+    return len(part)
+
+
 def _loop_share(args: tuple) -> tuple:
     path, scorer, out = args
     return rdkit_loop(Path(path), scorer, Path(out))
@@ -112,8 +120,7 @@ def rdkit_loop_processes(path: Path, scorer: str, procs: int) -> tuple:
     shares = []
     for i in range(procs):
         share = WORK / f"share-{procs}-{i}.csv"
-        part = body[len(body) * i // procs: len(body) * (i + 1) // procs]
-        share.write_text(head + "\n" + "\n".join(part) + "\n")
+        write_share(head, body, i, procs, share)
         shares.append((str(share), scorer, str(share) + f".{scorer}.out"))
     wall, done = timed_in_processes(_loop_share, shares)
     return sum(n for n, _ in done), wall, max(s for _, s in done), min(s for _, s in done)
@@ -164,15 +171,14 @@ def chunked(path: Path, scorer: str, workers: list, chunks: int, state_path: Pat
         if key in state:
             continue
         chunk = WORK / f"chunk-{chunks}-{i}.csv"
-        part = body[len(body) * i // chunks: len(body) * (i + 1) // chunks]
-        chunk.write_text(head + "\n" + "\n".join(part) + "\n")
+        records = write_share(head, body, i, chunks, chunk)
         peer_out = WORK / f"chunk-{scorer}-peer.csv"
         runs = [("loop", None)] + [("molsift", w) for w in workers]
-        done = {"records": len(part), "bytes": chunk.stat().st_size, "molsift": {}}
+        done = {"records": records, "bytes": chunk.stat().st_size, "molsift": {}}
         for kind, w in (runs if i % 2 == 0 else runs[::-1]):
             if kind == "loop":
                 n, done["loop_seconds"] = rdkit_loop(chunk, scorer, peer_out)
-                assert n == len(part)
+                assert n == records
             else:
                 out = WORK / f"chunk-{scorer}-ms-{w}.csv"
                 rep = molsift(chunk, scorer, w, out)
@@ -187,7 +193,7 @@ def chunked(path: Path, scorer: str, workers: list, chunks: int, state_path: Pat
         tmp = state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=1))
         os.replace(tmp, state_path)
-        print(f"chunk {i + 1}/{chunks}: {len(part):,} molecules, loop {done['loop_seconds']:.1f} s, "
+        print(f"chunk {i + 1}/{chunks}: {records:,} molecules, loop {done['loop_seconds']:.1f} s, "
               + ", ".join(f"-j{w} {done['molsift'][str(w)]['seconds']:.1f} s" for w in workers),
               flush=True)
     n = sum(c["records"] for c in state.values())

@@ -8,8 +8,9 @@ An allocator can only be preloaded when a process starts, so:
 - `reexec(argv)`: the `molsift ingest` and `molsift screen` commands restart themselves once with
   the allocator preloaded (same PID, so MPI ranks are unaffected); LD_PRELOAD is then set back to
   what it was, so programs molsift starts later do not inherit it;
-- `for_workers()`: before molsift starts its own worker processes, the allocator is added to
-  LD_PRELOAD in os.environ, so the workers (spawned Python processes) start with it.
+- `spawn_context()`: the multiprocessing context molsift starts its own workers from; the
+  allocator is first added to LD_PRELOAD in os.environ, so the workers (spawned Python
+  processes) start with it.
 
 MOLSIFT_ALLOCATOR chooses: `auto` (default: tcmalloc, else jemalloc, else the system's),
 `tcmalloc`, `jemalloc`, `system` (never preload), or a path to a shared library.
@@ -17,9 +18,10 @@ MOLSIFT_ALLOCATOR chooses: `auto` (default: tcmalloc, else jemalloc, else the sy
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
 _CANDIDATES = {
     "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4"),
@@ -51,6 +53,7 @@ def library() -> Optional[str]:
     return None
 
 
+@functools.lru_cache(maxsize=None)  # fixed when the process starts
 def loaded() -> str:
     """The allocator this process runs on: 'tcmalloc', 'jemalloc' or 'system'."""
     try:
@@ -69,14 +72,20 @@ def _with(preload: str, lib: str) -> str:
     return ":".join([lib] + [p for p in parts if p != lib])
 
 
-def for_workers() -> Optional[str]:
-    """Adds the allocator to LD_PRELOAD in os.environ for worker processes about to be spawned;
-    returns its name ('tcmalloc', ...) or 'system'."""
+def spawn_context():
+    """The "spawn" multiprocessing context for molsift's workers, with the allocator added to
+    LD_PRELOAD in os.environ first so that the processes it starts run on it."""
+    import multiprocessing as mp
+
     lib = library()
-    if lib is None:
-        return "system"
-    os.environ["LD_PRELOAD"] = _with(os.environ.get("LD_PRELOAD", ""), lib)
-    return next((n for n in _CANDIDATES if f"lib{n}" in lib), os.path.basename(lib))
+    if lib is not None:
+        os.environ["LD_PRELOAD"] = _with(os.environ.get("LD_PRELOAD", ""), lib)
+    return mp.get_context("spawn")
+
+
+def describe(names: Iterable[str]) -> str:
+    """What a run's processes ran on, from their `loaded()` answers: e.g. 'tcmalloc'."""
+    return ",".join(sorted(set(names)))
 
 
 def reexec(argv: List[str]) -> None:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _core
-from .allocator import loaded
+from .allocator import describe, loaded
 from .iostats import add_process_records, collecting, process_record
 from .spec import FingerprintSpec
 from .parallel import choose_executor, default_workers
@@ -378,7 +378,7 @@ def _finish(results, inputs, output, workdir, overwrite, spec, options, stream_r
         bytes_in=sum(i.bytes for i in inputs), bytes_read=sum(i["bytes_read"] for i in by_input),
         read_calls=sum(i["read_calls"] for i in by_input),
         store_bytes=sum(e["bytes"] for e in manifest["files"].values()), inputs=by_input,
-        allocator=",".join(sorted({r.get("allocator", "system") for r in results})) or loaded(),
+        allocator=describe(r.get("allocator", "system") for r in results) or loaded(),
     )
 
 

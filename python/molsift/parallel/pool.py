@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable, List, Optional
@@ -19,10 +18,9 @@ class PoolExecutor:
     def __init__(self, workers: int, in_flight_per_worker: int = 2):
         self.size = workers
         self._limit = workers * in_flight_per_worker
-        from ..allocator import for_workers
+        from ..allocator import spawn_context  # workers run on tcmalloc when it is installed
 
-        self.allocator = for_workers()  # workers start with tcmalloc when it is installed
-        self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
+        self._pool = ProcessPoolExecutor(workers, mp_context=spawn_context())
 
     def map_ordered(
         self,

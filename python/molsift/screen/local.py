@@ -8,7 +8,6 @@ that could write after a `--resume` has started."""
 from __future__ import annotations
 
 import ctypes
-import multiprocessing as mp
 import os
 import queue
 import signal
@@ -17,7 +16,7 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional
 
-from ..allocator import for_workers
+from ..allocator import spawn_context
 from ..iostats import process_record
 from .layout import RunFiles
 from .worker import Screener, Timeline
@@ -88,8 +87,7 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
     gen = state["gen"]
     n_writers = max(1, min(plan["writers"], workers))
     groups = [[w for w in range(workers) if w * n_writers // workers == g] for g in range(n_writers)]
-    for_workers()  # workers start with tcmalloc when it is installed (allocator.py)
-    ctx = mp.get_context("spawn")
+    ctx = spawn_context()  # workers run on tcmalloc when it is installed
     tasks = ctx.Queue(maxsize=2 * workers)
     group_q = [ctx.Queue(maxsize=2 * len(m)) for m in groups]
     status = ctx.Array("d", 3 * workers, lock=False)

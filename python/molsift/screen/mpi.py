@@ -46,13 +46,10 @@ def _run_local_workers(rank: int, n: int, plan: dict, files: RunFiles, gen: int,
                        flush, poll) -> tuple:
     """Runs this rank's tasks on `n` worker processes; their buffers go to `flush` (in this
     thread), `poll` runs while waiting. Returns the workers' stats and their I/O records."""
-    import multiprocessing as mp
-
-    from ..allocator import for_workers
+    from ..allocator import spawn_context
     from .local import WorkerFailed, _worker_main
 
-    for_workers()  # workers start with tcmalloc when it is installed (allocator.py)
-    ctx = mp.get_context("spawn")
+    ctx = spawn_context()  # workers run on tcmalloc when it is installed
     tasks, out = ctx.Queue(maxsize=2 * n), ctx.Queue(maxsize=4 * n)
     status = ctx.Array("d", 3 * n, lock=False)
     procs = [ctx.Process(target=_worker_main, name=f"molsift-screen-r{rank}w{w}",

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import _core
+from ..allocator import describe
 from ..iostats import (add_job_info, add_process_records, all_records, file_size, job_log, totals,
                        write_file, write_log)
 from ..parallel import default_workers, launched_under_mpi
@@ -254,7 +255,7 @@ def _finish(files: RunFiles, plan: dict, stats: dict, stream: dict, start: float
         "write_wait_share": wait / (size * seconds) if seconds else 0.0,
         "per_worker": workers, "per_writer": stats["writers"], "scorer": plan["scorer"],
         "scorer_stats": scorer_stats, "started": start, "io": io,
-        "allocator": ",".join(sorted({w.get("allocator", "system") for w in workers})),
+        "allocator": describe(w.get("allocator", "system") for w in workers),
     }
     write_json_atomic(files.report, report)
     write_json_atomic(files.state, dict(state, complete=True))  # the commit point
