@@ -78,8 +78,8 @@ def main() -> int:
     gbs = lambda ts: size / statistics.median(ts) / 1e9  # noqa: E731
     print(f"file: {path} ({size / 1e9:.2f} GB, {counts.pop()[1]:,} records, page cache warm), "
           f"{os.cpu_count()} cores, median of {args.repeats}")
-    print(f"| tool | median s | GB/s | vs wc -l |")
-    print(f"|---|---|---|---|")
+    print("| tool | median s | GB/s | vs wc -l |")
+    print("|---|---|---|---|")
     print(f"| wc -l | {statistics.median(wc):.3f} | {gbs(wc):.2f} | 1.00x |")
     print(f"| molsift count (whole process) | {statistics.median(ms):.3f} | {gbs(ms):.2f} | "
           f"{statistics.median(wc) / statistics.median(ms):.2f}x |")

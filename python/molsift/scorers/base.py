@@ -8,7 +8,7 @@ fingerprints, receptor maps, compiled patterns) in `setup`, never in `__init__`.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Sequence
 
 
 class Reject(Exception):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, fields
-from typing import Optional
 
 from .base import Scorer
 

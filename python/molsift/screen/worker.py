@@ -7,7 +7,6 @@ so how often a worker flushes depends only on its own output, never on its group
 from __future__ import annotations
 
 import json
-import os
 import queue
 import threading
 import time
@@ -24,7 +23,7 @@ READ_QUEUE_BATCHES = 4
 
 def csv_field(text: str) -> str:
     """`text` as one CSV field (quoted only when it must be)."""
-    if any(c in text for c in ',"\n\r'):
+    if "," in text or '"' in text or "\n" in text or "\r" in text:
         return '"' + text.replace('"', '""') + '"'
     return text
 
@@ -94,10 +93,6 @@ class RowBuffer:
     def add_reject(self, line: str) -> None:
         self.rejects.append(line)
         self.size += len(line)
-
-    @property
-    def full(self) -> bool:
-        return self.size >= self.capacity
 
     @property
     def empty(self) -> bool:
@@ -230,18 +225,22 @@ class Screener:
         k = prog["k"] if prog else 0
         batches = self._slab_batches(task, prog) if task["kind"] == "slab" else self._chunk_batches(task, prog)
         last = dict(prog) if prog else {"k": 0, "o": 0, "l": 0, "d": 0}
+        buffer, one = self.buffer, self._one
         for batch in batches:
             for text, rid, line, offset, problem in batch:
-                self._one(text, rid or str(line), line, offset, problem)
+                one(text, rid or str(line), line, offset, problem)
                 k += 1
-                last = {"k": k, "o": offset, "l": line, "d": 0}
-                self.buffer.progress[key] = last
-                if self.buffer.full:
+                # the buffer's progress is that of its last record (set before it is handed on)
+                if buffer.size >= buffer.capacity:
+                    buffer.progress[key] = {"k": k, "o": offset, "l": line, "d": 0}
                     self.flush()
                 if k & 15 == 0 and self.timeline.due():
                     self._sample()
+            if batch:
+                last = {"k": k, "o": batch[-1][3], "l": batch[-1][2], "d": 0}
+                buffer.progress[key] = last
             self._between_batches()
-        self.buffer.progress[key] = dict(last, d=1)
+        buffer.progress[key] = dict(last, d=1)
         self.stats["tasks"] += 1
 
     def _one(self, text: str, rid: str, line: int, offset: int, problem: Optional[str]) -> None:
