@@ -34,6 +34,35 @@ def test_every_pains_entry_and_alert_is_screened(scorer):
     assert scorer._alerts_screen.screened == len(scorer._qed.StructuralAlerts) == 116
 
 
+def test_screen_candidates_are_the_queries_whose_bits_the_molecule_holds(scorer):
+    """The Rust subset test and the fingerprint read from RDKit's binary form give what plain
+    numpy on RDKit's bit string gives, for both screens, on real molecules."""
+    import numpy as np
+
+    from molsift.scorers.prescreen import BITS, PatternScreen, _packed_slow, pains_queries
+
+    def words(fp):
+        bits = np.frombuffer(fp.ToBitString().encode(), dtype=np.uint8) - 48
+        return np.packbits(bits, bitorder="little").view(np.uint64)
+
+    smiles = [line.split()[0] for line in BUNDLED_SMI.read_text().splitlines()[:300]]
+    mols = [m for m in map(Chem.MolFromSmiles, smiles) if m is not None]
+    pains, alerts = pains_queries(scorer._pains), scorer._qed.StructuralAlerts
+    for pscreen, queries in ((scorer._pains_screen, pains), (scorer._alerts_screen, alerts)):
+        assert pscreen._packed is not _packed_slow  # this RDKit's binary form is read in Rust
+        rows = np.stack([words(Chem.PatternFingerprint(q, BITS)) for q in queries])
+        assert PatternScreen(queries).screened == len(rows)
+        passed = 0
+        for mol in mols:
+            fp = Chem.PatternFingerprint(mol, BITS)
+            assert pscreen.words(mol) == _packed_slow(fp)
+            got = pscreen.candidates(pscreen.words(mol))
+            assert got == sorted(got)
+            assert got == np.flatnonzero(~(rows & ~words(fp)).any(axis=1)).tolist()
+            passed += len(got)
+        assert 0 < passed < len(mols) * len(pscreen._rows)  # the screen lets some through, not all
+
+
 def test_prescreen_gives_the_plain_rdkit_values(scorer):
     from rdkit.Chem import QED, Crippen, Descriptors, Lipinski, rdMolDescriptors
     from rdkit.Chem.FilterCatalog import FilterCatalog, FilterCatalogParams

@@ -1,4 +1,5 @@
-//! Popcount, intersection count and Tanimoto over rows of `u64`, with run-time CPU dispatch.
+//! Popcount, intersection count and Tanimoto over rows of `u64`, with run-time CPU dispatch, and
+//! the subset test of substructure screens.
 //!
 //! Built for a generic x86-64 target, `u64::count_ones` becomes a slow bit-twiddling sequence;
 //! the versions below are the same loops compiled with the CPU's popcount features enabled
@@ -48,6 +49,14 @@ pub fn tanimoto(a: &[u64], b: &[u64]) -> f64 {
     } else {
         f64::from(common) / f64::from(union)
     }
+}
+
+/// Whether every bit set in `a` is set in `b` (rows of equal length): the screen of a
+/// substructure search, where a query can only match a molecule whose pattern fingerprint holds
+/// all of the query's bits. An empty `a` is a subset of anything.
+pub fn is_subset(a: &[u64], b: &[u64]) -> bool {
+    assert_eq!(a.len(), b.len(), "fingerprints of different sizes");
+    a.iter().zip(b).all(|(x, y)| x & !y == 0)
 }
 
 fn popcount_portable(row: &[u64]) -> u32 {
@@ -115,6 +124,14 @@ mod tests {
                 eprintln!("no AVX-512 VPOPCNTDQ on this CPU: its kernel is compiled but not run here");
             }
         }
+    }
+
+    #[test]
+    fn subset_needs_every_bit() {
+        assert!(is_subset(&[0, 0], &[0, 5]));
+        assert!(is_subset(&[1, 4], &[3, 5]));
+        assert!(!is_subset(&[1, 2], &[3, 5]));
+        assert!(!is_subset(&[1 << 63, 0], &[!(1 << 63), u64::MAX]));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! * [`pack_on_bits`]: build a row from the list of on-bits RDKit returns.
 //! * [`unpack_rdkit_bitvect`]: read RDKit's binary `ExplicitBitVect` into a packed byte row.
 //! * [`popcount`], [`intersection_count`], [`tanimoto`]: the kernels, dispatched at run time to
-//!   the CPU's `popcnt` instruction where present, with a portable fallback.
+//!   the CPU's `popcnt` instruction where present, with a portable fallback; [`is_subset`], the
+//!   screen of substructure queries.
 //!
 //! ```
 //! use molsift_fp::{pack_on_bits, popcount, tanimoto, FingerprintLayout};
@@ -25,6 +26,6 @@ mod kernels;
 mod layout;
 mod rdkit;
 
-pub use kernels::{intersection_count, popcount, tanimoto};
+pub use kernels::{intersection_count, is_subset, popcount, tanimoto};
 pub use layout::{pack_on_bits, FingerprintError, FingerprintLayout, ROW_ALIGN_BYTES};
 pub use rdkit::{unpack_rdkit_bitvect, RdkitBitsError, RDKIT_BITVECT_VERSION};

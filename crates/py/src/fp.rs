@@ -1,11 +1,11 @@
 //! Python wrappers of `molsift-fp`: `FingerprintSet`, a small set of packed fingerprints
 //! compared with one query at a time by the Tanimoto kernel (the `similarity` scorer's reference
-//! actives), and `packed_from_rdkit`, RDKit's `ExplicitBitVect.ToBinary()` read as a packed row.
+//! actives) or the subset test (the `filter` scorer's substructure prescreens), and `packed_from_rdkit`, RDKit's `ExplicitBitVect.ToBinary()` read as a packed row.
 //! Rows are bytes: bit i in byte i/8 at bit i%8, which read as little-endian u64 words is
 //! molsift's row layout. `packed_from_rdkit` keeps the GIL: it takes well under a microsecond,
 //! less than releasing and taking back the GIL would cost.
 
-use molsift_fp::{tanimoto, unpack_rdkit_bitvect};
+use molsift_fp::{is_subset, tanimoto, unpack_rdkit_bitvect};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -63,6 +63,14 @@ impl PyFingerprintSet {
             }
         }
         Ok(best)
+    }
+
+    /// Indices (ascending) of the rows whose bits are all set in `query`: the queries a
+    /// pattern-fingerprint screen lets through (an all-zero row always passes).
+    fn subsets_of(&self, query: &[u8]) -> PyResult<Vec<usize>> {
+        let q = self.query(query)?;
+        let rows = self.rows.chunks_exact(self.words);
+        Ok(rows.enumerate().filter(|(_, row)| is_subset(row, &q)).map(|(i, _)| i).collect())
     }
 
     /// Tanimoto of `query` with every row, in row order.

@@ -2,9 +2,10 @@
 
 A query can only match a molecule if every bit of the query's RDKit pattern fingerprint is set in
 the molecule's pattern fingerprint (the screen RDKit's SubstructLibrary uses). `PatternScreen`
-holds the query fingerprints as one uint64 matrix and returns, for one molecule, the indices of
-the queries that pass the screen; callers still run RDKit's own matcher on those, so the answers
-are RDKit's. A query whose fingerprint is unknown (all-zero row) always passes.
+holds the query fingerprints in one `_core.FingerprintSet` and returns, for one molecule, the
+indices of the queries that pass the screen (the subset test runs in Rust); callers still run
+RDKit's own matcher on those, so the answers are RDKit's. A query whose fingerprint is unknown
+(all-zero row) always passes.
 
 `pains_queries(catalog)` recovers the query molecule of each FilterCatalog entry from the
 entry's serialized form; an entry it cannot read, or one that matches on absence (minimum count
@@ -18,14 +19,21 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from .. import _core
+
 BITS = 2048
 _PICKLE_MAGIC = b"\xef\xbe\xad\xde"  # RDKit's MolPickler header, little-endian 0xDEADBEEF
 
 
-def fingerprint_words(fp) -> np.ndarray:
-    """An RDKit ExplicitBitVect as uint64 words (bit i in word i//64, bit i%64)."""
+def _packed_slow(fp) -> bytes:
+    """An RDKit ExplicitBitVect packed (bit i in byte i//8 at bit i%8) through its bit string."""
     bits = np.frombuffer(fp.ToBitString().encode(), dtype=np.uint8) - 48
-    return np.packbits(bits, bitorder="little").view(np.uint64)
+    return np.packbits(bits, bitorder="little").tobytes()
+
+
+def _packed_fast(fp) -> bytes:
+    """The same bytes, read from RDKit's binary form in Rust (a few µs less per call)."""
+    return _core.packed_from_rdkit(fp.ToBinary(), BITS)
 
 
 class PatternScreen:
@@ -35,20 +43,29 @@ class PatternScreen:
         from rdkit import Chem
 
         self._pattern = Chem.PatternFingerprint
-        rows = np.zeros((len(queries), BITS // 64), dtype=np.uint64)
-        for i, q in enumerate(queries):
-            if q is not None:
-                rows[i] = fingerprint_words(self._pattern(q, BITS))
-        self.rows = rows
-        self.screened = int(rows.any(axis=1).sum())
+        empty = bytes(BITS // 8)
+        rows, fast_agrees = [], True
+        for q in queries:
+            if q is None:
+                rows.append(empty)
+                continue
+            fp = self._pattern(q, BITS)
+            rows.append(_packed_slow(fp))
+            try:
+                fast_agrees = fast_agrees and _packed_fast(fp) == rows[-1]
+            except ValueError:
+                fast_agrees = False
+        self._packed = _packed_fast if fast_agrees else _packed_slow
+        self._rows = _core.FingerprintSet(rows)
+        self.screened = sum(r != empty for r in rows)
 
-    def words(self, mol) -> np.ndarray:
+    def words(self, mol) -> bytes:
         """The molecule's pattern fingerprint, to pass to `candidates` (compute once per mol)."""
-        return fingerprint_words(self._pattern(mol, BITS))
+        return self._packed(self._pattern(mol, BITS))
 
-    def candidates(self, words: np.ndarray) -> np.ndarray:
+    def candidates(self, words: bytes) -> List[int]:
         """Indices (ascending) of the queries whose fingerprint bits are all set in `words`."""
-        return np.flatnonzero(~(self.rows & ~words).any(axis=1))
+        return self._rows.subsets_of(words)
 
 
 def _entry_query(entry):
