@@ -39,7 +39,8 @@ def test_screen_candidates_are_the_queries_whose_bits_the_molecule_holds(scorer)
     numpy on RDKit's bit string gives, for both screens, on real molecules."""
     import numpy as np
 
-    from molsift.scorers.prescreen import BITS, PatternScreen, _packed_slow, pains_queries
+    from molsift.chem import _packed_bit_string
+    from molsift.scorers.prescreen import BITS, PatternScreen, pains_queries
 
     def words(fp):
         bits = np.frombuffer(fp.ToBitString().encode(), dtype=np.uint8) - 48
@@ -49,13 +50,13 @@ def test_screen_candidates_are_the_queries_whose_bits_the_molecule_holds(scorer)
     mols = [m for m in map(Chem.MolFromSmiles, smiles) if m is not None]
     pains, alerts = pains_queries(scorer._pains), scorer._qed.StructuralAlerts
     for pscreen, queries in ((scorer._pains_screen, pains), (scorer._alerts_screen, alerts)):
-        assert pscreen._packed is not _packed_slow  # this RDKit's binary form is read in Rust
+        assert pscreen._packed is not _packed_bit_string  # this RDKit's binary form is read in Rust
         rows = np.stack([words(Chem.PatternFingerprint(q, BITS)) for q in queries])
         assert PatternScreen(queries).screened == len(rows)
         passed = 0
         for mol in mols:
             fp = Chem.PatternFingerprint(mol, BITS)
-            assert pscreen.words(mol) == _packed_slow(fp)
+            assert pscreen.words(mol) == _packed_bit_string(fp)
             got = pscreen.candidates(pscreen.words(mol))
             assert got == sorted(got)
             assert got == np.flatnonzero(~(rows & ~words(fp)).any(axis=1)).tolist()

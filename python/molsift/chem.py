@@ -1,12 +1,13 @@
 """RDKit adapters: SMILES or mol block to molecule (with the reason when it fails), canonical
-SMILES, and Morgan fingerprints as on-bit lists or packed rows. The only module that imports RDKit for ingest."""
+SMILES, Morgan fingerprints as on-bit lists or packed rows, and `bitvect_packer` (any RDKit bit
+vector to a packed row). The only module that imports RDKit for ingest."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Any, Callable, Iterable, Optional, Tuple
 
-from numpy import packbits as _packbits
+import numpy as np
 from rdkit import Chem, RDLogger
 from rdkit.Chem import rdFingerprintGenerator
 
@@ -14,6 +15,32 @@ from ._core import packed_from_rdkit as _packed_from_rdkit
 from .spec import FingerprintSpec
 
 RDLogger.DisableLog("rdApp.*")  # reasons are collected per record instead of printed
+
+# molecules whose fingerprints check the binary reader against RDKit's bit string
+_PROBE_SMILES = ("c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C[C@H](N)C(=O)O", "[Na+].[Cl-]", "[H][H]")
+
+
+def _packed_bit_string(fp) -> bytes:
+    """An RDKit ExplicitBitVect packed through its bit string with numpy: the reference."""
+    bits = np.frombuffer(fp.ToBitString().encode(), dtype=np.uint8) - 48
+    return np.packbits(bits, bitorder="little").tobytes()
+
+
+def bitvect_packer(bits: int, probes: Iterable[Any]) -> Callable[[Any], bytes]:
+    """A function packing RDKit ExplicitBitVects of `bits` bits (bit i in byte i/8 at bit i%8):
+    molsift's Rust reader of RDKit's binary form (`ToBinary()`) when it gives the bit string's
+    bytes on every one of the `probes` vectors, else the bit string itself (slower)."""
+
+    def from_binary(fp) -> bytes:
+        return _packed_from_rdkit(fp.ToBinary(), bits)
+
+    if bits % 8 == 0:
+        try:
+            if all(from_binary(fp) == _packed_bit_string(fp) for fp in probes):
+                return from_binary
+        except ValueError:  # a binary form this reader does not know
+            pass
+    return _packed_bit_string
 
 
 @dataclass
@@ -26,23 +53,13 @@ class Fingerprinter:
         self._gen = rdFingerprintGenerator.GetMorganGenerator(
             radius=self.spec.radius, fpSize=self.spec.bits
         )
-        self.reads_rdkit_binary = self._binary_reader_agrees()
+        probes = [self._gen.GetFingerprint(Chem.MolFromSmiles(s)) for s in _PROBE_SMILES]
+        self._pack = bitvect_packer(self.spec.bits, probes)
 
-    def _binary_reader_agrees(self) -> bool:
-        """Whether molsift reads this RDKit's binary bit vectors exactly as RDKit's own numpy
-        export gives them (checked once, on a few molecules; a False means the slower export
-        is used)."""
-        if self.spec.bits % 8:
-            return False
-        for smi in ("c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C[C@H](N)C(=O)O", "[Na+].[Cl-]", "[H][H]"):
-            mol = Chem.MolFromSmiles(smi)
-            try:
-                fast = _packed_from_rdkit(self._gen.GetFingerprint(mol).ToBinary(), self.spec.bits)
-            except ValueError:
-                return False
-            if fast != self._packed_numpy(mol):
-                return False
-        return True
+    @property
+    def reads_rdkit_binary(self) -> bool:
+        """Whether `packed` reads RDKit's binary form (it agreed with the bit string)."""
+        return self._pack is not _packed_bit_string
 
     def on_bits(self, mol: Chem.Mol) -> list:
         """Indices of the set bits of `mol`'s fingerprint."""
@@ -51,14 +68,10 @@ class Fingerprinter:
     def packed(self, mol: Chem.Mol) -> bytes:
         """The fingerprint packed as molsift stores it: bit i in byte i/8 at bit i%8.
 
-        Reads RDKit's binary form (`ToBinary()`) in Rust: about 1 µs, against about 13 µs for
-        RDKit's numpy export and 25 µs for iterating the on-bits in Python (2048 bits)."""
-        if self.reads_rdkit_binary:
-            return _packed_from_rdkit(self._gen.GetFingerprint(mol).ToBinary(), self.spec.bits)
-        return self._packed_numpy(mol)
-
-    def _packed_numpy(self, mol: Chem.Mol) -> bytes:
-        return _packbits(self._gen.GetFingerprintAsNumPy(mol), bitorder="little").tobytes()
+        Read from RDKit's binary form in Rust: on 10,000 MOSES molecules (2048 bits, tcmalloc)
+        fingerprint + packing took 32.1 µs against 35.9 µs through RDKit's numpy export; the
+        fingerprint alone 23.6 µs."""
+        return self._pack(self._gen.GetFingerprint(mol))
 
     def to_fp(self, mol: Chem.Mol):
         """The RDKit ExplicitBitVect."""

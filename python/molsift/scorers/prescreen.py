@@ -17,23 +17,10 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence
 
-import numpy as np
-
 from .. import _core
 
 BITS = 2048
 _PICKLE_MAGIC = b"\xef\xbe\xad\xde"  # RDKit's MolPickler header, little-endian 0xDEADBEEF
-
-
-def _packed_slow(fp) -> bytes:
-    """An RDKit ExplicitBitVect packed (bit i in byte i//8 at bit i%8) through its bit string."""
-    bits = np.frombuffer(fp.ToBitString().encode(), dtype=np.uint8) - 48
-    return np.packbits(bits, bitorder="little").tobytes()
-
-
-def _packed_fast(fp) -> bytes:
-    """The same bytes, read from RDKit's binary form in Rust (a few µs less per call)."""
-    return _core.packed_from_rdkit(fp.ToBinary(), BITS)
 
 
 class PatternScreen:
@@ -42,20 +29,13 @@ class PatternScreen:
     def __init__(self, queries: Sequence[Optional[object]]):
         from rdkit import Chem
 
+        from ..chem import bitvect_packer
+
         self._pattern = Chem.PatternFingerprint
+        fps = [None if q is None else self._pattern(q, BITS) for q in queries]
+        self._packed = bitvect_packer(BITS, [fp for fp in fps if fp is not None])
         empty = bytes(BITS // 8)
-        rows, fast_agrees = [], True
-        for q in queries:
-            if q is None:
-                rows.append(empty)
-                continue
-            fp = self._pattern(q, BITS)
-            rows.append(_packed_slow(fp))
-            try:
-                fast_agrees = fast_agrees and _packed_fast(fp) == rows[-1]
-            except ValueError:
-                fast_agrees = False
-        self._packed = _packed_fast if fast_agrees else _packed_slow
+        rows = [empty if fp is None else self._packed(fp) for fp in fps]
         self._rows = _core.FingerprintSet(rows)
         self.screened = sum(r != empty for r in rows)
 
