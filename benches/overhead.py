@@ -8,8 +8,9 @@ Three runs of the same scorer on the same file, in alternating order, medians ov
 
 This process (and so the loop and the in-process Screener) is restarted once with the allocator
 molsift's workers use (tcmalloc when installed), so all three runs share it: the differences are
-molsift's own. The two gaps it prints: the worker loop's overhead (Screener - loop) and the
-process set-up's (end to end - Screener). `--profile` adds cProfile's top functions of one
+molsift's own. LD_PRELOAD is then put back, so `molsift screen` starts as a user's does
+(restarting itself onto that allocator too). The two gaps it prints: the worker loop's
+overhead (Screener - loop) and the process set-up's (end to end - Screener). `--profile` adds cProfile's top functions of one
 in-process Screener run.
 
     .venv/bin/python benches/overhead.py [--limit 20000] [--scorers similarity,filter]
@@ -34,15 +35,11 @@ import screen as bench  # noqa: E402  (benches/screen.py: the loop, the library,
 
 
 def on_molsift_allocator() -> str:
-    """Restarts this script once with molsift's allocator preloaded; returns its name."""
+    """Restarts this script once with molsift's allocator preloaded (as `molsift screen`
+    restarts itself); returns its name."""
     from molsift import allocator
 
-    lib = allocator.library()
-    if lib and allocator.loaded() == "system" and "_MOLSIFT_OVERHEAD_REEXEC" not in os.environ:
-        env = dict(os.environ, _MOLSIFT_OVERHEAD_REEXEC="1",
-                   LD_PRELOAD=":".join(p for p in (lib, os.environ.get("LD_PRELOAD", "")) if p))
-        sys.stdout.flush()
-        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+    allocator.reexec(sys.argv[1:], script=sys.argv[0])
     return allocator.loaded()
 
 

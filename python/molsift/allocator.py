@@ -88,9 +88,10 @@ def describe(names: Iterable[str]) -> str:
     return ",".join(sorted(set(names)))
 
 
-def reexec(argv: List[str]) -> None:
-    """Restarts `python -m molsift argv` with the allocator preloaded, unless this process has it
-    already (or none is chosen); after a restart, puts LD_PRELOAD back as it was."""
+def reexec(argv: List[str], script: Optional[str] = None) -> None:
+    """Restarts `python -m molsift argv` (or `python script argv`) with the allocator preloaded,
+    unless this process has it already (or none is chosen); after a restart, puts LD_PRELOAD
+    back as it was."""
     if _REEXEC_MARK in os.environ:
         before = os.environ.pop(_REEXEC_MARK)
         if before:
@@ -107,6 +108,7 @@ def reexec(argv: List[str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        os.execve(sys.executable, [sys.executable, "-m", "molsift", *argv], env)
+        program = [script] if script else ["-m", "molsift"]
+        os.execve(sys.executable, [sys.executable, *program, *argv], env)
     except OSError:  # cannot restart: go on with the system allocator
         return
