@@ -5,8 +5,9 @@
 //! (`u32`), the number of on-bits (`u32`), then for each on-bit the run of zero bits before it,
 //! and finally the run of zero bits after the last one. Each run is a packed integer of 1 to 4
 //! bytes whose low bits say how many bytes it takes (`0`: 1 byte, `01`: 2, `011`: 3, `111`: 4),
-//! each longer form starting where the shorter one ends. Reading it costs a fraction of a
-//! microsecond, against about 10 µs for RDKit's own numpy export of a 2048-bit fingerprint.
+//! each longer form starting where the shorter one ends. Reading it is a small part of a
+//! microsecond; with `ToBinary()` it packs a 2048-bit fingerprint a few µs faster than RDKit's
+//! own numpy export (32.1 against 35.9 µs per MOSES molecule, fingerprint included).
 //!
 //! Anything else (another version, a bit count that is not the one asked for, a truncated or
 //! inconsistent stream) is an error, never a guess: callers fall back to RDKit's own export.

@@ -1,6 +1,7 @@
 //! Python wrappers of `molsift-fp`: `FingerprintSet`, a small set of packed fingerprints
 //! compared with one query at a time by the Tanimoto kernel (the `similarity` scorer's reference
-//! actives) or the subset test (the `filter` scorer's substructure prescreens), and `packed_from_rdkit`, RDKit's `ExplicitBitVect.ToBinary()` read as a packed row.
+//! actives) or the subset test (the `filter` scorer's substructure prescreens); and
+//! `packed_from_rdkit`, RDKit's `ExplicitBitVect.ToBinary()` read as a packed row.
 //! Rows are bytes: bit i in byte i/8 at bit i%8, which read as little-endian u64 words is
 //! molsift's row layout. `packed_from_rdkit` keeps the GIL: it takes well under a microsecond,
 //! less than releasing and taking back the GIL would cost.
