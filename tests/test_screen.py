@@ -370,13 +370,19 @@ def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
             "--write-buffer", "1K", "-q"]
     env = mpi_env()
     rng = random.Random(11)
-    kills = 0
+    kills, gen = 0, 0  # a fresh run writes generation 0, then takes it over as generation 1
     for attempt in range(5):
         cmd = mpirun_cmd(3) + molsift_cmd() + args + (["--resume"] if attempt else [])
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 start_new_session=True)
         if attempt < 4:
-            time.sleep(rng.uniform(4.0, 6.0) if attempt == 0 else rng.uniform(3.0, 4.5))
+            # kill while the ranks work: after this launch has taken over the run's state (MPI
+            # start-up on a loaded machine can take seconds; a fixed sleep could kill too early)
+            deadline = time.time() + 120
+            while state_gen(out) <= gen and proc.poll() is None and time.time() < deadline:
+                time.sleep(0.02)
+            gen = state_gen(out)
+            time.sleep(rng.uniform(0.5, 2.0))
             ranks = [p for p in _descendants(proc.pid) if _is_molsift(p)]
             if proc.poll() is None and ranks:
                 os.kill(rng.choice(ranks), signal.SIGKILL)
@@ -389,7 +395,9 @@ def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
                 except ProcessLookupError:
                     pass
                 proc.wait()
+            gen = max(gen, state_gen(out))  # the next launch must take over after this one
         else:
             assert proc.wait(timeout=300) == 0, proc.stderr.read().decode()[-3000:]
     _, _, report = check_exactly_once(library, out)
-    assert kills >= 3 and report["executor"] == "mpi" and report["restarts"] >= kills
+    assert kills == 4 and report["executor"] == "mpi" and report["restarts"] == 4, (
+        kills, report["restarts"])
