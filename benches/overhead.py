@@ -9,9 +9,9 @@ Three runs of the same scorer on the same file, in alternating order, medians ov
 This process (and so the loop and the in-process Screener) is restarted once with the allocator
 molsift's workers use (tcmalloc when installed), so all three runs share it: the differences are
 molsift's own. LD_PRELOAD is then put back, so `molsift screen` starts as a user's does
-(restarting itself onto that allocator too). The two gaps it prints: the worker loop's
-overhead (Screener - loop) and the process set-up's (end to end - Screener). `--profile` adds cProfile's top functions of one
-in-process Screener run.
+(restarting itself onto that allocator too). The two gaps it prints: the worker loop's overhead
+(Screener - loop) and the process set-up's (end to end - Screener). `--profile` adds cProfile's
+top functions of one in-process Screener run.
 
     .venv/bin/python benches/overhead.py [--limit 20000] [--scorers similarity,filter]
         [--rounds 3] [--profile]

@@ -165,6 +165,16 @@ def state_gen(out: Path) -> int:
         return -1
 
 
+def wait_for_takeover(out: Path, gen: int, proc: subprocess.Popen) -> int:
+    """Waits (up to 2 minutes) until the run `proc` started has taken over the state, i.e. its
+    generation passed `gen`, or `proc` ended; returns the generation then. A kill after this
+    lands while the run works, not before it began (a slow start on a loaded machine)."""
+    deadline = time.time() + 120
+    while state_gen(out) <= gen and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    return state_gen(out)
+
+
 def test_kill9_at_random_moments_then_resume(tmp_path):
     """Ten kill -9 at random moments (the whole run: its workers die with it), each followed by
     --resume, then a last --resume to the end: every record exactly once. The library is the
@@ -182,12 +192,7 @@ def test_kill9_at_random_moments_then_resume(tmp_path):
     kills, gen = 0, 0  # a fresh run writes generation 0, then takes it over as generation 1
     proc = subprocess.Popen(molsift_cmd() + ["screen", *map(str, args)], stderr=subprocess.PIPE)
     for _ in range(10):
-        # each kill lands while the run works: after it has taken over the state (a slow start
-        # on a loaded machine must not turn a kill into one before the run began)
-        deadline = time.time() + 120
-        while state_gen(out) <= gen and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.02)
-        gen = state_gen(out)
+        gen = wait_for_takeover(out, gen, proc)
         time.sleep(rng.uniform(0.2, 1.2))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -376,12 +381,7 @@ def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 start_new_session=True)
         if attempt < 4:
-            # kill while the ranks work: after this launch has taken over the run's state (MPI
-            # start-up on a loaded machine can take seconds; a fixed sleep could kill too early)
-            deadline = time.time() + 120
-            while state_gen(out) <= gen and proc.poll() is None and time.time() < deadline:
-                time.sleep(0.02)
-            gen = state_gen(out)
+            gen = wait_for_takeover(out, gen, proc)  # MPI start-up can take seconds
             time.sleep(rng.uniform(0.5, 2.0))
             ranks = [p for p in _descendants(proc.pid) if _is_molsift(p)]
             if proc.poll() is None and ranks:
