@@ -172,7 +172,8 @@ def _cmd_info(args) -> int:
     print(f"molecules   {c['molecules']:,}  (records in {c['records_in']:,}, rejected {c['rejected']:,})")
     print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
     print(f"size        {size:,} bytes, {size / max(1, c['molecules']):.1f} bytes/molecule")
-    print(f"checksums   {'not checked (--no-verify)' if args.no_verify else 'all files verified'}")
+    checked = f"all {len(m['files']) + 1} files verified (manifest included)"
+    print(f"checksums   {'not checked (--no-verify)' if args.no_verify else checked}")
     print(f"search      {'column index present' if store.has_column_index else 'no column index (molsift index STORE)'}")
     n = min(args.head, len(store))
     if n:

@@ -289,6 +289,7 @@ def ingest(
     output = os.path.abspath(os.fspath(output))
     own_executor = executor is None
     executor = executor or choose_executor(workers)
+    cleanup = None
     try:
         plan = None
         if executor.is_root:
@@ -297,6 +298,8 @@ def ingest(
         if isinstance(plan, Exception):
             raise plan
         input_files, workdir = plan
+        if executor.is_root:
+            cleanup = workdir  # removed however the ingest ends (a kill -9 leaves it to the sweep)
         reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes}
         # MPI ranks take tasks round-robin: equal slabs; local workers share a queue: guided
         n_slabs = slabs or (max(1, 4 * executor.size) if executor.name == "mpi" else None)
@@ -325,6 +328,8 @@ def ingest(
     finally:
         if own_executor:
             executor.close()
+        if cleanup:
+            shutil.rmtree(cleanup, ignore_errors=True)
 
 
 def _plan(paths, output, overwrite, format, header, smiles_col, id_col, delimiter):
@@ -332,16 +337,31 @@ def _plan(paths, output, overwrite, format, header, smiles_col, id_col, delimite
     broadcast) rather than raised, so every rank raises the same error."""
     try:
         files = [describe_input(p, format, header, smiles_col, id_col, delimiter) for p in paths]
-        if os.path.exists(output) and not overwrite:
-            raise _core.StoreError(f"{output}: already exists (choose another output or pass --overwrite)")
+        _check_output(output, overwrite, files)
         parent = os.path.dirname(output) or "."
         if not os.path.isdir(parent):
             raise _core.StoreError(f"{parent}: output directory does not exist")
-        workdir = os.path.join(parent, f".{os.path.basename(output)}.ingest-{os.getpid()}-{time.time_ns()}")
+        _core.sweep_leftovers(output)  # what killed runs into this output left behind
+        workdir = os.fspath(_core.temporary_sibling(output, "ingest"))
         os.makedirs(workdir)
         return files, workdir
     except Exception as exc:  # handed to every rank
         return exc
+
+
+def _check_output(output: str, overwrite: bool, inputs: Sequence[InputFile]) -> None:
+    """The output must be new, or with `overwrite` a molsift store (the one overwrite rule,
+    `molsift_store::replace::check_replaceable`) that holds none of the inputs."""
+    if not os.path.lexists(output):
+        return
+    if not overwrite:
+        raise _core.StoreError(f"{output}: already exists (choose another output or pass --overwrite)")
+    _core.check_replaceable(output)
+    inside = os.path.realpath(output) + os.sep
+    for inp in inputs:
+        if os.path.realpath(inp.path).startswith(inside):
+            raise _core.StoreError(f"{output}: holds the input {inp.path}; --overwrite never "
+                                   "replaces a store that an input is read from")
 
 
 def _finish(results, inputs, output, workdir, overwrite, spec, options, stream_reads,

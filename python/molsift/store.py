@@ -1,9 +1,13 @@
-"""Reading a store from Python: `open_store(path)` checks it through the Rust core and maps its
-files with numpy, so `store.fingerprints` is a view of the mapped file, never a copy."""
+"""Reading a store from Python: `open_store(path)` opens and checks it once through the Rust core
+(one directory handle: every file, and the searcher, come from the same generation of the store
+even while `ingest --overwrite` replaces it) and maps its files with numpy, so
+`store.fingerprints` is a view of the mapped file, never a copy. Ids and SMILES are checked at
+each access (offsets, one line, UTF-8) and their files' checksums once per process."""
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from collections.abc import Sequence
 from typing import Iterator, Union, overload
@@ -11,18 +15,28 @@ from typing import Iterator, Union, overload
 import numpy as np
 
 from . import _core
-from .iostats import CountedFile
 
 PathLike = Union[str, "os.PathLike[str]"]
 FILES = _core.STORE_FILES
 
 
 class _TextColumn(Sequence):
-    """Newline-separated strings with an offsets array: item i is O(1)."""
+    """Newline-separated strings with an offsets array: item i is O(1). The first access checks
+    both files' checksums (once per process); every access checks its own offsets, through the
+    Rust store, so damage is an error naming the file, never a wrong or garbled string."""
 
-    def __init__(self, data: np.ndarray, offsets: np.ndarray):
+    def __init__(self, core, column: str, data: np.ndarray, offsets: np.ndarray):
+        self._core = core
+        self._column = column
         self._data = data
         self._offsets = offsets
+        self._verified = False
+
+    def _verify(self) -> None:
+        if not self._verified:
+            for key in (self._column, "smiles_offsets" if self._column == "smiles" else "id_offsets"):
+                self._core.verify_file(FILES[key])
+            self._verified = True
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
@@ -40,22 +54,26 @@ class _TextColumn(Sequence):
             i += n
         if not 0 <= i < n:
             raise IndexError(f"index {i} out of range for a store of {n} molecules")
-        start, end = int(self._offsets[i]), int(self._offsets[i + 1]) - 1
-        return self._data[start:end].tobytes().decode("utf-8")
+        self._verify()
+        return self._core.text(self._column, int(i))
 
     def __iter__(self) -> Iterator[str]:
-        data = self._data.tobytes() if len(self._data) else b""
-        offsets = self._offsets
+        self._verify()
         for i in range(len(self)):
-            yield data[int(offsets[i]) : int(offsets[i + 1]) - 1].decode("utf-8")
+            yield self._core.text(self._column, i)
 
 
-def _map(path: str, dtype) -> np.ndarray:
-    """The file as a read-only array over its memory map (counted: one open, one mmap)."""
-    with CountedFile(path) as f:
-        if f.size() == 0:
+def _map(core, name: str, dtype) -> np.ndarray:
+    """The store file `name` as a read-only array over a memory map of the descriptor the store
+    opened (the same generation as every other file of this store)."""
+    fd = core.dup_fd(name)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
             return np.zeros(0, dtype=dtype)
-        return np.frombuffer(f.mmap(), dtype=dtype)
+        return np.frombuffer(mmap.mmap(fd, size, prot=mmap.PROT_READ), dtype=dtype)
+    finally:
+        os.close(fd)
 
 
 class Store:
@@ -65,19 +83,20 @@ class Store:
     shape (n, bits/64), a view of the mapped file), `popcounts` (uint16), `source_lines`
     (uint64, 1-based line of each molecule's record), `manifest` (dict)."""
 
-    def __init__(self, path: PathLike, manifest: dict):
+    def __init__(self, path: PathLike, core):
         self.path = os.fspath(path)
-        self.manifest = manifest
-        n = manifest["counts"]["molecules"]
-        spec = manifest["fingerprint"]
+        self._core = core
+        self.manifest = json.loads(core.manifest_json())
+        n = self.manifest["counts"]["molecules"]
+        spec = self.manifest["fingerprint"]
         words, stride = spec["bits"] // 64, spec["row_stride_words"]
-        p = lambda key: os.path.join(self.path, FILES[key])  # noqa: E731
-        rows = _map(p("fingerprints"), "<u8").reshape(n, stride)
+        p = lambda key, dtype: _map(core, FILES[key], dtype)  # noqa: E731
+        rows = p("fingerprints", "<u8").reshape(n, stride)
         self.fingerprints: np.ndarray = rows[:, :words]
-        self.popcounts: np.ndarray = _map(p("popcounts"), "<u2")
-        self.source_lines: np.ndarray = _map(p("source_lines"), "<u8")
-        self.smiles = _TextColumn(_map(p("smiles"), np.uint8), _map(p("smiles_offsets"), "<u8"))
-        self.ids = _TextColumn(_map(p("ids"), np.uint8), _map(p("id_offsets"), "<u8"))
+        self.popcounts: np.ndarray = p("popcounts", "<u2")
+        self.source_lines: np.ndarray = p("source_lines", "<u8")
+        self.smiles = _TextColumn(core, "smiles", p("smiles", np.uint8), p("smiles_offsets", "<u8"))
+        self.ids = _TextColumn(core, "ids", p("ids", np.uint8), p("id_offsets", "<u8"))
 
     def __len__(self) -> int:
         return self.manifest["counts"]["molecules"]
@@ -97,7 +116,7 @@ class Store:
 
     def _searcher(self):
         if getattr(self, "_searcher_obj", None) is None:
-            self._searcher_obj = _core.Searcher(self.path)
+            self._searcher_obj = self._core.searcher()
         return self._searcher_obj
 
     def search(self, query, threshold=None, k=None, threads: int = 1):
@@ -115,7 +134,8 @@ class Store:
 
     @property
     def has_column_index(self) -> bool:
-        return os.path.exists(os.path.join(self.path, "columns.json"))
+        """True when the store's manifest lists a column index (`molsift index` writes one)."""
+        return "columns.json" in self.manifest["files"]
 
     def __repr__(self) -> str:
         fp = self.manifest["fingerprint"]
@@ -128,8 +148,8 @@ class Store:
 def open_store(path: PathLike, verify: bool = True) -> Store:
     """Opens a store read-only.
 
-    Always checks the manifest, format version, file sizes and offsets; with `verify=True`
-    (the default) also every file's checksum, which reads the store once. Raises
-    `molsift.StoreError` naming the file and what is wrong."""
-    manifest = json.loads(_core.open_store_manifest(os.fspath(path), full=verify))
-    return Store(path, manifest)
+    Always checks the manifest (format, version, its own checksum), file sizes and offsets;
+    with `verify=True` (the default) also every file's checksum, the column index's included,
+    which reads the store once. Without it, the files a search or an id/SMILES lookup reads are
+    checked when first read. Raises `molsift.StoreError` naming the file and what is wrong."""
+    return Store(path, _core.Store(os.fspath(path), full=verify))

@@ -2,8 +2,9 @@
 //! scan), and `build_column_index` to write a store's index.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use molsift_search::{ColumnIndex, Query, RowScan, SearchError, SearchOptions, SearchStats};
+use molsift_search::{ColumnIndex, Query, SearchError, SearchOptions, SearchStats, StoreSearcher};
 use molsift_store::{Store, Verify};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -26,10 +27,13 @@ type PyHits = (Vec<u64>, Vec<f64>);
 /// Searches one store: opened once, then any number of queries (GIL released while searching).
 #[pyclass(name = "Searcher", module = "molsift._core")]
 pub struct PySearcher {
-    /// `None` for a bare column index (`Searcher.from_index`): no row scan then.
-    store: Option<Store>,
-    columns: ColumnIndex,
-    index_built_in_memory: bool,
+    target: Target,
+}
+
+/// A store with its index, or a bare column index (`Searcher.from_index`: no row scan then).
+enum Target {
+    Store(StoreSearcher),
+    Bare(ColumnIndex),
 }
 
 impl PySearcher {
@@ -41,23 +45,21 @@ impl PySearcher {
         }
     }
 
-    fn rows(&self) -> Result<Option<RowScan<'_>>, SearchError> {
-        let Some(store) = &self.store else {
-            return Ok(None);
-        };
-        let spec = &store.manifest().fingerprint;
-        RowScan::new(
-            store.fingerprint_words(),
-            spec.row_stride_words,
-            spec.bits,
-            store.len(),
-            store.popcounts(),
-        )
-        .map(Some)
+    fn columns(&self) -> &ColumnIndex {
+        match &self.target {
+            Target::Store(s) => s.columns(),
+            Target::Bare(c) => c,
+        }
     }
 
     fn query(&self, on_bits: &[u32]) -> PyResult<Query> {
-        Query::from_on_bits(self.columns.bits(), on_bits).map_err(search_err)
+        Query::from_on_bits(self.columns().bits(), on_bits).map_err(search_err)
+    }
+
+    /// A searcher over an open store (the same generation as the caller's other reads).
+    pub(crate) fn over(py: Python<'_>, store: Arc<Store>) -> PyResult<Self> {
+        let s = py.detach(|| StoreSearcher::new(store)).map_err(search_err)?;
+        Ok(PySearcher { target: Target::Store(s) })
     }
 }
 
@@ -77,27 +79,8 @@ impl PySearcher {
     /// an index built in memory (see `index_built_in_memory`).
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        py.detach(|| {
-            let store = Store::open(&path, Verify::Sizes).map_err(store_err)?;
-            let (columns, built) = if path.join(molsift_search::HEADER_FILE).exists() {
-                (ColumnIndex::open(&path).map_err(search_err)?, false)
-            } else {
-                (ColumnIndex::from_store(&store).map_err(search_err)?, true)
-            };
-            if columns.len() != store.len() {
-                return Err(StoreError::new_err(format!(
-                    "{}: column index holds {} molecules but the store {}",
-                    path.join(molsift_search::HEADER_FILE).display(),
-                    columns.len(),
-                    store.len()
-                )));
-            }
-            Ok(PySearcher {
-                store: Some(store),
-                columns,
-                index_built_in_memory: built,
-            })
-        })
+        let s = py.detach(|| StoreSearcher::open(&path)).map_err(search_err)?;
+        Ok(PySearcher { target: Target::Store(s) })
     }
 
     /// Opens a bare column index directory (no store beside it: hits are index positions, and
@@ -105,16 +88,12 @@ impl PySearcher {
     #[staticmethod]
     fn from_index(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let columns = py.detach(|| ColumnIndex::open(&path)).map_err(search_err)?;
-        Ok(PySearcher {
-            store: None,
-            columns,
-            index_built_in_memory: false,
-        })
+        Ok(PySearcher { target: Target::Bare(columns) })
     }
 
     /// Molecules in the index.
     fn __len__(&self) -> usize {
-        self.columns.len()
+        self.columns().len()
     }
 
     /// Whether searches give the kernel read-ahead hints (madvise WILLNEED) for the planes each
@@ -122,18 +101,21 @@ impl PySearcher {
     /// may use. Settable (results never change, only how pages come in from disk).
     #[getter]
     fn read_ahead(&self) -> bool {
-        self.columns.read_ahead()
+        self.columns().read_ahead()
     }
 
     #[setter]
     fn set_read_ahead(&mut self, on: bool) {
-        self.columns.set_read_ahead(on);
+        match &mut self.target {
+            Target::Store(s) => s.columns_mut().set_read_ahead(on),
+            Target::Bare(c) => c.set_read_ahead(on),
+        }
     }
 
     /// True when the store had no column index on disk and one was built at open.
     #[getter]
     fn index_built_in_memory(&self) -> bool {
-        self.index_built_in_memory
+        matches!(&self.target, Target::Store(s) if s.built_in_memory())
     }
 
     /// One query given by its on-bits: (indices, scores, stats), best first (score descending,
@@ -150,9 +132,9 @@ impl PySearcher {
         let query = self.query(&on_bits)?;
         let opts = Self::options(threshold, k, threads);
         let (hits, stats) = py
-            .detach(|| {
-                let rows = self.rows()?;
-                molsift_search::search(&self.columns, rows.as_ref(), &query, &opts)
+            .detach(|| match &self.target {
+                Target::Store(s) => s.search(&query, &opts),
+                Target::Bare(c) => molsift_search::search(c, None, &query, &opts),
             })
             .map_err(search_err)?;
         let (idx, scores) = hits.into_iter().map(|h| (h.index, h.score)).unzip();
@@ -176,9 +158,9 @@ impl PySearcher {
             .collect::<PyResult<Vec<_>>>()?;
         let opts = Self::options(threshold, k, threads);
         let (all, stats) = py
-            .detach(|| {
-                let rows = self.rows()?;
-                molsift_search::search_batch(&self.columns, rows.as_ref(), &queries, &opts)
+            .detach(|| match &self.target {
+                Target::Store(s) => s.search_batch(&queries, &opts),
+                Target::Bare(c) => molsift_search::search_batch(c, None, &queries, &opts),
             })
             .map_err(search_err)?;
         let out = all
@@ -197,7 +179,7 @@ impl PySearcher {
 fn build_column_index(py: Python<'_>, path: PathBuf, budget: usize) -> PyResult<u64> {
     py.detach(|| {
         let store = Store::open(&path, Verify::Sizes).map_err(store_err)?;
-        ColumnIndex::write_from_store(&store, &path, budget).map_err(search_err)
+        ColumnIndex::index_store(&store, budget).map_err(search_err)
     })
 }
 

@@ -1,9 +1,10 @@
 //! Python wrappers of `molsift-store`: `StoreWriter`, `merge_parts`, `open_store_manifest`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use molsift_store::{FingerprintSpec, Store, StoreWriter, Verify};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::error::store_err;
@@ -135,6 +136,66 @@ fn merge_parts(py: Python<'_>, parts: Vec<(PathBuf, u64)>, out: PathBuf, overwri
     Ok(serde_json::to_string(&manifest).expect("manifest serializes"))
 }
 
+/// An open store (`molsift_store::Store`): opened once, through one directory handle, so that
+/// everything read from it (its files mapped from Python, its searcher) is one generation.
+#[pyclass(name = "Store", module = "molsift._core", frozen)]
+pub struct PyStore {
+    pub(crate) inner: Arc<Store>,
+}
+
+#[pymethods]
+impl PyStore {
+    /// Opens and checks the store at `path` (sizes, offsets, counts, the manifest's own
+    /// checksum; every file's checksum too if `full`), or raises StoreError naming the file.
+    #[new]
+    #[pyo3(signature = (path, full=true))]
+    fn new(py: Python<'_>, path: PathBuf, full: bool) -> PyResult<Self> {
+        let verify = if full { Verify::Full } else { Verify::Sizes };
+        let store = py.detach(|| Store::open(&path, verify)).map_err(store_err)?;
+        Ok(PyStore { inner: Arc::new(store) })
+    }
+
+    /// The manifest as JSON text.
+    fn manifest_json(&self) -> String {
+        serde_json::to_string(self.inner.manifest()).expect("manifest serializes")
+    }
+
+    /// A new descriptor (the caller closes it) of the data file `name`, as opened with the
+    /// store, for mapping it from Python.
+    fn dup_fd(&self, name: &str) -> PyResult<i32> {
+        use std::os::unix::io::AsRawFd;
+        let file = self.inner.data_file(name).ok_or_else(|| PyValueError::new_err(format!("no store file {name:?}")))?;
+        // SAFETY: dup of a descriptor the store keeps open.
+        let fd = unsafe { libc::dup(file.as_raw_fd()) };
+        if fd < 0 {
+            return Err(PyOSError::new_err(std::io::Error::last_os_error().to_string()));
+        }
+        Ok(fd)
+    }
+
+    /// Checks the checksum of `name` against the manifest (once per process for a data file).
+    fn verify_file(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        py.detach(|| self.inner.verify_file(name)).map_err(store_err)
+    }
+
+    /// Id (`column="ids"`) or SMILES (`"smiles"`) of molecule `i`, checked (offsets in order
+    /// and inside the file, one line, UTF-8).
+    fn text(&self, column: &str, i: usize) -> PyResult<String> {
+        let t = match column {
+            "ids" => self.inner.id(i),
+            "smiles" => self.inner.smiles(i),
+            _ => return Err(PyValueError::new_err(format!("no text column {column:?}"))),
+        };
+        t.map(str::to_string).map_err(store_err)
+    }
+
+    /// A searcher over this very store (its column index opened through the same handle).
+    fn searcher(&self, py: Python<'_>) -> PyResult<crate::search::PySearcher> {
+        let store = Arc::clone(&self.inner);
+        crate::search::PySearcher::over(py, store)
+    }
+}
+
 /// Checks a store (sizes, offsets, counts; checksums too if `full`) and returns its manifest
 /// as JSON text, or raises StoreError naming what is wrong.
 #[pyfunction]
@@ -145,11 +206,36 @@ fn open_store_manifest(py: Python<'_>, path: PathBuf, full: bool) -> PyResult<St
     Ok(serde_json::to_string(store.manifest()).expect("manifest serializes"))
 }
 
+/// Removes what killed runs on this host left beside `path` (temporary stores, ingest work
+/// directories): see `molsift_store::replace::sweep_leftovers`. Returns the removed paths.
+#[pyfunction]
+fn sweep_leftovers(path: PathBuf) -> Vec<PathBuf> {
+    let parent = path.parent().map(PathBuf::from).unwrap_or_default();
+    let name = path.file_name().and_then(|n| n.to_str()).map(str::to_string);
+    molsift_store::replace::sweep_leftovers(&parent, name.as_deref())
+}
+
+/// `DIR/.NAME.KIND-PID-NANOS@HOST` beside `path`: molsift's one temporary name.
+#[pyfunction]
+fn temporary_sibling(path: PathBuf, kind: &str) -> PathBuf {
+    molsift_store::replace::temporary_sibling(&path, kind)
+}
+
+/// Raises StoreError unless `path` is absent or a molsift store that `--overwrite` may replace.
+#[pyfunction]
+fn check_replaceable(path: PathBuf) -> PyResult<()> {
+    molsift_store::replace::check_replaceable(&path).map_err(store_err)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     use molsift_store::layout as l;
     m.add_class::<PyStoreWriter>()?;
     m.add_function(wrap_pyfunction!(merge_parts, m)?)?;
     m.add_function(wrap_pyfunction!(open_store_manifest, m)?)?;
+    m.add_class::<PyStore>()?;
+    m.add_function(wrap_pyfunction!(sweep_leftovers, m)?)?;
+    m.add_function(wrap_pyfunction!(temporary_sibling, m)?)?;
+    m.add_function(wrap_pyfunction!(check_replaceable, m)?)?;
     let files = pyo3::types::PyDict::new(m.py());
     for (key, name) in [
         ("fingerprints", l::FINGERPRINTS),

@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
-use crate::io::{start_index, write_header, write_words, IndexShape, WordsFile};
+use crate::io::{plane_checksums, start_index, write_header, write_words, FileInfo, IndexShape, WordsFile};
 use crate::layout::{
     check_bits, sort_by_popcount, wrong_popcount, ColumnIndex, Sorted, BLOCK_WORDS, PAD,
 };
-use crate::{SearchError, ORDER_FILE, PLANES_FILE};
+use crate::{SearchError, HEADER_FILE, ORDER_FILE, PLANES_FILE};
 
 /// Default memory for one pass's group of planes: 1 GiB (all 2048 planes of about 4 million
 /// molecules, so stores up to that size are written in one pass).
@@ -26,16 +26,29 @@ impl ColumnIndex {
         dir: &Path,
         budget: usize,
     ) -> Result<u64, SearchError> {
-        let bits = store.manifest().fingerprint.bits;
-        let words = check_bits(bits)?.words_per_row();
-        write_index(
-            dir,
-            bits,
-            store.len(),
-            |i| u32::from(store.popcount(i)),
-            |i, row| row.copy_from_slice(&store.fingerprint(i)[..words]),
-            budget,
-        )
+        start_index(dir)?;
+        let files = write_store_index(store, dir, budget)?;
+        Ok(files.planes.bytes + files.order.bytes)
+    }
+
+    /// Writes the column index into the store's own directory and lists its files (sizes and
+    /// checksums) in the store's manifest, so that `molsift info` checks them and a search
+    /// uses only the index of this very store. Holds the store's lock meanwhile (concurrent
+    /// runs take turns; each writes its files under its own temporary names, and a rebuild
+    /// writes the same bytes). Returns the bytes of planes and order.
+    pub fn index_store(store: &molsift_store::Store, budget: usize) -> Result<u64, SearchError> {
+        let store_err = |e: molsift_store::StoreError| SearchError::Store(e.to_string());
+        let _lock = store.lock().map_err(store_err)?;
+        let files = write_store_index(store, store.path(), budget)?;
+        let entry = |f: &FileInfo| molsift_store::FileEntry { bytes: f.bytes, xxh3: f.xxh3.clone() };
+        store
+            .register_files(vec![
+                (HEADER_FILE.to_string(), entry(&files.header)),
+                (PLANES_FILE.to_string(), entry(&files.planes)),
+                (ORDER_FILE.to_string(), entry(&files.order)),
+            ])
+            .map_err(store_err)?;
+        Ok(files.planes.bytes + files.order.bytes)
     }
 }
 
@@ -50,16 +63,49 @@ pub fn write_index(
     bits: u32,
     n: usize,
     pop: impl Fn(usize) -> u32,
-    mut fill: impl FnMut(usize, &mut [u64]),
+    fill: impl FnMut(usize, &mut [u64]),
     budget: usize,
 ) -> Result<u64, SearchError> {
+    start_index(dir)?;
+    let files = write_files(dir, bits, n, pop, fill, budget)?;
+    Ok(files.planes.bytes + files.order.bytes)
+}
+
+/// What [`write_files`] wrote: each file's size and checksum.
+pub(crate) struct IndexFiles {
+    pub(crate) header: FileInfo,
+    pub(crate) planes: FileInfo,
+    pub(crate) order: FileInfo,
+}
+
+fn write_store_index(store: &molsift_store::Store, dir: &Path, budget: usize) -> Result<IndexFiles, SearchError> {
+    let bits = store.manifest().fingerprint.bits;
+    let words = check_bits(bits)?.words_per_row();
+    write_files(
+        dir,
+        bits,
+        store.len(),
+        |i| u32::from(store.popcount(i)),
+        |i, row| row.copy_from_slice(&store.fingerprint(i)[..words]),
+        budget,
+    )
+}
+
+/// [`write_index`] without removing an older header first: every file is replaced by a rename.
+fn write_files(
+    dir: &Path,
+    bits: u32,
+    n: usize,
+    pop: impl Fn(usize) -> u32,
+    mut fill: impl FnMut(usize, &mut [u64]),
+    budget: usize,
+) -> Result<IndexFiles, SearchError> {
     let words = check_bits(bits)?.words_per_row();
     let Sorted {
         buckets,
         blocks,
         order,
     } = sort_by_popcount(bits, n, &pop)?;
-    start_index(dir)?;
     let order_info = write_words(&dir.join(ORDER_FILE), &order)?;
     let plane_words = blocks as usize * BLOCK_WORDS;
     let group = if plane_words == 0 {
@@ -70,6 +116,7 @@ pub fn write_index(
     let mut planes = WordsFile::create(&dir.join(PLANES_FILE))?;
     let mut buf = vec![0u64; group.min(bits as usize) * plane_words];
     let mut bit_counts = vec![0u64; bits as usize];
+    let mut sums = Vec::with_capacity(bits as usize);
     let mut row = vec![0u64; words];
     for g0 in (0..bits as usize).step_by(group.max(1)) {
         let g1 = (g0 + group).min(bits as usize);
@@ -102,16 +149,17 @@ pub fn write_index(
                 }
             }
         }
+        sums.extend(plane_checksums(gbuf, plane_words));
         planes.push(gbuf)?;
     }
     let planes_info = planes.finish()?;
-    let written = planes_info.bytes + order_info.bytes;
     let shape = IndexShape {
         bits,
         n: n as u64,
         blocks,
         buckets: &buckets,
     };
-    write_header(dir, &shape, &bit_counts, planes_info, order_info)?;
-    Ok(written)
+    let (planes_copy, order_copy) = (planes_info.clone(), order_info.clone());
+    let header = write_header(dir, &shape, &bit_counts, planes_info, order_info, sums)?;
+    Ok(IndexFiles { header, planes: planes_copy, order: order_copy })
 }

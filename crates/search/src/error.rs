@@ -40,8 +40,8 @@ pub enum SearchError {
     UnsupportedVersion {
         /// the header file
         path: PathBuf,
-        /// the version in the header
-        found: u32,
+        /// the version in the header, as written there (JSON)
+        found: String,
         /// the version this build reads
         supported: u32,
     },
@@ -53,6 +53,9 @@ pub enum SearchError {
         /// what does not match
         reason: String,
     },
+    /// The store the index belongs to is damaged or changed (its message names the file).
+    #[error("{0}")]
+    Store(String),
     /// A threshold that is not a number in `[0, 1]`.
     #[error("threshold must be a number in [0, 1], got {0}")]
     BadThreshold(f64),

@@ -16,6 +16,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use molsift_io::iostats::{self, CountedFile};
+use molsift_store::replace::temporary_sibling;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
@@ -30,13 +31,13 @@ pub const PLANES_FILE: &str = "columns.planes.u64";
 pub const ORDER_FILE: &str = "columns.order.u64";
 /// The `format` field of the header.
 pub const FORMAT_NAME: &str = "molsift-columns";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes and reads (2: per-plane checksums in the header).
+pub const FORMAT_VERSION: u32 = 2;
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct FileInfo {
     pub(crate) bytes: u64,
-    xxh3: String,
+    pub(crate) xxh3: String,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -51,6 +52,8 @@ struct Header {
     bit_counts: Vec<u64>,
     planes: FileInfo,
     order: FileInfo,
+    /// XXH3-64 of each bit plane, so a search checks only the planes it reads
+    plane_xxh3: Vec<String>,
 }
 
 impl ColumnIndex {
@@ -66,7 +69,8 @@ impl ColumnIndex {
             blocks: self.blocks,
             buckets: &self.buckets,
         };
-        write_header(dir, &shape, &self.bit_counts, planes, order)
+        let sums = plane_checksums(self.planes.as_slice(), self.plane_words());
+        write_header(dir, &shape, &self.bit_counts, planes, order, sums).map(|_| ())
     }
 
     /// Opens an index written by [`ColumnIndex::write`]: checks the header (format, version,
@@ -76,56 +80,63 @@ impl ColumnIndex {
     pub fn open(dir: &Path) -> Result<ColumnIndex, SearchError> {
         let header_path = dir.join(HEADER_FILE);
         let text = iostats::read_file(&header_path).map_err(|e| SearchError::io(&header_path, e))?;
-        let text = String::from_utf8_lossy(&text);
-        let bad = |reason: String| SearchError::BadHeader { path: header_path.clone(), reason };
-        let h: Header = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-        if h.format != FORMAT_NAME {
-            return Err(bad(format!(
-                "format is {:?}, not {FORMAT_NAME:?}",
-                h.format
-            )));
+        let h = parse_header(&text, &header_path)?;
+        let planes = CountedFile::open(&dir.join(PLANES_FILE)).map_err(|e| SearchError::io(dir.join(PLANES_FILE), e))?;
+        let order = CountedFile::open(&dir.join(ORDER_FILE)).map_err(|e| SearchError::io(dir.join(ORDER_FILE), e))?;
+        Self::from_header(h, dir, &planes, &order)
+    }
+
+    /// Opens the column index of an open store, through the store's own directory handle (the
+    /// same generation as the store), or `None` when the store's manifest lists no index (a
+    /// `columns.json` not listed there, e.g. left by an older molsift, is ignored). The header
+    /// is checked against the manifest's checksum; sizes as in [`ColumnIndex::open`].
+    pub fn open_in(store: &molsift_store::Store) -> Result<Option<ColumnIndex>, SearchError> {
+        if !store.manifest().files.contains_key(HEADER_FILE) {
+            return Ok(None);
         }
-        if h.version != FORMAT_VERSION {
-            return Err(SearchError::UnsupportedVersion {
+        let dir = store.path();
+        let header_path = dir.join(HEADER_FILE);
+        let store_err = |e: molsift_store::StoreError| SearchError::Store(e.to_string());
+        store.verify_file(HEADER_FILE).map_err(store_err)?;
+        let header = store.file(HEADER_FILE).map_err(store_err)?;
+        let mut text = vec![0u8; store.manifest().files[HEADER_FILE].bytes as usize];
+        let mut at = 0;
+        while at < text.len() {
+            match header.read_at(&mut text[at..], at as u64) {
+                Ok(0) => return Err(SearchError::WrongSize { path: header_path, expected: text.len() as u64, found: at as u64 }),
+                Ok(n) => at += n,
+                Err(e) => return Err(SearchError::io(&header_path, e)),
+            }
+        }
+        let h = parse_header(&text, &header_path)?;
+        let file = |name: &str| store.file(name).map_err(store_err);
+        let index = Self::from_header(h, dir, file(PLANES_FILE)?, file(ORDER_FILE)?)?;
+        if index.len() != store.len() || index.bits() != store.manifest().fingerprint.bits {
+            return Err(SearchError::BadHeader {
                 path: header_path,
-                found: h.version,
-                supported: FORMAT_VERSION,
+                reason: format!(
+                    "the index holds {} molecules of {} bits, the store {} of {}",
+                    index.len(),
+                    index.bits(),
+                    store.len(),
+                    store.manifest().fingerprint.bits
+                ),
             });
         }
-        check_bits(h.bits).map_err(|e| bad(e.to_string()))?;
-        if h.block != BLOCK as u64 {
-            return Err(bad(format!(
-                "block of {} molecules, this build uses {BLOCK}",
-                h.block
-            )));
-        }
-        check_buckets(&h).map_err(bad)?;
-        if h.bit_counts.len() != h.bits as usize || h.bit_counts.iter().any(|&c| c > h.molecules) {
-            return Err(bad(format!(
-                "bit_counts must be {} counts of at most {} molecules",
-                h.bits, h.molecules
-            )));
-        }
-        let plane_bytes = u64::from(h.bits)
-            .checked_mul(h.blocks)
-            .and_then(|x| x.checked_mul(BLOCK_WORDS as u64 * 8))
-            .ok_or_else(|| bad("sizes overflow".into()))?;
-        let order_bytes = h
-            .blocks
-            .checked_mul(BLOCK as u64 * 8)
-            .ok_or_else(|| bad("sizes overflow".into()))?;
-        if h.planes.bytes != plane_bytes || h.order.bytes != order_bytes {
-            return Err(bad(format!(
-                "file sizes {} and {} do not match {} bits x {} blocks",
-                h.planes.bytes, h.order.bytes, h.bits, h.blocks
-            )));
-        }
-        let planes = map_words(&dir.join(PLANES_FILE), plane_bytes)?;
-        let order = map_words(&dir.join(ORDER_FILE), order_bytes)?;
+        Ok(Some(index))
+    }
+
+    fn from_header(h: Header, dir: &Path, planes: &CountedFile, order: &CountedFile) -> Result<ColumnIndex, SearchError> {
+        let plane_bytes = h.planes.bytes;
+        let planes = map_words(planes, plane_bytes)?;
+        let order = map_words(order, h.order.bytes)?;
         let origin = Some(Origin {
             dir: dir.to_path_buf(),
             planes_xxh3: h.planes.xxh3,
             order_xxh3: h.order.xxh3,
+            plane_xxh3: h.plane_xxh3,
+            plane_checked: (0..h.bits).map(|_| std::sync::atomic::AtomicBool::new(false)).collect(),
+            order_checked: std::sync::OnceLock::new(),
         });
         let mut index = ColumnIndex {
             bits: h.bits,
@@ -140,6 +151,40 @@ impl ColumnIndex {
         };
         index.set_read_ahead(plane_bytes > cache_memory() / 2);
         Ok(index)
+    }
+
+    /// Checks, once per process, the checksum of each plane in `bits` and of the slot order of
+    /// an index opened from files (what a search reads before it trusts it); nothing for an
+    /// index built in memory.
+    pub(crate) fn check_read(&self, bits: &[u32]) -> Result<(), SearchError> {
+        use std::sync::atomic::Ordering;
+        let Some(origin) = &self.origin else { return Ok(()) };
+        let w = self.plane_words();
+        let planes = self.planes.as_slice();
+        for &b in bits {
+            let b = b as usize;
+            if origin.plane_checked[b].load(Ordering::Relaxed) {
+                continue;
+            }
+            let sum = checksum(&planes[b * w..(b + 1) * w]);
+            if sum != origin.plane_xxh3[b] {
+                return Err(SearchError::Corrupted {
+                    path: origin.dir.join(PLANES_FILE),
+                    reason: format!("bit plane {b}: checksum {sum} does not match the header's {}", origin.plane_xxh3[b]),
+                });
+            }
+            origin.plane_checked[b].store(true, Ordering::Relaxed);
+        }
+        origin
+            .order_checked
+            .get_or_init(|| {
+                let sum = checksum(self.order.as_slice());
+                (sum == origin.order_xxh3)
+                    .then_some(())
+                    .ok_or_else(|| format!("checksum {sum} does not match the header's {}", origin.order_xxh3))
+            })
+            .clone()
+            .map_err(|reason| SearchError::Corrupted { path: origin.dir.join(ORDER_FILE), reason })
     }
 
     /// Checks what [`ColumnIndex::open`] trusts, reading everything once: for an index opened
@@ -199,6 +244,56 @@ impl ColumnIndex {
         }
         Ok(())
     }
+}
+
+/// Parses and checks a header: format, version, bits, block, buckets, counts, file sizes.
+fn parse_header(text: &[u8], header_path: &Path) -> Result<Header, SearchError> {
+    let text = String::from_utf8_lossy(text);
+    let bad = |reason: String| SearchError::BadHeader { path: header_path.to_path_buf(), reason };
+    let raw: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    if raw.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
+        return Err(bad(format!("format is not {FORMAT_NAME:?}")));
+    }
+    let version = raw.get("version").and_then(|v| v.as_u64());
+    if version != Some(u64::from(FORMAT_VERSION)) {
+        return Err(SearchError::UnsupportedVersion {
+            path: header_path.to_path_buf(),
+            found: raw.get("version").map_or_else(|| "missing".into(), |v| v.to_string()),
+            supported: FORMAT_VERSION,
+        });
+    }
+    let h: Header = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;
+    check_bits(h.bits).map_err(|e| bad(e.to_string()))?;
+    if h.block != BLOCK as u64 {
+        return Err(bad(format!("block of {} molecules, this build uses {BLOCK}", h.block)));
+    }
+    check_buckets(&h).map_err(bad)?;
+    if h.bit_counts.len() != h.bits as usize || h.bit_counts.iter().any(|&c| c > h.molecules) {
+        return Err(bad(format!("bit_counts must be {} counts of at most {} molecules", h.bits, h.molecules)));
+    }
+    if h.plane_xxh3.len() != h.bits as usize {
+        return Err(bad(format!("plane_xxh3 must hold {} checksums", h.bits)));
+    }
+    let plane_bytes = u64::from(h.bits)
+        .checked_mul(h.blocks)
+        .and_then(|x| x.checked_mul(BLOCK_WORDS as u64 * 8))
+        .ok_or_else(|| bad("sizes overflow".into()))?;
+    let order_bytes = h.blocks.checked_mul(BLOCK as u64 * 8).ok_or_else(|| bad("sizes overflow".into()))?;
+    if h.planes.bytes != plane_bytes || h.order.bytes != order_bytes {
+        return Err(bad(format!(
+            "file sizes {} and {} do not match {} bits x {} blocks",
+            h.planes.bytes, h.order.bytes, h.bits, h.blocks
+        )));
+    }
+    Ok(h)
+}
+
+/// The checksum of each of the `planes.len() / plane_words` planes.
+pub(crate) fn plane_checksums(planes: &[u64], plane_words: usize) -> Vec<String> {
+    if plane_words == 0 {
+        return Vec::new();
+    }
+    planes.chunks(plane_words).map(checksum).collect()
 }
 
 /// Bytes the page cache may hold for this process: the kernel's `MemAvailable`, or this
@@ -263,7 +358,7 @@ fn check_buckets(h: &Header) -> Result<(), String> {
     Ok(())
 }
 
-fn checksum(words: &[u64]) -> String {
+pub(crate) fn checksum(words: &[u64]) -> String {
     let mut h = Xxh3::new();
     let mut buf = Vec::with_capacity(1 << 16);
     for chunk in words.chunks(1 << 13) {
@@ -302,7 +397,9 @@ pub(crate) fn write_header(
     bit_counts: &[u64],
     planes: FileInfo,
     order: FileInfo,
-) -> Result<(), SearchError> {
+    plane_xxh3: Vec<String>,
+) -> Result<FileInfo, SearchError> {
+    let plane_xxh3 = if plane_xxh3.is_empty() { vec![checksum(&[]); shape.bits as usize] } else { plane_xxh3 };
     let header = Header {
         format: FORMAT_NAME.into(),
         version: FORMAT_VERSION,
@@ -314,12 +411,14 @@ pub(crate) fn write_header(
         bit_counts: bit_counts.to_vec(),
         planes,
         order,
+        plane_xxh3,
     };
     let header_path = dir.join(HEADER_FILE);
     let text = serde_json::to_string_pretty(&header).expect("header serializes");
-    let tmp = dir.join(format!("{HEADER_FILE}.tmp"));
-    iostats::write_file(&tmp, text.as_bytes(), false).map_err(|e| SearchError::io(&tmp, e))?;
-    std::fs::rename(&tmp, &header_path).map_err(|e| SearchError::io(&header_path, e))
+    let tmp = temporary_sibling(&header_path, "tmp");
+    iostats::write_file(&tmp, text.as_bytes(), true).map_err(|e| SearchError::io(&tmp, e))?;
+    std::fs::rename(&tmp, &header_path).map_err(|e| SearchError::io(&header_path, e))?;
+    Ok(FileInfo { bytes: text.len() as u64, xxh3: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())) })
 }
 
 /// A file of little-endian `u64` words written in order under a temporary name, hashed as it
@@ -335,7 +434,7 @@ pub(crate) struct WordsFile {
 
 impl WordsFile {
     pub(crate) fn create(path: &Path) -> Result<WordsFile, SearchError> {
-        let tmp = PathBuf::from(format!("{}.tmp", path.display()));
+        let tmp = temporary_sibling(path, "tmp");
         let f = CountedFile::create(&tmp).map_err(|e| SearchError::io(&tmp, e))?;
         Ok(WordsFile {
             path: path.to_path_buf(),
@@ -383,8 +482,9 @@ pub(crate) fn write_words(path: &Path, words: &[u64]) -> Result<FileInfo, Search
     f.finish()
 }
 
-fn map_words(path: &Path, expected: u64) -> Result<Words, SearchError> {
-    let found = iostats::metadata(path).map_err(|e| SearchError::io(path, e))?.len();
+fn map_words(file: &CountedFile, expected: u64) -> Result<Words, SearchError> {
+    let path = file.path();
+    let found = file.metadata().map_err(|e| SearchError::io(path, e))?.len();
     if found != expected {
         return Err(SearchError::WrongSize {
             path: path.to_path_buf(),
@@ -395,9 +495,8 @@ fn map_words(path: &Path, expected: u64) -> Result<Words, SearchError> {
     if expected == 0 {
         return Ok(Words::Empty);
     }
-    let f = CountedFile::open(path).map_err(|e| SearchError::io(path, e))?;
     // SAFETY: index files are written once and then only read; the size was checked just above.
     // A file truncated while mapped would fault, as with the store's own files.
-    let m = unsafe { f.map() }.map_err(|e| SearchError::io(path, e))?;
+    let m = unsafe { file.map() }.map_err(|e| SearchError::io(path, e))?;
     Ok(Words::Mapped(m))
 }

@@ -109,11 +109,16 @@ pub struct ColumnIndex {
 }
 
 /// The directory an index was opened from and the checksums its header records.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Origin {
     pub(crate) dir: std::path::PathBuf,
     pub(crate) planes_xxh3: String,
     pub(crate) order_xxh3: String,
+    /// XXH3-64 of each plane, and whether this process has checked it yet
+    pub(crate) plane_xxh3: Vec<String>,
+    pub(crate) plane_checked: Vec<std::sync::atomic::AtomicBool>,
+    /// the order's checksum, checked once
+    pub(crate) order_checked: std::sync::OnceLock<Result<(), String>>,
 }
 
 impl ColumnIndex {

@@ -59,6 +59,7 @@ mod layout;
 mod query;
 mod rowscan;
 mod scan;
+mod store;
 mod threshold;
 mod topk;
 
@@ -69,6 +70,7 @@ pub use layout::{Bucket, ColumnIndex, BLOCK, MAX_BITS};
 pub use query::{Hit, Query, SearchOptions, SearchPath, SearchStats};
 pub use rowscan::RowScan;
 pub use scan::set_simd;
+pub use store::StoreSearcher;
 pub use threshold::{min_common, rdkit_score};
 
 /// What a byte read by the column index costs against a byte read by the row scan, in tenths

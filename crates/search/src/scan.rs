@@ -77,6 +77,7 @@ impl<'a> Plan<'a> {
         if query.bits() != index.bits {
             return Err(SearchError::BitsMismatch { index: index.bits, query: query.bits() });
         }
+        index.check_read(query.on_bits())?; // once per process: the planes and order it reads
         let planes = index.planes.as_slice();
         let w = index.plane_words();
         // rarest planes first: they settle most blocks early (see `Gate`)

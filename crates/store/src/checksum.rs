@@ -1,29 +1,12 @@
 //! Streaming XXH3-64 checksums of store files, written as 16 hex digits in the manifest.
 
-use std::io::{self, Read, Write};
-use std::path::Path;
+use std::io::{self, Write};
 
-use molsift_io::CountedFile;
 use xxhash_rust::xxh3::Xxh3;
 
 /// Formats a 64-bit digest as the manifest writes it.
 pub fn to_hex(digest: u64) -> String {
     format!("{digest:016x}")
-}
-
-/// Checksum of a whole file, read in 1 MiB chunks.
-pub fn file_checksum(path: &Path) -> io::Result<String> {
-    let mut file = CountedFile::open(path)?;
-    let mut hasher = Xxh3::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(to_hex(hasher.digest()))
 }
 
 /// A writer that hashes and counts every byte it passes on.

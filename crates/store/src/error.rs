@@ -30,8 +30,8 @@ pub enum StoreError {
     UnsupportedVersion {
         /// the store
         path: PathBuf,
-        /// the version in the manifest
-        found: u32,
+        /// the version in the manifest, as written there (JSON)
+        found: String,
         /// the version this build reads
         supported: u32,
     },
@@ -66,6 +66,17 @@ pub enum StoreError {
     /// The output already exists and overwriting was not asked for.
     #[error("{0}: already exists (choose another output or pass --overwrite)")]
     Exists(PathBuf),
+    /// `--overwrite` was asked for a path that is not a molsift store: nothing is replaced.
+    #[error("{path}: {what}; --overwrite replaces only a molsift store (remove it yourself, or choose another output)")]
+    NotReplaceable {
+        /// the output path
+        path: PathBuf,
+        /// what is there instead
+        what: String,
+    },
+    /// The store directory was replaced (e.g. by `ingest --overwrite`) while it was being opened.
+    #[error("{0}: the store was replaced while it was being opened; open it again")]
+    Replaced(PathBuf),
     /// Bad arguments (fingerprint size, on-bits, mismatched parts).
     #[error("{0}")]
     Invalid(String),

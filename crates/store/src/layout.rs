@@ -27,6 +27,10 @@ pub const REJECTS_HEADER: &str = "source\tline\toffset\tid\treason\n";
 pub const DATA_FILES: [&str; 8] =
     [FINGERPRINTS, POPCOUNTS, SMILES, SMILES_OFFSETS, IDS, ID_OFFSETS, SOURCE_LINES, REJECTS];
 
+/// Files the column index (`crates/search`) adds to a finished store, registered in its
+/// manifest when written: header, bit planes, slot order.
+pub const INDEX_FILES: [&str; 3] = ["columns.json", "columns.planes.u64", "columns.order.u64"];
+
 /// The exact size a fixed-width file must have for `n` molecules, or `None` for text files.
 pub fn expected_size(file: &str, n: u64, fp: &FingerprintLayout) -> Option<u64> {
     match file {

@@ -22,7 +22,7 @@
 //! w.finish().unwrap();
 //! let store = Store::open(&path, Verify::Full).unwrap();
 //! assert_eq!(store.len(), 1);
-//! assert_eq!(store.smiles(0), "CCO");
+//! assert_eq!(store.smiles(0).unwrap(), "CCO");
 //! assert_eq!(store.manifest().counts.rejected, 1);
 //! ```
 #![deny(missing_docs)]
@@ -33,10 +33,11 @@ pub mod layout;
 mod manifest;
 mod merge;
 mod reader;
+pub mod replace;
 mod writer;
 
 pub use error::StoreError;
 pub use manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
 pub use merge::merge_parts;
-pub use reader::{Store, Verify};
+pub use reader::{Store, StoreLock, Verify};
 pub use writer::StoreWriter;

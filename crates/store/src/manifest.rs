@@ -2,9 +2,11 @@
 //! checksum. It is the last file written, so its presence marks a complete store.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
 
 use molsift_fp::FingerprintLayout;
+use molsift_io::iostats::CountedFile;
 use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
@@ -94,53 +96,86 @@ pub struct Manifest {
     pub counts: Counts,
     /// free-form provenance (source files, options, timings), set by the caller
     pub provenance: serde_json::Value,
-    /// every data file by name
+    /// every other file of the store by name: the data files, and the column index once built
     pub files: BTreeMap<String, FileEntry>,
+    /// XXH3-64 of the manifest itself (its JSON with this field empty), so that no byte of a
+    /// store goes unchecked; filled by [`Manifest::to_text`]
+    #[serde(default)]
+    pub checksum: String,
 }
 
 impl Manifest {
-    /// Reads and checks the format name and version of `STORE/manifest.json`.
-    pub fn read(store: &Path) -> Result<Manifest, StoreError> {
+    /// Reads `manifest.json` through the store's directory handle and checks its format name,
+    /// version and own checksum. `store` is the store's path, for messages.
+    pub fn read_in(dir: &CountedFile, store: &Path) -> Result<Manifest, StoreError> {
         let path = store.join(crate::layout::MANIFEST);
-        let text = match molsift_io::iostats::read_file(&path) {
-            Ok(t) => String::from_utf8(t).map_err(|e| StoreError::BadManifest {
-                path: path.clone(),
-                reason: e.to_string(),
-            })?,
+        let mut bytes = Vec::new();
+        let read = CountedFile::open_at(dir, crate::layout::MANIFEST, libc::O_RDONLY, 0)
+            .and_then(|mut f| f.read_to_end(&mut bytes));
+        match read {
+            Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if molsift_io::iostats::metadata(store).is_ok_and(|m| m.is_dir()) {
-                    return Err(StoreError::NotAStore(store.to_path_buf()));
-                }
-                return Err(StoreError::io(store, e));
+                return Err(StoreError::NotAStore(store.to_path_buf()))
             }
             Err(e) => return Err(StoreError::io(&path, e)),
-        };
-        let raw: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| StoreError::BadManifest { path: path.clone(), reason: e.to_string() })?;
-        if raw.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
-            return Err(StoreError::BadManifest {
-                path,
-                reason: format!("\"format\" is not \"{FORMAT_NAME}\""),
-            });
         }
-        let version = raw.get("format_version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-        if version != FORMAT_VERSION {
+        Self::parse(&bytes, store)
+    }
+
+    /// Parses and checks the bytes of `STORE/manifest.json`.
+    pub fn parse(bytes: &[u8], store: &Path) -> Result<Manifest, StoreError> {
+        let path = store.join(crate::layout::MANIFEST);
+        let bad = |reason: String| StoreError::BadManifest { path: path.clone(), reason };
+        let text = std::str::from_utf8(bytes).map_err(|e| bad(format!("not UTF-8: {e}")))?;
+        let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+        if raw.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
+            return Err(bad(format!("\"format\" is not \"{FORMAT_NAME}\"")));
+        }
+        let version = raw.get("format_version");
+        if version.and_then(|v| v.as_u64()) != Some(u64::from(FORMAT_VERSION)) {
             return Err(StoreError::UnsupportedVersion {
                 path: store.to_path_buf(),
-                found: version,
+                found: version.map_or_else(|| "missing".to_string(), |v| v.to_string()),
                 supported: FORMAT_VERSION,
             });
         }
-        serde_json::from_value(raw)
-            .map_err(|e| StoreError::BadManifest { path, reason: e.to_string() })
+        let manifest: Manifest = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;
+        if manifest.checksum.is_empty() {
+            return Err(bad("no \"checksum\" (written by an older molsift, or damaged): \
+                            ingest the library again"
+                .into()));
+        }
+        let found = manifest.own_checksum();
+        if found != manifest.checksum {
+            return Err(StoreError::Corrupted { path, expected: manifest.checksum.clone(), found });
+        }
+        Ok(manifest)
     }
 
-    /// Writes the manifest as pretty JSON and syncs it to disk.
+    /// The checksum of this manifest: XXH3-64 of its JSON with `checksum` empty.
+    fn own_checksum(&self) -> String {
+        let blank = Manifest { checksum: String::new(), ..self.clone() };
+        let text = serde_json::to_string_pretty(&blank).expect("manifest serializes");
+        crate::checksum::to_hex(xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+    }
+
+    /// The manifest with its own checksum filled in (as it is written).
+    pub fn sealed(self) -> Manifest {
+        Manifest { checksum: self.own_checksum(), ..self }
+    }
+
+    /// The manifest as written: pretty JSON with its own checksum filled in.
+    pub fn to_text(&self) -> String {
+        let sealed = self.clone().sealed();
+        let mut text = serde_json::to_string_pretty(&sealed).expect("manifest serializes");
+        text.push('\n');
+        text
+    }
+
+    /// Writes the manifest into the directory `store` and syncs it (a new store being built).
     pub fn write(&self, store: &Path) -> Result<(), StoreError> {
         let path = store.join(crate::layout::MANIFEST);
-        let mut text = serde_json::to_string_pretty(self)
-            .map_err(|e| StoreError::Invalid(format!("manifest: {e}")))?;
-        text.push('\n');
-        molsift_io::iostats::write_file(&path, text.as_bytes(), true).map_err(|e| StoreError::io(&path, e))
+        molsift_io::iostats::write_file(&path, self.to_text().as_bytes(), true)
+            .map_err(|e| StoreError::io(&path, e))
     }
 }

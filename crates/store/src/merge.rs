@@ -56,8 +56,8 @@ mod tests {
         assert_eq!(m.counts.records_in, 10);
         let s = Store::open(&out, Verify::Full).unwrap();
         for i in 0..7 {
-            assert_eq!(s.id(i), format!("id{i}"));
-            assert_eq!(s.smiles(i), "C".repeat(i + 1));
+            assert_eq!(s.id(i).unwrap(), format!("id{i}"));
+            assert_eq!(s.smiles(i).unwrap(), "C".repeat(i + 1));
             assert_eq!(s.fingerprint(i)[0], 1u64 << (i % 64));
             assert_eq!(s.source_line(i), i as u64 + if i >= 3 { 100 } else { 0 });
         }

@@ -1,40 +1,85 @@
 //! [`Store`]: opens a store read-only, checks it, and maps its files into memory.
 //!
+//! A store is opened once: one handle on its directory, and every file (manifest, data files,
+//! the column index of `crates/search` through [`Store::open_file`]) opened relative to that
+//! handle, so a reader sees one generation of the store even while `ingest --overwrite`
+//! swaps a new one into place (an open that races with the swap starts again on the new one).
+//!
+//! What is checked when:
+//! * at open, always: the manifest (format, version, its own checksum), every file's size
+//!   against the manifest and the counts, the first and last offsets;
+//! * at each access: the offsets of the record read (in order, inside the file, ending at a
+//!   line end) and that its text is UTF-8;
+//! * once per process, at first use ([`Store::verify_file`]): a file's checksum; with
+//!   [`Verify::Full`] (what `molsift info` does) every file, the column index's included.
+//!
 //! mmap is a visible choice: a file truncated *after* opening would fault on access, so open
-//! checks every size against the manifest first, and [`Verify::Full`] also checks checksums.
+//! checks every size against the manifest first.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use memmap2::Mmap;
 use molsift_fp::FingerprintLayout;
-use molsift_io::iostats::{self, CountedFile};
+use molsift_io::iostats::CountedFile;
 
-use crate::checksum::file_checksum;
+use crate::checksum::to_hex;
 use crate::layout::{self, expected_size, DATA_FILES};
-use crate::{Manifest, StoreError};
+use crate::manifest::FileEntry;
+use crate::{replace, Manifest, StoreError};
 
 /// How much checking [`Store::open`] does before trusting the files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verify {
-    /// manifest, file sizes, offsets and counts (reads a few bytes per file)
+    /// manifest, file sizes, offsets and counts (reads a few bytes per file); checksums are
+    /// checked later, file by file, when [`Store::verify_file`] is called
     Sizes,
-    /// all of `Sizes`, plus the checksum of every file (reads the whole store once)
+    /// all of `Sizes`, plus the checksum of every file listed in the manifest (reads the whole
+    /// store once)
     Full,
 }
 
 /// An open, checked, memory-mapped store.
 pub struct Store {
     path: PathBuf,
+    dir: CountedFile,
     manifest: Manifest,
     layout: FingerprintLayout,
     maps: Vec<Option<Mmap>>,
+    /// the open data files, in the order of `DATA_FILES`
+    files: Vec<CountedFile>,
+    /// the other files the manifest lists (the column index), opened with the store
+    extras: Vec<(String, CountedFile)>,
+    /// per data file: its checksum checked (once per process): Ok, or the checksum found
+    checked: Vec<OnceLock<Result<(), String>>>,
 }
 
 impl Store {
     /// Opens the store at `path`, refusing anything incomplete, truncated or (with
     /// [`Verify::Full`]) corrupted, with an error naming the file.
     pub fn open(path: &Path, verify: Verify) -> Result<Store, StoreError> {
-        let manifest = Manifest::read(path)?;
+        let mut tries = 0;
+        loop {
+            match Self::open_once(path) {
+                Err(StoreError::Replaced(_)) if tries < 5 => tries += 1,
+                Ok(store) => {
+                    if verify == Verify::Full {
+                        store.verify_all()?;
+                    }
+                    return Ok(store);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<Store, StoreError> {
+        let dir = CountedFile::open_dir(path).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOTDIR) => StoreError::NotAStore(path.to_path_buf()),
+            _ => StoreError::io(path, e),
+        })?;
+        let manifest = Manifest::read_in(&dir, path).map_err(|e| replaced_or(path, &dir, e))?;
         let layout = manifest.fingerprint.layout()?;
         let n = manifest.counts.molecules;
         let c = manifest.counts;
@@ -47,29 +92,142 @@ impl Store {
         if manifest.fingerprint.row_stride_words != layout.row_stride_words() {
             return Err(inconsistent(path, "fingerprint row stride does not match its bit count".into()));
         }
-        let mut maps = Vec::with_capacity(DATA_FILES.len());
         for name in DATA_FILES {
-            let file_path = path.join(name);
-            let entry = manifest.files.get(name).ok_or_else(|| StoreError::BadManifest {
-                path: path.join(layout::MANIFEST),
-                reason: format!("no entry for {name}"),
-            })?;
-            let found = iostats::metadata(&file_path).map_err(|e| StoreError::io(&file_path, e))?.len();
-            let expected = expected_size(name, n, &layout).unwrap_or(entry.bytes);
-            if found != entry.bytes || found != expected {
-                return Err(StoreError::WrongSize { path: file_path, expected, found });
+            if !manifest.files.contains_key(name) {
+                return Err(StoreError::BadManifest {
+                    path: path.join(layout::MANIFEST),
+                    reason: format!("no entry for {name}"),
+                });
             }
-            if verify == Verify::Full {
-                let sum = file_checksum(&file_path).map_err(|e| StoreError::io(&file_path, e))?;
-                if sum != entry.xxh3 {
-                    return Err(StoreError::Corrupted { path: file_path, expected: entry.xxh3.clone(), found: sum });
-                }
-            }
-            maps.push(map(&file_path, found)?);
         }
-        let store = Store { path: path.to_path_buf(), manifest, layout, maps };
+        let mut store = Store { path: path.to_path_buf(), dir, manifest, layout, maps: Vec::new(), files: Vec::new(), extras: Vec::new(), checked: Vec::new() };
+        for name in DATA_FILES {
+            let file = store.open_file(name)?;
+            let found = store.manifest.files[name].bytes;
+            let expected = expected_size(name, n, &layout).unwrap_or(found);
+            if found != expected {
+                return Err(StoreError::WrongSize { path: path.join(name), expected, found });
+            }
+            store.maps.push(map(&file, found)?);
+            store.files.push(file);
+            store.checked.push(OnceLock::new());
+        }
+        let extra: Vec<String> =
+            store.manifest.files.keys().filter(|k| !DATA_FILES.contains(&k.as_str())).cloned().collect();
+        for name in extra {
+            let file = store.open_file(&name)?; // present, with its size: a deleted index file shows at once
+            store.extras.push((name, file));
+        }
         store.check_offsets()?;
         Ok(store)
+    }
+
+    /// A file the manifest lists (a data file, or one added later such as the column index),
+    /// as opened with the store: the same generation as everything else read from it.
+    pub fn file(&self, name: &str) -> Result<&CountedFile, StoreError> {
+        if let Some(f) = self.data_file(name) {
+            return Ok(f);
+        }
+        self.extras.iter().find(|(n, _)| n == name).map(|(_, f)| f).ok_or_else(|| StoreError::Inconsistent {
+            path: self.path.join(name),
+            reason: "not listed in the store's manifest".into(),
+        })
+    }
+
+    /// Opens `name` inside the store's directory (the one generation opened), checking its
+    /// size against the manifest when the manifest lists it.
+    pub fn open_file(&self, name: &str) -> Result<CountedFile, StoreError> {
+        let file_path = self.path.join(name);
+        let file = CountedFile::open_at(&self.dir, name, libc::O_RDONLY, 0)
+            .map_err(|e| replaced_or(&self.path, &self.dir, StoreError::io(&file_path, e)))?;
+        if let Some(entry) = self.manifest.files.get(name) {
+            let found = file.metadata().map_err(|e| StoreError::io(&file_path, e))?.len();
+            if found != entry.bytes {
+                return Err(StoreError::WrongSize { path: file_path, expected: entry.bytes, found });
+            }
+        }
+        Ok(file)
+    }
+
+    /// Checks the checksum of `name` against the manifest, reading it once per process for a
+    /// data file (later calls return the first answer at once). Files not in the manifest
+    /// are an error.
+    pub fn verify_file(&self, name: &str) -> Result<(), StoreError> {
+        let path = self.path.join(name);
+        let entry = self.manifest.files.get(name).ok_or_else(|| StoreError::Inconsistent {
+            path: path.clone(),
+            reason: "not listed in the store's manifest".into(),
+        })?;
+        let Some(i) = DATA_FILES.iter().position(|f| *f == name) else {
+            let sum = checksum_of(self.file(name)?).map_err(|e| StoreError::io(&path, e))?;
+            return compare(&path, entry, sum);
+        };
+        let found = self.checked[i].get_or_init(|| {
+            let sum = to_hex(xxhash_rust::xxh3::xxh3_64(self.maps[i].as_deref().unwrap_or(&[])));
+            if sum == entry.xxh3 {
+                Ok(())
+            } else {
+                Err(sum)
+            }
+        });
+        match found {
+            Ok(()) => Ok(()),
+            Err(sum) => compare(&path, entry, sum.clone()),
+        }
+    }
+
+    /// Checks every file the manifest lists (what `molsift info` does).
+    pub fn verify_all(&self) -> Result<(), StoreError> {
+        for name in self.manifest.files.keys() {
+            self.verify_file(name)?;
+        }
+        Ok(())
+    }
+
+    /// Adds (or replaces) entries of files written into the store after it was finished (the
+    /// column index) to its manifest, atomically (a new manifest under a temporary name,
+    /// renamed over the old one), and returns the new manifest (this `Store` keeps the one it
+    /// opened). Hold [`Store::lock`] while writing such files. Refused if the store's path no
+    /// longer names the directory this `Store` opened (it was replaced meanwhile).
+    pub fn register_files(&self, entries: Vec<(String, FileEntry)>) -> Result<Manifest, StoreError> {
+        if let StoreError::Replaced(p) = replaced_or(&self.path, &self.dir, StoreError::Invalid(String::new())) {
+            return Err(StoreError::Replaced(p));
+        }
+        let mut manifest = self.manifest.clone();
+        for (name, entry) in entries {
+            manifest.files.insert(name, entry);
+        }
+        let manifest = manifest.sealed();
+        let path = self.path.join(layout::MANIFEST);
+        let tmp = replace::temporary_sibling(&path, "tmp");
+        let tmp_name = tmp.file_name().and_then(|n| n.to_str()).unwrap_or("manifest.tmp").to_string();
+        let write = || -> std::io::Result<()> {
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+            let f = CountedFile::open_at(&self.dir, &tmp_name, flags, 0o644)?;
+            f.write_all_at(manifest.to_text().as_bytes(), 0)?;
+            f.sync_all()?;
+            rename_in(&self.dir, &tmp_name, layout::MANIFEST)?;
+            self.dir.sync_all()
+        };
+        write().map_err(|e| StoreError::io(&path, e))?;
+        Ok(manifest)
+    }
+
+    /// An exclusive lock on the store directory (`flock`), held until the guard is dropped:
+    /// writers of files added to a finished store (the column index) take it, so concurrent
+    /// `molsift index` runs take turns.
+    pub fn lock(&self) -> Result<StoreLock<'_>, StoreError> {
+        use std::os::unix::io::AsRawFd;
+        loop {
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(self.dir.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(StoreLock { store: self });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(StoreError::io(&self.path, e));
+            }
+        }
     }
 
     /// The store directory.
@@ -119,14 +277,14 @@ impl Store {
         u16::from_le_bytes([b[0], b[1]])
     }
 
-    /// Canonical SMILES of molecule `i`.
-    pub fn smiles(&self, i: usize) -> &str {
-        self.text(layout::SMILES, self.smiles_offset(i), self.smiles_offset(i + 1))
+    /// Canonical SMILES of molecule `i`, or an error if the store is damaged there.
+    pub fn smiles(&self, i: usize) -> Result<&str, StoreError> {
+        self.text(layout::SMILES_OFFSETS, layout::SMILES, i)
     }
 
-    /// Id of molecule `i`.
-    pub fn id(&self, i: usize) -> &str {
-        self.text(layout::IDS, self.id_offset(i), self.id_offset(i + 1))
+    /// Id of molecule `i`, or an error if the store is damaged there.
+    pub fn id(&self, i: usize) -> Result<&str, StoreError> {
+        self.text(layout::ID_OFFSETS, layout::IDS, i)
     }
 
     /// 1-based source line of molecule `i`.
@@ -142,6 +300,17 @@ impl Store {
     /// Byte offset in `ids.txt` where id `i` starts (`i` may be `len()`).
     pub fn id_offset(&self, i: usize) -> u64 {
         self.u64_at(layout::ID_OFFSETS, i)
+    }
+
+    /// The bytes of a data file (a view of its map).
+    pub fn file_bytes(&self, name: &str) -> &[u8] {
+        self.bytes(name)
+    }
+
+    /// The open data file `name` (one of `layout::DATA_FILES`), e.g. to map it again from
+    /// another language: the same generation as everything else this `Store` reads.
+    pub fn data_file(&self, name: &str) -> Option<&CountedFile> {
+        DATA_FILES.iter().position(|f| *f == name).map(|i| &self.files[i])
     }
 
     fn bytes(&self, name: &str) -> &[u8] {
@@ -162,9 +331,26 @@ impl Store {
         u64::from_le_bytes(b.try_into().expect("8 bytes"))
     }
 
-    fn text(&self, name: &str, start: u64, end: u64) -> &str {
-        let b = &self.bytes(name)[start as usize..end as usize - 1];
-        std::str::from_utf8(b).unwrap_or("")
+    /// Entry `i` of a text column: offsets in order and inside the file, one line ending in
+    /// `\n`, UTF-8; anything else is damage, named with the file and the entry.
+    fn text(&self, offsets: &str, data: &str, i: usize) -> Result<&str, StoreError> {
+        if i >= self.len() {
+            return Err(StoreError::Invalid(format!("molecule {i} out of range: the store holds {}", self.len())));
+        }
+        let (start, end) = (self.u64_at(offsets, i), self.u64_at(offsets, i + 1));
+        let bytes = self.bytes(data);
+        let line = (start < end && end <= bytes.len() as u64)
+            .then(|| &bytes[start as usize..end as usize])
+            .filter(|b| b.last() == Some(&b'\n') && !b[..b.len() - 1].contains(&b'\n'));
+        let Some(line) = line else {
+            return Err(inconsistent(
+                &self.path.join(offsets),
+                format!("entry {i} runs from byte {start} to {end}, not one line of {data} ({} bytes)", bytes.len()),
+            ));
+        };
+        std::str::from_utf8(&line[..line.len() - 1]).map_err(|_| {
+            inconsistent(&self.path.join(data), format!("entry {i} (bytes {start}..{end}) is not UTF-8"))
+        })
     }
 
     fn check_offsets(&self) -> Result<(), StoreError> {
@@ -183,15 +369,74 @@ impl Store {
     }
 }
 
-fn map(path: &Path, len: u64) -> Result<Option<Mmap>, StoreError> {
+/// The guard of [`Store::lock`]: unlocks when dropped.
+pub struct StoreLock<'a> {
+    store: &'a Store,
+}
+
+impl Drop for StoreLock<'_> {
+    fn drop(&mut self) {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: flock on a descriptor the store owns.
+        unsafe { libc::flock(self.store.dir.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+fn map(file: &CountedFile, len: u64) -> Result<Option<Mmap>, StoreError> {
     if len == 0 {
         return Ok(None);
     }
-    let f = CountedFile::open(path).map_err(|e| StoreError::io(path, e))?;
     // SAFETY: the store is read-only once written; sizes were checked against the manifest.
     // Counted as one MMAPS: what is read through the map is not counted.
-    let m = unsafe { f.map() }.map_err(|e| StoreError::io(path, e))?;
+    let m = unsafe { file.map() }.map_err(|e| StoreError::io(file.path(), e))?;
     Ok(Some(m))
+}
+
+/// `error`, or [`StoreError::Replaced`] when `path` no longer names the directory open as
+/// `dir` (a swap happened while opening: the caller opens again).
+fn replaced_or(path: &Path, dir: &CountedFile, error: StoreError) -> StoreError {
+    let now = std::fs::metadata(path);
+    match (dir.metadata(), now) {
+        (Ok(a), Ok(b)) if a.dev() == b.dev() && a.ino() == b.ino() => error,
+        (Ok(_), _) => StoreError::Replaced(path.to_path_buf()),
+        _ => error,
+    }
+}
+
+fn rename_in(dir: &CountedFile, from: &str, to: &str) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let c = |s: &str| std::ffi::CString::new(s).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    let (a, b) = (c(from)?, c(to)?);
+    let fd = dir.as_raw_fd();
+    // SAFETY: two valid C strings relative to a directory descriptor we own.
+    if unsafe { libc::renameat(fd, a.as_ptr(), fd, b.as_ptr()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// XXH3-64 of a whole file, read with positioned reads (the handle's offset is not moved).
+fn checksum_of(file: &CountedFile) -> std::io::Result<String> {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    loop {
+        let n = file.read_at(&mut buf, at)?;
+        if n == 0 {
+            return Ok(to_hex(hasher.digest()));
+        }
+        hasher.update(&buf[..n]);
+        at += n as u64;
+    }
+}
+
+fn compare(path: &Path, entry: &FileEntry, found: String) -> Result<(), StoreError> {
+    if found == entry.xxh3 {
+        Ok(())
+    } else {
+        Err(StoreError::Corrupted { path: path.to_path_buf(), expected: entry.xxh3.clone(), found })
+    }
 }
 
 fn inconsistent(path: &Path, reason: String) -> StoreError {
@@ -287,7 +532,62 @@ mod tests {
         let text = std::fs::read_to_string(&m).unwrap().replace("\"format_version\": 1", "\"format_version\": 99");
         std::fs::write(&m, text).unwrap();
         let err = Store::open(&path, Verify::Sizes).err().unwrap();
-        assert!(matches!(err, StoreError::UnsupportedVersion { found: 99, .. }), "{err}");
+        assert!(matches!(err, StoreError::UnsupportedVersion { ref found, .. } if found == "99"), "{err}");
+    }
+
+    #[test]
+    fn version_is_reported_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = small_store(dir.path());
+        let m = path.join(layout::MANIFEST);
+        let good = std::fs::read_to_string(&m).unwrap();
+        for v in ["\"1\"", "-1", "1099511627776"] {
+            std::fs::write(&m, good.replace("\"format_version\": 1", &format!("\"format_version\": {v}"))).unwrap();
+            let err = Store::open(&path, Verify::Sizes).err().unwrap();
+            assert!(err.to_string().contains(&format!("version {v} is not supported")), "{err}");
+        }
+    }
+
+    #[test]
+    fn edited_manifest_is_refused_by_its_own_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = small_store(dir.path());
+        let m = path.join(layout::MANIFEST);
+        let text = std::fs::read_to_string(&m).unwrap().replace("\"molecules\": 10", "\"molecules\": 9");
+        std::fs::write(&m, text).unwrap();
+        let err = Store::open(&path, Verify::Sizes).err().unwrap();
+        assert!(matches!(err, StoreError::Corrupted { .. }) && err.to_string().contains("manifest.json"), "{err}");
+    }
+
+    #[test]
+    fn registered_files_are_verified_and_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = small_store(dir.path());
+        std::fs::write(path.join("columns.json"), b"{}").unwrap();
+        let store = Store::open(&path, Verify::Full).unwrap();
+        let entry = FileEntry { bytes: 2, xxh3: to_hex(xxhash_rust::xxh3::xxh3_64(b"{}")) };
+        let m = store.register_files(vec![("columns.json".into(), entry)]).unwrap();
+        assert!(m.files.contains_key("columns.json"));
+        let again = Store::open(&path, Verify::Full).unwrap();
+        assert_eq!(again.manifest(), &m);
+        std::fs::write(path.join("columns.json"), b"[]").unwrap();
+        let err = Store::open(&path, Verify::Full).err().unwrap();
+        assert!(err.to_string().contains("columns.json"), "{err}");
+    }
+
+    #[test]
+    fn damaged_offsets_are_errors_at_access() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = small_store(dir.path());
+        let off = path.join(layout::ID_OFFSETS);
+        let mut bytes = std::fs::read(&off).unwrap();
+        bytes[8 * 3] += 1; // id 2 ends one byte late, id 3 starts one late
+        std::fs::write(&off, bytes).unwrap();
+        let s = Store::open(&path, Verify::Sizes).unwrap();
+        assert_eq!(s.id(0).unwrap(), "m0");
+        let err = s.id(2).unwrap_err().to_string();
+        assert!(err.contains("ids.offsets.u64") && err.contains("entry 2"), "{err}");
+        assert!(s.verify_file(layout::ID_OFFSETS).is_err());
     }
 
     #[test]
@@ -295,7 +595,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(&small_store(dir.path()), Verify::Full).unwrap();
         assert_eq!(s.len(), 10);
-        assert_eq!(s.id(7), "m7");
+        assert_eq!(s.id(7).unwrap(), "m7");
         assert_eq!(s.popcount(3), 2);
         assert_eq!(s.fingerprint(3)[0], 1 << 3);
         assert_eq!(s.fingerprint(3)[31], 1 << (2044 % 64));

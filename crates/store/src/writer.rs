@@ -10,7 +10,7 @@ use molsift_io::iostats::{self, CountedFile};
 use crate::checksum::HashingWriter;
 use crate::layout::{self, DATA_FILES};
 use crate::manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
-use crate::{Store, StoreError};
+use crate::{replace, Store, StoreError};
 
 type Sink = HashingWriter<BufWriter<CountedFile>>;
 
@@ -44,11 +44,16 @@ impl StoreWriter {
     /// Starts a store that will appear at `path` when finished. Fails if `path` exists, unless
     /// `overwrite` (the old store is then replaced only when the new one is complete).
     pub fn create(path: &Path, spec: FingerprintSpec, overwrite: bool) -> Result<Self, StoreError> {
-        if iostats::metadata(path).is_ok() && !overwrite {
-            return Err(StoreError::Exists(path.to_path_buf()));
+        if iostats::metadata(path).is_ok() {
+            if !overwrite {
+                return Err(StoreError::Exists(path.to_path_buf()));
+            }
+            replace::check_replaceable(path)?; // refuse before any work, not at the end
         }
         let layout = spec.layout()?;
-        let tmp_path = temporary_sibling(path, "tmp");
+        let parent = path.parent().unwrap_or(Path::new(""));
+        replace::sweep_leftovers(parent, path.file_name().and_then(|n| n.to_str()));
+        let tmp_path = replace::temporary_sibling(path, "tmp");
         std::fs::create_dir_all(&tmp_path).map_err(|e| StoreError::io(&tmp_path, e))?;
         let mut sinks = Vec::with_capacity(DATA_FILES.len());
         for name in DATA_FILES {
@@ -218,7 +223,7 @@ impl StoreWriter {
             self.put(LINES, &line.to_le_bytes())?;
             // A part written with slab-relative lines leaves ids empty where the record had
             // none: the id is then the absolute line, known only now.
-            let id = part.id(i);
+            let id = part.id(i)?;
             let id = if id.is_empty() { line.to_string() } else { id.to_string() };
             self.ids_end += id.len() as u64 + 1;
             self.put_line(IDS, &id)?;
@@ -246,34 +251,18 @@ impl StoreWriter {
             counts: self.counts,
             provenance: std::mem::take(&mut self.provenance),
             files,
-        };
+            checksum: String::new(),
+        }
+        .sealed();
         manifest.write(&self.tmp_path)?;
-        sync_dir(&self.tmp_path)?;
+        replace::sync_dir(&self.tmp_path)?;
         self.move_into_place()?;
         self.finished = true;
         Ok(manifest)
     }
 
     fn move_into_place(&self) -> Result<(), StoreError> {
-        let old = if iostats::metadata(&self.final_path).is_ok() {
-            if !self.overwrite {
-                return Err(StoreError::Exists(self.final_path.clone()));
-            }
-            let old = temporary_sibling(&self.final_path, "old");
-            std::fs::rename(&self.final_path, &old).map_err(|e| StoreError::io(&self.final_path, e))?;
-            Some(old)
-        } else {
-            None
-        };
-        std::fs::rename(&self.tmp_path, &self.final_path)
-            .map_err(|e| StoreError::io(&self.final_path, e))?;
-        if let Some(parent) = self.final_path.parent() {
-            sync_dir(if parent.as_os_str().is_empty() { Path::new(".") } else { parent })?;
-        }
-        if let Some(old) = old {
-            std::fs::remove_dir_all(&old).map_err(|e| StoreError::io(&old, e))?;
-        }
-        Ok(())
+        replace::swap_into_place(&self.tmp_path, &self.final_path, self.overwrite)
     }
 
     fn put(&mut self, sink: usize, bytes: &[u8]) -> Result<(), StoreError> {
@@ -331,20 +320,6 @@ impl Drop for StoreWriter {
             let _ = std::fs::remove_dir_all(&self.tmp_path);
         }
     }
-}
-
-/// `DIR/.NAME.KIND-PID-NANOS` next to `path`: same file system, so rename is atomic.
-fn temporary_sibling(path: &Path, kind: &str) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    path.with_file_name(format!(".{name}.{kind}-{}-{nanos}", std::process::id()))
-}
-
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    CountedFile::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io(dir, e))
 }
 
 fn check_one_line(what: &str, text: &str) -> Result<(), StoreError> {

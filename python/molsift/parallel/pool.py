@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable, List, Optional
 
 
 class PoolExecutor:
-    """`workers` processes started with the spawn method (safe with threads in the parent)."""
+    """`workers` processes started with the spawn method (safe with threads in the parent); they
+    die with this process (`lifetime.die_with_parent`)."""
 
     is_root = True
     rank = 0
@@ -19,8 +21,10 @@ class PoolExecutor:
         self.size = workers
         self._limit = workers * in_flight_per_worker
         from ..allocator import spawn_context  # workers run on tcmalloc when it is installed
+        from .lifetime import die_with_parent
 
-        self._pool = ProcessPoolExecutor(workers, mp_context=spawn_context())
+        self._pool = ProcessPoolExecutor(workers, mp_context=spawn_context(),
+                                         initializer=die_with_parent, initargs=(os.getpid(),))
 
     def map_ordered(
         self,

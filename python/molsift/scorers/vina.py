@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..parallel.lifetime import die_with_parent
 from .base import Reject, Scorer
 
 BOX_KEYS = ("center_x", "center_y", "center_z", "size_x", "size_y", "size_z")
@@ -440,7 +441,7 @@ def _child(work: Callable[[Callable[[str], None]], Docked], fd: int) -> None:
     running the parent's cleanup (atexit handlers, buffered files)."""
     code = 0
     try:
-        _die_with_parent()
+        die_with_parent()
         faulthandler.disable()  # a crash here becomes a reject; no traceback dump on stderr
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -523,17 +524,3 @@ def _describe(status: int) -> str:
         except ValueError:
             return f"killed by signal {sig}"
     return f"exit status {os.WEXITSTATUS(status)}" if os.WIFEXITED(status) else f"status {status}"
-
-
-def _die_with_parent() -> None:
-    """Linux: the child gets SIGKILL if its worker dies (kill -9), so no docking outlives a run."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        parent = os.getppid()
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the worker died before prctl
-            os._exit(1)
-    except (OSError, AttributeError):
-        pass

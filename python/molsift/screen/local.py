@@ -7,7 +7,6 @@ that could write after a `--resume` has started."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import queue
 import signal
@@ -18,28 +17,16 @@ from typing import Any, Dict, List, Optional
 
 from ..allocator import spawn_context
 from ..iostats import process_record
+from ..parallel.lifetime import die_with_parent
 from .layout import RunFiles
 from .worker import Screener, Timeline
 from .writer import GroupWriter, LocalOffsets
-
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() == 1:  # the parent died before prctl
-            os._exit(1)
-    except OSError:
-        pass
-
 
 def _worker_main(wid: int, plan: dict, scorer, tasks, out, status, files: RunFiles, gen: int,
                  rank: Optional[int] = None) -> None:
     """One worker process: takes tasks until `None`, puts its buffers on `out`. `rank`: the MPI
     rank this worker belongs to (`molsift screen -j N` under mpirun), None on one machine."""
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     name = f"g{gen}-worker{wid}.jsonl" if rank is None else f"g{gen}-rank{rank}-worker{wid}.jsonl"
     timeline = Timeline(os.path.join(files.timeline_dir, name), {"worker": wid, "rank": rank or 0})

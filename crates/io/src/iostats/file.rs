@@ -45,14 +45,35 @@ impl CountedFile {
 
     /// Opens `path` with `open(2)` flags and creation mode (`O_CLOEXEC` is always added).
     pub fn open_flags(path: &Path, flags: i32, mode: u32) -> io::Result<CountedFile> {
-        let cpath = CString::new(path.as_os_str().as_bytes())
+        Self::open_in(libc::AT_FDCWD, path, path, flags, mode)
+    }
+
+    /// Opens `name` inside the directory open as `dir` (`openat(2)`, so a directory renamed or
+    /// replaced meanwhile is not followed: every file comes from the one directory opened),
+    /// counted under `dir`'s path joined with `name`.
+    pub fn open_at(dir: &CountedFile, name: &str, flags: i32, mode: u32) -> io::Result<CountedFile> {
+        if name.contains('/') {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a plain file name"));
+        }
+        Self::open_in(dir.as_raw_fd(), Path::new(name), &dir.path.join(name), flags, mode)
+    }
+
+    /// Opens the directory `path` (`O_DIRECTORY`) as a handle for [`open_at`](Self::open_at).
+    pub fn open_dir(path: &Path) -> io::Result<CountedFile> {
+        Self::open_flags(path, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    }
+
+    /// `openat(at, name)`, counted on the record of `path`.
+    fn open_in(at: RawFd, name: &Path, path: &Path, flags: i32, mode: u32) -> io::Result<CountedFile> {
+        let cpath = CString::new(name.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
         let stats = file_stats(path);
         let t1 = now();
         let fd = loop {
-            // SAFETY: a valid C string; the mode is passed as the variadic argument open expects.
+            // SAFETY: a valid C string; the mode is passed as the variadic argument openat expects.
             let fd = unsafe {
-                libc::open(
+                libc::openat(
+                    at,
                     cpath.as_ptr(),
                     flags | libc::O_CLOEXEC,
                     mode as libc::c_uint,

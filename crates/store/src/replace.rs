@@ -1,0 +1,242 @@
+//! Where a store is written and how it replaces another: temporary names beside the output
+//! (`.NAME.KIND-PID-NANOS@HOST`), the overwrite rule (only a molsift store is ever replaced),
+//! the atomic swap into place, and the sweep that removes what killed runs left behind.
+//!
+//! Every temporary directory or file of molsift (a store being built, an ingest's work
+//! directory, an index file being written, a manifest being rewritten) is named by
+//! [`temporary_sibling`], so one [`sweep_leftovers`] finds them all: an entry whose creator
+//! (same host, that PID) is no longer alive is removed.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use molsift_io::iostats;
+
+use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST};
+use crate::StoreError;
+
+/// `DIR/.NAME.KIND-PID-NANOS@HOST` next to `path`: same file system, so a rename is atomic,
+/// and the creator (host and process) can be told later from the name alone.
+pub fn temporary_sibling(path: &Path, kind: &str) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    path.with_file_name(format!(".{name}.{kind}-{}-{nanos}@{}", std::process::id(), hostname()))
+}
+
+/// The creator of a temporary name made by [`temporary_sibling`] for `base`: `(pid, host)`.
+fn creator(entry: &str, base: Option<&str>) -> Option<(i32, String)> {
+    let rest = entry.strip_prefix('.')?;
+    let rest = match base {
+        Some(b) => rest.strip_prefix(b)?.strip_prefix('.')?,
+        None => rest,
+    };
+    let (left, host) = rest.rsplit_once('@')?;
+    let mut parts = left.rsplitn(3, '-');
+    let (_nanos, pid, kind) = (parts.next()?, parts.next()?, parts.next()?);
+    let kind = if base.is_some() { kind } else { kind.rsplit('.').next()? };
+    if kind.is_empty() || !kind.chars().all(|c| c.is_ascii_lowercase()) {
+        return None;
+    }
+    Some((pid.parse().ok()?, host.to_string()))
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).replace(['/', '@'], "_")
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// Removes the temporary entries that runs killed on this host left in `dir` (for the output
+/// named `base`, or for any name when `None`): those whose creating process is gone. Entries
+/// of live processes, of other hosts, and everything else are left alone. Returns what it
+/// removed.
+pub fn sweep_leftovers(dir: &Path, base: Option<&str>) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() { Path::new(".") } else { dir }) else {
+        return Vec::new();
+    };
+    let host = hostname();
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some((pid, from)) = creator(&name, base) else { continue };
+        if from != host || alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        let gone = match entry.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+        if gone.is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+/// The overwrite rule: `--overwrite` replaces only a molsift store. `Ok` when nothing is at
+/// `path` or it is a store directory holding nothing but store files (and molsift's own
+/// temporary files); an error naming what is there otherwise, so that no user file or
+/// directory (an input, a README, a project folder) is ever deleted.
+pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StoreError::io(path, e)),
+        Ok(m) => m,
+    };
+    let refuse = |what: String| StoreError::NotReplaceable { path: path.to_path_buf(), what };
+    if !meta.is_dir() {
+        return Err(refuse("is not a directory".into()));
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| StoreError::io(path, e))?;
+    let mut has_manifest = false;
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io(path, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let known = name == MANIFEST || DATA_FILES.contains(&name.as_str()) || INDEX_FILES.contains(&name.as_str());
+        let ours = creator(&name, None).is_some_and(|_| {
+            let stem = name.trim_start_matches('.');
+            [MANIFEST].iter().chain(&DATA_FILES).chain(&INDEX_FILES).any(|f| stem.starts_with(&format!("{f}.")))
+        });
+        if !(known || ours) || !entry.file_type().is_ok_and(|t| t.is_file()) {
+            return Err(refuse(format!("holds {name:?}, which is not a file of a molsift store")));
+        }
+        has_manifest |= name == MANIFEST;
+    }
+    if !has_manifest {
+        return Err(refuse("has no manifest.json: not a molsift store".into()));
+    }
+    Ok(())
+}
+
+/// Moves the finished store at `tmp` to `dest`. If `dest` exists, it is replaced only with
+/// `overwrite` and only if [`check_replaceable`] allows it, in one atomic exchange (readers see
+/// the old store or the new one, never neither); the old store is then removed.
+pub fn swap_into_place(tmp: &Path, dest: &Path, overwrite: bool) -> Result<(), StoreError> {
+    if iostats::metadata(dest).is_err() {
+        return match std::fs::rename(tmp, dest) {
+            Ok(()) => sync_parent(dest),
+            // another run put a store there first
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY) | Some(libc::EEXIST)) => {
+                Err(StoreError::Exists(dest.to_path_buf()))
+            }
+            Err(e) => Err(StoreError::io(dest, e)),
+        };
+    }
+    if !overwrite {
+        return Err(StoreError::Exists(dest.to_path_buf()));
+    }
+    check_replaceable(dest)?;
+    let old = match exchange(tmp, dest) {
+        Ok(()) => tmp.to_path_buf(), // the old store is now at the temporary name
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EINVAL)) => {
+            // no RENAME_EXCHANGE on this file system: two renames
+            let old = temporary_sibling(dest, "old");
+            std::fs::rename(dest, &old).map_err(|e| StoreError::io(dest, e))?;
+            std::fs::rename(tmp, dest).map_err(|e| StoreError::io(dest, e))?;
+            old
+        }
+        Err(e) => return Err(StoreError::io(dest, e)),
+    };
+    sync_parent(dest)?;
+    std::fs::remove_dir_all(&old).map_err(|e| StoreError::io(&old, e))
+}
+
+/// `renameat2(a, b, RENAME_EXCHANGE)`: swaps two paths atomically.
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+    };
+    let (ca, cb) = (c(a)?, c(b)?);
+    // SAFETY: two valid C strings; renameat2 only reads them.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Syncs the directory holding `path`, so a rename in it survives a crash.
+pub(crate) fn sync_parent(path: &Path) -> Result<(), StoreError> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    sync_dir(parent)
+}
+
+/// Syncs a directory's entries to disk.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    iostats::CountedFile::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_names_tell_their_creator() {
+        let t = temporary_sibling(Path::new("/x/lib.store"), "ingest");
+        let name = t.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with(".lib.store.ingest-"), "{name}");
+        assert_eq!(creator(&name, Some("lib.store")).unwrap(), (std::process::id() as i32, hostname()));
+        assert!(creator(&name, Some("lib")).is_none());
+        assert!(creator("README", None).is_none());
+    }
+
+    #[test]
+    fn sweep_removes_only_dead_creators_of_this_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = hostname();
+        let dead = dir.path().join(format!(".s.ingest-999999999-1@{host}"));
+        let live = dir.path().join(format!(".s.tmp-{}-1@{host}", std::process::id()));
+        let other = dir.path().join(".s.tmp-999999999-1@another-host");
+        let user = dir.path().join(".s.notes");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(&user, "mine").unwrap();
+        assert_eq!(sweep_leftovers(dir.path(), Some("s")), vec![dead.clone()]);
+        assert!(!dead.exists() && live.exists() && other.exists() && user.exists());
+    }
+
+    #[test]
+    fn overwrite_refuses_anything_but_a_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        assert!(matches!(check_replaceable(&file), Err(StoreError::NotReplaceable { .. })));
+        let proj = dir.path().join("proj");
+        std::fs::create_dir(&proj).unwrap();
+        std::fs::write(proj.join("manifest.json"), "{}").unwrap();
+        std::fs::write(proj.join("README"), "x").unwrap();
+        let err = check_replaceable(&proj).unwrap_err().to_string();
+        assert!(err.contains("README"), "{err}");
+        std::fs::remove_file(proj.join("README")).unwrap();
+        assert!(check_replaceable(&proj).is_ok());
+        std::fs::remove_file(proj.join("manifest.json")).unwrap();
+        assert!(check_replaceable(&proj).is_err());
+        assert!(check_replaceable(&dir.path().join("absent")).is_ok());
+    }
+}
