@@ -104,6 +104,18 @@ def test_overwrite_replaces_a_store(tmp_path, bundled_smi):
     assert sorted(os.listdir(tmp_path)) == ["a.smi", "b.smi", "s.store"]
 
 
+def test_screen_never_deletes_a_run_dir_that_is_not_a_run(tmp_path, bundled_smi):
+    lib = small_library(tmp_path / "lib.smi", bundled_smi, 0, 40)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep\n")
+    for extra in ([], ["--overwrite"]):
+        r = molsift_run("screen", lib, "--scorer", "filter", "-o", tmp_path / "o.csv", "-j", "1",
+                        "-q", "--run-dir", mine, *extra)
+        assert_clean_refusal(r, str(mine))
+        assert (mine / "notes.txt").read_text() == "keep\n"
+
+
 # ------------------------------------------------------------------ defect 3: damaged stores
 
 
@@ -322,5 +334,10 @@ def test_concurrent_index_builds_all_succeed(indexed_store, tmp_path):
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
     assert molsift_run("info", store).returncode == 0
+    assert sorted(n for n in os.listdir(store) if n.startswith(".")) == []
+    # a killed index run's temporary file is swept by the next one
+    host = os.uname().nodename
+    (store / f".columns.planes.u64.tmp-999999999-1@{host}").write_bytes(b"x" * 100)
+    assert molsift_run("index", store).returncode == 0
     assert sorted(n for n in os.listdir(store) if n.startswith(".")) == []
     assert search_output(store, "-k", "5").stdout == search_output(indexed_store, "-k", "5").stdout

@@ -39,6 +39,8 @@ impl ColumnIndex {
     pub fn index_store(store: &molsift_store::Store, budget: usize) -> Result<u64, SearchError> {
         let store_err = |e: molsift_store::StoreError| SearchError::Store(e.to_string());
         let _lock = store.lock().map_err(store_err)?;
+        // temporary files of index runs that were killed (their names tell their process)
+        molsift_store::replace::sweep_leftovers(store.path(), None);
         let files = write_store_index(store, store.path(), budget)?;
         let entry = |f: &FileInfo| molsift_store::FileEntry { bytes: f.bytes, xxh3: f.xxh3.clone() };
         store

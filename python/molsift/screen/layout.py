@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 from dataclasses import dataclass
 from typing import Any, Dict
 
@@ -74,6 +76,29 @@ class RunFiles:
 
     def compacted(self, path: str, gen: int) -> str:
         return f"{path}.g{gen}.tmp"
+
+    def remove_run_dir(self) -> None:
+        """Removes the run directory, but only if it holds nothing but a run's own files (the
+        same rule as a store's `--overwrite`: a directory given as `--run-dir` that holds
+        anything else is never deleted)."""
+        if not os.path.lexists(self.run_dir):
+            return
+        if not os.path.isdir(self.run_dir) or os.path.islink(self.run_dir):
+            raise NotARunDir(f"{self.run_dir}: not a directory; choose another --run-dir")
+        strangers = [n for n in os.listdir(self.run_dir) if not RUN_FILE.fullmatch(n)]
+        if strangers:
+            raise NotARunDir(f"{self.run_dir}: holds {strangers[0]!r}, which is not a file of a "
+                             "screening run; molsift never deletes it (choose another --run-dir)")
+        shutil.rmtree(self.run_dir)
+
+
+class NotARunDir(ValueError):
+    """A run directory to replace holds files that are not a run's."""
+
+
+# every name a run writes into its run directory (see the module docstring)
+RUN_FILE = re.compile(r"(plan|state|report|io)\.json(\.tmp-\d+)?|timeline|"
+                      r"journal-g\d+-w\d+\.jsonl(\.g\d+\.tmp)?")
 
 
 def write_json_atomic(path: str, value: Any) -> None:

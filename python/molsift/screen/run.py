@@ -5,7 +5,6 @@ into place. The only module that knows the order of these steps."""
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from dataclasses import asdict
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -71,7 +70,7 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
     if resume and not exists:
         raise ScreenError(f"{files.run_dir}: no run to resume (start one without --resume)")
     if exists and overwrite and not resume:
-        shutil.rmtree(files.run_dir)
+        files.remove_run_dir()
         exists = False
     if not exists:
         for path in (files.output, files.rejects):
@@ -85,7 +84,7 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
             raise ScreenError(f"{parent}: output directory does not exist")
         plan = make_plan(files, library, scorer, **plan_args)  # checks the input first
         if os.path.isdir(files.run_dir):  # a run dir without state: a start that did not get far
-            shutil.rmtree(files.run_dir)
+            files.remove_run_dir()
         os.makedirs(files.timeline_dir)
         header = ",".join(plan["columns"]) + "\n"
         write_file(files.rows_partial, header.encode())
