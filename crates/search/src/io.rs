@@ -161,6 +161,15 @@ impl ColumnIndex {
         let Some(origin) = &self.origin else { return Ok(()) };
         let w = self.plane_words();
         let planes = self.planes.as_slice();
+        // ask for every unchecked plane (and the order) at once: large reads, not page faults
+        for &b in bits {
+            if !origin.plane_checked[b as usize].load(Ordering::Relaxed) {
+                self.planes.will_need(b as usize * w, w);
+            }
+        }
+        if origin.order_checked.get().is_none() {
+            self.order.will_need(0, self.order.as_slice().len());
+        }
         for &b in bits {
             let b = b as usize;
             if origin.plane_checked[b].load(Ordering::Relaxed) {
