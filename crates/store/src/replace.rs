@@ -87,9 +87,9 @@ pub fn sweep_leftovers(dir: &Path, base: Option<&str>) -> Vec<PathBuf> {
 }
 
 /// The overwrite rule: `--overwrite` replaces only a molsift store. `Ok` when nothing is at
-/// `path` or it is a store directory holding nothing but store files (and molsift's own
-/// temporary files); an error naming what is there otherwise, so that no user file or
-/// directory (an input, a README, a project folder) is ever deleted.
+/// `path`, it is an empty directory, or a store directory holding nothing but store files (and
+/// molsift's own temporary files); an error naming what is there otherwise, so that no user
+/// file or directory (an input, a README, a project folder) is ever deleted.
 pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
     let meta = match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -102,6 +102,7 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
     }
     let entries = std::fs::read_dir(path).map_err(|e| StoreError::io(path, e))?;
     let mut has_manifest = false;
+    let mut empty = true;
     for entry in entries {
         let entry = entry.map_err(|e| StoreError::io(path, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -114,8 +115,9 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
             return Err(refuse(format!("holds {name:?}, which is not a file of a molsift store")));
         }
         has_manifest |= name == MANIFEST;
+        empty = false;
     }
-    if !has_manifest {
+    if !has_manifest && !empty {
         return Err(refuse("has no manifest.json: not a molsift store".into()));
     }
     Ok(())
@@ -235,8 +237,11 @@ mod tests {
         assert!(err.contains("README"), "{err}");
         std::fs::remove_file(proj.join("README")).unwrap();
         assert!(check_replaceable(&proj).is_ok());
+        std::fs::write(proj.join("smiles.txt"), "C\n").unwrap();
         std::fs::remove_file(proj.join("manifest.json")).unwrap();
         assert!(check_replaceable(&proj).is_err());
+        std::fs::remove_file(proj.join("smiles.txt")).unwrap();
+        assert!(check_replaceable(&proj).is_ok()); // empty: nothing to lose
         assert!(check_replaceable(&dir.path().join("absent")).is_ok());
     }
 }
