@@ -128,14 +128,12 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
 /// the old store or the new one, never neither); the old store is then removed.
 pub fn swap_into_place(tmp: &Path, dest: &Path, overwrite: bool) -> Result<(), StoreError> {
     if iostats::metadata(dest).is_err() {
-        return match std::fs::rename(tmp, dest) {
-            Ok(()) => sync_parent(dest),
-            // another run put a store there first
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY) | Some(libc::EEXIST)) => {
-                Err(StoreError::Exists(dest.to_path_buf()))
-            }
-            Err(e) => Err(StoreError::io(dest, e)),
-        };
+        match std::fs::rename(tmp, dest) {
+            Ok(()) => return sync_parent(dest),
+            // another run put a store there first: replace it (overwrite) or refuse, below
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY) | Some(libc::EEXIST)) => {}
+            Err(e) => return Err(StoreError::io(dest, e)),
+        }
     }
     if !overwrite {
         return Err(StoreError::Exists(dest.to_path_buf()));
