@@ -62,3 +62,74 @@ def test_corrupted_store_is_refused(tmp_path, bundled_smi):
         f.truncate(len(data) - 256)
     proc = molsift("info", out, "--no-verify", check=False)
     assert proc.returncode == 2 and "truncated" in proc.stderr
+
+
+def test_exit_codes_are_documented_in_help():
+    """Issue 14, defect 7: the exit codes, 3 (nothing usable) among them, are in `--help`."""
+    out = molsift("--help").stdout
+    assert "exit status:" in out and "nothing usable" in out
+    assert all(f"\n  {code} " in out for code in (0, 1, 2, 3, 130))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-k", "0"], "must be at least 1"), (["-k", "-3"], "must be at least 1"),
+    (["-t", "1.5"], "between 0 and 1"), (["-t", "-0.1"], "between 0 and 1"),
+    (["-t", "x"], "not a number")])
+def test_search_k_0_and_threshold_out_of_range_are_refused(tmp_path, args, message):
+    """Issue 14, defect 8: `-k 0` silently returned 10 hits."""
+    proc = molsift("search", tmp_path / "no.store", "-q", "CCO", *args, check=False)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("verb", ["ingest", "screen"])
+def test_max_record_bytes_help_equals_the_readers_default(verb):
+    """Issue 14, defect 8: the help said 1 MiB, the reader used 64 KiB for SMILES lines."""
+    from molsift import _core
+    from molsift.cli import build_parser, size_text
+
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0].choices[verb]
+    helps = {a.dest: a.help for a in sub._actions}
+    assert size_text(_core.DEFAULT_MAX_LINE_RECORD_BYTES) == "64KiB"
+    assert f"default {size_text(_core.DEFAULT_MAX_LINE_RECORD_BYTES)} for SMILES" in helps["max_record_bytes"]
+    assert f"{size_text(_core.DEFAULT_MAX_SDF_RECORD_BYTES)} for SDF" in helps["max_record_bytes"]
+    assert f"default {size_text(_core.DEFAULT_READ_BUFFER)}" in helps["read_buffer"]
+
+
+def test_oversized_record_reason_says_the_id_is_unknown(tmp_path):
+    """Issue 14, defect 8: an over-long record was rejected under its line number as its id,
+    without saying that this is not its id."""
+    src = tmp_path / "long.smi"
+    src.write_text("CCO ok\n" + "C" * 200 + " long_one\n")
+    proc = molsift("ingest", src, "-o", tmp_path / "s", "--max-record-bytes", "100", "-q")
+    row = (tmp_path / "s" / "rejects.tsv").read_text().splitlines()[1].split("\t")
+    assert row[1] == "2" and row[3] == "2" and "id is unknown" in row[4], row
+    assert proc.returncode == 0
+
+
+def test_count_reports_the_read_calls_of_a_compressed_stream(tmp_path, bundled_smi):
+    """Issue 14, defect 8: `count` said "0 read calls" for gzip input. The calls and bytes are
+    those made on the compressed file."""
+    import gzip
+
+    gz = tmp_path / "nci.smi.gz"
+    gz.write_bytes(gzip.compress(bundled_smi.read_bytes()))
+    counters = json.loads(molsift("count", gz, "--json").stdout)
+    assert counters["records"] == 4999 and counters["compression"] == "gzip"
+    assert counters["read_calls"] >= 2 and counters["bytes_read"] == gz.stat().st_size
+    proc = molsift("count", gz)
+    assert f"{counters['read_calls']:,} read calls" in proc.stderr and " 0 read calls" not in proc.stderr
+
+
+def test_parquet_output_round_trips(tmp_path, bundled_smi):
+    """Issue 14, defect 8: `-o hits.parquet` needed pyarrow, which setup did not install."""
+    pq = pytest.importorskip("pyarrow.parquet", reason="scripts/setup.sh installs pyarrow")
+    molsift("ingest", bundled_smi, "-o", tmp_path / "s", "-q")
+    molsift("search", tmp_path / "s", "-q", "CC(=O)Nc1ccc(O)cc1", "-k", "5", "-o", tmp_path / "h.parquet")
+    tsv = molsift("search", tmp_path / "s", "-q", "CC(=O)Nc1ccc(O)cc1", "-k", "5").stdout
+    table = pq.read_table(tmp_path / "h.parquet").to_pylist()
+    rows = [line.split("\t") for line in tsv.splitlines()[1:]]
+    assert len(table) == len(rows) == 5
+    assert [(r["query_id"], r["target_id"], f"{r['score']:.6f}", r["target_smiles"]) for r in table] == \
+        [tuple(r) for r in rows]

@@ -262,3 +262,88 @@ def test_compressed_chunks_shrink_towards_the_end(tmp_path, bundled_smi):
     assert set(fixed[:-1]) == {400}  # under MPI (slabs given): every chunk the same
     assert max(guided) == 400 and min(guided) >= 400 // 16
     assert guided[-2] < guided[0]  # the last chunks are small, so the workers finish together
+
+
+CONTROL_CHAR_IDS = (
+    b"CCO id\rmore\n"        # a lone \r inside the id: the store keeps ids one per line
+    b"CCN ok1\n"
+    b"CCC tab\tinside\n"      # a tab is not a line break: stored
+    b"c1ccccc1 form\x0cfeed\n"
+    b"CCCl ok2\n"
+)
+
+
+def test_id_with_lone_cr_is_rejected_and_counted_not_fatal(tmp_path):
+    """Issue 14, defect 6: an id holding a lone \\r aborted the whole ingest with exit 2."""
+    src = tmp_path / "cr.smi"
+    src.write_bytes(CONTROL_CHAR_IDS)
+    proc = subprocess.run([sys.executable, "-m", "molsift", "ingest", str(src), "-o",
+                           str(tmp_path / "s"), "-q"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    store = molsift.open_store(tmp_path / "s")
+    assert list(store.ids) == ["ok1", "tab\tinside", "ok2"]
+    m = store.manifest["counts"]
+    assert (m["records_in"], m["molecules"], m["rejected"]) == (5, 3, 2)
+    rows = open(store.rejects_path).read().splitlines()[1:]
+    assert [int(r.split("\t")[1]) for r in rows] == [1, 4]
+    assert all("control character" in r.split("\t")[4] for r in rows)
+    assert "U+000D" in rows[0] and "U+000C" in rows[1]
+
+
+def test_csv_id_and_sdf_title_with_line_break_are_rejected(tmp_path, rdkit_sdf):
+    """The same rule for a CSV id column and an SDF title (the id of an SDF record)."""
+    csv = tmp_path / "ids.csv"
+    csv.write_bytes(b"smiles,name\nCCO,\"a\rb\"\nCCN,fine\n")
+    report = molsift.ingest(csv, tmp_path / "c", id_col="name", progress=False)
+    assert (report.records_in, report.molecules, report.rejected) == (2, 1, 1)
+    blocks = rdkit_sdf.read_text().split("$$$$\n")[:2]
+    sdf = tmp_path / "t.sdf"
+    sdf.write_text("bad\rtitle" + blocks[0].split("\n", 1)[1] + "$$$$\n" + blocks[1] + "$$$$\n",
+                   newline="")
+    report = molsift.ingest(sdf, tmp_path / "t", progress=False)
+    assert (report.records_in, report.molecules, report.rejected) == (2, 1, 1)
+    (row,) = reject_rows(molsift.open_store(tmp_path / "t")).values()
+    assert "U+000D" in row[4] and row[1] == "1"
+
+
+def test_utf8_bom_is_not_kept_in_the_first_sdf_title_or_smiles_id(tmp_path, rdkit_sdf):
+    """Issue 14, defect 8: a UTF-8 BOM stayed in the first SDF title."""
+    block = rdkit_sdf.read_text().split("$$$$\n")[0]
+    sdf = tmp_path / "bom.sdf"
+    sdf.write_bytes(b"\xef\xbb\xbf" + ("first" + block[block.index("\n"):] + "$$$$\n").encode())
+    molsift.ingest(sdf, tmp_path / "s", progress=False)
+    assert molsift.open_store(tmp_path / "s").ids[0] == "first"
+    smi = tmp_path / "bom.smi"
+    smi.write_bytes(b"\xef\xbb\xbfCCO ethanol\nCCN amine\n")
+    report = molsift.ingest(smi, tmp_path / "m", progress=False)
+    store = molsift.open_store(tmp_path / "m")
+    assert report.rejected == 0 and list(store.ids) == ["ethanol", "amine"]
+    assert store.smiles[0] == "CCO"
+
+
+def molsift_ingest_cli(*args):
+    return subprocess.run([sys.executable, "-m", "molsift", "ingest", *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_empty_input_exits_3_nothing_usable(tmp_path):
+    """Issue 14, defect 7: an empty input exited 0."""
+    src = tmp_path / "empty.smi"
+    src.write_text("# only a comment\n\n")
+    proc = molsift_ingest_cli(src, "-o", tmp_path / "s", "-q")
+    assert proc.returncode == 3
+    assert "nothing usable" in proc.stderr and "no records" in proc.stderr
+    assert molsift.open_store(tmp_path / "s").manifest["counts"]["records_in"] == 0
+
+
+def test_all_records_rejected_exits_3_and_keeps_the_rejects(tmp_path):
+    """Issue 14, defect 7: a binary file (every record rejected) exited 0."""
+    src = tmp_path / "binary.smi"
+    src.write_bytes(bytes(range(256)) * 8)
+    proc = molsift_ingest_cli(src, "-o", tmp_path / "s")
+    assert proc.returncode == 3, proc.stderr
+    assert "nothing usable" in proc.stderr and "rejects.tsv" in proc.stderr
+    store = molsift.open_store(tmp_path / "s")
+    c = store.manifest["counts"]
+    assert c["molecules"] == 0 and c["rejected"] == c["records_in"] > 0
+    assert len(open(store.rejects_path).read().splitlines()) == c["rejected"] + 1

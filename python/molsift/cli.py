@@ -1,5 +1,5 @@
 """The `molsift` command line: `molsift <verb> --help`. Library errors become one friendly line
-on stderr and exit status 2; nothing here does real work itself."""
+on stderr and exit status 2 (the exit codes: EXIT_CODES); nothing here does real work itself."""
 
 from __future__ import annotations
 
@@ -8,6 +8,18 @@ import json
 import re
 import sys
 from typing import List, Optional
+
+EXIT_ERROR = 2  # bad arguments or input, a damaged store, a failed run: one line on stderr says why
+EXIT_NOTHING_USABLE = 3  # ingest/screen ran, but no record was stored or scored
+EXIT_CODES = f"""exit status:
+  0    success
+  1    an unexpected error (a bug: the traceback is printed)
+  {EXIT_ERROR}    an error: bad arguments, unreadable input, a damaged store, a failed run
+  {EXIT_NOTHING_USABLE}    nothing usable: ingest stored no molecule or screen scored no record (empty
+       input, or every record rejected); the store or results are still written, with the
+       rejects in rejects.tsv
+  130  interrupted (Ctrl-C)
+  profile exits with the status of the program it ran"""
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20,
               "mb": 1000**2, "mib": 1 << 20, "g": 1 << 30, "gb": 1000**3, "gib": 1 << 30}
@@ -22,6 +34,62 @@ def parse_size(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"size must be at least 1 byte: {text!r}")
     return value
+
+
+def size_text(n: int) -> str:
+    """65536 -> '64KiB', the way help texts show a default size."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"
+
+
+def _reader_defaults() -> str:
+    """The reader's default record size limits, from the Rust core (one place for the numbers)."""
+    from ._core import DEFAULT_MAX_LINE_RECORD_BYTES, DEFAULT_MAX_SDF_RECORD_BYTES
+
+    return (f"longer records are rejected (default {size_text(DEFAULT_MAX_LINE_RECORD_BYTES)} "
+            f"for SMILES and CSV lines, {size_text(DEFAULT_MAX_SDF_RECORD_BYTES)} for SDF blocks)")
+
+
+def _read_buffer_help() -> str:
+    from ._core import DEFAULT_READ_BUFFER
+
+    return f"bytes per read call (default {size_text(DEFAULT_READ_BUFFER)})"
+
+
+def k_nearest(text: str) -> int:
+    """-k: a whole number of hits, at least 1."""
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {k} (leave -k out to keep "
+                                         "every hit above -t)")
+    return k
+
+
+def tanimoto_threshold(text: str) -> float:
+    """-t: a Tanimoto score, 0 to 1."""
+    try:
+        t = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}")
+    if not 0.0 <= t <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (a Tanimoto score), got {text}")
+    return t
+
+
+def _nothing_usable(verb: str, records_in: int, rejected: int, where: str) -> int:
+    """Says loudly that a run produced nothing and returns EXIT_NOTHING_USABLE."""
+    if records_in == 0:
+        why = "the input holds no records (empty, or only blank and comment lines)"
+    else:
+        why = f"all {records_in:,} records were rejected (reasons in {where})"
+    print(f"molsift {verb}: error: nothing usable: {why}; exit status {EXIT_NOTHING_USABLE}",
+          file=sys.stderr)
+    return EXIT_NOTHING_USABLE
 
 
 def _add_format_options(p: argparse.ArgumentParser) -> None:
@@ -75,6 +143,9 @@ def _cmd_ingest(args) -> int:
         print(report.summary())
         if report.rejected:
             print(f"rejected records: {report.store}/rejects.tsv")
+    if report.molecules == 0:
+        return _nothing_usable("ingest", report.records_in, report.rejected,
+                               f"{report.store}/rejects.tsv")
     return 0
 
 
@@ -206,6 +277,8 @@ def _cmd_screen(args) -> int:
         print(json.dumps(report))
     elif not args.quiet:
         print(summary(report))
+    if report["rows"] == 0:
+        return _nothing_usable("screen", report["records_in"], report["rejected"], report["rejects"])
     return 0
 
 
@@ -295,7 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     parser = argparse.ArgumentParser(
-        prog="molsift", description="Store, search and screen ultra-large compound libraries.")
+        prog="molsift", description="Store, search and screen ultra-large compound libraries.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"molsift {__version__}")
     parser.add_argument("--io-log", metavar="FILE", help=IO_LOG_HELP)
     verbs = parser.add_subparsers(dest="verb", metavar="<verb>", required=True)
@@ -325,9 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-records", type=int, default=10_000,
                    help="records per task for gzip/zstd input (default 10000, fewer towards the end "
                    "unless --slabs is given or under MPI)")
-    p.add_argument("--read-buffer", type=parse_size, help="bytes per read call (default 1MiB)")
-    p.add_argument("--max-record-bytes", type=parse_size,
-                   help="longer records are rejected (default 1MiB SMILES, 64MiB SDF)")
+    p.add_argument("--read-buffer", type=parse_size, help=_read_buffer_help())
+    p.add_argument("--max-record-bytes", type=parse_size, help=_reader_defaults())
     p.add_argument("--overwrite", action="store_true", help="replace an existing store")
     p.add_argument("--no-index", action="store_true",
                    help="do not build the column index for similarity search (search then "
@@ -348,8 +421,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store")
     p.add_argument("-q", "--query", action="append", metavar="SMILES", help="a query SMILES (repeatable)")
     p.add_argument("--queries", metavar="FILE", help="queries from a SMILES, CSV or SDF file")
-    p.add_argument("-t", "--threshold", type=float, help="minimum Tanimoto score (0..1)")
-    p.add_argument("-k", "--k-nearest", type=int, help="the k best hits (default 10 when no -t)")
+    p.add_argument("-t", "--threshold", type=tanimoto_threshold, help="minimum Tanimoto score (0..1)")
+    p.add_argument("-k", "--k-nearest", type=k_nearest,
+                   help="the k best hits, k >= 1 (default 10 when no -t)")
     p.add_argument("-j", "--threads", type=int, default=1, help="threads (default 1)")
     p.add_argument("-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout")
     _add_io_log(p)
@@ -371,8 +445,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--writers", type=int, default=1, metavar="P", help="writer groups (default 1)")
     p.add_argument("--write-buffer", type=parse_size, default="1MiB", metavar="SIZE",
                    help="accumulation buffer per worker or rank (default 1MiB)")
-    p.add_argument("--read-buffer", type=parse_size, metavar="SIZE", help="bytes per read call (default 1MiB)")
-    p.add_argument("--max-record-bytes", type=parse_size, help="longer records are rejected")
+    p.add_argument("--read-buffer", type=parse_size, metavar="SIZE", help=_read_buffer_help())
+    p.add_argument("--max-record-bytes", type=parse_size, help=_reader_defaults())
     p.add_argument("--slabs", type=int,
                    help="equal byte-range tasks (default: tasks that shrink towards the end of the "
                    "file so the workers finish together; 1 per worker under MPI)")

@@ -70,7 +70,9 @@ pub use counters::{read_amplification, ReadCounters};
 pub use error::{FieldError, IoError};
 pub use fields::{sdf_molecule_count, sdf_title, split_smiles_line, CsvColumns, SmilesAndId};
 pub use iostats::CountedFile;
-pub use options::ReaderOptions;
+pub use options::{
+    ReaderOptions, DEFAULT_BUFFER_SIZE, DEFAULT_MAX_LINE_RECORD_BYTES, DEFAULT_MAX_SDF_RECORD_BYTES,
+};
 pub use reader::SlabReader;
 pub use record::{Record, SDF_MAX_TRAILING};
 pub use slab::{guided_slabs, split_slabs, RecordKind};

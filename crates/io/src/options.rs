@@ -6,6 +6,16 @@ use crate::slab::RecordKind;
 /// One MiB.
 const MIB: usize = 1 << 20;
 
+/// Default bytes per read call ([`ReaderOptions::buffer_size`]): 1 MiB.
+pub const DEFAULT_BUFFER_SIZE: usize = MIB;
+
+/// Default record size limit for line records (SMILES, CSV): 64 KiB. A SMILES
+/// line that long is not a drug-like molecule and would take RDKit minutes.
+pub const DEFAULT_MAX_LINE_RECORD_BYTES: usize = 64 << 10;
+
+/// Default record size limit for SDF blocks: 64 MiB.
+pub const DEFAULT_MAX_SDF_RECORD_BYTES: usize = 64 * MIB;
+
 /// Options for [`SlabReader`](crate::SlabReader) and [`StreamReader`](crate::StreamReader).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReaderOptions {
@@ -14,8 +24,8 @@ pub struct ReaderOptions {
     pub buffer_size: usize,
     /// A record longer than this (terminator included) is not buffered: it is
     /// streamed over and yielded with `oversized = true` and empty `bytes`.
-    /// Default 64 KiB for Line (a SMILES line that long is not a drug-like
-    /// molecule and would take RDKit minutes), 64 MiB for Sdf.
+    /// Default [`DEFAULT_MAX_LINE_RECORD_BYTES`] (64 KiB) for Line,
+    /// [`DEFAULT_MAX_SDF_RECORD_BYTES`] (64 MiB) for Sdf.
     pub max_record_bytes: usize,
     /// The line at offset 0 of the file is a header, not a record. Line kind only.
     pub skip_header: bool,
@@ -25,10 +35,10 @@ impl ReaderOptions {
     /// Defaults for a record kind.
     pub fn for_kind(kind: RecordKind) -> ReaderOptions {
         ReaderOptions {
-            buffer_size: MIB,
+            buffer_size: DEFAULT_BUFFER_SIZE,
             max_record_bytes: match kind {
-                RecordKind::Line => 64 << 10,
-                RecordKind::Sdf => 64 * MIB,
+                RecordKind::Line => DEFAULT_MAX_LINE_RECORD_BYTES,
+                RecordKind::Sdf => DEFAULT_MAX_SDF_RECORD_BYTES,
             },
             skip_header: false,
         }

@@ -81,7 +81,7 @@ impl InputFormat {
             "sdf" | "sd" | "mol" => InputFormat::Sdf,
             _ => {
                 let first = read_first_line(path, 64 << 10)?;
-                let (word, _) = split_smiles_line(&first);
+                let (word, _) = split_smiles_line(strip_bom(&first, 0));
                 InputFormat::Smiles {
                     header: word.eq_ignore_ascii_case(b"smiles"),
                 }
@@ -281,6 +281,30 @@ fn csv_columns(path: &Path, format: &InputFormat, header: &[u8]) -> Result<CsvCo
     )
 }
 
+/// The UTF-8 byte order mark some editors put at the start of a file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// A record's bytes without a leading UTF-8 byte order mark when the record
+/// starts the file (`offset` 0): every format, so a BOM never ends up in a
+/// SMILES, an id or an SDF title.
+fn strip_bom(bytes: &[u8], offset: u64) -> &[u8] {
+    match offset {
+        0 => bytes.strip_prefix(BOM).unwrap_or(bytes),
+        _ => bytes,
+    }
+}
+
+/// The first character of `id` that cannot be stored as an id (ids are
+/// kept one per line): a line break or another control character (C0 but
+/// tab, DEL, C1, U+2028, U+2029).
+fn unstorable_char(id: &str) -> Option<char> {
+    id.chars().find(|&c| is_unstorable(c))
+}
+
+fn is_unstorable(c: char) -> bool {
+    (c.is_control() && c != '\t') || c == '\u{2028}' || c == '\u{2029}'
+}
+
 /// Takes the fields out of one record and decides whether it can be used.
 fn fields(
     format: &InputFormat,
@@ -297,30 +321,44 @@ fn fields(
         offset: r.offset,
         problem: None,
     };
+    let bytes = strip_bom(r.bytes, r.offset);
     let problem = if r.oversized {
+        // The record was streamed over, not buffered: its id was never read.
         Some(format!(
-            "record of {} bytes is longer than the limit of {max} bytes (--max-record-bytes)",
+            "record of {} bytes is longer than the limit of {max} bytes (--max-record-bytes); \
+             its id is unknown (not read), the id given is its line number",
             r.len
         ))
     } else {
         // Fields are taken even from a record that is rejected, so the reject keeps its id.
-        let field_problem = take_fields(format, csv, r.bytes, &mut out);
+        let field_problem = take_fields(format, csv, bytes, &mut out);
         if r.has_nul {
             Some("record holds a NUL byte".to_string())
-        } else if let Err(e) = std::str::from_utf8(r.bytes) {
+        } else if let Err(e) = std::str::from_utf8(bytes) {
             Some(format!(
                 "record is not valid UTF-8 (bad byte at {})",
                 e.valid_up_to()
             ))
-        } else {
+        } else if field_problem.is_some() {
             field_problem
+        } else {
+            unstorable_char(&out.id).map(|c| {
+                format!(
+                    "id holds a line break or control character (U+{:04X}), which cannot be stored",
+                    c as u32
+                )
+            })
         }
     };
     if out.text.is_empty() && !r.oversized && problem.is_some() {
-        out.text = String::from_utf8_lossy(r.bytes).into_owned();
+        out.text = String::from_utf8_lossy(bytes).into_owned();
     }
     if out.id.is_empty() && ids_from_lines {
         out.id = line.to_string();
+    }
+    if problem.is_some() {
+        // A reject's id stays readable on one line of rejects.tsv.
+        out.id = out.id.replace(is_unstorable, " ");
     }
     out.problem = problem;
     out
@@ -363,7 +401,8 @@ fn take_fields(
             let (smiles, id) = split_smiles_line(bytes);
             out.text = text(smiles);
             out.id = text(id);
-            None
+            // Only a line holding nothing but a byte order mark gets here.
+            out.text.is_empty().then(|| "empty record".to_string())
         }
     }
 }
@@ -501,5 +540,91 @@ mod tests {
         );
         assert_eq!(r[1].id, "6");
         assert!(r[1].problem.as_deref().unwrap().contains("2 molecules"));
+    }
+
+    #[test]
+    fn id_with_lone_cr_is_rejected_not_fatal() {
+        let (_d, p) = file("x.smi", b"CCO id\rmore\nCC ok\nC a\x0bb\n");
+        let r = all(&p, InputFormat::Smiles { header: false }, 2);
+        assert_eq!(r.len(), 3);
+        let reason = r[0].problem.as_deref().unwrap();
+        assert!(
+            reason.contains("U+000D") && reason.contains("cannot be stored"),
+            "{reason}"
+        );
+        assert_eq!(r[0].id, "id more");
+        assert_eq!((r[1].id.as_str(), r[1].problem.as_deref()), ("ok", None));
+        assert!(r[2].problem.as_deref().unwrap().contains("U+000B"));
+        assert_eq!(r[2].id, "a b");
+        let (_d, p) = file("x.csv", b"smiles,id\nCCO,\"a\rb\"\nCC,\"tab\tok\"\n");
+        let format = InputFormat::Csv {
+            smiles_col: None,
+            id_col: Some("id".into()),
+            delimiter: Some(b','),
+        };
+        let r = all(&p, format, 2);
+        assert!(r[0].problem.as_deref().unwrap().contains("U+000D"));
+        assert_eq!(
+            (r[1].id.as_str(), r[1].problem.as_deref()),
+            ("tab\tok", None)
+        );
+        let (_d, p) = file("m.sdf", b"ti\rtle\n\n\nM  END\n$$$$\n");
+        let r = all(&p, InputFormat::Sdf, 1);
+        assert!(r[0].problem.as_deref().unwrap().contains("U+000D"));
+    }
+
+    #[test]
+    fn utf8_bom_is_stripped_for_every_format() {
+        let (_d, p) = file("m.sdf", b"\xEF\xBB\xBFaspirin\n\n\nM  END\n$$$$\n");
+        let r = all(&p, InputFormat::detect(&p).unwrap(), 1);
+        assert_eq!(
+            (r[0].id.as_str(), r[0].problem.as_deref()),
+            ("aspirin", None)
+        );
+        assert!(!r[0].text.starts_with('\u{feff}'));
+        let (_d, p) = file("x.smi", b"\xEF\xBB\xBFCCO eth\nCC\n");
+        let format = InputFormat::detect(&p).unwrap();
+        assert_eq!(format, InputFormat::Smiles { header: false });
+        let r = all(&p, format, 2);
+        assert_eq!((r[0].text.as_str(), r[0].id.as_str()), ("CCO", "eth"));
+        let (_d, p) = file("h.smi", b"\xEF\xBB\xBFsmiles name\nCCO eth\n");
+        assert_eq!(
+            InputFormat::detect(&p).unwrap(),
+            InputFormat::Smiles { header: true }
+        );
+        let (_d, p) = file("x.csv", b"\xEF\xBB\xBFsmiles,id\nCCO,e\n");
+        let format = InputFormat::Csv {
+            smiles_col: None,
+            id_col: Some("id".into()),
+            delimiter: None,
+        };
+        let r = all(&p, format, 1);
+        assert_eq!((r[0].text.as_str(), r[0].id.as_str()), ("CCO", "e"));
+        let (_d, p) = file("b.smi", b"\xEF\xBB\xBF\nCC\n");
+        let r = all(&p, InputFormat::Smiles { header: false }, 1);
+        assert_eq!(r[0].problem.as_deref(), Some("empty record"));
+    }
+
+    #[test]
+    fn oversized_record_says_its_id_is_unknown() {
+        let mut bytes = b"C".repeat(100);
+        bytes.extend_from_slice(b" big\nCC small\n");
+        let (_d, p) = file("x.smi", &bytes);
+        let mut s = RecordSource::open_stream(
+            &p,
+            InputFormat::Smiles { header: false },
+            ReaderOptions {
+                max_record_bytes: 50,
+                ..ReaderOptions::default()
+            },
+        )
+        .unwrap();
+        let r = s.next_record().unwrap().unwrap();
+        let reason = r.problem.unwrap();
+        assert!(
+            reason.contains("id is unknown") && reason.contains("line number"),
+            "{reason}"
+        );
+        assert_eq!(r.id, "1");
     }
 }

@@ -190,6 +190,10 @@ fn file_compression(path: PathBuf) -> PyResult<&'static str> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRecordSource>()?;
+    // The reader's defaults, so that help texts and docs quote the numbers the code uses.
+    m.add("DEFAULT_READ_BUFFER", molsift_io::DEFAULT_BUFFER_SIZE)?;
+    m.add("DEFAULT_MAX_LINE_RECORD_BYTES", molsift_io::DEFAULT_MAX_LINE_RECORD_BYTES)?;
+    m.add("DEFAULT_MAX_SDF_RECORD_BYTES", molsift_io::DEFAULT_MAX_SDF_RECORD_BYTES)?;
     m.add_function(wrap_pyfunction!(count_records, m)?)?;
     m.add_function(wrap_pyfunction!(split_slabs, m)?)?;
     m.add_function(wrap_pyfunction!(guided_slabs, m)?)?;
