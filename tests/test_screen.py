@@ -401,3 +401,93 @@ def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
     _, _, report = check_exactly_once(library, out)
     assert kills == 4 and report["executor"] == "mpi" and report["restarts"] == 4, (
         kills, report["restarts"])
+
+
+def test_resume_with_a_relative_library_path(library, tmp_path):
+    """Issue 14, defect 2: a run started as `molsift screen lib.smi ...` (a relative path, the
+    README's own example) was refused by `--resume`: "this run screens lib.smi, not lib.smi"."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    (work / "lib.smi").write_bytes(library.read_bytes())
+    args = ["lib.smi", "--scorer", "filter", "-o", "props.csv", "-j", "2", "--write-buffer", "1K", "-q"]
+    run = lambda extra, env=None: subprocess.run(  # noqa: E731
+        molsift_cmd() + ["screen", *args, *extra], cwd=work, capture_output=True, text=True,
+        timeout=300, env=env)
+    r = run([], env=dict(os.environ, MOLSIFT_FAILPOINT="mid-write:2"))
+    assert r.returncode == -9 and not (work / "props.csv").exists()
+    r = run(["--resume"])
+    assert r.returncode == 0, r.stderr
+    check_exactly_once(library, work / "props.csv")
+    _, rejects = result_ids(work / "props.csv")[2:]
+    assert {row["source"] for row in rejects} == {"lib.smi"}  # as typed, as before
+
+
+def test_hint_after_a_worker_crash_leads_to_a_resume_that_works(library, tmp_path):
+    """The hint printed when a worker dies ("run again with --resume") works with a relative
+    library path: the worker of the first attempt dies, --resume finishes the run."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    (work / "lib.smi").write_bytes(library.read_bytes())
+    (work / "crashy.py").write_text(
+        "import os\n"
+        "def score(mol):\n"
+        "    if not os.path.exists('crashed.once'):\n"
+        "        open('crashed.once', 'w').close()\n"
+        "        os._exit(7)\n"
+        "    return mol.GetNumAtoms()\n")
+    env = dict(os.environ, PYTHONPATH=str(work))
+    args = ["lib.smi", "--scorer", "python:crashy:score", "-o", "n.csv", "-j", "2", "-q"]
+    r = subprocess.run(molsift_cmd() + ["screen", *args], cwd=work, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2 and "run again with --resume" in r.stderr, r.stderr
+    r = subprocess.run(molsift_cmd() + ["screen", *args, "--resume"], cwd=work, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    check_exactly_once(library, work / "n.csv")
+
+
+def test_old_plan_with_a_relative_path_resumes(library, tmp_path):
+    """A run planned before plans held absolute paths (its plan names the library as typed)
+    still resumes from the directory it was started in."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    (work / "lib.smi").write_bytes(library.read_bytes())
+    args = ["lib.smi", "--scorer", "filter", "-o", "p.csv", "-j", "2", "--write-buffer", "1K", "-q"]
+    r = subprocess.run(molsift_cmd() + ["screen", *args], cwd=work, capture_output=True, text=True,
+                       env=dict(os.environ, MOLSIFT_FAILPOINT="mid-write:2"), timeout=300)
+    assert r.returncode == -9
+    plan_path = work / "p.csv.run" / "plan.json"
+    plan = json.loads(plan_path.read_text())
+    plan["input"]["path"] = "lib.smi"
+    plan.pop("source_name")
+    plan_path.write_text(json.dumps(plan))
+    r = subprocess.run(molsift_cmd() + ["screen", *args, "--resume"], cwd=work, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    check_exactly_once(library, work / "p.csv")
+
+
+def test_screen_rejects_an_id_with_a_lone_cr(tmp_path):
+    """Issue 14, defect 6, for screen: the record is a reject with a clear reason, never fatal,
+    and no result row holds a line break."""
+    lib = tmp_path / "cr.smi"
+    lib.write_bytes(b"CCO id\rmore\nCCN ok1\nCCCl ok2\n")
+    out = tmp_path / "cr.csv"
+    screen([lib, "--scorer", "filter", "-o", out, "-j", "2", "-q"])
+    rows, rejects, _, reject_list = result_ids(out)
+    assert rows == Counter(["ok1", "ok2"]) and sum(rejects.values()) == 1
+    assert "control character" in reject_list[0]["reason"] and reject_list[0]["line"] == "1"
+    report = json.loads((tmp_path / "cr.csv.run" / "report.json").read_text())
+    assert (report["records_in"], report["rows"], report["rejected"]) == (3, 2, 1)
+
+
+@pytest.mark.parametrize("content, why", [(b"", "no records"), (b"\x00\x01\xff\n" * 50, "rejected")])
+def test_screen_with_nothing_usable_exits_3(tmp_path, content, why):
+    """Issue 14, defect 7, for screen: an empty input or one whose every record is rejected
+    exits 3 (saying so), with the result and rejects files still written."""
+    lib = tmp_path / "in.smi"
+    lib.write_bytes(content)
+    out = tmp_path / "out.csv"
+    r = screen([lib, "--scorer", "filter", "-o", out, "-q"], check=False)
+    assert r.returncode == 3 and "nothing usable" in r.stderr and why in r.stderr, r.stderr
+    assert out.exists() and Path(str(out) + ".rejects.tsv").exists()

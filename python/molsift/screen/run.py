@@ -39,10 +39,11 @@ def make_plan(files: RunFiles, library: str, scorer, *, slabs: Optional[int], wr
               threads: int, fmt: dict) -> dict:
     from ..ingestion import cut_slabs, describe_input
 
-    inp = describe_input(library, **fmt)
+    inp = describe_input(os.path.abspath(library), **fmt)  # --resume may come from another cwd
     columns = ["id", "smiles", *scorer.columns] + (["pose_offset", "pose_bytes"] if scorer.has_poses else [])
     plan: Dict[str, Any] = {
-        "version": PLAN_VERSION, "input": asdict(inp), "output": files.output,
+        "version": PLAN_VERSION, "input": asdict(inp), "source_name": library,
+        "output": files.output,
         "scorer": scorer.name, "columns": columns, "has_poses": scorer.has_poses,
         "writers": writers, "write_buffer": write_buffer, "reader": reader,
         "standardize": standardize, "chunk_records": chunk_records, "tasks": None,
@@ -95,7 +96,7 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
         write_json_atomic(files.state, new_state(len(header.encode()), len(REJECTS_HEADER)))
     else:
         plan = read_json(files.plan)
-        _check_same_run(plan, library, scorer)
+        _check_same_run(plan, files, library, scorer)
         if read_json(files.state).get("complete"):
             _rename_results(files)
             return plan, read_json(files.state)
@@ -103,10 +104,18 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
     return plan, consolidate(files)
 
 
-def _check_same_run(plan: dict, library: str, scorer) -> None:
+def _check_same_run(plan: dict, files: RunFiles, library: str, scorer) -> None:
     inp = plan["input"]
-    if os.path.abspath(library) != inp["path"]:
-        raise ScreenError(f"--resume: this run screens {inp['path']}, not {library}")
+    wanted = os.path.abspath(library)
+    if os.path.isabs(inp["path"]):
+        same = inp["path"] == wanted
+    else:  # a plan written before paths were made absolute: relative to the output's or this cwd
+        same = wanted in (os.path.abspath(os.path.join(os.path.dirname(files.output), inp["path"])),
+                          os.path.abspath(inp["path"]))
+        if same:
+            inp["path"] = wanted
+    if not same:
+        raise ScreenError(f"--resume: this run screens {inp['path']}, not {wanted}")
     if not os.path.isfile(library) or file_size(library) != inp["bytes"]:
         raise ScreenError(f"--resume: {library} changed size since the run started "
                           f"({inp['bytes']} bytes then); start a new run")

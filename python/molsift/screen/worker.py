@@ -149,7 +149,8 @@ class Screener:
         self.queue_depth = queue_depth or (lambda: 0)
         self.status = status
         self.sdf = plan["input"]["format"] == "sdf"
-        self.source = plan["input"]["path"]
+        self.source = plan["input"]["path"]  # absolute: read from any cwd
+        self.source_name = plan.get("source_name", self.source)  # as typed, for rejects.tsv
         self.buffer = RowBuffer(plan["write_buffer"], src, scorer.has_poses)
         self.prepare = _prepare_fn(plan.get("standardize", False))
         if plan.get("standardize") or self.sdf:
@@ -267,7 +268,7 @@ class Screener:
                     mol = None
                 self.stats["score_s"] += time.perf_counter() - t1
         if mol is None:
-            self.buffer.add_reject(f"{tsv_field(self.source)}\t{line}\t{offset}\t{tsv_field(rid)}\t{tsv_field(problem or '')}\n")
+            self.buffer.add_reject(f"{tsv_field(self.source_name)}\t{line}\t{offset}\t{tsv_field(rid)}\t{tsv_field(problem or '')}\n")
             self.stats["rejects"] += 1
             return
         pose = None

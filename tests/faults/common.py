@@ -1,0 +1,190 @@
+"""What every checker shares: the `Case` result, running the CLI in a subprocess (tagged with a
+marker so its processes can be found later), and the checks of a command's stderr and exit."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLED_SMI = ROOT / "data" / "nci_first_5k.smi"
+MOSES = ROOT.parent / "shared" / "data" / "moses_train.csv.gz"
+MARKER_ENV = "MOLSIFT_FAULTS_MARKER"
+
+OK, REFUSED, FAIL = "ok", "refused-cleanly", "FAIL"
+
+# failure types, the rows of the table (RELIABILITY.md)
+TRACEBACK = "traceback/panic"
+ABORT = "whole-run abort from one record"
+BAD_STATUS = "exit status outside 0/2/3"
+COUNTS = "counts do not add up"
+REJECT_ROW = "reject row without source/line/offset"
+UNCLEAR = "error not one clear line naming the file"
+DIFFERENT = "different result from a damaged store"
+LOST = "lost/duplicated records"
+ORPHANS = "orphan processes"
+LEFTOVERS = "leftover work directories"
+DELETED = "files outside a store deleted"
+WRONG = "wrong final result"
+HANG = "hang (timeout)"
+
+
+@dataclass
+class Case:
+    """One checked case: `outcome` is OK, REFUSED or FAIL; a FAIL has a `failure` type (one of
+    the constants above) and a `reason` in words."""
+
+    kind: str
+    case: str
+    outcome: str
+    failure: str = ""
+    reason: str = ""
+
+    def __str__(self) -> str:
+        tail = f" [{self.failure}] {self.reason}" if self.outcome == FAIL else ""
+        return f"{self.kind:12} {self.case:60} {self.outcome}{tail}"
+
+
+def rdkit_data(*parts: str) -> Path:
+    import rdkit
+
+    return Path(rdkit.__file__).parent.joinpath("Data", *parts)
+
+
+def molsift_cmd() -> List[str]:
+    return [sys.executable, "-m", "molsift"]
+
+
+def cli_env(marker: str = "") -> dict:
+    env = dict(os.environ, MOLSIFT_WORKERS=os.environ.get("MOLSIFT_WORKERS", "2"))
+    env.pop("RUST_BACKTRACE", None)  # a panic must show as a panic, not as a long backtrace
+    if marker:
+        env[MARKER_ENV] = marker
+    return env
+
+
+def run_cli(args: List[str], cwd=None, timeout: float = 120, marker: str = "",
+            stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+    """`molsift ARGS` to completion; a timeout comes back as returncode None."""
+    try:
+        return subprocess.run(molsift_cmd() + [str(a) for a in args], cwd=cwd, env=cli_env(marker),
+                              capture_output=True, stdin=stdin, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        kill_marked(marker) if marker else None
+        return subprocess.CompletedProcess(exc.cmd, None, exc.stdout or b"", exc.stderr or b"")
+
+
+def start_cli(args: List[str], cwd=None, marker: str = "") -> subprocess.Popen:
+    """`molsift ARGS` started in its own process group, stdout/stderr to DEVNULL/PIPE."""
+    return subprocess.Popen(molsift_cmd() + [str(a) for a in args], cwd=cwd, env=cli_env(marker),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def text(b) -> str:
+    return b.decode("utf-8", "replace") if isinstance(b, bytes) else (b or "")
+
+
+CRASH = re.compile(r"Traceback \(most recent call last\)|panicked at|RUST_BACKTRACE|"
+                   r"PanicException|Fatal Python error|Segmentation fault|core dumped")
+
+
+def crash_in(stderr: str) -> Optional[str]:
+    """The first line of a Python traceback or Rust panic in `stderr`, or None."""
+    m = CRASH.search(stderr)
+    if not m:
+        return None
+    lines = [ln for ln in stderr[m.start():].splitlines() if ln.strip()]
+    last = [ln for ln in lines if not ln.startswith(" ")]
+    return (last[-1] if last else lines[0])[:200]
+
+
+def check_status(kind: str, case: str, proc, allowed=(0, 2, 3)) -> Optional[Case]:
+    """A FAIL for a hang, a crash in stderr or an exit status outside `allowed`, else None."""
+    if proc.returncode is None:
+        return Case(kind, case, FAIL, HANG, "did not finish in time")
+    err = text(proc.stderr)
+    crash = crash_in(err)
+    if crash:
+        return Case(kind, case, FAIL, TRACEBACK, crash)
+    if proc.returncode not in allowed:
+        return Case(kind, case, FAIL, BAD_STATUS, f"exit {proc.returncode}: {last_line(err)}")
+    return None
+
+
+def last_line(s: str) -> str:
+    lines = [ln for ln in text(s).splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+def clear_error(proc, names: List[str]) -> Optional[str]:
+    """None when the command failed with one `molsift: error: ...` line naming one of `names`
+    (file names), else what is wrong."""
+    err = [ln for ln in text(proc.stderr).splitlines() if ln.strip()]
+    errors = [ln for ln in err if ln.startswith("molsift: error:") or ln.startswith("molsift ")]
+    if not errors:
+        return f"no 'molsift: error:' line (stderr ends {last_line(proc.stderr)!r})"
+    if names and not any(n in errors[-1] for n in names):
+        return f"error does not name {names[0]}: {errors[-1][:160]!r}"
+    return None
+
+
+def wait_until(pred, timeout: float, step: float = 0.1) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def marked_pids(marker: str) -> List[int]:
+    """Live processes whose environment or command line carries `marker` (not zombies)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    continue
+            with open(f"/proc/{d}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            env = b""
+            try:
+                with open(f"/proc/{d}/environ", "rb") as fh:
+                    env = fh.read()
+            except OSError:
+                pass
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in cmd or f"{MARKER_ENV}={marker}".encode() in env:
+            found.append(int(d))
+    return found
+
+
+def kill_marked(marker: str) -> None:
+    """Cleans up after a case: SIGKILL to every process carrying `marker`."""
+    import signal
+
+    for pid in marked_pids(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def hidden_siblings(path: Path) -> List[str]:
+    """Hidden work files or directories `.NAME.*` next to `path` (temporary names of molsift)."""
+    path = Path(path)
+    return sorted(p for p in os.listdir(path.parent) if p.startswith(f".{path.name}."))
+
+
+def summarize(cases: List[Case]) -> dict:
+    return {"cases": len(cases), "failures": sum(c.outcome == FAIL for c in cases)}
