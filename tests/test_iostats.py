@@ -210,3 +210,20 @@ def test_screen_run_dir_gets_its_io_log(tmp_path, small_smi):
     assert load_log(str(extra)).job["molsift"]["writer_groups"] == groups
     text = molsift("report", str(run_dir)).stdout
     assert "I/O of 3 process(es)" in text and (run_dir / "report.png").stat().st_size > 0
+
+
+def test_insights_on_molsifts_own_ingest_log_has_no_redundant_opens(tmp_path):
+    """Issue 14, defect 8: `insights` on molsift's own ingest log reported redundant opens of
+    molsift's temporary store directory, which is opened only to fsync it after renames."""
+    from molsift.iotrace import find_insights
+
+    log = tmp_path / "ingest.json"
+    proc = subprocess.run(molsift_cmd() + ["--io-log", str(log), "ingest", str(BUNDLED_SMI), "-o",
+                                           str(tmp_path / "nci.store"), "-j", "2", "-q"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = load_log(str(log))
+    synced_dirs = [r for p in json.loads(log.read_text())["processes"] for r in p["records"]
+                   if ".nci.store." in r["file"] and r["counters"].get("FSYNCS")]
+    assert synced_dirs, "the log should show the work directories opened to fsync them"
+    assert [f for f in find_insights(doc) if f.code == "R01"] == []

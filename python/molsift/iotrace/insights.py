@@ -428,12 +428,18 @@ def rule_mpiio(v: _View, th) -> List[Finding]:
     ]
 
 
+def _used_ops(r: Record) -> int:
+    """Requests that make an open useful: data requests, and syncs (a file or a directory opened
+    to fsync it, e.g. molsift's own work directories after a rename, is not opened in vain)."""
+    return _data_ops(r) + r.c("FSYNCS") + r.c("FDSYNCS")
+
+
 # ---- the findings Drishti lacks ----
 def rule_redundant_opens(v: _View, th) -> List[Finding]:
     out = []
     for path, recs in v.by_file.items():
         opens = _per_who(recs, lambda r: r.c("OPENS"))
-        data = _per_who(recs, _data_ops)
+        data = _per_who(recs, _used_ops)
         total = sum(opens.values())
         idle = {k: n for k, n in opens.items() if n and not data.get(k)}
         redundant = sum(idle.values()) + sum(
