@@ -135,6 +135,18 @@ def clear_error(proc, names: List[str]) -> Optional[str]:
     return None
 
 
+def judge_exit(kind: str, case: str, proc, names: List[str], allowed=(0, 2)) -> Optional[Case]:
+    """The case when `proc` did not succeed: a FAIL (hang, crash, status outside `allowed`, an
+    error that is not one clear line naming one of `names`) or REFUSED; None for exit 0."""
+    bad = check_status(kind, case, proc, allowed)
+    if bad:
+        return bad
+    if proc.returncode == 0:
+        return None
+    why = clear_error(proc, names)
+    return Case(kind, case, FAIL, UNCLEAR, why) if why else Case(kind, case, REFUSED)
+
+
 def wait_until(pred, timeout: float, step: float = 0.1) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:

@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import List
 
-from .common import (BUNDLED_SMI, DELETED, DIFFERENT, FAIL, LEFTOVERS, OK, REFUSED, UNCLEAR,
-                     WRONG, Case, check_status, clear_error, cli_env, crash_in, hidden_siblings,
-                     kill_marked, molsift_cmd, run_cli, text, wait_until)
+from .common import (BUNDLED_SMI, DELETED, DIFFERENT, FAIL, LEFTOVERS, OK, WRONG, Case,
+                     check_status, cli_env, hidden_siblings, judge_exit, kill_marked, molsift_cmd,
+                     run_cli, text, wait_until)
 
 KIND = "concurrency"
 QUERY = ["-q", "CC(=O)Nc1ccc(O)cc1", "-q", "c1ccc2sc(SSc3nc4ccccc4s3)nc2c1", "-k", "5"]
@@ -40,6 +39,12 @@ def _finish(p: subprocess.Popen, timeout=300) -> subprocess.CompletedProcess:
         p.kill()
         out, err = p.communicate()
         return subprocess.CompletedProcess(p.args, None, out, err)
+
+
+def _judge_all(label: str, done, path: Path) -> List[Case]:
+    """One case per finished concurrent run: ok, refused cleanly, or FAIL."""
+    return [judge_exit(KIND, f"{label} run {i}", proc, [path.name]) or Case(KIND, f"{label} run {i}", OK)
+            for i, proc in enumerate(done)]
 
 
 def _search(store: Path, cwd) -> subprocess.CompletedProcess:
@@ -76,12 +81,9 @@ def search_during_overwrite(workdir: Path, rounds: int, searches: int = 6) -> Li
         cases.append(bad or Case(KIND, f"overwrite round {r} ingest", OK))
         for i, proc in enumerate(results):
             case = f"overwrite round {r} search {i}"
-            bad = check_status(KIND, case, proc, allowed=(0, 2))
-            if bad:
-                cases.append(bad)
-            elif proc.returncode == 2:
-                why = clear_error(proc, [store.name])
-                cases.append(Case(KIND, case, FAIL, UNCLEAR, why) if why else Case(KIND, case, REFUSED))
+            judged = judge_exit(KIND, case, proc, [store.name])
+            if judged:
+                cases.append(judged)
             elif text(proc.stdout) not in answers.values():
                 cases.append(Case(KIND, case, FAIL, DIFFERENT,
                                   "answer is neither the old store's nor the new store's"))
@@ -106,16 +108,7 @@ def concurrent_index(workdir: Path, rounds: int, runs: int = 3) -> List[Case]:
         shutil.copytree(base, store)
         procs = [_popen(["index", store.name], workdir, f"faultsi{os.getpid()}") for _ in range(runs)]
         done = [_finish(p) for p in procs]
-        for i, proc in enumerate(done):
-            case = f"index round {r} run {i}"
-            bad = check_status(KIND, case, proc, allowed=(0, 2))
-            if bad:
-                cases.append(bad)
-            elif proc.returncode == 2:
-                why = clear_error(proc, [store.name])
-                cases.append(Case(KIND, case, FAIL, UNCLEAR, why) if why else Case(KIND, case, REFUSED))
-            else:
-                cases.append(Case(KIND, case, OK))
+        cases += _judge_all(f"index round {r}", done, store)
         info = run_cli(["info", store.name], cwd=workdir)
         search = _search(store, workdir)
         case = f"index round {r} final store"
@@ -149,16 +142,7 @@ def concurrent_ingest(workdir: Path, rounds: int, runs: int = 3) -> List[Case]:
                         f"faultsj{os.getpid()}") for lib in libs]
         done = [_finish(p) for p in procs]
         label = f"ingest round {r}{' --overwrite' if overwrite else ''}"
-        for i, proc in enumerate(done):
-            case = f"{label} run {i}"
-            bad = check_status(KIND, case, proc, allowed=(0, 2))
-            if bad:
-                cases.append(bad)
-            elif proc.returncode == 2:
-                why = clear_error(proc, [out.name])
-                cases.append(Case(KIND, case, FAIL, UNCLEAR, why) if why else Case(KIND, case, REFUSED))
-            else:
-                cases.append(Case(KIND, case, OK))
+        cases += _judge_all(label, done, out)
         case = f"{label} final store"
         winners = [i for i, p in enumerate(done) if p.returncode == 0]
         info = run_cli(["info", out.name], cwd=workdir)

@@ -6,7 +6,6 @@ UTF-16, latin-1, missing `$$$$` / `M  END`, corrupt gzip), runs `count`, `ingest
 
 from __future__ import annotations
 
-import csv
 import gzip
 import json
 import random
@@ -15,8 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
-from .common import (ABORT, BAD_STATUS, BUNDLED_SMI, COUNTS, MOSES, FAIL, OK, REFUSED, REJECT_ROW, Case,
-                     UNCLEAR, check_status, clear_error, rdkit_data, run_cli, text)
+from .common import (ABORT, BAD_STATUS, BUNDLED_SMI, COUNTS, FAIL, MOSES, OK, REFUSED,
+                     REJECT_ROW, Case, judge_exit, rdkit_data, run_cli, text)
 
 KIND = "fuzzer"
 
@@ -191,15 +190,18 @@ def _whole_file_error(proc) -> bool:
 def check_count(path: Path) -> Case:
     name = f"count {path.name}"
     proc = run_cli(["count", path, "--json"], timeout=60)
-    bad = check_status(KIND, name, proc)
-    if bad:
-        return bad
-    if proc.returncode == 2:
-        why = clear_error(proc, [path.name])
-        if why:
-            return Case(KIND, name, FAIL, UNCLEAR, why)
-        return Case(KIND, name, REFUSED)
-    return Case(KIND, name, OK)
+    return judge_exit(KIND, name, proc, [path.name], allowed=(0, 2, 3)) or Case(KIND, name, OK)
+
+
+def _failed_run(name: str, proc, path: Path, compressed: bool):
+    """The case of an ingest or screen that did not get to write its results (None if it did):
+    a crash, a bad status, an unclear error, or exit 2 on a readable plain file (an abort)."""
+    if proc.returncode == 3:
+        return None
+    judged = judge_exit(KIND, name, proc, [path.name], allowed=(0, 2, 3))
+    if judged and judged.outcome == REFUSED and not compressed and not _whole_file_error(proc):
+        return Case(KIND, name, FAIL, ABORT, f"exit 2: {text(proc.stderr).strip()[:160]}")
+    return judged
 
 
 def check_ingest(path: Path, workdir: Path, compressed: bool) -> Case:
@@ -207,16 +209,9 @@ def check_ingest(path: Path, workdir: Path, compressed: bool) -> Case:
     name = f"ingest {path.name}"
     store = workdir / (path.name + ".store")
     proc = run_cli(["ingest", path, "-o", store, "--json", "-q", "-j", "2"], cwd=workdir, timeout=180)
-    bad = check_status(KIND, name, proc)
-    if bad:
-        return bad
-    if proc.returncode == 2:
-        why = clear_error(proc, [path.name])
-        if why:
-            return Case(KIND, name, FAIL, UNCLEAR, why)
-        if not compressed and not _whole_file_error(proc):
-            return Case(KIND, name, FAIL, ABORT, f"exit 2: {text(proc.stderr).strip()[:160]}")
-        return Case(KIND, name, REFUSED)
+    failed = _failed_run(name, proc, path, compressed)
+    if failed:
+        return failed
     try:
         report = json.loads(text(proc.stdout).strip().splitlines()[-1])
         manifest = json.loads((store / "manifest.json").read_text())
@@ -249,16 +244,9 @@ def check_screen(path: Path, workdir: Path, compressed: bool) -> Case:
     out = workdir / (path.name + ".csv")
     proc = run_cli(["screen", path, "--scorer", "filter", "-o", out, "--json", "-q", "-j", "2"],
                    cwd=workdir, timeout=180)
-    bad = check_status(KIND, name, proc)
-    if bad:
-        return bad
-    if proc.returncode == 2:
-        why = clear_error(proc, [path.name])
-        if why:
-            return Case(KIND, name, FAIL, UNCLEAR, why)
-        if not compressed and not _whole_file_error(proc):
-            return Case(KIND, name, FAIL, ABORT, f"exit 2: {text(proc.stderr).strip()[:160]}")
-        return Case(KIND, name, REFUSED)
+    failed = _failed_run(name, proc, path, compressed)
+    if failed:
+        return failed
     try:
         report = json.loads(text(proc.stdout).strip().splitlines()[-1])
     except (ValueError, IndexError) as exc:

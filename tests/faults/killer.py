@@ -13,7 +13,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 from .common import (BUNDLED_SMI, FAIL, LEFTOVERS, LOST, OK, ORPHANS, WRONG, Case, check_status,
                      hidden_siblings, kill_marked, marked_pids, run_cli, start_cli, text,
