@@ -38,6 +38,9 @@ EXTRA=""
   "vina==1.2.7" "meeko==0.8.0" "scipy>=1.10" "gemmi==0.7.5" "pytest>=7" "hypothesis>=6" $EXTRA
 # Build the Rust extension in release mode and install molsift into the venv (editable).
 VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release -q
+# Parquet output of `molsift search -o hits.parquet`.
+.venv/bin/python -m pip install -q "pyarrow>=12" ||
+  echo "setup: pyarrow not installed: molsift search cannot write .parquet (TSV works)" >&2
 # The LD_PRELOAD I/O tracer of `molsift profile` (C, gcc), and pydarshan for Darshan logs in insights.
 bash crates/iotrace/build.sh
 .venv/bin/python -m pip install -q "darshan>=3.4" ||

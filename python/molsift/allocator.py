@@ -74,9 +74,13 @@ def _with(preload: str, lib: str) -> str:
 
 def spawn_context():
     """The "spawn" multiprocessing context for molsift's workers, with the allocator added to
-    LD_PRELOAD in os.environ first so that the processes it starts run on it."""
+    LD_PRELOAD in os.environ first so that the processes it starts run on it. Raises
+    bootstrap.SpawnError (one sentence) when the user's script lacks its `__main__` guard."""
     import multiprocessing as mp
 
+    from .bootstrap import check_can_spawn
+
+    check_can_spawn()
     lib = library()
     if lib is not None:
         os.environ["LD_PRELOAD"] = _with(os.environ.get("LD_PRELOAD", ""), lib)
