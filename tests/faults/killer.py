@@ -195,6 +195,8 @@ def kill_case(verb: Verb, seed: int) -> List[Case]:
     except OSError:
         pass
     proc.wait()
+    # work files present right after the kill: the kill landed while the run was writing
+    name += " (mid-write)" if _leftovers(out) else " (before/after writing)"
     nxt = run_cli(verb.next(out), cwd=verb.workdir, timeout=300, marker=m2)
     if verb.name == "screen" and nxt.returncode == 2 and b"no run to resume" in nxt.stderr:
         nxt = run_cli(verb.args(out, False), cwd=verb.workdir, timeout=300, marker=m2)
