@@ -98,13 +98,15 @@ def test_max_record_bytes_help_equals_the_readers_default(verb):
 
 
 def test_oversized_record_reason_says_the_id_is_unknown(tmp_path):
-    """Issue 14, defect 8: an over-long record was rejected under its line number as its id,
-    without saying that this is not its id."""
+    """Issue 14, defect 8: an over-long record was rejected under its line number as its id.
+    It keeps its id when the record's first --max-record-bytes hold it, else the reason says
+    that the id is unknown."""
     src = tmp_path / "long.smi"
-    src.write_text("CCO ok\n" + "C" * 200 + " long_one\n")
+    src.write_text("CCO ok\n" + "C" * 200 + " long_one\n" + "CCN named " + "x" * 200 + "\n")
     proc = molsift("ingest", src, "-o", tmp_path / "s", "--max-record-bytes", "100", "-q")
-    row = (tmp_path / "s" / "rejects.tsv").read_text().splitlines()[1].split("\t")
-    assert row[1] == "2" and row[3] == "2" and "id is unknown" in row[4], row
+    rows = [r.split("\t") for r in (tmp_path / "s" / "rejects.tsv").read_text().splitlines()[1:]]
+    assert rows[0][1] == "2" and rows[0][3] == "2" and "id is unknown" in rows[0][4], rows
+    assert rows[1][1] == "3" and rows[1][3] == "named" and "read from the record's start" in rows[1][4]
     assert proc.returncode == 0
 
 

@@ -32,7 +32,14 @@ pub struct Record<'a> {
     pub oversized: bool,
     /// The record holds a NUL byte.
     pub has_nul: bool,
+    /// Oversized records only: the id read from the part of the record that
+    /// was buffered before it was found too long (an SDF block's title, the
+    /// word after a line's SMILES), or empty when that part did not hold it.
+    pub oversized_id: &'a [u8],
 }
+
+/// The longest id kept for an oversized record ([`Record::oversized_id`]).
+pub(crate) const OVERSIZED_ID_MAX: usize = 1024;
 
 /// Space, tab or carriage return: the bytes that make a line blank.
 #[inline]

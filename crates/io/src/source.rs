@@ -323,10 +323,16 @@ fn fields(
     };
     let bytes = strip_bom(r.bytes, r.offset);
     let problem = if r.oversized {
-        // The record was streamed over, not buffered: its id was never read.
+        // The record was streamed over, not buffered: only its start was seen.
+        let seen = std::str::from_utf8(strip_bom(r.oversized_id, r.offset)).unwrap_or("");
+        let whose = if seen.is_empty() || unstorable_char(seen).is_some() {
+            "its id is unknown (not read), the id given is its line number"
+        } else {
+            out.id = seen.to_string();
+            "its id was read from the record's start"
+        };
         Some(format!(
-            "record of {} bytes is longer than the limit of {max} bytes (--max-record-bytes); \
-             its id is unknown (not read), the id given is its line number",
+            "record of {} bytes is longer than the limit of {max} bytes (--max-record-bytes); {whose}",
             r.len
         ))
     } else {
@@ -615,6 +621,7 @@ mod tests {
             InputFormat::Smiles { header: false },
             ReaderOptions {
                 max_record_bytes: 50,
+                buffer_size: 16,
                 ..ReaderOptions::default()
             },
         )
@@ -626,5 +633,54 @@ mod tests {
             "{reason}"
         );
         assert_eq!(r.id, "1");
+        // The same with the record wholly buffered: only its first 50 bytes count.
+        let mut s = RecordSource::open_slab(
+            &p,
+            InputFormat::Smiles { header: false },
+            0..bytes.len() as u64,
+            ReaderOptions {
+                max_record_bytes: 50,
+                ..ReaderOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(s.next_record().unwrap().unwrap().id, "1");
+    }
+
+    #[test]
+    fn oversized_record_keeps_its_id_when_its_start_holds_it() {
+        let mut bytes = b"CCO real_id ".to_vec();
+        bytes.extend_from_slice(&b"x".repeat(100));
+        bytes.extend_from_slice(b"\nCC small\n");
+        let (_d, p) = file("x.smi", &bytes);
+        let opts = ReaderOptions {
+            max_record_bytes: 50,
+            buffer_size: 64,
+            ..ReaderOptions::default()
+        };
+        let mut s =
+            RecordSource::open_stream(&p, InputFormat::Smiles { header: false }, opts).unwrap();
+        let r = s.next_record().unwrap().unwrap();
+        assert_eq!(r.id, "real_id");
+        assert!(r.problem.unwrap().contains("read from the record's start"));
+        let mut sdf = b"\xEF\xBB\xBFbig_title\n".to_vec();
+        sdf.extend_from_slice(&b"x\n".repeat(100));
+        sdf.extend_from_slice(b"M  END\n$$$$\nsmall\n\n\nM  END\n$$$$\n");
+        let (_d, p) = file("m.sdf", &sdf);
+        let opts = ReaderOptions {
+            max_record_bytes: 50,
+            ..ReaderOptions::for_kind(RecordKind::Sdf)
+        };
+        let len = sdf.len() as u64;
+        for mut s in [
+            RecordSource::open_stream(&p, InputFormat::Sdf, opts.clone()).unwrap(),
+            RecordSource::open_slab(&p, InputFormat::Sdf, 0..len, opts.clone()).unwrap(),
+        ] {
+            let r = s.next_record().unwrap().unwrap();
+            assert_eq!((r.id.as_str(), r.line), ("big_title", 1));
+            assert!(r.problem.is_some());
+            let r = s.next_record().unwrap().unwrap();
+            assert_eq!((r.id.as_str(), r.problem), ("small", None));
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use super::{Emit, Start};
 use crate::error::IoError;
-use crate::record::{is_line_ws, is_record_line};
+use crate::record::{is_line_ws, is_record_line, OVERSIZED_ID_MAX};
 use crate::window::{Source, Window};
 use memchr::memchr;
 
@@ -27,6 +27,8 @@ pub(crate) struct LineFramer {
     line: u64,
     /// Leading bytes of `data()` already known to hold no `\n`.
     scanned: usize,
+    /// The id of the last oversized line, when its buffered start held it.
+    oversized_id: Vec<u8>,
 }
 
 impl LineFramer {
@@ -43,7 +45,13 @@ impl LineFramer {
             max,
             line: 0,
             scanned: 0,
+            oversized_id: Vec::new(),
         }
+    }
+
+    /// The id of the oversized record last emitted (see [`Record::oversized_id`](crate::Record)).
+    pub(crate) fn oversized_id(&self) -> &[u8] {
+        &self.oversized_id
     }
 
     /// A slab's first record start is decided by the byte before the slab.
@@ -115,6 +123,21 @@ impl LineFramer {
         }
     }
 
+    /// Keeps the id of an oversized line from `start`, its text or the part of
+    /// it buffered. Only the first `max` bytes are looked at, so the id found
+    /// does not depend on the read buffer: the rest after the SMILES when the
+    /// line ends there, else the word after the SMILES if it ends there.
+    fn keep_id(&mut self, start: &[u8]) {
+        let id = match start.get(..self.max) {
+            Some(prefix) if prefix.len() < start.len() => word_after_smiles(prefix),
+            _ => crate::fields::split_smiles_line(start).1,
+        };
+        self.oversized_id.clear();
+        if id.len() <= OVERSIZED_ID_MAX {
+            self.oversized_id.extend_from_slice(id);
+        }
+    }
+
     /// Whether the line at `offset` is the header to skip.
     #[inline]
     fn is_header(&self, offset: u64) -> bool {
@@ -139,6 +162,9 @@ impl LineFramer {
             let at = w.data_index();
             let text_len = text.len();
             let oversized = taken > self.max;
+            if oversized {
+                self.keep_id(text);
+            }
             Some(Emit {
                 range: if oversized { at..at } else { at..at + text_len },
                 offset,
@@ -167,6 +193,7 @@ impl LineFramer {
         };
         let d = w.data();
         note(d);
+        self.keep_id(d);
         w.consume(d.len());
         while w.fill()? > 0 {
             let d = w.data();
@@ -193,6 +220,20 @@ impl LineFramer {
             }
         }))
     }
+}
+
+/// The word after the SMILES at the start of a line, when it ends (at a
+/// whitespace byte) within `start`, a line's first bytes; else empty.
+fn word_after_smiles(start: &[u8]) -> &[u8] {
+    let ws = |b: &u8| b.is_ascii_whitespace();
+    let word = |from: usize| -> Option<(usize, usize)> {
+        let begin = from + start[from..].iter().position(|b| !ws(b))?;
+        let len = start[begin..].iter().position(ws)?;
+        Some((begin, begin + len))
+    };
+    word(0)
+        .and_then(|(_, smiles_end)| word(smiles_end))
+        .map_or(&[], |(a, b)| &start[a..b])
 }
 
 #[cfg(test)]

@@ -81,6 +81,11 @@ impl<S: Source> Engine<S> {
             let c = &mut self.window.counters;
             c.records += 1;
             c.oversized += u64::from(e.oversized);
+            let oversized_id = match (&self.framer, e.oversized) {
+                (Framer::Line(f), true) => f.oversized_id(),
+                (Framer::Sdf(f), true) => f.oversized_id(),
+                (_, false) => &[],
+            };
             Record {
                 bytes: self.window.buf_slice(e.range),
                 offset: e.offset,
@@ -88,6 +93,7 @@ impl<S: Source> Engine<S> {
                 len: e.len,
                 oversized: e.oversized,
                 has_nul: e.has_nul,
+                oversized_id,
             }
         }))
     }

@@ -4,7 +4,8 @@
 
 use super::{Emit, Start};
 use crate::error::IoError;
-use crate::record::{is_sdf_terminator, is_sdf_ws, SDF_TERM_MAX};
+use crate::fields::sdf_title;
+use crate::record::{is_sdf_terminator, is_sdf_ws, OVERSIZED_ID_MAX, SDF_TERM_MAX};
 use crate::window::{Source, Window};
 use memchr::memchr;
 
@@ -35,6 +36,8 @@ pub(crate) struct SdfFramer {
     scanned: usize,
     /// Newlines in the current block before `cursor`.
     block_lines: u64,
+    /// The title of the last oversized block, when its buffered start held it.
+    oversized_id: Vec<u8>,
 }
 
 impl SdfFramer {
@@ -56,7 +59,13 @@ impl SdfFramer {
             cursor: 0,
             scanned: 0,
             block_lines: 0,
+            oversized_id: Vec::new(),
         }
+    }
+
+    /// The title of the oversized block last emitted (see [`Record::oversized_id`](crate::Record)).
+    pub(crate) fn oversized_id(&self) -> &[u8] {
+        &self.oversized_id
     }
 
     /// A block starting at `p >= slab_start` follows a terminator line that
@@ -175,6 +184,9 @@ impl SdfFramer {
         let at = w.data_index();
         let offset = w.pos();
         let oversized = len > self.max;
+        if oversized {
+            self.keep_title(&w.data()[..len]);
+        }
         let e = Emit {
             range: if oversized { at..at } else { at..at + len },
             offset,
@@ -186,6 +198,20 @@ impl SdfFramer {
         w.consume(len);
         self.end_block();
         e
+    }
+
+    /// Keeps the title of an oversized block from its buffered `start`, when
+    /// the title line ends within the first `max` bytes (so that the title
+    /// found does not depend on the read buffer) and is short enough.
+    fn keep_title(&mut self, start: &[u8]) {
+        self.oversized_id.clear();
+        let start = &start[..start.len().min(self.max)];
+        if memchr(b'\n', start).is_some() {
+            let title = sdf_title(start);
+            if title.len() <= OVERSIZED_ID_MAX {
+                self.oversized_id.extend_from_slice(title);
+            }
+        }
     }
 
     fn end_block(&mut self) {
@@ -200,6 +226,7 @@ impl SdfFramer {
     fn skip_oversized<S: Source>(&mut self, w: &mut Window<S>) -> Result<Option<Emit>, IoError> {
         let offset = w.pos();
         let d = w.data();
+        self.keep_title(d);
         let mut has_nul = memchr(0, d).is_some();
         let mut all_ws = d.iter().all(|&b| is_sdf_ws(b));
         // Complete lines are done with; keep the partial one if it is short.
