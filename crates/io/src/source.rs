@@ -611,40 +611,48 @@ mod tests {
         assert_eq!(r[0].problem.as_deref(), Some("empty record"));
     }
 
+    /// The first two records of `path` read with a `max`-byte record limit and
+    /// `buffer`-byte reads, by a stream reader and by a slab reader over the whole file.
+    fn first_two_limited(
+        path: &Path,
+        format: InputFormat,
+        max: usize,
+        buffer: usize,
+    ) -> Vec<SourceRecord> {
+        let opts = ReaderOptions {
+            max_record_bytes: max,
+            buffer_size: buffer,
+            ..ReaderOptions::for_kind(format.record_kind())
+        };
+        let len = std::fs::metadata(path).unwrap().len();
+        let mut out = Vec::new();
+        for mut s in [
+            RecordSource::open_stream(path, format.clone(), opts.clone()).unwrap(),
+            RecordSource::open_slab(path, format.clone(), 0..len, opts.clone()).unwrap(),
+        ] {
+            out.push(s.next_record().unwrap().unwrap());
+            out.push(s.next_record().unwrap().unwrap());
+        }
+        assert_eq!(out[..2], out[2..]);
+        out.truncate(2);
+        out
+    }
+
     #[test]
     fn oversized_record_says_its_id_is_unknown() {
         let mut bytes = b"C".repeat(100);
         bytes.extend_from_slice(b" big\nCC small\n");
         let (_d, p) = file("x.smi", &bytes);
-        let mut s = RecordSource::open_stream(
-            &p,
-            InputFormat::Smiles { header: false },
-            ReaderOptions {
-                max_record_bytes: 50,
-                buffer_size: 16,
-                ..ReaderOptions::default()
-            },
-        )
-        .unwrap();
-        let r = s.next_record().unwrap().unwrap();
-        let reason = r.problem.unwrap();
-        assert!(
-            reason.contains("id is unknown") && reason.contains("line number"),
-            "{reason}"
-        );
-        assert_eq!(r.id, "1");
-        // The same with the record wholly buffered: only its first 50 bytes count.
-        let mut s = RecordSource::open_slab(
-            &p,
-            InputFormat::Smiles { header: false },
-            0..bytes.len() as u64,
-            ReaderOptions {
-                max_record_bytes: 50,
-                ..ReaderOptions::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(s.next_record().unwrap().unwrap().id, "1");
+        // Small reads or the record wholly buffered: only its first 50 bytes count.
+        for buffer in [16, 1 << 20] {
+            let r = first_two_limited(&p, InputFormat::Smiles { header: false }, 50, buffer);
+            let reason = r[0].problem.as_deref().unwrap();
+            assert!(
+                reason.contains("id is unknown") && reason.contains("line number"),
+                "{reason}"
+            );
+            assert_eq!((r[0].id.as_str(), r[1].id.as_str()), ("1", "small"));
+        }
     }
 
     #[test]
@@ -653,34 +661,20 @@ mod tests {
         bytes.extend_from_slice(&b"x".repeat(100));
         bytes.extend_from_slice(b"\nCC small\n");
         let (_d, p) = file("x.smi", &bytes);
-        let opts = ReaderOptions {
-            max_record_bytes: 50,
-            buffer_size: 64,
-            ..ReaderOptions::default()
-        };
-        let mut s =
-            RecordSource::open_stream(&p, InputFormat::Smiles { header: false }, opts).unwrap();
-        let r = s.next_record().unwrap().unwrap();
-        assert_eq!(r.id, "real_id");
-        assert!(r.problem.unwrap().contains("read from the record's start"));
+        let r = first_two_limited(&p, InputFormat::Smiles { header: false }, 50, 64);
+        assert_eq!(r[0].id, "real_id");
+        assert!(r[0]
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("read from the record's start"));
         let mut sdf = b"\xEF\xBB\xBFbig_title\n".to_vec();
         sdf.extend_from_slice(&b"x\n".repeat(100));
         sdf.extend_from_slice(b"M  END\n$$$$\nsmall\n\n\nM  END\n$$$$\n");
         let (_d, p) = file("m.sdf", &sdf);
-        let opts = ReaderOptions {
-            max_record_bytes: 50,
-            ..ReaderOptions::for_kind(RecordKind::Sdf)
-        };
-        let len = sdf.len() as u64;
-        for mut s in [
-            RecordSource::open_stream(&p, InputFormat::Sdf, opts.clone()).unwrap(),
-            RecordSource::open_slab(&p, InputFormat::Sdf, 0..len, opts.clone()).unwrap(),
-        ] {
-            let r = s.next_record().unwrap().unwrap();
-            assert_eq!((r.id.as_str(), r.line), ("big_title", 1));
-            assert!(r.problem.is_some());
-            let r = s.next_record().unwrap().unwrap();
-            assert_eq!((r.id.as_str(), r.problem), ("small", None));
-        }
+        let r = first_two_limited(&p, InputFormat::Sdf, 50, 1 << 20);
+        assert_eq!((r[0].id.as_str(), r[0].line), ("big_title", 1));
+        assert!(r[0].problem.is_some());
+        assert_eq!((r[1].id.as_str(), r[1].problem.as_deref()), ("small", None));
     }
 }
