@@ -49,7 +49,8 @@ def _flip(rng, data, n):
 
 
 def _lines(data):
-    return data.splitlines(keepends=True)
+    """Lines ending in \n (a lone CR stays inside its line)."""
+    return re.findall(rb"[^\n]*\n|[^\n]+$", data)
 
 
 def _insert_line(rng, data, line):
@@ -65,6 +66,20 @@ def _drop_lines(rng, data, pattern, keep_last=False):
         return data
     drop = set(rng.sample(idx, max(1, len(idx) // 8)))
     return b"".join(ln for i, ln in enumerate(lines) if i not in drop)
+
+
+def _cr_in_ids(rng, data):
+    """A lone CR inside the ids of a few records: SMILES lines' last word, CSV rows' first field
+    (our CSV puts the id first), SDF title lines (issue 14 defect 6)."""
+    lines = _lines(data)
+    sdf = b"$$$$\n" in data
+    titles = [0] + [i + 1 for i, ln in enumerate(lines[:-1]) if ln.strip() == b"$$$$"] if sdf else \
+        list(range(1 if data.startswith(b"id,") else 0, len(lines)))
+    for i in rng.sample(titles, min(5, len(titles))):
+        ln = lines[i].rstrip(b"\r\n") or b"title"
+        at = 2 if not sdf and data.startswith(b"id,") else max(1, len(ln) - 1)
+        lines[i] = ln[:at] + b"\r" + ln[at:] + b"\n"
+    return b"".join(lines)
 
 
 def _gzip(data):
@@ -84,6 +99,7 @@ MUTATIONS: Dict[str, Callable] = {
     "lone_cr": lambda rng, d: b"".join(_insert_at(rng, d, b"\r", 3)),
     "long_line": lambda rng, d: _insert_line(rng, d, b"C" * rng.randrange(1 << 20, 5 << 20) + b" long\n"),
     "long_line_no_newline": lambda rng, d: d + b"c1ccccc1" * rng.randrange(1 << 17, 5 << 17),
+    "cr_in_id": lambda rng, d: _cr_in_ids(rng, d),
     "bom": lambda rng, d: b"\xef\xbb\xbf" + d,
     "utf16": lambda rng, d: d.decode("latin-1").encode("utf-16"),
     "latin1": lambda rng, d: b"".join(_insert_at(rng, d, "\u00e9\u00df".encode("latin-1"), 5)),
@@ -131,9 +147,15 @@ def all_specs(long: bool) -> List[Tuple[str, str, int]]:
 
 
 def short_specs():
-    """The short run: every mutation once, on one source in turn (SDF for the SDF-only ones)."""
+    """The short run: every mutation once, on one source in turn (SDF for the SDF-only ones),
+    plus a few pairs that once failed."""
     sources = ("smi", "sdf", "csv")
-    return [(("sdf" if m in SDF_ONLY else sources[i % 3]), m, 0) for i, m in enumerate(MUTATIONS)]
+    specs = [(("sdf" if m in SDF_ONLY else sources[i % 3]), m, 0) for i, m in enumerate(MUTATIONS)]
+    return specs + [s for s in EXTRA_SHORT if s not in specs]
+
+
+EXTRA_SHORT = [("csv", "binary", 0), ("smi", "cr_in_id", 0), ("sdf", "cr_in_id", 0),
+               ("smi", "empty", 0)]
 
 
 def case_name(source: str, mutation: str, seed: int) -> str:
@@ -269,7 +291,7 @@ def check_screen(path: Path, workdir: Path, compressed: bool) -> Case:
     return Case(KIND, name, OK)
 
 
-SCREENED = {"flip16", "nul", "lone_cr", "binary", "empty", "long_line", "gzip_truncated", "missing_dollars"}
+SCREENED = {"flip16", "nul", "lone_cr", "cr_in_id", "binary", "empty", "long_line", "gzip_truncated", "missing_dollars"}
 
 
 def run_spec(workdir: Path, source: str, mutation: str, seed: int, screen: bool = None) -> List[Case]:
