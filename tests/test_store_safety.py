@@ -227,18 +227,24 @@ def test_store_without_manifest_checksum_is_refused(indexed_store, tmp_path):
 
 RACE_SCRIPT = """
 import os, sys, molsift
-path, stop = sys.argv[1], sys.argv[2]
+path, stop, out = sys.argv[1], sys.argv[2], sys.argv[3]
 rounds = 0
-while rounds == 0 or not os.path.exists(stop):  # until the writer is done
-    rounds += 1
-    try:
-        s = molsift.open_store(path, verify=False)
-        hits = s.search_batch(sys.argv[3:], k=3)
-        print(repr([[(s.ids[i], round(score, 6), s.smiles[i]) for i, score in h] for h in hits]))
-    except molsift.StoreError as e:
-        print("ERROR", e)
-    sys.stdout.flush()
+with open(out, "w") as f:
+    while rounds == 0 or not os.path.exists(stop):  # until the writer is done
+        rounds += 1
+        try:
+            s = molsift.open_store(path, verify=False)
+            hits = s.search_batch(sys.argv[4:], k=3)
+            print(repr([[(s.ids[i], round(score, 6), s.smiles[i]) for i, score in h] for h in hits]),
+                  file=f)
+        except molsift.StoreError as e:
+            print("ERROR", e, file=f)
+        f.flush()
 """
+
+
+def race_answers(out: Path) -> list:
+    return out.read_text().splitlines() if out.exists() else []
 
 
 def test_search_during_overwrite_sees_one_store(tmp_path, bundled_smi):
@@ -248,23 +254,28 @@ def test_search_during_overwrite_sees_one_store(tmp_path, bundled_smi):
     b = small_library(tmp_path / "b.smi", bundled_smi, 300, 300)
     store = tmp_path / "s.store"
     answers = []
-    for lib in (a, b):
+    for i, lib in enumerate((a, b)):
         assert molsift_run("ingest", lib, "-o", store, "-q", "-j", "1", "--overwrite").returncode == 0
-        r = subprocess.run([sys.executable, "-c", RACE_SCRIPT, store, store, *QUERIES],
-                           capture_output=True, text=True, check=True)
-        answers.append(r.stdout.strip())
-    assert answers[0] != answers[1]
-    stop = tmp_path / "stop"
-    reader = subprocess.Popen([sys.executable, "-c", RACE_SCRIPT, store, stop, *QUERIES],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for i in range(6):
-        lib = (a, b)[i % 2]
+        subprocess.run([sys.executable, "-c", RACE_SCRIPT, store, store, tmp_path / f"ans{i}", *QUERIES],
+                       check=True)
+        answers += race_answers(tmp_path / f"ans{i}")
+    assert len(answers) == 2 and answers[0] != answers[1]
+    stop, out = tmp_path / "stop", tmp_path / "race.txt"
+    reader = subprocess.Popen([sys.executable, "-c", RACE_SCRIPT, store, stop, out, *QUERIES],
+                              stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not race_answers(out) and time.time() < deadline:  # the reader is searching
+        time.sleep(0.1)
+    overwrites = 0
+    while overwrites < 6 or (set(race_answers(out)) < set(answers) and overwrites < 30):
+        lib = (a, b)[overwrites % 2]
         r = molsift_run("ingest", lib, "-o", store, "-q", "-j", "1", "--overwrite")
         assert r.returncode == 0, r.stderr
+        overwrites += 1
     stop.write_text("")
-    out, err = reader.communicate(timeout=300)
+    _, err = reader.communicate(timeout=300)
     assert reader.returncode == 0 and "Traceback" not in err, err
-    lines = out.strip().splitlines()
+    lines = race_answers(out)
     errors = [ln for ln in lines if ln.startswith("ERROR")]
     assert not errors, errors[:3]
     assert set(lines) == set(answers), "every answer is one store's, and both were seen"
