@@ -180,16 +180,23 @@ def _leftovers(out: Path) -> List[str]:
 VERBS = {"ingest": Ingest, "index": Index, "screen": Screen}
 
 
-def kill_case(verb: Verb, seed: int) -> List[Case]:
-    """One kill -9 at a seeded moment, the next run, and the checks."""
+def kill_case(verb: Verb, seed: int, at_spawn: bool = False) -> List[Case]:
+    """One kill -9 at a seeded moment (or, `at_spawn`, 0.1 s after the run has started two child
+    processes: workers still starting up), the next run, and the checks."""
     rng = random.Random(f"{verb.name}:{seed}")
     delay = rng.uniform(0.05, 1.1 * verb.ref_seconds)
-    name = f"{verb.name} kill@{delay:.2f}s seed{seed}"
+    name = f"{verb.name} kill@spawn" if at_spawn else f"{verb.name} kill@{delay:.2f}s seed{seed}"
     out = verb.workdir / f"killed-{verb.name}{'' if verb.name != 'screen' else '.csv'}"
     verb.prepare(out)
-    m1, m2 = f"faultsk{os.getpid()}x{verb.name}{seed}a", f"faultsk{os.getpid()}x{verb.name}{seed}b"
+    tag = "s" if at_spawn else seed
+    m1, m2 = f"faultsk{os.getpid()}x{verb.name}{tag}a", f"faultsk{os.getpid()}x{verb.name}{tag}b"
     proc = start_cli(verb.first(out), cwd=verb.workdir, marker=m1)
-    time.sleep(delay)
+    if at_spawn:
+        # past reading their start-up data from the parent, not yet running tasks
+        wait_until(lambda: len(marked_pids(m1)) >= 3 or proc.poll() is not None, 30, 0.01)
+        time.sleep(0.1)
+    else:
+        time.sleep(delay)
     try:
         os.kill(proc.pid, signal.SIGKILL)
     except OSError:
@@ -215,8 +222,9 @@ def kill_case(verb: Verb, seed: int) -> List[Case]:
     if alive:
         pids = marked_pids(m1) + marked_pids(m2)
         cases.append(Case(KIND, f"{name} orphans", FAIL, ORPHANS,
-                          f"{len(pids)} process(es) alive {SETTLE_S:.0f} s after the next run: "
-                          f"{_cmdlines(pids)}"))
+                          f"{len(marked_pids(m1))} process(es) of the killed run and "
+                          f"{len(marked_pids(m2))} of the next alive {SETTLE_S:.0f} s after the "
+                          f"next run: {_cmdlines(pids)}"))
     else:
         cases.append(Case(KIND, f"{name} orphans", OK))
     left = []
@@ -248,8 +256,11 @@ def run(workdir: Path, long: bool, log=print, verbs=("ingest", "index", "screen"
     for name in verbs:
         verb = VERBS[name](workdir)
         verb.reference()
-        for seed in range(20 if long else 2):
-            for c in kill_case(verb, seed):
+        moments = [(seed, False) for seed in range(20 if long else 2)]
+        if name != "index":  # index has no child processes
+            moments += [(0, True)] * (3 if long else 1)
+        for seed, at_spawn in moments:
+            for c in kill_case(verb, seed, at_spawn):
                 log(c)
                 cases.append(c)
     return cases

@@ -1,6 +1,6 @@
 """The killer's short run under pytest (tests/faults/killer.py): two kill -9s per verb (ingest,
-index, screen) at seeded moments, then the next run; same result as an uninterrupted run, no
-orphan processes, no leftover work files."""
+index, screen) at seeded moments and one as soon as the workers start (ingest, screen), then the
+next run; same result as an uninterrupted run, no orphan processes, no leftover work files."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import pytest
 from . import killer
 from .common import FAIL
 
-KNOWN: dict = {}  # (verb, seed) -> reason, for cases failing today because of a defect
+# (verb, seed or "spawn") -> reason, for cases failing today because of a defect
+KNOWN = {
+    ("screen", "spawn"): "issue 14 defect 5: screen killed while its workers start up leaves them "
+    "and the resource tracker alive for good (3 of 3 tries; later kills are fine)",
+}
+MOMENTS = [(v, s) for v in killer.VERBS for s in (0, 1)] + [("ingest", "spawn"), ("screen", "spawn")]
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +32,16 @@ def _verb(name, workdir):
     return _VERBS[name]
 
 
+def _param(moment):
+    marks = [pytest.mark.xfail(strict=True, reason=KNOWN[moment])] if moment in KNOWN else []
+    return pytest.param(moment, id=f"{moment[0]}-{moment[1]}", marks=marks)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", [pytest.param((v, s), id=f"{v}-seed{s}", marks=[
-    pytest.mark.xfail(strict=True, reason=KNOWN[(v, s)])] if (v, s) in KNOWN else [])
-    for v in killer.VERBS for s in range(2)])
-def test_kill_then_next_run(spec, workdir):
-    verb, seed = spec
-    failed = [str(c) for c in killer.kill_case(_verb(verb, workdir), seed) if c.outcome == FAIL]
+@pytest.mark.parametrize("moment", [_param(m) for m in MOMENTS])
+def test_kill_then_next_run(moment, workdir):
+    verb, seed = moment
+    at_spawn = seed == "spawn"
+    cases = killer.kill_case(_verb(verb, workdir), 0 if at_spawn else seed, at_spawn)
+    failed = [str(c) for c in cases if c.outcome == FAIL]
     assert not failed, "\n".join(failed)
