@@ -175,6 +175,31 @@ def wait_for_takeover(out: Path, gen: int, proc: subprocess.Popen) -> int:
     return state_gen(out)
 
 
+def test_truncated_gzip_is_one_clear_error_not_a_traceback_or_a_hang(tmp_path):
+    """Found by tests/faults: the reader's traceback was printed, and with 5,000 records the run
+    then hung for good at exit (the task queue's feeder flushing to killed workers)."""
+    whole = gzip.compress(BUNDLED_SMI.read_bytes())
+    lib = tmp_path / "lib.smi.gz"
+    lib.write_bytes(whole[: len(whole) // 2])
+    r = subprocess.run(molsift_cmd() + ["screen", str(lib), "--scorer", "filter", "-o",
+                                        str(tmp_path / "o.csv"), "-j", "2", "-q"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("molsift: error: reading the input failed: ") and str(lib) in r.stderr
+    assert "incomplete" in r.stderr or "corrupt" in r.stderr, r.stderr
+
+
+def test_csv_without_smiles_column_is_one_clear_error(tmp_path):
+    lib = tmp_path / "lib.csv"
+    lib.write_text("name,value\nabc,1\n")
+    r = subprocess.run(molsift_cmd() + ["screen", str(lib), "--scorer", "filter", "-o",
+                                        str(tmp_path / "o.csv"), "-j", "2", "-q"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert 'column "smiles" not found' in r.stderr and str(lib) in r.stderr, r.stderr
+    assert "run again with --resume" not in r.stderr  # resuming cannot get past it
+
+
 def test_kill9_at_random_moments_then_resume(tmp_path):
     """Ten kill -9 at random moments (the whole run: its workers die with it), each followed by
     --resume, then a last --resume to the end: every record exactly once. The library is the

@@ -404,10 +404,11 @@ class VinaScorer(Scorer):
         `timeout` seconds. The child reports each stage it enters, so a timeout names the stage."""
         self._reap_finished(block=False)
         read_fd, write_fd = os.pipe()
+        worker = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read_fd)
-            _child(lambda progress: self.dock(mol, progress), write_fd)
+            _child(lambda progress: self.dock(mol, progress), write_fd, worker)
         os.close(write_fd)
         try:
             messages, timed_out = _read_messages(read_fd, time.monotonic() + self.timeout)
@@ -436,12 +437,12 @@ class VinaScorer(Scorer):
 # Child process plumbing: length-prefixed pickles over a pipe
 
 
-def _child(work: Callable[[Callable[[str], None]], Docked], fd: int) -> None:
-    """Body of the forked child: do the work, send stage markers and the outcome, exit without
-    running the parent's cleanup (atexit handlers, buffered files)."""
+def _child(work: Callable[[Callable[[str], None]], Docked], fd: int, worker: int) -> None:
+    """Body of the forked child of `worker`: do the work, send stage markers and the outcome,
+    exit without running the parent's cleanup (atexit handlers, buffered files)."""
     code = 0
     try:
-        die_with_parent()
+        die_with_parent(worker)
         faulthandler.disable()  # a crash here becomes a reject; no traceback dump on stderr
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

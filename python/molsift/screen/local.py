@@ -13,8 +13,9 @@ import signal
 import threading
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
+from .._core import MolsiftError
 from ..allocator import spawn_context
 from ..iostats import process_record
 from ..parallel.lifetime import die_with_parent
@@ -23,10 +24,12 @@ from .worker import Screener, Timeline
 from .writer import GroupWriter, LocalOffsets
 
 def _worker_main(wid: int, plan: dict, scorer, tasks, out, status, files: RunFiles, gen: int,
-                 rank: Optional[int] = None) -> None:
+                 rank: Optional[int] = None, parent: Optional[int] = None) -> None:
     """One worker process: takes tasks until `None`, puts its buffers on `out`. `rank`: the MPI
-    rank this worker belongs to (`molsift screen -j N` under mpirun), None on one machine."""
-    die_with_parent()
+    rank this worker belongs to (`molsift screen -j N` under mpirun), None on one machine;
+    `parent`: the PID of the process that started it (it dies with it, even if that process was
+    killed while this one was still starting)."""
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     name = f"g{gen}-worker{wid}.jsonl" if rank is None else f"g{gen}-rank{rank}-worker{wid}.jsonl"
     timeline = Timeline(os.path.join(files.timeline_dir, name), {"worker": wid, "rank": rank or 0})
@@ -56,8 +59,8 @@ def _worker_main(wid: int, plan: dict, scorer, tasks, out, status, files: RunFil
         timeline.close()
         stats["iostats"] = process_record()  # this worker's own I/O, for RUN_DIR/io.json
         out.put(("done", wid, stats))
-    except BaseException:
-        out.put(("error", wid, traceback.format_exc()))
+    except BaseException as exc:
+        out.put(("error", wid, *describe_failure(exc)))
         raise SystemExit(1)
     finally:
         timeline.close()
@@ -65,6 +68,21 @@ def _worker_main(wid: int, plan: dict, scorer, tasks, out, status, files: RunFil
 
 class WorkerFailed(ValueError):
     """A worker or writer failed; what was committed stays, and --resume finishes the run."""
+
+    @classmethod
+    def of(cls, text: str, resumable: bool) -> "WorkerFailed":
+        hint = ("run again with --resume to finish" if resumable else
+                "--resume finishes the run once the input can be read")
+        return cls(f"{text.rstrip()}\nwhat was committed is kept: {hint}")
+
+
+def describe_failure(exc: BaseException) -> Tuple[str, bool]:
+    """(text, resumable) of an exception in a worker or the reader: molsift's own errors (a
+    damaged input, a missing column) are their one-line message, and running again will not
+    get past them; anything else is unexpected, shown with its traceback."""
+    if isinstance(exc, MolsiftError):
+        return str(exc), False
+    return traceback.format_exc(), True
 
 
 def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, workers: int,
@@ -83,12 +101,13 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
     for g, members in enumerate(groups):
         for w in members:
             procs.append(ctx.Process(target=_worker_main, name=f"molsift-screen-{w}",
-                                     args=(w, plan, scorer, tasks, group_q[g], status, files, gen)))
+                                     args=(w, plan, scorer, tasks, group_q[g], status, files, gen),
+                                     kwargs={"parent": os.getpid()}))
     for p in procs:
         p.start()
 
     abort = threading.Event()
-    errors: List[str] = []
+    errors: List[Tuple[str, bool]] = []
     worker_stats: Dict[int, dict] = {}
     writer_stats: Dict[int, dict] = {}
 
@@ -103,8 +122,9 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
                         continue
             for _ in range(workers):
                 tasks.put(None)
-        except BaseException:
-            errors.append(f"reading the input failed:\n{traceback.format_exc()}")
+        except BaseException as exc:
+            text, resumable = describe_failure(exc)
+            errors.append((f"reading the input failed: {text}", resumable))
             abort.set()
 
     def write(g: int) -> None:
@@ -123,10 +143,11 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
                     worker_stats[msg[1]] = msg[2]
                     done += 1
                 else:
-                    errors.append(f"worker {msg[1]} failed:\n{msg[2]}")
+                    errors.append((f"worker {msg[1]} failed: {msg[2]}", msg[3]))
                     abort.set()
-        except BaseException:
-            errors.append(f"writer {g} failed:\n{traceback.format_exc()}")
+        except BaseException as exc:
+            text, resumable = describe_failure(exc)
+            errors.append((f"writer {g} failed: {text}", resumable))
             abort.set()
         finally:
             writer_stats[g] = {"writes": writer.writes, "bytes": writer.bytes, "seconds": writer.seconds,
@@ -149,13 +170,14 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
                 if p.exitcode not in (None, 0) and not abort.is_set():
                     time.sleep(0.5)  # let its error message reach the writer
                     if not errors:
-                        errors.append(f"worker process {p.name} died (exit code {p.exitcode})")
+                        errors.append((f"worker process {p.name} died (exit code {p.exitcode})", True))
                     abort.set()
         done = int(sum(status[3 * w] for w in range(workers)))
         bar.update(done - shown)
     finally:
         if abort.is_set() or any(t.is_alive() for t in threads[1:]):
             abort.set()
+            tasks.cancel_join_thread()  # no worker reads it any more: exit without flushing it
             for p in procs:
                 if p.is_alive():
                     p.kill()
@@ -164,7 +186,7 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
         for t in threads[1:]:
             t.join()
     if errors:
-        raise WorkerFailed(errors[0].rstrip() + "\nwhat was committed is kept: run again with --resume to finish")
+        raise WorkerFailed.of(*errors[0])
     workers_out = [worker_stats[w] for w in sorted(worker_stats)]
     return {"workers": workers_out, "writers": [writer_stats[g] for g in sorted(writer_stats)],
             "groups": [len(m) for m in groups],

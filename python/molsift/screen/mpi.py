@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from ..iostats import process_record
 from .layout import RunFiles
@@ -47,23 +47,25 @@ def _run_local_workers(rank: int, n: int, plan: dict, files: RunFiles, gen: int,
     """Runs this rank's tasks on `n` worker processes; their buffers go to `flush` (in this
     thread), `poll` runs while waiting. Returns the workers' stats and their I/O records."""
     from ..allocator import spawn_context
-    from .local import WorkerFailed, _worker_main
+    from .local import WorkerFailed, _worker_main, describe_failure
 
     ctx = spawn_context()  # workers run on tcmalloc when it is installed
     tasks, out = ctx.Queue(maxsize=2 * n), ctx.Queue(maxsize=4 * n)
     status = ctx.Array("d", 3 * n, lock=False)
     procs = [ctx.Process(target=_worker_main, name=f"molsift-screen-r{rank}w{w}",
-                         args=(w, plan, scorer, tasks, out, status, files, gen, rank)) for w in range(n)]
+                         args=(w, plan, scorer, tasks, out, status, files, gen, rank),
+                         kwargs={"parent": os.getpid()}) for w in range(n)]
     for p in procs:
         p.start()
-    failed: List[str] = []
+    failed: List[Tuple[str, bool]] = []
 
     def feed() -> None:
         try:
             for item in my_tasks:
                 tasks.put(item)
         except BaseException as exc:  # reading a stream failed
-            failed.append(f"rank {rank}: reading the input failed: {exc!r}")
+            text, resumable = describe_failure(exc)
+            failed.append((f"rank {rank}: reading the input failed: {text}", resumable))
         for _ in range(n):
             tasks.put(None)
 
@@ -79,17 +81,19 @@ def _run_local_workers(rank: int, n: int, plan: dict, files: RunFiles, gen: int,
                     poll()
                 dead = [p for p in procs if p.exitcode not in (None, 0)]
                 if dead and out.empty():
-                    failed.append(f"rank {rank}: worker process {dead[0].name} died (exit code {dead[0].exitcode})")
+                    failed.append((f"rank {rank}: worker process {dead[0].name} died (exit code {dead[0].exitcode})", True))
                 continue
             if msg[0] == "data":
                 flush(msg[1])
             elif msg[0] == "done":
                 stats.append(msg[2])
             else:
-                failed.append(f"rank {rank}, worker {msg[1]} failed:\n{msg[2]}")
+                failed.append((f"rank {rank}, worker {msg[1]} failed: {msg[2]}", msg[3]))
         if failed:
-            raise WorkerFailed(failed[0].rstrip() + "\nwhat was committed is kept: run again with --resume to finish")
+            raise WorkerFailed.of(*failed[0])
     finally:
+        if failed:
+            tasks.cancel_join_thread()  # no worker reads it any more: exit without flushing it
         for p in procs:
             if failed and p.is_alive():
                 p.kill()
