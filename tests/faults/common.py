@@ -3,6 +3,7 @@ marker so its processes can be found later), and the checks of a command's stder
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -69,14 +70,19 @@ def cli_env(marker: str = "") -> dict:
     return env
 
 
+_RUNS = itertools.count()
+
+
 def run_cli(args: List[str], cwd=None, timeout: float = 120, marker: str = "",
             stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
-    """`molsift ARGS` to completion; a timeout comes back as returncode None."""
+    """`molsift ARGS` to completion; a timeout comes back as returncode None, after every
+    process of the run (found by its marker, a fresh one when none is given) is killed."""
+    marker = marker or f"faultsrun{os.getpid()}n{next(_RUNS)}"
     try:
         return subprocess.run(molsift_cmd() + [str(a) for a in args], cwd=cwd, env=cli_env(marker),
                               capture_output=True, stdin=stdin, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
-        kill_marked(marker) if marker else None
+        kill_marked(marker)
         return subprocess.CompletedProcess(exc.cmd, None, exc.stdout or b"", exc.stderr or b"")
 
 
