@@ -401,7 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "unless --slabs is given or under MPI)")
     p.add_argument("--read-buffer", type=parse_size, help=_read_buffer_help())
     p.add_argument("--max-record-bytes", type=parse_size, help=_reader_defaults())
-    p.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing store (only a molsift store: anything else at the "
+                   "output is refused, never deleted)")
     p.add_argument("--no-index", action="store_true",
                    help="do not build the column index for similarity search (search then "
                    "builds it in memory at each start)")
