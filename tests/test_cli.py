@@ -136,3 +136,14 @@ def test_parquet_output_round_trips(tmp_path, bundled_smi):
     assert len(table) == len(rows) == 5
     assert [(r["query_id"], r["target_id"], f"{r['score']:.6f}", r["target_smiles"]) for r in table] == \
         [tuple(r) for r in rows]
+
+
+def test_output_piped_into_head_is_not_a_traceback(tmp_path, bundled_smi):
+    """`molsift info STORE | head -3` printed a BrokenPipeError traceback."""
+    store = tmp_path / "s.store"
+    molsift("ingest", bundled_smi, "-o", store, "-q")
+    # about 400 KB of output, far more than a pipe holds: the writes after head exits fail
+    r = subprocess.run(f"{sys.executable} -m molsift info {store} -n 5000 | head -1; exit ${{PIPESTATUS[0]}}",
+                       shell=True, executable="/bin/bash", capture_output=True, text=True)
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
+    assert r.returncode == 141, r.returncode

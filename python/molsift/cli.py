@@ -11,6 +11,7 @@ from typing import List, Optional
 
 EXIT_ERROR = 2  # bad arguments or input, a damaged store, a failed run: one line on stderr says why
 EXIT_NOTHING_USABLE = 3  # ingest/screen ran, but no record was stored or scored
+EXIT_PIPE_CLOSED = 141  # as a shell reports a process killed by SIGPIPE
 EXIT_CODES = f"""exit status:
   0    success
   1    an unexpected error (a bug: the traceback is printed)
@@ -19,6 +20,7 @@ EXIT_CODES = f"""exit status:
        input, or every record rejected); the store or results are still written, with the
        rejects in rejects.tsv
   130  interrupted (Ctrl-C)
+  {EXIT_PIPE_CLOSED}  the output pipe was closed early (e.g. `molsift info STORE | head -3`)
   profile exits with the status of the program it ran"""
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20,
@@ -550,6 +552,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         print("molsift: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output went away (`| head`): stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
     except Exception:
         _abort_other_ranks()
         raise
