@@ -1,7 +1,7 @@
 //! [`Store`]: opens a store read-only, checks it, and maps its files into memory.
 //!
 //! A store is opened once: one handle on its directory, and every file (manifest, data files,
-//! the column index of `crates/search` through [`Store::open_file`]) opened relative to that
+//! the column index of `crates/search` through [`Store::file`]) opened relative to that
 //! handle, so a reader sees one generation of the store even while `ingest --overwrite`
 //! swaps a new one into place (an open that races with the swap starts again on the new one).
 //!
@@ -136,7 +136,7 @@ impl Store {
 
     /// Opens `name` inside the store's directory (the one generation opened), checking its
     /// size against the manifest when the manifest lists it.
-    pub fn open_file(&self, name: &str) -> Result<CountedFile, StoreError> {
+    fn open_file(&self, name: &str) -> Result<CountedFile, StoreError> {
         let file_path = self.path.join(name);
         let file = CountedFile::open_at(&self.dir, name, libc::O_RDONLY, 0)
             .map_err(|e| replaced_or(&self.path, &self.dir, StoreError::io(&file_path, e)))?;
@@ -190,8 +190,8 @@ impl Store {
     /// opened). Hold [`Store::lock`] while writing such files. Refused if the store's path no
     /// longer names the directory this `Store` opened (it was replaced meanwhile).
     pub fn register_files(&self, entries: Vec<(String, FileEntry)>) -> Result<Manifest, StoreError> {
-        if let StoreError::Replaced(p) = replaced_or(&self.path, &self.dir, StoreError::Invalid(String::new())) {
-            return Err(StoreError::Replaced(p));
+        if was_replaced(&self.path, &self.dir) {
+            return Err(StoreError::Replaced(self.path.clone()));
         }
         let mut manifest = self.manifest.clone();
         for (name, entry) in entries {
@@ -302,11 +302,6 @@ impl Store {
         self.u64_at(layout::ID_OFFSETS, i)
     }
 
-    /// The bytes of a data file (a view of its map).
-    pub fn file_bytes(&self, name: &str) -> &[u8] {
-        self.bytes(name)
-    }
-
     /// The open data file `name` (one of `layout::DATA_FILES`), e.g. to map it again from
     /// another language: the same generation as everything else this `Store` reads.
     pub fn data_file(&self, name: &str) -> Option<&CountedFile> {
@@ -395,11 +390,19 @@ fn map(file: &CountedFile, len: u64) -> Result<Option<Mmap>, StoreError> {
 /// `error`, or [`StoreError::Replaced`] when `path` no longer names the directory open as
 /// `dir` (a swap happened while opening: the caller opens again).
 fn replaced_or(path: &Path, dir: &CountedFile, error: StoreError) -> StoreError {
-    let now = std::fs::metadata(path);
-    match (dir.metadata(), now) {
-        (Ok(a), Ok(b)) if a.dev() == b.dev() && a.ino() == b.ino() => error,
-        (Ok(_), _) => StoreError::Replaced(path.to_path_buf()),
-        _ => error,
+    if was_replaced(path, dir) {
+        StoreError::Replaced(path.to_path_buf())
+    } else {
+        error
+    }
+}
+
+/// Whether `path` no longer names the directory open as `dir` (gone, or another one there).
+fn was_replaced(path: &Path, dir: &CountedFile) -> bool {
+    match (dir.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() != b.dev() || a.ino() != b.ino(),
+        (Ok(_), Err(_)) => true,
+        _ => false,
     }
 }
 
