@@ -34,8 +34,10 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 EXTRA=""
 [ "${MOLSIFT_WITH_MPI:-0}" = 1 ] && EXTRA="mpi4py>=3.1"
-.venv/bin/python -m pip install -q "maturin>=1.5,<2" "numpy>=1.22" "rdkit>=2023.9" "tqdm>=4" "matplotlib>=3.5" \
+.venv/bin/python -m pip install -q "maturin>=1.5,<2" "numpy>=1.22" "rdkit==2026.9.1" "tqdm>=4" "matplotlib>=3.5" \
   "vina==1.2.7" "meeko==0.8.0" "scipy>=1.10" "gemmi==0.7.5" "pytest>=7" "hypothesis>=6" $EXTRA
+# rdkit is pinned: tests/data/golden_stores.json holds the exact stores (canonical SMILES) of this
+# version (tests/golden.py re-records them).
 # Build the Rust extension in release mode and install molsift into the venv (editable).
 VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release -q
 # Parquet output of `molsift search -o hits.parquet`.
