@@ -43,12 +43,16 @@ def timed(cmd) -> tuple:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--data", default=str(ROOT.parent / "shared/data/moses_train.csv.gz"))
     ap.add_argument("--file", default="/tmp/molsift-bench/moses_repeated.smi")
     ap.add_argument("--gib", type=float, default=4.0)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=None, help="molsift threads (default: all cores)")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="molsift threads (default: all cores)"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the big file")
     args = ap.parse_args()
 
@@ -76,15 +80,21 @@ def main() -> int:
         print(f"MISMATCH: {sorted(counts)}", file=sys.stderr)
         return 1
     gbs = lambda ts: size / statistics.median(ts) / 1e9  # noqa: E731
-    print(f"file: {path} ({size / 1e9:.2f} GB, {counts.pop()[1]:,} records, page cache warm), "
-          f"{os.cpu_count()} cores, median of {args.repeats}")
+    print(
+        f"file: {path} ({size / 1e9:.2f} GB, {counts.pop()[1]:,} records, page cache warm), "
+        f"{os.cpu_count()} cores, median of {args.repeats}"
+    )
     print("| tool | median s | GB/s | vs wc -l |")
     print("|---|---|---|---|")
     print(f"| wc -l | {statistics.median(wc):.3f} | {gbs(wc):.2f} | 1.00x |")
-    print(f"| molsift count (whole process) | {statistics.median(ms):.3f} | {gbs(ms):.2f} | "
-          f"{statistics.median(wc) / statistics.median(ms):.2f}x |")
-    print(f"| molsift count (counting only) | {statistics.median(ms_inner):.3f} | {gbs(ms_inner):.2f} | "
-          f"{statistics.median(wc) / statistics.median(ms_inner):.2f}x |")
+    print(
+        f"| molsift count (whole process) | {statistics.median(ms):.3f} | {gbs(ms):.2f} | "
+        f"{statistics.median(wc) / statistics.median(ms):.2f}x |"
+    )
+    print(
+        f"| molsift count (counting only) | {statistics.median(ms_inner):.3f} | {gbs(ms_inner):.2f} | "
+        f"{statistics.median(wc) / statistics.median(ms_inner):.2f}x |"
+    )
     print(f"read amplification {amp:.4f}x")
     if not args.keep:
         path.unlink()

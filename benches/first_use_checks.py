@@ -36,10 +36,16 @@ def main() -> None:
     from molsift.chem import to_mol
     from molsift.search import fingerprinter_for
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("store")
-    ap.add_argument("--queries", type=Path, default=SHARED,
-                    help="SMILES or CSV (first column) file; its last -n lines are the queries")
+    ap.add_argument(
+        "--queries",
+        type=Path,
+        default=SHARED,
+        help="SMILES or CSV (first column) file; its last -n lines are the queries",
+    )
     ap.add_argument("-n", type=int, default=100, help="queries (default 100)")
     args = ap.parse_args()
     queries = queries_from(args.queries, args.n)
@@ -82,8 +88,10 @@ def main() -> None:
     print(f"| pass 1, all queries (each plane checked at its first read) | {ms(sum(first))} |")
     print(f"| pass 2, the same queries (nothing left to check) | {ms(sum(second))} |")
     print(f"| pass 1 - pass 2: the plane and order checks | {ms(sum(first) - sum(second))} |")
-    print(f"| median query, pass 1 / pass 2 | {ms(statistics.median(first))} / "
-          f"{ms(statistics.median(second))} |")
+    print(
+        f"| median query, pass 1 / pass 2 | {ms(statistics.median(first))} / "
+        f"{ms(statistics.median(second))} |"
+    )
     print(f"| first id + SMILES read (checks ids, SMILES and their offsets) | {ms(text_first)} |")
     print(f"| next id + SMILES read | {ms(text_second)} |")
     print(f"| every file's checksum (`molsift info`) | {ms(full)} |")

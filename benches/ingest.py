@@ -65,14 +65,16 @@ def rdkit_loop_processes(smiles, procs: int, preload=None) -> float:
     cores (with `preload` in LD_PRELOAD, when given)."""
     from peers import timed_in_processes
 
-    return timed_in_processes(_rdkit_loop_count, [smiles[i::procs] for i in range(procs)], preload)[0]
+    return timed_in_processes(_rdkit_loop_count, [smiles[i::procs] for i in range(procs)], preload)[
+        0
+    ]
 
 
 def pack(fps, chunk: int = 100_000) -> np.ndarray:
     """RDKit bit vectors -> (n, 32) little-endian u64 words, bit i in word i//64 at bit i%64."""
     words = np.zeros((len(fps), 32), dtype="<u8")
     for start in range(0, len(fps), chunk):
-        part = fps[start:start + chunk]
+        part = fps[start : start + chunk]
         dense = np.zeros((len(part), 2048), dtype=np.uint8)
         rows, bits = [], []
         for i, fp in enumerate(part):
@@ -80,26 +82,43 @@ def pack(fps, chunk: int = 100_000) -> np.ndarray:
             rows.extend([i] * len(on))
             bits.extend(on)
         dense[np.asarray(rows, dtype=np.int64), np.asarray(bits, dtype=np.int64)] = 1
-        words[start:start + len(part)] = np.packbits(dense, axis=1, bitorder="little").view("<u8")
+        words[start : start + len(part)] = np.packbits(dense, axis=1, bitorder="little").view("<u8")
     return words
 
 
 def run_molsift(data: Path, out: Path, workers: int) -> tuple:
-    cmd = [sys.executable, "-m", "molsift", "ingest", str(data), "-o", str(out),
-           "-j", str(workers), "--json", "-q", "--overwrite"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "molsift",
+        "ingest",
+        str(data),
+        "-o",
+        str(out),
+        "-j",
+        str(workers),
+        "--json",
+        "-q",
+        "--overwrite",
+    ]
     start = time.perf_counter()
     proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return time.perf_counter() - start, json.loads(proc.stdout)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--data", default=str(ROOT.parent / "shared/data/moses_train.csv.gz"))
     ap.add_argument("--limit", type=int, help="use only the first N molecules")
     ap.add_argument("--workers", default="1,2", help="molsift worker counts to run")
     ap.add_argument("--workdir", default=None)
-    ap.add_argument("--no-allocator-peers", action="store_true",
-                    help="skip the loop runs with tcmalloc preloaded")
+    ap.add_argument(
+        "--no-allocator-peers",
+        action="store_true",
+        help="skip the loop runs with tcmalloc preloaded",
+    )
     args = ap.parse_args()
 
     import molsift
@@ -114,8 +133,11 @@ def main() -> int:
         with gzip.open(data, "wt", compresslevel=1) as f:
             f.write("SMILES\n" + "\n".join(lines) + "\n")
     n = len(lines)
-    print(f"{n:,} molecules from {args.data}{' (first %d)' % n if args.limit else ''}; "
-          f"{os.cpu_count()} cores", flush=True)
+    print(
+        f"{n:,} molecules from {args.data}{' (first %d)' % n if args.limit else ''}; "
+        f"{os.cpu_count()} cores",
+        flush=True,
+    )
 
     peer_s, canon, fps = rdkit_loop(lines)
     peer_rate = n / peer_s
@@ -131,8 +153,11 @@ def main() -> int:
     if lib:
         for w in sorted({1, *parallel_peer}):
             alloc_peer[w] = rdkit_loop_processes(lines, w, preload=lib)
-            print(f"RDKit loop in {w} process(es), {os.path.basename(lib)} preloaded: "
-                  f"{alloc_peer[w]:.1f} s", flush=True)
+            print(
+                f"RDKit loop in {w} process(es), {os.path.basename(lib)} preloaded: "
+                f"{alloc_peer[w]:.1f} s",
+                flush=True,
+            )
     expected = pack([f for f in fps if f is not None])
     expected_smiles = [c for c in canon if c is not None]
     del fps
@@ -147,9 +172,19 @@ def main() -> int:
         same_fp = bool(np.array_equal(store.fingerprints, expected))
         same_smiles = list(store.smiles) == expected_smiles
         rate = report["molecules"] / wall
-        rows.append((w, wall, rate, rate / w / peer_rate, same_fp, same_smiles,
-                     report["store_bytes"] / report["molecules"], report["rejected"],
-                     report.get("allocator", "system")))
+        rows.append(
+            (
+                w,
+                wall,
+                rate,
+                rate / w / peer_rate,
+                same_fp,
+                same_smiles,
+                report["store_bytes"] / report["molecules"],
+                report["rejected"],
+                report.get("allocator", "system"),
+            )
+        )
         print(f"molsift -j {w}: {wall:.1f} s", flush=True)
         shutil.rmtree(out)
 
@@ -159,20 +194,30 @@ def main() -> int:
     def vs_tc(rate, w):
         return f"{rate / w / tc_rate:.2f}" if tc_rate else "-"
 
-    print("| run | wall s | molecules/s | per core vs RDKit loop | per core vs RDKit loop on tcmalloc "
-          "| fingerprints equal | SMILES equal | store bytes/molecule | rejected |")
+    print(
+        "| run | wall s | molecules/s | per core vs RDKit loop | per core vs RDKit loop on tcmalloc "
+        "| fingerprints equal | SMILES equal | store bytes/molecule | rejected |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
-    print(f"| RDKit loop, 1 process, input in memory | {peer_s:.1f} | {peer_rate:,.0f} | 1.00 | "
-          f"{vs_tc(peer_rate, 1)} | - | - | - | {sum(c is None for c in canon)} |")
+    print(
+        f"| RDKit loop, 1 process, input in memory | {peer_s:.1f} | {peer_rate:,.0f} | 1.00 | "
+        f"{vs_tc(peer_rate, 1)} | - | - | - | {sum(c is None for c in canon)} |"
+    )
     for w, sec in parallel_peer.items():
-        print(f"| RDKit loop, {w} processes (the machine's own scaling) | {sec:.1f} | {n / sec:,.0f} | "
-              f"{n / sec / w / peer_rate:.2f} | {vs_tc(n / sec, w)} | - | - | - | - |")
+        print(
+            f"| RDKit loop, {w} processes (the machine's own scaling) | {sec:.1f} | {n / sec:,.0f} | "
+            f"{n / sec / w / peer_rate:.2f} | {vs_tc(n / sec, w)} | - | - | - | - |"
+        )
     for w, sec in alloc_peer.items():
-        print(f"| RDKit loop, {w} process(es), tcmalloc preloaded | {sec:.1f} | {n / sec:,.0f} | "
-              f"{n / sec / w / peer_rate:.2f} | {vs_tc(n / sec, w)} | - | - | - | - |")
+        print(
+            f"| RDKit loop, {w} process(es), tcmalloc preloaded | {sec:.1f} | {n / sec:,.0f} | "
+            f"{n / sec / w / peer_rate:.2f} | {vs_tc(n / sec, w)} | - | - | - | - |"
+        )
     for w, wall, rate, per_core, same_fp, same_smiles, bpm, rej, alloc in rows:
-        print(f"| molsift ingest -j {w} (reads the .gz, writes the store; allocator {alloc}) | {wall:.1f} "
-              f"| {rate:,.0f} | {per_core:.2f} | {vs_tc(rate, w)} | {same_fp} | {same_smiles} | {bpm:.1f} | {rej} |")
+        print(
+            f"| molsift ingest -j {w} (reads the .gz, writes the store; allocator {alloc}) | {wall:.1f} "
+            f"| {rate:,.0f} | {per_core:.2f} | {vs_tc(rate, w)} | {same_fp} | {same_smiles} | {bpm:.1f} | {rej} |"
+        )
     ok = all(r[4] and r[5] for r in rows)
     if not ok:
         print("MISMATCH between molsift and RDKit", file=sys.stderr)

@@ -58,7 +58,7 @@ def alternate(cmd, repeats: int, inner=None) -> dict:
     """Medians of `repeats` on/off pairs: wall, CPU, and `inner(stdout)` seconds when given."""
     got = {(k, on): [] for k in ("wall", "cpu", "inner") for on in (True, False)}
     for i in range(repeats):
-        for on in ((True, False) if i % 2 == 0 else (False, True)):
+        for on in (True, False) if i % 2 == 0 else (False, True):
             wall, cpu, out = run(cmd, on)
             got["wall", on].append(wall)
             got["cpu", on].append(cpu)
@@ -73,7 +73,9 @@ def row(name: str, requests: str, m: dict, key: str) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--work", default="/tmp/molsift-bench")
     ap.add_argument("--gib", type=float, default=2.0)
     ap.add_argument("--repeats", type=int, default=5)
@@ -83,8 +85,22 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "molsift-io", "--example", "slab_read",
-                    "--example", "request_cost"], cwd=ROOT, check=True)
+    subprocess.run(
+        [
+            "cargo",
+            "build",
+            "--release",
+            "-q",
+            "-p",
+            "molsift-io",
+            "--example",
+            "slab_read",
+            "--example",
+            "request_cost",
+        ],
+        cwd=ROOT,
+        check=True,
+    )
     examples = ROOT / "target" / "release" / "examples"
     lines = []
 
@@ -94,9 +110,11 @@ def main() -> int:
     count = [*MOLSIFT, "count", str(big), "--json", "--no-header"]
     m = alternate(count, args.repeats, inner=lambda out: json.loads(out)["seconds"])
     size = f"{big.stat().st_size / 1e9:.2f} GB"
-    lines += [row(f"(a) molsift count {size}, whole process (wall)", "1 open, 1 stat, 1 mmap", m, "wall"),
-              row(f"(a) molsift count {size}, counting only (wall)", "same", m, "inner"),
-              row(f"(a) molsift count {size} (CPU)", "same", m, "cpu")]
+    lines += [
+        row(f"(a) molsift count {size}, whole process (wall)", "1 open, 1 stat, 1 mmap", m, "wall"),
+        row(f"(a) molsift count {size}, counting only (wall)", "same", m, "inner"),
+        row(f"(a) molsift count {size} (CPU)", "same", m, "cpu"),
+    ]
     if not args.keep:
         big.unlink()
 
@@ -106,40 +124,90 @@ def main() -> int:
         m = alternate(cmd, args.repeats, inner=lambda out: json.loads(out)["seconds"])
         calls = json.loads(run(cmd, True)[2])["read_calls"]
         # the same passes, recording switched on and off in turn inside one process
-        paired = [json.loads(run(cmd[:-1] + [str(2 * args.passes), "alternate"], True)[2])
-                  for _ in range(args.repeats)]
-        p = {("pass", True): statistics.median(x["pass_on"] for x in paired),
-             ("pass", False): statistics.median(x["pass_off"] for x in paired)}
+        paired = [
+            json.loads(run([*cmd[:-1], str(2 * args.passes), "alternate"], True)[2])
+            for _ in range(args.repeats)
+        ]
+        p = {
+            ("pass", True): statistics.median(x["pass_on"] for x in paired),
+            ("pass", False): statistics.median(x["pass_off"] for x in paired),
+        }
         what = f"{calls // args.passes:,} reads"
-        lines += [row(f"(b) slab read of MOSES x{args.passes}, {name} buffer (wall)", f"{calls:,} reads", m, "inner"),
-                  row(f"(b) slab read of MOSES x{args.passes}, {name} buffer (CPU)", "same", m, "cpu"),
-                  row(f"(b) one pass, {name} buffer, on/off passes alternating in one process (wall)",
-                      what, p, "pass")]
+        lines += [
+            row(
+                f"(b) slab read of MOSES x{args.passes}, {name} buffer (wall)",
+                f"{calls:,} reads",
+                m,
+                "inner",
+            ),
+            row(f"(b) slab read of MOSES x{args.passes}, {name} buffer (CPU)", "same", m, "cpu"),
+            row(
+                f"(b) one pass, {name} buffer, on/off passes alternating in one process (wall)",
+                what,
+                p,
+                "pass",
+            ),
+        ]
 
     if args.screen:
         lib = screen_bench.library(args.screen, work)
         out = work / "screen.csv"
-        cmd = [*MOLSIFT, "screen", str(lib), "--scorer", "similarity", "-o", str(out), "-j", "2",
-               "--overwrite", "-q", "--json", *sum((["--ref", s] for s in screen_bench.REFS), [])]
+        cmd = [
+            *MOLSIFT,
+            "screen",
+            str(lib),
+            "--scorer",
+            "similarity",
+            "-o",
+            str(out),
+            "-j",
+            "2",
+            "--overwrite",
+            "-q",
+            "--json",
+            *sum((["--ref", s] for s in screen_bench.REFS), []),
+        ]
         m = alternate(cmd, args.repeats)
         io = json.loads(run(cmd, True)[2])["io"]
         what = f"{io['reads'] + io['writes']:,} requests, {io['opens']} opens"
-        lines += [row(f"(c) molsift screen similarity, {args.screen:,} molecules, -j 2 (wall)", what, m, "wall"),
-                  row(f"(c) molsift screen similarity, {args.screen:,} molecules, -j 2 (CPU)", "same", m, "cpu")]
+        lines += [
+            row(
+                f"(c) molsift screen similarity, {args.screen:,} molecules, -j 2 (wall)",
+                what,
+                m,
+                "wall",
+            ),
+            row(
+                f"(c) molsift screen similarity, {args.screen:,} molecules, -j 2 (CPU)",
+                "same",
+                m,
+                "cpu",
+            ),
+        ]
 
-    costs = [json.loads(x) for x in subprocess.run(
-        [str(examples / "request_cost"), str(work), "1000000", str(args.repeats)],
-        check=True, capture_output=True, text=True).stdout.splitlines()]
+    costs = [
+        json.loads(x)
+        for x in subprocess.run(
+            [str(examples / "request_cost"), str(work), "1000000", str(args.repeats)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()
+    ]
     plain = statistics.median(c["plain_ns"] for c in costs)
     counted = statistics.median(c["counted_ns"] for c in costs)
 
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end, "
-          f"medians of {args.repeats} on/off pairs, {time.strftime('%Y-%m-%d %H:%M')}")
+    print(
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end, "
+        f"medians of {args.repeats} on/off pairs, {time.strftime('%Y-%m-%d %H:%M')}"
+    )
     print("| scenario | counted calls per run | counters on (s) | off (s) | overhead |")
     print("|---|---|---:|---:|---:|")
     print("\n".join(lines))
-    print(f"(d) one 1 KiB pread of a cached file: {plain:.0f} ns plain, {counted:.0f} ns counted: "
-          f"+{counted - plain:.0f} ns per request (CPU time, median of {args.repeats} rounds of 10^6)")
+    print(
+        f"(d) one 1 KiB pread of a cached file: {plain:.0f} ns plain, {counted:.0f} ns counted: "
+        f"+{counted - plain:.0f} ns per request (CPU time, median of {args.repeats} rounds of 10^6)"
+    )
     return 0
 
 

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import screen as bench  # noqa: E402  (benches/screen.py: the loop, the library, the references)
+import screen as bench
 
 
 def on_molsift_allocator() -> str:
@@ -61,9 +61,19 @@ def screener_in_process(path: Path, name: str, tmp: str, profile: bool = False) 
 
     scorer = make_scorer(name)
     files = RunFiles(os.path.join(tmp, "in.csv"), os.path.join(tmp, "in.csv.run"))
-    plan = make_plan(files, str(path), scorer, slabs=1, writers=1, write_buffer=1 << 20,
-                     reader={"buffer_size": None, "max_record_bytes": None}, standardize=False,
-                     chunk_records=2000, threads=1, fmt={})
+    plan = make_plan(
+        files,
+        str(path),
+        scorer,
+        slabs=1,
+        writers=1,
+        write_buffer=1 << 20,
+        reader={"buffer_size": None, "max_record_bytes": None},
+        standardize=False,
+        chunk_records=2000,
+        threads=1,
+        fmt={},
+    )
     scorer.setup()
     timeline = Timeline(os.path.join(tmp, "timeline.jsonl"), {"worker": 0})
     s = Screener(plan, scorer, "w0", lambda payload: None, timeline)
@@ -94,18 +104,23 @@ def end_to_end(path: Path, name: str, tmp: str) -> tuple:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--limit", type=int, default=20000,
-                    help="first N MOSES molecules (default 20000)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--limit", type=int, default=20000, help="first N MOSES molecules (default 20000)"
+    )
     ap.add_argument("--scorers", default="similarity,filter")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="cProfile one in-process Screener run")
     args = ap.parse_args()
     alloc = on_molsift_allocator()
     path = bench.library(args.limit)
-    print(f"library {path} ({args.limit:,} molecules); this process and the loop on {alloc}; "
-          f"machine: {os.cpu_count()} vCPU", flush=True)
+    print(
+        f"library {path} ({args.limit:,} molecules); this process and the loop on {alloc}; "
+        f"machine: {os.cpu_count()} vCPU",
+        flush=True,
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.scorers.split(","):
@@ -121,8 +136,9 @@ def main() -> None:
                 for k in order:
                     n, sec = runs[k]()
                     times[k].append(sec / n * 1e6)
-                    print(f"  {name} round {r + 1}: {k}: {sec / n * 1e6:.1f} us/molecule",
-                          flush=True)
+                    print(
+                        f"  {name} round {r + 1}: {k}: {sec / n * 1e6:.1f} us/molecule", flush=True
+                    )
             med = {k: statistics.median(v) for k, v in times.items()}
             loop = med["RDKit loop"]
             for k in runs:
@@ -130,8 +146,10 @@ def main() -> None:
             if args.profile:
                 print(screener_in_process(path, name, tmp, profile=True)[2])
     print()
-    print("| scorer | run | molecules | µs per molecule (median) | over the loop, µs "
-          "| share of the loop's speed |")
+    print(
+        "| scorer | run | molecules | µs per molecule (median) | over the loop, µs "
+        "| share of the loop's speed |"
+    )
     print("|---|---|---|---|---|---|")
     for name, k, n, us, over, share in rows:
         print(f"| {name} | {k} | {n:,} | {us:.1f} | {over:+.1f} | {share:.2f} |")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any, Callable
 
 
 def _import_rdkit() -> None:
@@ -15,8 +16,9 @@ def _import_rdkit() -> None:
     from rdkit.Chem.FilterCatalog import FilterCatalog  # noqa: F401
 
 
-def timed_in_processes(fn: Callable[[Any], Any], shares: Sequence[Any],
-                       preload: Optional[str] = None) -> Tuple[float, List[Any]]:
+def timed_in_processes(
+    fn: Callable[[Any], Any], shares: Sequence[Any], preload: str | None = None
+) -> tuple[float, list[Any]]:
     """`fn` on every share, one process per share, all at once. The processes are started and
     have imported RDKit before the clock starts; with `preload` (a shared library, e.g. the
     tcmalloc molsift's workers run on) they start with it in LD_PRELOAD. Returns (wall seconds,

@@ -40,10 +40,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MOSES = Path(os.environ.get("MOLSIFT_MOSES", ROOT.parent / "shared" / "data" / "moses_train.csv.gz"))
+MOSES = Path(
+    os.environ.get("MOLSIFT_MOSES", ROOT.parent / "shared" / "data" / "moses_train.csv.gz")
+)
 WORK = Path(os.environ.get("MOLSIFT_BENCH_DIR", "/tmp/molsift-screen-bench"))
-REFS = ["CC(C)Cc1ccc(C(C)C(=O)O)cc1", "CN1C(=O)CN=C(c2ccccc2)c2cc(Cl)ccc21",
-        "CC(=O)Nc1ccc(O)cc1", "O=C(O)c1ccccc1OC(C)=O", "Cn1cnc2c1c(=O)n(C)c(=O)n2C"]
+REFS = [
+    "CC(C)Cc1ccc(C(C)C(=O)O)cc1",
+    "CN1C(=O)CN=C(c2ccccc2)c2cc(Cl)ccc21",
+    "CC(=O)Nc1ccc(O)cc1",
+    "O=C(O)c1ccccc1OC(C)=O",
+    "Cn1cnc2c1c(=O)n(C)c(=O)n2C",
+]
 
 
 def library(limit: int, work: Path = WORK) -> Path:
@@ -63,7 +70,14 @@ def library(limit: int, work: Path = WORK) -> Path:
 def rdkit_loop(path: Path, scorer: str, out: Path) -> tuple:
     """The peer: one process, RDKit only. Returns (records, seconds)."""
     from rdkit import Chem, DataStructs, RDLogger
-    from rdkit.Chem import QED, Crippen, Descriptors, Lipinski, rdFingerprintGenerator, rdMolDescriptors
+    from rdkit.Chem import (
+        QED,
+        Crippen,
+        Descriptors,
+        Lipinski,
+        rdFingerprintGenerator,
+        rdMolDescriptors,
+    )
     from rdkit.Chem.FilterCatalog import FilterCatalog, FilterCatalogParams
 
     RDLogger.DisableLog("rdApp.*")
@@ -85,9 +99,16 @@ def rdkit_loop(path: Path, scorer: str, out: Path) -> tuple:
             if mol is None:
                 continue
             if scorer == "filter":
-                vals = [Descriptors.MolWt(mol), Crippen.MolLogP(mol), Lipinski.NumHDonors(mol),
-                        Lipinski.NumHAcceptors(mol), rdMolDescriptors.CalcNumRotatableBonds(mol),
-                        rdMolDescriptors.CalcTPSA(mol), QED.qed(mol), len(pains.GetMatches(mol))]
+                vals = [
+                    Descriptors.MolWt(mol),
+                    Crippen.MolLogP(mol),
+                    Lipinski.NumHDonors(mol),
+                    Lipinski.NumHAcceptors(mol),
+                    rdMolDescriptors.CalcNumRotatableBonds(mol),
+                    rdMolDescriptors.CalcTPSA(mol),
+                    QED.qed(mol),
+                    len(pains.GetMatches(mol)),
+                ]
             else:
                 sims = DataStructs.BulkTanimotoSimilarity(gen.GetFingerprint(mol), refs)
                 best = max(sims)
@@ -99,7 +120,7 @@ def rdkit_loop(path: Path, scorer: str, out: Path) -> tuple:
 def write_share(head: str, body: list, i: int, n: int, dest: Path) -> int:
     """Writes the i-th of n contiguous shares of the library's lines (header first) to `dest`;
     returns its number of records."""
-    part = body[len(body) * i // n: len(body) * (i + 1) // n]
+    part = body[len(body) * i // n : len(body) * (i + 1) // n]
     dest.write_text(head + "\n" + "\n".join(part) + "\n")
     return len(part)
 
@@ -127,8 +148,23 @@ def rdkit_loop_processes(path: Path, scorer: str, procs: int) -> tuple:
 
 
 def molsift(path: Path, scorer: str, workers: int, out: Path, extra=()) -> dict:
-    args = [sys.executable, "-m", "molsift", "screen", str(path), "--scorer", scorer, "-o", str(out),
-            "-j", str(workers), "--overwrite", "--json", "-q", *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "molsift",
+        "screen",
+        str(path),
+        "--scorer",
+        scorer,
+        "-o",
+        str(out),
+        "-j",
+        str(workers),
+        "--overwrite",
+        "--json",
+        "-q",
+        *extra,
+    ]
     if scorer == "similarity":
         args += sum((["--ref", s] for s in REFS), [])
     r = subprocess.run(args, capture_output=True, text=True)
@@ -157,7 +193,7 @@ def differing(peer_out: Path, ms_out: Path, scorer: str) -> int:
             if row[0] == "id":
                 continue
             want = peer.pop(row[0], None)
-            bad += want is None or row[2:2 + width] != want
+            bad += want is None or row[2 : 2 + width] != want
     return bad + len(peer)
 
 
@@ -175,27 +211,34 @@ def chunked(path: Path, scorer: str, workers: list, chunks: int, state_path: Pat
         peer_out = WORK / f"chunk-{scorer}-peer.csv"
         runs = [("loop", None)] + [("molsift", w) for w in workers]
         done = {"records": records, "bytes": chunk.stat().st_size, "molsift": {}}
-        for kind, w in (runs if i % 2 == 0 else runs[::-1]):
+        for kind, w in runs if i % 2 == 0 else runs[::-1]:
             if kind == "loop":
                 n, done["loop_seconds"] = rdkit_loop(chunk, scorer, peer_out)
                 assert n == records
             else:
                 out = WORK / f"chunk-{scorer}-ms-{w}.csv"
                 rep = molsift(chunk, scorer, w, out)
-                done["molsift"][str(w)] = {k: rep[k] for k in ("seconds", "records_in",
-                                           "write_wait_share", "read_amplification")}
+                done["molsift"][str(w)] = {
+                    k: rep[k]
+                    for k in ("seconds", "records_in", "write_wait_share", "read_amplification")
+                }
         for w in workers:
-            done["molsift"][str(w)]["differing"] = differing(peer_out, WORK / f"chunk-{scorer}-ms-{w}.csv", scorer)
+            done["molsift"][str(w)]["differing"] = differing(
+                peer_out, WORK / f"chunk-{scorer}-ms-{w}.csv", scorer
+            )
         done["at"] = time.strftime("%Y-%m-%d %H:%M")
-        done["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                        capture_output=True, text=True).stdout.strip()
+        done["commit"] = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
         state[key] = done
         tmp = state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=1))
         os.replace(tmp, state_path)
-        print(f"chunk {i + 1}/{chunks}: {records:,} molecules, loop {done['loop_seconds']:.1f} s, "
-              + ", ".join(f"-j{w} {done['molsift'][str(w)]['seconds']:.1f} s" for w in workers),
-              flush=True)
+        print(
+            f"chunk {i + 1}/{chunks}: {records:,} molecules, loop {done['loop_seconds']:.1f} s, "
+            + ", ".join(f"-j{w} {done['molsift'][str(w)]['seconds']:.1f} s" for w in workers),
+            flush=True,
+        )
     n = sum(c["records"] for c in state.values())
     loop_rate = n / sum(c["loop_seconds"] for c in state.values())
     rows = [(scorer, f"RDKit loop, 1 process ({chunks} chunks)", n, loop_rate, 1.0, None, None, 0)]
@@ -206,8 +249,18 @@ def chunked(path: Path, scorer: str, workers: list, chunks: int, state_path: Pat
         rate = sum(m["records_in"] for m in ms) / secs
         wait = sum(m["write_wait_share"] * m["seconds"] for m in ms) / secs
         amp = sum(m["read_amplification"] * c["bytes"] for m, c in zip(ms, state.values())) / size
-        rows.append((scorer, f"molsift -j{w}", n, rate, rate / w / loop_rate, wait, amp,
-                     sum(m["differing"] for m in ms)))
+        rows.append(
+            (
+                scorer,
+                f"molsift -j{w}",
+                n,
+                rate,
+                rate / w / loop_rate,
+                wait,
+                amp,
+                sum(m["differing"] for m in ms),
+            )
+        )
     return rows
 
 
@@ -236,7 +289,9 @@ def molsift_reader(path: Path, ranks: int, buffer: int) -> int:
     size = path.stat().st_size
     total = 0
     for start, end in _core.split_slabs(size, ranks):
-        src = _core.RecordSource(str(path), "csv", slab=(start, end), first_line=0, buffer_size=buffer)
+        src = _core.RecordSource(
+            str(path), "csv", slab=(start, end), first_line=0, buffer_size=buffer
+        )
         while src.next_batch(1 << 16):
             pass
         total += src.counters()["bytes_read"]
@@ -249,15 +304,29 @@ def main() -> None:
     ap.add_argument("--scorers", default="filter,similarity")
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--chunks", type=int, default=0,
-                    help="run loop and molsift chunk by chunk, resumable (see the module doc)")
-    ap.add_argument("--state", type=Path, default=None,
-                    help="state file of --chunks (default: in the work directory, per scorer)")
-    ap.add_argument("--no-allocator-peers", action="store_true",
-                    help="skip the loop run with tcmalloc preloaded (molsift's workers run on it)")
-    ap.add_argument("--peer-processes", default="",
-                    help="also run the RDKit loop in these numbers of processes at once (the "
-                    "machine's own scaling), e.g. 2 or 8,16")
+    ap.add_argument(
+        "--chunks",
+        type=int,
+        default=0,
+        help="run loop and molsift chunk by chunk, resumable (see the module doc)",
+    )
+    ap.add_argument(
+        "--state",
+        type=Path,
+        default=None,
+        help="state file of --chunks (default: in the work directory, per scorer)",
+    )
+    ap.add_argument(
+        "--no-allocator-peers",
+        action="store_true",
+        help="skip the loop run with tcmalloc preloaded (molsift's workers run on it)",
+    )
+    ap.add_argument(
+        "--peer-processes",
+        default="",
+        help="also run the RDKit loop in these numbers of processes at once (the "
+        "machine's own scaling), e.g. 2 or 8,16",
+    )
     args = ap.parse_args()
     path = library(args.limit)
     print(f"library {path} ({path.stat().st_size:,} bytes); machine: {os.cpu_count()} vCPU")
@@ -265,7 +334,10 @@ def main() -> None:
     for scorer in args.scorers.split(","):
         workers = [int(w) for w in args.workers.split(",")]
         if args.chunks:
-            state = args.state or WORK / f"state-{scorer}-{args.limit}-{args.chunks}-{args.workers}.json"
+            state = (
+                args.state
+                or WORK / f"state-{scorer}-{args.limit}-{args.chunks}-{args.workers}.json"
+            )
             print(f"{scorer}: chunk state in {state}", flush=True)
             rows += chunked(path, scorer, workers, args.chunks, state)
             continue
@@ -274,33 +346,69 @@ def main() -> None:
         n = peer[0][0]
         peer_rate = n / statistics.median(s for _, s in peer)
         rows.append((scorer, "RDKit loop, 1 process", n, peer_rate, 1.0, None, None, 0))
-        from molsift import allocator
         from peers import timed_in_processes
+
+        from molsift import allocator
 
         lib = allocator.library()
         if lib and not args.no_allocator_peers:  # the loop on the allocator molsift's workers use
-            wall, ((m, _),) = timed_in_processes(_loop_share, [(str(path), scorer, str(peer_out) + ".tc")], lib)
-            rows.append((scorer, f"RDKit loop, 1 process, {os.path.basename(lib)} preloaded", m, m / wall,
-                         m / wall / peer_rate, None, None, None))
+            wall, ((m, _),) = timed_in_processes(
+                _loop_share, [(str(path), scorer, str(peer_out) + ".tc")], lib
+            )
+            rows.append(
+                (
+                    scorer,
+                    f"RDKit loop, 1 process, {os.path.basename(lib)} preloaded",
+                    m,
+                    m / wall,
+                    m / wall / peer_rate,
+                    None,
+                    None,
+                    None,
+                )
+            )
         for procs in (int(p) for p in args.peer_processes.split(",") if p):
             m, wall, slowest, fastest = rdkit_loop_processes(path, scorer, procs)
-            rows.append((scorer, f"RDKit loop, {procs} processes (shares {fastest:.1f}-{slowest:.1f} s)",
-                         m, m / wall, m / wall / procs / peer_rate, None, None, None))
+            rows.append(
+                (
+                    scorer,
+                    f"RDKit loop, {procs} processes (shares {fastest:.1f}-{slowest:.1f} s)",
+                    m,
+                    m / wall,
+                    m / wall / procs / peer_rate,
+                    None,
+                    None,
+                    None,
+                )
+            )
         for w in workers:
             out = WORK / f"ms-{scorer}-{w}.csv"
             reps = [molsift(path, scorer, w, out) for _ in range(args.repeats)]
             rep = sorted(reps, key=lambda r: r["seconds"])[len(reps) // 2]
             rate = rep["records_in"] / rep["seconds"]
-            rows.append((scorer, f"molsift -j{w}", rep["records_in"], rate, rate / w / peer_rate,
-                         rep["write_wait_share"], rep["read_amplification"],
-                         differing(peer_out, out, scorer)))
-    print("\n| scorer | run | records | records/s | per core vs RDKit loop | writer wait share | read amp "
-          "| values differing from the loop's |")
+            rows.append(
+                (
+                    scorer,
+                    f"molsift -j{w}",
+                    rep["records_in"],
+                    rate,
+                    rate / w / peer_rate,
+                    rep["write_wait_share"],
+                    rep["read_amplification"],
+                    differing(peer_out, out, scorer),
+                )
+            )
+    print(
+        "\n| scorer | run | records | records/s | per core vs RDKit loop | writer wait share | read amp "
+        "| values differing from the loop's |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for s, name, n, rate, eff, wait, amp, bad in rows:
-        print(f"| {s} | {name} | {n:,} | {rate:,.0f} | {eff:.2f} | "
-              f"{'' if wait is None else f'{100 * wait:.3f}%'} | {'' if amp is None else f'{amp:.4f}x'} "
-              f"| {'' if bad is None else bad} |")
+        print(
+            f"| {s} | {name} | {n:,} | {rate:,.0f} | {eff:.2f} | "
+            f"{'' if wait is None else f'{100 * wait:.3f}%'} | {'' if amp is None else f'{amp:.4f}x'} "
+            f"| {'' if bad is None else bad} |"
+        )
     print("\nread amplification of the slab readers (bytes read / file size), same file:")
     print("| ranks | read buffer | Docker-HT-style reader | molsift slab reader |")
     print("|---:|---:|---:|---:|")

@@ -58,8 +58,13 @@ def build_fpsim2(db, work: Path):
     path = work / "moses_db_fpsim2.h5"
     if not path.exists():
         t = time.perf_counter()
-        create_db_file([[s, i] for i, s in enumerate(db)], str(path), "smiles", "Morgan",
-                       {"radius": 2, "fpSize": 2048})
+        create_db_file(
+            [[s, i] for i, s in enumerate(db)],
+            str(path),
+            "smiles",
+            "Morgan",
+            {"radius": 2, "fpSize": 2048},
+        )
         print(f"built FPSim2 database in {time.perf_counter() - t:.0f} s", flush=True)
     return path
 
@@ -87,7 +92,9 @@ def timed(fn, repeats):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--data", default=str(ROOT.parent / "shared/data/moses_train.csv.gz"))
     ap.add_argument("--workdir", default="/tmp/molsift-search-bench")
     ap.add_argument("--queries", type=int, default=100)
@@ -114,9 +121,12 @@ def main() -> int:
     qfps = [gen.GetFingerprint(m) for m in qmols]
     qbits = [list(f.GetOnBits()) for f in qfps]
     fps = None if args.no_rdkit else rdkit_fps(store)
-    print(f"database {n:,} molecules, {len(qmols)} held-out queries "
-          f"(on-bits {min(map(len, qbits))}-{max(map(len, qbits))}, median {int(np.median([len(b) for b in qbits]))}); "
-          f"{os.cpu_count()} cores; median of {args.repeats} repeats", flush=True)
+    print(
+        f"database {n:,} molecules, {len(qmols)} held-out queries "
+        f"(on-bits {min(map(len, qbits))}-{max(map(len, qbits))}, median {int(np.median([len(b) for b in qbits]))}); "
+        f"{os.cpu_count()} cores; median of {args.repeats} repeats",
+        flush=True,
+    )
 
     def rdkit_search(t=None, k=None):
         out = []
@@ -133,7 +143,11 @@ def main() -> int:
     def fpsim2_search(t=None, k=None):
         out = []
         for s in query_smiles:
-            r = fpe.top_k(s, k=k, threshold=t or 0.0, n_workers=1) if k else fpe.similarity(s, t, n_workers=1)
+            r = (
+                fpe.top_k(s, k=k, threshold=t or 0.0, n_workers=1)
+                if k
+                else fpe.similarity(s, t, n_workers=1)
+            )
             out.append((line_to_index[r["mol_id"]], r["coeff"].astype(np.float64)))
         return out
 
@@ -149,15 +163,23 @@ def main() -> int:
         return [(np.asarray(i), np.asarray(s)) for i, s in res]
 
     columns = [("t=0.7", 0.7, None), ("top-10", None, 10)]
-    extra = [("t=0.5", 0.5, None), ("t=0.8", 0.8, None), ("t=0.9", 0.9, None),
-             ("top-1", None, 1), ("top-100", None, 100), ("top-1000", None, 1000)]
+    extra = [
+        ("t=0.5", 0.5, None),
+        ("t=0.8", 0.8, None),
+        ("t=0.9", 0.9, None),
+        ("top-1", None, 1),
+        ("top-100", None, 100),
+        ("top-1000", None, 1000),
+    ]
     rows, failures = [], []
     for name, t, k in columns + extra:
         ms = lambda sec: sec * 1000 / len(qbits)  # noqa: E731
         r_single, ref = timed(lambda: molsift_single(t, k), args.repeats)
         r_batch, batch = timed(lambda: molsift_batch(t, k), args.repeats)
         r_2t, two = timed(lambda: molsift_batch(t, k, threads=2), args.repeats)
-        f_s, fres = timed(lambda: fpsim2_search(t, k), 1 if (t or 1) < 0.6 or (k or 0) > 100 else args.repeats)
+        f_s, fres = timed(
+            lambda: fpsim2_search(t, k), 1 if (t or 1) < 0.6 or (k or 0) > 100 else args.repeats
+        )
         rd = None
         if fps is not None and (name, t, k) in columns:
             rd_s, rdres = timed(lambda: rdkit_search(t, k), 1)
@@ -185,13 +207,20 @@ def main() -> int:
     slow = sorted(per_q, reverse=True)[:5]
 
     print()
-    print("| query set | molsift single (ms/query) | molsift batch of 100 | molsift batch, 2 threads | FPSim2 in memory | RDKit Bulk | FPSim2 / molsift single | hits |")
+    print(
+        "| query set | molsift single (ms/query) | molsift batch of 100 | molsift batch, 2 threads | FPSim2 in memory | RDKit Bulk | FPSim2 / molsift single | hits |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name, s1, b1, b2, f, rd, hits in rows:
-        print(f"| {name} | {s1:.3f} | {b1:.3f} | {b2:.3f} | {f:.2f} | {'%.0f' % rd if rd else '-'} | "
-              f"{f / s1:.0f}x | {hits:,} |")
+        print(
+            f"| {name} | {s1:.3f} | {b1:.3f} | {b2:.3f} | {f:.2f} | {f'{rd:.0f}' if rd else '-'} | "
+            f"{f / s1:.0f}x | {hits:,} |"
+        )
     print()
-    print("slowest t=0.7 queries (ms, on-bits): " + ", ".join(f"{s * 1000:.2f} ms ({b})" for s, b in slow))
+    print(
+        "slowest t=0.7 queries (ms, on-bits): "
+        + ", ".join(f"{s * 1000:.2f} ms ({b})" for s, b in slow)
+    )
     print(f"median on-bits of all queries: {int(np.median([len(b) for b in qbits]))}")
     if failures:
         print(f"{len(failures)} MISMATCHES, first: {failures[:5]}", file=sys.stderr)

@@ -31,7 +31,9 @@ def disk_read_bytes() -> int:
     with open("/proc/diskstats") as f:
         for line in f:
             parts = line.split()
-            if parts[2].startswith(("loop", "ram")) or parts[2][-1].isdigit() and not parts[2].startswith("nvme"):
+            if parts[2].startswith(("loop", "ram")) or (
+                parts[2][-1].isdigit() and not parts[2].startswith("nvme")
+            ):
                 continue  # partitions and virtual devices: counted in their whole disk
             total += int(parts[5]) * 512
     return total
@@ -49,8 +51,14 @@ def run(store, queries, threshold, k):
         before = disk_read_bytes()
         t = time.perf_counter()
         hits = store.search(q, threshold=threshold, k=k)
-        rows.append((time.perf_counter() - t, disk_read_bytes() - before,
-                     hits.stats.get("bytes_touched", 0), len(hits)))
+        rows.append(
+            (
+                time.perf_counter() - t,
+                disk_read_bytes() - before,
+                hits.stats.get("bytes_touched", 0),
+                len(hits),
+            )
+        )
     return rows
 
 
@@ -72,15 +80,21 @@ def main() -> None:
     with open("/proc/sys/vm/drop_caches", "w") as f:  # needs root
         os.sync()
         f.write("3\n")
-    print(f"store {args.store}: {len(store):,} molecules, {size:,} bytes; caches dropped; "
-          f"read-ahead hints {'on' if store._searcher().read_ahead else 'off'} ({args.read_ahead})")
-    print("| pass | median ms/query | first query ms | max ms/query | disk bytes read: first query | all queries | bytes touched/query (median) | hits |")
+    print(
+        f"store {args.store}: {len(store):,} molecules, {size:,} bytes; caches dropped; "
+        f"read-ahead hints {'on' if store._searcher().read_ahead else 'off'} ({args.read_ahead})"
+    )
+    print(
+        "| pass | median ms/query | first query ms | max ms/query | disk bytes read: first query | all queries | bytes touched/query (median) | hits |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in ("cold (first touch after drop_caches)", "warm (same queries again)"):
         rows = run(store, queries, args.threshold, args.k)
-        print(f"| {name} | {1000 * statistics.median(r[0] for r in rows):.2f} | {1000 * rows[0][0]:.1f} | "
-              f"{1000 * max(r[0] for r in rows):.2f} | {rows[0][1]:,} | {sum(r[1] for r in rows):,} | "
-              f"{statistics.median(r[2] for r in rows):,.0f} | {sum(r[3] for r in rows)} |")
+        print(
+            f"| {name} | {1000 * statistics.median(r[0] for r in rows):.2f} | {1000 * rows[0][0]:.1f} | "
+            f"{1000 * max(r[0] for r in rows):.2f} | {rows[0][1]:,} | {sum(r[1] for r in rows):,} | "
+            f"{statistics.median(r[2] for r in rows):,.0f} | {sum(r[3] for r in rows)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -35,24 +35,52 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 import search as base  # benches/ is on sys.path when a bench runs as a script
 import search_cold as cold
 
 ROOT = Path(__file__).resolve().parent.parent
 SYNTH = ROOT / "target" / "release" / "examples" / "synth_index"
-COLUMNS = [("t=0.7", 0.7, None), ("top-10", None, 10), ("t=0.5", 0.5, None), ("t=0.8", 0.8, None),
-           ("t=0.9", 0.9, None), ("top-1", None, 1), ("top-100", None, 100), ("top-1000", None, 1000)]
+COLUMNS = [
+    ("t=0.7", 0.7, None),
+    ("top-10", None, 10),
+    ("t=0.5", 0.5, None),
+    ("t=0.8", 0.8, None),
+    ("t=0.9", 0.9, None),
+    ("top-1", None, 1),
+    ("top-100", None, 100),
+    ("top-1000", None, 1000),
+]
 
 
 def synth(args, store_path: Path, n: int, work: Path, rows: bool) -> Path:
     out = work / f"synth_{n}"
     rows_path = work / f"synth_{n}.rows"
     if not (out / "columns.json").exists() or (rows and not rows_path.exists()):
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "molsift-search", "--example", "synth_index"],
-                       cwd=ROOT, check=True)
-        cmd = [str(SYNTH), "--store", str(store_path), "--n", str(n), "--out", str(out),
-               "--budget-mib", str(args.budget_mib)]
+        subprocess.run(
+            [
+                "cargo",
+                "build",
+                "--release",
+                "-q",
+                "-p",
+                "molsift-search",
+                "--example",
+                "synth_index",
+            ],
+            cwd=ROOT,
+            check=True,
+        )
+        cmd = [
+            str(SYNTH),
+            "--store",
+            str(store_path),
+            "--n",
+            str(n),
+            "--out",
+            str(out),
+            "--budget-mib",
+            str(args.budget_mib),
+        ]
         if rows:
             cmd += ["--rows", str(rows_path)]
         subprocess.run(cmd, check=True)
@@ -62,8 +90,24 @@ def synth(args, store_path: Path, n: int, work: Path, rows: bool) -> Path:
 def brute(store_path: Path, n: int, work: Path, qfile: Path) -> dict:
     path = work / f"synth_{n}.brute.json"
     if not path.exists():
-        subprocess.run([str(SYNTH), "--store", str(store_path), "--n", str(n), "--brute", str(qfile),
-                        "-t", "0.7", "-k", "10", "--brute-out", str(path)], check=True)
+        subprocess.run(
+            [
+                str(SYNTH),
+                "--store",
+                str(store_path),
+                "--n",
+                str(n),
+                "--brute",
+                str(qfile),
+                "-t",
+                "0.7",
+                "-k",
+                "10",
+                "--brute-out",
+                str(path),
+            ],
+            check=True,
+        )
     return json.loads(path.read_text())
 
 
@@ -85,16 +129,21 @@ def fpsim2_db(rows_path: Path, n: int, work: Path, template: Path) -> Path:
     rows = np.memmap(rows_path, dtype=np.uint64, mode="r").reshape(n, 32)
     pop = np.zeros(n, dtype=np.int64)
     for lo in range(0, n, 1 << 20):
-        pop[lo:lo + (1 << 20)] = np.bitwise_count(rows[lo:lo + (1 << 20)]).sum(axis=1)
+        pop[lo : lo + (1 << 20)] = np.bitwise_count(rows[lo : lo + (1 << 20)]).sum(axis=1)
     order = np.argsort(pop, kind="stable")
     with tb.open_file(template) as f:
         config = [f.root.config[i] for i in range(4)]
     tmp = path.with_suffix(".h5.tmp")
     with tb.open_file(tmp, mode="w") as f:
-        table = f.create_table(f.root, "fps", create_schema(2048), "Table storing fps",
-                               filters=tb.Filters(complib="blosc2", complevel=1))
+        table = f.create_table(
+            f.root,
+            "fps",
+            create_schema(2048),
+            "Table storing fps",
+            filters=tb.Filters(complib="blosc2", complevel=1),
+        )
         for lo in range(0, n, 1 << 20):
-            ix = order[lo:lo + (1 << 20)]
+            ix = order[lo : lo + (1 << 20)]
             chunk = np.empty(len(ix), dtype=table.dtype)
             chunk["fp_id"] = ix
             fp = reverse_bits_u64(np.ascontiguousarray(rows[np.sort(ix)]))
@@ -108,7 +157,7 @@ def fpsim2_db(rows_path: Path, n: int, work: Path, template: Path) -> Path:
         ends = np.append(starts[1:], n)
         bins = [(int(v), (np.int64(s), np.int64(e))) for v, s, e in zip(values, starts, ends)]
         cfg = f.create_vlarray(f.root, "config", atom=tb.ObjectAtom())
-        for c in config + [bins]:
+        for c in [*config, bins]:
             cfg.append(c)
     os.replace(tmp, path)
     print(f"wrote FPSim2 database of {n:,} in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -116,21 +165,34 @@ def fpsim2_db(rows_path: Path, n: int, work: Path, template: Path) -> Path:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--data", default=str(ROOT.parent / "shared/data/moses_train.csv.gz"))
-    ap.add_argument("--base-workdir", default="/tmp/molsift-search-bench", help="where benches/search.py builds MOSES")
+    ap.add_argument(
+        "--base-workdir",
+        default="/tmp/molsift-search-bench",
+        help="where benches/search.py builds MOSES",
+    )
     ap.add_argument("--workdir", default="/work/scale", help="synthetic sets (26 GB at 100 M)")
     ap.add_argument("--sizes", default="10000000,100000000")
     ap.add_argument("--fpsim2-max", type=int, default=10_000_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--repeats-large", type=int, default=1, help="repeats above 20 M molecules")
-    ap.add_argument("--budget-mib", type=int, default=4096, help="memory for planes while building an index")
-    ap.add_argument("--drop-caches", action="store_true", help="drop the page cache before each size's first pass (root)")
+    ap.add_argument(
+        "--budget-mib", type=int, default=4096, help="memory for planes while building an index"
+    )
+    ap.add_argument(
+        "--drop-caches",
+        action="store_true",
+        help="drop the page cache before each size's first pass (root)",
+    )
     args = ap.parse_args()
 
     from FPSim2 import FPSim2Engine
     from rdkit import Chem
     from rdkit.Chem import rdFingerprintGenerator
+
     from molsift import _core
 
     bwork, work = Path(args.base_workdir), Path(args.workdir)
@@ -145,8 +207,11 @@ def main() -> int:
     qfile = work / "queries.txt"
     qfile.write_text("".join(" ".join(map(str, b)) + "\n" for b in qbits))
     sizes = [n0] + [int(s) for s in args.sizes.split(",") if s]
-    print(f"queries: 100 held-out MOSES molecules; sizes {sizes}; {os.cpu_count()} cores; "
-          f"median of {args.repeats} repeats", flush=True)
+    print(
+        f"queries: 100 held-out MOSES molecules; sizes {sizes}; {os.cpu_count()} cores; "
+        f"median of {args.repeats} repeats",
+        flush=True,
+    )
 
     table, failures = [], []
     for n in sizes:
@@ -154,7 +219,9 @@ def main() -> int:
         with_fpsim2 = n <= args.fpsim2_max
         if real:
             searcher = _core.Searcher(str(store_path))
-            index_bytes = sum((store_path / f).stat().st_size for f in ("columns.planes.u64", "columns.order.u64"))
+            index_bytes = sum(
+                (store_path / f).stat().st_size for f in ("columns.planes.u64", "columns.order.u64")
+            )
             fp_path = base.build_fpsim2(db, bwork)
             line_to_index = np.full(len(db), -1, dtype=np.int64)
             for i, sid in enumerate(store.ids):
@@ -165,7 +232,11 @@ def main() -> int:
             d = synth(args, store_path, n, work, rows=with_fpsim2)
             index_bytes = json.loads((d / "synth.json").read_text())["index_bytes"]
             searcher = _core.Searcher.from_index(str(d))
-            fp_path = fpsim2_db(work / f"synth_{n}.rows", n, work, bwork / "moses_db_fpsim2.h5") if with_fpsim2 else None
+            fp_path = (
+                fpsim2_db(work / f"synth_{n}.rows", n, work, bwork / "moses_db_fpsim2.h5")
+                if with_fpsim2
+                else None
+            )
             to_index = lambda ids: np.asarray(ids)  # noqa: E731
             ref = brute(store_path, n, work, qfile)
 
@@ -186,9 +257,15 @@ def main() -> int:
                     failures.append(f"n={n} top-10 query {qi}: molsift != brute force")
 
         fpe = FPSim2Engine(str(fp_path), in_memory_fps=True) if fp_path else None
-        row = {"n": n, "synthetic": not real, "index_gb": index_bytes / 1e9, "first_ms": first_ms,
-               "read_ahead": searcher.read_ahead,
-               "first_disk_mb_per_query": first_disk / 1e6 / len(qbits), "cols": {}}
+        row = {
+            "n": n,
+            "synthetic": not real,
+            "index_gb": index_bytes / 1e9,
+            "first_ms": first_ms,
+            "read_ahead": searcher.read_ahead,
+            "first_disk_mb_per_query": first_disk / 1e6 / len(qbits),
+            "cols": {},
+        }
         reps = args.repeats if n <= 20_000_000 else args.repeats_large
         for name, t, k in COLUMNS:
             ms = lambda sec: sec * 1000 / len(qbits)  # noqa: E731
@@ -200,45 +277,64 @@ def main() -> int:
                     failures.append(f"n={n} {name} query {qi}: batch or 2 threads != single")
             f_ms = None
             if fpe is not None:
+
                 def fpsim2():
                     out = []
                     for s in query_smiles:
-                        r = fpe.top_k(s, k=k, threshold=t or 0.0, n_workers=1) if k else fpe.similarity(s, t, n_workers=1)
+                        r = (
+                            fpe.top_k(s, k=k, threshold=t or 0.0, n_workers=1)
+                            if k
+                            else fpe.similarity(s, t, n_workers=1)
+                        )
                         out.append((to_index(r["mol_id"]), r["coeff"].astype(np.float64)))
                     return out
+
                 f_s, fres = base.timed(fpsim2, 1)
                 f_ms = ms(f_s)
                 for qi, ((a, sa, _), (d, sd)) in enumerate(zip(res, fres)):
                     if k is None and sorted(a) != sorted(d.tolist()):
-                        failures.append(f"n={n} {name} query {qi}: FPSim2 hit set differs ({len(a)} vs {len(d)})")
+                        failures.append(
+                            f"n={n} {name} query {qi}: FPSim2 hit set differs ({len(a)} vs {len(d)})"
+                        )
                     if k is not None and not np.allclose(np.sort(sa), np.sort(sd), atol=1e-6):
                         failures.append(f"n={n} {name} query {qi}: FPSim2 top-k scores differ")
             hits = sum(len(a) for a, _, _ in res)
             row["cols"][name] = (ms(single_s), ms(batch_s), ms(two_s), f_ms, hits)
-            print(f"n={n:,} {name}: molsift {ms(single_s):.3f} ms/query (batch {ms(batch_s):.3f}, 2 threads "
-                  f"{ms(two_s):.3f}), FPSim2 {'-' if f_ms is None else '%.1f' % f_ms}, hits {hits:,}", flush=True)
+            print(
+                f"n={n:,} {name}: molsift {ms(single_s):.3f} ms/query (batch {ms(batch_s):.3f}, 2 threads "
+                f"{ms(two_s):.3f}), FPSim2 {'-' if f_ms is None else f'{f_ms:.1f}'}, hits {hits:,}",
+                flush=True,
+            )
         fpe = None  # free its fingerprints before the next size
         table.append(row)
 
     print()
-    print("| molecules | index GB | column | molsift single ms/query | batch of 100 | batch, 2 threads | FPSim2 in memory | FPSim2 / molsift | hits |")
+    print(
+        "| molecules | index GB | column | molsift single ms/query | batch of 100 | batch, 2 threads | FPSim2 in memory | FPSim2 / molsift | hits |"
+    )
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for row in table:
         label = f"{row['n']:,}" + (" (synthetic)" if row["synthetic"] else " (MOSES)")
         for name, (s1, b1, b2, f, hits) in row["cols"].items():
             fp = "-" if f is None else f"{f:.1f}"
             ratio = "-" if f is None else f"{f / s1:.0f}x"
-            print(f"| {label} | {row['index_gb']:.2f} | {name} | {s1:.3f} | {b1:.3f} | {b2:.3f} | {fp} | {ratio} | {hits:,} |")
+            print(
+                f"| {label} | {row['index_gb']:.2f} | {name} | {s1:.3f} | {b1:.3f} | {b2:.3f} | {fp} | {ratio} | {hits:,} |"
+            )
     print()
     for row in table:
-        print(f"n={row['n']:,}: first pass at t=0.7 {row['first_ms']:.2f} ms/query, "
-              f"{row['first_disk_mb_per_query']:.1f} MB/query read from disk (machine-wide); "
-              f"read-ahead hints {'on' if row['read_ahead'] else 'off'}")
+        print(
+            f"n={row['n']:,}: first pass at t=0.7 {row['first_ms']:.2f} ms/query, "
+            f"{row['first_disk_mb_per_query']:.1f} MB/query read from disk (machine-wide); "
+            f"read-ahead hints {'on' if row['read_ahead'] else 'off'}"
+        )
     if failures:
         print(f"{len(failures)} MISMATCHES, first: {failures[:5]}", file=sys.stderr)
         return 1
-    print("all checked: molsift == brute force (t=0.7, top-10, order included) at every synthetic size; "
-          "FPSim2 same hit sets / scores where run; batch and 2 threads == single")
+    print(
+        "all checked: molsift == brute force (t=0.7, top-10, order included) at every synthetic size; "
+        "FPSim2 same hit sets / scores where run; batch and 2 threads == single"
+    )
     return 0
 
 

@@ -75,7 +75,9 @@ def worker(args):
         t = time.perf_counter()
         try:
             values, pose = scorer.score(mol)
-            rows.append((rid, os.getpid(), dict(zip(scorer.columns, values)), None, time.perf_counter() - t))
+            rows.append(
+                (rid, os.getpid(), dict(zip(scorer.columns, values)), None, time.perf_counter() - t)
+            )
             poses.append(pose)
         except Reject as exc:
             rows.append((rid, os.getpid(), None, str(exc), time.perf_counter() - t))
@@ -98,10 +100,14 @@ def main() -> int:
 
     from molsift.scorers.vina import VinaScorer, read_box
 
-    scorer = VinaScorer(str(EXAMPLE / "1iep_receptor.pdbqt"), read_box(str(EXAMPLE / "1iep_receptor.box.txt")),
-                        exhaustiveness=args.exhaustiveness, timeout=args.timeout)
+    scorer = VinaScorer(
+        str(EXAMPLE / "1iep_receptor.pdbqt"),
+        read_box(str(EXAMPLE / "1iep_receptor.box.txt")),
+        exhaustiveness=args.exhaustiveness,
+        timeout=args.timeout,
+    )
     todo = ligands(args.moses, args.seed)
-    shares = [(scorer, todo[w::args.workers]) for w in range(args.workers)]
+    shares = [(scorer, todo[w :: args.workers]) for w in range(args.workers)]
     t0 = time.perf_counter()
     with mp.get_context("fork").Pool(args.workers) as pool:
         results = pool.map(worker, shares)
@@ -110,29 +116,43 @@ def main() -> int:
     order = {rid: i for i, (rid, _, _) in enumerate(todo)}
     rows = sorted((r for res in results for r in res[0]), key=lambda r: order[r[0]])
     workers = {pid: w for w, pid in enumerate(sorted({r[1] for r in rows}))}
-    print(f"vina {scorer.exhaustiveness=} timeout={args.timeout:g}s workers={args.workers} "
-          f"machine={platform.machine()} cpus={os.cpu_count()} python={platform.python_version()}")
-    print("| ligand | heavy atoms | worker | vina_score kcal/mol | poses | embed s | prepare s | dock s | total s | reject |")
+    print(
+        f"vina {scorer.exhaustiveness=} timeout={args.timeout:g}s workers={args.workers} "
+        f"machine={platform.machine()} cpus={os.cpu_count()} python={platform.python_version()}"
+    )
+    print(
+        "| ligand | heavy atoms | worker | vina_score kcal/mol | poses | embed s | prepare s | dock s | total s | reject |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for rid, pid, values, reject, total in rows:
-        heavy = to_mol(*[(t, b) for r, t, b in todo if r == rid][0]).GetNumHeavyAtoms()
+        heavy = to_mol(*next((t, b) for r, t, b in todo if r == rid)).GetNumHeavyAtoms()
         if values:
-            print(f"| {rid} | {heavy} | {workers[pid]} | {values['vina_score']:.2f} | {values['n_poses']} | "
-                  f"{values['embed_s']:.3f} | {values['prep_s']:.3f} | {values['dock_s']:.2f} | {total:.2f} | |")
+            print(
+                f"| {rid} | {heavy} | {workers[pid]} | {values['vina_score']:.2f} | {values['n_poses']} | "
+                f"{values['embed_s']:.3f} | {values['prep_s']:.3f} | {values['dock_s']:.2f} | {total:.2f} | |"
+            )
         else:
             print(f"| {rid} | {heavy} | {workers[pid]} | | | | | | {total:.2f} | {reject} |")
-    print("\n| worker | maps built | setup s (receptor + maps) | docked | rejected | embed s | prepare s | dock s | fork+pipe s | fork+pipe per ligand ms |")
+    print(
+        "\n| worker | maps built | setup s (receptor + maps) | docked | rejected | embed s | prepare s | dock s | fork+pipe s | fork+pipe per ligand ms |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for w, (_, st, setup_s, _) in enumerate(results):
         rejected = st["vina_ligands"] - st["vina_docked"]
         per = 1000 * st["vina_fork_s"] / max(1, st["vina_docked"])
-        print(f"| {w} | {st['vina_maps_built']} | {setup_s:.2f} | {st['vina_docked']} | {rejected} | "
-              f"{st['vina_embed_s']:.2f} | {st['vina_prep_s']:.2f} | {st['vina_dock_s']:.2f} | "
-              f"{st['vina_fork_s']:.3f} | {per:.1f} |")
+        print(
+            f"| {w} | {st['vina_maps_built']} | {setup_s:.2f} | {st['vina_docked']} | {rejected} | "
+            f"{st['vina_embed_s']:.2f} | {st['vina_prep_s']:.2f} | {st['vina_dock_s']:.2f} | "
+            f"{st['vina_fork_s']:.3f} | {per:.1f} |"
+        )
     docked = sum(1 for r in rows if r[2])
-    print(f"\n{len(rows)} ligands, {docked} docked, {len(rows) - docked} rejected, wall {wall:.1f} s "
-          f"({wall / len(rows):.2f} s per ligand over {args.workers} workers)")
-    print(f"crystal ligand redocked: heavy-atom RMSD to the crystal pose {crystal_rmsd(results):.2f} A")
+    print(
+        f"\n{len(rows)} ligands, {docked} docked, {len(rows) - docked} rejected, wall {wall:.1f} s "
+        f"({wall / len(rows):.2f} s per ligand over {args.workers} workers)"
+    )
+    print(
+        f"crystal ligand redocked: heavy-atom RMSD to the crystal pose {crystal_rmsd(results):.2f} A"
+    )
     if args.poses:
         Path(args.poses).write_text("".join(res[3] for res in results))
         print(f"poses written to {args.poses}")
@@ -159,13 +179,33 @@ def through_screen(todo, direct, args) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         lib = Path(tmp) / "ligands.smi"
-        lib.write_text("".join(f"{Chem.MolToSmiles(to_mol(t, b)) if b else t} {rid}\n" for rid, t, b in todo))
+        lib.write_text(
+            "".join(f"{Chem.MolToSmiles(to_mol(t, b)) if b else t} {rid}\n" for rid, t, b in todo)
+        )
         out = Path(tmp) / "docked.csv"
-        cmd = [sys.executable, "-m", "molsift", "screen", str(lib), "--scorer", "vina", "-o", str(out),
-               "-j", str(args.workers), "--json", "-q",
-               "--vina-receptor", str(EXAMPLE / "1iep_receptor.pdbqt"),
-               "--vina-box", str(EXAMPLE / "1iep_receptor.box.txt"),
-               "--vina-exhaustiveness", str(args.exhaustiveness), "--vina-timeout", str(args.timeout)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "molsift",
+            "screen",
+            str(lib),
+            "--scorer",
+            "vina",
+            "-o",
+            str(out),
+            "-j",
+            str(args.workers),
+            "--json",
+            "-q",
+            "--vina-receptor",
+            str(EXAMPLE / "1iep_receptor.pdbqt"),
+            "--vina-box",
+            str(EXAMPLE / "1iep_receptor.box.txt"),
+            "--vina-exhaustiveness",
+            str(args.exhaustiveness),
+            "--vina-timeout",
+            str(args.timeout),
+        ]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         wall = time.perf_counter() - t0
@@ -174,19 +214,31 @@ def through_screen(todo, direct, args) -> None:
             return
         report = json.loads(proc.stdout.strip().splitlines()[-1])
         rows = {r["id"]: r for r in csv.DictReader(out.open())}
-        rejects = {r["id"]: r["reason"] for r in csv.DictReader(Path(report["rejects"]).open(), delimiter="\t")}
-    print(f"\nmolsift screen -j {args.workers}: {report['records_in']} records, {report['rows']} rows, "
-          f"{report['rejected']} rejected, wall {wall:.1f} s (incl. start-up)")
-    print("maps built per worker: " + ", ".join(str(w["scorer"]["vina_maps_built"]) for w in report["per_worker"]))
+        rejects = {
+            r["id"]: r["reason"]
+            for r in csv.DictReader(Path(report["rejects"]).open(), delimiter="\t")
+        }
+    print(
+        f"\nmolsift screen -j {args.workers}: {report['records_in']} records, {report['rows']} rows, "
+        f"{report['rejected']} rejected, wall {wall:.1f} s (incl. start-up)"
+    )
+    print(
+        "maps built per worker: "
+        + ", ".join(str(w["scorer"]["vina_maps_built"]) for w in report["per_worker"])
+    )
     print("| ligand | direct score | molsift screen score | equal | screen dock s |")
     print("|---|---|---|---|---|")
     for rid, score in direct.items():
         row = rows.get(rid)
         got = float(row["vina_score"]) if row else None
         shown = f"{got:.2f}" if row else f"reject: {rejects.get(rid, '?')}"
-        same = (got is None and score is None) or (got is not None and score is not None and abs(got - score) < 1e-3)
-        print(f"| {rid} | {'' if score is None else f'{score:.2f}'} | {shown} | {same} | "
-              f"{row['dock_s'] if row else ''} |")
+        same = (got is None and score is None) or (
+            got is not None and score is not None and abs(got - score) < 1e-3
+        )
+        print(
+            f"| {rid} | {'' if score is None else f'{score:.2f}'} | {shown} | {same} | "
+            f"{row['dock_s'] if row else ''} |"
+        )
 
 
 if __name__ == "__main__":

@@ -49,10 +49,19 @@ def mpirun_cmd(n: int) -> list:
 
 def mpi_env() -> dict:
     """The environment MPI tests run mpirun in (root allowed, oversubscription on)."""
-    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                OMPI_MCA_rmaps_base_oversubscribe="1")
+    return dict(
+        os.environ,
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+    )
 
 
 def run_mpi(n: int, args: list, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(mpirun_cmd(n) + molsift_cmd() + args, env=mpi_env(), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        mpirun_cmd(n) + molsift_cmd() + args,
+        env=mpi_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

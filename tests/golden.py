@@ -19,14 +19,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "data" / "golden_stores.json"
 NCI = ROOT / "data" / "nci_first_5k.smi"
 
 
-def _nci_lines() -> List[Tuple[str, str]]:
+def _nci_lines() -> list[tuple[str, str]]:
     rows = []
     for line in NCI.read_text().splitlines():
         smi, _, rid = line.partition("\t")
@@ -77,7 +77,7 @@ def _sdf(d: Path) -> str:
     return "nci200.sdf"
 
 
-INPUTS: Dict[str, Tuple[Callable[[Path], str], List[str]]] = {
+INPUTS: dict[str, tuple[Callable[[Path], str], list[str]]] = {
     "plain": (_plain, []),
     "gzip": (_gzip, ["--chunk-records", "700"]),
     "csv": (_csv, ["--id-col", "name"]),
@@ -86,24 +86,33 @@ INPUTS: Dict[str, Tuple[Callable[[Path], str], List[str]]] = {
 }
 
 # (name, ranks under mpirun or None, -j workers)
-CONFIGS = [("j1", None, 1), ("j2", None, 2), ("j4", None, 4),
-           ("mpi1", 1, None), ("mpi2", 2, None), ("mpi3", 3, None)]
+CONFIGS = [
+    ("j1", None, 1),
+    ("j2", None, 2),
+    ("j4", None, 4),
+    ("mpi1", 1, None),
+    ("mpi2", 2, None),
+    ("mpi3", 3, None),
+]
 
 
-def ingest_command(config: str, source: str, extra: List[str]) -> Tuple[List[str], dict]:
+def ingest_command(config: str, source: str, extra: list[str]) -> tuple[list[str], dict]:
     """The command line (and environment) that ingests `source` (relative to the cwd) into
     `store` under `config`."""
     _, ranks, workers = next(c for c in CONFIGS if c[0] == config)
     molsift = [sys.executable, "-m", "molsift", "ingest", source, "-o", "store", "-q", *extra]
     env = dict(os.environ)
     if ranks is None:
-        return molsift + ["-j", str(workers)], env
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
+        return [*molsift, "-j", str(workers)], env
+    env.update(
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+    )
     return ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none", *molsift], env
 
 
-def digest(store: Path) -> Dict[str, str]:
+def digest(store: Path) -> dict[str, str]:
     """SHA-256 of every file of the store; the manifest's without its provenance."""
     out = {}
     for p in sorted(store.iterdir()):
@@ -118,7 +127,7 @@ def digest(store: Path) -> Dict[str, str]:
     return out
 
 
-def build(workdir: Path, name: str, config: str) -> Dict[str, str]:
+def build(workdir: Path, name: str, config: str) -> dict[str, str]:
     """Ingests input `name` under `config` in `workdir` (made fresh) and digests the store."""
     workdir.mkdir(parents=True)
     make, extra = INPUTS[name]
@@ -139,8 +148,9 @@ def rdkit_version() -> str:
 def record() -> None:
     import tempfile
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     stores = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in INPUTS:
@@ -152,8 +162,14 @@ def record() -> None:
             stores[name] = first
             print(f"{name}: {len(first)} files, the same under {', '.join(seen)}")
     GOLDEN.parent.mkdir(exist_ok=True)
-    GOLDEN.write_text(json.dumps({"recorded_at": commit, "rdkit": rdkit_version(),
-                                  "stores": stores}, indent=1, sort_keys=True) + "\n")
+    GOLDEN.write_text(
+        json.dumps(
+            {"recorded_at": commit, "rdkit": rdkit_version(), "stores": stores},
+            indent=1,
+            sort_keys=True,
+        )
+        + "\n"
+    )
     print(f"written {GOLDEN}")
 
 

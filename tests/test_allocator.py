@@ -11,11 +11,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import BUNDLED_SMI, molsift_cmd
+
 from molsift import allocator
 
-PROBE = '''
+PROBE = """
 import os
 
 def seen_allocator(mol):
@@ -25,7 +25,7 @@ def seen_allocator(mol):
             os.getpid()]
 
 seen_allocator.columns = ("allocator", "pid")
-'''
+"""
 
 
 def test_choice_from_the_environment(monkeypatch, tmp_path):
@@ -42,8 +42,16 @@ def test_choice_from_the_environment(monkeypatch, tmp_path):
 
 def _tcmalloc():
     env = dict(os.environ, MOLSIFT_ALLOCATOR="auto")
-    lib = subprocess.run([*molsift_cmd()[:1], "-c", "from molsift import allocator; print(allocator.library() or '')"],
-                         capture_output=True, text=True, env=env).stdout.strip()
+    lib = subprocess.run(
+        [
+            *molsift_cmd()[:1],
+            "-c",
+            "from molsift import allocator; print(allocator.library() or '')",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
     if "tcmalloc" not in lib:
         pytest.skip("tcmalloc not installed (scripts/setup.sh installs libtcmalloc-minimal4)")
 
@@ -56,11 +64,29 @@ def test_screen_workers_run_on_tcmalloc_unless_told_otherwise(tmp_path, workers)
     lib.write_text("\n".join(BUNDLED_SMI.read_text().splitlines()[:40]) + "\n")
     for choice, want in (("auto", "tcmalloc"), ("system", "system")):
         out = tmp_path / f"{choice}.csv"
-        env = dict(os.environ, MOLSIFT_ALLOCATOR=choice,
-                   PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-        r = subprocess.run(molsift_cmd() + ["screen", str(lib), "--scorer", "python:probe_alloc:seen_allocator",
-                                            "-o", str(out), "-j", str(workers), "-q"],
-                           capture_output=True, text=True, env=env, timeout=300)
+        env = dict(
+            os.environ,
+            MOLSIFT_ALLOCATOR=choice,
+            PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        )
+        r = subprocess.run(
+            [
+                *molsift_cmd(),
+                "screen",
+                str(lib),
+                "--scorer",
+                "python:probe_alloc:seen_allocator",
+                "-o",
+                str(out),
+                "-j",
+                str(workers),
+                "-q",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert r.returncode == 0, r.stderr
         with open(out, newline="") as f:
             rows = list(csv.DictReader(f))
@@ -74,14 +100,24 @@ def test_ingest_on_either_allocator_writes_the_same_store(tmp_path):
     lib = tmp_path / "lib.smi"
     lib.write_text("\n".join(BUNDLED_SMI.read_text().splitlines()[:300]) + "\n")
     files = {}
-    for choice, workers, want in (("auto", 1, "tcmalloc"), ("auto", 2, "tcmalloc"), ("system", 2, "system")):
+    for choice, workers, want in (
+        ("auto", 1, "tcmalloc"),
+        ("auto", 2, "tcmalloc"),
+        ("system", 2, "system"),
+    ):
         store = tmp_path / f"{choice}-{workers}.store"
-        r = subprocess.run(molsift_cmd() + ["ingest", str(lib), "-o", str(store), "-j", str(workers), "--json"],
-                           capture_output=True, text=True, timeout=300,
-                           env=dict(os.environ, MOLSIFT_ALLOCATOR=choice))
+        r = subprocess.run(
+            [*molsift_cmd(), "ingest", str(lib), "-o", str(store), "-j", str(workers), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ, MOLSIFT_ALLOCATOR=choice),
+        )
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout.strip().splitlines()[-1])["allocator"] == want
-        files[(choice, workers)] = [(store / name).read_bytes() for name in
-                                    ("fingerprints.u64", "popcounts.u16", "smiles.txt", "ids.txt")]
+        files[(choice, workers)] = [
+            (store / name).read_bytes()
+            for name in ("fingerprints.u64", "popcounts.u16", "smiles.txt", "ids.txt")
+        ]
     assert all(files[("auto", 1)])
     assert files[("auto", 1)] == files[("auto", 2)] == files[("system", 2)]

@@ -24,8 +24,11 @@ def mols(bundled_smi):
         mol = Chem.MolFromSmiles(line.split()[0]) if line.strip() else None
         if mol is not None:
             out.append(mol)
-    out += [Chem.AddHs(Chem.MolFromSmiles("CCO")), Chem.MolFromSmiles(""),
-            Chem.MolFromSmiles("[Na+].[Cl-]")]
+    out += [
+        Chem.AddHs(Chem.MolFromSmiles("CCO")),
+        Chem.MolFromSmiles(""),
+        Chem.MolFromSmiles("[Na+].[Cl-]"),
+    ]
     return out
 
 

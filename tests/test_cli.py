@@ -12,7 +12,9 @@ import pytest
 
 
 def molsift(*args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "molsift", *map(str, args)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", *map(str, args)], capture_output=True, text=True
+    )
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
@@ -38,7 +40,11 @@ def test_ingest_then_info(tmp_path, bundled_smi):
     assert "records in 4,999 = molecules stored" in proc.stdout
     assert "read amplification" in proc.stdout
     info = molsift("info", out).stdout
-    assert "molecules" in info and re.search(r"all \d+ files verified", info) and "CC1=CC(=O)C=CC1=O" in info
+    assert (
+        "molecules" in info
+        and re.search(r"all \d+ files verified", info)
+        and "CC1=CC(=O)C=CC1=O" in info
+    )
 
 
 def test_errors_are_one_line_with_exit_2(tmp_path):
@@ -72,10 +78,16 @@ def test_exit_codes_are_documented_in_help():
     assert all(f"\n  {code} " in out for code in (0, 1, 2, 3, 130))
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-k", "0"], "must be at least 1"), (["-k", "-3"], "must be at least 1"),
-    (["-t", "1.5"], "between 0 and 1"), (["-t", "-0.1"], "between 0 and 1"),
-    (["-t", "x"], "not a number")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-k", "0"], "must be at least 1"),
+        (["-k", "-3"], "must be at least 1"),
+        (["-t", "1.5"], "between 0 and 1"),
+        (["-t", "-0.1"], "between 0 and 1"),
+        (["-t", "x"], "not a number"),
+    ],
+)
 def test_search_k_0_and_threshold_out_of_range_are_refused(tmp_path, args, message):
     """Issue 14, defect 8: `-k 0` silently returned 10 hits."""
     proc = molsift("search", tmp_path / "no.store", "-q", "CCO", *args, check=False)
@@ -93,7 +105,10 @@ def test_max_record_bytes_help_equals_the_readers_default(verb):
     sub = parser._subparsers._group_actions[0].choices[verb]
     helps = {a.dest: a.help for a in sub._actions}
     assert size_text(_core.DEFAULT_MAX_LINE_RECORD_BYTES) == "64KiB"
-    assert f"default {size_text(_core.DEFAULT_MAX_LINE_RECORD_BYTES)} for SMILES" in helps["max_record_bytes"]
+    assert (
+        f"default {size_text(_core.DEFAULT_MAX_LINE_RECORD_BYTES)} for SMILES"
+        in helps["max_record_bytes"]
+    )
     assert f"{size_text(_core.DEFAULT_MAX_SDF_RECORD_BYTES)} for SDF" in helps["max_record_bytes"]
     assert f"default {size_text(_core.DEFAULT_READ_BUFFER)}" in helps["read_buffer"]
 
@@ -107,7 +122,9 @@ def test_oversized_record_reason_says_the_id_is_unknown(tmp_path):
     proc = molsift("ingest", src, "-o", tmp_path / "s", "--max-record-bytes", "100", "-q")
     rows = [r.split("\t") for r in (tmp_path / "s" / "rejects.tsv").read_text().splitlines()[1:]]
     assert rows[0][1] == "2" and rows[0][3] == "2" and "id is unknown" in rows[0][4], rows
-    assert rows[1][1] == "3" and rows[1][3] == "named" and "read from the record's start" in rows[1][4]
+    assert (
+        rows[1][1] == "3" and rows[1][3] == "named" and "read from the record's start" in rows[1][4]
+    )
     assert proc.returncode == 0
 
 
@@ -122,20 +139,33 @@ def test_count_reports_the_read_calls_of_a_compressed_stream(tmp_path, bundled_s
     assert counters["records"] == 4999 and counters["compression"] == "gzip"
     assert counters["read_calls"] >= 2 and counters["bytes_read"] == gz.stat().st_size
     proc = molsift("count", gz)
-    assert f"{counters['read_calls']:,} read calls" in proc.stderr and " 0 read calls" not in proc.stderr
+    assert (
+        f"{counters['read_calls']:,} read calls" in proc.stderr
+        and " 0 read calls" not in proc.stderr
+    )
 
 
 def test_parquet_output_round_trips(tmp_path, bundled_smi):
     """Issue 14, defect 8: `-o hits.parquet` needed pyarrow, which setup did not install."""
     pq = pytest.importorskip("pyarrow.parquet", reason="scripts/setup.sh installs pyarrow")
     molsift("ingest", bundled_smi, "-o", tmp_path / "s", "-q")
-    molsift("search", tmp_path / "s", "-q", "CC(=O)Nc1ccc(O)cc1", "-k", "5", "-o", tmp_path / "h.parquet")
+    molsift(
+        "search",
+        tmp_path / "s",
+        "-q",
+        "CC(=O)Nc1ccc(O)cc1",
+        "-k",
+        "5",
+        "-o",
+        tmp_path / "h.parquet",
+    )
     tsv = molsift("search", tmp_path / "s", "-q", "CC(=O)Nc1ccc(O)cc1", "-k", "5").stdout
     table = pq.read_table(tmp_path / "h.parquet").to_pylist()
     rows = [line.split("\t") for line in tsv.splitlines()[1:]]
     assert len(table) == len(rows) == 5
-    assert [(r["query_id"], r["target_id"], f"{r['score']:.6f}", r["target_smiles"]) for r in table] == \
-        [tuple(r) for r in rows]
+    assert [
+        (r["query_id"], r["target_id"], f"{r['score']:.6f}", r["target_smiles"]) for r in table
+    ] == [tuple(r) for r in rows]
 
 
 def test_output_piped_into_head_is_not_a_traceback(tmp_path, bundled_smi):
@@ -143,7 +173,12 @@ def test_output_piped_into_head_is_not_a_traceback(tmp_path, bundled_smi):
     store = tmp_path / "s.store"
     molsift("ingest", bundled_smi, "-o", store, "-q")
     # about 400 KB of output, far more than a pipe holds: the writes after head exits fail
-    r = subprocess.run(f"{sys.executable} -m molsift info {store} -n 5000 | head -1; exit ${{PIPESTATUS[0]}}",
-                       shell=True, executable="/bin/bash", capture_output=True, text=True)
+    r = subprocess.run(
+        f"{sys.executable} -m molsift info {store} -n 5000 | head -1; exit ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+    )
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
     assert r.returncode == 141, r.returncode

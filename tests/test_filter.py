@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 
 import pytest
-
 from conftest import BUNDLED_SMI
 from test_screen import screen
 
@@ -15,8 +14,10 @@ Chem = pytest.importorskip("rdkit.Chem")
 from molsift.scorers.filter import FilterScorer  # noqa: E402
 
 EXPLICIT_H = [  # with Chem.AddHs, RemoveHs changes these: QED's cLogP and alerts are recomputed
-    "OC(=O)c1ccccc1N(=O)=O", "[2H]C([2H])([2H])n1cnc2c1c(=O)n(C)c(=O)n2C",
-    "N[C@@H](C)C(=O)O", "N=C(N)c1ccc(C=Cc2ccc(O)c(O)c2)cc1",
+    "OC(=O)c1ccccc1N(=O)=O",
+    "[2H]C([2H])([2H])n1cnc2c1c(=O)n(C)c(=O)n2C",
+    "N[C@@H](C)C(=O)O",
+    "N=C(N)c1ccc(C=Cc2ccc(O)c(O)c2)cc1",
 ]
 
 
@@ -77,10 +78,19 @@ def test_prescreen_gives_the_plain_rdkit_values(scorer):
     hits = multi = 0
     for mol in mols:
         matches = catalog.GetMatches(mol)
-        want = ([Descriptors.MolWt(mol), Crippen.MolLogP(mol), Lipinski.NumHDonors(mol),
-                 Lipinski.NumHAcceptors(mol), rdMolDescriptors.CalcNumRotatableBonds(mol),
-                 rdMolDescriptors.CalcTPSA(mol), QED.qed(mol)],
-                len(matches), matches[0].GetDescription() if len(matches) else "")
+        want = (
+            [
+                Descriptors.MolWt(mol),
+                Crippen.MolLogP(mol),
+                Lipinski.NumHDonors(mol),
+                Lipinski.NumHAcceptors(mol),
+                rdMolDescriptors.CalcNumRotatableBonds(mol),
+                rdMolDescriptors.CalcTPSA(mol),
+                QED.qed(mol),
+            ],
+            len(matches),
+            matches[0].GetDescription() if len(matches) else "",
+        )
         assert scorer._screened(mol) == want, Chem.MolToSmiles(mol)
         assert scorer._plain(mol) == want
         hits += bool(len(matches))

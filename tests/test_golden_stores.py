@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import golden
+import pytest
 from conftest import mpirun_cmd
 
 RECORDED = json.loads(golden.GOLDEN.read_text())
@@ -27,7 +26,8 @@ def test_store_is_byte_for_byte_the_recorded_one(tmp_path, name, config):
         mpirun_cmd(1)  # skips when Open MPI or mpi4py is missing
     assert golden.rdkit_version() == RECORDED["rdkit"], (
         f"the golden stores were recorded with RDKit {RECORDED['rdkit']} (scripts/setup.sh pins "
-        f"it); this is {golden.rdkit_version()}: canonical SMILES may differ")
+        f"it); this is {golden.rdkit_version()}: canonical SMILES may differ"
+    )
     got = golden.build(tmp_path / "run", name, config)
     want = RECORDED["stores"][name]
     assert sorted(got) == sorted(want), "a different set of files"

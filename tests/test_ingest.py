@@ -100,7 +100,9 @@ def test_fingerprint_view_is_not_a_copy(bundled_store):
 
 
 def store_files(path):
-    return {name: Path(path, name).read_bytes() for name in FILES.values() if name != "manifest.json"}
+    return {
+        name: Path(path, name).read_bytes() for name in FILES.values() if name != "manifest.json"
+    }
 
 
 def test_same_store_for_any_worker_count_and_compression(tmp_path, bundled_smi):
@@ -109,8 +111,9 @@ def test_same_store_for_any_worker_count_and_compression(tmp_path, bundled_smi):
     gz = tmp_path / "nci.smi.gz"
     with open(bundled_smi, "rb") as src, gzip.open(gz, "wb") as dst:
         shutil.copyfileobj(src, dst)
-    zipped = molsift.ingest(gz, tmp_path / "gz", workers=2, chunk_records=700, verify_count=True,
-                            progress=False)
+    zipped = molsift.ingest(
+        gz, tmp_path / "gz", workers=2, chunk_records=700, verify_count=True, progress=False
+    )
     assert zipped.inputs[0]["bytes_read"] == gz.stat().st_size
     # one worker: guided slabs (shrinking to the end); --slabs 7: seven equal ones; gzip: read in
     # one go, so no compression ratio to size the last chunks by: chunks of 700 records
@@ -154,7 +157,9 @@ def test_sdf_ingest_matches_rdkit_supplier(tmp_path, rdkit_sdf):
         assert store.ids[i] == (mol.GetProp("_Name") or str(good_starts[i]))
         assert store.source_lines[i] == good_starts[i]
         assert store.smiles[i] == Chem.MolToSmiles(mol)
-        words = np.packbits(gen.GetFingerprintAsNumPy(mol).astype(bool), bitorder="little").view("<u8")
+        words = np.packbits(gen.GetFingerprintAsNumPy(mol).astype(bool), bitorder="little").view(
+            "<u8"
+        )
         assert np.array_equal(store.fingerprints[i], words)
 
 
@@ -165,9 +170,7 @@ BAD_SMILES = (
     b"# a comment line\n"
     b"c1ccccc1 benzene\r\n"
     b"N(C)(C)(C)(C)C pentavalent_nitrogen\n"
-    b"CC\x00O has_nul\n"
-    + b"C" * 1_000_000 + b" one_megabyte\n"
-    + b"CCN ok2\n"
+    b"CC\x00O has_nul\n" + b"C" * 1_000_000 + b" one_megabyte\n" + b"CCN ok2\n"
     b"CC(=O truncated_last_line"
 )
 
@@ -182,22 +185,27 @@ def reject_rows(store):
 def test_bad_smiles_input_is_counted_and_rejected_with_lines(tmp_path, workers):
     src = tmp_path / "bad.smi"
     src.write_bytes(BAD_SMILES)
-    report = molsift.ingest(src, tmp_path / "s", workers=workers, slabs=5, verify_count=True,
-                            progress=False)
+    report = molsift.ingest(
+        src, tmp_path / "s", workers=workers, slabs=5, verify_count=True, progress=False
+    )
     store = molsift.open_store(tmp_path / "s")
     assert list(store.ids) == ["ok1", "benzene", "ok2"]
     assert (report.records_in, report.molecules, report.rejected) == (8, 3, 5)
     rejects = reject_rows(store)
     assert {k: int(v[1]) for k, v in rejects.items()} == {
-        "unclosed_ring": 2, "pentavalent_nitrogen": 6, "has_nul": 7,
-        "8": 8, "truncated_last_line": 10}  # the 1 MB record is not parsed, so it has no id
+        "unclosed_ring": 2,
+        "pentavalent_nitrogen": 6,
+        "has_nul": 7,
+        "8": 8,
+        "truncated_last_line": 10,
+    }  # the 1 MB record is not parsed, so it has no id
     assert "syntax error" in rejects["unclosed_ring"][4]
     assert "valence" in rejects["pentavalent_nitrogen"][4].lower()
     assert "NUL" in rejects["has_nul"][4]
     assert "longer than" in rejects["8"][4]
     offsets = {k: int(v[2]) for k, v in rejects.items()}
-    assert BAD_SMILES[offsets["has_nul"]:].startswith(b"CC\x00O")
-    assert BAD_SMILES[offsets["truncated_last_line"]:] == b"CC(=O truncated_last_line"
+    assert BAD_SMILES[offsets["has_nul"] :].startswith(b"CC\x00O")
+    assert BAD_SMILES[offsets["truncated_last_line"] :] == b"CC(=O truncated_last_line"
 
 
 def test_sdf_with_missing_terminator_is_rejected_not_merged(tmp_path, rdkit_sdf):
@@ -226,9 +234,14 @@ def test_killed_ingest_leaves_no_store(tmp_path, bundled_smi):
     big = tmp_path / "big.smi"
     big.write_bytes(bundled_smi.read_bytes() * 20)
     out = tmp_path / "s"
-    proc = subprocess.Popen([sys.executable, "-m", "molsift", "ingest", str(big), "-o", str(out),
-                             "-q", "-j", "2"], start_new_session=True)
-    time.sleep(4)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "molsift", "ingest", str(big), "-o", str(out), "-q", "-j", "2"],
+        start_new_session=True,
+    )
+    # kill while the workers are writing parts (a fixed sleep could land after the rename)
+    deadline = time.time() + 120
+    while not any(tmp_path.glob(".s.ingest-*/part-*")) and time.time() < deadline:
+        time.sleep(0.05)
     assert proc.poll() is None, "ingest finished before it could be killed"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -265,9 +278,9 @@ def test_compressed_chunks_shrink_towards_the_end(tmp_path, bundled_smi):
 
 
 CONTROL_CHAR_IDS = (
-    b"CCO id\rmore\n"        # a lone \r inside the id: the store keeps ids one per line
+    b"CCO id\rmore\n"  # a lone \r inside the id: the store keeps ids one per line
     b"CCN ok1\n"
-    b"CCC tab\tinside\n"      # a tab is not a line break: stored
+    b"CCC tab\tinside\n"  # a tab is not a line break: stored
     b"c1ccccc1 form\x0cfeed\n"
     b"CCCl ok2\n"
 )
@@ -277,8 +290,11 @@ def test_id_with_lone_cr_is_rejected_and_counted_not_fatal(tmp_path):
     """Issue 14, defect 6: an id holding a lone \\r aborted the whole ingest with exit 2."""
     src = tmp_path / "cr.smi"
     src.write_bytes(CONTROL_CHAR_IDS)
-    proc = subprocess.run([sys.executable, "-m", "molsift", "ingest", str(src), "-o",
-                           str(tmp_path / "s"), "-q"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", "ingest", str(src), "-o", str(tmp_path / "s"), "-q"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     store = molsift.open_store(tmp_path / "s")
     assert list(store.ids) == ["ok1", "tab\tinside", "ok2"]
@@ -293,13 +309,14 @@ def test_id_with_lone_cr_is_rejected_and_counted_not_fatal(tmp_path):
 def test_csv_id_and_sdf_title_with_line_break_are_rejected(tmp_path, rdkit_sdf):
     """The same rule for a CSV id column and an SDF title (the id of an SDF record)."""
     csv = tmp_path / "ids.csv"
-    csv.write_bytes(b"smiles,name\nCCO,\"a\rb\"\nCCN,fine\n")
+    csv.write_bytes(b'smiles,name\nCCO,"a\rb"\nCCN,fine\n')
     report = molsift.ingest(csv, tmp_path / "c", id_col="name", progress=False)
     assert (report.records_in, report.molecules, report.rejected) == (2, 1, 1)
     blocks = rdkit_sdf.read_text().split("$$$$\n")[:2]
     sdf = tmp_path / "t.sdf"
-    sdf.write_text("bad\rtitle" + blocks[0].split("\n", 1)[1] + "$$$$\n" + blocks[1] + "$$$$\n",
-                   newline="")
+    sdf.write_text(
+        "bad\rtitle" + blocks[0].split("\n", 1)[1] + "$$$$\n" + blocks[1] + "$$$$\n", newline=""
+    )
     report = molsift.ingest(sdf, tmp_path / "t", progress=False)
     assert (report.records_in, report.molecules, report.rejected) == (2, 1, 1)
     (row,) = reject_rows(molsift.open_store(tmp_path / "t")).values()
@@ -310,7 +327,7 @@ def test_utf8_bom_is_not_kept_in_the_first_sdf_title_or_smiles_id(tmp_path, rdki
     """Issue 14, defect 8: a UTF-8 BOM stayed in the first SDF title."""
     block = rdkit_sdf.read_text().split("$$$$\n")[0]
     sdf = tmp_path / "bom.sdf"
-    sdf.write_bytes(b"\xef\xbb\xbf" + ("first" + block[block.index("\n"):] + "$$$$\n").encode())
+    sdf.write_bytes(b"\xef\xbb\xbf" + ("first" + block[block.index("\n") :] + "$$$$\n").encode())
     molsift.ingest(sdf, tmp_path / "s", progress=False)
     assert molsift.open_store(tmp_path / "s").ids[0] == "first"
     smi = tmp_path / "bom.smi"
@@ -322,8 +339,9 @@ def test_utf8_bom_is_not_kept_in_the_first_sdf_title_or_smiles_id(tmp_path, rdki
 
 
 def molsift_ingest_cli(*args):
-    return subprocess.run([sys.executable, "-m", "molsift", "ingest", *map(str, args)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "molsift", "ingest", *map(str, args)], capture_output=True, text=True
+    )
 
 
 def test_empty_input_exits_3_nothing_usable(tmp_path):

@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import BUNDLED_SMI, ROOT, molsift_cmd, run_mpi
+
 from molsift import _core
 from molsift.iotrace import load_log
 
@@ -20,8 +20,9 @@ NO_TIMING = {"MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE"}  # which request was s
 
 
 def molsift(*args: str, env=None, **kwargs) -> subprocess.CompletedProcess:
-    proc = subprocess.run(molsift_cmd() + list(args), capture_output=True, text=True,
-                          timeout=300, env=env, **kwargs)
+    proc = subprocess.run(
+        molsift_cmd() + list(args), capture_output=True, text=True, timeout=300, env=env, **kwargs
+    )
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -53,9 +54,16 @@ def test_slab_read_with_a_1k_buffer_counts_every_request(tmp_path):
     c.pop("MAX_READ_TIME_SIZE")
     block = os.stat(path).st_blksize
     assert n == 1250
-    assert c == {"OPENS": 1, "READS": 10, "BYTES_READ": 10_000, "SIZE_READ_100_1K": 10,
-                 "SEQ_READS": 9, "CONSEC_READS": 9, "MAX_BYTE_READ": 9999,
-                 "FILE_NOT_ALIGNED": sum(1 for i in range(10) if (1024 * i) % block)}
+    assert c == {
+        "OPENS": 1,
+        "READS": 10,
+        "BYTES_READ": 10_000,
+        "SIZE_READ_100_1K": 10,
+        "SEQ_READS": 9,
+        "CONSEC_READS": 9,
+        "MAX_BYTE_READ": 9999,
+        "FILE_NOT_ALIGNED": sum(1 for i in range(10) if (1024 * i) % block),
+    }
     # the reader's own counters (what `molsift screen` reports) are the same requests
     assert (src.counters()["read_calls"], src.counters()["bytes_read"]) == (10, 10_000)
 
@@ -68,7 +76,9 @@ def test_slabs_and_count_add_up(tmp_path):
     size = path.stat().st_size
     calls = nbytes = 0
     for start, end in _core.split_slabs(size, 3):
-        src = _core.RecordSource(str(path), "smiles", slab=(start, end), first_line=0, buffer_size=1024)
+        src = _core.RecordSource(
+            str(path), "smiles", slab=(start, end), first_line=0, buffer_size=1024
+        )
         while src.next_batch(500):
             pass
         calls += src.counters()["read_calls"]
@@ -91,10 +101,21 @@ def test_builtin_counters_equal_the_tracers(tmp_path):
     work = tmp_path / "files"
     work.mkdir()
     script = ROOT / "tests" / "iotrace" / "builtin_known_io.py"
-    molsift("profile", "-o", str(tmp_path / "trace.json"), "--", sys.executable, str(script),
-            str(work), str(tmp_path / "builtin.json"))
-    traced = {r.file: r for r in load_log(str(tmp_path / "trace.json")).records
-              if r.module == "POSIX" and r.file.startswith(str(work))}
+    molsift(
+        "profile",
+        "-o",
+        str(tmp_path / "trace.json"),
+        "--",
+        sys.executable,
+        str(script),
+        str(work),
+        str(tmp_path / "builtin.json"),
+    )
+    traced = {
+        r.file: r
+        for r in load_log(str(tmp_path / "trace.json")).records
+        if r.module == "POSIX" and r.file.startswith(str(work))
+    }
     builtin = json.loads((tmp_path / "builtin.json").read_text())
     assert builtin["counted_by"] == "molsift"
     mine = {r["file"]: r for r in builtin["records"] if r["file"].startswith(str(work))}
@@ -105,7 +126,14 @@ def test_builtin_counters_equal_the_tracers(tmp_path):
         assert ours == theirs, path
         assert r["file_size"] == traced[path].file_size, path
     a = mine[str(work / "a.dat")]["counters"]
-    assert (a["READS"], a["WRITES"], a["SEEKS"], a["FSYNCS"], a["FDSYNCS"], a["STATS"]) == (4, 4, 2, 1, 1, 2)
+    assert (a["READS"], a["WRITES"], a["SEEKS"], a["FSYNCS"], a["FDSYNCS"], a["STATS"]) == (
+        4,
+        4,
+        2,
+        1,
+        1,
+        2,
+    )
 
 
 def test_a_fork_child_counts_from_zero(tmp_path):
@@ -140,7 +168,9 @@ def test_recording_can_be_turned_off(tmp_path, small_smi):
 
 # ---- --io-log ----
 def test_io_log_of_count_ingest_and_search(tmp_path, small_smi):
-    count_log, ingest_log, search_log = (tmp_path / f"{v}.json" for v in ("count", "ingest", "search"))
+    count_log, ingest_log, search_log = (
+        tmp_path / f"{v}.json" for v in ("count", "ingest", "search")
+    )
     molsift("--io-log", str(count_log), "count", str(small_smi))
     log = load_log(str(count_log))
     assert log.job["tool"] == "molsift count" and log.job["returncode"] == 0
@@ -148,16 +178,24 @@ def test_io_log_of_count_ingest_and_search(tmp_path, small_smi):
     assert f.c("MMAPS") == 1 and f.c("STATS") >= 1 and f.file_size == small_smi.stat().st_size
 
     store = tmp_path / "small.store"
-    molsift("ingest", str(small_smi), "-o", str(store), "-j", "2", "-q", "--io-log", str(ingest_log))
+    molsift(
+        "ingest", str(small_smi), "-o", str(store), "-j", "2", "-q", "--io-log", str(ingest_log)
+    )
     log = load_log(str(ingest_log))
     main = [p for p in log.processes if p.ended_by == "exit"]
     workers = [p for p in log.processes if p.ended_by == "running"]
     assert len(main) == 1 and 1 <= len(workers) <= 2
     parts = [r for r in log.records if "/.part-" in r.file and r.c("WRITES")]  # under tmp names
     assert parts and {r.process.pid for r in parts} <= {w.pid for w in workers}
-    read = sum(r.c("BYTES_READ") for r in log.records if r.file == str(small_smi) and r.process in workers)
+    read = sum(
+        r.c("BYTES_READ") for r in log.records if r.file == str(small_smi) and r.process in workers
+    )
     assert read >= small_smi.stat().st_size  # every slab, by the workers
-    final = [r for r in log.records if r.file.startswith(str(store) + "/") or "/.small.store.tmp-" in r.file]
+    final = [
+        r
+        for r in log.records
+        if r.file.startswith(str(store) + "/") or "/.small.store.tmp-" in r.file
+    ]
     assert any(r.c("WRITES") for r in final) and all(r.process in main for r in final)
 
     molsift("--io-log", str(search_log), "search", str(store), "-q", "CCO", "-k", "3")
@@ -171,20 +209,48 @@ def test_io_log_of_count_ingest_and_search(tmp_path, small_smi):
 
 def test_io_log_of_mpi_ranks(tmp_path, small_smi):
     log_path = tmp_path / "mpi.json"
-    proc = run_mpi(2, ["--io-log", str(log_path), "ingest", str(small_smi), "-o", str(tmp_path / "m.store"), "-q"])
+    proc = run_mpi(
+        2,
+        [
+            "--io-log",
+            str(log_path),
+            "ingest",
+            str(small_smi),
+            "-o",
+            str(tmp_path / "m.store"),
+            "-q",
+        ],
+    )
     assert proc.returncode == 0, proc.stderr
     log = load_log(str(log_path))
     assert sorted(p.rank for p in log.processes) == [0, 1]
     for rank in (0, 1):
-        assert any(r.c("BYTES_READ") for r in log.records if r.rank == rank and r.file == str(small_smi))
+        assert any(
+            r.c("BYTES_READ") for r in log.records if r.rank == rank and r.file == str(small_smi)
+        )
 
 
 # ---- screen: RUN_DIR/io.json, the report, the writer groups ----
 def test_screen_run_dir_gets_its_io_log(tmp_path, small_smi):
     out = tmp_path / "props.csv"
     extra = tmp_path / "screen.iolog.json"
-    molsift("screen", str(small_smi), "--scorer", "filter", "-o", str(out), "-j", "2",
-            "--writers", "2", "--write-buffer", "4K", "-q", "--io-log", str(extra))
+    molsift(
+        "screen",
+        str(small_smi),
+        "--scorer",
+        "filter",
+        "-o",
+        str(out),
+        "-j",
+        "2",
+        "--writers",
+        "2",
+        "--write-buffer",
+        "4K",
+        "-q",
+        "--io-log",
+        str(extra),
+    )
     run_dir = tmp_path / "props.csv.run"
     log = load_log(str(run_dir / "io.json"))
     assert log.job["tool"] == "molsift screen"
@@ -202,8 +268,16 @@ def test_screen_run_dir_gets_its_io_log(tmp_path, small_smi):
     assert io["bytes_written"] == sum(r.c("BYTES_WRITTEN") for r in log.records)
     assert io["opens"] == sum(r.c("OPENS") for r in log.records)
     # molsift insights reads the run's log unchanged, writer groups included
-    found = json.loads(molsift("insights", str(run_dir / "io.json"), "--format", "json",
-                               "-t", "writer_group_imbalance=0").stdout)
+    found = json.loads(
+        molsift(
+            "insights",
+            str(run_dir / "io.json"),
+            "--format",
+            "json",
+            "-t",
+            "writer_group_imbalance=0",
+        ).stdout
+    )
     assert any(f["code"] == "R05" for f in found["findings"])
     # --io-log of the same run: every process, and the writer groups too
     assert len(load_log(str(extra)).processes) == 3
@@ -218,12 +292,30 @@ def test_insights_on_molsifts_own_ingest_log_has_no_redundant_opens(tmp_path):
     from molsift.iotrace import find_insights
 
     log = tmp_path / "ingest.json"
-    proc = subprocess.run(molsift_cmd() + ["--io-log", str(log), "ingest", str(BUNDLED_SMI), "-o",
-                                           str(tmp_path / "nci.store"), "-j", "2", "-q"],
-                          capture_output=True, text=True, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            *molsift_cmd(),
+            "--io-log",
+            str(log),
+            "ingest",
+            str(BUNDLED_SMI),
+            "-o",
+            str(tmp_path / "nci.store"),
+            "-j",
+            "2",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = load_log(str(log))
-    synced_dirs = [r for p in json.loads(log.read_text())["processes"] for r in p["records"]
-                   if ".nci.store." in r["file"] and r["counters"].get("FSYNCS")]
+    synced_dirs = [
+        r
+        for p in json.loads(log.read_text())["processes"]
+        for r in p["records"]
+        if ".nci.store." in r["file"] and r["counters"].get("FSYNCS")
+    ]
     assert synced_dirs, "the log should show the work directories opened to fsync them"
     assert [f for f in find_insights(doc) if f.code == "R01"] == []

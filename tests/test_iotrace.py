@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, molsift_cmd
+
 from molsift.iotrace import find_insights, load_log
 from molsift.iotrace.profile import LIB_NAME
 
@@ -59,7 +59,7 @@ def build(tmp_path_factory):
 def profile(log: Path, command: list, **kwargs) -> subprocess.CompletedProcess:
     env = dict(os.environ, **MPI_ENV)
     return subprocess.run(
-        molsift_cmd() + ["profile", "-o", str(log), "--"] + command,
+        [*molsift_cmd(), "profile", "-o", str(log), "--", *command],
         env=env,
         capture_output=True,
         text=True,
@@ -70,7 +70,7 @@ def profile(log: Path, command: list, **kwargs) -> subprocess.CompletedProcess:
 
 def insights(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        molsift_cmd() + ["insights", *args], capture_output=True, text=True, timeout=120
+        [*molsift_cmd(), "insights", *args], capture_output=True, text=True, timeout=120
     )
 
 
@@ -78,7 +78,7 @@ def records(log, name: str, module: str = "POSIX"):
     return [r for r in log.records if r.module == module and os.path.basename(r.file) == name]
 
 
-def by_code(findings, code: str, file_name: str = None):
+def by_code(findings, code: str, file_name: str | None = None):
     return [
         f
         for f in findings
@@ -293,7 +293,7 @@ def test_command_not_found_and_missing_tracer(tmp_path):
     assert r.returncode == 127 and "molsift: error: /no/such/program: command not found" in r.stderr
     env = dict(os.environ, MOLSIFT_IOTRACE_LIB=str(tmp_path / "missing.so"))
     r = subprocess.run(
-        molsift_cmd() + ["profile", "--", "true"], env=env, capture_output=True, text=True
+        [*molsift_cmd(), "profile", "--", "true"], env=env, capture_output=True, text=True
     )
     assert r.returncode == 2
     assert (
@@ -343,7 +343,7 @@ def test_dlpoly_history_redundant_opens(build, tmp_path):
     for case in ("before", "fixed"):
         (tmp_path / case).mkdir()
         extra = ["--fixed"] if case == "fixed" else []
-        r = profile(tmp_path / f"{case}.json", mpirun + [str(tmp_path / case), "25"] + extra)
+        r = profile(tmp_path / f"{case}.json", [*mpirun, str(tmp_path / case), "25", *extra])
         assert r.returncode == 0, r.stderr
         assert (tmp_path / case / "HISTORY").stat().st_size == 25 * 4096
 

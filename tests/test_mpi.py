@@ -8,9 +8,9 @@ import shutil
 
 import numpy as np
 import pytest
+from conftest import run_mpi
 
 import molsift
-from conftest import run_mpi
 
 pytestmark = pytest.mark.mpi
 
@@ -58,6 +58,8 @@ def test_mpi_ingest_of_gzip_input(tmp_path, bundled_smi, serial_store, ranks):
 
 
 def test_mpi_error_is_reported_not_hung(tmp_path):
-    proc = run_mpi(2, ["ingest", str(tmp_path / "missing.smi"), "-o", str(tmp_path / "s")], timeout=120)
+    proc = run_mpi(
+        2, ["ingest", str(tmp_path / "missing.smi"), "-o", str(tmp_path / "s")], timeout=120
+    )
     assert proc.returncode != 0
     assert "missing.smi" in proc.stderr

@@ -13,14 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import BUNDLED_SMI, ROOT
 
 README = ROOT / "README.md"
 VENV_BIN = Path(sys.executable).parent
 # File names of the bash examples: an argument that looks like one is an input, unless it
 # follows an output option; a line runs only when its inputs exist (bundled or made above).
-PATHLIKE = re.compile(r"^[\w./-]+\.(smi|csv|tsv|sdf|gz|zst|store|run|json|darshan|parquet|png)(/[\w.]+)?$")
+PATHLIKE = re.compile(
+    r"^[\w./-]+\.(smi|csv|tsv|sdf|gz|zst|store|run|json|darshan|parquet|png)(/[\w.]+)?$"
+)
 OUTPUT_OPTIONS = {"-o", "--output", "--io-log"}
 
 
@@ -44,8 +45,9 @@ def test_readme_python_block_runs_as_a_script(tmp_path, index):
     cwd = fresh_dir(tmp_path)
     script = cwd / f"readme_{index}.py"
     script.write_text(blocks("python")[index])
-    proc = subprocess.run([sys.executable, str(script)], cwd=cwd, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -53,8 +55,11 @@ def runnable(words: list, cwd: Path) -> bool:
     """A molsift line whose input files all exist in `cwd` (profile runs other programs)."""
     if words[:1] != ["molsift"] or "profile" in words:
         return False
-    inputs = [w for prev, w in zip([""] + words, words)
-              if prev not in OUTPUT_OPTIONS and PATHLIKE.match(w)]
+    inputs = [
+        w
+        for prev, w in zip(["", *words], words)
+        if prev not in OUTPUT_OPTIONS and PATHLIKE.match(w)
+    ]
     return all((cwd / w).exists() for w in inputs)
 
 
@@ -66,8 +71,9 @@ def test_readme_bash_lines_run_on_the_bundled_data(tmp_path):
             words = shlex.split(line, comments=True)
             if not runnable(words, cwd):
                 continue
-            proc = subprocess.run(words, cwd=cwd, env=env_with_venv(), capture_output=True,
-                                  text=True, timeout=600)
+            proc = subprocess.run(
+                words, cwd=cwd, env=env_with_venv(), capture_output=True, text=True, timeout=600
+            )
             assert proc.returncode == 0, f"{line}\n{proc.stderr}"
             ran.append(" ".join(words[:2]))
     for verb in ("count", "ingest", "info", "search", "screen", "report"):
@@ -80,8 +86,9 @@ def test_script_without_main_guard_stops_with_one_sentence(tmp_path):
     cwd = fresh_dir(tmp_path)
     script = cwd / "unguarded.py"
     script.write_text('import molsift\nmolsift.ingest("data/nci_first_5k.smi", "nci.store")\n')
-    proc = subprocess.run([sys.executable, str(script)], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and 'if __name__ == "__main__":' in proc.stderr
     assert "unguarded.py, line 2" in proc.stderr

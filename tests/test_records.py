@@ -23,7 +23,9 @@ def test_slabs_cover_each_record_once(bundled_smi, slabs, buffer_size):
     size = os.path.getsize(bundled_smi)
     got, bytes_read = [], 0
     for start, end in _core.split_slabs(size, slabs):
-        src = _core.RecordSource(str(bundled_smi), "smiles", slab=(start, end), buffer_size=buffer_size)
+        src = _core.RecordSource(
+            str(bundled_smi), "smiles", slab=(start, end), buffer_size=buffer_size
+        )
         while batch := src.next_batch(1000):
             got.extend(batch)
         bytes_read += src.counters()["bytes_read"]

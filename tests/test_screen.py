@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import BUNDLED_SMI, molsift_cmd, run_mpi
 
 MATRIX_RANKS = [1, 2, 3, 4, 7]
@@ -64,8 +63,13 @@ def check_exactly_once(library: Path, output: Path) -> tuple:
 
 
 def screen(args, env=None, check=True, timeout=300) -> subprocess.CompletedProcess:
-    r = subprocess.run(molsift_cmd() + ["screen", *map(str, args)], capture_output=True, text=True,
-                       timeout=timeout, env=env)
+    r = subprocess.run(
+        [*molsift_cmd(), "screen", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
     if check:
         assert r.returncode == 0, r.stderr
     return r
@@ -73,13 +77,39 @@ def screen(args, env=None, check=True, timeout=300) -> subprocess.CompletedProce
 
 def test_local_filter_rows_rejects_and_columns(library, tmp_path):
     out = tmp_path / "hits.csv"
-    screen([library, "--scorer", "filter", "-o", out, "-j", "2", "--writers", "2",
-            "--write-buffer", "2K", "-q"])
+    screen(
+        [
+            library,
+            "--scorer",
+            "filter",
+            "-o",
+            out,
+            "-j",
+            "2",
+            "--writers",
+            "2",
+            "--write-buffer",
+            "2K",
+            "-q",
+        ]
+    )
     rows, rejects, report = check_exactly_once(library, out)
-    assert list(rows[0]) == ["id", "smiles", "mw", "clogp", "hbd", "hba", "rotb", "tpsa", "qed",
-                             "pains", "pains_name", "pass"]
+    assert list(rows[0]) == [
+        "id",
+        "smiles",
+        "mw",
+        "clogp",
+        "hbd",
+        "hba",
+        "rotb",
+        "tpsa",
+        "qed",
+        "pains",
+        "pains_name",
+        "pass",
+    ]
     assert len(rejects) == 4  # the syntax error and three valence errors
-    bad = [r for r in rejects if r["id"] == "bad_syntax"][0]
+    bad = next(r for r in rejects if r["id"] == "bad_syntax")
     assert bad["line"] == "11" and "syntax error" in bad["reason"]
     text = library.read_bytes()
     for r in rejects:  # offsets and lines point at the record
@@ -87,16 +117,23 @@ def test_local_filter_rows_rejects_and_columns(library, tmp_path):
         assert text[off:].split(b"\n", 1)[0].split()[1].decode() == r["id"]
         assert text[:off].count(b"\n") + 1 == int(r["line"])
     from rdkit import Chem
-    from rdkit.Chem import Descriptors, QED
+    from rdkit.Chem import QED, Descriptors
 
     for row in rows[:25]:  # values are RDKit's
         mol = Chem.MolFromSmiles(row["smiles"])
         assert float(row["mw"]) == pytest.approx(Descriptors.MolWt(mol), rel=1e-5)
         assert float(row["qed"]) == pytest.approx(QED.qed(mol), rel=1e-5)
-        assert row["pass"] == ("1" if float(row["mw"]) <= 500 and float(row["clogp"]) <= 5
-                               and int(row["hbd"]) <= 5 and int(row["hba"]) <= 10
-                               and int(row["rotb"]) <= 10 and float(row["tpsa"]) <= 140
-                               and int(row["pains"]) == 0 else "0")
+        assert row["pass"] == (
+            "1"
+            if float(row["mw"]) <= 500
+            and float(row["clogp"]) <= 5
+            and int(row["hbd"]) <= 5
+            and int(row["hba"]) <= 10
+            and int(row["rotb"]) <= 10
+            and float(row["tpsa"]) <= 140
+            and int(row["pains"]) == 0
+            else "0"
+        )
     assert report["groups"] == [1, 1]
     # every byte read once, plus at most a few KiB past each of the 16 slab ends to finish a record
     size = library.stat().st_size
@@ -110,13 +147,26 @@ def test_similarity_scores_equal_rdkit(library, tmp_path):
 
     refs = ["c1ccccc1C(=O)O", "CCN(CC)CCOC(=O)c1ccc(N)cc1", "CC(C)Cc1ccc(C(C)C(=O)O)cc1"]
     out = tmp_path / "sim.csv"
-    screen([library, "--scorer", "similarity", *sum((["--ref", r] for r in refs), []), "-o", out,
-            "-j", "2", "-q"])
+    screen(
+        [
+            library,
+            "--scorer",
+            "similarity",
+            *sum((["--ref", r] for r in refs), []),
+            "-o",
+            out,
+            "-j",
+            "2",
+            "-q",
+        ]
+    )
     rows, _, _ = check_exactly_once(library, out)
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
     ref_fps = [gen.GetFingerprint(Chem.MolFromSmiles(r)) for r in refs]
     for row in rows:
-        sims = DataStructs.BulkTanimotoSimilarity(gen.GetFingerprint(Chem.MolFromSmiles(row["smiles"])), ref_fps)
+        sims = DataStructs.BulkTanimotoSimilarity(
+            gen.GetFingerprint(Chem.MolFromSmiles(row["smiles"])), ref_fps
+        )
         assert float(row["max_tanimoto"]) == pytest.approx(max(sims), abs=1e-6)
         assert sims[int(row["nearest_ref"][3:]) - 1] == pytest.approx(max(sims), abs=1e-6)
 
@@ -128,14 +178,28 @@ def test_python_scorer_and_gzip_input(library, tmp_path):
         "    if mol.GetNumHeavyAtoms() > 30:\n"
         "        raise Reject('too big for this test')\n"
         "    return {'heavy': mol.GetNumHeavyAtoms(), 'rings': mol.GetRingInfo().NumRings()}\n"
-        "heavy.columns = ('heavy', 'rings')\n")
+        "heavy.columns = ('heavy', 'rings')\n"
+    )
     gz = tmp_path / "library.smi.gz"
     gz.write_bytes(gzip.compress(library.read_bytes()))
     out = tmp_path / "py.csv"
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
-    screen([gz, "--scorer", "python:myscore:heavy", "-o", out, "-j", "2", "--chunk-records", "100",
-            "-q"], env=env)
-    rows, rejects, _ = result_ids(out)[2:] + (None,)
+    screen(
+        [
+            gz,
+            "--scorer",
+            "python:myscore:heavy",
+            "-o",
+            out,
+            "-j",
+            "2",
+            "--chunk-records",
+            "100",
+            "-q",
+        ],
+        env=env,
+    )
+    rows, rejects, _ = (*result_ids(out)[2:], None)
     ids = Counter(r["id"] for r in rows) + Counter(r["id"] for r in rejects)
     assert ids == expected_ids(library)
     assert all(int(r["heavy"]) <= 30 for r in rows)
@@ -181,20 +245,50 @@ def test_truncated_gzip_is_one_clear_error_not_a_traceback_or_a_hang(tmp_path):
     whole = gzip.compress(BUNDLED_SMI.read_bytes())
     lib = tmp_path / "lib.smi.gz"
     lib.write_bytes(whole[: len(whole) // 2])
-    r = subprocess.run(molsift_cmd() + ["screen", str(lib), "--scorer", "filter", "-o",
-                                        str(tmp_path / "o.csv"), "-j", "2", "-q"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            *molsift_cmd(),
+            "screen",
+            str(lib),
+            "--scorer",
+            "filter",
+            "-o",
+            str(tmp_path / "o.csv"),
+            "-j",
+            "2",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert r.stderr.startswith("molsift: error: reading the input failed: ") and str(lib) in r.stderr
+    assert (
+        r.stderr.startswith("molsift: error: reading the input failed: ") and str(lib) in r.stderr
+    )
     assert "incomplete" in r.stderr or "corrupt" in r.stderr, r.stderr
 
 
 def test_csv_without_smiles_column_is_one_clear_error(tmp_path):
     lib = tmp_path / "lib.csv"
     lib.write_text("name,value\nabc,1\n")
-    r = subprocess.run(molsift_cmd() + ["screen", str(lib), "--scorer", "filter", "-o",
-                                        str(tmp_path / "o.csv"), "-j", "2", "-q"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            *molsift_cmd(),
+            "screen",
+            str(lib),
+            "--scorer",
+            "filter",
+            "-o",
+            str(tmp_path / "o.csv"),
+            "-j",
+            "2",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert 'column "smiles" not found' in r.stderr and str(lib) in r.stderr, r.stderr
     assert "run again with --resume" not in r.stderr  # resuming cannot get past it
@@ -211,11 +305,23 @@ def test_kill9_at_random_moments_then_resume(tmp_path):
             for line in BUNDLED_SMI.read_text().splitlines():
                 smi, rid = line.split()[:2]
                 f.write(f"{smi}\t{rid}-{copy}\n")
-    args = [library, "--scorer", "filter", "-o", out, "-j", "2", "--writers", "2",
-            "--write-buffer", "1K", "-q"]
+    args = [
+        library,
+        "--scorer",
+        "filter",
+        "-o",
+        out,
+        "-j",
+        "2",
+        "--writers",
+        "2",
+        "--write-buffer",
+        "1K",
+        "-q",
+    ]
     rng = random.Random(7)
     kills, gen = 0, 0  # a fresh run writes generation 0, then takes it over as generation 1
-    proc = subprocess.Popen(molsift_cmd() + ["screen", *map(str, args)], stderr=subprocess.PIPE)
+    proc = subprocess.Popen([*molsift_cmd(), "screen", *map(str, args)], stderr=subprocess.PIPE)
     for _ in range(10):
         gen = wait_for_takeover(out, gen, proc)
         time.sleep(rng.uniform(0.2, 1.2))
@@ -223,8 +329,9 @@ def test_kill9_at_random_moments_then_resume(tmp_path):
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
-        proc = subprocess.Popen(molsift_cmd() + ["screen", *map(str, args), "--resume"],
-                                stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [*molsift_cmd(), "screen", *map(str, args), "--resume"], stderr=subprocess.PIPE
+        )
     assert proc.wait(timeout=300) == 0, proc.stderr.read().decode()
     _, _, report = check_exactly_once(library, out)
     assert kills == 10 and report["restarts"] == 10, (kills, report["restarts"])
@@ -235,12 +342,24 @@ def test_kill9_inside_a_write_then_resume(library, tmp_path, point):
     """SIGKILL in the middle of a pwrite (half the rows written) or between the write and its
     commit: the bytes are not committed, the resume removes them (truncation or compaction)."""
     out = tmp_path / "w.csv"
-    args = [library, "--scorer", "filter", "-o", out, "-j", "2", "--writers", "2",
-            "--write-buffer", "1K", "-q"]
+    args = [
+        library,
+        "--scorer",
+        "filter",
+        "-o",
+        out,
+        "-j",
+        "2",
+        "--writers",
+        "2",
+        "--write-buffer",
+        "1K",
+        "-q",
+    ]
     r = screen(args, env=dict(os.environ, MOLSIFT_FAILPOINT=point), check=False)
     assert r.returncode == -9
     assert not out.exists()
-    screen(args + ["--resume"])
+    screen([*args, "--resume"])
     check_exactly_once(library, out)
 
 
@@ -255,8 +374,24 @@ def test_resume_compacts_a_hole(tmp_path):
     Path(files.rows_partial).write_bytes(b"h\nA\nB\nXXGARBAGE\nC\n")
     Path(files.rejects_partial).write_bytes(b"r\n")
     write_json_atomic(files.state, new_state(2, 2))
-    lines = [{"w": 0, "src": "w0", "n": 2, "r": 0, "p": {"0": {"k": 2, "o": 5, "l": 2, "d": 0}}, "rows": [2, 4]},
-             {"w": 1, "src": "w1", "n": 1, "r": 0, "p": {"1": {"k": 1, "o": 9, "l": 5, "d": 1}}, "rows": [16, 2]}]
+    lines = [
+        {
+            "w": 0,
+            "src": "w0",
+            "n": 2,
+            "r": 0,
+            "p": {"0": {"k": 2, "o": 5, "l": 2, "d": 0}},
+            "rows": [2, 4],
+        },
+        {
+            "w": 1,
+            "src": "w1",
+            "n": 1,
+            "r": 0,
+            "p": {"1": {"k": 1, "o": 9, "l": 5, "d": 1}},
+            "rows": [16, 2],
+        },
+    ]
     with open(files.journal(0, 0), "w") as f:
         f.write(json.dumps(lines[0]) + "\n" + json.dumps(lines[1]) + "\n" + '{"torn')
     state = consolidate(files)
@@ -274,9 +409,24 @@ def test_mpi_matrix(library, tmp_path, ranks):
         for wbuf in SIZES:
             for rbuf in SIZES:
                 out = tmp_path / f"m-{writers}-{wbuf}-{rbuf}.csv"
-                r = run_mpi(ranks, ["screen", str(library), "--scorer", "filter", "-o", str(out),
-                                    "--writers", str(writers), "--write-buffer", wbuf,
-                                    "--read-buffer", rbuf, "-q"])
+                r = run_mpi(
+                    ranks,
+                    [
+                        "screen",
+                        str(library),
+                        "--scorer",
+                        "filter",
+                        "-o",
+                        str(out),
+                        "--writers",
+                        str(writers),
+                        "--write-buffer",
+                        wbuf,
+                        "--read-buffer",
+                        rbuf,
+                        "-q",
+                    ],
+                )
                 assert r.returncode == 0, r.stderr[-3000:]
                 _, _, report = check_exactly_once(library, out)
                 assert report["executor"] == "mpi" and report["workers"] == ranks
@@ -288,8 +438,22 @@ def test_mpi_unequal_groups_flush_per_rank(library, tmp_path):
     flushes according to its own output only (Docker-HT sized them per group, and groups of
     unequal size filled at different rates). Each writer writes exactly its members' flushes."""
     out = tmp_path / "u.csv"
-    r = run_mpi(7, ["screen", str(library), "--scorer", "filter", "-o", str(out), "--writers", "3",
-                    "--write-buffer", "2K", "-q"])
+    r = run_mpi(
+        7,
+        [
+            "screen",
+            str(library),
+            "--scorer",
+            "filter",
+            "-o",
+            str(out),
+            "--writers",
+            "3",
+            "--write-buffer",
+            "2K",
+            "-q",
+        ],
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     _, _, report = check_exactly_once(library, out)
     assert report["groups"] == [3, 2, 2]
@@ -299,13 +463,17 @@ def test_mpi_unequal_groups_flush_per_rank(library, tmp_path):
         assert (w["flushes"] - 1) * cap <= w["flush_bytes"] <= w["flushes"] * (cap + 600)
     flushes = {w["rank"]: w["flushes"] for w in report["per_worker"]}
     members = [[0, 1, 2], [3, 4], [5, 6]]
-    assert [wr["writes"] for wr in report["per_writer"]] == [sum(flushes[m] for m in g) for g in members]
+    assert [wr["writes"] for wr in report["per_writer"]] == [
+        sum(flushes[m] for m in g) for g in members
+    ]
 
 
 def test_report_png(library, tmp_path):
     out = tmp_path / "r.csv"
     screen([library, "--scorer", "filter", "-o", out, "-j", "2", "-q"])
-    r = subprocess.run(molsift_cmd() + ["report", str(out) + ".run"], capture_output=True, text=True)
+    r = subprocess.run(
+        [*molsift_cmd(), "report", str(out) + ".run"], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     png = Path(str(out) + ".run") / "report.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -319,12 +487,18 @@ def test_fingerprint_set_matches_rdkit_and_checks_lengths():
     from molsift import _core
 
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=1024)
-    fps = [gen.GetFingerprint(Chem.MolFromSmiles(s)) for s in ("CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1")]
+    fps = [
+        gen.GetFingerprint(Chem.MolFromSmiles(s))
+        for s in ("CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1")
+    ]
     fset = _core.FingerprintSet([DataStructs.BitVectToBinaryText(f) for f in fps])
     q = gen.GetFingerprint(Chem.MolFromSmiles("Oc1ccccc1C"))
     expected = DataStructs.BulkTanimotoSimilarity(q, fps)
     assert fset.scores(DataStructs.BitVectToBinaryText(q)) == expected
-    assert fset.best(DataStructs.BitVectToBinaryText(q)) == (expected.index(max(expected)), max(expected))
+    assert fset.best(DataStructs.BitVectToBinaryText(q)) == (
+        expected.index(max(expected)),
+        max(expected),
+    )
     with pytest.raises(ValueError, match="query has 8 bytes"):
         fset.best(b"\0" * 8)
     with pytest.raises(ValueError, match="fingerprint 1 has 16 bytes"):
@@ -337,7 +511,12 @@ def test_sdf_input_with_standardize(rdkit_sdf, tmp_path):
     screen([rdkit_sdf, "--scorer", "filter", "-o", out, "-j", "2", "--standardize", "-q"])
     rows, rejects, _, _ = result_ids(out)
     # this file's title lines are blank: ids are then the line of each block's first line
-    starts = [1] + [i + 2 for i, line in enumerate(rdkit_sdf.read_text().splitlines()) if line == "$$$$"][:-1]
+    starts = [
+        1,
+        *[i + 2 for i, line in enumerate(rdkit_sdf.read_text().splitlines()) if line == "$$$$"][
+            :-1
+        ],
+    ]
     assert rows + rejects == Counter(str(n) for n in starts) and len(starts) == 200
     with open(out, newline="") as f:
         assert all("." not in r["smiles"] for r in csv.DictReader(f))  # largest fragment kept
@@ -348,12 +527,33 @@ def test_mpi_ranks_run_local_workers(library, tmp_path):
     forwards their buffers to its writer group as its own; exactly once with 1 and 2 groups."""
     for writers in (1, 2):
         out = tmp_path / f"j-{writers}.csv"
-        r = run_mpi(2, ["screen", str(library), "--scorer", "filter", "-o", str(out), "-j", "2",
-                        "--writers", str(writers), "--write-buffer", "2K", "-q"])
+        r = run_mpi(
+            2,
+            [
+                "screen",
+                str(library),
+                "--scorer",
+                "filter",
+                "-o",
+                str(out),
+                "-j",
+                "2",
+                "--writers",
+                str(writers),
+                "--write-buffer",
+                "2K",
+                "-q",
+            ],
+        )
         assert r.returncode == 0, r.stderr[-3000:]
         _, _, report = check_exactly_once(library, out)
         assert report["executor"] == "mpi" and report["workers"] == 4
-        assert sorted((w["rank"], w["worker"]) for w in report["per_worker"]) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        assert sorted((w["rank"], w["worker"]) for w in report["per_worker"]) == [
+            (0, 0),
+            (0, 1),
+            (1, 0),
+            (1, 1),
+        ]
         assert sum(w["records"] for w in report["per_worker"]) == report["records_in"]
         assert report["writers"] == writers
         timelines = sorted(p.name for p in (Path(str(out) + ".run") / "timeline").iterdir())
@@ -396,15 +596,27 @@ def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
     library = tmp_path / "lib4.smi"
     library.write_text(BUNDLED_SMI.read_text() * 4)  # long enough to outlive four kills
     out = tmp_path / "mk.csv"
-    args = ["screen", str(library), "--scorer", "filter", "-o", str(out), "--writers", "2",
-            "--write-buffer", "1K", "-q"]
+    args = [
+        "screen",
+        str(library),
+        "--scorer",
+        "filter",
+        "-o",
+        str(out),
+        "--writers",
+        "2",
+        "--write-buffer",
+        "1K",
+        "-q",
+    ]
     env = mpi_env()
     rng = random.Random(11)
     kills, gen = 0, 0  # a fresh run writes generation 0, then takes it over as generation 1
     for attempt in range(5):
         cmd = mpirun_cmd(3) + molsift_cmd() + args + (["--resume"] if attempt else [])
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        )
         if attempt < 4:
             gen = wait_for_takeover(out, gen, proc)  # MPI start-up can take seconds
             time.sleep(rng.uniform(0.5, 2.0))
@@ -425,7 +637,9 @@ def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
             assert proc.wait(timeout=300) == 0, proc.stderr.read().decode()[-3000:]
     _, _, report = check_exactly_once(library, out)
     assert kills == 4 and report["executor"] == "mpi" and report["restarts"] == 4, (
-        kills, report["restarts"])
+        kills,
+        report["restarts"],
+    )
 
 
 def test_resume_with_a_relative_library_path(library, tmp_path):
@@ -434,10 +648,26 @@ def test_resume_with_a_relative_library_path(library, tmp_path):
     work = tmp_path / "cwd"
     work.mkdir()
     (work / "lib.smi").write_bytes(library.read_bytes())
-    args = ["lib.smi", "--scorer", "filter", "-o", "props.csv", "-j", "2", "--write-buffer", "1K", "-q"]
+    args = [
+        "lib.smi",
+        "--scorer",
+        "filter",
+        "-o",
+        "props.csv",
+        "-j",
+        "2",
+        "--write-buffer",
+        "1K",
+        "-q",
+    ]
     run = lambda extra, env=None: subprocess.run(  # noqa: E731
-        molsift_cmd() + ["screen", *args, *extra], cwd=work, capture_output=True, text=True,
-        timeout=300, env=env)
+        [*molsift_cmd(), "screen", *args, *extra],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     r = run([], env=dict(os.environ, MOLSIFT_FAILPOINT="mid-write:2"))
     assert r.returncode == -9 and not (work / "props.csv").exists()
     r = run(["--resume"])
@@ -459,14 +689,27 @@ def test_hint_after_a_worker_crash_leads_to_a_resume_that_works(library, tmp_pat
         "    if not os.path.exists('crashed.once'):\n"
         "        open('crashed.once', 'w').close()\n"
         "        os._exit(7)\n"
-        "    return mol.GetNumAtoms()\n")
+        "    return mol.GetNumAtoms()\n"
+    )
     env = dict(os.environ, PYTHONPATH=str(work))
     args = ["lib.smi", "--scorer", "python:crashy:score", "-o", "n.csv", "-j", "2", "-q"]
-    r = subprocess.run(molsift_cmd() + ["screen", *args], cwd=work, env=env, capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run(
+        [*molsift_cmd(), "screen", *args],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 2 and "run again with --resume" in r.stderr, r.stderr
-    r = subprocess.run(molsift_cmd() + ["screen", *args, "--resume"], cwd=work, env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [*molsift_cmd(), "screen", *args, "--resume"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     check_exactly_once(library, work / "n.csv")
 
@@ -478,16 +721,27 @@ def test_old_plan_with_a_relative_path_resumes(library, tmp_path):
     work.mkdir()
     (work / "lib.smi").write_bytes(library.read_bytes())
     args = ["lib.smi", "--scorer", "filter", "-o", "p.csv", "-j", "2", "--write-buffer", "1K", "-q"]
-    r = subprocess.run(molsift_cmd() + ["screen", *args], cwd=work, capture_output=True, text=True,
-                       env=dict(os.environ, MOLSIFT_FAILPOINT="mid-write:2"), timeout=300)
+    r = subprocess.run(
+        [*molsift_cmd(), "screen", *args],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, MOLSIFT_FAILPOINT="mid-write:2"),
+        timeout=300,
+    )
     assert r.returncode == -9
     plan_path = work / "p.csv.run" / "plan.json"
     plan = json.loads(plan_path.read_text())
     plan["input"]["path"] = "lib.smi"
     plan.pop("source_name")
     plan_path.write_text(json.dumps(plan))
-    r = subprocess.run(molsift_cmd() + ["screen", *args, "--resume"], cwd=work, capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run(
+        [*molsift_cmd(), "screen", *args, "--resume"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     check_exactly_once(library, work / "p.csv")
 
@@ -506,7 +760,9 @@ def test_screen_rejects_an_id_with_a_lone_cr(tmp_path):
     assert (report["records_in"], report["rows"], report["rejected"]) == (3, 2, 1)
 
 
-@pytest.mark.parametrize("content, why", [(b"", "no records"), (b"\x00\x01\xff\n" * 50, "rejected")])
+@pytest.mark.parametrize(
+    "content, why", [(b"", "no records"), (b"\x00\x01\xff\n" * 50, "rejected")]
+)
 def test_screen_with_nothing_usable_exits_3(tmp_path, content, why):
     """Issue 14, defect 7, for screen: an empty input or one whose every record is rejected
     exits 3 (saying so), with the result and rejects files still written."""

@@ -32,7 +32,9 @@ def rdkit_fps(store):
 
 def rdkit_hits(rdkit_fps, smiles, threshold=None, k=None):
     gen, fps = rdkit_fps
-    scores = np.array(DataStructs.BulkTanimotoSimilarity(gen.GetFingerprint(Chem.MolFromSmiles(smiles)), fps))
+    scores = np.array(
+        DataStructs.BulkTanimotoSimilarity(gen.GetFingerprint(Chem.MolFromSmiles(smiles)), fps)
+    )
     order = np.lexsort((np.arange(len(scores)), -scores))  # score desc, then index asc
     if threshold is not None:
         order = order[scores[order] >= threshold]
@@ -99,17 +101,26 @@ def test_invalid_query_is_a_clear_error(store):
 
 
 def test_cli_search_tsv(store, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "molsift", "search", store.path, "-q", QUERIES[1],
-                           "-k", "3"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", "search", store.path, "-q", QUERIES[1], "-k", "3"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "query_id\ttarget_id\tscore\ttarget_smiles" and len(lines) == 4
     qfile = tmp_path / "q.smi"
     qfile.write_text("\n".join(f"{s} q{i}" for i, s in enumerate(QUERIES)) + "\nC1CC bad\n")
-    proc = subprocess.run([sys.executable, "-m", "molsift", "search", store.path, "--queries", qfile,
-                           "-t", "0.5"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", "search", store.path, "--queries", qfile, "-t", "0.5"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "query 'bad' skipped" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "molsift", "search", store.path, "-q", "C1CC"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", "search", store.path, "-q", "C1CC"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "invalid query SMILES" in proc.stderr

@@ -25,12 +25,18 @@ QUERIES = ["CC(=O)Nc1ccc(O)cc1", "c1ccccc1O", "CCN(CC)CC"]
 
 
 def molsift_run(*args, env=None, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "molsift", *map(str, args)], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "molsift", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def small_library(path: Path, bundled_smi: Path, start: int, n: int) -> Path:
-    lines = [ln for ln in open(bundled_smi) if ln.strip()][start:start + n]
+    lines = [ln for ln in open(bundled_smi) if ln.strip()][start : start + n]
     path.write_text("".join(lines))
     return path
 
@@ -110,8 +116,20 @@ def test_screen_never_deletes_a_run_dir_that_is_not_a_run(tmp_path, bundled_smi)
     mine.mkdir()
     (mine / "notes.txt").write_text("keep\n")
     for extra in ([], ["--overwrite"]):
-        r = molsift_run("screen", lib, "--scorer", "filter", "-o", tmp_path / "o.csv", "-j", "1",
-                        "-q", "--run-dir", mine, *extra)
+        r = molsift_run(
+            "screen",
+            lib,
+            "--scorer",
+            "filter",
+            "-o",
+            tmp_path / "o.csv",
+            "-j",
+            "1",
+            "-q",
+            "--run-dir",
+            mine,
+            *extra,
+        )
         assert_clean_refusal(r, str(mine))
         assert (mine / "notes.txt").read_text() == "keep\n"
 
@@ -128,8 +146,9 @@ def damage(path: Path, seed: int, flips: int = 8) -> None:
     path.write_bytes(bytes(data))
 
 
-STORE_FILES = sorted(set(_core.STORE_FILES.values()) | {"columns.json", "columns.planes.u64",
-                                                        "columns.order.u64"})
+STORE_FILES = sorted(
+    set(_core.STORE_FILES.values()) | {"columns.json", "columns.planes.u64", "columns.order.u64"}
+)
 
 
 @pytest.mark.parametrize("name", STORE_FILES)
@@ -168,7 +187,9 @@ def test_corrupt_offsets_never_print_a_wrong_smiles(indexed_store, tmp_path):
         bad = tmp_path / name
         shutil.copytree(indexed_store, bad)
         data = bytearray((bad / name).read_bytes())
-        data[8 * 3:8 * 4] = (int.from_bytes(data[8 * 3:8 * 4], "little") + 5).to_bytes(8, "little")
+        data[8 * 3 : 8 * 4] = (int.from_bytes(data[8 * 3 : 8 * 4], "little") + 5).to_bytes(
+            8, "little"
+        )
         (bad / name).write_bytes(bytes(data))
         store = molsift.open_store(bad, verify=False)
         with pytest.raises(molsift.StoreError, match=name):
@@ -197,7 +218,9 @@ def test_manifest_version_is_reported_as_written(indexed_store, tmp_path, versio
     bad = tmp_path / "bad"
     shutil.copytree(indexed_store, bad)
     text = (bad / "manifest.json").read_text()
-    (bad / "manifest.json").write_text(text.replace('"format_version": 1', f'"format_version": {version}'))
+    (bad / "manifest.json").write_text(
+        text.replace('"format_version": 1', f'"format_version": {version}')
+    )
     r = molsift_run("info", bad)
     assert_clean_refusal(r, str(bad))
     assert f"store format version {version} is not supported" in r.stderr, r.stderr
@@ -255,14 +278,21 @@ def test_search_during_overwrite_sees_one_store(tmp_path, bundled_smi):
     store = tmp_path / "s.store"
     answers = []
     for i, lib in enumerate((a, b)):
-        assert molsift_run("ingest", lib, "-o", store, "-q", "-j", "1", "--overwrite").returncode == 0
-        subprocess.run([sys.executable, "-c", RACE_SCRIPT, store, store, tmp_path / f"ans{i}", *QUERIES],
-                       check=True)
+        assert (
+            molsift_run("ingest", lib, "-o", store, "-q", "-j", "1", "--overwrite").returncode == 0
+        )
+        subprocess.run(
+            [sys.executable, "-c", RACE_SCRIPT, store, store, tmp_path / f"ans{i}", *QUERIES],
+            check=True,
+        )
         answers += race_answers(tmp_path / f"ans{i}")
     assert len(answers) == 2 and answers[0] != answers[1]
     stop, out = tmp_path / "stop", tmp_path / "race.txt"
-    reader = subprocess.Popen([sys.executable, "-c", RACE_SCRIPT, store, stop, out, *QUERIES],
-                              stderr=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", RACE_SCRIPT, store, stop, out, *QUERIES],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 120
     while not race_answers(out) and time.time() < deadline:  # the reader is searching
         time.sleep(0.1)
@@ -306,8 +336,12 @@ def test_kill9_of_ingest_leaves_no_orphans_and_the_next_run_no_leftovers(tmp_pat
     out = tmp_path / "lib.store"
     marker = f"MOLSIFT_TEST_RUN={uuid.uuid4().hex}"
     env = dict(os.environ, **dict([marker.split("=")]))
-    proc = subprocess.Popen([sys.executable, "-m", "molsift", "ingest", lib, "-o", out, "-j", "2",
-                             "-q"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "molsift", "ingest", lib, "-o", out, "-j", "2", "-q"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 120
     while time.time() < deadline and len(processes_with(marker)) < 3:  # main + 2 workers
         time.sleep(0.2)
@@ -321,8 +355,15 @@ def test_kill9_of_ingest_leaves_no_orphans_and_the_next_run_no_leftovers(tmp_pat
     assert processes_with(marker) == []  # workers and the resource tracker died with it
     leftovers = [n for n in os.listdir(tmp_path) if n.startswith(".lib.store.")]
     assert leftovers  # the killed run's work directory, for the next run to sweep
-    r = molsift_run("ingest", small_library(tmp_path / "small.smi", bundled_smi, 0, 30), "-o", out,
-                    "-q", "-j", "1")
+    r = molsift_run(
+        "ingest",
+        small_library(tmp_path / "small.smi", bundled_smi, 0, 30),
+        "-o",
+        out,
+        "-q",
+        "-j",
+        "1",
+    )
     assert r.returncode == 0, r.stderr
     assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == []
 
@@ -338,9 +379,15 @@ def test_failed_ingest_removes_its_work_directory(tmp_path, bundled_smi):
 def test_concurrent_index_builds_all_succeed(indexed_store, tmp_path):
     store = tmp_path / "s.store"
     shutil.copytree(indexed_store, store)
-    procs = [subprocess.Popen([sys.executable, "-m", "molsift", "index", store],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "molsift", "index", store],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err

@@ -9,16 +9,15 @@ import pickle
 import time
 
 import pytest
-
 from conftest import BUNDLED_SMI, SHARED_DATA
 
 pytest.importorskip("vina", reason="vina not installed (scripts/setup.sh installs vina==1.2.7)")
 pytest.importorskip("meeko", reason="meeko not installed (scripts/setup.sh installs meeko==0.8.0)")
 
-from rdkit import Chem  # noqa: E402
+from rdkit import Chem
 
-from molsift.scorers import Reject, scorer_class  # noqa: E402
-from molsift.scorers.vina import Box, VinaScorer, read_box  # noqa: E402
+from molsift.scorers import Reject, scorer_class
+from molsift.scorers.vina import Box, VinaScorer, read_box
 
 EXAMPLE = SHARED_DATA / "vina_1iep"
 RECEPTOR = EXAMPLE / "1iep_receptor.pdbqt"
@@ -27,7 +26,8 @@ LIGAND = EXAMPLE / "1iep_ligand.sdf"
 
 needs_example = pytest.mark.skipif(
     not RECEPTOR.exists(),
-    reason=f"Vina's 1iep example not found at {EXAMPLE} (the shared data sits beside the repository)")
+    reason=f"Vina's 1iep example not found at {EXAMPLE} (the shared data sits beside the repository)",
+)
 
 PARACETAMOL = "CC(=O)Nc1ccc(O)cc1"
 SMALL = [PARACETAMOL, "Cc1ccc(NC(=O)c2ccccc2)cc1", "OC(=O)c1ccccc1O"]
@@ -79,7 +79,7 @@ def in_box(xyz, box: Box, slack: float = 0.0) -> bool:
 
 @needs_example
 def test_crystal_ligand_redocks_with_a_strong_score(crystal):
-    mol, values, _ = crystal
+    _mol, values, _ = crystal
     # Vina's own example gives about -12 to -13 kcal/mol at exhaustiveness 8; at 1, strongly negative
     assert values["vina_score"] < -8, values
     assert values["vina_score"] > -20, values  # not absurd either
@@ -151,10 +151,13 @@ def test_receptor_maps_are_built_once_per_worker():
 
 
 @needs_example
-@pytest.mark.parametrize("record_id, reason", [
-    ("2004", "embedding failed: ETKDG found no 3D conformer"),   # N[Cr](N)(N)(N)(N)N
-    ("872", "embedding failed: RDKit: Invariant Violation"),     # a Zn complex: RDKit raises
-])
+@pytest.mark.parametrize(
+    "record_id, reason",
+    [
+        ("2004", "embedding failed: ETKDG found no 3D conformer"),  # N[Cr](N)(N)(N)(N)N
+        ("872", "embedding failed: RDKit: Invariant Violation"),  # a Zn complex: RDKit raises
+    ],
+)
 def test_molecule_that_cannot_be_embedded_is_rejected(scorer, record_id, reason):
     mol = Chem.MolFromSmiles(nci(record_id))
     assert mol is not None  # RDKit parses it; only the 3D embedding fails
@@ -165,11 +168,14 @@ def test_molecule_that_cannot_be_embedded_is_rejected(scorer, record_id, reason)
 
 
 @needs_example
-@pytest.mark.parametrize("smiles, reason", [
-    ("CCOB(OCC)OCC", "Vina rejected the ligand: .*Atom type B is not a valid AutoDock type"),
-    ("CC[Se]CC", "Meeko cannot write a PDBQT"),
-    ("CC(=O)[O-].[Na+]", "2 fragments"),
-])
+@pytest.mark.parametrize(
+    "smiles, reason",
+    [
+        ("CCOB(OCC)OCC", "Vina rejected the ligand: .*Atom type B is not a valid AutoDock type"),
+        ("CC[Se]CC", "Meeko cannot write a PDBQT"),
+        ("CC(=O)[O-].[Na+]", "2 fragments"),
+    ],
+)
 def test_molecules_vina_or_meeko_cannot_take_are_rejected(scorer, smiles, reason):
     with pytest.raises(Reject, match=reason):
         scorer.score(Chem.MolFromSmiles(smiles))
@@ -244,19 +250,30 @@ def test_score_does_not_depend_on_how_the_input_writes_the_molecule(inproc):
 
 def test_box_file_in_vinas_format(tmp_path):
     f = tmp_path / "box.txt"
-    f.write_text("# 1iep\ncenter_x = 15.190\ncenter_y=53.903\ncenter_z = 16.917  # ligand centre\n\n"
-                 "size_x = 20\nsize_y = 20.0\nsize_z = 22.5\n")
+    f.write_text(
+        "# 1iep\ncenter_x = 15.190\ncenter_y=53.903\ncenter_z = 16.917  # ligand centre\n\n"
+        "size_x = 20\nsize_y = 20.0\nsize_z = 22.5\n"
+    )
     assert read_box(str(f)) == Box((15.19, 53.903, 16.917), (20.0, 20.0, 22.5))
 
 
-@pytest.mark.parametrize("text, error", [
-    ("center_x = 1\ncenter_y 2\n", r"box.txt:2: expected 'key = value'"),
-    ("center_x = 1\ncenter_y = abc\n", r"box.txt:2: center_y is not a number: 'abc'"),
-    ("exhaustiveness = 8\n", r"box.txt:1: unknown key 'exhaustiveness'"),
-    ("center_x = 1\ncenter_x = 2\n", r"box.txt:2: center_x is given twice"),
-    ("center_x = 1\ncenter_y = 2\ncenter_z = 3\nsize_x = 20\nsize_y = 20\n", r"box.txt: the box file lacks size_z"),
-    ("center_x = 1\ncenter_y = 2\ncenter_z = 3\nsize_x = 20\nsize_y = 0\nsize_z = 20\n", r"box sizes must be positive"),
-])
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("center_x = 1\ncenter_y 2\n", r"box.txt:2: expected 'key = value'"),
+        ("center_x = 1\ncenter_y = abc\n", r"box.txt:2: center_y is not a number: 'abc'"),
+        ("exhaustiveness = 8\n", r"box.txt:1: unknown key 'exhaustiveness'"),
+        ("center_x = 1\ncenter_x = 2\n", r"box.txt:2: center_x is given twice"),
+        (
+            "center_x = 1\ncenter_y = 2\ncenter_z = 3\nsize_x = 20\nsize_y = 20\n",
+            r"box.txt: the box file lacks size_z",
+        ),
+        (
+            "center_x = 1\ncenter_y = 2\ncenter_z = 3\nsize_x = 20\nsize_y = 0\nsize_z = 20\n",
+            r"box sizes must be positive",
+        ),
+    ],
+)
 def test_bad_box_file_names_file_and_line(tmp_path, text, error):
     f = tmp_path / "box.txt"
     f.write_text(text)
@@ -278,24 +295,56 @@ def parse(argv):
 @needs_example
 def test_options_build_the_scorer():
     assert scorer_class("vina") is VinaScorer
-    s = VinaScorer.from_args(parse(["--vina-receptor", str(RECEPTOR), "--vina-box", str(BOX_FILE),
-                                    "--vina-exhaustiveness", "2", "--vina-timeout", "30"]))
+    s = VinaScorer.from_args(
+        parse(
+            [
+                "--vina-receptor",
+                str(RECEPTOR),
+                "--vina-box",
+                str(BOX_FILE),
+                "--vina-exhaustiveness",
+                "2",
+                "--vina-timeout",
+                "30",
+            ]
+        )
+    )
     assert s.box == read_box(str(BOX_FILE)) and s.exhaustiveness == 2 and s.timeout == 30
-    s = VinaScorer.from_args(parse(["--vina-receptor", str(RECEPTOR), "--vina-center", "1,2,3",
-                                    "--vina-size", "20 20 24"]))
+    s = VinaScorer.from_args(
+        parse(
+            ["--vina-receptor", str(RECEPTOR), "--vina-center", "1,2,3", "--vina-size", "20 20 24"]
+        )
+    )
     assert s.box == Box((1.0, 2.0, 3.0), (20.0, 20.0, 24.0))
     assert (s.exhaustiveness, s.n_poses, s.seed, s.cpu, s.pose_format) == (8, 9, 42, 1, "sdf")
 
 
-@pytest.mark.parametrize("argv, error", [
-    ([], "needs --vina-receptor"),
-    (["--vina-receptor", "/no/such/receptor.pdbqt", "--vina-center", "0,0,0", "--vina-size", "20,20,20"],
-     "Vina receptor /no/such/receptor.pdbqt: no such file"),
-    (["--vina-receptor", "r.pdbqt"], "needs a box"),
-    (["--vina-receptor", "r.pdbqt", "--vina-box", "b.txt", "--vina-center", "0,0,0"], "either --vina-box"),
-    (["--vina-receptor", "r.pdbqt", "--vina-center", "0,0", "--vina-size", "1,1,1"],
-     "--vina-center wants three numbers"),
-])
+@pytest.mark.parametrize(
+    "argv, error",
+    [
+        ([], "needs --vina-receptor"),
+        (
+            [
+                "--vina-receptor",
+                "/no/such/receptor.pdbqt",
+                "--vina-center",
+                "0,0,0",
+                "--vina-size",
+                "20,20,20",
+            ],
+            "Vina receptor /no/such/receptor.pdbqt: no such file",
+        ),
+        (["--vina-receptor", "r.pdbqt"], "needs a box"),
+        (
+            ["--vina-receptor", "r.pdbqt", "--vina-box", "b.txt", "--vina-center", "0,0,0"],
+            "either --vina-box",
+        ),
+        (
+            ["--vina-receptor", "r.pdbqt", "--vina-center", "0,0", "--vina-size", "1,1,1"],
+            "--vina-center wants three numbers",
+        ),
+    ],
+)
 def test_bad_options_say_what_is_wrong(argv, error):
     with pytest.raises(ValueError, match=error):
         VinaScorer.from_args(parse(argv))
@@ -303,7 +352,9 @@ def test_bad_options_say_what_is_wrong(argv, error):
 
 def test_receptor_that_vina_cannot_read(tmp_path):
     bad = tmp_path / "bad.pdbqt"
-    bad.write_text("ATOM      1  C   XXX A   1       0.000   0.000   0.000  1.00  0.00     0.000 Qq\n")
+    bad.write_text(
+        "ATOM      1  C   XXX A   1       0.000   0.000   0.000  1.00  0.00     0.000 Qq\n"
+    )
     s = VinaScorer(str(bad), Box((0, 0, 0), (10, 10, 10)))
     with pytest.raises(ValueError, match=r"Vina cannot read the receptor .*bad.pdbqt"):
         s.setup()

@@ -21,18 +21,23 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Iterable, List, Optional
+from collections.abc import Iterable
 
 _CANDIDATES = {
     "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4"),
     "jemalloc": ("libjemalloc.so.2",),
 }
-_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
-         "/usr/local/lib")
+_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+)
 _REEXEC_MARK = "_MOLSIFT_ALLOCATOR_REEXEC"  # holds the LD_PRELOAD from before the restart
 
 
-def library() -> Optional[str]:
+def library() -> str | None:
     """Path of the allocator to preload, or None (system allocator chosen, or none installed)."""
     choice = os.environ.get("MOLSIFT_ALLOCATOR", "auto").strip() or "auto"
     if choice == "system":
@@ -42,9 +47,11 @@ def library() -> Optional[str]:
             raise ValueError(f"MOLSIFT_ALLOCATOR={choice}: no such file")
         return choice
     if choice != "auto" and choice not in _CANDIDATES:
-        raise ValueError(f"MOLSIFT_ALLOCATOR={choice}: expected auto, tcmalloc, jemalloc, system "
-                         "or a path to a shared library")
-    for name in (_CANDIDATES if choice == "auto" else (choice,)):
+        raise ValueError(
+            f"MOLSIFT_ALLOCATOR={choice}: expected auto, tcmalloc, jemalloc, system "
+            "or a path to a shared library"
+        )
+    for name in _CANDIDATES if choice == "auto" else (choice,):
         for lib in _CANDIDATES[name]:
             for d in _DIRS:
                 path = os.path.join(d, lib)
@@ -53,7 +60,7 @@ def library() -> Optional[str]:
     return None
 
 
-@functools.lru_cache(maxsize=None)  # fixed when the process starts
+@functools.cache  # fixed when the process starts
 def loaded() -> str:
     """The allocator this process runs on: 'tcmalloc', 'jemalloc' or 'system'."""
     try:
@@ -92,7 +99,7 @@ def describe(names: Iterable[str]) -> str:
     return ",".join(sorted(set(names)))
 
 
-def reexec(argv: List[str], script: Optional[str] = None) -> None:
+def reexec(argv: list[str], script: str | None = None) -> None:
     """Restarts `python -m molsift argv` (or `python script argv`) with the allocator preloaded,
     unless this process has it already (or none is chosen); after a restart, puts LD_PRELOAD
     back as it was."""

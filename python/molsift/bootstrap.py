@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import functools
 import sys
-from typing import Optional
 
 GUARD = 'if __name__ == "__main__":'
 
@@ -20,14 +19,16 @@ class SpawnError(SystemExit):
     one sentence (exit status 1) instead of a traceback per worker."""
 
 
-def _message(script: str, line: Optional[int]) -> str:
+def _message(script: str, line: int | None) -> str:
     where = f"{script}, line {line}" if line else script
-    return (f"molsift: error: molsift starts worker processes, which import your script {where} "
-            f"again: put the code that calls molsift under `{GUARD}` (see README.md, Python)")
+    return (
+        f"molsift: error: molsift starts worker processes, which import your script {where} "
+        f"again: put the code that calls molsift under `{GUARD}` (see README.md, Python)"
+    )
 
 
 @functools.lru_cache(maxsize=16)
-def _guarded_lines(path: str) -> Optional[frozenset]:
+def _guarded_lines(path: str) -> frozenset | None:
     """Lines of `path` inside an `if __name__ == "__main__":` block; None if unreadable."""
     try:
         with open(path, encoding="utf-8") as fh:
@@ -41,7 +42,7 @@ def _guarded_lines(path: str) -> Optional[frozenset]:
     return frozenset(lines)
 
 
-def _main_script() -> Optional[str]:
+def _main_script() -> str | None:
     """The script run as `__main__` that spawned workers would run again, or None (interactive,
     `python -c`, `python -m package`: multiprocessing does not re-run those)."""
     main = sys.modules.get("__main__")

@@ -4,8 +4,9 @@ vector to a packed row). The only module that imports RDKit for ingest."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Tuple
+from typing import Any, Callable
 
 import numpy as np
 from rdkit import Chem, RDLogger
@@ -78,7 +79,7 @@ class Fingerprinter:
         return self._gen.GetFingerprint(mol)
 
 
-def to_mol(text: str, sdf: bool = False) -> Tuple[Optional[Chem.Mol], str]:
+def to_mol(text: str, sdf: bool = False) -> tuple[Chem.Mol | None, str]:
     """Parses SMILES (or a mol block with `sdf=True`) exactly as RDKit's defaults do.
 
     Returns (mol, "") or (None, reason)."""
@@ -91,7 +92,11 @@ def to_mol(text: str, sdf: bool = False) -> Tuple[Optional[Chem.Mol], str]:
 def _why_unparsable(text: str, sdf: bool) -> str:
     """Re-parses without sanitizing to tell a syntax error from a chemistry error."""
     what = "mol block" if sdf else "SMILES"
-    raw = Chem.MolFromMolBlock(text, sanitize=False) if sdf else Chem.MolFromSmiles(text, sanitize=False)
+    raw = (
+        Chem.MolFromMolBlock(text, sanitize=False)
+        if sdf
+        else Chem.MolFromSmiles(text, sanitize=False)
+    )
     if raw is None:
         return f"RDKit could not parse the {what} (syntax error)"
     try:

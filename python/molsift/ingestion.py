@@ -11,15 +11,16 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Union
 
 from . import _core
 from .allocator import describe, loaded
 from .iostats import add_process_records, collecting, process_record
-from .spec import FingerprintSpec
 from .parallel import choose_executor, default_workers
 from .progress import Progress
+from .spec import FingerprintSpec
 
 PathLike = Union[str, "os.PathLike[str]"]
 BATCH_RECORDS = 2048
@@ -34,9 +35,9 @@ class InputFile:
     compression: str
     format: str
     header: bool
-    smiles_col: Optional[str] = None
-    id_col: Optional[str] = None
-    delimiter: Optional[str] = None
+    smiles_col: str | None = None
+    id_col: str | None = None
+    delimiter: str | None = None
 
     def format_args(self) -> dict:
         return {
@@ -65,7 +66,7 @@ class IngestReport:
     read_calls: int
     store_bytes: int
     index_bytes: int = 0
-    inputs: List[Dict[str, Any]] = field(default_factory=list)
+    inputs: list[dict[str, Any]] = field(default_factory=list)
     allocator: str = "system"  # what the workers ran on (allocator.py), e.g. "tcmalloc"
 
     @property
@@ -90,9 +91,14 @@ class IngestReport:
         )
 
 
-def describe_input(path: PathLike, format: Optional[str] = None, header: Optional[bool] = None,
-                   smiles_col: Optional[str] = None, id_col: Optional[str] = None,
-                   delimiter: Optional[str] = None) -> InputFile:
+def describe_input(
+    path: PathLike,
+    format: str | None = None,
+    header: bool | None = None,
+    smiles_col: str | None = None,
+    id_col: str | None = None,
+    delimiter: str | None = None,
+) -> InputFile:
     """Checks that `path` is a readable file and works out its compression and format."""
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -101,13 +107,21 @@ def describe_input(path: PathLike, format: Optional[str] = None, header: Optiona
     fmt = format or detected
     if header is None:
         header = detected_header if fmt == detected else fmt == "csv"
-    return InputFile(path, os.path.getsize(path), _core.file_compression(path), fmt, header,
-                     smiles_col, id_col, delimiter)
+    return InputFile(
+        path,
+        os.path.getsize(path),
+        _core.file_compression(path),
+        fmt,
+        header,
+        smiles_col,
+        id_col,
+        delimiter,
+    )
 
 
 # ---------------------------------------------------------------- worker side
 
-_FINGERPRINTERS: Dict[tuple, Any] = {}
+_FINGERPRINTERS: dict[tuple, Any] = {}
 
 
 def _fingerprinter(radius: int, bits: int):
@@ -133,8 +147,9 @@ def run_ingest_task(task: dict) -> dict:
         fmt = {k: v for k, v in task["input"].items() if k not in ("path",)}
         # Lines relative to the slab (first_line=0); the merge adds the newlines of the slabs
         # before it, so no task reads the file before its own slab.
-        src = _core.RecordSource(source_path, slab=tuple(task["slab"]), first_line=0, **fmt,
-                                 **task["reader"])
+        src = _core.RecordSource(
+            source_path, slab=tuple(task["slab"]), first_line=0, **fmt, **task["reader"]
+        )
         batches: Any = iter(lambda: src.next_batch(BATCH_RECORDS), [])
     else:
         src = None
@@ -179,16 +194,23 @@ def run_ingest_task(task: dict) -> dict:
 # ---------------------------------------------------------------- root side
 
 
-def cut_slabs(size: int, slabs: Optional[int], workers: int) -> list:
+def cut_slabs(size: int, slabs: int | None, workers: int) -> list:
     """Byte ranges of a plain file of `size` bytes: `slabs` equal ones when given (MPI ranks
     take tasks round-robin), else slabs that shrink towards the end so that `workers` local
     workers sharing a queue finish together."""
     return _core.split_slabs(size, slabs) if slabs else _core.guided_slabs(size, workers)
 
 
-def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, reader: dict,
-           slabs: Optional[int], workers: int, chunk_records: int,
-           stream_reads: Dict[str, dict]) -> Iterator[dict]:
+def _tasks(
+    inputs: Sequence[InputFile],
+    workdir: str,
+    spec: FingerprintSpec,
+    reader: dict,
+    slabs: int | None,
+    workers: int,
+    chunk_records: int,
+    stream_reads: dict[str, dict],
+) -> Iterator[dict]:
     """Every task, in input order: slabs of plain files, record chunks of compressed ones.
 
     With `slabs`, each plain file is cut into that many equal slabs and every chunk holds
@@ -200,22 +222,36 @@ def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, rea
     the streaming decoders' read counters are left in `stream_reads` by input path."""
     index = 0
     for inp in inputs:
-        base = {"input": {"path": inp.path, **inp.format_args()}, "radius": spec.radius,
-                "bits": spec.bits, "reader": reader, "iostats": collecting()}
+        base = {
+            "input": {"path": inp.path, **inp.format_args()},
+            "radius": spec.radius,
+            "bits": spec.bits,
+            "reader": reader,
+            "iostats": collecting(),
+        }
         if inp.compression == "none":
             for start, end in cut_slabs(inp.bytes, slabs, workers):
                 if start == end:
                     continue
                 part = os.path.join(workdir, f"part-{index:08d}")
-                yield {**base, "kind": "slab", "index": index, "slab": (start, end), "part": part,
-                       "input_bytes": end - start}
+                yield {
+                    **base,
+                    "kind": "slab",
+                    "index": index,
+                    "slab": (start, end),
+                    "part": part,
+                    "input_bytes": end - start,
+                }
                 index += 1
         else:
             src = _core.RecordSource(inp.path, **inp.format_args(), **reader)
             consumed, seen, position, decoded = 0, 0, 0, None
             while True:
-                records = src.next_batch(chunk_records if slabs else _guided_chunk(
-                    chunk_records, workers, seen, position, decoded))
+                records = src.next_batch(
+                    chunk_records
+                    if slabs
+                    else _guided_chunk(chunk_records, workers, seen, position, decoded)
+                )
                 seen += len(records)
                 position = records[-1][3] if records else position
                 stream_reads[inp.path] = dict(src.counters())
@@ -224,13 +260,19 @@ def _tasks(inputs: Sequence[InputFile], workdir: str, spec: FingerprintSpec, rea
                     break
                 part = os.path.join(workdir, f"part-{index:08d}")
                 now = stream_reads[inp.path]["bytes_read"]
-                yield {**base, "kind": "records", "index": index, "records": records, "part": part,
-                       "input_bytes": now - consumed}
+                yield {
+                    **base,
+                    "kind": "records",
+                    "index": index,
+                    "records": records,
+                    "part": part,
+                    "input_bytes": now - consumed,
+                }
                 consumed = now
                 index += 1
 
 
-def _decoded_size(counters: dict, size: int, previous: Optional[float]) -> Optional[float]:
+def _decoded_size(counters: dict, size: int, previous: float | None) -> float | None:
     """The decoded size of a compressed input, estimated from the compression ratio of what the
     decoder has read so far; once it has read the whole file the last estimate stands (None
     when the file was read in one go: no ratio was ever seen)."""
@@ -240,8 +282,9 @@ def _decoded_size(counters: dict, size: int, previous: Optional[float]) -> Optio
     return previous
 
 
-def _guided_chunk(largest: int, workers: int, records: int, position: int,
-                  decoded: Optional[float]) -> int:
+def _guided_chunk(
+    largest: int, workers: int, records: int, position: int, decoded: float | None
+) -> int:
     """Records for the next chunk of a compressed stream: a share of the records estimated
     left, between `largest` and a 16th of it, so that the last chunks are small and the
     workers finish together. `position` is the decoded offset reached by `records` records,
@@ -254,26 +297,26 @@ def _guided_chunk(largest: int, workers: int, records: int, position: int,
 
 
 def ingest(
-    inputs: Union[PathLike, Sequence[PathLike]],
+    inputs: PathLike | Sequence[PathLike],
     output: PathLike,
     *,
-    fingerprint: Optional[FingerprintSpec] = None,
-    workers: Optional[int] = None,
+    fingerprint: FingerprintSpec | None = None,
+    workers: int | None = None,
     executor: Any = None,
-    slabs: Optional[int] = None,
+    slabs: int | None = None,
     chunk_records: int = 10_000,
-    buffer_size: Optional[int] = None,
-    max_record_bytes: Optional[int] = None,
-    format: Optional[str] = None,
-    header: Optional[bool] = None,
-    smiles_col: Optional[str] = None,
-    id_col: Optional[str] = None,
-    delimiter: Optional[str] = None,
+    buffer_size: int | None = None,
+    max_record_bytes: int | None = None,
+    format: str | None = None,
+    header: bool | None = None,
+    smiles_col: str | None = None,
+    id_col: str | None = None,
+    delimiter: str | None = None,
     overwrite: bool = False,
     verify_count: bool = False,
     index: bool = True,
-    progress: Optional[bool] = None,
-) -> Optional[IngestReport]:
+    progress: bool | None = None,
+) -> IngestReport | None:
     """Reads every record of `inputs`, parses it with RDKit, and writes a store at `output`.
 
     Runs on `workers` local processes (default: all cores), or on MPI ranks when launched under
@@ -303,22 +346,36 @@ def ingest(
         reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes}
         # MPI ranks take tasks round-robin: equal slabs; local workers share a queue: guided
         n_slabs = slabs or (max(1, 4 * executor.size) if executor.name == "mpi" else None)
-        stream_reads: Dict[str, dict] = {}
+        stream_reads: dict[str, dict] = {}
         show = progress if executor.name != "mpi" else False  # ranks would draw over each other
         total = sum(i.bytes for i in input_files)
         with Progress("ingest", total=total, unit="B", enabled=show) as bar:
-            tasks = _tasks(input_files, workdir, spec, reader, n_slabs, executor.size, chunk_records,
-                           stream_reads)
-            results = executor.map_ordered(run_ingest_task, tasks,
-                                           on_result=lambda r: bar.update(r["input_bytes"]))
+            tasks = _tasks(
+                input_files,
+                workdir,
+                spec,
+                reader,
+                n_slabs,
+                executor.size,
+                chunk_records,
+                stream_reads,
+            )
+            results = executor.map_ordered(
+                run_ingest_task, tasks, on_result=lambda r: bar.update(r["input_bytes"])
+            )
         report = None
         if executor.is_root:
             add_process_records(r.pop("iostats") for r in results if r.get("iostats"))
-            options = {"workers": executor.size, "executor": executor.name,
-                       "slabs_per_plain_file": n_slabs or "guided", "chunk_records": chunk_records,
-                       "reader": reader}
-            report = _finish(results, input_files, output, workdir, overwrite, spec, options,
-                             stream_reads, start)
+            options = {
+                "workers": executor.size,
+                "executor": executor.name,
+                "slabs_per_plain_file": n_slabs or "guided",
+                "chunk_records": chunk_records,
+                "reader": reader,
+            }
+            report = _finish(
+                results, input_files, output, workdir, overwrite, spec, options, stream_reads, start
+            )
             if index:
                 report.index_bytes = _core.build_column_index(output)
             if verify_count:
@@ -355,29 +412,48 @@ def _check_output(output: str, overwrite: bool, inputs: Sequence[InputFile]) -> 
     if not os.path.lexists(output):
         return
     if not overwrite:
-        raise _core.StoreError(f"{output}: already exists (choose another output or pass --overwrite)")
+        raise _core.StoreError(
+            f"{output}: already exists (choose another output or pass --overwrite)"
+        )
     _core.check_replaceable(output)
     inside = os.path.realpath(output) + os.sep
     for inp in inputs:
         if os.path.realpath(inp.path).startswith(inside):
-            raise _core.StoreError(f"{output}: holds the input {inp.path}; --overwrite never "
-                                   "replaces a store that an input is read from")
+            raise _core.StoreError(
+                f"{output}: holds the input {inp.path}; --overwrite never "
+                "replaces a store that an input is read from"
+            )
 
 
-def _finish(results, inputs, output, workdir, overwrite, spec, options, stream_reads,
-            start) -> IngestReport:
+def _finish(
+    results, inputs, output, workdir, overwrite, spec, options, stream_reads, start
+) -> IngestReport:
     """Root only: merges the parts in task order, writes the provenance, removes the parts."""
     by_input = []
     for inp in inputs:
         mine = [r for r in results if r["input"] == inp.path]
-        reads = [r["read"] for r in mine] if inp.compression == "none" else [stream_reads.get(inp.path, {})]
+        reads = (
+            [r["read"] for r in mine]
+            if inp.compression == "none"
+            else [stream_reads.get(inp.path, {})]
+        )
         b = sum(r.get("bytes_read", 0) for r in reads)
         c = sum(r.get("read_calls", 0) for r in reads)
-        by_input.append({**asdict(inp), "bytes_read": b, "read_calls": c,
-                         "read_amplification": b / inp.bytes if inp.bytes else 0.0,
-                         "records_in": sum(r["counts"]["records_in"] for r in mine)})
-    provenance = {"inputs": by_input, **options, "tasks": len(results),
-                  "seconds": round(time.perf_counter() - start, 3)}
+        by_input.append(
+            {
+                **asdict(inp),
+                "bytes_read": b,
+                "read_calls": c,
+                "read_amplification": b / inp.bytes if inp.bytes else 0.0,
+                "records_in": sum(r["counts"]["records_in"] for r in mine),
+            }
+        )
+    provenance = {
+        "inputs": by_input,
+        **options,
+        "tasks": len(results),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
     parts, seen_lines = [], {}
     for r in results:  # slab parts hold slab-relative lines: shift by the lines before the slab
         offset = seen_lines.get(r["input"], 0)
@@ -392,12 +468,19 @@ def _finish(results, inputs, output, workdir, overwrite, spec, options, stream_r
     shutil.rmtree(workdir, ignore_errors=True)
     counts = manifest["counts"]
     return IngestReport(
-        store=output, records_in=counts["records_in"], molecules=counts["molecules"],
-        rejected=counts["rejected"], seconds=time.perf_counter() - start,
-        workers=options["workers"], executor=options["executor"], tasks=len(results),
-        bytes_in=sum(i.bytes for i in inputs), bytes_read=sum(i["bytes_read"] for i in by_input),
+        store=output,
+        records_in=counts["records_in"],
+        molecules=counts["molecules"],
+        rejected=counts["rejected"],
+        seconds=time.perf_counter() - start,
+        workers=options["workers"],
+        executor=options["executor"],
+        tasks=len(results),
+        bytes_in=sum(i.bytes for i in inputs),
+        bytes_read=sum(i["bytes_read"] for i in by_input),
         read_calls=sum(i["read_calls"] for i in by_input),
-        store_bytes=sum(e["bytes"] for e in manifest["files"].values()), inputs=by_input,
+        store_bytes=sum(e["bytes"] for e in manifest["files"].values()),
+        inputs=by_input,
         allocator=describe(r.get("allocator", "system") for r in results) or loaded(),
     )
 
@@ -406,8 +489,10 @@ def _verify_count(inputs: Sequence[InputFile], report: IngestReport) -> None:
     """Counts the inputs again, independently of the readers (at memory speed for plain files,
     one more decoding pass for gzip/zstd), and fails loudly if the ingest saw a different number."""
     threads = default_workers()
-    expected = sum(_core.count_records(i.path, i.format, threads=threads, header=i.header)["records"]
-                   for i in inputs)
+    expected = sum(
+        _core.count_records(i.path, i.format, threads=threads, header=i.header)["records"]
+        for i in inputs
+    )
     if expected != report.records_in:
         raise RuntimeError(
             f"internal error: the inputs hold {expected} records but the ingest saw "

@@ -12,17 +12,34 @@ import os
 import socket
 import sys
 import time
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from collections.abc import Iterable
+from typing import Any
 
 from . import _core
 from ._core import CountedFile, file_size, read_file, write_file
 
-__all__ = ["CountedFile", "file_size", "read_file", "write_file", "open_counted", "process_record",
-           "add_process_records", "add_job_info", "all_records", "collect_from_workers",
-           "job_log", "write_log", "totals"]
+__all__ = [
+    "CountedFile",
+    "add_job_info",
+    "add_process_records",
+    "all_records",
+    "collect_from_workers",
+    "file_size",
+    "job_log",
+    "open_counted",
+    "process_record",
+    "read_file",
+    "totals",
+    "write_file",
+    "write_log",
+]
 
-_OPEN_FLAGS = {"r": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-               "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND, "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL}
+_OPEN_FLAGS = {
+    "r": os.O_RDONLY,
+    "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+    "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+    "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+}
 
 
 class _RawCounted(io.RawIOBase):
@@ -55,7 +72,7 @@ class _RawCounted(io.RawIOBase):
         super().close()
 
 
-def open_counted(path: str, mode: str = "r", buffering: int = -1, encoding: Optional[str] = None):
+def open_counted(path: str, mode: str = "r", buffering: int = -1, encoding: str | None = None):
     """`open(path, mode)` for r, w, a, x (with b or +), with every call counted."""
     kind = mode.replace("b", "").replace("t", "").replace("+", "")
     flags = _OPEN_FLAGS[kind]
@@ -77,15 +94,15 @@ def open_counted(path: str, mode: str = "r", buffering: int = -1, encoding: Opti
     return io.TextIOWrapper(buffered, encoding=encoding or "utf-8", line_buffering=line)
 
 
-def process_record(ended_by: str = "exit") -> Dict[str, Any]:
+def process_record(ended_by: str = "exit") -> dict[str, Any]:
     """This process's I/O record (one "process" object of the log)."""
     return json.loads(_core.iostats_process(ended_by))
 
 
 # Records that other processes (workers, MPI ranks) handed to this one, by (hostname, pid): the
 # latest snapshot of each process wins. Also what a run adds to its log's job object.
-_others: Dict[Tuple[Any, Any], Dict[str, Any]] = {}
-_job_extra: Dict[str, Any] = {}
+_others: dict[tuple[Any, Any], dict[str, Any]] = {}
+_job_extra: dict[str, Any] = {}
 _collecting = False
 
 
@@ -100,7 +117,7 @@ def collecting() -> bool:
     return _collecting
 
 
-def add_process_records(records: Iterable[Dict[str, Any]]) -> None:
+def add_process_records(records: Iterable[dict[str, Any]]) -> None:
     """Keeps the records of other processes for the log of this run (latest per process)."""
     for r in records:
         key = (r.get("hostname"), r.get("pid"))
@@ -114,16 +131,16 @@ def add_job_info(**info: Any) -> None:
     _job_extra.update(info)
 
 
-def all_records(comm=None) -> Optional[List[Dict[str, Any]]]:
+def all_records(comm=None) -> list[dict[str, Any]] | None:
     """This process's record and those handed to it; with an MPI communicator, every rank's,
     gathered on rank 0 (None on the others)."""
-    mine = [process_record()] + list(_others.values())
+    mine = [process_record(), *list(_others.values())]
     if comm is not None:
         parts = comm.gather(mine, root=0)
         if comm.Get_rank() != 0:
             return None
         mine = [r for part in parts for r in part]
-    latest: Dict[Tuple[Any, Any], Dict[str, Any]] = {}
+    latest: dict[tuple[Any, Any], dict[str, Any]] = {}
     for r in mine:
         key = (r.get("hostname"), r.get("pid"))
         if key not in latest or r.get("wall_seconds", 0.0) >= latest[key].get("wall_seconds", 0.0):
@@ -131,26 +148,34 @@ def all_records(comm=None) -> Optional[List[Dict[str, Any]]]:
     return list(latest.values())
 
 
-def job_log(tool: str, processes: List[Dict[str, Any]], start_time: float,
-            returncode: int = 0, **job: Any) -> Dict[str, Any]:
+def job_log(
+    tool: str, processes: list[dict[str, Any]], start_time: float, returncode: int = 0, **job: Any
+) -> dict[str, Any]:
     """A whole log (format v1) of a molsift run from its processes' records."""
     from .iotrace.merge import merge_processes
 
-    info = {"tool": tool, "command": ["molsift", *sys.argv[1:]], "cwd": os.getcwd(),
-            "hostname": socket.gethostname(), "start_time": start_time,
-            "wall_seconds": time.time() - start_time, "returncode": returncode,
-            **_job_extra, **job}
+    info = {
+        "tool": tool,
+        "command": ["molsift", *sys.argv[1:]],
+        "cwd": os.getcwd(),
+        "hostname": socket.gethostname(),
+        "start_time": start_time,
+        "wall_seconds": time.time() - start_time,
+        "returncode": returncode,
+        **_job_extra,
+        **job,
+    }
     return merge_processes(processes, info)
 
 
-def write_log(doc: Dict[str, Any], path: str) -> None:
+def write_log(doc: dict[str, Any], path: str) -> None:
     """Writes a log through a temporary name (counted), so a reader never sees half of it."""
     tmp = f"{path}.tmp{os.getpid()}"
     write_file(tmp, (json.dumps(doc, separators=(",", ":")) + "\n").encode())
     os.replace(tmp, path)
 
 
-def totals(doc: Dict[str, Any], library: Optional[str] = None) -> Dict[str, Any]:
+def totals(doc: dict[str, Any], library: str | None = None) -> dict[str, Any]:
     """What a run's report shows from its log: opens, stats, requests, bytes read and written,
     I/O seconds (read, write, metadata), over all processes; with `library`, the bytes read
     from it and its read amplification (bytes read / size; a map counts no bytes)."""
@@ -162,12 +187,24 @@ def totals(doc: Dict[str, Any], library: Optional[str] = None) -> Dict[str, Any]
     def total(name: str) -> float:
         return sum(r.f(name) if name.startswith("F_") else r.c(name) for r in posix)
 
-    out: Dict[str, Any] = {
+    out: dict[str, Any] = {
         "processes": len(log.processes),
         "files": len({r.file for r in posix}),
-        **{k.lower(): int(total(k)) for k in ("OPENS", "STATS", "SEEKS", "MMAPS", "FSYNCS",
-                                                "FDSYNCS", "READS", "WRITES", "BYTES_READ",
-                                                "BYTES_WRITTEN")},
+        **{
+            k.lower(): int(total(k))
+            for k in (
+                "OPENS",
+                "STATS",
+                "SEEKS",
+                "MMAPS",
+                "FSYNCS",
+                "FDSYNCS",
+                "READS",
+                "WRITES",
+                "BYTES_READ",
+                "BYTES_WRITTEN",
+            )
+        },
         "read_s": round(total("F_READ_TIME"), 6),
         "write_s": round(total("F_WRITE_TIME"), 6),
         "meta_s": round(total("F_META_TIME"), 6),
@@ -177,9 +214,13 @@ def totals(doc: Dict[str, Any], library: Optional[str] = None) -> Dict[str, Any]
         mine = [r for r in posix if r.file == lib]
         size = max([r.file_size or 0 for r in mine] + [os.path.getsize(lib)])
         read = sum(r.c("BYTES_READ") for r in mine)
-        out["library"] = {"file": lib, "bytes": size, "bytes_read": read,
-                          "reads": sum(r.c("READS") for r in mine),
-                          "mmaps": sum(r.c("MMAPS") for r in mine),
-                          "opens": sum(r.c("OPENS") for r in mine),
-                          "read_amplification": read / size if size else 0.0}
+        out["library"] = {
+            "file": lib,
+            "bytes": size,
+            "bytes_read": read,
+            "reads": sum(r.c("READS") for r in mine),
+            "mmaps": sum(r.c("MMAPS") for r in mine),
+            "opens": sum(r.c("OPENS") for r in mine),
+            "read_amplification": read / size if size else 0.0,
+        }
     return out

@@ -4,20 +4,32 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 
 class Progress:
     """A bar counting `unit`s toward an optional total."""
 
-    def __init__(self, desc: str, total: Optional[int] = None, unit: str = "mol", enabled: Optional[bool] = None):
+    def __init__(
+        self,
+        desc: str,
+        total: int | None = None,
+        unit: str = "mol",
+        enabled: bool | None = None,
+    ):
         if enabled is None:
             enabled = sys.stderr.isatty()
         self._bar = None
         if enabled:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=desc, unit=unit, unit_scale=True, dynamic_ncols=True, file=sys.stderr)
+            self._bar = tqdm(
+                total=total,
+                desc=desc,
+                unit=unit,
+                unit_scale=True,
+                dynamic_ncols=True,
+                file=sys.stderr,
+            )
 
     def update(self, n: int) -> None:
         if self._bar is not None:
@@ -28,7 +40,7 @@ class Progress:
             self._bar.close()
             self._bar = None
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -5,8 +5,9 @@ descending, then store index ascending."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ class Hits:
         return iter(zip(self.indices.tolist(), self.scores.tolist()))
 
 
-def _check(threshold: Optional[float], k: Optional[int]) -> None:
+def _check(threshold: float | None, k: int | None) -> None:
     if threshold is None and k is None:
         raise ValueError("give a threshold (-t), a number of nearest neighbours (-k), or both")
     if threshold is not None and not 0.0 <= threshold <= 1.0:
@@ -41,11 +42,12 @@ def fingerprinter_for(store):
     from .spec import FingerprintSpec
 
     spec = store.fingerprint_spec
-    return Fingerprinter(FingerprintSpec(kind=spec["kind"], radius=spec["params"]["radius"],
-                                         bits=spec["bits"]))
+    return Fingerprinter(
+        FingerprintSpec(kind=spec["kind"], radius=spec["params"]["radius"], bits=spec["bits"])
+    )
 
 
-def query_on_bits(store, query: Any, fingerprinter=None) -> List[int]:
+def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:
     """On-bits of a query: SMILES text, an RDKit Mol, a sequence of on-bit indices, or a packed
     uint64 fingerprint row. Raises ValueError for a SMILES RDKit cannot parse."""
     if isinstance(query, str):
@@ -68,17 +70,25 @@ def _hits(indices, scores, stats) -> Hits:
     return Hits(np.asarray(indices, dtype=np.int64), np.asarray(scores, dtype=np.float64), stats)
 
 
-def search(store, query: Any, threshold: Optional[float] = None, k: Optional[int] = None,
-           threads: int = 1) -> Hits:
+def search(
+    store, query: Any, threshold: float | None = None, k: int | None = None, threads: int = 1
+) -> Hits:
     """Exact Tanimoto search of one query: hits at or above `threshold`, the `k` best, or the k
     best at or above the threshold."""
     _check(threshold, k)
-    indices, scores, stats = store._searcher().search(query_on_bits(store, query), threshold, k, threads)
+    indices, scores, stats = store._searcher().search(
+        query_on_bits(store, query), threshold, k, threads
+    )
     return _hits(indices, scores, stats)
 
 
-def search_batch(store, queries: Sequence[Any], threshold: Optional[float] = None,
-                 k: Optional[int] = None, threads: int = 1) -> List[Hits]:
+def search_batch(
+    store,
+    queries: Sequence[Any],
+    threshold: float | None = None,
+    k: int | None = None,
+    threads: int = 1,
+) -> list[Hits]:
     """As `search` for many queries at once (threads share the queries); result i answers
     queries[i]. The stats of each result are those summed over the batch."""
     _check(threshold, k)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import mmap
 import os
-from collections.abc import Sequence
-from typing import Iterator, Union, overload
+from collections.abc import Iterator, Sequence
+from typing import Union, overload
 
 import numpy as np
 
@@ -34,7 +34,10 @@ class _TextColumn(Sequence):
 
     def _verify(self) -> None:
         if not self._verified:
-            for key in (self._column, "smiles_offsets" if self._column == "smiles" else "id_offsets"):
+            for key in (
+                self._column,
+                "smiles_offsets" if self._column == "smiles" else "id_offsets",
+            ):
                 self._core.verify_file(FILES[key])
             self._verified = True
 

@@ -3,6 +3,7 @@ marker so its processes can be found later), and the checks of a command's stder
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -11,7 +12,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_SMI = ROOT / "data" / "nci_first_5k.smi"
@@ -58,7 +58,7 @@ def rdkit_data(*parts: str) -> Path:
     return Path(rdkit.__file__).parent.joinpath("Data", *parts)
 
 
-def molsift_cmd() -> List[str]:
+def molsift_cmd() -> list[str]:
     return [sys.executable, "-m", "molsift"]
 
 
@@ -73,45 +73,60 @@ def cli_env(marker: str = "") -> dict:
 _RUNS = itertools.count()
 
 
-def run_cli(args: List[str], cwd=None, timeout: float = 120, marker: str = "",
-            stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+def run_cli(
+    args: list[str], cwd=None, timeout: float = 120, marker: str = "", stdin=subprocess.DEVNULL
+) -> subprocess.CompletedProcess:
     """`molsift ARGS` to completion; a timeout comes back as returncode None, after every
     process of the run (found by its marker, a fresh one when none is given) is killed."""
     marker = marker or f"faultsrun{os.getpid()}n{next(_RUNS)}"
     try:
-        return subprocess.run(molsift_cmd() + [str(a) for a in args], cwd=cwd, env=cli_env(marker),
-                              capture_output=True, stdin=stdin, timeout=timeout)
+        return subprocess.run(
+            molsift_cmd() + [str(a) for a in args],
+            cwd=cwd,
+            env=cli_env(marker),
+            capture_output=True,
+            stdin=stdin,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired as exc:
         kill_marked(marker)
         return subprocess.CompletedProcess(exc.cmd, None, exc.stdout or b"", exc.stderr or b"")
 
 
-def start_cli(args: List[str], cwd=None, marker: str = "") -> subprocess.Popen:
+def start_cli(args: list[str], cwd=None, marker: str = "") -> subprocess.Popen:
     """`molsift ARGS` started in its own process group, stdout/stderr to DEVNULL/PIPE."""
-    return subprocess.Popen(molsift_cmd() + [str(a) for a in args], cwd=cwd, env=cli_env(marker),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        molsift_cmd() + [str(a) for a in args],
+        cwd=cwd,
+        env=cli_env(marker),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def text(b) -> str:
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else (b or "")
 
 
-CRASH = re.compile(r"Traceback \(most recent call last\)|panicked at|RUST_BACKTRACE|"
-                   r"PanicException|Fatal Python error|Segmentation fault|core dumped")
+CRASH = re.compile(
+    r"Traceback \(most recent call last\)|panicked at|RUST_BACKTRACE|"
+    r"PanicException|Fatal Python error|Segmentation fault|core dumped"
+)
 
 
-def crash_in(stderr: str) -> Optional[str]:
+def crash_in(stderr: str) -> str | None:
     """The first line of a Python traceback or Rust panic in `stderr`, or None."""
     m = CRASH.search(stderr)
     if not m:
         return None
-    lines = [ln for ln in stderr[m.start():].splitlines() if ln.strip()]
+    lines = [ln for ln in stderr[m.start() :].splitlines() if ln.strip()]
     last = [ln for ln in lines if not ln.startswith(" ")]
     return (last[-1] if last else lines[0])[:200]
 
 
-def check_status(kind: str, case: str, proc, allowed=(0, 2, 3)) -> Optional[Case]:
+def check_status(kind: str, case: str, proc, allowed=(0, 2, 3)) -> Case | None:
     """A FAIL for a hang, a crash in stderr or an exit status outside `allowed`, else None."""
     if proc.returncode is None:
         return Case(kind, case, FAIL, HANG, "did not finish in time")
@@ -129,7 +144,7 @@ def last_line(s: str) -> str:
     return lines[-1][:200] if lines else ""
 
 
-def clear_error(proc, names: List[str]) -> Optional[str]:
+def clear_error(proc, names: list[str]) -> str | None:
     """None when the command failed with one `molsift: error: ...` line naming one of `names`
     (file names), else what is wrong."""
     err = [ln for ln in text(proc.stderr).splitlines() if ln.strip()]
@@ -141,7 +156,7 @@ def clear_error(proc, names: List[str]) -> Optional[str]:
     return None
 
 
-def judge_exit(kind: str, case: str, proc, names: List[str], allowed=(0, 2)) -> Optional[Case]:
+def judge_exit(kind: str, case: str, proc, names: list[str], allowed=(0, 2)) -> Case | None:
     """The case when `proc` did not succeed: a FAIL (hang, crash, status outside `allowed`, an
     error that is not one clear line naming one of `names`) or REFUSED; None for exit 0."""
     bad = check_status(kind, case, proc, allowed)
@@ -162,7 +177,7 @@ def wait_until(pred, timeout: float, step: float = 0.1) -> bool:
     return pred()
 
 
-def marked_pids(marker: str) -> List[int]:
+def marked_pids(marker: str) -> list[int]:
     """Live processes whose environment or command line carries `marker` (not zombies)."""
     found = []
     for d in os.listdir("/proc"):
@@ -192,17 +207,15 @@ def kill_marked(marker: str) -> None:
     import signal
 
     for pid in marked_pids(marker):
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
-def hidden_siblings(path: Path) -> List[str]:
+def hidden_siblings(path: Path) -> list[str]:
     """Hidden work files or directories `.NAME.*` next to `path` (temporary names of molsift)."""
     path = Path(path)
     return sorted(p for p in os.listdir(path.parent) if p.startswith(f".{path.name}."))
 
 
-def summarize(cases: List[Case]) -> dict:
+def summarize(cases: list[Case]) -> dict:
     return {"cases": len(cases), "failures": sum(c.outcome == FAIL for c in cases)}

@@ -10,11 +10,26 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import List
 
-from .common import (BUNDLED_SMI, DELETED, DIFFERENT, FAIL, LEFTOVERS, OK, WRONG, Case,
-                     check_status, cli_env, hidden_siblings, judge_exit, kill_marked, molsift_cmd,
-                     run_cli, text, wait_until)
+from .common import (
+    BUNDLED_SMI,
+    DELETED,
+    DIFFERENT,
+    FAIL,
+    LEFTOVERS,
+    OK,
+    WRONG,
+    Case,
+    check_status,
+    cli_env,
+    hidden_siblings,
+    judge_exit,
+    kill_marked,
+    molsift_cmd,
+    run_cli,
+    text,
+    wait_until,
+)
 
 KIND = "concurrency"
 QUERY = ["-q", "CC(=O)Nc1ccc(O)cc1", "-q", "c1ccc2sc(SSc3nc4ccccc4s3)nc2c1", "-k", "5"]
@@ -22,13 +37,21 @@ QUERY = ["-q", "CC(=O)Nc1ccc(O)cc1", "-q", "c1ccc2sc(SSc3nc4ccccc4s3)nc2c1", "-k
 
 def _lib(workdir: Path, name: str, first: int, n: int) -> Path:
     path = workdir / name
-    path.write_bytes(b"".join(BUNDLED_SMI.read_bytes().splitlines(keepends=True)[first:first + n]))
+    path.write_bytes(
+        b"".join(BUNDLED_SMI.read_bytes().splitlines(keepends=True)[first : first + n])
+    )
     return path
 
 
 def _popen(args, cwd, marker) -> subprocess.Popen:
-    return subprocess.Popen(molsift_cmd() + [str(a) for a in args], cwd=cwd, env=cli_env(marker),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    return subprocess.Popen(
+        molsift_cmd() + [str(a) for a in args],
+        cwd=cwd,
+        env=cli_env(marker),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _finish(p: subprocess.Popen, timeout=300) -> subprocess.CompletedProcess:
@@ -41,17 +64,20 @@ def _finish(p: subprocess.Popen, timeout=300) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(p.args, None, out, err)
 
 
-def _judge_all(label: str, done, path: Path) -> List[Case]:
+def _judge_all(label: str, done, path: Path) -> list[Case]:
     """One case per finished concurrent run: ok, refused cleanly, or FAIL."""
-    return [judge_exit(KIND, f"{label} run {i}", proc, [path.name]) or Case(KIND, f"{label} run {i}", OK)
-            for i, proc in enumerate(done)]
+    return [
+        judge_exit(KIND, f"{label} run {i}", proc, [path.name])
+        or Case(KIND, f"{label} run {i}", OK)
+        for i, proc in enumerate(done)
+    ]
 
 
 def _search(store: Path, cwd) -> subprocess.CompletedProcess:
-    return run_cli(["search", store.name] + QUERY, cwd=cwd, timeout=60)
+    return run_cli(["search", store.name, *QUERY], cwd=cwd, timeout=60)
 
 
-def search_during_overwrite(workdir: Path, rounds: int, searches: int = 6) -> List[Case]:
+def search_during_overwrite(workdir: Path, rounds: int, searches: int = 6) -> list[Case]:
     """Each round: ingest A (1500 molecules), then `ingest B --overwrite` (other 1500) while
     `searches` searches run one after another; each search is the old answer, the new one, or a
     clear error."""
@@ -61,16 +87,23 @@ def search_during_overwrite(workdir: Path, rounds: int, searches: int = 6) -> Li
     shutil.rmtree(store, ignore_errors=True)
     answers = {}
     for name, lib in (("old", a), ("new", b)):
-        proc = run_cli(["ingest", lib.name, "-o", store.name, "-q", "-j", "2", "--overwrite"], cwd=workdir)
+        proc = run_cli(
+            ["ingest", lib.name, "-o", store.name, "-q", "-j", "2", "--overwrite"], cwd=workdir
+        )
         assert proc.returncode == 0, text(proc.stderr)
         answers[name] = text(_search(store, workdir).stdout)
     cases = []
     for r in range(rounds):
         libs = (a, b) if r % 2 == 0 else (b, a)
-        run_cli(["ingest", libs[0].name, "-o", store.name, "-q", "-j", "2", "--overwrite"], cwd=workdir)
+        run_cli(
+            ["ingest", libs[0].name, "-o", store.name, "-q", "-j", "2", "--overwrite"], cwd=workdir
+        )
         marker = f"faultsc{os.getpid()}r{r}"
-        writer = _popen(["ingest", libs[1].name, "-o", store.name, "-q", "-j", "2", "--overwrite"],
-                        workdir, marker)
+        writer = _popen(
+            ["ingest", libs[1].name, "-o", store.name, "-q", "-j", "2", "--overwrite"],
+            workdir,
+            marker,
+        )
         results = []
         while writer.poll() is None or len(results) < 2:
             results.append(_search(store, workdir))
@@ -85,15 +118,22 @@ def search_during_overwrite(workdir: Path, rounds: int, searches: int = 6) -> Li
             if judged:
                 cases.append(judged)
             elif text(proc.stdout) not in answers.values():
-                cases.append(Case(KIND, case, FAIL, DIFFERENT,
-                                  "answer is neither the old store's nor the new store's"))
+                cases.append(
+                    Case(
+                        KIND,
+                        case,
+                        FAIL,
+                        DIFFERENT,
+                        "answer is neither the old store's nor the new store's",
+                    )
+                )
             else:
                 cases.append(Case(KIND, case, OK))
         kill_marked(marker)
     return cases
 
 
-def concurrent_index(workdir: Path, rounds: int, runs: int = 3) -> List[Case]:
+def concurrent_index(workdir: Path, rounds: int, runs: int = 3) -> list[Case]:
     """`runs` `molsift index` on one store at once; then info and search must be right."""
     lib = _lib(workdir, "cI.smi", 0, 3000)
     base = workdir / "ci-base.store"
@@ -106,7 +146,9 @@ def concurrent_index(workdir: Path, rounds: int, runs: int = 3) -> List[Case]:
         store = workdir / "ci.store"
         shutil.rmtree(store, ignore_errors=True)
         shutil.copytree(base, store)
-        procs = [_popen(["index", store.name], workdir, f"faultsi{os.getpid()}") for _ in range(runs)]
+        procs = [
+            _popen(["index", store.name], workdir, f"faultsi{os.getpid()}") for _ in range(runs)
+        ]
         done = [_finish(p) for p in procs]
         cases += _judge_all(f"index round {r}", done, store)
         info = run_cli(["info", store.name], cwd=workdir)
@@ -114,19 +156,33 @@ def concurrent_index(workdir: Path, rounds: int, runs: int = 3) -> List[Case]:
         case = f"index round {r} final store"
         extra = sorted(set(os.listdir(store)) - set(os.listdir(base)))
         if info.returncode != 0:
-            cases.append(Case(KIND, case, FAIL, WRONG, f"info fails: {text(info.stderr).strip()[:160]}"))
+            cases.append(
+                Case(KIND, case, FAIL, WRONG, f"info fails: {text(info.stderr).strip()[:160]}")
+            )
         elif search.returncode != 0 or text(search.stdout) != expected:
-            cases.append(Case(KIND, case, FAIL, WRONG, "search answers differently after concurrent index"))
+            cases.append(
+                Case(KIND, case, FAIL, WRONG, "search answers differently after concurrent index")
+            )
         elif extra or hidden_siblings(store):
-            cases.append(Case(KIND, case, FAIL, LEFTOVERS, f"left behind: {extra + hidden_siblings(store)}"))
+            cases.append(
+                Case(KIND, case, FAIL, LEFTOVERS, f"left behind: {extra + hidden_siblings(store)}")
+            )
         else:
             cases.append(Case(KIND, case, OK))
         if not any(p.returncode == 0 for p in done):
-            cases.append(Case(KIND, f"index round {r} any succeeded", FAIL, WRONG, "every concurrent index failed"))
+            cases.append(
+                Case(
+                    KIND,
+                    f"index round {r} any succeeded",
+                    FAIL,
+                    WRONG,
+                    "every concurrent index failed",
+                )
+            )
     return cases
 
 
-def concurrent_ingest(workdir: Path, rounds: int, runs: int = 3) -> List[Case]:
+def concurrent_ingest(workdir: Path, rounds: int, runs: int = 3) -> list[Case]:
     """`runs` ingests of different libraries to one output path at once (with and without
     --overwrite); a file beside the output must survive; the final store must be one of them."""
     libs = [_lib(workdir, f"cJ{i}.smi", 400 * i, 400) for i in range(runs)]
@@ -138,8 +194,14 @@ def concurrent_ingest(workdir: Path, rounds: int, runs: int = 3) -> List[Case]:
         neighbour = workdir / "cj.neighbour.txt"
         neighbour.write_text("not molsift's")
         flag = ["--overwrite"] if overwrite else []
-        procs = [_popen(["ingest", lib.name, "-o", out.name, "-q", "-j", "1", *flag], workdir,
-                        f"faultsj{os.getpid()}") for lib in libs]
+        procs = [
+            _popen(
+                ["ingest", lib.name, "-o", out.name, "-q", "-j", "1", *flag],
+                workdir,
+                f"faultsj{os.getpid()}",
+            )
+            for lib in libs
+        ]
         done = [_finish(p) for p in procs]
         label = f"ingest round {r}{' --overwrite' if overwrite else ''}"
         cases += _judge_all(label, done, out)
@@ -147,21 +209,44 @@ def concurrent_ingest(workdir: Path, rounds: int, runs: int = 3) -> List[Case]:
         winners = [i for i, p in enumerate(done) if p.returncode == 0]
         info = run_cli(["info", out.name], cwd=workdir)
         ids = (out / "ids.txt").read_bytes() if (out / "ids.txt").exists() else b""
-        match = [i for i, lib in enumerate(libs) if ids == b"".join(
-            ln.split()[1] + b"\n" for ln in lib.read_bytes().splitlines())]
+        match = [
+            i
+            for i, lib in enumerate(libs)
+            if ids == b"".join(ln.split()[1] + b"\n" for ln in lib.read_bytes().splitlines())
+        ]
         wait_until(lambda: not hidden_siblings(out), 10, 0.25)
         if not neighbour.exists() or not all(lib.exists() for lib in libs):
-            cases.append(Case(KIND, case, FAIL, DELETED, "a file beside the output or an input was deleted"))
+            cases.append(
+                Case(KIND, case, FAIL, DELETED, "a file beside the output or an input was deleted")
+            )
         elif not winners:
             cases.append(Case(KIND, case, FAIL, WRONG, "no ingest succeeded"))
         elif not overwrite and len(winners) != 1:
-            cases.append(Case(KIND, case, FAIL, WRONG, f"{len(winners)} ingests without --overwrite all "
-                              "report success on one path"))
+            cases.append(
+                Case(
+                    KIND,
+                    case,
+                    FAIL,
+                    WRONG,
+                    f"{len(winners)} ingests without --overwrite all report success on one path",
+                )
+            )
         elif info.returncode != 0:
-            cases.append(Case(KIND, case, FAIL, WRONG, f"info fails: {text(info.stderr).strip()[:160]}"))
+            cases.append(
+                Case(KIND, case, FAIL, WRONG, f"info fails: {text(info.stderr).strip()[:160]}")
+            )
         elif not match or (not overwrite and match[0] not in winners):
-            cases.append(Case(KIND, case, FAIL, WRONG, "the store holds none of the inputs' molecules"
-                              if not match else "the store is not the winner's"))
+            cases.append(
+                Case(
+                    KIND,
+                    case,
+                    FAIL,
+                    WRONG,
+                    "the store holds none of the inputs' molecules"
+                    if not match
+                    else "the store is not the winner's",
+                )
+            )
         elif hidden_siblings(out):
             cases.append(Case(KIND, case, FAIL, LEFTOVERS, f"left behind: {hidden_siblings(out)}"))
         else:
@@ -169,11 +254,14 @@ def concurrent_ingest(workdir: Path, rounds: int, runs: int = 3) -> List[Case]:
     return cases
 
 
-def run(workdir: Path, long: bool, log=print) -> List[Case]:
+def run(workdir: Path, long: bool, log=print) -> list[Case]:
     workdir.mkdir(parents=True, exist_ok=True)
     cases = []
-    for fn, rounds in ((search_during_overwrite, 20 if long else 2), (concurrent_index, 10 if long else 1),
-                       (concurrent_ingest, 10 if long else 2)):
+    for fn, rounds in (
+        (search_during_overwrite, 20 if long else 2),
+        (concurrent_index, 10 if long else 1),
+        (concurrent_ingest, 10 if long else 2),
+    ):
         for c in fn(workdir, rounds):
             log(c)
             cases.append(c)

@@ -12,41 +12,56 @@ import os
 import random
 import shutil
 from pathlib import Path
-from typing import Dict, List, Tuple
 
 from .common import BUNDLED_SMI, DIFFERENT, FAIL, OK, Case, judge_exit, run_cli, text
 
 KIND = "corrupter"
-QUERIES = ["CC(=O)Nc1ccc(O)cc1", "CC1=CC(=O)C=CC1=O", "c1ccc2sc(SSc3nc4ccccc4s3)nc2c1",
-           "O=[N+]([O-])c1ccccc1"]
+QUERIES = [
+    "CC(=O)Nc1ccc(O)cc1",
+    "CC1=CC(=O)C=CC1=O",
+    "c1ccc2sc(SSc3nc4ccccc4s3)nc2c1",
+    "O=[N+]([O-])c1ccccc1",
+]
 MOLECULES = 300
 
 
 def _subset(path: Path, first: int, n: int) -> None:
     lines = BUNDLED_SMI.read_bytes().splitlines(keepends=True)
-    path.write_bytes(b"".join(lines[first:first + n]))
+    path.write_bytes(b"".join(lines[first : first + n]))
 
 
-def build_stores(workdir: Path) -> Dict[str, Path]:
+def build_stores(workdir: Path) -> dict[str, Path]:
     """base (300 NCI molecules), other (the next 300), bits1024 (base's molecules, 1024 bits)."""
     workdir.mkdir(parents=True, exist_ok=True)
     a, b = workdir / "a.smi", workdir / "b.smi"
     _subset(a, 0, MOLECULES)
     _subset(b, MOLECULES, MOLECULES)
-    stores = {"base": workdir / "base.store", "other": workdir / "other.store",
-              "bits1024": workdir / "bits1024.store"}
-    for name, (inp, extra) in {"base": (a, []), "other": (b, []), "bits1024": (a, ["--bits", "1024"])}.items():
+    stores = {
+        "base": workdir / "base.store",
+        "other": workdir / "other.store",
+        "bits1024": workdir / "bits1024.store",
+    }
+    for name, (inp, extra) in {
+        "base": (a, []),
+        "other": (b, []),
+        "bits1024": (a, ["--bits", "1024"]),
+    }.items():
         if not (stores[name] / "manifest.json").exists():
-            proc = run_cli(["ingest", inp, "-o", stores[name], "-q", "-j", "1", *extra], timeout=120)
+            proc = run_cli(
+                ["ingest", inp, "-o", stores[name], "-q", "-j", "1", *extra], timeout=120
+            )
             if proc.returncode != 0:
                 raise RuntimeError(f"cannot build the {name} store: {text(proc.stderr)}")
     return stores
 
 
-def commands(store: Path) -> Dict[str, List]:
+def commands(store: Path) -> dict[str, list]:
     qs = [x for q in QUERIES for x in ("-q", q)]
-    return {"info": ["info", store], "search -t": ["search", store, *qs, "-t", "0.3"],
-            "search -k": ["search", store, *qs, "-k", "7"]}
+    return {
+        "info": ["info", store],
+        "search -t": ["search", store, *qs, "-t", "0.3"],
+        "search -k": ["search", store, *qs, "-k", "7"],
+    }
 
 
 def _normal(verb: str, out: str, store: Path) -> str:
@@ -57,7 +72,7 @@ def _normal(verb: str, out: str, store: Path) -> str:
     return out
 
 
-def baseline(stores: Dict[str, Path]) -> Dict[str, str]:
+def baseline(stores: dict[str, Path]) -> dict[str, str]:
     base = stores["base"]
     result = {}
     for verb, args in commands(base).items():
@@ -69,6 +84,7 @@ def baseline(stores: Dict[str, Path]) -> Dict[str, str]:
 
 
 # ---------------------------------------------------------------- corruptions
+
 
 def _flip(path: Path, seed: int, n: int) -> None:
     b = bytearray(path.read_bytes())
@@ -101,25 +117,27 @@ def _set_version(path: Path, value) -> None:
     path.write_text(json.dumps(doc, indent=2))
 
 
-def corruptions(long: bool) -> List[Tuple[str, object]]:
+def corruptions(long: bool) -> list[tuple[str, object]]:
     """(name, how) pairs; how(path, stores) damages one file of a store copy."""
     seeds = range(5) if long else range(1)
-    out = [("truncate-half", lambda p, s: _truncate(p, 0.5)),
-           ("truncate-last-byte", lambda p, s: _truncate(p, 1.0)),
-           ("truncate-empty", lambda p, s: _truncate(p, 0.0)),
-           ("delete", lambda p, s: p.unlink()),
-           ("swap-other", lambda p, s: _swap(p, s["other"])),
-           ("swap-bits1024", lambda p, s: _swap(p, s["bits1024"]))]
+    out = [
+        ("truncate-half", lambda p, s: _truncate(p, 0.5)),
+        ("truncate-last-byte", lambda p, s: _truncate(p, 1.0)),
+        ("truncate-empty", lambda p, s: _truncate(p, 0.0)),
+        ("delete", lambda p, s: p.unlink()),
+        ("swap-other", lambda p, s: _swap(p, s["other"])),
+        ("swap-bits1024", lambda p, s: _swap(p, s["bits1024"])),
+    ]
     for seed in seeds:
         out.append((f"flip1-seed{seed}", lambda p, s, seed=seed: _flip(p, seed, 1)))
         out.append((f"flip8-seed{seed}", lambda p, s, seed=seed: _flip(p, seed, 8)))
     return out
 
 
-VERSIONS = ["1", -1, 0, 2, 2 ** 40, None]
+VERSIONS = ["1", -1, 0, 2, 2**40, None]
 
 
-def all_specs(files: List[str], long: bool) -> List[Tuple[str, str]]:
+def all_specs(files: list[str], long: bool) -> list[tuple[str, str]]:
     """(file, corruption) for every file of the store x every corruption, plus version edits of
     the two JSON headers."""
     specs = [(f, name) for f in files for name, _ in corruptions(long)]
@@ -129,23 +147,26 @@ def all_specs(files: List[str], long: bool) -> List[Tuple[str, str]]:
     return specs
 
 
-def short_specs(files: List[str]) -> List[Tuple[str, str]]:
+def short_specs(files: list[str]) -> list[tuple[str, str]]:
     """The short run: every file once, the corruptions taken in turn, plus two version edits."""
     names = [name for name, _ in corruptions(False)]
-    return ([(f, names[i % len(names)]) for i, f in enumerate(files)]
-            + [("manifest.json", "version=2"), ("columns.json", "version=-1")])
+    return [(f, names[i % len(names)]) for i, f in enumerate(files)] + [
+        ("manifest.json", "version=2"),
+        ("columns.json", "version=-1"),
+    ]
 
 
 def _damage(copy: Path, filename: str, corruption: str, stores) -> None:
     path = copy / filename
     if corruption.startswith("version="):
-        _set_version(path, eval(corruption.split("=", 1)[1]))  # noqa: S307 (our own literal)
+        _set_version(path, eval(corruption.split("=", 1)[1]))
         return
     dict(corruptions(True))[corruption](path, stores)
 
 
-def run_spec(workdir: Path, stores, expected: Dict[str, str], filename: str,
-             corruption: str) -> List[Case]:
+def run_spec(
+    workdir: Path, stores, expected: dict[str, str], filename: str, corruption: str
+) -> list[Case]:
     name = f"{filename}:{corruption}"
     copy = workdir / "damaged.store"
     shutil.rmtree(copy, ignore_errors=True)
@@ -162,16 +183,32 @@ def run_spec(workdir: Path, stores, expected: Dict[str, str], filename: str,
         proc = run_cli(args, timeout=60)
         case = f"{name} {verb}"
         # a manifest from elsewhere may rightly be reported as a mismatch of the files it lists
-        judged = judge_exit(KIND, case, proc, [filename] + ([str(copy)] if filename == "manifest.json" else []))
+        judged = judge_exit(
+            KIND, case, proc, [filename] + ([str(copy)] if filename == "manifest.json" else [])
+        )
         if judged:
             cases.append(judged)
         elif verb == "info" and not damaged_index_gone and not same_json:
-            cases.append(Case(KIND, case, FAIL, DIFFERENT,
-                              "info exits 0 (checks passed) on a store with a damaged file"))
+            cases.append(
+                Case(
+                    KIND,
+                    case,
+                    FAIL,
+                    DIFFERENT,
+                    "info exits 0 (checks passed) on a store with a damaged file",
+                )
+            )
         elif _normal(verb, text(proc.stdout), copy) != expected[verb]:
-            cases.append(Case(KIND, case, FAIL, DIFFERENT,
-                              f"exit 0 with output differing from the undamaged store's: "
-                              f"{_first_difference(_normal(verb, text(proc.stdout), copy), expected[verb])}"))
+            cases.append(
+                Case(
+                    KIND,
+                    case,
+                    FAIL,
+                    DIFFERENT,
+                    f"exit 0 with output differing from the undamaged store's: "
+                    f"{_first_difference(_normal(verb, text(proc.stdout), copy), expected[verb])}",
+                )
+            )
         else:
             cases.append(Case(KIND, case, OK))
     shutil.rmtree(copy, ignore_errors=True)
@@ -196,11 +233,11 @@ def _first_difference(got: str, want: str) -> str:
     return f"{len(g)} lines instead of {len(w)}"
 
 
-def store_files(stores) -> List[str]:
+def store_files(stores) -> list[str]:
     return sorted(os.listdir(stores["base"]))
 
 
-def run(workdir: Path, long: bool, log=print) -> List[Case]:
+def run(workdir: Path, long: bool, log=print) -> list[Case]:
     stores = build_stores(workdir)
     expected = baseline(stores)
     cases = []

@@ -7,21 +7,44 @@ siblings, `.partial` files, stray files inside the store)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
 import signal
 import time
 from pathlib import Path
-from typing import List
 
-from .common import (BUNDLED_SMI, FAIL, LEFTOVERS, LOST, OK, ORPHANS, WRONG, Case, check_status,
-                     hidden_siblings, kill_marked, marked_pids, run_cli, start_cli, text,
-                     wait_until)
+from .common import (
+    BUNDLED_SMI,
+    FAIL,
+    LEFTOVERS,
+    LOST,
+    OK,
+    ORPHANS,
+    WRONG,
+    Case,
+    check_status,
+    hidden_siblings,
+    kill_marked,
+    marked_pids,
+    run_cli,
+    start_cli,
+    text,
+    wait_until,
+)
 
 KIND = "killer"
-DATA_FILES = ["fingerprints.u64", "popcounts.u16", "smiles.txt", "smiles.offsets.u64", "ids.txt",
-              "ids.offsets.u64", "source_lines.u64", "rejects.tsv"]
+DATA_FILES = [
+    "fingerprints.u64",
+    "popcounts.u16",
+    "smiles.txt",
+    "smiles.offsets.u64",
+    "ids.txt",
+    "ids.offsets.u64",
+    "source_lines.u64",
+    "rejects.tsv",
+]
 INDEX_FILES = ["columns.json", "columns.planes.u64", "columns.order.u64"]
 SETTLE_S = 10.0
 
@@ -50,8 +73,10 @@ class Verb:
 class Ingest(Verb):
     name = "ingest"
 
-    def args(self, out: Path, overwrite: bool) -> List:
-        return ["ingest", "lib2000.smi", "-o", out.name, "-q", "-j", "2"] + (["--overwrite"] if overwrite else [])
+    def args(self, out: Path, overwrite: bool) -> list:
+        return ["ingest", "lib2000.smi", "-o", out.name, "-q", "-j", "2"] + (
+            ["--overwrite"] if overwrite else []
+        )
 
     def reference(self) -> None:
         _lib(self.workdir, 2000)
@@ -65,10 +90,10 @@ class Ingest(Verb):
     def prepare(self, out: Path) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
-    def first(self, out: Path) -> List:
+    def first(self, out: Path) -> list:
         return self.args(out, False)
 
-    def next(self, out: Path) -> List:
+    def next(self, out: Path) -> list:
         return self.args(out, True)
 
     def compare(self, out: Path) -> str:
@@ -82,8 +107,11 @@ class Index(Verb):
         _lib(self.workdir, 5000)
         self.base = self.workdir / "noindex.store"
         if not (self.base / "manifest.json").exists():
-            proc = run_cli(["ingest", "lib5000.smi", "-o", self.base.name, "-q", "-j", "2", "--no-index"],
-                           cwd=self.workdir, timeout=300)
+            proc = run_cli(
+                ["ingest", "lib5000.smi", "-o", self.base.name, "-q", "-j", "2", "--no-index"],
+                cwd=self.workdir,
+                timeout=300,
+            )
             assert proc.returncode == 0, text(proc.stderr)
         self.ref = self.workdir / "ref-index.store"
         shutil.rmtree(self.ref, ignore_errors=True)
@@ -97,7 +125,7 @@ class Index(Verb):
         shutil.rmtree(out, ignore_errors=True)
         shutil.copytree(self.base, out)
 
-    def first(self, out: Path) -> List:
+    def first(self, out: Path) -> list:
         return ["index", out.name]
 
     next = first
@@ -112,9 +140,10 @@ class Index(Verb):
 class Screen(Verb):
     name = "screen"
 
-    def args(self, out: Path, resume: bool) -> List:
-        return (["screen", "lib1000.smi", "--scorer", "filter", "-o", out.name, "-q", "-j", "2"]
-                + (["--resume"] if resume else []))
+    def args(self, out: Path, resume: bool) -> list:
+        return ["screen", "lib1000.smi", "--scorer", "filter", "-o", out.name, "-q", "-j", "2"] + (
+            ["--resume"] if resume else []
+        )
 
     def reference(self) -> None:
         _lib(self.workdir, 1000)
@@ -128,10 +157,10 @@ class Screen(Verb):
     def prepare(self, out: Path) -> None:
         _remove_screen(out)
 
-    def first(self, out: Path) -> List:
+    def first(self, out: Path) -> list:
         return self.args(out, False)
 
-    def next(self, out: Path) -> List:
+    def next(self, out: Path) -> list:
         return self.args(out, True)
 
     def compare(self, out: Path) -> str:
@@ -145,7 +174,9 @@ class Screen(Verb):
             if sorted(g[1:]) != sorted(w[1:]):
                 ids = [r.split(b",", 1)[0] for r in g[1:]]
                 dup = len(ids) - len(set(ids))
-                return (f"{got.name}: {len(g) - 1} rows ({dup} duplicated ids) instead of {len(w) - 1}")
+                return (
+                    f"{got.name}: {len(g) - 1} rows ({dup} duplicated ids) instead of {len(w) - 1}"
+                )
         return ""
 
 
@@ -154,7 +185,7 @@ def _remove_screen(out: Path) -> None:
         shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
 
 
-def _same_files(got: Path, want: Path, names: List[str]) -> str:
+def _same_files(got: Path, want: Path, names: list[str]) -> str:
     for name in names:
         g, w = got / name, want / name
         if not g.exists():
@@ -169,7 +200,7 @@ def _same_listing(got: Path, want: Path) -> str:
     return f"files left inside the store: {extra}" if extra else ""
 
 
-def _leftovers(out: Path) -> List[str]:
+def _leftovers(out: Path) -> list[str]:
     left = hidden_siblings(out)
     left += [p.name for p in out.parent.glob(out.name + "*.partial")]
     if out.is_dir():
@@ -180,7 +211,7 @@ def _leftovers(out: Path) -> List[str]:
 VERBS = {"ingest": Ingest, "index": Index, "screen": Screen}
 
 
-def kill_case(verb: Verb, seed: int, at_spawn: bool = False) -> List[Case]:
+def kill_case(verb: Verb, seed: int, at_spawn: bool = False) -> list[Case]:
     """One kill -9 at a seeded moment (or, `at_spawn`, 0.1 s after the run has started two child
     processes: workers still starting up), the next run, and the checks."""
     rng = random.Random(f"{verb.name}:{seed}")
@@ -197,10 +228,8 @@ def kill_case(verb: Verb, seed: int, at_spawn: bool = False) -> List[Case]:
         time.sleep(0.1)
     else:
         time.sleep(delay)
-    try:
+    with contextlib.suppress(OSError):
         os.kill(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
     proc.wait()
     # work files present right after the kill: the kill landed while the run was writing
     name += " (mid-write)" if _leftovers(out) else " (before/after writing)"
@@ -216,22 +245,35 @@ def kill_case(verb: Verb, seed: int, at_spawn: bool = False) -> List[Case]:
         cases.append(bad)
     else:
         why = verb.compare(out)
-        cases.append(Case(KIND, f"{name} result", FAIL, LOST if verb.name == "screen" else WRONG, why)
-                     if why else Case(KIND, f"{name} result", OK))
+        cases.append(
+            Case(KIND, f"{name} result", FAIL, LOST if verb.name == "screen" else WRONG, why)
+            if why
+            else Case(KIND, f"{name} result", OK)
+        )
     alive = not wait_until(lambda: not marked_pids(m1) and not marked_pids(m2), SETTLE_S, 0.25)
     if alive:
         pids = marked_pids(m1) + marked_pids(m2)
-        cases.append(Case(KIND, f"{name} orphans", FAIL, ORPHANS,
-                          f"{len(marked_pids(m1))} process(es) of the killed run and "
-                          f"{len(marked_pids(m2))} of the next alive {SETTLE_S:.0f} s after the "
-                          f"next run: {_cmdlines(pids)}"))
+        cases.append(
+            Case(
+                KIND,
+                f"{name} orphans",
+                FAIL,
+                ORPHANS,
+                f"{len(marked_pids(m1))} process(es) of the killed run and "
+                f"{len(marked_pids(m2))} of the next alive {SETTLE_S:.0f} s after the "
+                f"next run: {_cmdlines(pids)}",
+            )
+        )
     else:
         cases.append(Case(KIND, f"{name} orphans", OK))
     left = []
     wait_until(lambda: not _leftovers(out), 0 if alive else SETTLE_S, 0.25)
     left = _leftovers(out)
-    cases.append(Case(KIND, f"{name} leftovers", FAIL, LEFTOVERS, f"left behind: {left}")
-                 if left else Case(KIND, f"{name} leftovers", OK))
+    cases.append(
+        Case(KIND, f"{name} leftovers", FAIL, LEFTOVERS, f"left behind: {left}")
+        if left
+        else Case(KIND, f"{name} leftovers", OK)
+    )
     kill_marked(m1)
     kill_marked(m2)
     for p in out.parent.glob(f".{out.name}.*"):
@@ -239,7 +281,7 @@ def kill_case(verb: Verb, seed: int, at_spawn: bool = False) -> List[Case]:
     return cases
 
 
-def _cmdlines(pids: List[int]) -> str:
+def _cmdlines(pids: list[int]) -> str:
     out = []
     for pid in pids[:4]:
         try:
@@ -250,7 +292,7 @@ def _cmdlines(pids: List[int]) -> str:
     return "; ".join(out)
 
 
-def run(workdir: Path, long: bool, log=print, verbs=("ingest", "index", "screen")) -> List[Case]:
+def run(workdir: Path, long: bool, log=print, verbs=("ingest", "index", "screen")) -> list[Case]:
     workdir.mkdir(parents=True, exist_ok=True)
     cases = []
     for name in verbs:

@@ -13,8 +13,15 @@ KNOWN: dict = {}  # check name -> reason, for checks failing today because of a 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=KNOWN[n])]
-                                               if n in KNOWN else []) for n in ROUNDS])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            n, marks=[pytest.mark.xfail(strict=True, reason=KNOWN[n])] if n in KNOWN else []
+        )
+        for n in ROUNDS
+    ],
+)
 def test_concurrent_runs(name, tmp_path):
     cases = getattr(concurrency, name)(tmp_path, ROUNDS[name])
     failed = [str(c) for c in cases if c.outcome == FAIL]

@@ -46,5 +46,7 @@ def test_every_store_file_is_covered(stores):
 @pytest.mark.parametrize("spec", [_param(s) for s in corrupter.short_specs(_files())])
 def test_damaged_store(spec, stores):
     workdir, built, expected = stores
-    failed = [str(c) for c in corrupter.run_spec(workdir, built, expected, *spec) if c.outcome == FAIL]
+    failed = [
+        str(c) for c in corrupter.run_spec(workdir, built, expected, *spec) if c.outcome == FAIL
+    ]
     assert not failed, "\n".join(failed)

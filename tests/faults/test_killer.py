@@ -13,7 +13,10 @@ from .common import FAIL
 KNOWN: dict = {}
 # Emptied at ed86faa (XPASS since): screen killed while its workers started up left them and the
 # resource tracker alive for good (issue 14 defect 5, 3 of 3 tries); screen-spawn pins the fix.
-MOMENTS = [(v, s) for v in killer.VERBS for s in (0, 1)] + [("ingest", "spawn"), ("screen", "spawn")]
+MOMENTS = [(v, s) for v in killer.VERBS for s in (0, 1)] + [
+    ("ingest", "spawn"),
+    ("screen", "spawn"),
+]
 
 
 @pytest.fixture(scope="module")

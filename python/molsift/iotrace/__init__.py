@@ -16,13 +16,13 @@ from .log import IoLog, IoLogError, Record, load_log
 from .profile import ProfileResult, profile
 
 __all__ = [
-    "profile",
-    "ProfileResult",
-    "load_log",
-    "IoLog",
-    "Record",
-    "IoLogError",
-    "find_insights",
-    "Finding",
     "THRESHOLDS",
+    "Finding",
+    "IoLog",
+    "IoLogError",
+    "ProfileResult",
+    "Record",
+    "find_insights",
+    "load_log",
+    "profile",
 ]

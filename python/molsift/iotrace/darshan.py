@@ -11,7 +11,7 @@ import json
 import signal
 import subprocess
 import sys
-from typing import Any, Dict
+from typing import Any
 
 from .log import IoLog, IoLogError, parse_log
 
@@ -48,7 +48,7 @@ def load_darshan(path: str) -> IoLog:
     return parse_log(json.loads(child.stdout), path)
 
 
-def convert(path: str) -> Dict[str, Any]:
+def convert(path: str) -> dict[str, Any]:
     """The Darshan log at PATH as a molsift log document: one "process" per rank (-1: Darshan's
     reduction of a file shared by all ranks), counters without their module prefix."""
     import darshan
@@ -62,7 +62,7 @@ def convert(path: str) -> Dict[str, Any]:
         raise
     job = report.metadata.get("job", {})
     start = float(job.get("start_time_sec", 0)) + float(job.get("start_time_nsec", 0)) * 1e-9
-    processes: Dict[int, Dict[str, Any]] = {}
+    processes: dict[int, dict[str, Any]] = {}
     names = report.name_records
     for module, prefix in PREFIXES.items():
         if module not in report.records:

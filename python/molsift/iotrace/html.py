@@ -7,7 +7,6 @@ import base64
 import html
 import io
 import os
-from typing import Dict, List
 
 from .insights import Finding, _fmt_bytes
 from .log import SIZE_BINS, IoLog
@@ -138,8 +137,8 @@ def _finding_html(f: Finding) -> str:
     )
 
 
-def to_html(log: IoLog, findings: List[Finding]) -> str:
-    s: Dict = summary(log)
+def to_html(log: IoLog, findings: list[Finding]) -> str:
+    s: dict = summary(log)
     esc = html.escape
     items = "".join(map(_finding_html, findings)) or "<p>No findings: no threshold was crossed.</p>"
     facts = "".join(f"<tr><th>{esc(k)}</th><td>{esc(_fact(k, v))}</td></tr>" for k, v in s.items())

@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable
 
 from .log import SIZE_BINS, IoLog, Record
 
 MIB = 1 << 20
-THRESHOLDS: Dict[str, float] = {
+THRESHOLDS: dict[str, float] = {
     # Drishti's (drishti/includes/config.py), same names
     "small_bytes": MIB,  # requests up to this size are small (Darshan bins 0..100K_1M)
     "small_requests": 0.1,  # share of reads (writes) that are small ...
@@ -59,11 +59,11 @@ class Finding:
     title: str
     message: str
     recommendation: str
-    file: Optional[str] = None
-    numbers: Dict[str, Any] = field(default_factory=dict)
+    file: str | None = None
+    numbers: dict[str, Any] = field(default_factory=dict)
 
 
-def find_insights(log: IoLog, thresholds: Optional[Dict[str, float]] = None) -> List[Finding]:
+def find_insights(log: IoLog, thresholds: dict[str, float] | None = None) -> list[Finding]:
     """Every finding of every rule, most severe first."""
     th = dict(THRESHOLDS, **(thresholds or {}))
     view = _View(log)
@@ -78,17 +78,17 @@ class _View:
         self.posix = [r for r in log.records if r.module == "POSIX"]
         self.stdio = [r for r in log.records if r.module == "STDIO"]
         self.mpiio = [r for r in log.records if r.module == "MPI-IO"]
-        self.by_file: Dict[str, List[Record]] = defaultdict(list)
+        self.by_file: dict[str, list[Record]] = defaultdict(list)
         for r in log.records:  # files, not the standard streams (<STDIN>, <STDOUT>, <STDERR>)
             if r.module in ("POSIX", "STDIO") and not r.file.startswith("<"):
                 self.by_file[r.file].append(r)
 
-    def total(self, records: List[Record], name: str) -> int:
+    def total(self, records: list[Record], name: str) -> int:
         return sum(r.c(name) for r in records)
 
 
-def _per_who(records: List[Record], value: Callable[[Record], float]) -> Dict[str, float]:
-    out: Dict[str, float] = defaultdict(float)
+def _per_who(records: list[Record], value: Callable[[Record], float]) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
     for r in records:
         out[r.process.label] += value(r)
     return dict(out)
@@ -102,7 +102,7 @@ def _fmt_bytes(n: float) -> str:
     return f"{n}"
 
 
-def _list(counts: Dict[str, float], limit: int = 8) -> str:
+def _list(counts: dict[str, float], limit: int = 8) -> str:
     items = sorted(counts.items(), key=lambda kv: _who_key(kv[0]))
     text = ", ".join(f"{k}: {v:,.0f}" for k, v in items[:limit])
     return text + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
@@ -122,7 +122,7 @@ def _name(path: str) -> str:
 
 
 # ---- Drishti's triggers ----
-def rule_stdio(v: _View, th) -> List[Finding]:
+def rule_stdio(v: _View, th) -> list[Finding]:
     posix = v.total(v.posix, "BYTES_READ") + v.total(v.posix, "BYTES_WRITTEN")
     stdio = v.total(v.stdio, "BYTES_READ") + v.total(v.stdio, "BYTES_WRITTEN")
     total = posix + stdio
@@ -142,7 +142,7 @@ def rule_stdio(v: _View, th) -> List[Finding]:
     ]
 
 
-def rule_small_requests(v: _View, th) -> List[Finding]:
+def rule_small_requests(v: _View, th) -> list[Finding]:
     out = []
     for op, verb in (("READ", "read"), ("WRITE", "write")):
         total = v.total(v.posix, op + "S")
@@ -174,7 +174,7 @@ def rule_small_requests(v: _View, th) -> List[Finding]:
     return out
 
 
-def rule_misaligned(v: _View, th) -> List[Finding]:
+def rule_misaligned(v: _View, th) -> list[Finding]:
     ops = v.total(v.posix, "READS") + v.total(v.posix, "WRITES")
     out = []
     if ops < th["misaligned_requests_absolute"]:
@@ -203,7 +203,7 @@ def rule_misaligned(v: _View, th) -> List[Finding]:
     return out
 
 
-def rule_random(v: _View, th) -> List[Finding]:
+def rule_random(v: _View, th) -> list[Finding]:
     out = []
     for op, verb, code in (("READ", "read", "P11"), ("WRITE", "write", "P13")):
         total = v.total(v.posix, op + "S")
@@ -229,7 +229,7 @@ def rule_random(v: _View, th) -> List[Finding]:
     return out
 
 
-def rule_read_write_intensive(v: _View, th) -> List[Finding]:
+def rule_read_write_intensive(v: _View, th) -> list[Finding]:
     out = []
     for what, rd, wr in (
         ("operations", "READS", "WRITES"),
@@ -261,15 +261,15 @@ def rule_read_write_intensive(v: _View, th) -> List[Finding]:
     return out
 
 
-def _rank_records(v: _View) -> Dict[int, List[Record]]:
-    out: Dict[int, List[Record]] = defaultdict(list)
+def _rank_records(v: _View) -> dict[int, list[Record]]:
+    out: dict[int, list[Record]] = defaultdict(list)
     for r in v.posix + v.stdio:
         if r.rank is not None and r.rank >= 0:
             out[r.rank].append(r)
     return out
 
 
-def rule_metadata_time(v: _View, th) -> List[Finding]:
+def rule_metadata_time(v: _View, th) -> list[Finding]:
     per_rank = {
         rank: sum(r.f("F_META_TIME") for r in recs) for rank, recs in _rank_records(v).items()
     }
@@ -293,7 +293,7 @@ def rule_metadata_time(v: _View, th) -> List[Finding]:
     ]
 
 
-def rule_rank_imbalance(v: _View, th) -> List[Finding]:
+def rule_rank_imbalance(v: _View, th) -> list[Finding]:
     ranks = _rank_records(v)
     if len(ranks) < 2:
         return []
@@ -319,11 +319,11 @@ def rule_rank_imbalance(v: _View, th) -> List[Finding]:
     return out
 
 
-def _shared_files(v: _View) -> Dict[str, Dict[int, List[Record]]]:
+def _shared_files(v: _View) -> dict[str, dict[int, list[Record]]]:
     """Files whose data was touched by two or more ranks: path -> rank -> records."""
-    out: Dict[str, Dict[int, List[Record]]] = {}
+    out: dict[str, dict[int, list[Record]]] = {}
     for path, recs in v.by_file.items():
-        per: Dict[int, List[Record]] = defaultdict(list)
+        per: dict[int, list[Record]] = defaultdict(list)
         for r in recs:
             if r.rank is not None and r.rank >= 0 and _data_ops(r):
                 per[r.rank].append(r)
@@ -336,7 +336,7 @@ def _io_time(r: Record) -> float:
     return r.f("F_READ_TIME") + r.f("F_WRITE_TIME") + r.f("F_META_TIME")
 
 
-def rule_stragglers(v: _View, th) -> List[Finding]:
+def rule_stragglers(v: _View, th) -> list[Finding]:
     out = []
     times = {
         path: {k: sum(_io_time(r) for r in rs) for k, rs in per.items()}
@@ -372,7 +372,7 @@ def rule_stragglers(v: _View, th) -> List[Finding]:
     return out
 
 
-def rule_mpiio(v: _View, th) -> List[Finding]:
+def rule_mpiio(v: _View, th) -> list[Finding]:
     if v.mpiio:
         out = []
         for op in ("READS", "WRITES"):
@@ -435,7 +435,7 @@ def _used_ops(r: Record) -> int:
 
 
 # ---- the findings Drishti lacks ----
-def rule_redundant_opens(v: _View, th) -> List[Finding]:
+def rule_redundant_opens(v: _View, th) -> list[Finding]:
     out = []
     for path, recs in v.by_file.items():
         opens = _per_who(recs, lambda r: r.c("OPENS"))
@@ -486,7 +486,7 @@ def rule_redundant_opens(v: _View, th) -> List[Finding]:
     return out
 
 
-def rule_stat_storm(v: _View, th) -> List[Finding]:
+def rule_stat_storm(v: _View, th) -> list[Finding]:
     out = []
     for path, recs in v.by_file.items():
         stats = sum(r.c("STATS") for r in recs)
@@ -526,7 +526,7 @@ def rule_stat_storm(v: _View, th) -> List[Finding]:
     return out
 
 
-def rule_read_amplification(v: _View, th) -> List[Finding]:
+def rule_read_amplification(v: _View, th) -> list[Finding]:
     out = []
     for path, recs in v.by_file.items():
         size = max((r.file_size or 0 for r in recs), default=0)
@@ -566,9 +566,9 @@ def rule_read_amplification(v: _View, th) -> List[Finding]:
     return out
 
 
-def rule_tiny_writes(v: _View, th) -> List[Finding]:
+def rule_tiny_writes(v: _View, th) -> list[Finding]:
     out = []
-    by_file: Dict[str, List[Record]] = defaultdict(list)
+    by_file: dict[str, list[Record]] = defaultdict(list)
     for r in v.posix:
         by_file[r.file].append(r)
     for path, recs in by_file.items():
@@ -595,7 +595,7 @@ def rule_tiny_writes(v: _View, th) -> List[Finding]:
     return out
 
 
-def rule_writer_groups(v: _View, th) -> List[Finding]:
+def rule_writer_groups(v: _View, th) -> list[Finding]:
     """A molsift run (issue 4, item 2) records its writer groups in job.molsift.writer_groups:
     [{"group": name, "ranks": [..], "bytes": n, "seconds": s}]. Other logs have none."""
     groups = (v.log.job.get("molsift") or {}).get("writer_groups") or []
@@ -620,7 +620,7 @@ def rule_writer_groups(v: _View, th) -> List[Finding]:
     ]
 
 
-RULES: List[Callable[[_View, Dict[str, float]], List[Finding]]] = [
+RULES: list[Callable[[_View, dict[str, float]], list[Finding]]] = [
     rule_stdio,
     rule_small_requests,
     rule_misaligned,

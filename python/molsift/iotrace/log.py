@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 FORMAT = "molsift-iolog"
 VERSION = 1
@@ -36,16 +36,16 @@ class IoLogError(ValueError):
 class Process:
     """One process image: a rank, a forked child, or a program started by exec."""
 
-    pid: Optional[int]
-    rank: Optional[int]
+    pid: int | None
+    rank: int | None
     exe: str = ""
-    argv: List[str] = field(default_factory=list)
+    argv: list[str] = field(default_factory=list)
     start_time: float = 0.0
     wall_seconds: float = 0.0
     ended_by: str = ""
     failed_opens: int = 0
     failed_stats: int = 0
-    forked_from: Optional[int] = None
+    forked_from: int | None = None
     heatmap_bin_seconds: float = 0.0
 
     @property
@@ -62,11 +62,11 @@ class Record:
     module: str
     file: str
     process: Process
-    counters: Dict[str, int]
-    fcounters: Dict[str, float]
-    file_size: Optional[int] = None
-    heat_read: List[int] = field(default_factory=list)
-    heat_write: List[int] = field(default_factory=list)
+    counters: dict[str, int]
+    fcounters: dict[str, float]
+    file_size: int | None = None
+    heat_read: list[int] = field(default_factory=list)
+    heat_write: list[int] = field(default_factory=list)
 
     def c(self, name: str) -> int:
         return int(self.counters.get(name, 0))
@@ -75,10 +75,10 @@ class Record:
         return float(self.fcounters.get(name, 0.0))
 
     @property
-    def rank(self) -> Optional[int]:
+    def rank(self) -> int | None:
         return self.process.rank
 
-    def sizes(self, op: str) -> List[int]:
+    def sizes(self, op: str) -> list[int]:
         """The 10-bin request-size histogram of op 'READ' or 'WRITE'."""
         return [self.c(f"SIZE_{op}_{b}") for b in SIZE_BINS]
 
@@ -89,12 +89,12 @@ class IoLog:
 
     source: str
     kind: str  # "molsift" or "darshan"
-    job: Dict[str, Any]
-    processes: List[Process]
-    records: List[Record]
+    job: dict[str, Any]
+    processes: list[Process]
+    records: list[Record]
 
     @property
-    def ranks(self) -> List[int]:
+    def ranks(self) -> list[int]:
         return sorted({p.rank for p in self.processes if p.rank is not None and p.rank >= 0})
 
     @property
@@ -126,7 +126,7 @@ def load_log(path: str) -> IoLog:
     raise IoLogError(f"{path}: not a molsift I/O log nor a Darshan log ({what})")
 
 
-def read_json(path: str) -> Dict[str, Any]:
+def read_json(path: str) -> dict[str, Any]:
     """The JSON document of a log, checked for our format name and version."""
     try:
         with open(path, encoding="utf-8") as fh:
@@ -146,7 +146,7 @@ def read_json(path: str) -> Dict[str, Any]:
     return doc
 
 
-def parse_log(doc: Dict[str, Any], source: str) -> IoLog:
+def parse_log(doc: dict[str, Any], source: str) -> IoLog:
     """An `IoLog` from a checked JSON document."""
     processes, records = [], []
     try:

@@ -10,9 +10,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence
 
 from .log import IoLogError
 from .merge import merge_process_logs, process_logs, write_log
@@ -48,7 +48,7 @@ class ProfileResult:
     returncode: int  # negative: killed by that signal, as subprocess reports it
     log: str
     processes: int
-    problems: List[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
 
 def default_log_name(command: Sequence[str]) -> str:
@@ -56,7 +56,7 @@ def default_log_name(command: Sequence[str]) -> str:
 
 
 def profile(
-    command: Sequence[str], log: Optional[str] = None, keep_process_logs: bool = False
+    command: Sequence[str], log: str | None = None, keep_process_logs: bool = False
 ) -> ProfileResult:
     """Run COMMAND traced; write the merged log to LOG. The program's exit status is returned,
     never changed. Raises FileNotFoundError when COMMAND cannot be found."""

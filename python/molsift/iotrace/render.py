@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import textwrap
 from dataclasses import asdict
-from typing import Any, Dict, List
+from typing import Any
 
 from .insights import Finding, _fmt_bytes
 from .log import IoLog
 
 
-def summary(log: IoLog) -> Dict[str, Any]:
+def summary(log: IoLog) -> dict[str, Any]:
     data = [r for r in log.records if r.module in ("POSIX", "STDIO")]
     return {
         "log": log.source,
@@ -32,7 +32,7 @@ def summary(log: IoLog) -> Dict[str, Any]:
     }
 
 
-def to_json(log: IoLog, findings: List[Finding], thresholds: Dict[str, float]) -> str:
+def to_json(log: IoLog, findings: list[Finding], thresholds: dict[str, float]) -> str:
     return json.dumps(
         {
             "summary": summary(log),
@@ -44,7 +44,7 @@ def to_json(log: IoLog, findings: List[Finding], thresholds: Dict[str, float]) -
     )
 
 
-def to_text(log: IoLog, findings: List[Finding]) -> str:
+def to_text(log: IoLog, findings: list[Finding]) -> str:
     s = summary(log)
     cmd = s["command"]
     lines = [

@@ -5,7 +5,6 @@ only when launched under `mpirun`; mpi4py is imported lazily). `choose_executor`
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 from .serial import SerialExecutor
 
@@ -28,7 +27,7 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def choose_executor(workers: Optional[int] = None, use_mpi: Optional[bool] = None):
+def choose_executor(workers: int | None = None, use_mpi: bool | None = None):
     """MPI ranks when launched under MPI (or `use_mpi=True`), else `workers` local processes."""
     if use_mpi is None:
         use_mpi = launched_under_mpi()
@@ -44,4 +43,4 @@ def choose_executor(workers: Optional[int] = None, use_mpi: Optional[bool] = Non
     return PoolExecutor(workers)
 
 
-__all__ = ["choose_executor", "launched_under_mpi", "default_workers", "SerialExecutor"]
+__all__ = ["SerialExecutor", "choose_executor", "default_workers", "launched_under_mpi"]

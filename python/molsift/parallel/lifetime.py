@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Optional
 
 PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent(parent: Optional[int] = None) -> None:
+def die_with_parent(parent: int | None = None) -> None:
     """Linux: this process gets SIGKILL when its parent dies (prctl PR_SET_PDEATHSIG). `parent`
     is the PID it was started by (default: the current parent); if that process is already gone,
     this process exits at once. Elsewhere it does nothing."""

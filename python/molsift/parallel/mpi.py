@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sys
 import traceback
-from typing import Any, Callable, Iterable, List, Optional
+from collections.abc import Iterable
+from typing import Any, Callable
 
 
 class MPIExecutor:
@@ -25,8 +26,8 @@ class MPIExecutor:
         self,
         fn: Callable[[Any], Any],
         tasks: Iterable[Any],
-        on_result: Optional[Callable[[Any], None]] = None,
-    ) -> Optional[List[Any]]:
+        on_result: Callable[[Any], None] | None = None,
+    ) -> list[Any] | None:
         mine = []
         try:
             for index, task in enumerate(tasks):

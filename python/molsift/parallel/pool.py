@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Callable, Iterable, List, Optional
+from typing import Any, Callable
 
 
 class PoolExecutor:
@@ -23,16 +24,20 @@ class PoolExecutor:
         from ..allocator import spawn_context  # workers run on tcmalloc when it is installed
         from .lifetime import die_with_parent
 
-        self._pool = ProcessPoolExecutor(workers, mp_context=spawn_context(),
-                                         initializer=die_with_parent, initargs=(os.getpid(),))
+        self._pool = ProcessPoolExecutor(
+            workers,
+            mp_context=spawn_context(),
+            initializer=die_with_parent,
+            initargs=(os.getpid(),),
+        )
 
     def map_ordered(
         self,
         fn: Callable[[Any], Any],
         tasks: Iterable[Any],
-        on_result: Optional[Callable[[Any], None]] = None,
-    ) -> List[Any]:
-        results: List[Any] = []
+        on_result: Callable[[Any], None] | None = None,
+    ) -> list[Any]:
+        results: list[Any] = []
         pending: deque = deque()
 
         def take_oldest() -> None:

@@ -3,7 +3,8 @@ executors must agree with."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, List, Optional
+from collections.abc import Iterable
+from typing import Any, Callable
 
 
 class SerialExecutor:
@@ -18,8 +19,8 @@ class SerialExecutor:
         self,
         fn: Callable[[Any], Any],
         tasks: Iterable[Any],
-        on_result: Optional[Callable[[Any], None]] = None,
-    ) -> List[Any]:
+        on_result: Callable[[Any], None] | None = None,
+    ) -> list[Any]:
         results = []
         for task in tasks:
             result = fn(task)

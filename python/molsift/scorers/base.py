@@ -8,7 +8,8 @@ fingerprints, receptor maps, compiled patterns) in `setup`, never in `__init__`.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Dict, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 class Reject(Exception):
@@ -34,7 +35,7 @@ class Scorer:
         """Adds this scorer's options to `molsift screen` (prefix them with the scorer name)."""
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "Scorer":
+    def from_args(cls, args: argparse.Namespace) -> Scorer:
         """Builds the scorer from parsed command-line options."""
         return cls()
 
@@ -46,7 +47,7 @@ class Scorer:
         `(values, pose_text)`). Raise `Reject(reason)` to reject the molecule."""
         raise NotImplementedError
 
-    def stats(self) -> Dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
         """Counters to add to the run report (e.g. receptor maps built); summed over workers."""
         return {}
 
@@ -66,4 +67,4 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["Scorer", "Reject", "format_value"]
+__all__ = ["Reject", "Scorer", "format_value"]

@@ -48,16 +48,27 @@ class FilterScorer(Scorer):
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         g = parser.add_argument_group("scorer filter (rules a molecule must meet to pass)")
         for opt, col, default, kind in RULES:
-            g.add_argument(f"--filter-{opt.replace('_', '-')}", type=type(default), default=default,
-                           dest=f"filter_{opt}", help=f"{kind}imum {col} (default {default})")
-        g.add_argument("--filter-no-prescreen", dest="filter_prescreen", action="store_false",
-                       help="match every PAINS entry and QED alert, and compute QED's properties "
-                       "again, instead of screening by pattern fingerprints (same values, slower)")
+            g.add_argument(
+                f"--filter-{opt.replace('_', '-')}",
+                type=type(default),
+                default=default,
+                dest=f"filter_{opt}",
+                help=f"{kind}imum {col} (default {default})",
+            )
+        g.add_argument(
+            "--filter-no-prescreen",
+            dest="filter_prescreen",
+            action="store_false",
+            help="match every PAINS entry and QED alert, and compute QED's properties "
+            "again, instead of screening by pattern fingerprints (same values, slower)",
+        )
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "FilterScorer":
-        return cls(**{opt: getattr(args, f"filter_{opt}") for opt, *_ in RULES},
-                   prescreen=getattr(args, "filter_prescreen", True))
+    def from_args(cls, args: argparse.Namespace) -> FilterScorer:
+        return cls(
+            **{opt: getattr(args, f"filter_{opt}") for opt, *_ in RULES},
+            prescreen=getattr(args, "filter_prescreen", True),
+        )
 
     def setup(self) -> None:
         from rdkit import Chem
@@ -69,13 +80,25 @@ class FilterScorer(Scorer):
         params = FilterCatalogParams()
         params.AddCatalog(FilterCatalogParams.FilterCatalogs.PAINS)
         self._pains = FilterCatalog(params)
-        self._fns = (Descriptors.MolWt, Crippen.MolLogP, Lipinski.NumHDonors,
-                     Lipinski.NumHAcceptors, rdMolDescriptors.CalcNumRotatableBonds,
-                     rdMolDescriptors.CalcTPSA)
+        self._fns = (
+            Descriptors.MolWt,
+            Crippen.MolLogP,
+            Lipinski.NumHDonors,
+            Lipinski.NumHAcceptors,
+            rdMolDescriptors.CalcNumRotatableBonds,
+            rdMolDescriptors.CalcTPSA,
+        )
         self._qed = QED
-        self._chem, self._crippen, self._rdmd, self._molsurf = Chem, Crippen, rdMolDescriptors, MolSurf
+        self._chem, self._crippen, self._rdmd, self._molsurf = (
+            Chem,
+            Crippen,
+            rdMolDescriptors,
+            MolSurf,
+        )
         if self.prescreen:
-            self._entries = [self._pains.GetEntryWithIdx(i) for i in range(self._pains.GetNumEntries())]
+            self._entries = [
+                self._pains.GetEntryWithIdx(i) for i in range(self._pains.GetNumEntries())
+            ]
             self._pains_screen = PatternScreen(pains_queries(self._pains))
             self._alerts_screen = PatternScreen(QED.StructuralAlerts)
 
@@ -89,8 +112,11 @@ class FilterScorer(Scorer):
     def _screened(self, mol):
         """The same values as `_plain`, with the prescreens and cLogP shared with QED."""
         words = self._pains_screen.words(mol)
-        hits = [e for e in (self._entries[i] for i in self._pains_screen.candidates(words))
-                if e.HasFilterMatch(mol)]
+        hits = [
+            e
+            for e in (self._entries[i] for i in self._pains_screen.candidates(words))
+            if e.HasFilterMatch(mol)
+        ]
         values = [f(mol) for f in self._fns]
         values.append(self._qed.qed(mol, qedProperties=self._qed_properties(mol, words, values[1])))
         return values, len(hits), hits[0].GetDescription() if hits else ""
@@ -101,28 +127,45 @@ class FilterScorer(Scorer):
         qed, rdmd = self._qed, self._rdmd
         noh = self._chem.RemoveHs(mol)
         same = noh.GetNumAtoms() == mol.GetNumAtoms()
-        alerts = (self._alerts_screen.candidates(words) if same
-                  else range(len(qed.StructuralAlerts)))
+        alerts = self._alerts_screen.candidates(words) if same else range(len(qed.StructuralAlerts))
         return qed.QEDproperties(
             MW=rdmd._CalcMolWt(noh),
             ALOGP=clogp if same else self._crippen.MolLogP(noh),
-            HBA=sum(len(noh.GetSubstructMatches(pattern)) for pattern in qed.Acceptors
-                    if noh.HasSubstructMatch(pattern)),
+            HBA=sum(
+                len(noh.GetSubstructMatches(pattern))
+                for pattern in qed.Acceptors
+                if noh.HasSubstructMatch(pattern)
+            ),
             HBD=rdmd.CalcNumHBD(noh),
             PSA=self._molsurf.TPSA(noh),
             ROTB=rdmd.CalcNumRotatableBonds(noh, rdmd.NumRotatableBondsOptions.Strict),
-            AROM=len(self._chem.GetSSSR(self._chem.DeleteSubstructs(self._chem.Mol(noh),
-                                                                  qed.AliphaticRings))),
+            AROM=len(
+                self._chem.GetSSSR(
+                    self._chem.DeleteSubstructs(self._chem.Mol(noh), qed.AliphaticRings)
+                )
+            ),
             ALERTS=sum(1 for i in alerts if noh.HasSubstructMatch(qed.StructuralAlerts[i])),
         )
 
     def score(self, mol):
         values, pains, name = self._screened(mol) if self.prescreen else self._plain(mol)
         mw, clogp, hbd, hba, rotb, tpsa, qed = values
-        values = {"mw": mw, "clogp": clogp, "hbd": hbd, "hba": hba, "rotb": rotb, "tpsa": tpsa,
-                  "qed": qed, "pains": pains}
-        ok = all(values[col] <= getattr(self, opt) if kind == "max" else values[col] >= getattr(self, opt)
-                 for opt, col, _, kind in RULES)
+        values = {
+            "mw": mw,
+            "clogp": clogp,
+            "hbd": hbd,
+            "hba": hba,
+            "rotb": rotb,
+            "tpsa": tpsa,
+            "qed": qed,
+            "pains": pains,
+        }
+        ok = all(
+            values[col] <= getattr(self, opt)
+            if kind == "max"
+            else values[col] >= getattr(self, opt)
+            for opt, col, _, kind in RULES
+        )
         return [mw, clogp, hbd, hba, rotb, tpsa, qed, pains, name, ok]
 
     def __getstate__(self):  # RDKit catalogs do not pickle: workers rebuild them in setup

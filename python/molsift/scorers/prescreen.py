@@ -15,7 +15,7 @@ entry's serialized form; an entry it cannot read, or one that matches on absence
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
 
 from .. import _core
 
@@ -26,7 +26,7 @@ _PICKLE_MAGIC = b"\xef\xbe\xad\xde"  # RDKit's MolPickler header, little-endian 
 class PatternScreen:
     """Which of `queries` (RDKit query mols, or None for "always check") may match a molecule."""
 
-    def __init__(self, queries: Sequence[Optional[object]]):
+    def __init__(self, queries: Sequence[object | None]):
         from rdkit import Chem
 
         from ..chem import bitvect_packer
@@ -43,7 +43,7 @@ class PatternScreen:
         """The molecule's pattern fingerprint, to pass to `candidates` (compute once per mol)."""
         return self._packed(self._pattern(mol, BITS))
 
-    def candidates(self, words: bytes) -> List[int]:
+    def candidates(self, words: bytes) -> list[int]:
         """Indices (ascending) of the queries whose fingerprint bits are all set in `words`."""
         return self._rows.subsets_of(words)
 
@@ -63,11 +63,11 @@ def _entry_query(entry):
         return None
     try:
         query = Chem.Mol(blob[at:end])
-    except Exception:  # noqa: BLE001 -- an unreadable pickle just means "always check"
+    except Exception:
         return None
     return query if query.GetNumAtoms() else None
 
 
-def pains_queries(catalog) -> List[Optional[object]]:
+def pains_queries(catalog) -> list[object | None]:
     """Query mols of every entry of a FilterCatalog, in catalog order (None: always check)."""
     return [_entry_query(catalog.GetEntryWithIdx(i)) for i in range(catalog.GetNumEntries())]

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import List, Tuple
 
 from .base import Scorer
 
 
 @dataclass
 class SimilarityScorer(Scorer):
-    refs: List[Tuple[str, str]]  # (id, SMILES)
+    refs: list[tuple[str, str]]  # (id, SMILES)
     radius: int = 2
     bits: int = 2048
     name = "similarity"
@@ -24,17 +23,23 @@ class SimilarityScorer(Scorer):
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         g = parser.add_argument_group("scorer similarity")
         g.add_argument("--refs", metavar="FILE", help="reference actives (SMILES, CSV or SDF file)")
-        g.add_argument("--ref", action="append", metavar="SMILES", help="a reference SMILES (repeatable)")
+        g.add_argument(
+            "--ref", action="append", metavar="SMILES", help="a reference SMILES (repeatable)"
+        )
         g.add_argument("--similarity-radius", type=int, default=2, help="Morgan radius (default 2)")
-        g.add_argument("--similarity-bits", type=int, default=2048, help="fingerprint bits (default 2048)")
+        g.add_argument(
+            "--similarity-bits", type=int, default=2048, help="fingerprint bits (default 2048)"
+        )
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "SimilarityScorer":
+    def from_args(cls, args: argparse.Namespace) -> SimilarityScorer:
         refs = [(f"ref{i + 1}", s) for i, s in enumerate(args.ref or [])]
         if args.refs:
             refs += read_refs(args.refs)
         if not refs:
-            raise ValueError("scorer similarity needs reference molecules: --refs FILE or --ref SMILES")
+            raise ValueError(
+                "scorer similarity needs reference molecules: --refs FILE or --ref SMILES"
+            )
         return cls(refs, args.similarity_radius, args.similarity_bits)
 
     def setup(self) -> None:
@@ -64,7 +69,7 @@ class SimilarityScorer(Scorer):
         self.__dict__.update(state)
 
 
-def read_refs(path: str) -> List[Tuple[str, str]]:
+def read_refs(path: str) -> list[tuple[str, str]]:
     """(id, SMILES) of every usable record of a SMILES, CSV or SDF file; a bad record is an
     error naming the file and line (references are few and all of them matter)."""
     from ..chem import to_mol, to_smiles

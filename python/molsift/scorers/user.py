@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .base import Scorer
 
@@ -29,14 +30,18 @@ class PythonScorer(Scorer):
         try:
             module = importlib.import_module(self._module)
         except ImportError as exc:
-            raise ValueError(f"scorer {self.spec!r}: cannot import {self._module!r}: {exc}") from exc
+            raise ValueError(
+                f"scorer {self.spec!r}: cannot import {self._module!r}: {exc}"
+            ) from exc
         fn = getattr(module, self._function, None)
         if not callable(fn):
-            raise ValueError(f"scorer {self.spec!r}: {self._module} has no function {self._function!r}")
+            raise ValueError(
+                f"scorer {self.spec!r}: {self._module} has no function {self._function!r}"
+            )
         return fn
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "PythonScorer":
+    def from_args(cls, args: argparse.Namespace) -> PythonScorer:
         return cls(args.scorer)
 
     def setup(self) -> None:
@@ -53,8 +58,13 @@ class PythonScorer(Scorer):
         return [out]
 
     def __getstate__(self):
-        return {"spec": self.spec, "name": self.name, "_module": self._module,
-                "_function": self._function, "columns": self.columns}
+        return {
+            "spec": self.spec,
+            "name": self.name,
+            "_module": self._module,
+            "_function": self._function,
+            "columns": self.columns,
+        }
 
     def __setstate__(self, state):
         self.__dict__.update(state)

@@ -11,6 +11,7 @@ runs everything in the worker itself (no fork, no timeout)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import io
 import os
@@ -19,9 +20,10 @@ import select
 import signal
 import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable
 
 from ..parallel.lifetime import die_with_parent
 from .base import Reject, Scorer
@@ -38,8 +40,8 @@ FINAL = ("ok", "reject", "error")  # the child's last message; "stage" messages 
 class Box:
     """The docking box in Angstrom: its centre and its edge lengths."""
 
-    center: Tuple[float, float, float]
-    size: Tuple[float, float, float]
+    center: tuple[float, float, float]
+    size: tuple[float, float, float]
 
 
 def read_box(path: str) -> Box:
@@ -49,7 +51,7 @@ def read_box(path: str) -> Box:
         text = Path(path).read_text()
     except OSError as exc:
         raise ValueError(f"cannot read the Vina box file {path}: {exc.strerror or exc}") from None
-    values: Dict[str, float] = {}
+    values: dict[str, float] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -58,10 +60,14 @@ def read_box(path: str) -> Box:
         key, value = key.strip(), value.strip()
         where = f"{path}:{lineno}"
         if not eq:
-            raise ValueError(f"{where}: expected 'key = value' (e.g. center_x = 15.19), got {raw.strip()!r}")
+            raise ValueError(
+                f"{where}: expected 'key = value' (e.g. center_x = 15.19), got {raw.strip()!r}"
+            )
         if key not in BOX_KEYS:
-            raise ValueError(f"{where}: unknown key {key!r}: a box file holds only "
-                             f"{', '.join(BOX_KEYS)} (other Vina settings are --vina-* options)")
+            raise ValueError(
+                f"{where}: unknown key {key!r}: a box file holds only "
+                f"{', '.join(BOX_KEYS)} (other Vina settings are --vina-* options)"
+            )
         if key in values:
             raise ValueError(f"{where}: {key} is given twice")
         try:
@@ -74,7 +80,7 @@ def read_box(path: str) -> Box:
     return make_box([values[k] for k in BOX_KEYS[:3]], [values[k] for k in BOX_KEYS[3:]], path)
 
 
-def parse_triple(text: str, option: str) -> List[float]:
+def parse_triple(text: str, option: str) -> list[float]:
     """`X,Y,Z` (commas or spaces) as three floats, for --vina-center and --vina-size."""
     parts = text.replace(",", " ").split()
     try:
@@ -151,8 +157,10 @@ def embed(mol: Any, seed: int) -> Any:
     except Exception as exc:  # RDKit raises on some metal complexes ("bad lower bound")
         raise StageReject("embed", f"embedding failed: RDKit: {_first_line(exc, 2)}") from None
     if conf < 0:
-        raise StageReject("embed", "embedding failed: ETKDG found no 3D conformer "
-                          "(also not from random coordinates)")
+        raise StageReject(
+            "embed",
+            "embedding failed: ETKDG found no 3D conformer (also not from random coordinates)",
+        )
     if AllChem.MMFFHasAllMoleculeParams(mol):
         AllChem.MMFFOptimizeMolecule(mol)
     return mol
@@ -172,8 +180,17 @@ class VinaScorer(Scorer):
     columns = ("vina_score", "n_poses", "embed_s", "prep_s", "dock_s")
     has_poses = True
 
-    def __init__(self, receptor: str, box: Box, exhaustiveness: int = 8, n_poses: int = 9,
-                 seed: int = 42, timeout: float = 300.0, cpu: int = 1, pose_format: str = "sdf"):
+    def __init__(
+        self,
+        receptor: str,
+        box: Box,
+        exhaustiveness: int = 8,
+        n_poses: int = 9,
+        seed: int = 42,
+        timeout: float = 300.0,
+        cpu: int = 1,
+        pose_format: str = "sdf",
+    ):
         if not Path(receptor).is_file():
             raise ValueError(f"Vina receptor {receptor}: no such file (give a receptor PDBQT)")
         if exhaustiveness < 1 or n_poses < 1 or cpu < 0 or timeout < 0:
@@ -191,7 +208,7 @@ class VinaScorer(Scorer):
         self.cpu = cpu
         self.pose_format = pose_format
         self._vina: Any = None
-        self._exiting: List[int] = []  # children that sent their result, not yet reaped
+        self._exiting: list[int] = []  # children that sent their result, not yet reaped
         self._stats = self._zero_stats()
 
     # --- options ------------------------------------------------------------------------------
@@ -205,25 +222,58 @@ class VinaScorer(Scorer):
 
         g = parser.add_argument_group("vina scorer (AutoDock Vina 1.2 + Meeko)")
         g.add_argument("--vina-receptor", metavar="PDBQT", help="receptor prepared for Vina")
-        g.add_argument("--vina-box", metavar="FILE",
-                       help="box in Vina's config format (center_x = ..., size_x = ...)")
-        g.add_argument("--vina-center", metavar="X,Y,Z", help="box centre (Angstrom), with --vina-size")
+        g.add_argument(
+            "--vina-box",
+            metavar="FILE",
+            help="box in Vina's config format (center_x = ..., size_x = ...)",
+        )
+        g.add_argument(
+            "--vina-center", metavar="X,Y,Z", help="box centre (Angstrom), with --vina-size"
+        )
         g.add_argument("--vina-size", metavar="X,Y,Z", help="box edge lengths (Angstrom)")
-        g.add_argument("--vina-exhaustiveness", type=int, default=8, metavar="N",
-                       help="Monte Carlo runs per ligand (default 8)")
-        g.add_argument("--vina-poses", type=int, default=9, metavar="N",
-                       help="poses Vina keeps per ligand (default 9; the best one is written)")
-        g.add_argument("--vina-seed", type=int, default=42,
-                       help="seed for embedding and docking (default 42: runs are reproducible)")
-        g.add_argument("--vina-timeout", type=float, default=300.0, metavar="SECONDS",
-                       help="reject a ligand that takes longer (default 300; 0: no limit, no fork)")
-        g.add_argument("--vina-cpu", type=int, default=1, metavar="N",
-                       help="Vina threads per worker (default 1: parallelism comes from workers)")
-        g.add_argument("--vina-pose-format", choices=("sdf", "pdbqt"), default="sdf",
-                       help="format of the pose file (default sdf)")
+        g.add_argument(
+            "--vina-exhaustiveness",
+            type=int,
+            default=8,
+            metavar="N",
+            help="Monte Carlo runs per ligand (default 8)",
+        )
+        g.add_argument(
+            "--vina-poses",
+            type=int,
+            default=9,
+            metavar="N",
+            help="poses Vina keeps per ligand (default 9; the best one is written)",
+        )
+        g.add_argument(
+            "--vina-seed",
+            type=int,
+            default=42,
+            help="seed for embedding and docking (default 42: runs are reproducible)",
+        )
+        g.add_argument(
+            "--vina-timeout",
+            type=float,
+            default=300.0,
+            metavar="SECONDS",
+            help="reject a ligand that takes longer (default 300; 0: no limit, no fork)",
+        )
+        g.add_argument(
+            "--vina-cpu",
+            type=int,
+            default=1,
+            metavar="N",
+            help="Vina threads per worker (default 1: parallelism comes from workers)",
+        )
+        g.add_argument(
+            "--vina-pose-format",
+            choices=("sdf", "pdbqt"),
+            default="sdf",
+            help="format of the pose file (default sdf)",
+        )
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "VinaScorer":
+    def from_args(cls, args: argparse.Namespace) -> VinaScorer:
         if not args.vina_receptor:
             raise ValueError("the vina scorer needs --vina-receptor PDBQT")
         if args.vina_box and (args.vina_center or args.vina_size):
@@ -231,14 +281,26 @@ class VinaScorer(Scorer):
         if args.vina_box:
             box = read_box(args.vina_box)
         elif args.vina_center and args.vina_size:
-            box = make_box(parse_triple(args.vina_center, "--vina-center"),
-                           parse_triple(args.vina_size, "--vina-size"), "--vina-size")
+            box = make_box(
+                parse_triple(args.vina_center, "--vina-center"),
+                parse_triple(args.vina_size, "--vina-size"),
+                "--vina-size",
+            )
         else:
-            raise ValueError("the vina scorer needs a box: --vina-box FILE, or --vina-center "
-                             "X,Y,Z with --vina-size X,Y,Z")
-        return cls(args.vina_receptor, box, exhaustiveness=args.vina_exhaustiveness,
-                   n_poses=args.vina_poses, seed=args.vina_seed, timeout=args.vina_timeout,
-                   cpu=args.vina_cpu, pose_format=args.vina_pose_format)
+            raise ValueError(
+                "the vina scorer needs a box: --vina-box FILE, or --vina-center "
+                "X,Y,Z with --vina-size X,Y,Z"
+            )
+        return cls(
+            args.vina_receptor,
+            box,
+            exhaustiveness=args.vina_exhaustiveness,
+            n_poses=args.vina_poses,
+            seed=args.vina_seed,
+            timeout=args.vina_timeout,
+            cpu=args.vina_cpu,
+            pose_format=args.vina_pose_format,
+        )
 
     # --- per worker ---------------------------------------------------------------------------
 
@@ -251,18 +313,19 @@ class VinaScorer(Scorer):
 
     def setup(self) -> None:
         """Reads the receptor and computes its grid maps: once per worker."""
-        from vina import Vina
-
         # import now what each ligand needs, so forked children do not import it again
         import meeko  # noqa: F401
         from rdkit.Chem import AllChem  # noqa: F401
+        from vina import Vina
 
         t0 = time.perf_counter()
         v = Vina(sf_name="vina", cpu=self.cpu, seed=self.seed, verbosity=0)
         try:
             v.set_receptor(self.receptor)
         except Exception as exc:
-            raise ValueError(f"Vina cannot read the receptor {self.receptor}: {_first_line(exc)}") from None
+            raise ValueError(
+                f"Vina cannot read the receptor {self.receptor}: {_first_line(exc)}"
+            ) from None
         v.compute_vina_maps(center=list(self.box.center), box_size=list(self.box.size))
         self._vina = v
         self._stats["vina_maps_built"] += 1
@@ -285,20 +348,31 @@ class VinaScorer(Scorer):
         self._exiting = waiting
 
     @staticmethod
-    def _zero_stats() -> Dict[str, Any]:
-        return {"vina_maps_built": 0, "vina_maps_s": 0.0, "vina_ligands": 0, "vina_docked": 0,
-                "vina_timeouts": 0, "vina_rejects_embed": 0, "vina_rejects_prepare": 0,
-                "vina_rejects_dock": 0, "vina_embed_s": 0.0, "vina_prep_s": 0.0,
-                "vina_dock_s": 0.0, "vina_pose_s": 0.0, "vina_fork_s": 0.0}
+    def _zero_stats() -> dict[str, Any]:
+        return {
+            "vina_maps_built": 0,
+            "vina_maps_s": 0.0,
+            "vina_ligands": 0,
+            "vina_docked": 0,
+            "vina_timeouts": 0,
+            "vina_rejects_embed": 0,
+            "vina_rejects_prepare": 0,
+            "vina_rejects_dock": 0,
+            "vina_embed_s": 0.0,
+            "vina_prep_s": 0.0,
+            "vina_dock_s": 0.0,
+            "vina_pose_s": 0.0,
+            "vina_fork_s": 0.0,
+        }
 
-    def stats(self) -> Dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
         """Maps built (1 per worker), ligands docked and rejected by stage, seconds per stage, and
         vina_fork_s: time per ligand outside the stages when docking in a child (fork, pipe)."""
         return dict(self._stats)
 
     # --- per ligand ---------------------------------------------------------------------------
 
-    def score(self, mol: Any) -> Tuple[List[Any], str]:
+    def score(self, mol: Any) -> tuple[list[Any], str]:
         if self._vina is None:
             self.setup()
         self._stats["vina_ligands"] += 1
@@ -323,7 +397,7 @@ class VinaScorer(Scorer):
         values = [docked.score, docked.n_poses, docked.embed_s, docked.prep_s, docked.dock_s]
         return values, docked.pose
 
-    def dock(self, mol: Any, progress: Optional[Callable[[str], None]] = None) -> Docked:
+    def dock(self, mol: Any, progress: Callable[[str], None] | None = None) -> Docked:
         """Embeds, prepares and docks one molecule in this process (maps from `setup`)."""
         from rdkit import Chem
 
@@ -334,8 +408,11 @@ class VinaScorer(Scorer):
         stage("embed")
         n_frags = len(Chem.GetMolFrags(mol))
         if n_frags > 1:
-            raise StageReject("embed", f"{n_frags} fragments (salt or mixture): Vina docks one "
-                              "molecule; screen with --standardize to keep the largest fragment")
+            raise StageReject(
+                "embed",
+                f"{n_frags} fragments (salt or mixture): Vina docks one "
+                "molecule; screen with --standardize to keep the largest fragment",
+            )
         t0 = time.perf_counter()
         molh = embed(canonical_order(mol), self.seed)
         t1 = time.perf_counter()
@@ -356,10 +433,21 @@ class VinaScorer(Scorer):
         if len(energies) == 0:
             raise StageReject("dock", "docking found no pose")
         t3 = time.perf_counter()
-        pose = best if self.pose_format == "pdbqt" else self._pose_sdf(best, mol, float(energies[0][0]))
+        pose = (
+            best
+            if self.pose_format == "pdbqt"
+            else self._pose_sdf(best, mol, float(energies[0][0]))
+        )
         t4 = time.perf_counter()
-        return Docked(score=float(energies[0][0]), n_poses=len(energies), pose=pose,
-                      embed_s=t1 - t0, prep_s=t2 - t1, dock_s=t4 - t2, pose_s=t4 - t3)
+        return Docked(
+            score=float(energies[0][0]),
+            n_poses=len(energies),
+            pose=pose,
+            embed_s=t1 - t0,
+            prep_s=t2 - t1,
+            dock_s=t4 - t2,
+            pose_s=t4 - t3,
+        )
 
     @staticmethod
     def _prepare(molh: Any) -> str:
@@ -370,9 +458,13 @@ class VinaScorer(Scorer):
             setups = MoleculePreparation().prepare(molh)
             text, ok, err = PDBQTWriterLegacy.write_string(setups[0])
         except Exception as exc:
-            raise StageReject("prepare", f"Meeko cannot prepare the molecule: {_first_line(exc)}") from None
+            raise StageReject(
+                "prepare", f"Meeko cannot prepare the molecule: {_first_line(exc)}"
+            ) from None
         if not ok:
-            raise StageReject("prepare", f"Meeko cannot write a PDBQT: {_first_line(Exception(err))}")
+            raise StageReject(
+                "prepare", f"Meeko cannot write a PDBQT: {_first_line(Exception(err))}"
+            )
         return text
 
     @staticmethod
@@ -384,7 +476,9 @@ class VinaScorer(Scorer):
         try:
             posed = RDKitMolCreate.from_pdbqt_mol(PDBQTMolecule(pdbqt, skip_typing=True))[0]
         except Exception as exc:
-            raise StageReject("dock", f"cannot turn the pose into SDF: {_first_line(exc)}") from None
+            raise StageReject(
+                "dock", f"cannot turn the pose into SDF: {_first_line(exc)}"
+            ) from None
         if posed is None:
             raise StageReject("dock", "cannot turn the pose into SDF (Meeko returned no molecule)")
         posed.ClearProp("meeko")
@@ -468,10 +562,10 @@ def _send(fd: int, message: tuple) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     view = memoryview(struct.pack("<Q", len(data)) + data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
-def _read_messages(fd: int, deadline: float) -> Tuple[List[tuple], bool]:
+def _read_messages(fd: int, deadline: float) -> tuple[list[tuple], bool]:
     """The child's messages up to its final one (or until it closed the pipe), and whether the
     deadline passed first."""
     buf = bytearray()
@@ -491,23 +585,21 @@ def _read_messages(fd: int, deadline: float) -> Tuple[List[tuple], bool]:
             return messages, False
 
 
-def _unpack(buf: bytes) -> List[tuple]:
+def _unpack(buf: bytes) -> list[tuple]:
     out, at = [], 0
     while at + 8 <= len(buf):
         (n,) = struct.unpack_from("<Q", buf, at)
         if at + 8 + n > len(buf):
             break  # cut short by a kill or a crash
-        out.append(pickle.loads(bytes(buf[at + 8:at + 8 + n])))
+        out.append(pickle.loads(bytes(buf[at + 8 : at + 8 + n])))
         at += 8 + n
     return out
 
 
 def _reap(pid: int, kill: bool) -> int:
     if kill:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     while True:
         try:
             return os.waitpid(pid, 0)[1]

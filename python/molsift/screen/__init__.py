@@ -5,4 +5,4 @@ exactly once. See `run.py` for the order of steps and ARCHITECTURE.md for the ma
 
 from .run import ScreenError, screen, summary
 
-__all__ = ["screen", "summary", "ScreenError"]
+__all__ = ["ScreenError", "screen", "summary"]

@@ -18,7 +18,7 @@ import glob
 import json
 import os
 import re
-from typing import Dict, Iterable, List, Tuple
+from collections.abc import Iterable
 
 from ..iostats import CountedFile, file_size, read_file
 from .layout import RunFiles, read_json, write_json_atomic
@@ -28,16 +28,22 @@ STATE_VERSION = 1
 
 def new_state(rows_end: int, rejects_end: int) -> dict:
     """The state of a run that has written only its headers."""
-    return {"version": STATE_VERSION, "gen": 0, "complete": False,
-            "ends": {"rows": rows_end, "rejects": rejects_end, "poses": 0},
-            "progress": {}, "totals": {"rows": 0, "rejects": 0}, "restarts": 0}
+    return {
+        "version": STATE_VERSION,
+        "gen": 0,
+        "complete": False,
+        "ends": {"rows": rows_end, "rejects": rejects_end, "poses": 0},
+        "progress": {},
+        "totals": {"rows": 0, "rejects": 0},
+        "restarts": 0,
+    }
 
 
 def entry_line(entry: dict) -> bytes:
     return (json.dumps(entry, separators=(",", ":")) + "\n").encode()
 
 
-def read_entries(paths: Iterable[str]) -> List[dict]:
+def read_entries(paths: Iterable[str]) -> list[dict]:
     """Every committed entry of the given journals; a torn (unparsable) line is skipped."""
     out = []
     for path in paths:
@@ -51,7 +57,7 @@ def read_entries(paths: Iterable[str]) -> List[dict]:
     return out
 
 
-def merge_progress(progress: Dict[str, dict], entries: Iterable[dict]) -> Dict[str, dict]:
+def merge_progress(progress: dict[str, dict], entries: Iterable[dict]) -> dict[str, dict]:
     """Per task, the furthest committed progress (records handled only grow)."""
     merged = {k: dict(v) for k, v in progress.items()}
     for e in entries:
@@ -62,13 +68,13 @@ def merge_progress(progress: Dict[str, dict], entries: Iterable[dict]) -> Dict[s
     return merged
 
 
-def _extents(base_end: int, entries: List[dict], key: str) -> List[Tuple[int, int]]:
+def _extents(base_end: int, entries: list[dict], key: str) -> list[tuple[int, int]]:
     ext = [(0, base_end)] if base_end else []
     ext += [tuple(e[key]) for e in entries if e.get(key) and e[key][1]]
     return sorted(ext)
 
 
-def _has_holes(extents: List[Tuple[int, int]]) -> Tuple[bool, int]:
+def _has_holes(extents: list[tuple[int, int]]) -> tuple[bool, int]:
     end = 0
     for off, n in extents:
         if off != end:
@@ -77,7 +83,7 @@ def _has_holes(extents: List[Tuple[int, int]]) -> Tuple[bool, int]:
     return False, end
 
 
-def _compact(path: str, extents: List[Tuple[int, int]], tmp: str) -> int:
+def _compact(path: str, extents: list[tuple[int, int]], tmp: str) -> int:
     """Copies the committed extents of `path`, in order, into `tmp` (synced); returns its size."""
     size = 0
     with CountedFile(path) as src, CountedFile(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as dst:
@@ -86,7 +92,9 @@ def _compact(path: str, extents: List[Tuple[int, int]], tmp: str) -> int:
             while left:
                 chunk = src.pread(min(left, 1 << 22), at)
                 if not chunk:
-                    raise RuntimeError(f"{path}: committed bytes {off}..{off + n} are missing (file truncated?)")
+                    raise RuntimeError(
+                        f"{path}: committed bytes {off}..{off + n} are missing (file truncated?)"
+                    )
                 dst.write(chunk)
                 at, left = at + len(chunk), left - len(chunk)
             size += n
@@ -113,7 +121,7 @@ def _remove_old_journals(files: RunFiles, gen: int) -> None:
             os.remove(path)
 
 
-def current_journals(files: RunFiles, gen: int) -> List[str]:
+def current_journals(files: RunFiles, gen: int) -> list[str]:
     return sorted(glob.glob(os.path.join(files.run_dir, f"journal-g{gen}-w*.jsonl")))
 
 
@@ -133,14 +141,18 @@ def consolidate(files: RunFiles) -> dict:
             end = _compact(path, ext, tmp)
             renames.append((tmp, path))
         elif file_size(path) != end:
-            with CountedFile(path, os.O_WRONLY) as f:  # bytes after the committed end were never committed
+            with CountedFile(
+                path, os.O_WRONLY
+            ) as f:  # bytes after the committed end were never committed
                 f.truncate(end)
         new["ends"][key] = end
     pose_ends = [e["poses"][0] + e["poses"][1] for e in entries if e.get("poses")]
     new["ends"]["poses"] = max([state["ends"]["poses"], *pose_ends])
     new["progress"] = merge_progress(state["progress"], entries)
-    new["totals"] = {"rows": state["totals"]["rows"] + sum(e["n"] for e in entries),
-                     "rejects": state["totals"]["rejects"] + sum(e["r"] for e in entries)}
+    new["totals"] = {
+        "rows": state["totals"]["rows"] + sum(e["n"] for e in entries),
+        "rejects": state["totals"]["rejects"] + sum(e["r"] for e in entries),
+    }
     new["compactions"] = state.get("compactions", 0) + (1 if renames else 0)
     write_json_atomic(files.state, new)  # the commit point
     for tmp, path in renames:

@@ -21,7 +21,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
-from typing import Any, Dict
+from typing import Any
 
 from ..iostats import CountedFile, read_file, write_file
 
@@ -87,8 +87,10 @@ class RunFiles:
             raise NotARunDir(f"{self.run_dir}: not a directory; choose another --run-dir")
         strangers = [n for n in os.listdir(self.run_dir) if not RUN_FILE.fullmatch(n)]
         if strangers:
-            raise NotARunDir(f"{self.run_dir}: holds {strangers[0]!r}, which is not a file of a "
-                             "screening run; molsift never deletes it (choose another --run-dir)")
+            raise NotARunDir(
+                f"{self.run_dir}: holds {strangers[0]!r}, which is not a file of a "
+                "screening run; molsift never deletes it (choose another --run-dir)"
+            )
         shutil.rmtree(self.run_dir)
 
 
@@ -97,8 +99,10 @@ class NotARunDir(ValueError):
 
 
 # every name a run writes into its run directory (see the module docstring)
-RUN_FILE = re.compile(r"(plan|state|report|io)\.json(\.tmp-\d+)?|timeline|"
-                      r"journal-g\d+-w\d+\.jsonl(\.g\d+\.tmp)?")
+RUN_FILE = re.compile(
+    r"(plan|state|report|io)\.json(\.tmp-\d+)?|timeline|"
+    r"journal-g\d+-w\d+\.jsonl(\.g\d+\.tmp)?"
+)
 
 
 def write_json_atomic(path: str, value: Any) -> None:
@@ -110,5 +114,5 @@ def write_json_atomic(path: str, value: Any) -> None:
         d.fsync()
 
 
-def read_json(path: str) -> Dict[str, Any]:
+def read_json(path: str) -> dict[str, Any]:
     return json.loads(read_file(path))

@@ -13,7 +13,7 @@ import signal
 import threading
 import time
 import traceback
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from .._core import MolsiftError
 from ..allocator import spawn_context
@@ -23,8 +23,19 @@ from .layout import RunFiles
 from .worker import Screener, Timeline
 from .writer import GroupWriter, LocalOffsets
 
-def _worker_main(wid: int, plan: dict, scorer, tasks, out, status, files: RunFiles, gen: int,
-                 rank: Optional[int] = None, parent: Optional[int] = None) -> None:
+
+def _worker_main(
+    wid: int,
+    plan: dict,
+    scorer,
+    tasks,
+    out,
+    status,
+    files: RunFiles,
+    gen: int,
+    rank: int | None = None,
+    parent: int | None = None,
+) -> None:
     """One worker process: takes tasks until `None`, puts its buffers on `out`. `rank`: the MPI
     rank this worker belongs to (`molsift screen -j N` under mpirun), None on one machine;
     `parent`: the PID of the process that started it (it dies with it, even if that process was
@@ -70,13 +81,16 @@ class WorkerFailed(ValueError):
     """A worker or writer failed; what was committed stays, and --resume finishes the run."""
 
     @classmethod
-    def of(cls, text: str, resumable: bool) -> "WorkerFailed":
-        hint = ("run again with --resume to finish" if resumable else
-                "--resume finishes the run once the input can be read")
+    def of(cls, text: str, resumable: bool) -> WorkerFailed:
+        hint = (
+            "run again with --resume to finish"
+            if resumable
+            else "--resume finishes the run once the input can be read"
+        )
         return cls(f"{text.rstrip()}\nwhat was committed is kept: {hint}")
 
 
-def describe_failure(exc: BaseException) -> Tuple[str, bool]:
+def describe_failure(exc: BaseException) -> tuple[str, bool]:
     """(text, resumable) of an exception in a worker or the reader: molsift's own errors (a
     damaged input, a missing column) are their one-line message, and running again will not
     get past them; anything else is unexpected, shown with its traceback."""
@@ -85,31 +99,41 @@ def describe_failure(exc: BaseException) -> Tuple[str, bool]:
     return traceback.format_exc(), True
 
 
-def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, workers: int,
-              fsync: bool, bar) -> Dict[str, Any]:
+def run_local(
+    plan: dict, files: RunFiles, state: dict, scorer, task_iter, workers: int, fsync: bool, bar
+) -> dict[str, Any]:
     """Runs every task; returns per-worker and per-writer stats. `task_iter` yields (task,
     progress) pairs and may decode a stream as it goes."""
     gen = state["gen"]
     n_writers = max(1, min(plan["writers"], workers))
-    groups = [[w for w in range(workers) if w * n_writers // workers == g] for g in range(n_writers)]
+    groups = [
+        [w for w in range(workers) if w * n_writers // workers == g] for g in range(n_writers)
+    ]
     ctx = spawn_context()  # workers run on tcmalloc when it is installed
     tasks = ctx.Queue(maxsize=2 * workers)
     group_q = [ctx.Queue(maxsize=2 * len(m)) for m in groups]
     status = ctx.Array("d", 3 * workers, lock=False)
-    offsets = LocalOffsets([state["ends"]["rows"], state["ends"]["rejects"], state["ends"]["poses"]])
+    offsets = LocalOffsets(
+        [state["ends"]["rows"], state["ends"]["rejects"], state["ends"]["poses"]]
+    )
     procs = []
     for g, members in enumerate(groups):
         for w in members:
-            procs.append(ctx.Process(target=_worker_main, name=f"molsift-screen-{w}",
-                                     args=(w, plan, scorer, tasks, group_q[g], status, files, gen),
-                                     kwargs={"parent": os.getpid()}))
+            procs.append(
+                ctx.Process(
+                    target=_worker_main,
+                    name=f"molsift-screen-{w}",
+                    args=(w, plan, scorer, tasks, group_q[g], status, files, gen),
+                    kwargs={"parent": os.getpid()},
+                )
+            )
     for p in procs:
         p.start()
 
     abort = threading.Event()
-    errors: List[Tuple[str, bool]] = []
-    worker_stats: Dict[int, dict] = {}
-    writer_stats: Dict[int, dict] = {}
+    errors: list[tuple[str, bool]] = []
+    worker_stats: dict[int, dict] = {}
+    writer_stats: dict[int, dict] = {}
 
     def feed() -> None:
         try:
@@ -150,8 +174,14 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
             errors.append((f"writer {g} failed: {text}", resumable))
             abort.set()
         finally:
-            writer_stats[g] = {"writes": writer.writes, "bytes": writer.bytes, "seconds": writer.seconds,
-                               "members": len(groups[g]), "group": g, "ranks": groups[g]}
+            writer_stats[g] = {
+                "writes": writer.writes,
+                "bytes": writer.bytes,
+                "seconds": writer.seconds,
+                "members": len(groups[g]),
+                "group": g,
+                "ranks": groups[g],
+            }
             writer.close()
             tl.close()
 
@@ -170,7 +200,9 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
                 if p.exitcode not in (None, 0) and not abort.is_set():
                     time.sleep(0.5)  # let its error message reach the writer
                     if not errors:
-                        errors.append((f"worker process {p.name} died (exit code {p.exitcode})", True))
+                        errors.append(
+                            (f"worker process {p.name} died (exit code {p.exitcode})", True)
+                        )
                     abort.set()
         done = int(sum(status[3 * w] for w in range(workers)))
         bar.update(done - shown)
@@ -188,6 +220,9 @@ def run_local(plan: dict, files: RunFiles, state: dict, scorer, task_iter, worke
     if errors:
         raise WorkerFailed.of(*errors[0])
     workers_out = [worker_stats[w] for w in sorted(worker_stats)]
-    return {"workers": workers_out, "writers": [writer_stats[g] for g in sorted(writer_stats)],
-            "groups": [len(m) for m in groups],
-            "iostats": [w.pop("iostats") for w in workers_out if "iostats" in w]}
+    return {
+        "workers": workers_out,
+        "writers": [writer_stats[g] for g in sorted(writer_stats)],
+        "groups": [len(m) for m in groups],
+        "iostats": [w.pop("iostats") for w in workers_out if "iostats" in w],
+    }

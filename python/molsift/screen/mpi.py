@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 from ..iostats import process_record
 from .layout import RunFiles
@@ -42,8 +42,9 @@ def group_of(rank: int, size: int, writers: int) -> int:
     return rank * writers // size
 
 
-def _run_local_workers(rank: int, n: int, plan: dict, files: RunFiles, gen: int, scorer, my_tasks,
-                       flush, poll) -> tuple:
+def _run_local_workers(
+    rank: int, n: int, plan: dict, files: RunFiles, gen: int, scorer, my_tasks, flush, poll
+) -> tuple:
     """Runs this rank's tasks on `n` worker processes; their buffers go to `flush` (in this
     thread), `poll` runs while waiting. Returns the workers' stats and their I/O records."""
     from ..allocator import spawn_context
@@ -52,12 +53,18 @@ def _run_local_workers(rank: int, n: int, plan: dict, files: RunFiles, gen: int,
     ctx = spawn_context()  # workers run on tcmalloc when it is installed
     tasks, out = ctx.Queue(maxsize=2 * n), ctx.Queue(maxsize=4 * n)
     status = ctx.Array("d", 3 * n, lock=False)
-    procs = [ctx.Process(target=_worker_main, name=f"molsift-screen-r{rank}w{w}",
-                         args=(w, plan, scorer, tasks, out, status, files, gen, rank),
-                         kwargs={"parent": os.getpid()}) for w in range(n)]
+    procs = [
+        ctx.Process(
+            target=_worker_main,
+            name=f"molsift-screen-r{rank}w{w}",
+            args=(w, plan, scorer, tasks, out, status, files, gen, rank),
+            kwargs={"parent": os.getpid()},
+        )
+        for w in range(n)
+    ]
     for p in procs:
         p.start()
-    failed: List[Tuple[str, bool]] = []
+    failed: list[tuple[str, bool]] = []
 
     def feed() -> None:
         try:
@@ -71,7 +78,7 @@ def _run_local_workers(rank: int, n: int, plan: dict, files: RunFiles, gen: int,
 
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
-    stats: List[dict] = []
+    stats: list[dict] = []
     try:
         while len(stats) < n and not failed:
             try:
@@ -81,7 +88,12 @@ def _run_local_workers(rank: int, n: int, plan: dict, files: RunFiles, gen: int,
                     poll()
                 dead = [p for p in procs if p.exitcode not in (None, 0)]
                 if dead and out.empty():
-                    failed.append((f"rank {rank}: worker process {dead[0].name} died (exit code {dead[0].exitcode})", True))
+                    failed.append(
+                        (
+                            f"rank {rank}: worker process {dead[0].name} died (exit code {dead[0].exitcode})",
+                            True,
+                        )
+                    )
                 continue
             if msg[0] == "data":
                 flush(msg[1])
@@ -102,8 +114,16 @@ def _run_local_workers(rank: int, n: int, plan: dict, files: RunFiles, gen: int,
     return stats, [s.pop("iostats") for s in stats if "iostats" in s]
 
 
-def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fsync: bool,
-            local_workers: int = 1) -> Dict[str, Any]:
+def run_mpi(
+    comm,
+    plan: dict,
+    files: RunFiles,
+    state: dict,
+    scorer,
+    my_tasks,
+    fsync: bool,
+    local_workers: int = 1,
+) -> dict[str, Any]:
     """Runs this rank's tasks (in this process, or on `local_workers` worker processes);
     returns all ranks' stats on rank 0 (None elsewhere)."""
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -112,13 +132,16 @@ def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fs
     group = group_of(rank, size, n_writers)
     members = [r for r in range(size) if group_of(r, size, n_writers) == group]
     writer_rank = members[0]
-    offsets = MPIOffsets(comm, [state["ends"]["rows"], state["ends"]["rejects"], state["ends"]["poses"]])
-    timeline = Timeline(os.path.join(files.timeline_dir, f"g{gen}-rank{rank}.jsonl"),
-                        {"worker": rank, "rank": rank})
+    offsets = MPIOffsets(
+        comm, [state["ends"]["rows"], state["ends"]["rejects"], state["ends"]["poses"]]
+    )
+    timeline = Timeline(
+        os.path.join(files.timeline_dir, f"g{gen}-rank{rank}.jsonl"), {"worker": rank, "rank": rank}
+    )
     writer = None
-    stats_of: Dict[int, List[dict]] = {}
-    pending: List[Any] = []
-    worker_io: List[dict] = []
+    stats_of: dict[int, list[dict]] = {}
+    pending: list[Any] = []
+    worker_io: list[dict] = []
     try:
         if rank == writer_rank:
             writer = GroupWriter(files, group, gen, offsets, fsync, log_event=timeline.event)
@@ -147,16 +170,20 @@ def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fs
                 pending.append(comm.isend(("data", rank, payload), dest=writer_rank, tag=TAG))
 
             poll = None
+
         def in_flight() -> int:  # sends not yet received by the writer
             pending[:] = [r for r in pending if not r.test()[0]]
             return len(pending)
 
         if local_workers > 1:
-            rank_stats, worker_io = _run_local_workers(rank, local_workers, plan, files, gen, scorer,
-                                                       my_tasks, flush, poll)
+            rank_stats, worker_io = _run_local_workers(
+                rank, local_workers, plan, files, gen, scorer, my_tasks, flush, poll
+            )
         else:
             scorer.setup()
-            s = Screener(plan, scorer, f"r{rank}", flush, timeline, poll=poll, queue_depth=in_flight)
+            s = Screener(
+                plan, scorer, f"r{rank}", flush, timeline, poll=poll, queue_depth=in_flight
+            )
             for task, prog in my_tasks:
                 s.run_task(task, prog)
             stats = s.finish()
@@ -172,9 +199,14 @@ def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fs
             while len(stats_of) < len(members):
                 drain()
                 time.sleep(0.002)
-            rank_stats[0]["writer"] = {"writes": writer.writes, "bytes": writer.bytes,
-                               "seconds": writer.seconds, "members": len(members),
-                               "group": group, "ranks": members}
+            rank_stats[0]["writer"] = {
+                "writes": writer.writes,
+                "bytes": writer.bytes,
+                "seconds": writer.seconds,
+                "members": len(members),
+                "group": group,
+                "ranks": members,
+            }
             writer.close()
             writer = None
     finally:
@@ -183,12 +215,22 @@ def run_mpi(comm, plan: dict, files: RunFiles, state: dict, scorer, my_tasks, fs
     _wait(comm.Ibarrier())
     offsets.free()
     mine = [s for part in stats_of.values() for s in part] if rank == writer_rank else []
-    gathered = comm.gather((mine, [process_record()] + worker_io), root=0)  # with every process's own I/O
+    gathered = comm.gather(
+        (mine, [process_record(), *worker_io]), root=0
+    )  # with every process's own I/O
     if rank != 0:
         return None
-    workers = sorted((s for part, _ in gathered for s in part), key=lambda s: (s.get("rank", 0), s.get("worker", 0)))
+    workers = sorted(
+        (s for part, _ in gathered for s in part),
+        key=lambda s: (s.get("rank", 0), s.get("worker", 0)),
+    )
     writers = [s["writer"] for s in workers if "writer" in s]
-    return {"workers": workers, "writers": writers,
-            "groups": [sum(1 for r in range(size) if group_of(r, size, n_writers) == g)
-                       for g in range(n_writers)],
-            "iostats": [io for _, ios in gathered for io in ios]}
+    return {
+        "workers": workers,
+        "writers": writers,
+        "groups": [
+            sum(1 for r in range(size) if group_of(r, size, n_writers) == g)
+            for g in range(n_writers)
+        ],
+        "iostats": [io for _, ios in gathered for io in ios],
+    }

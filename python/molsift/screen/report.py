@@ -9,21 +9,20 @@ import glob
 import json
 import os
 from collections import defaultdict
-from typing import Dict, List, Optional, Tuple
 
 from ..iostats import open_counted, read_file
 
 WINDOW_S = 2.0  # moving-average window for records/s
 
 
-def load_timeline(run_dir: str) -> Tuple[Dict[str, List[dict]], List[dict]]:
+def load_timeline(run_dir: str) -> tuple[dict[str, list[dict]], list[dict]]:
     """(samples by worker, write events) of the run's latest attempt."""
     paths = glob.glob(os.path.join(run_dir, "timeline", "g*-*.jsonl"))
     if not paths:
         raise ValueError(f"{run_dir}: no timeline found (is this a molsift screen run directory?)")
     latest = max(int(os.path.basename(p)[1:].split("-")[0]) for p in paths)
-    samples: Dict[str, List[dict]] = defaultdict(list)
-    writes: List[dict] = []
+    samples: dict[str, list[dict]] = defaultdict(list)
+    writes: list[dict] = []
     for path in paths:
         if int(os.path.basename(path)[1:].split("-")[0]) != latest:
             continue
@@ -36,13 +35,15 @@ def load_timeline(run_dir: str) -> Tuple[Dict[str, List[dict]], List[dict]]:
                 except ValueError as exc:
                     raise ValueError(f"{path}:{n}: not a timeline line ({exc})") from None
                 if e.get("kind") == "sample":
-                    samples[f"rank {e['rank']}" if "rank" in path else f"worker {e['worker']}"].append(e)
+                    samples[
+                        f"rank {e['rank']}" if "rank" in path else f"worker {e['worker']}"
+                    ].append(e)
                 elif e.get("kind") == "write":
                     writes.append(e)
     return samples, writes
 
 
-def moving_rate(samples: List[dict], window: float = WINDOW_S) -> Tuple[List[float], List[float]]:
+def moving_rate(samples: list[dict], window: float = WINDOW_S) -> tuple[list[float], list[float]]:
     """(times, records/s) with the rate averaged over the last `window` seconds."""
     samples = sorted(samples, key=lambda s: s["t"])
     ts, rates = [], []
@@ -60,28 +61,32 @@ def moving_rate(samples: List[dict], window: float = WINDOW_S) -> Tuple[List[flo
 def io_text(io: dict) -> str:
     """Two lines of a run's own I/O counters (report["io"], from RUN_DIR/io.json)."""
     lib = io.get("library") or {}
-    return (f"I/O of {io['processes']} process(es): read {io['bytes_read']:,} B in "
-            f"{io['reads']:,} requests, wrote {io['bytes_written']:,} B in {io['writes']:,}, "
-            f"{io['opens']:,} opens\nI/O time: read {io['read_s']:.2f} s, write "
-            f"{io['write_s']:.2f} s, metadata {io['meta_s']:.2f} s"
-            + (f"; library read amplification {lib['read_amplification']:.4f}x" if lib else ""))
+    return (
+        f"I/O of {io['processes']} process(es): read {io['bytes_read']:,} B in "
+        f"{io['reads']:,} requests, wrote {io['bytes_written']:,} B in {io['writes']:,}, "
+        f"{io['opens']:,} opens\nI/O time: read {io['read_s']:.2f} s, write "
+        f"{io['write_s']:.2f} s, metadata {io['meta_s']:.2f} s"
+        + (f"; library read amplification {lib['read_amplification']:.4f}x" if lib else "")
+    )
 
 
 def totals_text(report: dict) -> str:
     t = report["time"]
     attempt = report["records_this_attempt"]
     rate = attempt / report["seconds"] if report["seconds"] else 0.0
-    return (f"{report['records_in']:,} records = {report['rows']:,} rows + {report['rejected']:,} rejected | "
-            f"{rate:,.0f} records/s on {report['workers']} {report['executor']} worker(s), "
-            f"{report['writers']} writer group(s) {report['groups']}\n"
-            f"worker time: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, read wait "
-            f"{t['read_wait_s']:.1f} s, write wait {t['write_wait_s']:.2f} s "
-            f"({100 * report['write_wait_share']:.2f}%) | writers busy {report['write_s']:.2f} s | "
-            f"read amplification {report['read_amplification']:.4f}x"
-            + (f"\n{io_text(report['io'])}" if report.get("io") else ""))
+    return (
+        f"{report['records_in']:,} records = {report['rows']:,} rows + {report['rejected']:,} rejected | "
+        f"{rate:,.0f} records/s on {report['workers']} {report['executor']} worker(s), "
+        f"{report['writers']} writer group(s) {report['groups']}\n"
+        f"worker time: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, read wait "
+        f"{t['read_wait_s']:.1f} s, write wait {t['write_wait_s']:.2f} s "
+        f"({100 * report['write_wait_share']:.2f}%) | writers busy {report['write_s']:.2f} s | "
+        f"read amplification {report['read_amplification']:.4f}x"
+        + (f"\n{io_text(report['io'])}" if report.get("io") else "")
+    )
 
 
-def write_report(run_dir: str, output: Optional[str] = None) -> Tuple[str, str]:
+def write_report(run_dir: str, output: str | None = None) -> tuple[str, str]:
     """Draws the PNG; returns (its path, the totals as text)."""
     import matplotlib
 
@@ -90,31 +95,43 @@ def write_report(run_dir: str, output: Optional[str] = None) -> Tuple[str, str]:
 
     report_path = os.path.join(run_dir, "report.json")
     if not os.path.exists(report_path):
-        raise ValueError(f"{run_dir}: no report.json (the run has not finished; finish it with --resume)")
+        raise ValueError(
+            f"{run_dir}: no report.json (the run has not finished; finish it with --resume)"
+        )
     report = json.loads(read_file(report_path))
     samples, writes = load_timeline(run_dir)
     t0 = min([s["t"] for ss in samples.values() for s in ss] + [w["start"] for w in writes] or [0])
-    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(11, 8.5), sharex=True,
-                                        gridspec_kw={"height_ratios": [3, 1.3, 1.3]})
+    fig, (ax1, ax2, ax3) = plt.subplots(
+        3, 1, figsize=(11, 8.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.3, 1.3]}
+    )
     for name in sorted(samples, key=lambda n: int(n.split()[-1])):
         ts, rates = moving_rate(samples[name])
         ax1.plot([t - t0 for t in ts], rates, lw=1.2, label=name)
     for w in writes:
         ax1.axvline(w["start"] - t0, color="0.6", lw=0.4, alpha=0.5, zorder=0)
     ax1.set_ylabel(f"records/s ({WINDOW_S:.0f} s avg)")
-    ax1.set_title(f"molsift screen: throughput per {'rank' if report['executor'] == 'mpi' else 'worker'}"
-                  f" (grey lines: writes)")
+    ax1.set_title(
+        f"molsift screen: throughput per {'rank' if report['executor'] == 'mpi' else 'worker'}"
+        f" (grey lines: writes)"
+    )
     if len(samples) <= 16:
         ax1.legend(fontsize=7, ncol=4, loc="lower right")
     span = max([w["end"] for w in writes] + [s["t"] for ss in samples.values() for s in ss]) - t0
     for w in writes:  # writes are short: draw each at least 0.3% of the run wide to see it
-        ax2.barh(w["writer"], max(w["end"] - w["start"], 0.003 * span), left=w["start"] - t0,
-                 height=0.6, color=f"C{w['writer'] % 10}")
+        ax2.barh(
+            w["writer"],
+            max(w["end"] - w["start"], 0.003 * span),
+            left=w["start"] - t0,
+            height=0.6,
+            color=f"C{w['writer'] % 10}",
+        )
     ax2.set_ylabel("writer")
     ax2.set_yticks(sorted({w["writer"] for w in writes}) or [0])
     for name in sorted(samples, key=lambda n: int(n.split()[-1])):
         ss = sorted(samples[name], key=lambda s: s["t"])
-        ax3.step([s["t"] - t0 for s in ss], [s.get("write_queue", 0) for s in ss], where="post", lw=0.8)
+        ax3.step(
+            [s["t"] - t0 for s in ss], [s.get("write_queue", 0) for s in ss], where="post", lw=0.8
+        )
     ax3.set_ylabel("buffers waiting\nfor the writer")
     ax3.set_xlabel("seconds since start")
     fig.text(0.01, 0.005, totals_text(report), fontsize=7.5, family="monospace", va="bottom")

@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any
 
 from .. import _core
 from ..allocator import describe
-from ..iostats import (add_job_info, add_process_records, all_records, file_size, job_log, totals,
-                       write_file, write_log)
+from ..iostats import (
+    add_job_info,
+    add_process_records,
+    all_records,
+    file_size,
+    job_log,
+    totals,
+    write_file,
+    write_log,
+)
 from ..parallel import default_workers, launched_under_mpi
 from ..progress import Progress
 from .journal import consolidate, new_state
@@ -26,36 +35,60 @@ class ScreenError(ValueError):
     """A screening run cannot start or finish; the message says why and what to do."""
 
 
-def _prepass_first_lines(path: str, slabs: List[Tuple[int, int]], size: int, threads: int):
+def _prepass_first_lines(path: str, slabs: list[tuple[int, int]], size: int, threads: int):
     """Newlines before each slab (absolute line numbers for every record, no slab reading the
     file before its own range) and in the whole file. Reads the file once at memory speed."""
     # an empty slab at the end of the file gives the newlines in the whole file
-    counts = _core.slab_first_lines(path, list(slabs) + [(size, size)], max(1, threads))
+    counts = _core.slab_first_lines(path, [*list(slabs), (size, size)], max(1, threads))
     return counts[:-1], counts[-1]
 
 
-def make_plan(files: RunFiles, library: str, scorer, *, slabs: Optional[int], writers: int,
-              write_buffer: int, reader: dict, standardize: bool, chunk_records: int,
-              threads: int, fmt: dict) -> dict:
+def make_plan(
+    files: RunFiles,
+    library: str,
+    scorer,
+    *,
+    slabs: int | None,
+    writers: int,
+    write_buffer: int,
+    reader: dict,
+    standardize: bool,
+    chunk_records: int,
+    threads: int,
+    fmt: dict,
+) -> dict:
     from ..ingestion import cut_slabs, describe_input
 
     inp = describe_input(os.path.abspath(library), **fmt)  # --resume may come from another cwd
-    columns = ["id", "smiles", *scorer.columns] + (["pose_offset", "pose_bytes"] if scorer.has_poses else [])
-    plan: Dict[str, Any] = {
-        "version": PLAN_VERSION, "input": asdict(inp), "source_name": library,
+    columns = ["id", "smiles", *scorer.columns] + (
+        ["pose_offset", "pose_bytes"] if scorer.has_poses else []
+    )
+    plan: dict[str, Any] = {
+        "version": PLAN_VERSION,
+        "input": asdict(inp),
+        "source_name": library,
         "output": files.output,
-        "scorer": scorer.name, "columns": columns, "has_poses": scorer.has_poses,
-        "writers": writers, "write_buffer": write_buffer, "reader": reader,
-        "standardize": standardize, "chunk_records": chunk_records, "tasks": None,
-        "prepass": None, "estimated_records": None,
+        "scorer": scorer.name,
+        "columns": columns,
+        "has_poses": scorer.has_poses,
+        "writers": writers,
+        "write_buffer": write_buffer,
+        "reader": reader,
+        "standardize": standardize,
+        "chunk_records": chunk_records,
+        "tasks": None,
+        "prepass": None,
+        "estimated_records": None,
     }
     if inp.compression == "none":
         ranges = [r for r in cut_slabs(inp.bytes, slabs, threads) if r[0] < r[1]]
         t0 = time.perf_counter()
         firsts, newlines = _prepass_first_lines(inp.path, ranges, inp.bytes, threads)
         plan["prepass"] = {"bytes": inp.bytes, "seconds": round(time.perf_counter() - t0, 4)}
-        plan["tasks"] = [{"index": i, "kind": "slab", "slab": list(r), "first_line": f}
-                         for i, (r, f) in enumerate(zip(ranges, firsts))]
+        plan["tasks"] = [
+            {"index": i, "kind": "slab", "slab": list(r), "first_line": f}
+            for i, (r, f) in enumerate(zip(ranges, firsts))
+        ]
         if inp.format != "sdf":
             plan["estimated_records"] = max(0, newlines - (1 if inp.header else 0))
     return plan
@@ -66,8 +99,10 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
     (plan, state)."""
     exists = os.path.exists(files.state)
     if exists and not resume and not overwrite:
-        raise ScreenError(f"{files.run_dir}: a run already exists for {files.output} "
-                          "(pass --resume to finish it, or --overwrite to start again)")
+        raise ScreenError(
+            f"{files.run_dir}: a run already exists for {files.output} "
+            "(pass --resume to finish it, or --overwrite to start again)"
+        )
     if resume and not exists:
         raise ScreenError(f"{files.run_dir}: no run to resume (start one without --resume)")
     if exists and overwrite and not resume:
@@ -76,8 +111,16 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
     if not exists:
         for path in (files.output, files.rejects):
             if os.path.exists(path) and not overwrite:
-                raise ScreenError(f"{path}: already exists (choose another output or pass --overwrite)")
-        for path in (files.output, files.rejects, files.rows_partial, files.rejects_partial, files.poses):
+                raise ScreenError(
+                    f"{path}: already exists (choose another output or pass --overwrite)"
+                )
+        for path in (
+            files.output,
+            files.rejects,
+            files.rows_partial,
+            files.rejects_partial,
+            files.poses,
+        ):
             if os.path.exists(path):
                 os.remove(path)
         parent = os.path.dirname(files.output) or "."
@@ -110,18 +153,26 @@ def _check_same_run(plan: dict, files: RunFiles, library: str, scorer) -> None:
     if os.path.isabs(inp["path"]):
         same = inp["path"] == wanted
     else:  # a plan written before paths were made absolute: relative to the output's or this cwd
-        same = wanted in (os.path.abspath(os.path.join(os.path.dirname(files.output), inp["path"])),
-                          os.path.abspath(inp["path"]))
+        same = wanted in (
+            os.path.abspath(os.path.join(os.path.dirname(files.output), inp["path"])),
+            os.path.abspath(inp["path"]),
+        )
         if same:
             inp["path"] = wanted
     if not same:
         raise ScreenError(f"--resume: this run screens {inp['path']}, not {wanted}")
     if not os.path.isfile(library) or file_size(library) != inp["bytes"]:
-        raise ScreenError(f"--resume: {library} changed size since the run started "
-                          f"({inp['bytes']} bytes then); start a new run")
-    if plan["scorer"] != scorer.name or plan["columns"][2:2 + len(scorer.columns)] != list(scorer.columns):
-        raise ScreenError(f"--resume: the run used scorer {plan['scorer']!r} with columns "
-                          f"{plan['columns']}; give the same scorer and options")
+        raise ScreenError(
+            f"--resume: {library} changed size since the run started "
+            f"({inp['bytes']} bytes then); start a new run"
+        )
+    if plan["scorer"] != scorer.name or plan["columns"][2 : 2 + len(scorer.columns)] != list(
+        scorer.columns
+    ):
+        raise ScreenError(
+            f"--resume: the run used scorer {plan['scorer']!r} with columns "
+            f"{plan['columns']}; give the same scorer and options"
+        )
 
 
 def _stream_chunks(plan: dict, progress: dict, keep, counters: dict) -> Iterator[tuple]:
@@ -143,13 +194,27 @@ def _stream_chunks(plan: dict, progress: dict, keep, counters: dict) -> Iterator
         i += 1
 
 
-def screen(library: str, output: str, scorer, *, workers: Optional[int] = None, writers: int = 1,
-           write_buffer: int = 1 << 20, read_buffer: Optional[int] = None,
-           max_record_bytes: Optional[int] = None, slabs: Optional[int] = None,
-           chunk_records: int = 2000, standardize: bool = False, resume: bool = False,
-           overwrite: bool = False, run_dir: Optional[str] = None, fsync: bool = False,
-           progress: Optional[bool] = None, use_mpi: Optional[bool] = None,
-           **fmt) -> Optional[dict]:
+def screen(
+    library: str,
+    output: str,
+    scorer,
+    *,
+    workers: int | None = None,
+    writers: int = 1,
+    write_buffer: int = 1 << 20,
+    read_buffer: int | None = None,
+    max_record_bytes: int | None = None,
+    slabs: int | None = None,
+    chunk_records: int = 2000,
+    standardize: bool = False,
+    resume: bool = False,
+    overwrite: bool = False,
+    run_dir: str | None = None,
+    fsync: bool = False,
+    progress: bool | None = None,
+    use_mpi: bool | None = None,
+    **fmt,
+) -> dict | None:
     """Screens every record of `library` with `scorer` into the CSV `output` (one row per
     molecule, rejects in `output.rejects.tsv`). Returns the run report on the root, None on the
     other MPI ranks. With `resume`, finishes a run that was killed."""
@@ -165,11 +230,16 @@ def screen(library: str, output: str, scorer, *, workers: Optional[int] = None, 
     size = comm.Get_size() if comm else (workers or default_workers())
     rank = comm.Get_rank() if comm else 0
     local = max(1, workers or 1) if comm else 1  # worker processes per rank under MPI (-j)
-    plan_args = {"slabs": slabs or (size * local if comm else None), "writers": writers,
-                 "write_buffer": write_buffer, "standardize": standardize,
-                 "reader": {"buffer_size": read_buffer, "max_record_bytes": max_record_bytes},
-                 "chunk_records": chunk_records, "threads": default_workers() if comm else size,
-                 "fmt": fmt}
+    plan_args = {
+        "slabs": slabs or (size * local if comm else None),
+        "writers": writers,
+        "write_buffer": write_buffer,
+        "standardize": standardize,
+        "reader": {"buffer_size": read_buffer, "max_record_bytes": max_record_bytes},
+        "chunk_records": chunk_records,
+        "threads": default_workers() if comm else size,
+        "fmt": fmt,
+    }
     setup: Any = None
     if rank == 0:
         try:
@@ -184,14 +254,19 @@ def screen(library: str, output: str, scorer, *, workers: Optional[int] = None, 
     if state.get("complete"):
         return read_json(files.report) if rank == 0 else None
 
-    stream: Dict[str, Any] = {}
+    stream: dict[str, Any] = {}
     prog = state["progress"]
     if plan["tasks"] is not None:
         all_tasks = [(t, prog.get(str(t["index"]))) for t in plan["tasks"]]
-        mine = [(t, p) for t, p in all_tasks if not (p and p["d"])
-                and (comm is None or t["index"] % size == rank)]
+        mine = [
+            (t, p)
+            for t, p in all_tasks
+            if not (p and p["d"]) and (comm is None or t["index"] % size == rank)
+        ]
     else:
-        mine = _stream_chunks(plan, prog, (lambda i: i % size == rank) if comm else (lambda i: True), stream)
+        mine = _stream_chunks(
+            plan, prog, (lambda i: i % size == rank) if comm else (lambda i: True), stream
+        )
 
     if comm:
         from .mpi import run_mpi
@@ -213,8 +288,9 @@ def screen(library: str, output: str, scorer, *, workers: Optional[int] = None, 
     return _finish(files, plan, stats, stream, start, executor, size * local)
 
 
-def _finish(files: RunFiles, plan: dict, stats: dict, stream: dict, start: float,
-            executor: str, size: int) -> dict:
+def _finish(
+    files: RunFiles, plan: dict, stats: dict, stream: dict, start: float, executor: str, size: int
+) -> dict:
     """Root only: folds the journals, checks completeness and counts, renames the results."""
     state = consolidate(files)
     prog = state["progress"]
@@ -224,45 +300,70 @@ def _finish(files: RunFiles, plan: dict, stats: dict, stream: dict, start: float
         expected = [str(i) for i in range(stream.get("chunks", 0))]
     missing = [t for t in expected if not prog.get(t, {}).get("d")]
     if missing:
-        raise ScreenError(f"internal error: tasks {missing[:5]} did not finish; run again with --resume")
+        raise ScreenError(
+            f"internal error: tasks {missing[:5]} did not finish; run again with --resume"
+        )
     totals = state["totals"]
     handled = sum(prog[t]["k"] for t in expected)
     if handled != totals["rows"] + totals["rejects"]:
-        raise ScreenError(f"internal error: {handled} records handled but {totals['rows']} rows "
-                          f"+ {totals['rejects']} rejects committed")
+        raise ScreenError(
+            f"internal error: {handled} records handled but {totals['rows']} rows "
+            f"+ {totals['rejects']} rejects committed"
+        )
     lines = _core.count_newlines(files.rows_partial, 0, state["ends"]["rows"])
     if lines != totals["rows"] + 1:
-        raise ScreenError(f"internal error: {files.rows_partial} holds {lines - 1} rows, "
-                          f"the journal {totals['rows']}")
+        raise ScreenError(
+            f"internal error: {files.rows_partial} holds {lines - 1} rows, "
+            f"the journal {totals['rows']}"
+        )
     seconds = time.time() - start
     workers = stats["workers"]
     bytes_read = sum(w["bytes_read"] for w in workers) or stream.get("bytes_read", 0)
     read_calls = sum(w["read_calls"] for w in workers) or stream.get("read_calls", 0)
-    scorer_stats: Dict[str, Any] = {}
+    scorer_stats: dict[str, Any] = {}
     for w in workers:
         for k, v in w.get("scorer", {}).items():
             scorer_stats[k] = scorer_stats.get(k, 0) + v if isinstance(v, (int, float)) else v
     wait = sum(w["write_wait_s"] for w in workers)
     io = _write_io_log(files, plan, stats, start)
     report = {
-        "output": files.output, "rejects": files.rejects, "run_dir": files.run_dir,
+        "output": files.output,
+        "rejects": files.rejects,
+        "run_dir": files.run_dir,
         "poses": files.poses if plan["has_poses"] else None,
-        "input": plan["input"]["path"], "input_bytes": plan["input"]["bytes"],
-        "records_in": totals["rows"] + totals["rejects"], "rows": totals["rows"],
-        "rejected": totals["rejects"], "seconds": round(seconds, 3), "executor": executor,
-        "workers": size, "writers": len(stats["writers"]), "groups": stats["groups"],
-        "restarts": state["gen"] - 2, "compactions": state.get("compactions", 0),
+        "input": plan["input"]["path"],
+        "input_bytes": plan["input"]["bytes"],
+        "records_in": totals["rows"] + totals["rejects"],
+        "rows": totals["rows"],
+        "rejected": totals["rejects"],
+        "seconds": round(seconds, 3),
+        "executor": executor,
+        "workers": size,
+        "writers": len(stats["writers"]),
+        "groups": stats["groups"],
+        "restarts": state["gen"] - 2,
+        "compactions": state.get("compactions", 0),
         "records_this_attempt": sum(w["records"] for w in workers),
-        "bytes_read": bytes_read, "read_calls": read_calls,
-        "read_amplification": bytes_read / plan["input"]["bytes"] if plan["input"]["bytes"] else 0.0,
-        "prepass": plan["prepass"], "write_buffer": plan["write_buffer"],
+        "bytes_read": bytes_read,
+        "read_calls": read_calls,
+        "read_amplification": bytes_read / plan["input"]["bytes"]
+        if plan["input"]["bytes"]
+        else 0.0,
+        "prepass": plan["prepass"],
+        "write_buffer": plan["write_buffer"],
         "read_buffer": plan["reader"]["buffer_size"],
-        "time": {k: round(sum(w[k] for w in workers), 3)
-                 for k in ("read_wait_s", "prepare_s", "score_s", "write_wait_s")},
+        "time": {
+            k: round(sum(w[k] for w in workers), 3)
+            for k in ("read_wait_s", "prepare_s", "score_s", "write_wait_s")
+        },
         "write_s": round(sum(w["seconds"] for w in stats["writers"]), 3),
         "write_wait_share": wait / (size * seconds) if seconds else 0.0,
-        "per_worker": workers, "per_writer": stats["writers"], "scorer": plan["scorer"],
-        "scorer_stats": scorer_stats, "started": start, "io": io,
+        "per_worker": workers,
+        "per_writer": stats["writers"],
+        "scorer": plan["scorer"],
+        "scorer_stats": scorer_stats,
+        "started": start,
+        "io": io,
         "allocator": describe(w.get("allocator", "system") for w in workers),
     }
     write_json_atomic(files.report, report)
@@ -284,7 +385,10 @@ def _write_io_log(files: RunFiles, plan: dict, stats: dict, start: float) -> dic
 
 def _rename_results(files: RunFiles) -> None:
     """Moves the finished results to their names (again, if a kill came between the renames)."""
-    for partial, final in ((files.rows_partial, files.output), (files.rejects_partial, files.rejects)):
+    for partial, final in (
+        (files.rows_partial, files.output),
+        (files.rejects_partial, files.rejects),
+    ):
         if os.path.exists(partial):
             os.replace(partial, final)
 

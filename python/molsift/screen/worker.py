@@ -10,7 +10,8 @@ import json
 import queue
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from collections.abc import Iterator
+from typing import Any, Callable
 
 from .. import _core
 from ..allocator import loaded
@@ -35,7 +36,7 @@ def tsv_field(text: str) -> str:
 class Timeline:
     """Appends samples (records done, queue depths) and events as JSON lines to one file."""
 
-    def __init__(self, path: Optional[str], who: dict, every: float = 0.5):
+    def __init__(self, path: str | None, who: dict, every: float = 0.5):
         self._f = open_counted(path, "a", buffering=1) if path else None
         self.who = who
         self.every = every
@@ -71,14 +72,14 @@ class RowBuffer:
         self._reset()
 
     def _reset(self) -> None:
-        self.rows: List[Any] = []
-        self.rejects: List[str] = []
-        self.poses: List[bytes] = []
+        self.rows: list[Any] = []
+        self.rejects: list[str] = []
+        self.poses: list[bytes] = []
         self.pose_bytes = 0
         self.size = 0
-        self.progress: Dict[str, dict] = {}
+        self.progress: dict[str, dict] = {}
 
-    def add_row(self, prefix: str, pose: Optional[str] = None) -> None:
+    def add_row(self, prefix: str, pose: str | None = None) -> None:
         if self.has_poses:
             data = (pose or "").encode()
             self.rows.append((prefix, self.pose_bytes, len(data)))
@@ -100,8 +101,13 @@ class RowBuffer:
 
     def payload(self) -> dict:
         """The buffer's content for a writer; the buffer is emptied."""
-        p = {"src": self.src, "n": len(self.rows), "r": len(self.rejects), "p": self.progress,
-             "rejects": "".join(self.rejects).encode()}
+        p = {
+            "src": self.src,
+            "n": len(self.rows),
+            "r": len(self.rejects),
+            "p": self.progress,
+            "rejects": "".join(self.rejects).encode(),
+        }
         if self.has_poses:
             p.update(rows=b"", row_parts=self.rows, poses=b"".join(self.poses))
         else:
@@ -137,10 +143,17 @@ def _prepare_fn(standardize: bool):
 class Screener:
     """Runs tasks through prepare -> score -> buffer; calls `flush(payload)` on full buffers."""
 
-    def __init__(self, plan: dict, scorer, src: str, flush: Callable[[dict], None],
-                 timeline: Timeline, poll: Optional[Callable[[], None]] = None,
-                 queue_depth: Optional[Callable[[], int]] = None,
-                 status: Optional[Callable[[int, int, int], None]] = None):
+    def __init__(
+        self,
+        plan: dict,
+        scorer,
+        src: str,
+        flush: Callable[[dict], None],
+        timeline: Timeline,
+        poll: Callable[[], None] | None = None,
+        queue_depth: Callable[[], int] | None = None,
+        status: Callable[[int, int, int], None] | None = None,
+    ):
         self.plan = plan
         self.scorer = scorer
         self.flush_fn = flush
@@ -159,14 +172,26 @@ class Screener:
             self._to_smiles = Chem.MolToSmiles
         else:
             self._to_smiles = None
-        self.stats = {"records": 0, "rows": 0, "rejects": 0, "flushes": 0, "bytes_read": 0,
-                      "read_calls": 0, "read_wait_s": 0.0, "prepare_s": 0.0, "score_s": 0.0,
-                      "write_wait_s": 0.0, "tasks": 0, "flush_bytes": 0, "allocator": loaded()}
+        self.stats = {
+            "records": 0,
+            "rows": 0,
+            "rejects": 0,
+            "flushes": 0,
+            "bytes_read": 0,
+            "read_calls": 0,
+            "read_wait_s": 0.0,
+            "prepare_s": 0.0,
+            "score_s": 0.0,
+            "write_wait_s": 0.0,
+            "tasks": 0,
+            "flush_bytes": 0,
+            "allocator": loaded(),
+        }
         self._read_depth = 0
 
     # ------------------------------------------------------------ records of one task
 
-    def _slab_batches(self, task: dict, prog: Optional[dict]) -> Iterator[list]:
+    def _slab_batches(self, task: dict, prog: dict | None) -> Iterator[list]:
         start, end = task["slab"]
         first_line = task["first_line"]
         if prog and prog["k"]:
@@ -178,10 +203,11 @@ class Screener:
         from ..ingestion import InputFile
 
         fmt = InputFile(**self.plan["input"]).format_args()
-        src = _core.RecordSource(self.source, slab=(start, end), first_line=first_line, **fmt,
-                                 **self.plan["reader"])
-        q: "queue.Queue" = queue.Queue(maxsize=READ_QUEUE_BATCHES)
-        failure: List[BaseException] = []
+        src = _core.RecordSource(
+            self.source, slab=(start, end), first_line=first_line, **fmt, **self.plan["reader"]
+        )
+        q: queue.Queue = queue.Queue(maxsize=READ_QUEUE_BATCHES)
+        failure: list[BaseException] = []
 
         def read() -> None:
             try:
@@ -212,19 +238,23 @@ class Screener:
         self.stats["read_calls"] += c["read_calls"]
 
     @staticmethod
-    def _chunk_batches(task: dict, prog: Optional[dict]) -> Iterator[list]:
-        records = task["records"][prog["k"] if prog else 0:]
+    def _chunk_batches(task: dict, prog: dict | None) -> Iterator[list]:
+        records = task["records"][prog["k"] if prog else 0 :]
         for i in range(0, len(records), BATCH_RECORDS):
-            yield records[i:i + BATCH_RECORDS]
+            yield records[i : i + BATCH_RECORDS]
 
     # ------------------------------------------------------------ the work
 
-    def run_task(self, task: dict, prog: Optional[dict]) -> None:
+    def run_task(self, task: dict, prog: dict | None) -> None:
         if prog and prog["d"]:
             return
         key = str(task["index"])
         k = prog["k"] if prog else 0
-        batches = self._slab_batches(task, prog) if task["kind"] == "slab" else self._chunk_batches(task, prog)
+        batches = (
+            self._slab_batches(task, prog)
+            if task["kind"] == "slab"
+            else self._chunk_batches(task, prog)
+        )
         last = dict(prog) if prog else {"k": 0, "o": 0, "l": 0, "d": 0}
         buffer, one = self.buffer, self._one
         for batch in batches:
@@ -244,7 +274,7 @@ class Screener:
         buffer.progress[key] = dict(last, d=1)
         self.stats["tasks"] += 1
 
-    def _one(self, text: str, rid: str, line: int, offset: int, problem: Optional[str]) -> None:
+    def _one(self, text: str, rid: str, line: int, offset: int, problem: str | None) -> None:
         self.stats["records"] += 1
         mol = None
         if problem is None:
@@ -268,7 +298,9 @@ class Screener:
                     mol = None
                 self.stats["score_s"] += time.perf_counter() - t1
         if mol is None:
-            self.buffer.add_reject(f"{tsv_field(self.source_name)}\t{line}\t{offset}\t{tsv_field(rid)}\t{tsv_field(problem or '')}\n")
+            self.buffer.add_reject(
+                f"{tsv_field(self.source_name)}\t{line}\t{offset}\t{tsv_field(rid)}\t{tsv_field(problem or '')}\n"
+            )
             self.stats["rejects"] += 1
             return
         pose = None
@@ -288,8 +320,12 @@ class Screener:
             self._sample()
 
     def _sample(self) -> None:
-        self.timeline.sample(records=self.stats["records"], rejects=self.stats["rejects"],
-                             read_queue=self._read_depth, write_queue=self.queue_depth())
+        self.timeline.sample(
+            records=self.stats["records"],
+            rejects=self.stats["rejects"],
+            read_queue=self._read_depth,
+            write_queue=self.queue_depth(),
+        )
 
     def flush(self) -> None:
         """Hands the buffer to the writer (the time blocked here is write wait)."""
@@ -297,16 +333,17 @@ class Screener:
             return
         payload = self.buffer.payload()
         self.stats["flushes"] += 1
-        self.stats["flush_bytes"] += len(payload["rows"]) + len(payload["rejects"]) + len(payload["poses"])
+        self.stats["flush_bytes"] += (
+            len(payload["rows"]) + len(payload["rejects"]) + len(payload["poses"])
+        )
         t0 = time.perf_counter()
         self.flush_fn(payload)
         self.stats["write_wait_s"] += time.perf_counter() - t0
 
-    def finish(self) -> Dict[str, Any]:
+    def finish(self) -> dict[str, Any]:
         self.flush()
         self._read_depth = 0
         self._sample()
         out = dict(self.stats)
         out["scorer"] = self.scorer.stats()
         return out
-

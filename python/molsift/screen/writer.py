@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Callable
 
 from ..iostats import CountedFile
 from .journal import entry_line
@@ -29,7 +30,7 @@ class LocalOffsets:
         self._next = list(starts)
         self._lock = threading.Lock()
 
-    def reserve(self, sizes: Sequence[int]) -> List[int]:
+    def reserve(self, sizes: Sequence[int]) -> list[int]:
         with self._lock:
             out = list(self._next)
             for i, n in enumerate(sizes):
@@ -53,13 +54,14 @@ class MPIOffsets:
             mem[:] = starts
         comm.Barrier()
 
-    def reserve(self, sizes: Sequence[int]) -> List[int]:
+    def reserve(self, sizes: Sequence[int]) -> list[int]:
         np, MPI = self._np, self._MPI
         add = np.asarray(sizes, dtype=np.int64)
         got = np.zeros(self._n, dtype=np.int64)
         self.win.Lock(0, MPI.LOCK_SHARED)
-        self.win.Get_accumulate([add, MPI.INT64_T], [got, MPI.INT64_T], 0,
-                                target=[0, self._n, MPI.INT64_T], op=MPI.SUM)
+        self.win.Get_accumulate(
+            [add, MPI.INT64_T], [got, MPI.INT64_T], 0, target=[0, self._n, MPI.INT64_T], op=MPI.SUM
+        )
         self.win.Unlock(0)
         return [int(x) for x in got]
 
@@ -81,8 +83,15 @@ def _failpoint(name: str, count: int, hold: bool = False) -> bool:
 class GroupWriter:
     """Writes buffers to the shared files and journals them. One per writer group."""
 
-    def __init__(self, files: RunFiles, writer: int, gen: int, offsets, fsync: bool,
-                 log_event: Optional[Callable[[dict], None]] = None):
+    def __init__(
+        self,
+        files: RunFiles,
+        writer: int,
+        gen: int,
+        offsets,
+        fsync: bool,
+        log_event: Callable[[dict], None] | None = None,
+    ):
         self.writer = writer
         self.offsets = offsets
         self.fsync = fsync
@@ -92,7 +101,9 @@ class GroupWriter:
             "rejects": CountedFile(files.rejects_partial, os.O_WRONLY),
         }
         self._poses_path = files.poses
-        self._journal = CountedFile(files.journal(gen, writer), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._journal = CountedFile(
+            files.journal(gen, writer), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+        )
         self.writes = 0
         self.bytes = 0
         self.seconds = 0.0
@@ -104,18 +115,31 @@ class GroupWriter:
         pose_at = self.offsets.reserve((0, 0, len(poses)))[2] if poses else 0
         rows = payload["rows"]
         if payload.get("row_parts") is not None:  # rows that address their poses
-            rows = "".join(f"{prefix},{pose_at + off},{n}\n" for prefix, off, n in payload["row_parts"]).encode()
+            rows = "".join(
+                f"{prefix},{pose_at + off},{n}\n" for prefix, off, n in payload["row_parts"]
+            ).encode()
         rejects = payload.get("rejects") or b""
         at = self.offsets.reserve((len(rows), len(rejects), 0))
-        entry = {"w": self.writer, "src": payload["src"], "n": payload["n"], "r": payload["r"],
-                 "p": payload["p"]}
-        for key, data, off in (("rows", rows, at[0]), ("rejects", rejects, at[1]), ("poses", poses, pose_at)):
+        entry = {
+            "w": self.writer,
+            "src": payload["src"],
+            "n": payload["n"],
+            "r": payload["r"],
+            "p": payload["p"],
+        }
+        for key, data, off in (
+            ("rows", rows, at[0]),
+            ("rejects", rejects, at[1]),
+            ("poses", poses, pose_at),
+        ):
             if data and key == "rows" and _failpoint("mid-write", self.writes, hold=True):
                 self._files[key].pwrite(data[: len(data) // 2], off)  # a write cut by a kill
                 _failpoint("mid-write", self.writes)
             if data:
                 if key not in self._files:  # only scorers with poses have a pose file
-                    self._files[key] = CountedFile(self._poses_path, os.O_WRONLY | os.O_CREAT, 0o644)
+                    self._files[key] = CountedFile(
+                        self._poses_path, os.O_WRONLY | os.O_CREAT, 0o644
+                    )
                 self._files[key].pwrite(data, off)  # all of it (short writes are retried)
                 entry[key] = [off, len(data)]
         if self.fsync:
@@ -130,8 +154,16 @@ class GroupWriter:
         self.bytes += n
         self.seconds += end - start
         if self.log_event:
-            self.log_event({"kind": "write", "writer": self.writer, "src": payload["src"],
-                            "start": start, "end": end, "bytes": n})
+            self.log_event(
+                {
+                    "kind": "write",
+                    "writer": self.writer,
+                    "src": payload["src"],
+                    "start": start,
+                    "end": end,
+                    "bytes": n,
+                }
+            )
 
     def close(self) -> None:
         for f in self._files.values():
