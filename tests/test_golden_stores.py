@@ -13,11 +13,13 @@ from conftest import mpirun_cmd
 RECORDED = json.loads(golden.GOLDEN.read_text())
 
 
-def _params():
+def _params() -> list:
+    out = []
     for name in golden.INPUTS:
         for config, ranks, _ in golden.CONFIGS:
             marks = [pytest.mark.mpi] if ranks else []
-            yield pytest.param(name, config, marks=marks, id=f"{name}-{config}")
+            out.append(pytest.param(name, config, marks=marks, id=f"{name}-{config}"))
+    return out
 
 
 @pytest.mark.parametrize("name,config", _params())

@@ -131,8 +131,9 @@ def test_fingerprint_size_and_radius_are_configurable(tmp_path, bundled_smi):
     spec = molsift.FingerprintSpec(radius=3, bits=1024)
     molsift.ingest(bundled_smi, tmp_path / "s", fingerprint=spec, workers=1, progress=False)
     store = molsift.open_store(tmp_path / "s")
-    assert store.fingerprint_spec["bits"] == 1024
-    assert store.fingerprint_spec["params"]["radius"] == 3
+    assert store.fingerprint_spec.bits == 1024
+    assert store.fingerprint_spec.radius == 3
+    assert store.manifest["fingerprint"]["params"]["radius"] == 3
     rows = read_smi(bundled_smi)[:50]
     ref = [r for r in rdkit_reference([s for s, _ in rows], radius=3, bits=1024) if r]
     for i, (_, words) in enumerate(ref):
@@ -255,8 +256,7 @@ def test_killed_ingest_leaves_no_store(tmp_path, bundled_smi):
 
 
 def test_compressed_chunks_shrink_towards_the_end(tmp_path, bundled_smi):
-    from molsift.ingestion import _tasks, describe_input
-    from molsift.spec import FingerprintSpec
+    from molsift.inputs import ChunkPlanner, describe_input
 
     # stored (level 0) and 20 copies: a few MiB, so the decoder reads the file in several calls
     # and sees a compression ratio before the end
@@ -266,9 +266,9 @@ def test_compressed_chunks_shrink_towards_the_end(tmp_path, bundled_smi):
     inp = describe_input(gz)
     reader = {"buffer_size": None, "max_record_bytes": None}
 
-    def sizes(slabs, workers):
-        tasks = _tasks([inp], str(tmp_path), FingerprintSpec(), reader, slabs, workers, 400, {})
-        return [len(t["records"]) for t in tasks]
+    def sizes(slabs, workers):  # as ingest plans them: fixed under MPI (slabs given), else guided
+        chunks = ChunkPlanner(inp, reader, 400, None if slabs else workers)
+        return [len(records) for records, _ in chunks]
 
     fixed, guided = sizes(7, 4), sizes(None, 4)
     assert sum(fixed) == sum(guided) == 20 * molsift.count_records(bundled_smi)["records"]

@@ -21,8 +21,9 @@ del _exc
 _LAZY = {
     "ingest": "ingestion",
     "IngestReport": "ingestion",
-    "count_records": "records",
-    "read_records": "records",
+    "count_records": "inputs",
+    "read_records": "inputs",
+    "read_molecules": "inputs",
     "open_store": "store",
     "Store": "store",
 }

@@ -74,10 +74,6 @@ class Fingerprinter:
         fingerprint alone 23.6 µs."""
         return self._pack(self._gen.GetFingerprint(mol))
 
-    def to_fp(self, mol: Chem.Mol):
-        """The RDKit ExplicitBitVect."""
-        return self._gen.GetFingerprint(mol)
-
 
 def to_mol(text: str, sdf: bool = False) -> tuple[Chem.Mol | None, str]:
     """Parses SMILES (or a mol block with `sdf=True`) exactly as RDKit's defaults do.

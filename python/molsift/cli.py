@@ -128,7 +128,7 @@ def _add_format_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_count(args) -> int:
-    from .records import count_records
+    from .inputs import count_records
 
     r = count_records(args.file, format=args.format, threads=args.threads, header=args.header)
     if args.json:
@@ -193,26 +193,21 @@ def _read_queries(args):
         for i, smi in enumerate(args.query or [])
     ]
     if args.queries:
-        from .chem import to_mol
-        from .ingestion import describe_input
-        from .records import read_records
+        from .inputs import read_molecules
 
-        sdf = describe_input(args.queries).format == "sdf"
-        bad = 0
-        for text, rid, line, _offset, problem in read_records(args.queries):
-            mol = None
-            if problem is None:
-                mol, problem = to_mol(text, sdf=sdf)
-            if mol is None:
-                bad += 1
-                print(
-                    f"molsift: {args.queries}:{line}: query {rid!r} skipped: {problem}",
-                    file=sys.stderr,
-                )
-                continue
-            queries.append((rid, mol))
-        if bad:
-            print(f"molsift: {bad} of {bad + len(queries)} queries skipped", file=sys.stderr)
+        found = read_molecules(args.queries, skip_bad=True)
+        for bad in found.skipped:
+            print(
+                f"molsift: {bad.path}:{bad.line}: query {bad.id!r} skipped: {bad.reason}",
+                file=sys.stderr,
+            )
+        queries += [(m.id, m.mol) for m in found.molecules]
+        if found.skipped:
+            print(
+                f"molsift: {len(found.skipped)} of {len(found.skipped) + len(queries)} queries "
+                "skipped",
+                file=sys.stderr,
+            )
     return queries
 
 

@@ -1,6 +1,7 @@
-"""Ingest: input files -> tasks (byte-range slabs of plain files, or record chunks handed out by
-one streaming decoder for gzip/zstd) -> worker processes or MPI ranks that parse with RDKit and
-write one part store per task -> parts merged in task order into the final store.
+"""Ingest: input files -> tasks (byte-range slabs of plain files, each with its first line from
+one pre-pass; record chunks handed out by one streaming decoder for gzip/zstd: `inputs.tasks`)
+-> worker processes or MPI ranks that parse with RDKit and write one part store per task ->
+parts merged in task order into the final store.
 
 Because parts are merged in input order, the store is identical whatever the number of workers
 or ranks. The store appears only when complete (the Rust writer renames it into place)."""
@@ -13,40 +14,17 @@ import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from . import _core
 from .allocator import describe, loaded
+from .inputs import ChunkPlanner, InputFile, PathLike, describe_input, slab_tasks
 from .iostats import add_process_records, collecting, process_record
 from .parallel import choose_executor, default_workers
 from .progress import Progress
 from .spec import FingerprintSpec
 
-PathLike = Union[str, "os.PathLike[str]"]
 BATCH_RECORDS = 2048
-
-
-@dataclass
-class InputFile:
-    """One input: path, size, compression and record format."""
-
-    path: str
-    bytes: int
-    compression: str
-    format: str
-    header: bool
-    smiles_col: str | None = None
-    id_col: str | None = None
-    delimiter: str | None = None
-
-    def format_args(self) -> dict:
-        return {
-            "format": self.format,
-            "header": self.header,
-            "smiles_col": self.smiles_col,
-            "id_col": self.id_col,
-            "delimiter": self.delimiter,
-        }
 
 
 @dataclass
@@ -91,46 +69,22 @@ class IngestReport:
         )
 
 
-def describe_input(
-    path: PathLike,
-    format: str | None = None,
-    header: bool | None = None,
-    smiles_col: str | None = None,
-    id_col: str | None = None,
-    delimiter: str | None = None,
-) -> InputFile:
-    """Checks that `path` is a readable file and works out its compression and format."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise _core.InputError(f"{path}: no such file")
-    detected, detected_header = _core.detect_format(path)
-    fmt = format or detected
-    if header is None:
-        header = detected_header if fmt == detected else fmt == "csv"
-    return InputFile(
-        path,
-        os.path.getsize(path),
-        _core.file_compression(path),
-        fmt,
-        header,
-        smiles_col,
-        id_col,
-        delimiter,
-    )
-
-
 # ---------------------------------------------------------------- worker side
 
-_FINGERPRINTERS: dict[tuple, Any] = {}
+_FINGERPRINTERS: dict[FingerprintSpec, Any] = {}
 
 
-def _fingerprinter(radius: int, bits: int):
-    key = (radius, bits)
-    if key not in _FINGERPRINTERS:
+def _fingerprinter(spec: FingerprintSpec):
+    if spec not in _FINGERPRINTERS:
         from .chem import Fingerprinter
 
-        _FINGERPRINTERS[key] = Fingerprinter(FingerprintSpec(radius=radius, bits=bits))
-    return _FINGERPRINTERS[key]
+        _FINGERPRINTERS[spec] = Fingerprinter(spec)
+    return _FINGERPRINTERS[spec]
+
+
+def store_writer(path: str, spec: FingerprintSpec, overwrite: bool):
+    """A Rust store writer for fingerprints of `spec` (the one place a spec becomes a store's)."""
+    return _core.StoreWriter(path, spec.kind, spec.bits, spec.params_json(), overwrite)
 
 
 def run_ingest_task(task: dict) -> dict:
@@ -138,18 +92,11 @@ def run_ingest_task(task: dict) -> dict:
     from .chem import to_mol, to_smiles
 
     start = time.perf_counter()
-    spec = FingerprintSpec(radius=task["radius"], bits=task["bits"])
-    fper = _fingerprinter(spec.radius, spec.bits)
-    writer = _core.StoreWriter(task["part"], spec.kind, spec.bits, json.dumps(spec.params()), True)
-    sdf = task["input"]["format"] == "sdf"
-    source_path = task["input"]["path"]
-    if task["kind"] == "slab":
-        fmt = {k: v for k, v in task["input"].items() if k not in ("path",)}
-        # Lines relative to the slab (first_line=0); the merge adds the newlines of the slabs
-        # before it, so no task reads the file before its own slab.
-        src = _core.RecordSource(
-            source_path, slab=tuple(task["slab"]), first_line=0, **fmt, **task["reader"]
-        )
+    spec, inp = task["spec"], task["input"]
+    fper = _fingerprinter(spec)
+    writer = store_writer(task["part"], spec, True)
+    if task["kind"] == "slab":  # absolute lines: the plan's pre-pass gave the first one
+        src = inp.source(task["reader"], slab=tuple(task["slab"]), first_line=task["first_line"])
         batches: Any = iter(lambda: src.next_batch(BATCH_RECORDS), [])
     else:
         src = None
@@ -159,7 +106,7 @@ def run_ingest_task(task: dict) -> dict:
         for text, rid, line, offset, problem in batch:
             if problem is None:
                 try:
-                    mol, problem = to_mol(text, sdf)
+                    mol, problem = to_mol(text, inp.sdf)
                     if mol is not None:
                         smiles.append(to_smiles(mol))
                         fps.append(fper.packed(mol))
@@ -168,21 +115,17 @@ def run_ingest_task(task: dict) -> dict:
                         continue
                 except Exception as exc:  # a bad record never stops the run
                     problem = f"error while preparing the molecule: {exc}"
-            writer.add_reject(source_path, line, offset, rid, problem)
+            writer.add_reject(inp.path, line, offset, rid, problem)
         writer.add_molecules_packed(ids, smiles, lines, b"".join(fps))
     read = src.counters() if src is not None else {}
-    newlines = 0
-    if task["kind"] == "slab":  # the slab was just read, so this rescans it from the page cache
-        newlines = _core.count_newlines(source_path, *task["slab"])
     manifest = json.loads(writer.finish())
     return {
         "index": task["index"],
         "part": task["part"],
-        "input": source_path,
+        "input": inp.path,
         "counts": manifest["counts"],
         "read": dict(read),
         "input_bytes": task["input_bytes"],
-        "newlines": newlines,
         "seconds": time.perf_counter() - start,
         "pid": os.getpid(),
         "allocator": loaded(),
@@ -194,106 +137,38 @@ def run_ingest_task(task: dict) -> dict:
 # ---------------------------------------------------------------- root side
 
 
-def cut_slabs(size: int, slabs: int | None, workers: int) -> list:
-    """Byte ranges of a plain file of `size` bytes: `slabs` equal ones when given (MPI ranks
-    take tasks round-robin), else slabs that shrink towards the end so that `workers` local
-    workers sharing a queue finish together."""
-    return _core.split_slabs(size, slabs) if slabs else _core.guided_slabs(size, workers)
-
-
 def _tasks(
-    inputs: Sequence[InputFile],
+    plan: dict,
     workdir: str,
-    spec: FingerprintSpec,
-    reader: dict,
+    common: dict,
     slabs: int | None,
     workers: int,
     chunk_records: int,
     stream_reads: dict[str, dict],
 ) -> Iterator[dict]:
-    """Every task, in input order: slabs of plain files, record chunks of compressed ones.
+    """Every task, in input order: the planned slabs of plain files (`plan["slabs"]`, made once
+    on the root), and record chunks of compressed ones, decoded here.
 
-    With `slabs`, each plain file is cut into that many equal slabs and every chunk holds
-    `chunk_records` records (what a static round-robin over MPI ranks needs). Without, tasks
-    shrink towards the end of each file so that `workers` workers taking them from a queue
-    finish together: guided slabs, and chunks cut to a share of the records estimated left.
-
-    Each task carries `input_bytes`, the bytes of the input file it accounts for (for progress);
-    the streaming decoders' read counters are left in `stream_reads` by input path."""
+    With `slabs` (MPI ranks take tasks round-robin) every chunk holds `chunk_records` records;
+    without, chunks shrink towards the end of each file so that `workers` workers taking them
+    from a queue finish together. Each task carries `input_bytes`, the bytes of the input file
+    it accounts for (for progress); the decoders' read counters are left in `stream_reads`."""
     index = 0
-    for inp in inputs:
-        base = {
-            "input": {"path": inp.path, **inp.format_args()},
-            "radius": spec.radius,
-            "bits": spec.bits,
-            "reader": reader,
-            "iostats": collecting(),
-        }
+    for inp in plan["inputs"]:
+        base = {**common, "input": inp}
         if inp.compression == "none":
-            for start, end in cut_slabs(inp.bytes, slabs, workers):
-                if start == end:
-                    continue
-                part = os.path.join(workdir, f"part-{index:08d}")
-                yield {
-                    **base,
-                    "kind": "slab",
-                    "index": index,
-                    "slab": (start, end),
-                    "part": part,
-                    "input_bytes": end - start,
-                }
-                index += 1
+            planned = plan["slabs"][inp.path]
         else:
-            src = _core.RecordSource(inp.path, **inp.format_args(), **reader)
-            consumed, seen, position, decoded = 0, 0, 0, None
-            while True:
-                records = src.next_batch(
-                    chunk_records
-                    if slabs
-                    else _guided_chunk(chunk_records, workers, seen, position, decoded)
-                )
-                seen += len(records)
-                position = records[-1][3] if records else position
-                stream_reads[inp.path] = dict(src.counters())
-                decoded = _decoded_size(stream_reads[inp.path], inp.bytes, decoded)
-                if not records:
-                    break
-                part = os.path.join(workdir, f"part-{index:08d}")
-                now = stream_reads[inp.path]["bytes_read"]
-                yield {
-                    **base,
-                    "kind": "records",
-                    "index": index,
-                    "records": records,
-                    "part": part,
-                    "input_bytes": now - consumed,
-                }
-                consumed = now
-                index += 1
-
-
-def _decoded_size(counters: dict, size: int, previous: float | None) -> float | None:
-    """The decoded size of a compressed input, estimated from the compression ratio of what the
-    decoder has read so far; once it has read the whole file the last estimate stands (None
-    when the file was read in one go: no ratio was ever seen)."""
-    packed, unpacked = counters.get("bytes_read", 0), counters.get("decompressed_bytes", 0)
-    if 0 < packed < size:
-        return size * unpacked / packed
-    return previous
-
-
-def _guided_chunk(
-    largest: int, workers: int, records: int, position: int, decoded: float | None
-) -> int:
-    """Records for the next chunk of a compressed stream: a share of the records estimated
-    left, between `largest` and a 16th of it, so that the last chunks are small and the
-    workers finish together. `position` is the decoded offset reached by `records` records,
-    `decoded` the estimated decoded size. Only task sizes depend on the estimate, never which
-    records are read."""
-    if not records or not position or not decoded:
-        return largest
-    left = max(0.0, decoded - position) * records / position
-    return int(min(largest, max(largest // 16, 1, left / (2 * workers))))
+            chunks = ChunkPlanner(inp, common["reader"], chunk_records, None if slabs else workers)
+            stream_reads[inp.path] = chunks.counters
+            planned = (
+                {"kind": "records", "records": records, "input_bytes": n} for records, n in chunks
+            )
+        for task in planned:
+            part = os.path.join(workdir, f"part-{index:08d}")
+            extra = {"input_bytes": task["slab"][1] - task["slab"][0]} if "slab" in task else {}
+            yield {**base, **task, **extra, "index": index, "part": part}
+            index += 1
 
 
 def ingest(
@@ -334,31 +209,27 @@ def ingest(
     executor = executor or choose_executor(workers)
     cleanup = None
     try:
+        # MPI ranks take tasks round-robin: equal slabs; local workers share a queue: guided
+        n_slabs = slabs or (max(1, 4 * executor.size) if executor.name == "mpi" else None)
         plan = None
         if executor.is_root:
-            plan = _plan(paths, output, overwrite, format, header, smiles_col, id_col, delimiter)
+            fmt = {"format": format, "header": header, "smiles_col": smiles_col,
+                   "id_col": id_col, "delimiter": delimiter}  # fmt: skip
+            plan = _plan(paths, output, overwrite, fmt, n_slabs, executor.size)
         plan = executor.broadcast(plan)
         if isinstance(plan, Exception):
             raise plan
-        input_files, workdir = plan
+        input_files, workdir = plan["inputs"], plan["workdir"]
         if executor.is_root:
             cleanup = workdir  # removed however the ingest ends (a kill -9 leaves it to the sweep)
         reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes}
-        # MPI ranks take tasks round-robin: equal slabs; local workers share a queue: guided
-        n_slabs = slabs or (max(1, 4 * executor.size) if executor.name == "mpi" else None)
         stream_reads: dict[str, dict] = {}
         show = progress if executor.name != "mpi" else False  # ranks would draw over each other
         total = sum(i.bytes for i in input_files)
+        common = {"spec": spec, "reader": reader, "iostats": collecting()}
         with Progress("ingest", total=total, unit="B", enabled=show) as bar:
             tasks = _tasks(
-                input_files,
-                workdir,
-                spec,
-                reader,
-                n_slabs,
-                executor.size,
-                chunk_records,
-                stream_reads,
+                plan, workdir, common, n_slabs, executor.size, chunk_records, stream_reads
             )
             results = executor.map_ordered(
                 run_ingest_task, tasks, on_result=lambda r: bar.update(r["input_bytes"])
@@ -372,6 +243,7 @@ def ingest(
                 "slabs_per_plain_file": n_slabs or "guided",
                 "chunk_records": chunk_records,
                 "reader": reader,
+                "prepass": plan["prepass"],
             }
             report = _finish(
                 results, input_files, output, workdir, overwrite, spec, options, stream_reads, start
@@ -389,19 +261,30 @@ def ingest(
             shutil.rmtree(cleanup, ignore_errors=True)
 
 
-def _plan(paths, output, overwrite, format, header, smiles_col, id_col, delimiter):
-    """Root only: checks inputs and output, makes the work directory. Errors are returned (and
+def _plan(
+    paths: list, output: str, overwrite: bool, fmt: dict, slabs: int | None, workers: int
+) -> dict | Exception:
+    """Root only: checks inputs and output, cuts plain inputs into slabs with their first lines
+    (one pre-pass over each, with all cores), makes the work directory. Errors are returned (and
     broadcast) rather than raised, so every rank raises the same error."""
     try:
-        files = [describe_input(p, format, header, smiles_col, id_col, delimiter) for p in paths]
+        files = [describe_input(p, **fmt) for p in paths]
         _check_output(output, overwrite, files)
         parent = os.path.dirname(output) or "."
         if not os.path.isdir(parent):
             raise _core.StoreError(f"{parent}: output directory does not exist")
         _core.sweep_leftovers(output)  # what killed runs into this output left behind
+        t0, planned = time.perf_counter(), {}
+        for inp in files:
+            if inp.compression == "none" and inp.path not in planned:
+                planned[inp.path] = slab_tasks(inp, slabs, workers, default_workers())[0]
+        prepass = {
+            "bytes": sum(i.bytes for i in files if i.compression == "none"),
+            "seconds": round(time.perf_counter() - t0, 4),
+        }
         workdir = os.fspath(_core.temporary_sibling(output, "ingest"))
         os.makedirs(workdir)
-        return files, workdir
+        return {"inputs": files, "workdir": workdir, "slabs": planned, "prepass": prepass}
     except Exception as exc:  # handed to every rank
         return exc
 
@@ -454,15 +337,11 @@ def _finish(
         "tasks": len(results),
         "seconds": round(time.perf_counter() - start, 3),
     }
-    parts, seen_lines = [], {}
-    for r in results:  # slab parts hold slab-relative lines: shift by the lines before the slab
-        offset = seen_lines.get(r["input"], 0)
-        parts.append((r["part"], offset))
-        seen_lines[r["input"]] = offset + r["newlines"]
+    parts = [r["part"] for r in results]
     if parts:
         manifest = json.loads(_core.merge_parts(parts, output, overwrite, json.dumps(provenance)))
     else:  # every input was empty
-        w = _core.StoreWriter(output, spec.kind, spec.bits, json.dumps(spec.params()), overwrite)
+        w = store_writer(output, spec, overwrite)
         w.set_provenance(json.dumps(provenance))
         manifest = json.loads(w.finish())
     shutil.rmtree(workdir, ignore_errors=True)

@@ -39,12 +39,8 @@ def _check(threshold: float | None, k: int | None) -> None:
 def fingerprinter_for(store):
     """A Fingerprinter with the store's fingerprint spec (kind, radius, bits)."""
     from .chem import Fingerprinter
-    from .spec import FingerprintSpec
 
-    spec = store.fingerprint_spec
-    return Fingerprinter(
-        FingerprintSpec(kind=spec["kind"], radius=spec["params"]["radius"], bits=spec["bits"])
-    )
+    return Fingerprinter(store.fingerprint_spec)
 
 
 def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:

@@ -1,9 +1,13 @@
-"""`FingerprintSpec`: which fingerprint a store holds. Importing it does not import RDKit, so
-verbs that never parse molecules (count, info) start fast."""
+"""`FingerprintSpec`: which fingerprint a store holds, in one form from the command line
+(`--radius`, `--bits`) through the workers and the store manifest (`to_manifest`, the
+`"fingerprint"` object of `manifest.json`) and back (`from_manifest`, what search and `info`
+read). Importing it does not import RDKit, so verbs that never parse molecules start fast."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -22,12 +26,25 @@ class FingerprintSpec:
         if self.radius < 0:
             raise ValueError(f"Morgan radius must be >= 0, got {self.radius}")
 
-    def params(self) -> dict:
-        """Parameters recorded in the store manifest."""
+    def params(self) -> dict[str, Any]:
+        """The kind's parameters as the manifest records them (with how they were computed)."""
         from rdkit import rdBase
 
+        generator = f"GetMorganGenerator(radius={self.radius}, fpSize={self.bits})"
         return {
             "radius": self.radius,
-            "generator": f"rdFingerprintGenerator.GetMorganGenerator(radius={self.radius}, fpSize={self.bits})",
+            "generator": f"rdFingerprintGenerator.{generator}",
             "rdkit_version": rdBase.rdkitVersion,
         }
+
+    def params_json(self) -> str:
+        """`params()` as JSON text, for the Rust store writer."""
+        return json.dumps(self.params())
+
+    @classmethod
+    def from_manifest(cls, fingerprint: dict[str, Any]) -> FingerprintSpec:
+        """The spec of a store, from its manifest's `"fingerprint"` object."""
+        params = fingerprint.get("params") or {}
+        if fingerprint.get("kind") == "morgan" and "radius" not in params:
+            raise ValueError("the store's manifest gives no Morgan radius (params.radius)")
+        return cls(kind=fingerprint["kind"], radius=int(params["radius"]), bits=fingerprint["bits"])

@@ -15,6 +15,7 @@ from typing import Union, overload
 import numpy as np
 
 from . import _core
+from .spec import FingerprintSpec
 
 PathLike = Union[str, "os.PathLike[str]"]
 FILES = _core.STORE_FILES
@@ -110,8 +111,9 @@ class Store:
         return dict(self.manifest["counts"])
 
     @property
-    def fingerprint_spec(self) -> dict:
-        return dict(self.manifest["fingerprint"])
+    def fingerprint_spec(self) -> FingerprintSpec:
+        """Which fingerprint the store holds (kind, radius, bits), from its manifest."""
+        return FingerprintSpec.from_manifest(self.manifest["fingerprint"])
 
     @property
     def rejects_path(self) -> str:

@@ -120,8 +120,6 @@ pub struct RecordSource {
     csv: Option<CsvColumns>,
     /// Newlines before the slab's start.
     first_line: u64,
-    /// Give records without an id their line number as id (false when lines are relative).
-    ids_from_lines: bool,
     max_record_bytes: usize,
 }
 
@@ -140,12 +138,10 @@ impl RecordSource {
     }
 
     /// As [`RecordSource::open_slab`], but with the number of newlines before
-    /// the slab given by the caller (`Some(0)`: line numbers relative to the
-    /// slab, fixed up later), so that opening reads nothing before the slab.
-    /// With many slabs of a huge file, counting the prefix in every slab would
-    /// read the file about `slabs / 2` times. When the caller gives the
-    /// first line, records without an id keep an empty id (their line may be
-    /// relative): the caller fills it with the absolute line.
+    /// the slab given by the caller (from one pre-pass over the whole file,
+    /// [`slab_first_lines`](crate::slab_first_lines)), so that opening reads
+    /// nothing before the slab. With many slabs of a huge file, counting the
+    /// prefix in every slab would read the file about `slabs / 2` times.
     pub fn open_slab_at_line(
         path: &Path,
         format: InputFormat,
@@ -165,7 +161,6 @@ impl RecordSource {
             )?),
             _ => None,
         };
-        let ids_from_lines = first_line.is_none();
         let first_line = match first_line {
             Some(n) => n,
             None => count_newlines(path, 0..slab.start)?,
@@ -177,7 +172,6 @@ impl RecordSource {
             format,
             csv,
             first_line,
-            ids_from_lines,
             max_record_bytes,
         })
     }
@@ -214,7 +208,6 @@ impl RecordSource {
             format,
             csv,
             first_line: 0,
-            ids_from_lines: true,
             max_record_bytes,
         };
         if is_csv {
@@ -240,7 +233,6 @@ impl RecordSource {
                 self.max_record_bytes,
                 &r,
                 line,
-                self.ids_from_lines,
             )
         }))
     }
@@ -312,7 +304,6 @@ fn fields(
     max: usize,
     r: &Record<'_>,
     line: u64,
-    ids_from_lines: bool,
 ) -> SourceRecord {
     let mut out = SourceRecord {
         text: String::new(),
@@ -359,7 +350,7 @@ fn fields(
     if out.text.is_empty() && !r.oversized && problem.is_some() {
         out.text = String::from_utf8_lossy(bytes).into_owned();
     }
-    if out.id.is_empty() && ids_from_lines {
+    if out.id.is_empty() {
         out.id = line.to_string();
     }
     if problem.is_some() {

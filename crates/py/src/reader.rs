@@ -68,8 +68,8 @@ pub struct PyRecordSource {
 impl PyRecordSource {
     /// Opens `path`. With `slab=(start, end)` reads the records starting in that byte range of a
     /// plain file; without it, reads the whole file as one stream (gzip and zstd included).
-    /// `first_line`: newlines before the slab if known (0 gives slab-relative line numbers);
-    /// by default they are counted, which reads the file up to the slab.
+    /// `first_line`: newlines before the slab, when known (`slab_first_lines` gives every slab's
+    /// in one pass); by default they are counted, which reads the file up to the slab.
     #[new]
     #[pyo3(signature = (path, format, slab=None, header=false, smiles_col=None, id_col=None, delimiter=None, buffer_size=None, max_record_bytes=None, first_line=None))]
     #[allow(clippy::too_many_arguments)]

@@ -123,17 +123,23 @@ impl PyStoreWriter {
     }
 }
 
-/// Merges finished part stores, given as (path, line offset) in order, into `out`; returns the
-/// manifest as JSON text.
+/// Merges finished part stores, given in order, into `out`; returns the manifest as JSON text.
 #[pyfunction]
 #[pyo3(signature = (parts, out, overwrite=false, provenance_json="null"))]
-fn merge_parts(py: Python<'_>, parts: Vec<(PathBuf, u64)>, out: PathBuf, overwrite: bool, provenance_json: &str) -> PyResult<String> {
+fn merge_parts(py: Python<'_>, parts: Vec<PathBuf>, out: PathBuf, overwrite: bool, provenance_json: &str) -> PyResult<String> {
     let provenance = parse_json(provenance_json)?;
-    let refs: Vec<(&std::path::Path, u64)> = parts.iter().map(|(p, o)| (p.as_path(), *o)).collect();
+    let refs: Vec<&std::path::Path> = parts.iter().map(PathBuf::as_path).collect();
     let manifest = py
         .detach(|| molsift_store::merge_parts(&refs, &out, overwrite, provenance))
         .map_err(store_err)?;
     Ok(serde_json::to_string(&manifest).expect("manifest serializes"))
+}
+
+/// One row of `rejects.tsv` (`molsift_store::rejects::row`): the one format of rejected records,
+/// for a store's and for screen's.
+#[pyfunction]
+fn reject_row(source: &str, line: u64, offset: u64, id: &str, reason: &str) -> String {
+    molsift_store::rejects::row(source, line, offset, id, reason)
 }
 
 /// An open store (`molsift_store::Store`): opened once, through one directory handle, so that
@@ -231,6 +237,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     use molsift_store::layout as l;
     m.add_class::<PyStoreWriter>()?;
     m.add_function(wrap_pyfunction!(merge_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(reject_row, m)?)?;
+    m.add("REJECTS_HEADER", molsift_store::rejects::HEADER)?;
     m.add_function(wrap_pyfunction!(open_store_manifest, m)?)?;
     m.add_class::<PyStore>()?;
     m.add_function(wrap_pyfunction!(sweep_leftovers, m)?)?;

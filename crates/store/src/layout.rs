@@ -18,10 +18,9 @@ pub const IDS: &str = "ids.txt";
 pub const ID_OFFSETS: &str = "ids.offsets.u64";
 /// `n` little-endian `u64`: the 1-based line of the source where each molecule's record starts.
 pub const SOURCE_LINES: &str = "source_lines.u64";
-/// Tab-separated rejected records: source, line, offset, id, reason (with a header row).
+/// Tab-separated rejected records: source, line, offset, id, reason (with a header row; the
+/// format is [`crate::rejects`]).
 pub const REJECTS: &str = "rejects.tsv";
-/// Header row of [`REJECTS`].
-pub const REJECTS_HEADER: &str = "source\tline\toffset\tid\treason\n";
 
 /// Every data file, in the order the manifest lists them.
 pub const DATA_FILES: [&str; 8] =

@@ -4,7 +4,8 @@
 //! * [`StoreWriter`] appends molecules and rejects and, on [`StoreWriter::finish`], writes the
 //!   manifest last and renames the temporary directory into place: a killed ingest never leaves
 //!   a directory that opens as a store.
-//! * [`merge_parts`] concatenates finished part stores (one per slab) in order into one store.
+//! * [`merge_parts`] concatenates finished part stores (one per task) in order into one store.
+//! * [`rejects`] is the one format of rejected records (`rejects.tsv`), for ingest and screen.
 //! * [`Store::open`] checks the manifest, the file sizes and (with [`Verify::Full`]) the
 //!   checksums, then maps the files; [`Store::fingerprint`], [`Store::smiles`], [`Store::id`]
 //!   fetch record `i` in O(1).
@@ -33,6 +34,7 @@ pub mod layout;
 mod manifest;
 mod merge;
 mod reader;
+pub mod rejects;
 pub mod replace;
 mod writer;
 

@@ -1,25 +1,26 @@
-//! [`merge_parts`]: joins finished part stores (one per slab or chunk), in the order given, into
-//! one store. Store order is therefore input order, whatever the number of workers or ranks.
+//! [`merge_parts`]: joins finished part stores (one per task: a slab or a chunk), in the order
+//! given, into one store. Store order is therefore input order, whatever the number of workers
+//! or ranks. Parts hold absolute source lines and ids (every task knows its first line), so
+//! merging is copying.
 
 use std::path::Path;
 
 use crate::{Manifest, Store, StoreError, StoreWriter, Verify};
 
-/// Concatenates `parts` (finished stores with the same fingerprint spec), each given with the
-/// number to add to its source lines (0 when its lines are already absolute), into a new store
-/// at `out`, recording `provenance` in its manifest. Parts are checked by size, not re-hashed:
-/// the merged files are hashed as they are written.
+/// Concatenates `parts` (finished stores with the same fingerprint spec) into a new store at
+/// `out`, recording `provenance` in its manifest. Parts are checked by size, not re-hashed: the
+/// merged files are hashed as they are written.
 pub fn merge_parts(
-    parts: &[(&Path, u64)],
+    parts: &[&Path],
     out: &Path,
     overwrite: bool,
     provenance: serde_json::Value,
 ) -> Result<Manifest, StoreError> {
-    let (first, _) = parts.first().ok_or_else(|| StoreError::Invalid("no parts to merge".into()))?;
+    let first = parts.first().ok_or_else(|| StoreError::Invalid("no parts to merge".into()))?;
     let spec = Store::open(first, Verify::Sizes)?.manifest().fingerprint.clone();
     let mut writer = StoreWriter::create(out, spec, overwrite)?;
-    for (part, line_offset) in parts {
-        writer.append_store(&Store::open(part, Verify::Sizes)?, *line_offset)?;
+    for part in parts {
+        writer.append_store(&Store::open(part, Verify::Sizes)?)?;
     }
     writer.set_provenance(provenance);
     writer.finish()
@@ -49,7 +50,7 @@ mod tests {
         let b = part(dir.path(), "b", 3, 0);
         let c = part(dir.path(), "c", 3, 4);
         let out = dir.path().join("all");
-        let parts = [(a.as_path(), 0), (b.as_path(), 3), (c.as_path(), 100)];
+        let parts = [a.as_path(), b.as_path(), c.as_path()];
         let m = merge_parts(&parts, &out, false, serde_json::json!({"k": 1})).unwrap();
         assert_eq!(m.counts.molecules, 7);
         assert_eq!(m.counts.rejected, 3);
@@ -59,10 +60,10 @@ mod tests {
             assert_eq!(s.id(i).unwrap(), format!("id{i}"));
             assert_eq!(s.smiles(i).unwrap(), "C".repeat(i + 1));
             assert_eq!(s.fingerprint(i)[0], 1u64 << (i % 64));
-            assert_eq!(s.source_line(i), i as u64 + if i >= 3 { 100 } else { 0 });
+            assert_eq!(s.source_line(i), i as u64);
         }
         let rejects = std::fs::read_to_string(out.join("rejects.tsv")).unwrap();
         let lines: Vec<&str> = rejects.lines().map(|r| r.split('\t').nth(1).unwrap()).collect();
-        assert_eq!(lines, ["line", "3", "6", "107"], "{rejects}");
+        assert_eq!(lines, ["line", "3", "3", "7"], "{rejects}");
     }
 }

@@ -10,7 +10,7 @@ use molsift_io::iostats::{self, CountedFile};
 use crate::checksum::HashingWriter;
 use crate::layout::{self, DATA_FILES};
 use crate::manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
-use crate::{replace, Store, StoreError};
+use crate::{rejects, replace, Store, StoreError};
 
 type Sink = HashingWriter<BufWriter<CountedFile>>;
 
@@ -77,7 +77,7 @@ impl StoreWriter {
         };
         w.put(SMILES_OFF, &0u64.to_le_bytes())?;
         w.put(ID_OFF, &0u64.to_le_bytes())?;
-        w.put(REJECTS, layout::REJECTS_HEADER.as_bytes())?;
+        w.put(REJECTS, rejects::HEADER.as_bytes())?;
         Ok(w)
     }
 
@@ -178,7 +178,7 @@ impl StoreWriter {
         Ok(())
     }
 
-    /// Records one rejected record in `rejects.tsv` (tabs and newlines in fields become spaces).
+    /// Records one rejected record in `rejects.tsv` (one row, [`rejects::row`]).
     pub fn add_reject(
         &mut self,
         source: &str,
@@ -187,49 +187,41 @@ impl StoreWriter {
         id: &str,
         reason: &str,
     ) -> Result<(), StoreError> {
-        let row = format!(
-            "{}\t{line}\t{offset}\t{}\t{}\n",
-            tsv_field(source),
-            tsv_field(id),
-            tsv_field(reason)
-        );
-        self.put(REJECTS, row.as_bytes())?;
+        self.put(REJECTS, rejects::row(source, line, offset, id, reason).as_bytes())?;
         self.counts.records_in += 1;
         self.counts.rejected += 1;
         Ok(())
     }
 
-    /// Appends every molecule and reject of a finished store (a part written by one slab),
-    /// adding `line_offset` to its source lines (parts written with slab-relative lines).
-    pub fn append_store(&mut self, part: &Store, line_offset: u64) -> Result<(), StoreError> {
+    /// Appends every molecule and reject of a finished store (a part written by one task of an
+    /// ingest), in its order. Its source lines and ids are already absolute: it is copied.
+    pub fn append_store(&mut self, part: &Store) -> Result<(), StoreError> {
         if part.manifest().fingerprint != self.spec {
             return Err(StoreError::Invalid(format!(
                 "{}: fingerprint spec differs from the store being merged into",
                 part.path().display()
             )));
         }
-        for (sink, name) in [(FPS, layout::FINGERPRINTS), (POPS, layout::POPCOUNTS)] {
-            self.copy_file(sink, &part.path().join(name))?;
+        for (sink, name) in [
+            (FPS, layout::FINGERPRINTS),
+            (POPS, layout::POPCOUNTS),
+            (SMILES, layout::SMILES),
+            (IDS, layout::IDS),
+            (LINES, layout::SOURCE_LINES),
+        ] {
+            self.copy_file(sink, &part.path().join(name), 0)?;
         }
-        self.copy_file(SMILES, &part.path().join(layout::SMILES))?;
         let n = part.len();
         for i in 1..=n {
             let end = self.smiles_end + part.smiles_offset(i);
             self.put(SMILES_OFF, &end.to_le_bytes())?;
+            let end = self.ids_end + part.id_offset(i);
+            self.put(ID_OFF, &end.to_le_bytes())?;
         }
         self.smiles_end += part.smiles_offset(n);
-        for i in 0..n {
-            let line = part.source_line(i) + line_offset;
-            self.put(LINES, &line.to_le_bytes())?;
-            // A part written with slab-relative lines leaves ids empty where the record had
-            // none: the id is then the absolute line, known only now.
-            let id = part.id(i)?;
-            let id = if id.is_empty() { line.to_string() } else { id.to_string() };
-            self.ids_end += id.len() as u64 + 1;
-            self.put_line(IDS, &id)?;
-            self.put(ID_OFF, &self.ids_end.to_le_bytes())?;
-        }
-        self.append_rejects(&part.path().join(layout::REJECTS), line_offset)?;
+        self.ids_end += part.id_offset(n);
+        // the part's rows, after its own header
+        self.copy_file(REJECTS, &part.path().join(layout::REJECTS), rejects::HEADER.len() as u64)?;
         self.counts = self.counts.add(part.manifest().counts);
         Ok(())
     }
@@ -275,41 +267,19 @@ impl StoreWriter {
         self.put(sink, b"\n")
     }
 
-    /// Copies the rows of a part's `rejects.tsv` (not its header), shifting the line column.
-    fn append_rejects(&mut self, from: &Path, line_offset: u64) -> Result<(), StoreError> {
-        let bytes = iostats::read_file(from).map_err(|e| StoreError::io(from, e))?;
-        let text = String::from_utf8_lossy(&bytes);
-        for row in text.lines().skip(1) {
-            let mut fields = row.splitn(3, '\t');
-            let (source, line, rest) = (fields.next(), fields.next(), fields.next());
-            let line = line.and_then(|l| l.parse::<u64>().ok());
-            let (Some(source), Some(line), Some(rest)) = (source, line, rest) else {
-                return Err(StoreError::Inconsistent {
-                    path: from.to_path_buf(),
-                    reason: format!("bad rejects row {row:?}"),
-                });
-            };
-            let line = line + line_offset;
-            let shifted = match rest.split_once('\t') {
-                Some((offset, rest)) if rest.starts_with('\t') => {
-                    format!("{source}\t{line}\t{offset}\t{line}{rest}\n") // empty id: the line
-                }
-                _ => format!("{source}\t{line}\t{rest}\n"),
-            };
-            self.put(REJECTS, shifted.as_bytes())?;
-        }
-        Ok(())
-    }
-
-    fn copy_file(&mut self, sink: usize, from: &Path) -> Result<(), StoreError> {
+    /// Appends the file `from`, from byte `skip` on, to `sink`.
+    fn copy_file(&mut self, sink: usize, from: &Path, skip: u64) -> Result<(), StoreError> {
         let mut f = CountedFile::open(from).map_err(|e| StoreError::io(from, e))?;
         let mut buf = vec![0u8; 1 << 20];
+        let mut at = 0u64;
         loop {
             let n = f.read(&mut buf).map_err(|e| StoreError::io(from, e))?;
             if n == 0 {
                 return Ok(());
             }
-            self.put(sink, &buf[..n])?;
+            let start = skip.saturating_sub(at).min(n as u64) as usize;
+            at += n as u64;
+            self.put(sink, &buf[start..n])?;
         }
     }
 }
@@ -327,8 +297,4 @@ fn check_one_line(what: &str, text: &str) -> Result<(), StoreError> {
         return Err(StoreError::Invalid(format!("{what} {text:?} contains a line break")));
     }
     Ok(())
-}
-
-fn tsv_field(text: &str) -> String {
-    text.replace(['\t', '\n', '\r'], " ")
 }

@@ -70,19 +70,8 @@ class SimilarityScorer(Scorer):
 
 
 def read_refs(path: str) -> list[tuple[str, str]]:
-    """(id, SMILES) of every usable record of a SMILES, CSV or SDF file; a bad record is an
-    error naming the file and line (references are few and all of them matter)."""
-    from ..chem import to_mol, to_smiles
-    from ..ingestion import describe_input
-    from ..records import read_records
+    """(id, SMILES) of every record of a SMILES, CSV or SDF file; a bad record is an error
+    naming the file and line (references are few and all of them matter)."""
+    from ..inputs import read_molecules
 
-    sdf = describe_input(path).format == "sdf"
-    out = []
-    for text, rid, line, _offset, problem in read_records(path):
-        mol = None
-        if problem is None:
-            mol, problem = to_mol(text, sdf)
-        if mol is None:
-            raise ValueError(f"{path}:{line}: reference {rid!r}: {problem}")
-        out.append((rid, to_smiles(mol) if sdf else text))
-    return out
+    return [(m.id, m.smiles) for m in read_molecules(path, what="reference").molecules]

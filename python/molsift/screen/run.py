@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import _core
 from ..allocator import describe
+from ..inputs import ChunkPlanner, InputFile, describe_input, slab_tasks
 from ..iostats import (
     add_job_info,
     add_process_records,
@@ -28,19 +29,9 @@ from .journal import consolidate, new_state
 from .layout import PLAN_VERSION, RunFiles, read_json, write_json_atomic
 from .report import io_text
 
-REJECTS_HEADER = "source\tline\toffset\tid\treason\n"
-
 
 class ScreenError(ValueError):
     """A screening run cannot start or finish; the message says why and what to do."""
-
-
-def _prepass_first_lines(path: str, slabs: list[tuple[int, int]], size: int, threads: int):
-    """Newlines before each slab (absolute line numbers for every record, no slab reading the
-    file before its own range) and in the whole file. Reads the file once at memory speed."""
-    # an empty slab at the end of the file gives the newlines in the whole file
-    counts = _core.slab_first_lines(path, [*list(slabs), (size, size)], max(1, threads))
-    return counts[:-1], counts[-1]
 
 
 def make_plan(
@@ -57,8 +48,6 @@ def make_plan(
     threads: int,
     fmt: dict,
 ) -> dict:
-    from ..ingestion import cut_slabs, describe_input
-
     inp = describe_input(os.path.abspath(library), **fmt)  # --resume may come from another cwd
     columns = ["id", "smiles", *scorer.columns] + (
         ["pose_offset", "pose_bytes"] if scorer.has_poses else []
@@ -81,14 +70,10 @@ def make_plan(
         "estimated_records": None,
     }
     if inp.compression == "none":
-        ranges = [r for r in cut_slabs(inp.bytes, slabs, threads) if r[0] < r[1]]
         t0 = time.perf_counter()
-        firsts, newlines = _prepass_first_lines(inp.path, ranges, inp.bytes, threads)
+        tasks, newlines = slab_tasks(inp, slabs, threads, threads)
         plan["prepass"] = {"bytes": inp.bytes, "seconds": round(time.perf_counter() - t0, 4)}
-        plan["tasks"] = [
-            {"index": i, "kind": "slab", "slab": list(r), "first_line": f}
-            for i, (r, f) in enumerate(zip(ranges, firsts))
-        ]
+        plan["tasks"] = [{"index": i, **t} for i, t in enumerate(tasks)]
         if inp.format != "sdf":
             plan["estimated_records"] = max(0, newlines - (1 if inp.header else 0))
     return plan
@@ -132,11 +117,11 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
         os.makedirs(files.timeline_dir)
         header = ",".join(plan["columns"]) + "\n"
         write_file(files.rows_partial, header.encode())
-        write_file(files.rejects_partial, REJECTS_HEADER.encode())
+        write_file(files.rejects_partial, _core.REJECTS_HEADER.encode())
         if scorer.has_poses:
             write_file(files.poses, b"")
         write_json_atomic(files.plan, plan)
-        write_json_atomic(files.state, new_state(len(header.encode()), len(REJECTS_HEADER)))
+        write_json_atomic(files.state, new_state(len(header.encode()), len(_core.REJECTS_HEADER)))
     else:
         plan = read_json(files.plan)
         _check_same_run(plan, files, library, scorer)
@@ -178,20 +163,13 @@ def _check_same_run(plan: dict, files: RunFiles, library: str, scorer) -> None:
 def _stream_chunks(plan: dict, progress: dict, keep, counters: dict) -> Iterator[tuple]:
     """Record chunks of a compressed input, decoded by one reader: (task, progress) for the
     chunks `keep(i)` selects that are not done. Decoder counters are left in `counters`."""
-    from ..ingestion import InputFile
-
-    inp = InputFile(**plan["input"])
-    src = _core.RecordSource(inp.path, **inp.format_args(), **plan["reader"])
-    i = 0
-    while True:
-        records = src.next_batch(plan["chunk_records"])
-        counters.update(dict(src.counters()), chunks=i)
-        if not records:
-            return
+    chunks = ChunkPlanner(InputFile(**plan["input"]), plan["reader"], plan["chunk_records"])
+    for i, (records, _) in enumerate(chunks):
+        counters.update(chunks.counters)
         prog = progress.get(str(i))
         if keep(i) and not (prog and prog["d"]):
             yield {"index": i, "kind": "records", "records": records}, prog
-        i += 1
+    counters.update(chunks.counters)
 
 
 def screen(

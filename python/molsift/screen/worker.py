@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from .. import _core
 from ..allocator import loaded
+from ..inputs import InputFile
 from ..iostats import CountedFile, open_counted
 from ..scorers import Reject, format_value
 
@@ -27,10 +28,6 @@ def csv_field(text: str) -> str:
     if "," in text or '"' in text or "\n" in text or "\r" in text:
         return '"' + text.replace('"', '""') + '"'
     return text
-
-
-def tsv_field(text: str) -> str:
-    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
 
 
 class Timeline:
@@ -200,12 +197,8 @@ class Screener:
                 first = f.pread(1, prog["o"])
             start = prog["o"] + 1
             first_line = prog["l"] - 1 + (1 if first == b"\n" else 0)
-        from ..ingestion import InputFile
-
-        fmt = InputFile(**self.plan["input"]).format_args()
-        src = _core.RecordSource(
-            self.source, slab=(start, end), first_line=first_line, **fmt, **self.plan["reader"]
-        )
+        inp = InputFile(**self.plan["input"])
+        src = inp.source(self.plan["reader"], slab=(start, end), first_line=first_line)
         q: queue.Queue = queue.Queue(maxsize=READ_QUEUE_BATCHES)
         failure: list[BaseException] = []
 
@@ -299,7 +292,7 @@ class Screener:
                 self.stats["score_s"] += time.perf_counter() - t1
         if mol is None:
             self.buffer.add_reject(
-                f"{tsv_field(self.source_name)}\t{line}\t{offset}\t{tsv_field(rid)}\t{tsv_field(problem or '')}\n"
+                _core.reject_row(self.source_name, line, offset, rid, problem or "")
             )
             self.stats["rejects"] += 1
             return
