@@ -66,7 +66,7 @@ w = _core.StoreWriter(part, "morgan", 64, json.dumps({"radius": 2}))
 w.add_molecules(["a", "b"], ["C", "CC"], [1, 2], [[1], [2, 3]])
 w.add_reject("x.smi", 3, 10, "c", "bad")
 w.finish()
-_core.merge_parts([(part, 0)], merged)
+_core.merge_parts([part], merged)
 _core.open_store_manifest(merged, full=True)
 
 with open(out, "w") as fh:  # outside DIR

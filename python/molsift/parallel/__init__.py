@@ -1,6 +1,15 @@
-"""Executors that run a list of tasks and hand back their results in task order: in this process
-(`SerialExecutor`), in worker processes (`PoolExecutor`), or across MPI ranks (`MPIExecutor`,
-only when launched under `mpirun`; mpi4py is imported lazily). `choose_executor` picks one."""
+"""molsift's one worker engine: where every job's parallel work runs.
+
+- `processes.ProcessWorkers`: worker processes on this machine (spawned with the allocator,
+  dying with their parent, aborting the run on the first error, with progress); screen runs its
+  workers on it directly, with writer groups as outboxes.
+- Executors that run a list of tasks and hand back their results in task order (ingest): in
+  this process (`SerialExecutor`, the reference), on the process engine (`PoolExecutor`), or
+  across MPI ranks (`MPIExecutor`, only under `mpirun`; mpi4py is imported lazily).
+  `choose_executor` picks one.
+- `mpi.abort_job`: the one way a failure on one MPI rank ends the job.
+- `lifetime.die_with_parent`: every process molsift starts dies with its parent.
+"""
 
 from __future__ import annotations
 

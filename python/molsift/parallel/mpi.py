@@ -1,6 +1,12 @@
-"""`MPIExecutor`: one worker per MPI rank. Every rank walks the same task list and runs the tasks
-whose index modulo the world size is its rank; results are gathered on rank 0 in task order.
-An exception on any rank aborts the whole job instead of leaving the others hung."""
+"""MPI ranks (only when launched under `mpirun`; mpi4py is imported lazily, here alone).
+
+- `MPIExecutor`: one worker per rank. Every rank walks the same task list and runs the tasks
+  whose index modulo the world size is its rank; results are gathered on rank 0 in task order.
+  Its communicator (`comm`, a duplicate of the world's) also serves jobs with their own message
+  patterns (screen's writer ranks).
+- `abort_job()`: the one way a failure on one rank ends the whole job (MPI_Abort), instead of
+  leaving the other ranks waiting forever.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +16,32 @@ from collections.abc import Iterable
 from typing import Any, Callable
 
 
+def world():
+    """`MPI.COMM_WORLD` (imports mpi4py)."""
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD
+
+
+def abort_job(code: int = 1, comm=None) -> None:
+    """Prints the exception being handled (if any), says which rank failed, and aborts every
+    rank of the job. Does nothing on a job of one rank: the exception then ends it normally."""
+    comm = comm or world()
+    size = comm.Get_size()
+    if size <= 1:
+        return
+    if sys.exc_info()[0] is not None:
+        traceback.print_exc()
+    sys.stderr.write(f"molsift: rank {comm.Get_rank()} failed; aborting all {size} ranks\n")
+    sys.stderr.flush()
+    comm.Abort(code)
+
+
 class MPIExecutor:
     name = "mpi"
 
     def __init__(self):
-        from mpi4py import MPI  # imported only when launched under MPI
-
-        self._MPI = MPI
-        self.comm = MPI.COMM_WORLD.Dup()
+        self.comm = world().Dup()
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
         self.is_root = self.rank == 0
@@ -37,7 +61,9 @@ class MPIExecutor:
                         on_result(result)
                     mine.append((index, result))
         except BaseException:
-            self.abort()
+            if self.size == 1:
+                raise
+            abort_job(comm=self.comm)
         gathered = self.comm.gather(mine, root=0)
         if not self.is_root:
             return None
@@ -48,12 +74,6 @@ class MPIExecutor:
 
     def barrier(self) -> None:
         self.comm.Barrier()
-
-    def abort(self, code: int = 1) -> None:
-        traceback.print_exc()
-        sys.stderr.write(f"molsift: rank {self.rank} failed; aborting all {self.size} ranks\n")
-        sys.stderr.flush()
-        self.comm.Abort(code)
 
     def close(self) -> None:
         self.comm.Free()

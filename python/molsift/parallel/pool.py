@@ -1,35 +1,42 @@
-"""`PoolExecutor`: worker processes on this machine, with a bounded number of tasks in flight
-(so a streaming producer never races ahead of the workers) and results handed back in order."""
+"""`PoolExecutor`: `map_ordered` on worker processes of this machine, built on the one process
+engine (`processes.ProcessWorkers`): a bounded number of tasks in flight (a streaming producer
+never races ahead of the workers), results handed back in task order."""
 
 from __future__ import annotations
 
-import os
-from collections import deque
+import functools
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
+
+from .processes import ProcessWorkers, WorkerContext, WorkerError
+
+
+class _CallJob:
+    """The job of `map_ordered` in a worker: calls `fn` on each (index, task) it is given and
+    sends (index, result) back."""
+
+    def __init__(self, fn: Callable[[Any], Any], ctx: WorkerContext):
+        self.fn = fn
+        self.ctx = ctx
+
+    def run(self, item: tuple[int, Any]) -> None:
+        index, task = item
+        self.ctx.send((index, self.fn(task)))
+
+    def finish(self) -> None:
+        return None
 
 
 class PoolExecutor:
-    """`workers` processes started with the spawn method (safe with threads in the parent); they
-    die with this process (`lifetime.die_with_parent`)."""
+    """`workers` processes of the process engine (spawned with the allocator, dying with this
+    process), started for each `map_ordered`."""
 
     is_root = True
     rank = 0
     name = "processes"
 
-    def __init__(self, workers: int, in_flight_per_worker: int = 2):
+    def __init__(self, workers: int):
         self.size = workers
-        self._limit = workers * in_flight_per_worker
-        from ..allocator import spawn_context  # workers run on tcmalloc when it is installed
-        from .lifetime import die_with_parent
-
-        self._pool = ProcessPoolExecutor(
-            workers,
-            mp_context=spawn_context(),
-            initializer=die_with_parent,
-            initargs=(os.getpid(),),
-        )
 
     def map_ordered(
         self,
@@ -37,22 +44,25 @@ class PoolExecutor:
         tasks: Iterable[Any],
         on_result: Callable[[Any], None] | None = None,
     ) -> list[Any]:
-        results: list[Any] = []
-        pending: deque = deque()
+        """`fn(task)` for every task (`fn` must be picklable: a module-level function), results
+        in task order; `on_result` sees each result as it arrives. The first exception raised
+        by `fn` in a worker is raised here (the other workers are stopped)."""
+        results: dict[int, Any] = {}
 
-        def take_oldest() -> None:
-            result = pending.popleft().result()
+        def take(_box: int, message: tuple[int, Any]) -> None:
+            index, result = message
+            results[index] = result
             if on_result:
                 on_result(result)
-            results.append(result)
 
-        for task in tasks:
-            if len(pending) >= self._limit:
-                take_oldest()
-            pending.append(self._pool.submit(fn, task))
-        while pending:
-            take_oldest()
-        return results
+        engine = ProcessWorkers(self.size, functools.partial(_CallJob, fn))
+        try:
+            engine.run(enumerate(tasks), take)
+        except WorkerError as exc:
+            if exc.cause is not None:
+                raise exc.cause from exc
+            raise
+        return [results[i] for i in range(len(results))]
 
     def broadcast(self, value: Any) -> Any:
         return value
@@ -61,4 +71,4 @@ class PoolExecutor:
         pass
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        pass

@@ -1,27 +1,28 @@
 """`molsift screen` under `mpirun`: one worker per rank, or with `-j N` N worker processes per
-rank (one rank per node, its cores busy). Tasks are dealt round-robin (task i to rank i mod N;
-by default there is one slab per worker); a rank's own workers take its tasks from a local
-queue, and the rank forwards their buffers as if they were its own. Ranks are split into P writer groups of
-consecutive ranks; the first rank of each group is its writer. A member sends each full buffer
-to its writer without waiting (at most two sends in flight); the writer receives them between
-its own batches, reserves their place with a fetch-and-add in an MPI window on rank 0 and
-writes them with `pwrite`. A member that runs out of work sends `done`; a writer ends when all
-its members have, so ranks may produce any amount of output.
+rank (one rank per node, its cores busy: the process engine, `parallel.ProcessWorkers`). Tasks
+are dealt round-robin (task i to rank i mod N; by default there is one slab per worker); a
+rank's own workers take its tasks from a local queue, and the rank forwards their buffers as if
+they were its own. Ranks are split into P writer groups of consecutive ranks; the first rank of
+each group is its writer. A member sends each full buffer to its writer without waiting (at
+most two sends in flight); the writer receives them between its own batches, reserves their
+place with a fetch-and-add in an MPI window on rank 0 and writes them with `pwrite`. A member
+that runs out of work sends `done`; a writer ends when all its members have, so ranks may
+produce any amount of output.
 
 Waiting is done by polling with short sleeps (Open MPI's blocking calls spin, which starves
 the other ranks when they share cores)."""
 
 from __future__ import annotations
 
+import functools
 import os
-import queue
-import threading
 import time
 from typing import Any
 
 from ..iostats import process_record
+from ..parallel.processes import ProcessWorkers, WorkerError
 from .layout import RunFiles
-from .worker import Screener, Timeline
+from .worker import Screener, ScreenJob, Timeline
 from .writer import GroupWriter, MPIOffsets
 
 TAG = 17
@@ -45,72 +46,21 @@ def group_of(rank: int, size: int, writers: int) -> int:
 def _run_local_workers(
     rank: int, n: int, plan: dict, files: RunFiles, gen: int, scorer, my_tasks, flush, poll
 ) -> tuple:
-    """Runs this rank's tasks on `n` worker processes; their buffers go to `flush` (in this
-    thread), `poll` runs while waiting. Returns the workers' stats and their I/O records."""
-    from ..allocator import spawn_context
-    from .local import WorkerFailed, _worker_main, describe_failure
+    """Runs this rank's tasks on `n` worker processes of the process engine; their buffers go
+    to `flush` (in this thread), `poll` runs while waiting. Returns the workers' stats and
+    their I/O records."""
+    from .local import WorkerFailed
 
-    ctx = spawn_context()  # workers run on tcmalloc when it is installed
-    tasks, out = ctx.Queue(maxsize=2 * n), ctx.Queue(maxsize=4 * n)
-    status = ctx.Array("d", 3 * n, lock=False)
-    procs = [
-        ctx.Process(
-            target=_worker_main,
-            name=f"molsift-screen-r{rank}w{w}",
-            args=(w, plan, scorer, tasks, out, status, files, gen, rank),
-            kwargs={"parent": os.getpid()},
-        )
-        for w in range(n)
-    ]
-    for p in procs:
-        p.start()
-    failed: list[tuple[str, bool]] = []
-
-    def feed() -> None:
-        try:
-            for item in my_tasks:
-                tasks.put(item)
-        except BaseException as exc:  # reading a stream failed
-            text, resumable = describe_failure(exc)
-            failed.append((f"rank {rank}: reading the input failed: {text}", resumable))
-        for _ in range(n):
-            tasks.put(None)
-
-    feeder = threading.Thread(target=feed, daemon=True)
-    feeder.start()
-    stats: list[dict] = []
+    engine = ProcessWorkers(
+        n,
+        functools.partial(ScreenJob, plan, scorer, files, gen, rank),
+        name=f"molsift-screen-r{rank}w{{w}}",
+        messages_per_worker=4,
+    )
     try:
-        while len(stats) < n and not failed:
-            try:
-                msg = out.get(timeout=0.002)
-            except queue.Empty:
-                if poll is not None:
-                    poll()
-                dead = [p for p in procs if p.exitcode not in (None, 0)]
-                if dead and out.empty():
-                    failed.append(
-                        (
-                            f"rank {rank}: worker process {dead[0].name} died (exit code {dead[0].exitcode})",
-                            True,
-                        )
-                    )
-                continue
-            if msg[0] == "data":
-                flush(msg[1])
-            elif msg[0] == "done":
-                stats.append(msg[2])
-            else:
-                failed.append((f"rank {rank}, worker {msg[1]} failed: {msg[2]}", msg[3]))
-        if failed:
-            raise WorkerFailed.of(*failed[0])
-    finally:
-        if failed:
-            tasks.cancel_join_thread()  # no worker reads it any more: exit without flushing it
-        for p in procs:
-            if failed and p.is_alive():
-                p.kill()
-            p.join()
-    stats.sort(key=lambda s: s["worker"])
+        stats = engine.run(my_tasks, lambda _box, payload: flush(payload), threads=False, poll=poll)
+    except WorkerError as exc:
+        raise WorkerFailed.of(f"rank {rank}: {exc.text}", exc.resumable) from None
     return stats, [s.pop("iostats") for s in stats if "iostats" in s]
 
 

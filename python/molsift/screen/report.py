@@ -75,7 +75,8 @@ def totals_text(report: dict) -> str:
     attempt = report["records_this_attempt"]
     rate = attempt / report["seconds"] if report["seconds"] else 0.0
     return (
-        f"{report['records_in']:,} records = {report['rows']:,} rows + {report['rejected']:,} rejected | "
+        f"{report['records_in']:,} records = {report['rows']:,} rows"
+        f" + {report['rejected']:,} rejected | "
         f"{rate:,.0f} records/s on {report['workers']} {report['executor']} worker(s), "
         f"{report['writers']} writer group(s) {report['groups']}\n"
         f"worker time: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, read wait "

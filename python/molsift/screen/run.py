@@ -24,6 +24,7 @@ from ..iostats import (
     write_log,
 )
 from ..parallel import default_workers, launched_under_mpi
+from ..parallel.mpi import MPIExecutor
 from ..progress import Progress
 from .journal import consolidate, new_state
 from .layout import PLAN_VERSION, RunFiles, read_json, write_json_atomic
@@ -200,11 +201,8 @@ def screen(
     output = os.path.abspath(output)
     files = RunFiles(output, os.path.abspath(run_dir or output + ".run"))
     mpi = launched_under_mpi() if use_mpi is None else use_mpi
-    comm = None
-    if mpi:
-        from mpi4py import MPI
-
-        comm = MPI.COMM_WORLD.Dup()
+    ranks = MPIExecutor() if mpi else None  # the job's communicator, its abort
+    comm = ranks.comm if ranks else None
     size = comm.Get_size() if comm else (workers or default_workers())
     rank = comm.Get_rank() if comm else 0
     local = max(1, workers or 1) if comm else 1  # worker processes per rank under MPI (-j)
@@ -250,7 +248,7 @@ def screen(
         from .mpi import run_mpi
 
         stats = run_mpi(comm, plan, files, state, scorer, mine, fsync, local_workers=local)
-        comm.Free()
+        ranks.close()
         if rank != 0:
             return None
         executor = "mpi"
@@ -376,14 +374,17 @@ def summary(report: dict) -> str:
     t = report["time"]
     rate = report["records_this_attempt"] / report["seconds"] if report["seconds"] else 0.0
     lines = [
-        f"records in {report['records_in']:,} = rows {report['rows']:,} + rejected {report['rejected']:,}",
+        f"records in {report['records_in']:,} = rows {report['rows']:,}"
+        f" + rejected {report['rejected']:,}",
         f"{report['seconds']:.1f} s, {rate:,.0f} records/s on {report['workers']} worker(s) "
         f"({report['executor']}, allocator {report.get('allocator', 'system')}), "
         f"{report['writers']} writer group(s) of {report['groups']}",
         f"time summed over workers: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, "
-        f"waiting for reads {t['read_wait_s']:.1f} s, waiting for writers {t['write_wait_s']:.1f} s "
-        f"({100 * report['write_wait_share']:.2f}% of worker time); writers wrote for {report['write_s']:.2f} s",
-        f"read {report['bytes_read']:,} of {report['input_bytes']:,} bytes in {report['read_calls']:,} calls: "
+        f"waiting for reads {t['read_wait_s']:.1f} s, waiting for writers "
+        f"{t['write_wait_s']:.1f} s ({100 * report['write_wait_share']:.2f}% of worker time); "
+        f"writers wrote for {report['write_s']:.2f} s",
+        f"read {report['bytes_read']:,} of {report['input_bytes']:,} bytes in "
+        f"{report['read_calls']:,} calls: "
         f"read amplification {report['read_amplification']:.4f}x"
         + (" (plus one line-number pre-pass at memory speed)" if report["prepass"] else ""),
         *([io_text(report["io"])] if report.get("io") else []),

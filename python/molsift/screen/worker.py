@@ -7,6 +7,7 @@ so how often a worker flushes depends only on its own output, never on its group
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
 import time
@@ -16,7 +17,7 @@ from typing import Any, Callable
 from .. import _core
 from ..allocator import loaded
 from ..inputs import InputFile
-from ..iostats import CountedFile, open_counted
+from ..iostats import CountedFile, open_counted, process_record
 from ..scorers import Reject, format_value
 
 BATCH_RECORDS = 256
@@ -340,3 +341,47 @@ class Screener:
         out = dict(self.stats)
         out["scorer"] = self.scorer.stats()
         return out
+
+
+class ScreenJob:
+    """A screening worker process's job on the process engine (`parallel.ProcessWorkers`): a
+    `Screener` whose full buffers go to the parent (`ctx.send`), its timeline in the run
+    directory, its records as progress. `rank`: the MPI rank the worker belongs to (`molsift
+    screen -j N` under mpirun), None on one machine."""
+
+    def __init__(self, plan: dict, scorer, files, gen: int, rank: int | None, ctx):
+        self.ctx, self.scorer, self.rank = ctx, scorer, rank
+        wid = ctx.worker
+        name = f"g{gen}-worker{wid}" if rank is None else f"g{gen}-rank{rank}-worker{wid}"
+        self.timeline = Timeline(
+            os.path.join(files.timeline_dir, f"{name}.jsonl"), {"worker": wid, "rank": rank or 0}
+        )
+        scorer.setup()
+        src = f"w{wid}" if rank is None else f"r{rank}w{wid}"
+        self.screener = Screener(
+            plan,
+            scorer,
+            src,
+            ctx.send,
+            self.timeline,
+            queue_depth=ctx.queue_depth,
+            status=lambda records, _rejects, _bytes: ctx.progress(records),
+        )
+
+    def run(self, item: tuple) -> None:
+        task, prog = item
+        self.screener.run_task(task, prog)
+
+    def finish(self) -> dict[str, Any]:
+        stats = self.screener.finish()
+        stats["worker"] = self.ctx.worker
+        if self.rank is not None:
+            stats["rank"] = self.rank
+        self.ctx.progress(stats["records"])
+        self.scorer.close()
+        self.timeline.close()
+        stats["iostats"] = process_record()  # this worker's own I/O, for RUN_DIR/io.json
+        return stats
+
+    def close(self) -> None:
+        self.timeline.close()
