@@ -2,19 +2,25 @@
 
 Peer: a plain Python loop over the SMILES already in memory (so the peer pays no I/O), doing the
 same work as ingest: Chem.MolFromSmiles, Chem.MolToSmiles, and a Morgan fingerprint from
-rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048). molsift reads the gzip file
-itself, parses, fingerprints and writes a complete store.
+rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048). molsift reads the file
+itself, parses, fingerprints and writes a complete store (and its column index).
 
-molsift's workers run on tcmalloc when it is installed (python/molsift/allocator.py); the loop,
-the issue's peer, runs on the system allocator as a user would run it. So that the gain of the
-allocator can be told from the rest, the loop is also run with tcmalloc preloaded (the
-"tcmalloc" rows; --no-allocator-peers leaves them out).
+Like with like: molsift's workers run on tcmalloc when it is installed
+(python/molsift/allocator.py), so the headline column compares molsift with the loop on the
+**same allocator** (tcmalloc preloaded, same work, same number of processes). The loop as a
+user runs it (glibc's malloc) is its own row: the allocator's gain, shown apart.
+
+`--plain` ingests a plain (decompressed) copy of the file: the slab path, with its one
+line-number pre-pass, instead of the gzip stream path. `--compare NAME=PYTHON` also runs
+`PYTHON -m molsift ingest` (another build of molsift, e.g. a worktree at the commit before a
+change) on the same data, alternating with this build, so both are measured side by side.
 
 Checks every molecule: molsift's fingerprint equals the peer's bit for bit, its canonical SMILES
 are equal, and records in = molecules stored + rejected.
 
     .venv/bin/python benches/ingest.py                 # all 1,584,663 molecules, -j 1 and -j 2
     .venv/bin/python benches/ingest.py --limit 100000  # a quicker look
+    .venv/bin/python benches/ingest.py --plain --compare before=/work/before/.venv/bin/python
 """
 
 from __future__ import annotations
@@ -86,24 +92,31 @@ def pack(fps, chunk: int = 100_000) -> np.ndarray:
     return words
 
 
-def run_molsift(data: Path, out: Path, workers: int) -> tuple:
-    cmd = [
-        sys.executable,
-        "-m",
-        "molsift",
-        "ingest",
-        str(data),
-        "-o",
-        str(out),
-        "-j",
-        str(workers),
-        "--json",
-        "-q",
-        "--overwrite",
-    ]
+def run_molsift(data: Path, out: Path, workers: int, python: str = sys.executable) -> tuple:
+    cmd = [python, "-m", "molsift", "ingest", str(data), "-o", str(out)]
+    cmd += ["-j", str(workers), "--json", "-q", "--overwrite"]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    proc = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=out.parent)
     return time.perf_counter() - start, json.loads(proc.stdout)
+
+
+def read_moses(path: Path, limit: int | None) -> list[str]:
+    with gzip.open(path, "rt") as f:
+        lines = f.read().splitlines()[1:]
+    return lines[:limit] if limit else lines
+
+
+def write_input(work: Path, lines: list[str], plain: bool) -> Path:
+    """The file molsift reads: a plain CSV (slab path) or gzip (stream path)."""
+    text = "SMILES\n" + "\n".join(lines) + "\n"
+    if plain:
+        data = work / "moses.csv"
+        data.write_text(text)
+    else:
+        data = work / "moses.csv.gz"
+        with gzip.open(data, "wt", compresslevel=1) as f:
+            f.write(text)
+    return data
 
 
 def main() -> int:
@@ -114,114 +127,124 @@ def main() -> int:
     ap.add_argument("--limit", type=int, help="use only the first N molecules")
     ap.add_argument("--workers", default="1,2", help="molsift worker counts to run")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--plain", action="store_true", help="ingest a plain copy (slab path)")
     ap.add_argument(
-        "--no-allocator-peers",
+        "--compare",
+        action="append",
+        default=[],
+        metavar="NAME=PYTHON",
+        help="also run another build's molsift (its python), alternating with this one",
+    )
+    ap.add_argument(
+        "--no-system-peer",
         action="store_true",
-        help="skip the loop runs with tcmalloc preloaded",
+        help="skip the loop on the system allocator (the allocator-gain row)",
     )
     args = ap.parse_args()
 
     import molsift
+    from molsift import allocator
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="molsift-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    data = Path(args.data)
-    lines = gzip.open(data, "rt").read().splitlines()[1:]
-    if args.limit:
-        lines = lines[: args.limit]
-        data = work / "moses_subset.csv.gz"
-        with gzip.open(data, "wt", compresslevel=1) as f:
-            f.write("SMILES\n" + "\n".join(lines) + "\n")
+    lines = read_moses(Path(args.data), args.limit)
     n = len(lines)
+    data = write_input(work, lines, args.plain)
+    workers = [int(x) for x in args.workers.split(",")]
+    builds = [("this build", sys.executable)] + [tuple(c.split("=", 1)) for c in args.compare]
+    lib = allocator.library()
     print(
-        f"{n:,} molecules from {args.data}{' (first %d)' % n if args.limit else ''}; "
-        f"{os.cpu_count()} cores",
+        f"{n:,} molecules from {args.data} ({data.name}); {os.cpu_count()} cores; "
+        f"allocator of molsift's workers and of the reference loop: {lib or 'system'}",
         flush=True,
     )
 
-    peer_s, canon, fps = rdkit_loop(lines)
-    peer_rate = n / peer_s
-    print(f"RDKit loop: {peer_s:.1f} s, {peer_rate:,.0f} molecules/s", flush=True)
-    parallel_peer = {}
-    for w in [int(x) for x in args.workers.split(",") if int(x) > 1]:
-        parallel_peer[w] = rdkit_loop_processes(lines, w)
-        print(f"RDKit loop in {w} processes: {parallel_peer[w]:.1f} s", flush=True)
-    from molsift import allocator
-
-    lib = None if args.no_allocator_peers else allocator.library()
-    alloc_peer = {}
-    if lib:
-        for w in sorted({1, *parallel_peer}):
-            alloc_peer[w] = rdkit_loop_processes(lines, w, preload=lib)
-            print(
-                f"RDKit loop in {w} process(es), {os.path.basename(lib)} preloaded: "
-                f"{alloc_peer[w]:.1f} s",
-                flush=True,
-            )
+    # the reference: the loop on the allocator molsift's workers use, 1 process and N
+    ref_s, canon, fps = timed_loop_preloaded(lines, lib) if lib else rdkit_loop(lines)
+    ref_rate = n / ref_s
+    print(f"RDKit loop, same allocator: {ref_s:.1f} s", flush=True)
+    peers = [("RDKit loop, 1 process, same allocator (the reference)", 1, ref_s)]
+    for w in sorted({w for w in workers if w > 1}):
+        sec = rdkit_loop_processes(lines, w, preload=lib)
+        peers.append((f"RDKit loop, {w} processes, same allocator (the machine's scaling)", w, sec))
+        print(f"RDKit loop in {w} processes: {sec:.1f} s", flush=True)
+    if lib and not args.no_system_peer:
+        sec = rdkit_loop(lines)[0]
+        peers.append(("RDKit loop, 1 process, system malloc (as a user's script runs)", 1, sec))
+        print(f"RDKit loop on the system allocator: {sec:.1f} s", flush=True)
     expected = pack([f for f in fps if f is not None])
     expected_smiles = [c for c in canon if c is not None]
     del fps
 
     rows = []
-    for w in [int(x) for x in args.workers.split(",")]:
-        out = work / f"moses_j{w}.store"
-        wall, report = run_molsift(data, out, w)
-        store = molsift.open_store(out)
-        assert report["records_in"] == n == report["molecules"] + report["rejected"], report
-        assert len(store) == len(expected_smiles), (len(store), len(expected_smiles))
-        same_fp = bool(np.array_equal(store.fingerprints, expected))
-        same_smiles = list(store.smiles) == expected_smiles
-        rate = report["molecules"] / wall
-        rows.append(
-            (
-                w,
-                wall,
-                rate,
-                rate / w / peer_rate,
-                same_fp,
-                same_smiles,
-                report["store_bytes"] / report["molecules"],
-                report["rejected"],
-                report.get("allocator", "system"),
+    for w in workers:
+        for name, python in builds:  # alternating: the builds see the same machine state
+            out = work / f"moses_j{w}.store"
+            wall, report = run_molsift(data, out, w, python)
+            store = molsift.open_store(out)
+            assert report["records_in"] == n == report["molecules"] + report["rejected"], report
+            same_fp = bool(np.array_equal(store.fingerprints, expected))
+            same_smiles = list(store.smiles) == expected_smiles
+            del store
+            rate = report["molecules"] / wall
+            rows.append(
+                (
+                    name,
+                    w,
+                    wall,
+                    rate,
+                    same_fp,
+                    same_smiles,
+                    report["store_bytes"] / n,
+                    report["rejected"],
+                    report.get("allocator", "system"),
+                )
             )
-        )
-        print(f"molsift -j {w}: {wall:.1f} s", flush=True)
-        shutil.rmtree(out)
+            print(f"molsift ({name}) -j {w}: {wall:.1f} s", flush=True)
+            shutil.rmtree(out)
 
     print()
-    tc_rate = n / alloc_peer[1] if 1 in alloc_peer else None
-
-    def vs_tc(rate, w):
-        return f"{rate / w / tc_rate:.2f}" if tc_rate else "-"
-
     print(
-        "| run | wall s | molecules/s | per core vs RDKit loop | per core vs RDKit loop on tcmalloc "
+        "| run | wall s | molecules/s | per core vs the RDKit loop on the same allocator "
         "| fingerprints equal | SMILES equal | store bytes/molecule | rejected |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    print(
-        f"| RDKit loop, 1 process, input in memory | {peer_s:.1f} | {peer_rate:,.0f} | 1.00 | "
-        f"{vs_tc(peer_rate, 1)} | - | - | - | {sum(c is None for c in canon)} |"
-    )
-    for w, sec in parallel_peer.items():
+    print("|---|---:|---:|---:|---|---|---:|---:|")
+    for label, w, sec in peers:
         print(
-            f"| RDKit loop, {w} processes (the machine's own scaling) | {sec:.1f} | {n / sec:,.0f} | "
-            f"{n / sec / w / peer_rate:.2f} | {vs_tc(n / sec, w)} | - | - | - | - |"
+            f"| {label} | {sec:.1f} | {n / sec:,.0f} | {n / sec / w / ref_rate:.2f} "
+            f"| - | - | - | - |"
         )
-    for w, sec in alloc_peer.items():
+    path = "plain CSV, slabs + one pre-pass" if args.plain else "gzip stream"
+    for name, w, wall, rate, same_fp, same_smiles, bpm, rej, alloc in rows:
         print(
-            f"| RDKit loop, {w} process(es), tcmalloc preloaded | {sec:.1f} | {n / sec:,.0f} | "
-            f"{n / sec / w / peer_rate:.2f} | {vs_tc(n / sec, w)} | - | - | - | - |"
-        )
-    for w, wall, rate, per_core, same_fp, same_smiles, bpm, rej, alloc in rows:
-        print(
-            f"| molsift ingest -j {w} (reads the .gz, writes the store; allocator {alloc}) | {wall:.1f} "
-            f"| {rate:,.0f} | {per_core:.2f} | {vs_tc(rate, w)} | {same_fp} | {same_smiles} | {bpm:.1f} | {rej} |"
+            f"| molsift ingest -j {w}, {name} ({path}; allocator {alloc}) | {wall:.1f} "
+            f"| {rate:,.0f} | **{rate / w / ref_rate:.2f}** | {same_fp} | {same_smiles} "
+            f"| {bpm:.1f} | {rej} |"
         )
     ok = all(r[4] and r[5] for r in rows)
     if not ok:
         print("MISMATCH between molsift and RDKit", file=sys.stderr)
     return 0 if ok else 1
+
+
+def timed_loop_preloaded(lines: list[str], lib: str) -> tuple:
+    """The loop in one process with `lib` preloaded, its molecules and fingerprints kept for
+    the checks (run in this process when it already has `lib`, else in a spawned one)."""
+    if lib in os.environ.get("LD_PRELOAD", ""):
+        return rdkit_loop(lines)
+    from peers import timed_in_processes
+
+    # the loop's own time (measured inside it), not the time to send its results back
+    _, (result,) = timed_in_processes(_loop_result, [lines], lib)
+    seconds, canon, binaries = result
+    from rdkit import DataStructs
+
+    return seconds, canon, [None if b is None else DataStructs.ExplicitBitVect(b) for b in binaries]
+
+
+def _loop_result(lines: list[str]) -> tuple:
+    seconds, canon, fps = rdkit_loop(lines)
+    return seconds, canon, [None if f is None else f.ToBinary() for f in fps]
 
 
 if __name__ == "__main__":

@@ -177,8 +177,8 @@ def write_log(doc: dict[str, Any], path: str) -> None:
 
 def totals(doc: dict[str, Any], library: str | None = None) -> dict[str, Any]:
     """What a run's report shows from its log: opens, stats, requests, bytes read and written,
-    I/O seconds (read, write, metadata), over all processes; with `library`, the bytes read
-    from it and its read amplification (bytes read / size; a map counts no bytes)."""
+    I/O seconds (read, write, metadata), over all processes; with `library`, its size and the
+    bytes read from it (a map counts no bytes): a screen report's read amplification."""
     from .iotrace.log import parse_log
 
     log = parse_log(doc, "<run>")
@@ -221,6 +221,5 @@ def totals(doc: dict[str, Any], library: str | None = None) -> dict[str, Any]:
             "reads": sum(r.c("READS") for r in mine),
             "mmaps": sum(r.c("MMAPS") for r in mine),
             "opens": sum(r.c("OPENS") for r in mine),
-            "read_amplification": read / size if size else 0.0,
         }
     return out

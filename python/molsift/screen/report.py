@@ -58,15 +58,20 @@ def moving_rate(samples: list[dict], window: float = WINDOW_S) -> tuple[list[flo
     return ts, rates
 
 
+def amplification_text(amplification: float | None) -> str:
+    """A report's read amplification as printed ("1.0002x")."""
+    if amplification is None:
+        return "not counted (MOLSIFT_IOSTATS=0)"
+    return f"{amplification:.4f}x"
+
+
 def io_text(io: dict) -> str:
     """Two lines of a run's own I/O counters (report["io"], from RUN_DIR/io.json)."""
-    lib = io.get("library") or {}
     return (
         f"I/O of {io['processes']} process(es): read {io['bytes_read']:,} B in "
         f"{io['reads']:,} requests, wrote {io['bytes_written']:,} B in {io['writes']:,}, "
         f"{io['opens']:,} opens\nI/O time: read {io['read_s']:.2f} s, write "
         f"{io['write_s']:.2f} s, metadata {io['meta_s']:.2f} s"
-        + (f"; library read amplification {lib['read_amplification']:.4f}x" if lib else "")
     )
 
 
@@ -82,7 +87,7 @@ def totals_text(report: dict) -> str:
         f"worker time: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, read wait "
         f"{t['read_wait_s']:.1f} s, write wait {t['write_wait_s']:.2f} s "
         f"({100 * report['write_wait_share']:.2f}%) | writers busy {report['write_s']:.2f} s | "
-        f"read amplification {report['read_amplification']:.4f}x"
+        f"read amplification {amplification_text(report['read_amplification'])}"
         + (f"\n{io_text(report['io'])}" if report.get("io") else "")
     )
 

@@ -28,7 +28,7 @@ from ..parallel.mpi import MPIExecutor
 from ..progress import Progress
 from .journal import consolidate, new_state
 from .layout import PLAN_VERSION, RunFiles, read_json, write_json_atomic
-from .report import io_text
+from .report import amplification_text, io_text
 
 
 class ScreenError(ValueError):
@@ -294,14 +294,15 @@ def _finish(
         )
     seconds = time.time() - start
     workers = stats["workers"]
-    bytes_read = sum(w["bytes_read"] for w in workers) or stream.get("bytes_read", 0)
-    read_calls = sum(w["read_calls"] for w in workers) or stream.get("read_calls", 0)
     scorer_stats: dict[str, Any] = {}
     for w in workers:
         for k, v in w.get("scorer", {}).items():
             scorer_stats[k] = scorer_stats.get(k, 0) + v if isinstance(v, (int, float)) else v
     wait = sum(w["write_wait_s"] for w in workers)
     io = _write_io_log(files, plan, stats, start)
+    # the library's reads as molsift's I/O counters saw them, every process of this attempt
+    # (readers, the stream decoder, format detection): the report's one read amplification
+    lib = io["library"]
     report = {
         "output": files.output,
         "rejects": files.rejects,
@@ -320,11 +321,9 @@ def _finish(
         "restarts": state["gen"] - 2,
         "compactions": state.get("compactions", 0),
         "records_this_attempt": sum(w["records"] for w in workers),
-        "bytes_read": bytes_read,
-        "read_calls": read_calls,
-        "read_amplification": bytes_read / plan["input"]["bytes"]
-        if plan["input"]["bytes"]
-        else 0.0,
+        "bytes_read": lib["bytes_read"],
+        "read_calls": lib["reads"],
+        "read_amplification": _read_amplification(lib),
         "prepass": plan["prepass"],
         "write_buffer": plan["write_buffer"],
         "read_buffer": plan["reader"]["buffer_size"],
@@ -346,6 +345,14 @@ def _finish(
     write_json_atomic(files.state, dict(state, complete=True))  # the commit point
     _rename_results(files)
     return report
+
+
+def _read_amplification(lib: dict) -> float | None:
+    """Bytes read from the library / its size; None when the I/O counters are off
+    (MOLSIFT_IOSTATS=0: nothing was counted)."""
+    if not _core.iostats_enabled():
+        return None
+    return lib["bytes_read"] / lib["bytes"] if lib["bytes"] else 0.0
 
 
 def _write_io_log(files: RunFiles, plan: dict, stats: dict, start: float) -> dict:
@@ -385,7 +392,7 @@ def summary(report: dict) -> str:
         f"writers wrote for {report['write_s']:.2f} s",
         f"read {report['bytes_read']:,} of {report['input_bytes']:,} bytes in "
         f"{report['read_calls']:,} calls: "
-        f"read amplification {report['read_amplification']:.4f}x"
+        f"read amplification {amplification_text(report['read_amplification'])}"
         + (" (plus one line-number pre-pass at memory speed)" if report["prepass"] else ""),
         *([io_text(report["io"])] if report.get("io") else []),
         f"results {report['output']}; rejects {report['rejects']}",
