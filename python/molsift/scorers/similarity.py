@@ -6,16 +6,16 @@ scores."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ..spec import FingerprintSpec
 from .base import Scorer
 
 
 @dataclass
 class SimilarityScorer(Scorer):
     refs: list[tuple[str, str]]  # (id, SMILES)
-    radius: int = 2
-    bits: int = 2048
+    spec: FingerprintSpec = field(default_factory=FingerprintSpec)
     name = "similarity"
     columns = ("max_tanimoto", "nearest_ref")
 
@@ -40,15 +40,14 @@ class SimilarityScorer(Scorer):
             raise ValueError(
                 "scorer similarity needs reference molecules: --refs FILE or --ref SMILES"
             )
-        return cls(refs, args.similarity_radius, args.similarity_bits)
+        return cls(refs, FingerprintSpec(radius=args.similarity_radius, bits=args.similarity_bits))
 
     def setup(self) -> None:
         from .. import _core
         from ..chem import Fingerprinter, to_mol
-        from ..spec import FingerprintSpec
 
         # packed rows: bit i in byte i/8 at bit i%8, molsift's row layout
-        self._fper = Fingerprinter(FingerprintSpec(radius=self.radius, bits=self.bits))
+        self._fper = Fingerprinter(self.spec)
         rows = []
         for rid, smi in self.refs:
             mol, why = to_mol(smi)
@@ -63,7 +62,7 @@ class SimilarityScorer(Scorer):
         return [score, self._ids[best]]
 
     def __getstate__(self):
-        return {"refs": self.refs, "radius": self.radius, "bits": self.bits}
+        return {"refs": self.refs, "spec": self.spec}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
