@@ -10,11 +10,7 @@ class Progress:
     """A bar counting `unit`s toward an optional total."""
 
     def __init__(
-        self,
-        desc: str,
-        total: int | None = None,
-        unit: str = "mol",
-        enabled: bool | None = None,
+        self, desc: str, total: int | None = None, unit: str = "mol", enabled: bool | None = None
     ):
         if enabled is None:
             enabled = sys.stderr.isatty()
