@@ -24,7 +24,10 @@ impl fmt::Display for FingerprintError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FingerprintError::BadBitCount(b) => {
-                write!(f, "fingerprint size must be a positive multiple of 64 bits, got {b}")
+                write!(
+                    f,
+                    "fingerprint size must be a positive multiple of 64 bits, got {b}"
+                )
             }
             FingerprintError::BitOutOfRange { bit, bits } => {
                 write!(f, "on-bit {bit} is outside a fingerprint of {bits} bits")
@@ -90,7 +93,10 @@ mod tests {
 
     #[test]
     fn stride_is_cache_line_aligned() {
-        assert_eq!(FingerprintLayout::new(2048).unwrap().row_stride_bytes(), 256);
+        assert_eq!(
+            FingerprintLayout::new(2048).unwrap().row_stride_bytes(),
+            256
+        );
         assert_eq!(FingerprintLayout::new(64).unwrap().row_stride_bytes(), 64);
         assert_eq!(FingerprintLayout::new(576).unwrap().row_stride_bytes(), 128);
         assert_eq!(FingerprintLayout::new(576).unwrap().words_per_row(), 9);
@@ -107,7 +113,10 @@ mod tests {
         let mut row = [0u64; 2];
         assert_eq!(
             pack_on_bits(&[128], &mut row),
-            Err(FingerprintError::BitOutOfRange { bit: 128, bits: 128 })
+            Err(FingerprintError::BitOutOfRange {
+                bit: 128,
+                bits: 128
+            })
         );
     }
 }

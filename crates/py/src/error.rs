@@ -5,9 +5,24 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-create_exception!(_core, MolsiftError, PyException, "Base class of every molsift error.");
-create_exception!(_core, InputError, MolsiftError, "An input file cannot be read as records.");
-create_exception!(_core, StoreError, MolsiftError, "A store cannot be written, merged or opened.");
+create_exception!(
+    _core,
+    MolsiftError,
+    PyException,
+    "Base class of every molsift error."
+);
+create_exception!(
+    _core,
+    InputError,
+    MolsiftError,
+    "An input file cannot be read as records."
+);
+create_exception!(
+    _core,
+    StoreError,
+    MolsiftError,
+    "A store cannot be written, merged or opened."
+);
 
 /// Converts an input-reading error.
 pub fn input_err(e: molsift_io::IoError) -> PyErr {

@@ -45,7 +45,10 @@ impl PyFingerprintSet {
             }
             flat.extend(words(r));
         }
-        Ok(PyFingerprintSet { rows: flat, words: nbytes / 8 })
+        Ok(PyFingerprintSet {
+            rows: flat,
+            words: nbytes / 8,
+        })
     }
 
     fn __len__(&self) -> usize {
@@ -71,13 +74,21 @@ impl PyFingerprintSet {
     fn subsets_of(&self, query: &[u8]) -> PyResult<Vec<usize>> {
         let q = self.query(query)?;
         let rows = self.rows.chunks_exact(self.words);
-        Ok(rows.enumerate().filter(|(_, row)| is_subset(row, &q)).map(|(i, _)| i).collect())
+        Ok(rows
+            .enumerate()
+            .filter(|(_, row)| is_subset(row, &q))
+            .map(|(i, _)| i)
+            .collect())
     }
 
     /// Tanimoto of `query` with every row, in row order.
     fn scores(&self, query: &[u8]) -> PyResult<Vec<f64>> {
         let q = self.query(query)?;
-        Ok(self.rows.chunks_exact(self.words).map(|row| tanimoto(&q, row)).collect())
+        Ok(self
+            .rows
+            .chunks_exact(self.words)
+            .map(|row| tanimoto(&q, row))
+            .collect())
     }
 }
 
@@ -97,7 +108,11 @@ impl PyFingerprintSet {
 /// The packed row (bit i in byte i/8 at bit i%8) of RDKit's binary bit vector `binary`
 /// (`ExplicitBitVect.ToBinary()`) of `bits` bits; ValueError when it is not one.
 #[pyfunction]
-fn packed_from_rdkit<'py>(py: Python<'py>, binary: &[u8], bits: u32) -> PyResult<Bound<'py, PyBytes>> {
+fn packed_from_rdkit<'py>(
+    py: Python<'py>,
+    binary: &[u8],
+    bits: u32,
+) -> PyResult<Bound<'py, PyBytes>> {
     let mut err = None;
     let row = PyBytes::new_with(py, (bits as usize).div_ceil(8), |row| {
         if let Err(e) = unpack_rdkit_bitvect(binary, bits, row) {

@@ -58,8 +58,12 @@ impl PySearcher {
 
     /// A searcher over an open store (the same generation as the caller's other reads).
     pub(crate) fn over(py: Python<'_>, store: Arc<Store>) -> PyResult<Self> {
-        let s = py.detach(|| StoreSearcher::new(store)).map_err(search_err)?;
-        Ok(PySearcher { target: Target::Store(s) })
+        let s = py
+            .detach(|| StoreSearcher::new(store))
+            .map_err(search_err)?;
+        Ok(PySearcher {
+            target: Target::Store(s),
+        })
     }
 }
 
@@ -79,8 +83,12 @@ impl PySearcher {
     /// an index built in memory (see `index_built_in_memory`).
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let s = py.detach(|| StoreSearcher::open(&path)).map_err(search_err)?;
-        Ok(PySearcher { target: Target::Store(s) })
+        let s = py
+            .detach(|| StoreSearcher::open(&path))
+            .map_err(search_err)?;
+        Ok(PySearcher {
+            target: Target::Store(s),
+        })
     }
 
     /// Opens a bare column index directory (no store beside it: hits are index positions, and
@@ -88,7 +96,9 @@ impl PySearcher {
     #[staticmethod]
     fn from_index(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let columns = py.detach(|| ColumnIndex::open(&path)).map_err(search_err)?;
-        Ok(PySearcher { target: Target::Bare(columns) })
+        Ok(PySearcher {
+            target: Target::Bare(columns),
+        })
     }
 
     /// Molecules in the index.

@@ -21,7 +21,9 @@ pub struct PyStoreWriter {
 
 impl PyStoreWriter {
     fn writer(&mut self) -> PyResult<&mut StoreWriter> {
-        self.inner.as_mut().ok_or_else(|| PyValueError::new_err("store writer already finished"))
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("store writer already finished"))
     }
 }
 
@@ -29,7 +31,13 @@ impl PyStoreWriter {
 impl PyStoreWriter {
     #[new]
     #[pyo3(signature = (path, kind, bits, params_json, overwrite=false))]
-    fn new(path: PathBuf, kind: &str, bits: u32, params_json: &str, overwrite: bool) -> PyResult<Self> {
+    fn new(
+        path: PathBuf,
+        kind: &str,
+        bits: u32,
+        params_json: &str,
+        overwrite: bool,
+    ) -> PyResult<Self> {
         let spec = FingerprintSpec::new(kind, bits, parse_json(params_json)?).map_err(store_err)?;
         let inner = StoreWriter::create(&path, spec, overwrite).map_err(store_err)?;
         Ok(PyStoreWriter { inner: Some(inner) })
@@ -46,7 +54,9 @@ impl PyStoreWriter {
     ) -> PyResult<()> {
         let n = ids.len();
         if smiles.len() != n || lines.len() != n || on_bits.len() != n {
-            return Err(PyValueError::new_err("ids, smiles, lines and on_bits differ in length"));
+            return Err(PyValueError::new_err(
+                "ids, smiles, lines and on_bits differ in length",
+            ));
         }
         let w = self.writer()?;
         py.detach(|| {
@@ -70,7 +80,9 @@ impl PyStoreWriter {
     ) -> PyResult<()> {
         let n = ids.len();
         if smiles.len() != n || lines.len() != n {
-            return Err(PyValueError::new_err("ids, smiles and lines differ in length"));
+            return Err(PyValueError::new_err(
+                "ids, smiles and lines differ in length",
+            ));
         }
         if n == 0 {
             return Ok(());
@@ -93,8 +105,17 @@ impl PyStoreWriter {
     }
 
     /// Records one rejected record.
-    fn add_reject(&mut self, source: &str, line: u64, offset: u64, id: &str, reason: &str) -> PyResult<()> {
-        self.writer()?.add_reject(source, line, offset, id, reason).map_err(store_err)
+    fn add_reject(
+        &mut self,
+        source: &str,
+        line: u64,
+        offset: u64,
+        id: &str,
+        reason: &str,
+    ) -> PyResult<()> {
+        self.writer()?
+            .add_reject(source, line, offset, id, reason)
+            .map_err(store_err)
     }
 
     /// Provenance (a JSON text) to keep in the manifest.
@@ -112,7 +133,10 @@ impl PyStoreWriter {
 
     /// Syncs, writes the manifest, renames into place; returns the manifest as JSON text.
     fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
-        let w = self.inner.take().ok_or_else(|| PyValueError::new_err("store writer already finished"))?;
+        let w = self
+            .inner
+            .take()
+            .ok_or_else(|| PyValueError::new_err("store writer already finished"))?;
         let manifest = py.detach(|| w.finish()).map_err(store_err)?;
         Ok(serde_json::to_string(&manifest).expect("manifest serializes"))
     }
@@ -127,7 +151,13 @@ impl PyStoreWriter {
 /// manifest as JSON text.
 #[pyfunction]
 #[pyo3(signature = (parts, out, overwrite=false, provenance_json="null"))]
-fn merge_parts(py: Python<'_>, parts: Vec<(PathBuf, u64)>, out: PathBuf, overwrite: bool, provenance_json: &str) -> PyResult<String> {
+fn merge_parts(
+    py: Python<'_>,
+    parts: Vec<(PathBuf, u64)>,
+    out: PathBuf,
+    overwrite: bool,
+    provenance_json: &str,
+) -> PyResult<String> {
     let provenance = parse_json(provenance_json)?;
     let refs: Vec<(&std::path::Path, u64)> = parts.iter().map(|(p, o)| (p.as_path(), *o)).collect();
     let manifest = py
@@ -151,8 +181,12 @@ impl PyStore {
     #[pyo3(signature = (path, full=true))]
     fn new(py: Python<'_>, path: PathBuf, full: bool) -> PyResult<Self> {
         let verify = if full { Verify::Full } else { Verify::Sizes };
-        let store = py.detach(|| Store::open(&path, verify)).map_err(store_err)?;
-        Ok(PyStore { inner: Arc::new(store) })
+        let store = py
+            .detach(|| Store::open(&path, verify))
+            .map_err(store_err)?;
+        Ok(PyStore {
+            inner: Arc::new(store),
+        })
     }
 
     /// The manifest as JSON text.
@@ -164,18 +198,24 @@ impl PyStore {
     /// store, for mapping it from Python.
     fn dup_fd(&self, name: &str) -> PyResult<i32> {
         use std::os::unix::io::AsRawFd;
-        let file = self.inner.data_file(name).ok_or_else(|| PyValueError::new_err(format!("no store file {name:?}")))?;
+        let file = self
+            .inner
+            .data_file(name)
+            .ok_or_else(|| PyValueError::new_err(format!("no store file {name:?}")))?;
         // SAFETY: dup of a descriptor the store keeps open.
         let fd = unsafe { libc::dup(file.as_raw_fd()) };
         if fd < 0 {
-            return Err(PyOSError::new_err(std::io::Error::last_os_error().to_string()));
+            return Err(PyOSError::new_err(
+                std::io::Error::last_os_error().to_string(),
+            ));
         }
         Ok(fd)
     }
 
     /// Checks the checksum of `name` against the manifest (once per process for a data file).
     fn verify_file(&self, py: Python<'_>, name: &str) -> PyResult<()> {
-        py.detach(|| self.inner.verify_file(name)).map_err(store_err)
+        py.detach(|| self.inner.verify_file(name))
+            .map_err(store_err)
     }
 
     /// Id (`column="ids"`) or SMILES (`"smiles"`) of molecule `i`, checked (offsets in order
@@ -202,7 +242,9 @@ impl PyStore {
 #[pyo3(signature = (path, full=true))]
 fn open_store_manifest(py: Python<'_>, path: PathBuf, full: bool) -> PyResult<String> {
     let verify = if full { Verify::Full } else { Verify::Sizes };
-    let store = py.detach(|| Store::open(&path, verify)).map_err(store_err)?;
+    let store = py
+        .detach(|| Store::open(&path, verify))
+        .map_err(store_err)?;
     Ok(serde_json::to_string(store.manifest()).expect("manifest serializes"))
 }
 
@@ -211,7 +253,10 @@ fn open_store_manifest(py: Python<'_>, path: PathBuf, full: bool) -> PyResult<St
 #[pyfunction]
 fn sweep_leftovers(path: PathBuf) -> Vec<PathBuf> {
     let parent = path.parent().map(PathBuf::from).unwrap_or_default();
-    let name = path.file_name().and_then(|n| n.to_str()).map(str::to_string);
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_string);
     molsift_store::replace::sweep_leftovers(&parent, name.as_deref())
 }
 

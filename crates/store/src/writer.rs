@@ -224,7 +224,11 @@ impl StoreWriter {
             // A part written with slab-relative lines leaves ids empty where the record had
             // none: the id is then the absolute line, known only now.
             let id = part.id(i)?;
-            let id = if id.is_empty() { line.to_string() } else { id.to_string() };
+            let id = if id.is_empty() {
+                line.to_string()
+            } else {
+                id.to_string()
+            };
             self.ids_end += id.len() as u64 + 1;
             self.put_line(IDS, &id)?;
             self.put(ID_OFF, &self.ids_end.to_le_bytes())?;
@@ -240,8 +244,17 @@ impl StoreWriter {
         for (name, sink) in DATA_FILES.iter().zip(self.sinks.iter_mut()) {
             let p = self.tmp_path.join(name);
             sink.flush().map_err(|e| StoreError::io(&p, e))?;
-            sink.get_mut().get_ref().sync_all().map_err(|e| StoreError::io(&p, e))?;
-            files.insert(name.to_string(), FileEntry { bytes: sink.bytes(), xxh3: sink.checksum() });
+            sink.get_mut()
+                .get_ref()
+                .sync_all()
+                .map_err(|e| StoreError::io(&p, e))?;
+            files.insert(
+                name.to_string(),
+                FileEntry {
+                    bytes: sink.bytes(),
+                    xxh3: sink.checksum(),
+                },
+            );
         }
         let manifest = Manifest {
             format: FORMAT_NAME.to_string(),
@@ -267,7 +280,9 @@ impl StoreWriter {
 
     fn put(&mut self, sink: usize, bytes: &[u8]) -> Result<(), StoreError> {
         let name = DATA_FILES[sink];
-        self.sinks[sink].write_all(bytes).map_err(|e| StoreError::io(self.tmp_path.join(name), e))
+        self.sinks[sink]
+            .write_all(bytes)
+            .map_err(|e| StoreError::io(self.tmp_path.join(name), e))
     }
 
     fn put_line(&mut self, sink: usize, text: &str) -> Result<(), StoreError> {
@@ -324,7 +339,9 @@ impl Drop for StoreWriter {
 
 fn check_one_line(what: &str, text: &str) -> Result<(), StoreError> {
     if text.contains('\n') || text.contains('\r') {
-        return Err(StoreError::Invalid(format!("{what} {text:?} contains a line break")));
+        return Err(StoreError::Invalid(format!(
+            "{what} {text:?} contains a line break"
+        )));
     }
     Ok(())
 }

@@ -51,11 +51,25 @@ impl CountedFile {
     /// Opens `name` inside the directory open as `dir` (`openat(2)`, so a directory renamed or
     /// replaced meanwhile is not followed: every file comes from the one directory opened),
     /// counted under `dir`'s path joined with `name`.
-    pub fn open_at(dir: &CountedFile, name: &str, flags: i32, mode: u32) -> io::Result<CountedFile> {
+    pub fn open_at(
+        dir: &CountedFile,
+        name: &str,
+        flags: i32,
+        mode: u32,
+    ) -> io::Result<CountedFile> {
         if name.contains('/') {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a plain file name"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a plain file name",
+            ));
         }
-        Self::open_in(dir.as_raw_fd(), Path::new(name), &dir.path.join(name), flags, mode)
+        Self::open_in(
+            dir.as_raw_fd(),
+            Path::new(name),
+            &dir.path.join(name),
+            flags,
+            mode,
+        )
     }
 
     /// Opens the directory `path` (`O_DIRECTORY`) as a handle for [`open_at`](Self::open_at).
@@ -64,7 +78,13 @@ impl CountedFile {
     }
 
     /// `openat(at, name)`, counted on the record of `path`.
-    fn open_in(at: RawFd, name: &Path, path: &Path, flags: i32, mode: u32) -> io::Result<CountedFile> {
+    fn open_in(
+        at: RawFd,
+        name: &Path,
+        path: &Path,
+        flags: i32,
+        mode: u32,
+    ) -> io::Result<CountedFile> {
         let cpath = CString::new(name.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
         let stats = file_stats(path);
