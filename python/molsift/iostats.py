@@ -1,6 +1,6 @@
 """molsift's own I/O, seen from Python. Every file the Python side of molsift reads or writes
 goes through `CountedFile` or `open_counted` (a drop-in for `open`), so the Rust core's counters
-(crates/io/src/iostats) see it; `process_record()` is this process's record in the I/O log
+(crates/iostats) see it; `process_record()` is this process's record in the I/O log
 format (docs/io-log-format.md), and `job_log()` joins the records of every process of a run
 (workers, MPI ranks) into one log: `molsift --io-log FILE`, and `RUN_DIR/io.json` of a screen."""
 

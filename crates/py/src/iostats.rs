@@ -1,11 +1,11 @@
-//! Python wrappers of `molsift_io::iostats`: `CountedFile` (a counted file descriptor for the
+//! Python wrappers of `molsift_iostats`: `CountedFile` (a counted file descriptor for the
 //! Python writers and readers: pread, pwrite, read, write, seek, fsync, fdatasync, mmap),
 //! `read_file`, `write_file`, `file_size`, `iostats_process` (this process's record as JSON) and
 //! `iostats_counters`.
 
 use std::path::PathBuf;
 
-use molsift_io::iostats::{self, CountedFile};
+use molsift_iostats::{self as iostats, CountedFile};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyBytes, PyDict};

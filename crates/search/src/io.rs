@@ -15,7 +15,7 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use molsift_io::iostats::{self, CountedFile};
+use molsift_iostats::{self as iostats, CountedFile};
 use molsift_store::replace::temporary_sibling;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
@@ -103,19 +103,16 @@ impl ColumnIndex {
         store.verify_file(HEADER_FILE).map_err(store_err)?;
         let header = store.file(HEADER_FILE).map_err(store_err)?;
         let mut text = vec![0u8; store.manifest().files[HEADER_FILE].bytes as usize];
-        let mut at = 0;
-        while at < text.len() {
-            match header.read_at(&mut text[at..], at as u64) {
-                Ok(0) => {
-                    return Err(SearchError::WrongSize {
-                        path: header_path,
-                        expected: text.len() as u64,
-                        found: at as u64,
-                    })
-                }
-                Ok(n) => at += n,
-                Err(e) => return Err(SearchError::io(&header_path, e)),
+        match header.read_exact_at(&mut text, 0) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(SearchError::WrongSize {
+                    path: header_path,
+                    expected: text.len() as u64,
+                    found: header.metadata().map_or(0, |m| m.len()),
+                })
             }
+            Err(e) => return Err(SearchError::io(&header_path, e)),
         }
         let h = parse_header(&text, &header_path)?;
         let file = |name: &str| store.file(name).map_err(store_err);

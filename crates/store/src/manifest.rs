@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::Path;
 
 use molsift_fp::FingerprintLayout;
-use molsift_io::iostats::CountedFile;
+use molsift_iostats::CountedFile;
 use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
@@ -191,7 +191,7 @@ impl Manifest {
     /// Writes the manifest into the directory `store` and syncs it (a new store being built).
     pub fn write(&self, store: &Path) -> Result<(), StoreError> {
         let path = store.join(crate::layout::MANIFEST);
-        molsift_io::iostats::write_file(&path, self.to_text().as_bytes(), true)
+        molsift_iostats::write_file(&path, self.to_text().as_bytes(), true)
             .map_err(|e| StoreError::io(&path, e))
     }
 }

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 
 use memmap2::Mmap;
 use molsift_fp::FingerprintLayout;
-use molsift_io::iostats::CountedFile;
+use molsift_iostats::CountedFile;
 
 use crate::checksum::to_hex;
 use crate::layout::{self, expected_size, DATA_FILES};
@@ -198,7 +198,7 @@ impl Store {
                 reason: "not listed in the store's manifest".into(),
             })?;
         let Some(i) = DATA_FILES.iter().position(|f| *f == name) else {
-            let sum = checksum_of(self.file(name)?).map_err(|e| StoreError::io(&path, e))?;
+            let sum = checksum_of(self.file(name)?, &path, entry.bytes)?;
             return compare(&path, entry, sum);
         };
         let found = self.checked[i].get_or_init(|| {
@@ -497,18 +497,32 @@ fn rename_in(dir: &CountedFile, from: &str, to: &str) -> std::io::Result<()> {
     }
 }
 
-/// XXH3-64 of a whole file, read with positioned reads (the handle's offset is not moved).
-fn checksum_of(file: &CountedFile) -> std::io::Result<String> {
+/// XXH3-64 of the `len` bytes of `file` (its size in the manifest), read with positioned reads
+/// of 1 MiB (the handle's offset is not moved) and one more read that must find the end of the
+/// file; a file that is no longer `len` bytes long is `WrongSize`.
+fn checksum_of(file: &CountedFile, path: &Path, len: u64) -> Result<String, StoreError> {
+    const CHUNK: u64 = 1 << 20;
+    let wrong_size = || StoreError::WrongSize {
+        path: path.to_path_buf(),
+        expected: len,
+        found: file.metadata().map_or(0, |m| m.len()),
+    };
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    let mut buf = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; len.min(CHUNK) as usize];
     let mut at = 0u64;
-    loop {
-        let n = file.read_at(&mut buf, at)?;
-        if n == 0 {
-            return Ok(to_hex(hasher.digest()));
-        }
-        hasher.update(&buf[..n]);
-        at += n as u64;
+    while at < len {
+        let chunk = &mut buf[..(len - at).min(CHUNK) as usize];
+        file.read_exact_at(chunk, at).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => wrong_size(),
+            _ => StoreError::io(path, e),
+        })?;
+        hasher.update(chunk);
+        at += chunk.len() as u64;
+    }
+    match file.read_at(&mut [0u8; 1], len) {
+        Ok(0) => Ok(to_hex(hasher.digest())),
+        Ok(_) => Err(wrong_size()),
+        Err(e) => Err(StoreError::io(path, e)),
     }
 }
 

@@ -10,7 +10,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use molsift_io::iostats;
+use molsift_iostats as iostats;
 
 use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST};
 use crate::StoreError;

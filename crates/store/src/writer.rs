@@ -5,7 +5,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use molsift_fp::{pack_on_bits, popcount, FingerprintLayout};
-use molsift_io::iostats::{self, CountedFile};
+use molsift_iostats::{self as iostats, CountedFile};
 
 use crate::checksum::HashingWriter;
 use crate::layout::{self, DATA_FILES};

@@ -12,7 +12,7 @@ from typing import Any
 FORMAT = "molsift-iolog"
 VERSION = 1
 # Darshan's request-size bins; their inclusive upper bounds are defined once per language:
-# molsift_io::iostats::size_bin (Rust) and size_bin in crates/iotrace/iotrace.c.
+# molsift_iostats::size_bin (Rust) and size_bin in crates/iotrace/iotrace.c.
 SIZE_BINS = [
     "0_100",
     "100_1K",

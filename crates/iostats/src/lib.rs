@@ -1,14 +1,20 @@
-//! Owns molsift's built-in I/O counters: a process-global, thread-safe table of per-file
-//! records with Darshan's POSIX counters (the same names and rules as the LD_PRELOAD tracer
-//! `crates/iotrace/iotrace.c`, see `docs/io-log-format.md`), the [`CountedFile`] every file
-//! operation of molsift goes through, and the export of the whole process as one "process"
-//! object of the I/O log ([`process_json`]).
+//! molsift-iostats: molsift's built-in I/O counters. Every file operation of molsift (the
+//! readers of `molsift-io`, the store, the column index, the Python writers through the glue)
+//! goes through them.
+//!
+//! - [`CountedFile`]: a file whose open, read, write, seek, stat, sync, mmap and close are timed
+//!   and counted on the record of its path; [`metadata`], [`read_file`] and [`write_file`] do
+//!   the same for one call on a path.
+//! - The process-global, thread-safe table of per-file records ([`FileStats`]) with Darshan's
+//!   POSIX counters (the same names and rules as the LD_PRELOAD tracer `crates/tracer/tracer.c`,
+//!   see `docs/io-log-format.md`), read back with [`counters`].
+//! - [`process_json`]: the whole process as one "process" object of the I/O log.
 //!
 //! Always on. `MOLSIFT_IOSTATS=0` turns recording off for the process (read once, at the first
-//! use); it exists only so that a benchmark can measure what recording costs.
+//! use); it exists only so that a benchmark can measure what recording costs ([`set_enabled`]).
 //!
 //! ```
-//! use molsift_io::iostats::{self, CountedFile};
+//! use molsift_iostats::{self as iostats, CountedFile};
 //! # let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("x.bin");
 //! let f = CountedFile::create(&path).unwrap();
@@ -25,6 +31,8 @@
 //! let process: serde_json::Value = serde_json::from_str(&iostats::process_json("exit")).unwrap();
 //! assert!(process["records"].as_array().unwrap().len() >= 1);
 //! ```
+
+#![deny(missing_docs)]
 
 mod clock;
 mod file;

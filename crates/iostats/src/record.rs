@@ -1,7 +1,7 @@
 //! Owns the counters of one file in one process ([`FileStats`]) and Darshan's rules for
 //! updating them: the request-size bins, sequential and consecutive requests, the slowest
 //! request, timestamps and the time histogram of bytes. These are the rules of
-//! `crates/iotrace/iotrace.c` (`count_io`, `size_bin`, `heat_add`), written once here for every
+//! `crates/tracer/tracer.c` (`count_io`, `size_bin`, `heat_add`), written once here for every
 //! counted file of molsift; `tests/test_iostats.py` runs the same requests through both and
 //! compares the counters.
 

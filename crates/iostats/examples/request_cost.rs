@@ -3,9 +3,9 @@
 //! request (process CPU time, so other processes on the machine disturb it less than wall time).
 //! Prints one JSON line per round. Used by `benches/iostats_overhead.py`.
 //!
-//! Usage: `cargo run --release -p molsift-io --example request_cost -- [DIR] [REQUESTS] [ROUNDS]`
+//! Usage: `cargo run --release -p molsift-iostats --example request_cost -- [DIR] [REQUESTS] [ROUNDS]`
 
-use molsift_io::CountedFile;
+use molsift_iostats::CountedFile;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 

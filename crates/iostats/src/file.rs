@@ -211,6 +211,15 @@ impl CountedFile {
         self.request(Op::Read, offset, p, || self.file.read_at(buf, offset))
     }
 
+    /// Fills all of `buf` from `offset` on, repeating short reads (each one a counted `pread`);
+    /// `UnexpectedEof` when the file ends first.
+    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let eof = (io::ErrorKind::UnexpectedEof, "failed to fill whole buffer");
+        repeat_until_done(buf.len(), eof, |done| {
+            self.read_at(&mut buf[done..], offset + done as u64)
+        })
+    }
+
     /// Writes at `offset` without moving the file offset (one `pwrite`).
     #[inline]
     pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
@@ -220,24 +229,11 @@ impl CountedFile {
     }
 
     /// Writes all of `buf` at `offset`, retrying short writes.
-    pub fn write_all_at(&self, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
-        while !buf.is_empty() {
-            match self.write_at(buf, offset) {
-                Ok(0) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WriteZero,
-                        "failed to write whole buffer",
-                    ))
-                }
-                Ok(n) => {
-                    buf = &buf[n..];
-                    offset += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let zero = (io::ErrorKind::WriteZero, "failed to write whole buffer");
+        repeat_until_done(buf.len(), zero, |done| {
+            self.write_at(&buf[done..], offset + done as u64)
+        })
     }
 
     /// Stats the open file (`STATS`); the size it tells is kept as the file's size.
@@ -336,6 +332,25 @@ fn fd_size_uncounted(fd: RawFd) -> Option<(i64, i64)> {
     // SAFETY: filled by the successful call.
     let st = unsafe { st.assume_init() };
     Some((st.stx_size as i64, i64::from(st.stx_blksize)))
+}
+
+/// Calls `step(done)` (the bytes done so far) until `len` bytes are done, again after
+/// `Interrupted`; a step that moves no byte ends it with the error `zero`.
+fn repeat_until_done(
+    len: usize,
+    zero: (io::ErrorKind, &str),
+    mut step: impl FnMut(usize) -> io::Result<usize>,
+) -> io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        match step(done) {
+            Ok(0) => return Err(io::Error::new(zero.0, zero.1)),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 impl AsRawFd for CountedFile {
@@ -455,7 +470,7 @@ pub fn write_file(path: &Path, data: &[u8], sync: bool) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iostats::counters;
+    use crate::counters;
 
     #[test]
     fn exact_counts_of_known_requests() {
@@ -531,5 +546,23 @@ mod tests {
             (2, 13, 3, 1)
         );
         assert!(CountedFile::open(&dir.path().join("nope")).is_err());
+    }
+
+    #[test]
+    fn read_exact_at_fills_the_buffer_or_says_eof() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("exact.dat");
+        write_file(&path, b"0123456789", false).unwrap();
+        let f = CountedFile::open(&path).unwrap();
+        let mut buf = [0u8; 4];
+        f.read_exact_at(&mut buf, 6).unwrap();
+        assert_eq!(&buf, b"6789");
+        f.read_exact_at(&mut [], 10).unwrap();
+        let err = f.read_exact_at(&mut buf, 8).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        drop(f);
+        // 4 bytes at 6; 2 bytes at 8 then 0 at 10 (the empty read asks nothing)
+        let c = counters(&path).unwrap();
+        assert_eq!((c["READS"], c["BYTES_READ"]), (3, 6));
     }
 }
