@@ -63,7 +63,9 @@ while src.next_batch(1000):
 # 5. a store: written, merged, opened with checksums
 part, merged = os.path.join(d, "part.store"), os.path.join(d, "all.store")
 w = _core.StoreWriter(part, "morgan", 64, json.dumps({"radius": 2}))
-w.add_molecules(["a", "b"], ["C", "CC"], [1, 2], [[1], [2, 3]])
+w.add_molecules_packed(
+    ["a", "b"], ["C", "CC"], [1, 2], bytes([2, 0, 0, 0, 0, 0, 0, 0, 12, 0, 0, 0, 0, 0, 0, 0])
+)
 w.add_reject("x.smi", 3, 10, "c", "bad")
 w.finish()
 _core.merge_parts([(part, 0)], merged)

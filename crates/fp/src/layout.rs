@@ -5,7 +5,7 @@ use std::fmt;
 /// Rows of the store's fingerprint array start on multiples of this many bytes (a cache line).
 pub const ROW_ALIGN_BYTES: usize = 64;
 
-/// Errors about fingerprint shapes and bit indices.
+/// Errors about fingerprint shapes, row lengths and bit indices.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FingerprintError {
@@ -17,6 +17,24 @@ pub enum FingerprintError {
         bit: u32,
         /// the number of bits in the row
         bits: u32,
+    },
+    /// A byte row whose length is zero or not a multiple of 8 bytes (64 bits).
+    BadRowBytes(usize),
+    /// A row of a set whose length is not the first row's.
+    RowBytesDiffer {
+        /// the row's position
+        row: usize,
+        /// its length in bytes
+        bytes: usize,
+        /// the first row's length in bytes
+        first: usize,
+    },
+    /// A query whose length is not the rows'.
+    QueryBytes {
+        /// the query's length in bytes
+        bytes: usize,
+        /// the rows' length in bytes
+        expected: usize,
     },
 }
 
@@ -31,6 +49,24 @@ impl fmt::Display for FingerprintError {
             }
             FingerprintError::BitOutOfRange { bit, bits } => {
                 write!(f, "on-bit {bit} is outside a fingerprint of {bits} bits")
+            }
+            FingerprintError::BadRowBytes(n) => {
+                write!(
+                    f,
+                    "fingerprints must be a multiple of 64 bits long, got {n} bytes"
+                )
+            }
+            FingerprintError::RowBytesDiffer { row, bytes, first } => {
+                write!(
+                    f,
+                    "fingerprint {row} has {bytes} bytes, the first has {first}"
+                )
+            }
+            FingerprintError::QueryBytes { bytes, expected } => {
+                write!(
+                    f,
+                    "query has {bytes} bytes, the set's fingerprints {expected}"
+                )
             }
         }
     }

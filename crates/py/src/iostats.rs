@@ -6,17 +6,11 @@
 use std::path::PathBuf;
 
 use molsift_iostats::{self as iostats, CountedFile};
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyBytes, PyDict};
 
-/// An `OSError` with errno, message and file name, as Python's own `open` raises.
-fn os_err(e: std::io::Error, path: &std::path::Path) -> PyErr {
-    match e.raw_os_error() {
-        Some(errno) => PyOSError::new_err((errno, e.to_string(), path.display().to_string())),
-        None => PyOSError::new_err(format!("{}: {e}", path.display())),
-    }
-}
+use crate::error::os_err;
 
 /// A file opened with `os.open`-style flags whose calls are counted by molsift's I/O
 /// counters. Every method releases the GIL for the system call.

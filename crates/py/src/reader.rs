@@ -90,6 +90,7 @@ impl PyRecordSource {
     /// by default they are counted, which reads the file up to the slab.
     #[new]
     #[pyo3(signature = (path, format, slab=None, header=false, smiles_col=None, id_col=None, delimiter=None, buffer_size=None, max_record_bytes=None, first_line=None))]
+    // One Python constructor with keyword arguments: the arguments are Python's signature.
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,

@@ -4,22 +4,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use molsift_search::{ColumnIndex, Query, SearchError, SearchOptions, SearchStats, StoreSearcher};
-use molsift_store::{Store, Verify};
-use pyo3::exceptions::PyValueError;
+use molsift_search::{ColumnIndex, Query, SearchOptions, SearchStats, StoreSearcher};
+use molsift_store::Store;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::error::{store_err, StoreError};
-
-fn search_err(e: SearchError) -> PyErr {
-    match e {
-        SearchError::BadThreshold(_)
-        | SearchError::Invalid(_)
-        | SearchError::BitsMismatch { .. } => PyValueError::new_err(e.to_string()),
-        other => StoreError::new_err(other.to_string()),
-    }
-}
+use crate::error::search_err;
 
 /// Hits of one query as (store indices, scores).
 type PyHits = (Vec<u64>, Vec<f64>);
@@ -187,10 +177,8 @@ impl PySearcher {
 #[pyfunction]
 #[pyo3(signature = (path, budget=molsift_search::DEFAULT_BUILD_BUDGET))]
 fn build_column_index(py: Python<'_>, path: PathBuf, budget: usize) -> PyResult<u64> {
-    py.detach(|| {
-        let store = Store::open(&path, Verify::Sizes).map_err(store_err)?;
-        ColumnIndex::index_store(&store, budget).map_err(search_err)
-    })
+    py.detach(|| ColumnIndex::index_store_at(&path, budget))
+        .map_err(search_err)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use molsift_store::{FingerprintSpec, Store, StoreWriter, Verify};
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::error::store_err;
+use crate::error::{json_err, os_err, store_err};
 
 fn parse_json(text: &str) -> PyResult<serde_json::Value> {
-    serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("bad JSON: {e}")))
+    serde_json::from_str(text).map_err(json_err)
 }
 
 /// Builds one store (see `molsift_store::StoreWriter`).
@@ -43,31 +43,6 @@ impl PyStoreWriter {
         Ok(PyStoreWriter { inner: Some(inner) })
     }
 
-    /// Appends molecules: parallel lists of ids, canonical SMILES, 1-based lines and on-bit lists.
-    fn add_molecules(
-        &mut self,
-        py: Python<'_>,
-        ids: Vec<String>,
-        smiles: Vec<String>,
-        lines: Vec<u64>,
-        on_bits: Vec<Vec<u32>>,
-    ) -> PyResult<()> {
-        let n = ids.len();
-        if smiles.len() != n || lines.len() != n || on_bits.len() != n {
-            return Err(PyValueError::new_err(
-                "ids, smiles, lines and on_bits differ in length",
-            ));
-        }
-        let w = self.writer()?;
-        py.detach(|| {
-            for i in 0..n {
-                w.add_molecule(&ids[i], &smiles[i], lines[i], &on_bits[i])?;
-            }
-            Ok(())
-        })
-        .map_err(store_err)
-    }
-
     /// Appends molecules whose fingerprints come packed: `fps` holds one row of `bits / 8` bytes
     /// per molecule, bit i in byte i/8 at bit i%8 (`numpy.packbits(..., bitorder="little")`).
     fn add_molecules_packed(
@@ -87,7 +62,7 @@ impl PyStoreWriter {
         if n == 0 {
             return Ok(());
         }
-        if !fps.len().is_multiple_of(n) {
+        if fps.len() % n != 0 {
             return Err(PyValueError::new_err(format!(
                 "{} bytes of fingerprints do not split into {n} rows",
                 fps.len()
@@ -197,19 +172,14 @@ impl PyStore {
     /// A new descriptor (the caller closes it) of the data file `name`, as opened with the
     /// store, for mapping it from Python.
     fn dup_fd(&self, name: &str) -> PyResult<i32> {
-        use std::os::unix::io::AsRawFd;
+        use std::os::fd::{AsFd, IntoRawFd};
         let file = self
             .inner
             .data_file(name)
             .ok_or_else(|| PyValueError::new_err(format!("no store file {name:?}")))?;
-        // SAFETY: dup of a descriptor the store keeps open.
-        let fd = unsafe { libc::dup(file.as_raw_fd()) };
-        if fd < 0 {
-            return Err(PyOSError::new_err(
-                std::io::Error::last_os_error().to_string(),
-            ));
-        }
-        Ok(fd)
+        let fd = file.as_fd().try_clone_to_owned();
+        let fd = fd.map_err(|e| os_err(e, &self.inner.path().join(name)))?;
+        Ok(fd.into_raw_fd())
     }
 
     /// Checks the checksum of `name` against the manifest (once per process for a data file).
@@ -249,15 +219,11 @@ fn open_store_manifest(py: Python<'_>, path: PathBuf, full: bool) -> PyResult<St
 }
 
 /// Removes what killed runs on this host left beside `path` (temporary stores, ingest work
-/// directories): see `molsift_store::replace::sweep_leftovers`. Returns the removed paths.
+/// directories): see `molsift_store::replace::sweep_leftovers_beside`. Returns the removed
+/// paths.
 #[pyfunction]
 fn sweep_leftovers(path: PathBuf) -> Vec<PathBuf> {
-    let parent = path.parent().map(PathBuf::from).unwrap_or_default();
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .map(str::to_string);
-    molsift_store::replace::sweep_leftovers(&parent, name.as_deref())
+    molsift_store::replace::sweep_leftovers_beside(&path)
 }
 
 /// `DIR/.NAME.KIND-PID-NANOS@HOST` beside `path`: molsift's one temporary name.

@@ -39,8 +39,7 @@ impl ColumnIndex {
     /// runs take turns; each writes its files under its own temporary names, and a rebuild
     /// writes the same bytes). Returns the bytes of planes and order.
     pub fn index_store(store: &molsift_store::Store, budget: usize) -> Result<u64, SearchError> {
-        let store_err = |e: molsift_store::StoreError| SearchError::Store(e.to_string());
-        let _lock = store.lock().map_err(store_err)?;
+        let _lock = store.lock()?;
         // temporary files of index runs that were killed (their names tell their process)
         molsift_store::replace::sweep_leftovers(store.path(), None);
         let files = write_store_index(store, store.path(), budget)?;
@@ -48,14 +47,20 @@ impl ColumnIndex {
             bytes: f.bytes,
             xxh3: f.xxh3.clone(),
         };
-        store
-            .register_files(vec![
-                (HEADER_FILE.to_string(), entry(&files.header)),
-                (PLANES_FILE.to_string(), entry(&files.planes)),
-                (ORDER_FILE.to_string(), entry(&files.order)),
-            ])
-            .map_err(store_err)?;
+        store.register_files(vec![
+            (HEADER_FILE.to_string(), entry(&files.header)),
+            (PLANES_FILE.to_string(), entry(&files.planes)),
+            (ORDER_FILE.to_string(), entry(&files.order)),
+        ])?;
         Ok(files.planes.bytes + files.order.bytes)
+    }
+
+    /// Opens the store at `path` (sizes checked) and writes its column index as
+    /// [`ColumnIndex::index_store`] does (`molsift index`); returns the bytes of planes and
+    /// order.
+    pub fn index_store_at(path: &Path, budget: usize) -> Result<u64, SearchError> {
+        let store = molsift_store::Store::open(path, molsift_store::Verify::Sizes)?;
+        Self::index_store(&store, budget)
     }
 }
 

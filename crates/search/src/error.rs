@@ -84,6 +84,12 @@ impl SearchError {
     }
 }
 
+impl From<molsift_store::StoreError> for SearchError {
+    fn from(e: molsift_store::StoreError) -> Self {
+        SearchError::Store(e.to_string())
+    }
+}
+
 impl From<molsift_fp::FingerprintError> for SearchError {
     fn from(e: molsift_fp::FingerprintError) -> Self {
         SearchError::Invalid(e.to_string())

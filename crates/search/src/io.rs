@@ -99,9 +99,8 @@ impl ColumnIndex {
         }
         let dir = store.path();
         let header_path = dir.join(HEADER_FILE);
-        let store_err = |e: molsift_store::StoreError| SearchError::Store(e.to_string());
-        store.verify_file(HEADER_FILE).map_err(store_err)?;
-        let header = store.file(HEADER_FILE).map_err(store_err)?;
+        store.verify_file(HEADER_FILE)?;
+        let header = store.file(HEADER_FILE)?;
         let mut text = vec![0u8; store.manifest().files[HEADER_FILE].bytes as usize];
         match header.read_exact_at(&mut text, 0) {
             Ok(()) => {}
@@ -115,8 +114,7 @@ impl ColumnIndex {
             Err(e) => return Err(SearchError::io(&header_path, e)),
         }
         let h = parse_header(&text, &header_path)?;
-        let file = |name: &str| store.file(name).map_err(store_err);
-        let index = Self::from_header(h, dir, file(PLANES_FILE)?, file(ORDER_FILE)?)?;
+        let index = Self::from_header(h, dir, store.file(PLANES_FILE)?, store.file(ORDER_FILE)?)?;
         if index.len() != store.len() || index.bits() != store.manifest().fingerprint.bits {
             return Err(SearchError::BadHeader {
                 path: header_path,

@@ -19,17 +19,11 @@ pub struct StoreSearcher {
     built_in_memory: bool,
 }
 
-fn store_err(e: molsift_store::StoreError) -> SearchError {
-    SearchError::Store(e.to_string())
-}
-
 impl StoreSearcher {
     /// Opens the store at `path` (sizes checked) and its column index, or builds one in memory
     /// when the store has none.
     pub fn open(path: &std::path::Path) -> Result<StoreSearcher, SearchError> {
-        Self::new(Arc::new(
-            Store::open(path, Verify::Sizes).map_err(store_err)?,
-        ))
+        Self::new(Arc::new(Store::open(path, Verify::Sizes)?))
     }
 
     /// Opens the column index of an already open store (the same generation).
@@ -113,6 +107,6 @@ impl StoreSearcher {
 
 /// Checks (once per process) the files a row scan or an in-memory index reads.
 fn check_rows(store: &Store) -> Result<(), SearchError> {
-    store.verify_file(layout::FINGERPRINTS).map_err(store_err)?;
-    store.verify_file(layout::POPCOUNTS).map_err(store_err)
+    store.verify_file(layout::FINGERPRINTS)?;
+    Ok(store.verify_file(layout::POPCOUNTS)?)
 }

@@ -71,6 +71,12 @@ fn alive(pid: i32) -> bool {
             || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
 }
 
+/// [`sweep_leftovers`] for the output `path`: in its directory, for its name.
+pub fn sweep_leftovers_beside(path: &Path) -> Vec<PathBuf> {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    sweep_leftovers(dir, path.file_name().and_then(|n| n.to_str()))
+}
+
 /// Removes the temporary entries that runs killed on this host left in `dir` (for the output
 /// named `base`, or for any name when `None`): those whose creating process is gone. Entries
 /// of live processes, of other hosts, and everything else are left alone. Returns what it
