@@ -249,7 +249,7 @@ pub(crate) fn prefetch(p: *const u64) {
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         // SAFETY: prefetch is a hint and never faults; SSE is part of x86-64.
-        #[allow(unused_unsafe)]
+        #[allow(unused_unsafe)] // _mm_prefetch is a safe fn from Rust 1.87 on (MSRV 1.80)
         unsafe {
             _mm_prefetch::<_MM_HINT_T0>(p as *const i8)
         };

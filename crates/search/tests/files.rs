@@ -253,7 +253,7 @@ fn read_ahead_hints_do_not_change_results() {
         .flat_map(|q| {
             all_opts
                 .iter()
-                .map(|o| opened.search(q, &o.clone().with_threads(2)).unwrap())
+                .map(|o| opened.search(q, &(*o).with_threads(2)).unwrap())
         })
         .collect();
     opened.set_read_ahead(true);
@@ -264,7 +264,7 @@ fn read_ahead_hints_do_not_change_results() {
             .flat_map(|q| {
                 all_opts
                     .iter()
-                    .map(|o| opened.search(q, &o.clone().with_threads(threads)).unwrap())
+                    .map(|o| opened.search(q, &(*o).with_threads(threads)).unwrap())
             })
             .collect();
         assert_eq!(hinted, plain);

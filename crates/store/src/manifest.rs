@@ -62,9 +62,11 @@ pub struct Counts {
     pub rejected: u64,
 }
 
-impl Counts {
+impl std::ops::Add for Counts {
+    type Output = Counts;
+
     /// Sum of two counts.
-    pub fn add(self, other: Counts) -> Counts {
+    fn add(self, other: Counts) -> Counts {
         Counts {
             records_in: self.records_in + other.records_in,
             molecules: self.molecules + other.molecules,

@@ -234,7 +234,7 @@ impl StoreWriter {
             self.put(ID_OFF, &self.ids_end.to_le_bytes())?;
         }
         self.append_rejects(&part.path().join(layout::REJECTS), line_offset)?;
-        self.counts = self.counts.add(part.manifest().counts);
+        self.counts = self.counts + part.manifest().counts;
         Ok(())
     }
 
