@@ -2,7 +2,7 @@
 darshan`) into the same `IoLog` as molsift's own logs, so every rule applies to it.
 
 pydarshan's C library can crash the process on a damaged log (a truncated one segfaults), so the
-log is converted in a child process (`python -m molsift.iotrace.darshan LOG` prints our JSON
+log is converted in a child process (`python -m molsift.profiler.darshan LOG` prints our JSON
 format) and a crash there becomes an `IoLogError` naming the file."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import subprocess
 import sys
 from typing import Any
 
-from .log import IoLog, IoLogError, parse_log
+from ..iolog import IoLog, IoLogError, parse_log
 
 PREFIXES = {"POSIX": "POSIX_", "STDIO": "STDIO_", "MPI-IO": "MPIIO_"}
 
@@ -26,7 +26,7 @@ def load_darshan(path: str) -> IoLog:
             f"{path}: reading Darshan logs needs pydarshan (pip install darshan)"
         ) from None
     child = subprocess.run(
-        [sys.executable, "-m", "molsift.iotrace.darshan", path],
+        [sys.executable, "-m", "molsift.profiler.darshan", path],
         capture_output=True,
         text=True,
         errors="replace",

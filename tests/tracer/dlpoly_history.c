@@ -1,4 +1,4 @@
-/* DL_POLY's HISTORY pattern, for tests/test_iotrace.py. Before its fix, every rank opened,
+/* DL_POLY's HISTORY pattern, for tests/test_tracer.py. Before its fix, every rank opened,
  * touched (fstat, seek to the end) and closed the trajectory file HISTORY at every step although
  * only rank 0 wrote the frame; after it (--fixed) only the writer opens the file.
  * Usage: mpirun -n N dlpoly_history DIR STEPS [--fixed] */

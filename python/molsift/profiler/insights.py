@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .log import SIZE_BINS, IoLog, Record
+from ..iolog import SIZE_BINS, IoLog, Record
 
 MIB = 1 << 20
 THRESHOLDS: dict[str, float] = {

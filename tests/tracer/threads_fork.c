@@ -1,4 +1,4 @@
-/* Forks while other threads do I/O, for tests/test_iotrace.py: three threads pwrite/pread one
+/* Forks while other threads do I/O, for tests/test_tracer.py: three threads pwrite/pread one
  * file without pause while the main thread forks 50 children; child i writes 1 byte to its own
  * file and _exit(i % 7)s. A tracer that is not fork-safe deadlocks or loses children's logs.
  * Usage: threads_fork DIR (exits 5 when every child's status came back right). */

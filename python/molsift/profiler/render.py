@@ -8,8 +8,8 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
+from ..iolog import IoLog
 from .insights import Finding, _fmt_bytes
-from .log import IoLog
 
 
 def summary(log: IoLog) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-/* Programs that end badly, for tests/test_iotrace.py: each writes 10 bytes to FILE, then
+/* Programs that end badly, for tests/test_tracer.py: each writes 10 bytes to FILE, then
  *   abort    dies of SIGABRT
  *   segv     dies of SIGSEGV
  *   fork     forks a child that writes 5 more bytes and _exit(3)s; exits with the child's status + 1

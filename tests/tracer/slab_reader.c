@@ -1,4 +1,4 @@
-/* Docker-HT's slab reader, for tests/test_iotrace.py: N ranks share one line-oriented file; rank r
+/* Docker-HT's slab reader, for tests/test_tracer.py: N ranks share one line-oriented file; rank r
  * owns the records that start in bytes [size*r/N, size*(r+1)/N) and reads the file with a fixed
  * buffer of BUFSIZE bytes (pread from just before its slab until the end of its last record).
  * A buffer larger than the slab makes every rank read a whole buffer: read amplification.

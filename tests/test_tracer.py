@@ -1,6 +1,7 @@
 """The I/O profiler (issue 4): `molsift profile` counts every call exactly and never changes the
 program it runs; `molsift insights` names DL_POLY's redundant opens and Docker-HT's read
-amplification. The C programs in tests/iotrace/ are compiled here with gcc (mpicc for MPI)."""
+amplification. The C programs in tests/tracer/ are compiled here with gcc (mpicc for MPI); the
+tracer itself (crates/tracer) is built into molsift's extension module."""
 
 from __future__ import annotations
 
@@ -14,11 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, molsift_cmd
 
-from molsift.iotrace import find_insights, load_log
-from molsift.iotrace.profile import LIB_NAME
+from molsift.profiler import find_insights, load_log
 
-SOURCES = ROOT / "tests" / "iotrace"
-LIB = ROOT / "python" / "molsift" / "_lib" / LIB_NAME
+SOURCES = ROOT / "tests" / "tracer"
 MPI_ENV = {
     "OMPI_ALLOW_RUN_AS_ROOT": "1",
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -26,20 +25,10 @@ MPI_ENV = {
 }
 
 
-@pytest.fixture(scope="session", autouse=True)
-def tracer_library():
-    """scripts/setup.sh builds the tracer; build it here too when it is missing (gcc only)."""
-    if not LIB.exists():
-        if shutil.which("gcc") is None:
-            pytest.skip("gcc not installed: the I/O tracer cannot be built")
-        subprocess.run(["bash", str(ROOT / "crates" / "iotrace" / "build.sh")], check=True)
-    return LIB
-
-
 @pytest.fixture(scope="session")
 def build(tmp_path_factory):
-    """build(name, mpi=False) -> path of tests/iotrace/NAME.c compiled into a session folder."""
-    out = tmp_path_factory.mktemp("iotrace-bin")
+    """build(name, mpi=False) -> path of tests/tracer/NAME.c compiled into a session folder."""
+    out = tmp_path_factory.mktemp("tracer-bin")
 
     def compile_program(name: str, mpi: bool = False) -> str:
         exe = out / name
@@ -89,7 +78,7 @@ def by_code(findings, code: str, file_name: str | None = None):
 
 # ---- counts match reality ----
 def test_every_counter_exact(build, tmp_path):
-    """tests/iotrace/known_io.c, counted by hand (Darshan's rules: a request is sequential when it
+    """tests/tracer/known_io.c, counted by hand (Darshan's rules: a request is sequential when it
     starts past the last byte of the previous one, consecutive when it starts right after it;
     the first request of a file is neither)."""
     exe = build("known_io")
@@ -291,16 +280,30 @@ def test_fork_while_threads_do_io(build, tmp_path):
 def test_command_not_found_and_missing_tracer(tmp_path):
     r = profile(tmp_path / "x.json", ["/no/such/program"])
     assert r.returncode == 127 and "molsift: error: /no/such/program: command not found" in r.stderr
-    env = dict(os.environ, MOLSIFT_IOTRACE_LIB=str(tmp_path / "missing.so"))
-    r = subprocess.run(
-        [*molsift_cmd(), "profile", "--", "true"], env=env, capture_output=True, text=True
-    )
-    assert r.returncode == 2
-    assert (
-        f"molsift: error: {tmp_path / 'missing.so'}: the I/O tracer library is not built"
-        in r.stderr
-    )
-    assert "scripts/setup.sh" in r.stderr
+    for var in ("MOLSIFT_TRACER_LIB", "MOLSIFT_IOTRACE_LIB"):  # the new name and its older one
+        env = dict(os.environ, **{var: str(tmp_path / "missing.so")})
+        r = subprocess.run(
+            [*molsift_cmd(), "profile", "--", "true"], env=env, capture_output=True, text=True
+        )
+        assert r.returncode == 2
+        assert (
+            f"molsift: error: {tmp_path / 'missing.so'}: no such I/O tracer library"
+            f" (given by ${var})" in r.stderr
+        )
+
+
+def test_the_built_in_tracer_is_written_beside_the_logs_and_removed(tmp_path):
+    """No file to build or install: the library comes out of the extension module, is
+    preloaded from the run's log directory, and goes away with it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    r = profile(out / "sh.json", ["sh", "-c", 'echo "$LD_PRELOAD" > ../preload.txt'], cwd=out)
+    assert r.returncode == 0, r.stderr
+    preloaded = (tmp_path / "preload.txt").read_text().split(":")[0].strip()
+    assert preloaded.startswith(str(out / ".molsift-profile-"))
+    assert preloaded.endswith("/libmolsift_tracer.so")
+    assert sorted(p.name for p in out.iterdir()) == ["sh.json"]
+    assert load_log(out / "sh.json").processes  # the shell was traced
 
 
 @pytest.mark.parametrize(
@@ -476,7 +479,7 @@ def test_thresholds_documented():
     """docs/insights.md lists every threshold with the value the rules use."""
     import re
 
-    from molsift.iotrace import THRESHOLDS
+    from molsift.profiler import THRESHOLDS
 
     doc = (ROOT / "docs" / "insights.md").read_text()
     for name, value in THRESHOLDS.items():

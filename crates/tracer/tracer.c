@@ -1,7 +1,7 @@
 /* molsift I/O tracer: an LD_PRELOAD library that counts, per file and per process, the POSIX and
  * STDIO calls Darshan counts, and writes one JSON log per process (docs/io-log-format.md).
  *
- * Off unless MOLSIFT_IOTRACE_DIR names a directory: then every call below is timed and counted,
+ * Off unless MOLSIFT_TRACER_DIR names a directory: then every call below is timed and counted,
  * and the process writes DIR/proc-<pid>-<start ns>.json when it exits, execs, calls _exit or dies
  * of a fatal signal. `molsift profile -- CMD` sets that up. The profiled program's results, errno
  * and exit status never change: every wrapper calls the real function first and restores errno. */
@@ -244,6 +244,12 @@ static long env_rank(void) {
     return -1;
 }
 
+/* MOLSIFT_TRACER_<NAME>, or the older name MOLSIFT_IOTRACE_<NAME> when the new one is unset. */
+static const char *tracer_env(const char *name, const char *old_name) {
+    const char *v = getenv(name);
+    return v ? v : getenv(old_name);
+}
+
 static void on_fatal_signal(int sig);
 static void fork_prepare(void) { pthread_mutex_lock(&g_lock); }
 static void fork_parent(void) { pthread_mutex_unlock(&g_lock); }
@@ -251,7 +257,7 @@ static void fork_child(void);
 
 static void install_signal_handlers(void) {
     static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGQUIT};
-    const char *v = getenv("MOLSIFT_IOTRACE_SIGNALS");
+    const char *v = tracer_env("MOLSIFT_TRACER_SIGNALS", "MOLSIFT_IOTRACE_SIGNALS");
     if (v && strcmp(v, "0") == 0) return;
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         struct sigaction old, sa;
@@ -269,7 +275,7 @@ static void install_signal_handlers(void) {
 static void init_once(void) {
     int saved = errno;
     resolve_all();
-    const char *dir = getenv("MOLSIFT_IOTRACE_DIR");
+    const char *dir = tracer_env("MOLSIFT_TRACER_DIR", "MOLSIFT_IOTRACE_DIR");
     if (!dir || !*dir || strlen(dir) >= sizeof g_dir - 2 ||
         (g_records = real_mmap(NULL, MAX_RECORDS * sizeof(record *), PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED ||
@@ -283,7 +289,7 @@ static void init_once(void) {
     size_t n = strlen(g_dir);
     while (n > 1 && g_dir[n - 1] == '/') g_dir[--n] = 0;
     add_exclude(g_dir, n);
-    const char *ex = getenv("MOLSIFT_IOTRACE_EXCLUDE");
+    const char *ex = tracer_env("MOLSIFT_TRACER_EXCLUDE", "MOLSIFT_IOTRACE_EXCLUDE");
     if (!ex) ex = "/proc/:/sys/:/dev/";
     for (const char *p = ex; *p;) {
         const char *q = strchr(p, ':');
@@ -306,7 +312,7 @@ static inline int tracing(void) {
     return g_state == 2 && !tl_busy;
 }
 
-__attribute__((constructor)) static void iotrace_init(void) { (void)tracing(); }
+__attribute__((constructor)) static void tracer_init(void) { (void)tracing(); }
 
 /* ---- paths: absolute, lexically cleaned (like Darshan), or rejected when excluded ---- */
 static void clean_path(char *p) {
@@ -743,7 +749,7 @@ static void write_log_locked(const char *how) {
     pthread_mutex_unlock(&g_lock);
 }
 
-__attribute__((destructor)) static void iotrace_fini(void) { write_log_locked("exit"); }
+__attribute__((destructor)) static void tracer_fini(void) { write_log_locked("exit"); }
 
 static void on_fatal_signal(int sig) {
     char how[32];

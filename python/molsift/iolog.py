@@ -1,6 +1,11 @@
-"""The I/O log model: `load_log(PATH)` reads a molsift I/O log (JSON, docs/io-log-format.md) or a
-Darshan log and returns an `IoLog` of per-file, per-process `Record`s with Darshan's counter names.
-Every problem with a log is an `IoLogError` (a ValueError) naming the file."""
+"""The I/O log format (docs/io-log-format.md), one module for every writer and reader of it: the
+profiler (`molsift profile`, `molsift insights`) and molsift's own counters (`molsift.iostats`).
+
+Owns the format's name and version, Darshan's request-size bins, checking a log's JSON
+(`read_json`), the log model (`load_log(PATH)` reads a molsift log or a Darshan log into an
+`IoLog` of per-file, per-process `Record`s with Darshan's counter names), joining process objects
+into one job log (`merge_processes`) and writing a log atomically (`write_log`). Every problem
+with a log is an `IoLogError` (a ValueError) naming the file."""
 
 from __future__ import annotations
 
@@ -9,10 +14,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._core import write_file
+
 FORMAT = "molsift-iolog"
 VERSION = 1
 # Darshan's request-size bins; their inclusive upper bounds are defined once per language:
-# molsift_iostats::size_bin (Rust) and size_bin in crates/iotrace/iotrace.c.
+# molsift_iostats::size_bin (Rust) and size_bin in crates/tracer/tracer.c.
 SIZE_BINS = [
     "0_100",
     "100_1K",
@@ -119,7 +126,7 @@ def load_log(path: str) -> IoLog:
     if head.lstrip()[:1] == b"{":
         return parse_log(read_json(path), path)
     if head[8:16] == DARSHAN_MAGIC:
-        from .darshan import load_darshan
+        from .profiler.darshan import load_darshan  # pydarshan, only for Darshan logs
 
         return load_darshan(path)
     what = "empty file" if not head else "neither JSON nor a Darshan log header"
@@ -184,3 +191,19 @@ def parse_log(doc: dict[str, Any], source: str) -> IoLog:
     job = dict(doc.get("job") or {})
     kind = "darshan" if job.get("tool") == "darshan" else "molsift"
     return IoLog(source=source, kind=kind, job=job, processes=processes, records=records)
+
+
+def merge_processes(processes: list[dict[str, Any]], job: dict[str, Any]) -> dict[str, Any]:
+    """One job log from process objects (the tracer's, or molsift's own built-in counters'),
+    in start order."""
+    processes = sorted(processes, key=lambda p: (p.get("start_time", 0.0), p.get("pid") or 0))
+    job = dict(job, nprocs=len(processes))
+    return {"format": FORMAT, "version": VERSION, "job": job, "processes": processes}
+
+
+def write_log(doc: dict[str, Any], path: str) -> None:
+    """Writes a log through a temporary name (counted by molsift's I/O counters), so a reader
+    never sees half of it."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    write_file(tmp, (json.dumps(doc, separators=(",", ":")) + "\n").encode())
+    os.replace(tmp, path)

@@ -1,6 +1,6 @@
-"""Per-call overhead of the `molsift profile` tracer (crates/iotrace) against the plain run.
+"""Per-call overhead of the `molsift profile` tracer (crates/tracer) against the plain run.
 
-    .venv/bin/python benches/iotrace_overhead.py [--calls 1000000] [--repeats 5]
+    .venv/bin/python benches/tracer_overhead.py [--calls 1000000] [--repeats 5]
 
 A small C program (below, compiled with gcc -O2) times N calls of one kind in a loop with
 clock_gettime around the loop only, so process start and the log write are not counted:
@@ -9,7 +9,7 @@ clock_gettime around the loop only, so process start and the log write are not c
   stat    an absolute path                                     traced path
   fstat   an open traced file
   read    1 byte of /dev/zero (excluded from tracing: the cost of an untraced descriptor)
-Each kind runs plain, with the library preloaded but off (no MOLSIFT_IOTRACE_DIR), and traced,
+Each kind runs plain, with the library preloaded but off (no MOLSIFT_TRACER_DIR), and traced,
 alternating, REPEATS times; the table shows medians in ns/call and the traced - plain difference.
 Darshan's published figure for comparison (ANCHORS.md): +0.25 us/call.
 """
@@ -20,12 +20,11 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-LIB = ROOT / "python" / "molsift" / "_lib" / "libmolsift_iotrace.so"
+from molsift.profiler.profile import write_tracer_library
+
 OPS = ["pread", "pwrite", "stat", "fstat", "read"]
 SOURCE = r"""
 #include <fcntl.h>
@@ -62,9 +61,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    if not LIB.exists():
-        sys.exit(f"{LIB}: not built; run bash scripts/setup.sh")
     with tempfile.TemporaryDirectory() as tmp:
+        lib = write_tracer_library(tmp)  # the library molsift profile preloads
         exe, data, logs = Path(tmp) / "calls", Path(tmp) / "data.bin", Path(tmp) / "logs"
         (Path(tmp) / "calls.c").write_text(SOURCE)
         subprocess.run(["gcc", "-O2", "-o", str(exe), str(Path(tmp) / "calls.c")], check=True)
@@ -72,8 +70,8 @@ def main() -> None:
         logs.mkdir()
         modes = {
             "plain": {},
-            "preloaded, off": {"LD_PRELOAD": str(LIB)},
-            "traced": {"LD_PRELOAD": str(LIB), "MOLSIFT_IOTRACE_DIR": str(logs)},
+            "preloaded, off": {"LD_PRELOAD": lib},
+            "traced": {"LD_PRELOAD": lib, "MOLSIFT_TRACER_DIR": str(logs)},
         }
         times = {(op, m): [] for op in OPS for m in modes}
         for _ in range(args.repeats):

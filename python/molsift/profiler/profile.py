@@ -1,8 +1,16 @@
 """`molsift profile -- CMD`: run any program (and its children, exec'ed programs and MPI ranks)
-under the LD_PRELOAD tracer, then merge the per-process logs into one job log."""
+under the LD_PRELOAD tracer, then merge the per-process logs into one job log.
+
+The tracer library travels inside molsift's extension module (crates/tracer embeds it at build
+time) and is written next to the per-process logs at each run, rather than shipped as a file of
+the package: every process of `molsift profile -- mpirun ...`, on any node, must open it by the
+path in LD_PRELOAD, and the log directory is the one place all of them are known to reach (they
+write their logs there), whereas the installed package may sit on one node only; and the file
+preloaded is always the one built with the molsift that runs, never a missing or stale copy."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -12,24 +20,38 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from .log import IoLogError
-from .merge import merge_process_logs, process_logs, write_log
+from .._core import TRACER_LIBRARY_NAME, tracer_library, write_file
+from ..iolog import IoLogError, write_log
+from .merge import merge_process_logs, process_logs
 
-LIB_NAME = "libmolsift_iotrace.so"
+LIB_NAME = TRACER_LIBRARY_NAME  # libmolsift_tracer.so
+# A tracer library to preload instead of the built-in one (MOLSIFT_IOTRACE_LIB: its older name).
+LIB_ENV, OLD_LIB_ENV = "MOLSIFT_TRACER_LIB", "MOLSIFT_IOTRACE_LIB"
 
 
-def preload_library() -> str:
-    """Path of the tracer library ($MOLSIFT_IOTRACE_LIB, else the one scripts/setup.sh built)."""
-    path = os.environ.get("MOLSIFT_IOTRACE_LIB") or str(
-        Path(__file__).resolve().parent.parent / "_lib" / LIB_NAME
-    )
-    if not os.path.isfile(path):
-        raise IoLogError(
-            f"{path}: the I/O tracer library is not built; run `bash scripts/setup.sh`"
-            " (or just `bash crates/iotrace/build.sh`)"
-        )
+def write_tracer_library(directory: str) -> str:
+    """Writes the built-in tracer library into DIRECTORY; returns its path."""
+    path = os.path.join(directory, LIB_NAME)
+    tmp = f"{path}.tmp{os.getpid()}"
+    write_file(tmp, tracer_library())
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)
+    return path
+
+
+def preload_library(directory: str) -> str:
+    """The tracer library to preload: $MOLSIFT_TRACER_LIB (or $MOLSIFT_IOTRACE_LIB) when set,
+    else the built-in one written into DIRECTORY."""
+    given = next((name for name in (LIB_ENV, OLD_LIB_ENV) if os.environ.get(name)), None)
+    if given is None:
+        path = os.path.abspath(write_tracer_library(directory))
+    else:
+        path = os.path.abspath(os.environ[given])
+        if not os.path.isfile(path):
+            raise IoLogError(f"{path}: no such I/O tracer library (given by ${given})")
+    if any(c in path for c in " :"):  # LD_PRELOAD splits its list at spaces and colons
+        raise IoLogError(f"{path}: LD_PRELOAD cannot name a path holding a space or a colon")
     return path
 
 
@@ -63,12 +85,12 @@ def profile(
     if not command:
         raise ValueError("molsift profile: give a command after --, e.g. molsift profile -- ./app")
     log = os.path.abspath(log or default_log_name(command))
-    lib = preload_library()
-    workdir = tempfile.mkdtemp(prefix=".molsift-iotrace-", dir=os.path.dirname(log))
-    env = dict(os.environ, MOLSIFT_IOTRACE_DIR=workdir)
-    env["LD_PRELOAD"] = ":".join(x for x in (lib, os.environ.get("LD_PRELOAD")) if x)
+    workdir = tempfile.mkdtemp(prefix=".molsift-profile-", dir=os.path.dirname(log))
     start = time.time()
     try:
+        lib = preload_library(workdir)
+        env = dict(os.environ, MOLSIFT_TRACER_DIR=workdir)
+        env["LD_PRELOAD"] = ":".join(x for x in (lib, os.environ.get("LD_PRELOAD")) if x)
         returncode = _run(command, env)
         job = {
             "tool": "molsift profile",
@@ -83,6 +105,8 @@ def profile(
         write_log(doc, log)
     finally:
         if keep_process_logs:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(workdir, LIB_NAME))  # keep the logs, not the library
             kept = log + ".processes"
             shutil.rmtree(kept, ignore_errors=True)
             shutil.move(workdir, kept)

@@ -1,4 +1,4 @@
-/* Known I/O for tests/test_iotrace.py: every call below is counted by hand in the test's
+/* Known I/O for tests/test_tracer.py: every call below is counted by hand in the test's
  * expected counters, so the profiler's log must match them exactly.
  * Usage: known_io DIR EXIT_CODE (runs in DIR, exits with EXIT_CODE). */
 #define _GNU_SOURCE

@@ -8,8 +8,8 @@ import html
 import io
 import os
 
+from ..iolog import SIZE_BINS, IoLog
 from .insights import Finding, _fmt_bytes
-from .log import SIZE_BINS, IoLog
 from .render import summary
 
 COLORS = {"HIGH": "#c0392b", "WARN": "#d68910", "INFO": "#2471a3"}
