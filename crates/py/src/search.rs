@@ -59,7 +59,7 @@ impl PySearcher {
 
 fn stats_dict<'py>(py: Python<'py>, s: &SearchStats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("path", format!("{:?}", s.path).to_lowercase())?;
+    d.set_item("path", s.path.name())?;
     d.set_item("bytes_touched", s.bytes_touched)?;
     d.set_item("buckets_visited", s.buckets_visited)?;
     d.set_item("units_visited", s.units_visited)?;

@@ -156,6 +156,16 @@ pub enum SearchPath {
     Rows,
 }
 
+impl SearchPath {
+    /// The path's name in reports: `"columns"` or `"rows"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchPath::Columns => "columns",
+            SearchPath::Rows => "rows",
+        }
+    }
+}
+
 /// What one search read and did (summed over the queries of a batch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
