@@ -2,7 +2,8 @@
 the counters on (the default) and off (MOLSIFT_IOSTATS=0, which exists for this benchmark
 only), alternating on/off REPEATS times; the table shows medians and the overhead in %.
 
-    .venv/bin/python benches/iostats_overhead.py [--gib 2] [--repeats 7] [--passes 10] [--screen 20000]
+    .venv/bin/python benches/iostats_overhead.py [--gib 2] [--repeats 7] [--passes 10]
+        [--screen 20000]
 
 (a) `molsift count` of a cached multi-GB SMILES file (MOSES repeated, as benches/count.py):
     whole process, and the counting alone (the seconds molsift reports).
@@ -167,7 +168,7 @@ def main() -> int:
             "--overwrite",
             "-q",
             "--json",
-            *sum((["--ref", s] for s in screen_bench.REFS), []),
+            *[arg for s in screen_bench.REFS for arg in ("--ref", s)],
         ]
         m = alternate(cmd, args.repeats)
         io = json.loads(run(cmd, True)[2])["io"]
