@@ -1,8 +1,9 @@
-"""What molsift's built-in I/O counters (crates/io/src/iostats) cost: each scenario runs with
+"""What molsift's built-in I/O counters (crates/iostats) cost: each scenario runs with
 the counters on (the default) and off (MOLSIFT_IOSTATS=0, which exists for this benchmark
 only), alternating on/off REPEATS times; the table shows medians and the overhead in %.
 
-    .venv/bin/python benches/iostats_overhead.py [--gib 2] [--repeats 7] [--passes 10] [--screen 20000]
+    .venv/bin/python benches/iostats_overhead.py [--gib 2] [--repeats 7] [--passes 10]
+        [--screen 20000]
 
 (a) `molsift count` of a cached multi-GB SMILES file (MOSES repeated, as benches/count.py):
     whole process, and the counting alone (the seconds molsift reports).
@@ -13,7 +14,7 @@ only), alternating on/off REPEATS times; the table shows medians and the overhea
     on, ...), median seconds per pass; steadier than separate processes on a busy machine.
 (c) `molsift screen --scorer similarity -j 2` on the first N MOSES molecules (5 references).
 (d) one counted request: CPU ns of a 1 KiB pread of a cached file, plain `File` against
-    `CountedFile` (crates/io/examples/request_cost.rs).
+    `CountedFile` (crates/iostats/examples/request_cost.rs).
 Wall seconds and CPU seconds (user + system of the process and its children) are both shown:
 on a shared machine CPU time is the steadier of the two.
 """
@@ -95,6 +96,8 @@ def main() -> int:
             "molsift-io",
             "--example",
             "slab_read",
+            "-p",
+            "molsift-iostats",
             "--example",
             "request_cost",
         ],
@@ -165,7 +168,7 @@ def main() -> int:
             "--overwrite",
             "-q",
             "--json",
-            *sum((["--ref", s] for s in screen_bench.REFS), []),
+            *[arg for s in screen_bench.REFS for arg in ("--ref", s)],
         ]
         m = alternate(cmd, args.repeats)
         io = json.loads(run(cmd, True)[2])["io"]

@@ -38,13 +38,14 @@ EXTRA=""
   "vina==1.2.7" "meeko==0.8.0" "scipy>=1.10" "gemmi==0.7.5" "pytest>=7" "hypothesis>=6" $EXTRA
 # rdkit is pinned: tests/data/golden_stores.json holds the exact stores (canonical SMILES) of this
 # version (tests/golden.py re-records them).
-# Build the Rust extension in release mode and install molsift into the venv (editable).
+# Build the Rust extension in release mode (with the C I/O tracer, crates/tracer: cc/gcc) and
+# install molsift into the venv (editable).
 VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release -q
 # Parquet output of `molsift search -o hits.parquet`.
 .venv/bin/python -m pip install -q "pyarrow>=12" ||
   echo "setup: pyarrow not installed: molsift search cannot write .parquet (TSV works)" >&2
-# The LD_PRELOAD I/O tracer of `molsift profile` (C, gcc), and pydarshan for Darshan logs in insights.
-bash crates/iotrace/build.sh
+# pydarshan for Darshan logs in insights (the I/O tracer of `molsift profile` is part of the
+# Rust build above: crates/tracer).
 .venv/bin/python -m pip install -q "darshan>=3.4" ||
   echo "setup: pydarshan not installed: molsift insights cannot read *.darshan logs" >&2
 echo "setup: molsift installed in .venv ($(.venv/bin/molsift --version))"

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # All tests: installs what they need (Python packages, the Rust build, Open MPI), then runs the
-# Rust tests (cargo test) and the Python tests (pytest, MPI tests with real mpirun).
+# Rust lints (cargo fmt --check, cargo clippy -D warnings), the Rust tests (cargo test) and the
+# Python tests (pytest, MPI tests with real mpirun).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MOLSIFT_WITH_MPI=1 bash scripts/setup.sh
+echo "== Rust lints (rustfmt, clippy: levels in Cargo.toml's [workspace.lints])"
+if command -v rustup >/dev/null 2>&1; then
+  rustup component add clippy rustfmt >/dev/null 2>&1 || true
+fi
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -q -- -D warnings
 echo "== Rust tests"
 cargo test --workspace --exclude molsift-py -q
 echo "== Python tests"

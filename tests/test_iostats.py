@@ -14,7 +14,7 @@ import pytest
 from conftest import BUNDLED_SMI, ROOT, molsift_cmd, run_mpi
 
 from molsift import _core
-from molsift.iotrace import load_log
+from molsift.profiler import load_log
 
 NO_TIMING = {"MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE"}  # which request was slowest varies
 
@@ -92,15 +92,12 @@ def test_slabs_and_count_add_up(tmp_path):
 
 
 def test_builtin_counters_equal_the_tracers(tmp_path):
-    """tests/iotrace/builtin_known_io.py (writes, appends, seeks, syncs, stats, slab reads with a
+    """tests/tracer/builtin_known_io.py (writes, appends, seeks, syncs, stats, slab reads with a
     1 KiB buffer, count by mmap, a gzip stream, a store written, merged and verified) under
     `molsift profile`: for every file, the built-in counters equal the LD_PRELOAD tracer's."""
-    lib = ROOT / "python" / "molsift" / "_lib" / "libmolsift_iotrace.so"
-    if not lib.exists():
-        pytest.skip("the tracer is not built (bash crates/iotrace/build.sh)")
     work = tmp_path / "files"
     work.mkdir()
-    script = ROOT / "tests" / "iotrace" / "builtin_known_io.py"
+    script = ROOT / "tests" / "tracer" / "builtin_known_io.py"
     molsift(
         "profile",
         "-o",
@@ -294,7 +291,7 @@ def test_screen_run_dir_gets_its_io_log(tmp_path, small_smi):
 def test_insights_on_molsifts_own_ingest_log_has_no_redundant_opens(tmp_path):
     """Issue 14, defect 8: `insights` on molsift's own ingest log reported redundant opens of
     molsift's temporary store directory, which is opened only to fsync it after renames."""
-    from molsift.iotrace import find_insights
+    from molsift.profiler import find_insights
 
     log = tmp_path / "ingest.json"
     proc = subprocess.run(

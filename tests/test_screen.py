@@ -4,6 +4,7 @@ after kill -9 at random moments and inside writes, with each scorer; plus the re
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import json
@@ -152,7 +153,7 @@ def test_similarity_scores_equal_rdkit(library, tmp_path):
             library,
             "--scorer",
             "similarity",
-            *sum((["--ref", r] for r in refs), []),
+            *[arg for r in refs for arg in ("--ref", r)],
             "-o",
             out,
             "-j",
@@ -491,11 +492,13 @@ def test_fingerprint_set_matches_rdkit_and_checks_lengths():
         gen.GetFingerprint(Chem.MolFromSmiles(s))
         for s in ("CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1")
     ]
-    fset = _core.FingerprintSet([DataStructs.BitVectToBinaryText(f) for f in fps])
+    rows = [DataStructs.BitVectToBinaryText(f) for f in fps]
+    fset = _core.FingerprintSet(rows)
     q = gen.GetFingerprint(Chem.MolFromSmiles("Oc1ccccc1C"))
     expected = DataStructs.BulkTanimotoSimilarity(q, fps)
-    assert fset.scores(DataStructs.BitVectToBinaryText(q)) == expected
-    assert fset.best(DataStructs.BitVectToBinaryText(q)) == (
+    qb = DataStructs.BitVectToBinaryText(q)
+    assert [_core.FingerprintSet([r]).best(qb) for r in rows] == [(0, s) for s in expected]
+    assert fset.best(qb) == (
         expected.index(max(expected)),
         max(expected),
     )
@@ -627,10 +630,8 @@ def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
             try:
                 proc.wait(timeout=60)  # mpirun sees the rank die and ends the job
             finally:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)  # anything left of that job
-                except ProcessLookupError:
-                    pass
                 proc.wait()
             gen = max(gen, state_gen(out))  # the next launch must take over after this one
         else:

@@ -360,7 +360,7 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_profile(args) -> int:
-    from .iotrace.profile import CommandError, profile
+    from .profiler.profile import CommandError, profile
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
@@ -393,8 +393,8 @@ def _exit_like(returncode: int) -> int:
 
 
 def _cmd_insights(args) -> int:
-    from .iotrace.insights import THRESHOLDS, find_insights
-    from .iotrace.log import load_log
+    from .iolog import load_log
+    from .profiler.insights import THRESHOLDS, find_insights
 
     changed = {}
     for item in args.threshold:
@@ -408,15 +408,15 @@ def _cmd_insights(args) -> int:
     log = load_log(args.log)
     findings = find_insights(log, changed)
     if args.format == "json":
-        from .iotrace.render import to_json
+        from .profiler.render import to_json
 
         text = to_json(log, findings, dict(THRESHOLDS, **changed))
     elif args.format == "html":
-        from .iotrace.html import to_html
+        from .profiler.html import to_html
 
         text = to_html(log, findings)
     else:
-        from .iotrace.render import to_text
+        from .profiler.render import to_text
 
         text = to_text(log, findings)
     if args.output:

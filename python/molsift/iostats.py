@@ -1,8 +1,9 @@
 """molsift's own I/O, seen from Python. Every file the Python side of molsift reads or writes
 goes through `CountedFile` or `open_counted` (a drop-in for `open`), so the Rust core's counters
-(crates/io/src/iostats) see it; `process_record()` is this process's record in the I/O log
+(crates/iostats) see it; `process_record()` is this process's record in the I/O log
 format (docs/io-log-format.md), and `job_log()` joins the records of every process of a run
-(workers, MPI ranks) into one log: `molsift --io-log FILE`, and `RUN_DIR/io.json` of a screen."""
+(workers, MPI ranks) into one log: `molsift --io-log FILE`, and `RUN_DIR/io.json` of a screen.
+The format itself (merging, reading, writing a log) is `molsift.iolog`'s."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from . import _core
 from ._core import CountedFile, file_size, read_file, write_file
+from .iolog import merge_processes, parse_log, write_log
 
 __all__ = [
     "CountedFile",
@@ -152,8 +154,6 @@ def job_log(
     tool: str, processes: list[dict[str, Any]], start_time: float, returncode: int = 0, **job: Any
 ) -> dict[str, Any]:
     """A whole log (format v1) of a molsift run from its processes' records."""
-    from .iotrace.merge import merge_processes
-
     info = {
         "tool": tool,
         "command": ["molsift", *sys.argv[1:]],
@@ -168,19 +168,10 @@ def job_log(
     return merge_processes(processes, info)
 
 
-def write_log(doc: dict[str, Any], path: str) -> None:
-    """Writes a log through a temporary name (counted), so a reader never sees half of it."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    write_file(tmp, (json.dumps(doc, separators=(",", ":")) + "\n").encode())
-    os.replace(tmp, path)
-
-
 def totals(doc: dict[str, Any], library: str | None = None) -> dict[str, Any]:
     """What a run's report shows from its log: opens, stats, requests, bytes read and written,
     I/O seconds (read, write, metadata), over all processes; with `library`, its size and the
     bytes read from it (a map counts no bytes): a screen report's read amplification."""
-    from .iotrace.log import parse_log
-
     log = parse_log(doc, "<run>")
     posix = [r for r in log.records if r.module == "POSIX"]
 

@@ -23,12 +23,15 @@ pub fn intersection_count(a: &[u64], b: &[u64]) -> u32 {
     assert_eq!(a.len(), b.len(), "fingerprints of different sizes");
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512vpopcntdq") && std::arch::is_x86_feature_detected!("avx512f")
+        if std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+            && std::arch::is_x86_feature_detected!("avx512f")
         {
             // SAFETY: the CPU supports AVX-512F and VPOPCNTDQ, checked just above.
             return unsafe { intersection_avx512(a, b) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt") {
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+        {
             // SAFETY: the CPU supports AVX2 and popcnt, checked just above.
             return unsafe { intersection_avx2(a, b) };
         }
@@ -112,16 +115,21 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         {
             let want = intersection_portable(&a, &b);
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt") {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("popcnt")
+            {
                 // SAFETY: checked just above.
                 assert_eq!(unsafe { intersection_avx2(&a, &b) }, want);
             }
-            if std::arch::is_x86_feature_detected!("avx512vpopcntdq") && std::arch::is_x86_feature_detected!("avx512f")
+            if std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+                && std::arch::is_x86_feature_detected!("avx512f")
             {
                 // SAFETY: checked just above.
                 assert_eq!(unsafe { intersection_avx512(&a, &b) }, want);
             } else {
-                eprintln!("no AVX-512 VPOPCNTDQ on this CPU: its kernel is compiled but not run here");
+                eprintln!(
+                    "no AVX-512 VPOPCNTDQ on this CPU: its kernel is compiled but not run here"
+                );
             }
         }
     }

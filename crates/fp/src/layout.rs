@@ -5,7 +5,7 @@ use std::fmt;
 /// Rows of the store's fingerprint array start on multiples of this many bytes (a cache line).
 pub const ROW_ALIGN_BYTES: usize = 64;
 
-/// Errors about fingerprint shapes and bit indices.
+/// Errors about fingerprint shapes, row lengths and bit indices.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FingerprintError {
@@ -18,16 +18,55 @@ pub enum FingerprintError {
         /// the number of bits in the row
         bits: u32,
     },
+    /// A byte row whose length is zero or not a multiple of 8 bytes (64 bits).
+    BadRowBytes(usize),
+    /// A row of a set whose length is not the first row's.
+    RowBytesDiffer {
+        /// the row's position
+        row: usize,
+        /// its length in bytes
+        bytes: usize,
+        /// the first row's length in bytes
+        first: usize,
+    },
+    /// A query whose length is not the rows'.
+    QueryBytes {
+        /// the query's length in bytes
+        bytes: usize,
+        /// the rows' length in bytes
+        expected: usize,
+    },
 }
 
 impl fmt::Display for FingerprintError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FingerprintError::BadBitCount(b) => {
-                write!(f, "fingerprint size must be a positive multiple of 64 bits, got {b}")
+                write!(
+                    f,
+                    "fingerprint size must be a positive multiple of 64 bits, got {b}"
+                )
             }
             FingerprintError::BitOutOfRange { bit, bits } => {
                 write!(f, "on-bit {bit} is outside a fingerprint of {bits} bits")
+            }
+            FingerprintError::BadRowBytes(n) => {
+                write!(
+                    f,
+                    "fingerprints must be a multiple of 64 bits long, got {n} bytes"
+                )
+            }
+            FingerprintError::RowBytesDiffer { row, bytes, first } => {
+                write!(
+                    f,
+                    "fingerprint {row} has {bytes} bytes, the first has {first}"
+                )
+            }
+            FingerprintError::QueryBytes { bytes, expected } => {
+                write!(
+                    f,
+                    "query has {bytes} bytes, the set's fingerprints {expected}"
+                )
             }
         }
     }
@@ -90,7 +129,10 @@ mod tests {
 
     #[test]
     fn stride_is_cache_line_aligned() {
-        assert_eq!(FingerprintLayout::new(2048).unwrap().row_stride_bytes(), 256);
+        assert_eq!(
+            FingerprintLayout::new(2048).unwrap().row_stride_bytes(),
+            256
+        );
         assert_eq!(FingerprintLayout::new(64).unwrap().row_stride_bytes(), 64);
         assert_eq!(FingerprintLayout::new(576).unwrap().row_stride_bytes(), 128);
         assert_eq!(FingerprintLayout::new(576).unwrap().words_per_row(), 9);
@@ -107,7 +149,10 @@ mod tests {
         let mut row = [0u64; 2];
         assert_eq!(
             pack_on_bits(&[128], &mut row),
-            Err(FingerprintError::BitOutOfRange { bit: 128, bits: 128 })
+            Err(FingerprintError::BitOutOfRange {
+                bit: 128,
+                bits: 128
+            })
         );
     }
 }

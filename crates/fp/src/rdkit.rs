@@ -49,9 +49,14 @@ pub enum RdkitBitsError {
 impl fmt::Display for RdkitBitsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RdkitBitsError::Truncated { at } => write!(f, "RDKit bit vector cut short at byte {at}"),
+            RdkitBitsError::Truncated { at } => {
+                write!(f, "RDKit bit vector cut short at byte {at}")
+            }
             RdkitBitsError::UnknownVersion(v) => {
-                write!(f, "RDKit bit vector of unknown version {v} (expected -{RDKIT_BITVECT_VERSION})")
+                write!(
+                    f,
+                    "RDKit bit vector of unknown version {v} (expected -{RDKIT_BITVECT_VERSION})"
+                )
             }
             RdkitBitsError::WrongSize { expected, found } => {
                 write!(f, "RDKit bit vector has {found} bits, expected {expected}")
@@ -59,7 +64,9 @@ impl fmt::Display for RdkitBitsError {
             RdkitBitsError::BitOutOfRange { bit, bits } => {
                 write!(f, "RDKit bit vector sets bit {bit} of only {bits}")
             }
-            RdkitBitsError::Inconsistent => write!(f, "RDKit bit vector's runs do not add up to its size"),
+            RdkitBitsError::Inconsistent => {
+                write!(f, "RDKit bit vector's runs do not add up to its size")
+            }
         }
     }
 }
@@ -67,14 +74,18 @@ impl fmt::Display for RdkitBitsError {
 impl std::error::Error for RdkitBitsError {}
 
 fn read_u32(data: &[u8], at: usize) -> Result<u32, RdkitBitsError> {
-    let b = data.get(at..at + 4).ok_or(RdkitBitsError::Truncated { at })?;
+    let b = data
+        .get(at..at + 4)
+        .ok_or(RdkitBitsError::Truncated { at })?;
     Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// One packed integer at `*at`; advances `*at` past it.
 fn read_packed(data: &[u8], at: &mut usize) -> Result<u64, RdkitBitsError> {
     let start = *at;
-    let first = *data.get(start).ok_or(RdkitBitsError::Truncated { at: start })?;
+    let first = *data
+        .get(start)
+        .ok_or(RdkitBitsError::Truncated { at: start })?;
     let (len, shift, base) = if first & 1 == 0 {
         (1, 1, 0u64)
     } else if first & 2 == 0 {
@@ -84,7 +95,9 @@ fn read_packed(data: &[u8], at: &mut usize) -> Result<u64, RdkitBitsError> {
     } else {
         (4, 3, (1 << 7) + (1 << 14) + (1 << 21))
     };
-    let bytes = data.get(start..start + len).ok_or(RdkitBitsError::Truncated { at: start })?;
+    let bytes = data
+        .get(start..start + len)
+        .ok_or(RdkitBitsError::Truncated { at: start })?;
     let mut raw = 0u64;
     for (i, &b) in bytes.iter().enumerate() {
         raw |= u64::from(b) << (8 * i);
@@ -102,7 +115,10 @@ pub fn unpack_rdkit_bitvect(data: &[u8], bits: u32, row: &mut [u8]) -> Result<u3
     }
     let found = read_u32(data, 4)?;
     if found != bits || row.len() < (bits as usize).div_ceil(8) {
-        return Err(RdkitBitsError::WrongSize { expected: bits, found });
+        return Err(RdkitBitsError::WrongSize {
+            expected: bits,
+            found,
+        });
     }
     let on = read_u32(data, 8)?;
     row.fill(0);
@@ -158,13 +174,22 @@ mod tests {
     #[test]
     fn reads_rdkit_bytes() {
         // RDKit 2026.09: Morgan radius 2, 2048 bits, of CCOc1ccccc1N, from ToBinary()
-        let hex = "e0ffffff0008000015000000a07100700900882101590149003ca4364cd0483a52084d0220f4c09a";
-        let data: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+        let hex =
+            "e0ffffff0008000015000000a07100700900882101590149003ca4364cd0483a52084d0220f4c09a";
+        let data: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
         let mut row = vec![0u8; 256];
         assert_eq!(unpack_rdkit_bitvect(&data, 2048, &mut row), Ok(21));
-        let on: Vec<u32> = (0..2048).filter(|&i| row[i / 8] >> (i % 8) & 1 == 1).map(|i| i as u32).collect();
-        let rdkit = [80, 237, 294, 425, 494, 695, 910, 1057, 1088, 1171, 1199, 1238, 1343, 1380, 1410, 1452,
-                     1457, 1733, 1750, 1873, 1970];
+        let on: Vec<u32> = (0..2048)
+            .filter(|&i| row[i / 8] >> (i % 8) & 1 == 1)
+            .map(|i| i as u32)
+            .collect();
+        let rdkit = [
+            80, 237, 294, 425, 494, 695, 910, 1057, 1088, 1171, 1199, 1238, 1343, 1380, 1410, 1452,
+            1457, 1733, 1750, 1873, 1970,
+        ];
         assert_eq!(on, rdkit);
     }
 
@@ -173,10 +198,20 @@ mod tests {
         let bits = 1 << 23;
         let on = [0, 1, 127, 129, 300, 16_700, 40_000, 2_200_000, bits - 1];
         let mut row = vec![0u8; (bits / 8) as usize];
-        assert_eq!(unpack_rdkit_bitvect(&encode(bits, &on), bits, &mut row), Ok(on.len() as u32));
-        let back: Vec<u32> = on.iter().copied().filter(|&b| row[(b / 8) as usize] >> (b % 8) & 1 == 1).collect();
+        assert_eq!(
+            unpack_rdkit_bitvect(&encode(bits, &on), bits, &mut row),
+            Ok(on.len() as u32)
+        );
+        let back: Vec<u32> = on
+            .iter()
+            .copied()
+            .filter(|&b| row[(b / 8) as usize] >> (b % 8) & 1 == 1)
+            .collect();
         assert_eq!(back, on);
-        assert_eq!(row.iter().map(|b| b.count_ones()).sum::<u32>(), on.len() as u32);
+        assert_eq!(
+            row.iter().map(|b| b.count_ones()).sum::<u32>(),
+            on.len() as u32
+        );
         let empty = encode(64, &[]);
         let mut row = [0xffu8; 8];
         assert_eq!(unpack_rdkit_bitvect(&empty, 64, &mut row), Ok(0));
@@ -187,21 +222,39 @@ mod tests {
     fn bad_data_is_refused() {
         let good = encode(128, &[3, 70]);
         let mut row = [0u8; 16];
-        assert_eq!(unpack_rdkit_bitvect(&good, 64, &mut row[..8]), Err(RdkitBitsError::WrongSize { expected: 64, found: 128 }));
+        assert_eq!(
+            unpack_rdkit_bitvect(&good, 64, &mut row[..8]),
+            Err(RdkitBitsError::WrongSize {
+                expected: 64,
+                found: 128
+            })
+        );
         for cut in 0..good.len() {
-            assert!(unpack_rdkit_bitvect(&good[..cut], 128, &mut row).is_err(), "cut at {cut}");
+            assert!(
+                unpack_rdkit_bitvect(&good[..cut], 128, &mut row).is_err(),
+                "cut at {cut}"
+            );
         }
         let mut longer = good.clone();
         longer.push(0);
-        assert_eq!(unpack_rdkit_bitvect(&longer, 128, &mut row), Err(RdkitBitsError::Inconsistent));
+        assert_eq!(
+            unpack_rdkit_bitvect(&longer, 128, &mut row),
+            Err(RdkitBitsError::Inconsistent)
+        );
         let mut old = good.clone();
         old[..4].copy_from_slice(&(-16i32).to_le_bytes());
-        assert_eq!(unpack_rdkit_bitvect(&old, 128, &mut row), Err(RdkitBitsError::UnknownVersion(-16)));
+        assert_eq!(
+            unpack_rdkit_bitvect(&old, 128, &mut row),
+            Err(RdkitBitsError::UnknownVersion(-16))
+        );
         // an on-bit past the end
         let mut over = encode(128, &[3, 4]);
         over.truncate(13);
         packed(200, &mut over);
         packed(0, &mut over);
-        assert!(matches!(unpack_rdkit_bitvect(&over, 128, &mut row), Err(RdkitBitsError::BitOutOfRange { .. })));
+        assert!(matches!(
+            unpack_rdkit_bitvect(&over, 128, &mut row),
+            Err(RdkitBitsError::BitOutOfRange { .. })
+        ));
     }
 }

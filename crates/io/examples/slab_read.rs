@@ -8,7 +8,8 @@
 //!
 //! Usage: `cargo run --release -p molsift-io --example slab_read -- FILE BUFFER_BYTES [SLABS] [PASSES] [alternate]`
 
-use molsift_io::{iostats, split_slabs, ReaderOptions, RecordKind, SlabReader};
+use molsift_io::{split_slabs, ReaderOptions, RecordKind, SlabReader};
+use molsift_iostats as iostats;
 use std::path::Path;
 use std::time::Instant;
 

@@ -3,12 +3,12 @@
 //! [`count_newlines`] and [`slab_first_lines`].
 
 use crate::error::IoError;
-use crate::iostats::CountedFile;
 use crate::record::{is_sdf_terminator, is_sdf_ws, line_at_is_record, SDF_TERM_MAX};
 use crate::scan::{scan_line_starts, LineScan};
 use crate::slab::{split_slabs, RecordKind};
 use crate::stream::{count_stream, Compression};
 use memmap2::{Advice, Mmap};
+use molsift_iostats::CountedFile;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 

@@ -18,8 +18,9 @@
 //!   CSV, SDF) and yields [`SourceRecord`]s: text, id, absolute line, offset
 //!   and the reason a record cannot be used.
 //! - [`ReadCounters`] and [`read_amplification`] say how much was read.
-//! - [`iostats`] counts every file operation of molsift per file and process (Darshan's
-//!   counters, always on) through [`CountedFile`], and exports them as an I/O log record.
+//!
+//! Every file is opened as a `molsift_iostats::CountedFile`, so molsift's I/O counters (the
+//! `molsift-iostats` crate) see each read.
 //!
 //! ```
 //! use molsift_io::{count_newlines, count_records, split_slabs, ReaderOptions, RecordKind, SlabReader};
@@ -52,7 +53,6 @@ mod counters;
 mod error;
 mod fields;
 mod framing;
-pub mod iostats;
 mod options;
 mod reader;
 mod record;
@@ -69,7 +69,6 @@ pub use count::{
 pub use counters::{read_amplification, ReadCounters};
 pub use error::{FieldError, IoError};
 pub use fields::{sdf_molecule_count, sdf_title, split_smiles_line, CsvColumns, SmilesAndId};
-pub use iostats::CountedFile;
 pub use options::{
     ReaderOptions, DEFAULT_BUFFER_SIZE, DEFAULT_MAX_LINE_RECORD_BYTES, DEFAULT_MAX_SDF_RECORD_BYTES,
 };

@@ -44,7 +44,11 @@ pub fn split_slabs(len: u64, n: usize) -> Vec<Range<u64>> {
 /// (MPI ranks) would hand the first, larger slab of every wave to the same rank.
 pub fn guided_slabs(len: u64, workers: usize, min_len: u64) -> Vec<Range<u64>> {
     let w = workers.max(1) as u64;
-    let min_len = if min_len == 0 { (len / (32 * w)).max(1) } else { min_len };
+    let min_len = if min_len == 0 {
+        (len / (32 * w)).max(1)
+    } else {
+        min_len
+    };
     let mut out = Vec::new();
     let mut start = 0;
     while start < len {

@@ -5,11 +5,11 @@
 use crate::counters::ReadCounters;
 use crate::error::IoError;
 use crate::framing::{Engine, Framer, Start};
-use crate::iostats::CountedFile;
 use crate::options::ReaderOptions;
 use crate::record::Record;
 use crate::slab::RecordKind;
 use crate::window::{Source, Window};
+use molsift_iostats::CountedFile;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

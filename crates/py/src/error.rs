@@ -1,13 +1,32 @@
 //! The one place core errors become Python exceptions: `MolsiftError` and its subclasses
-//! `InputError` (reading input files) and `StoreError` (creating or opening stores).
+//! `InputError` (reading input files) and `StoreError` (creating or opening stores), and the
+//! built-in `ValueError` / `OSError` where Python code expects those.
 
+use std::path::Path;
+
+use molsift_search::SearchError;
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-create_exception!(_core, MolsiftError, PyException, "Base class of every molsift error.");
-create_exception!(_core, InputError, MolsiftError, "An input file cannot be read as records.");
-create_exception!(_core, StoreError, MolsiftError, "A store cannot be written, merged or opened.");
+create_exception!(
+    _core,
+    MolsiftError,
+    PyException,
+    "Base class of every molsift error."
+);
+create_exception!(
+    _core,
+    InputError,
+    MolsiftError,
+    "An input file cannot be read as records."
+);
+create_exception!(
+    _core,
+    StoreError,
+    MolsiftError,
+    "A store cannot be written, merged or opened."
+);
 
 /// Converts an input-reading error.
 pub fn input_err(e: molsift_io::IoError) -> PyErr {
@@ -17,6 +36,40 @@ pub fn input_err(e: molsift_io::IoError) -> PyErr {
 /// Converts a store error.
 pub fn store_err(e: molsift_store::StoreError) -> PyErr {
     StoreError::new_err(e.to_string())
+}
+
+/// Converts a search error: bad arguments are `ValueError`, a damaged index or store is
+/// `StoreError`.
+pub fn search_err(e: SearchError) -> PyErr {
+    match e {
+        SearchError::BadThreshold(_)
+        | SearchError::Invalid(_)
+        | SearchError::BitsMismatch { .. } => PyValueError::new_err(e.to_string()),
+        other => StoreError::new_err(other.to_string()),
+    }
+}
+
+/// Converts a fingerprint shape error (row or query lengths, bit indices) to `ValueError`.
+pub fn fingerprint_err(e: molsift_fp::FingerprintError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// Converts an error reading RDKit's binary bit vector to `ValueError`.
+pub fn rdkit_bits_err(e: molsift_fp::RdkitBitsError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// An `OSError` with errno, message and file name, as Python's own `open` raises.
+pub fn os_err(e: std::io::Error, path: &Path) -> PyErr {
+    match e.raw_os_error() {
+        Some(errno) => PyOSError::new_err((errno, e.to_string(), path.display().to_string())),
+        None => PyOSError::new_err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// A JSON text argument that does not parse, as `ValueError`.
+pub fn json_err(e: serde_json::Error) -> PyErr {
+    PyValueError::new_err(format!("bad JSON: {e}"))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

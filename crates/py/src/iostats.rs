@@ -1,22 +1,16 @@
-//! Python wrappers of `molsift_io::iostats`: `CountedFile` (a counted file descriptor for the
+//! Python wrappers of `molsift_iostats`: `CountedFile` (a counted file descriptor for the
 //! Python writers and readers: pread, pwrite, read, write, seek, fsync, fdatasync, mmap),
 //! `read_file`, `write_file`, `file_size`, `iostats_process` (this process's record as JSON) and
 //! `iostats_counters`.
 
 use std::path::PathBuf;
 
-use molsift_io::iostats::{self, CountedFile};
-use pyo3::exceptions::{PyOSError, PyValueError};
+use molsift_iostats::{self as iostats, CountedFile};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyBytes, PyDict};
 
-/// An `OSError` with errno, message and file name, as Python's own `open` raises.
-fn os_err(e: std::io::Error, path: &std::path::Path) -> PyErr {
-    match e.raw_os_error() {
-        Some(errno) => PyOSError::new_err((errno, e.to_string(), path.display().to_string())),
-        None => PyOSError::new_err(format!("{}: {e}", path.display())),
-    }
-}
+use crate::error::os_err;
 
 /// A file opened with `os.open`-style flags whose calls are counted by molsift's I/O
 /// counters. Every method releases the GIL for the system call.
@@ -28,10 +22,16 @@ pub struct PyCountedFile {
 
 impl PyCountedFile {
     fn file(&self) -> PyResult<&CountedFile> {
-        self.inner.as_ref().ok_or_else(|| PyValueError::new_err("I/O operation on closed file"))
+        self.inner
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("I/O operation on closed file"))
     }
 
-    fn io<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&CountedFile) -> std::io::Result<T> + Send) -> PyResult<T> {
+    fn io<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&CountedFile) -> std::io::Result<T> + Send,
+    ) -> PyResult<T> {
         let file = self.file()?;
         py.detach(|| f(file)).map_err(|e| os_err(e, &self.path))
     }
@@ -43,8 +43,13 @@ impl PyCountedFile {
     #[new]
     #[pyo3(signature = (path, flags=0, mode=0o644))]
     fn new(py: Python<'_>, path: PathBuf, flags: i32, mode: u32) -> PyResult<Self> {
-        let inner = py.detach(|| CountedFile::open_flags(&path, flags, mode)).map_err(|e| os_err(e, &path))?;
-        Ok(PyCountedFile { inner: Some(inner), path })
+        let inner = py
+            .detach(|| CountedFile::open_flags(&path, flags, mode))
+            .map_err(|e| os_err(e, &path))?;
+        Ok(PyCountedFile {
+            inner: Some(inner),
+            path,
+        })
     }
 
     /// Up to `n` bytes at `offset` (one pread).
@@ -76,7 +81,9 @@ impl PyCountedFile {
 
     /// Writes all of `data` at the file offset (the end with `O_APPEND`); returns its length.
     fn write(&self, py: Python<'_>, data: &[u8]) -> PyResult<usize> {
-        self.io(py, |f| std::io::Write::write_all(&mut &*f, data).map(|_| data.len()))
+        self.io(py, |f| {
+            std::io::Write::write_all(&mut &*f, data).map(|_| data.len())
+        })
     }
 
     /// Moves the file offset like `os.lseek`; returns the new offset.
@@ -86,7 +93,11 @@ impl PyCountedFile {
             0 => std::io::SeekFrom::Start(offset.max(0) as u64),
             1 => std::io::SeekFrom::Current(offset),
             2 => std::io::SeekFrom::End(offset),
-            _ => return Err(PyValueError::new_err(format!("whence must be 0, 1 or 2, got {whence}"))),
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "whence must be 0, 1 or 2, got {whence}"
+                )))
+            }
         };
         self.io(py, |f| std::io::Seek::seek(&mut &*f, to))
     }
@@ -116,7 +127,10 @@ impl PyCountedFile {
     fn mmap<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mmap = py.import("mmap")?;
         let access = mmap.getattr("ACCESS_READ")?;
-        self.file()?.map_with(|fd| mmap.getattr("mmap")?.call((fd, 0), Some(&[("access", access)].into_py_dict(py)?)))
+        self.file()?.map_with(|fd| {
+            mmap.getattr("mmap")?
+                .call((fd, 0), Some(&[("access", access)].into_py_dict(py)?))
+        })
     }
 
     /// The file descriptor.
@@ -149,7 +163,9 @@ impl PyCountedFile {
 /// The whole file (counted: one open, 64 KiB reads).
 #[pyfunction]
 fn read_file<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyBytes>> {
-    let data = py.detach(|| iostats::read_file(&path)).map_err(|e| os_err(e, &path))?;
+    let data = py
+        .detach(|| iostats::read_file(&path))
+        .map_err(|e| os_err(e, &path))?;
     Ok(PyBytes::new(py, &data))
 }
 
@@ -157,13 +173,16 @@ fn read_file<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyBytes
 #[pyfunction]
 #[pyo3(signature = (path, data, sync=false))]
 fn write_file(py: Python<'_>, path: PathBuf, data: &[u8], sync: bool) -> PyResult<()> {
-    py.detach(|| iostats::write_file(&path, data, sync)).map_err(|e| os_err(e, &path))
+    py.detach(|| iostats::write_file(&path, data, sync))
+        .map_err(|e| os_err(e, &path))
 }
 
 /// The size of `path` by `stat` (counted as a stat of it).
 #[pyfunction]
 fn file_size(py: Python<'_>, path: PathBuf) -> PyResult<u64> {
-    py.detach(|| iostats::metadata(&path)).map(|m| m.len()).map_err(|e| os_err(e, &path))
+    py.detach(|| iostats::metadata(&path))
+        .map(|m| m.len())
+        .map_err(|e| os_err(e, &path))
 }
 
 /// This process's I/O counters as one "process" object of the I/O log (JSON text).
@@ -176,7 +195,9 @@ fn iostats_process(py: Python<'_>, ended_by: &str) -> String {
 /// The non-zero integer counters of `path` in this process, or None.
 #[pyfunction]
 fn iostats_counters<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Option<Bound<'py, PyDict>>> {
-    let Some(c) = iostats::counters(&path) else { return Ok(None) };
+    let Some(c) = iostats::counters(&path) else {
+        return Ok(None);
+    };
     let d = PyDict::new(py);
     for (k, v) in c {
         d.set_item(k, v)?;

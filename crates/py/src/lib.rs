@@ -10,6 +10,7 @@ mod iostats;
 mod reader;
 mod search;
 mod store;
+mod tracer;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -20,5 +21,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     search::register(m)?;
     fp::register(m)?;
     iostats::register(m)?;
+    tracer::register(m)?;
     Ok(())
 }

@@ -24,21 +24,39 @@ fn make_format(
         None => None,
         Some("\t") | Some("tab") => Some(b'\t'),
         Some(",") => Some(b','),
-        Some(d) => return Err(PyValueError::new_err(format!("delimiter must be ',' or tab, got {d:?}"))),
+        Some(d) => {
+            return Err(PyValueError::new_err(format!(
+                "delimiter must be ',' or tab, got {d:?}"
+            )))
+        }
     };
     Ok(match format {
         "smiles" => InputFormat::Smiles { header },
-        "csv" => InputFormat::Csv { smiles_col, id_col, delimiter },
+        "csv" => InputFormat::Csv {
+            smiles_col,
+            id_col,
+            delimiter,
+        },
         "sdf" => InputFormat::Sdf,
-        other => return Err(PyValueError::new_err(format!("unknown format {other:?} (smiles, csv, sdf)"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown format {other:?} (smiles, csv, sdf)"
+            )))
+        }
     })
 }
 
-fn options(format: &InputFormat, buffer_size: Option<usize>, max_record_bytes: Option<usize>) -> PyResult<ReaderOptions> {
+fn options(
+    format: &InputFormat,
+    buffer_size: Option<usize>,
+    max_record_bytes: Option<usize>,
+) -> PyResult<ReaderOptions> {
     let mut opts = ReaderOptions::for_kind(format.record_kind());
     if let Some(b) = buffer_size {
         if b == 0 {
-            return Err(PyValueError::new_err("read buffer size must be at least 1 byte"));
+            return Err(PyValueError::new_err(
+                "read buffer size must be at least 1 byte",
+            ));
         }
         opts.buffer_size = b;
     }
@@ -72,6 +90,7 @@ impl PyRecordSource {
     /// in one pass); by default they are counted, which reads the file up to the slab.
     #[new]
     #[pyo3(signature = (path, format, slab=None, header=false, smiles_col=None, id_col=None, delimiter=None, buffer_size=None, max_record_bytes=None, first_line=None))]
+    // One Python constructor with keyword arguments: the arguments are Python's signature.
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -125,9 +144,17 @@ impl PyRecordSource {
 /// (gzip, zstd); returns a dict with records, bytes, bytes_read, read_calls.
 #[pyfunction]
 #[pyo3(signature = (path, format, threads=1, header=false))]
-fn count_records<'py>(py: Python<'py>, path: PathBuf, format: &str, threads: usize, header: bool) -> PyResult<Bound<'py, PyDict>> {
+fn count_records<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    format: &str,
+    threads: usize,
+    header: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let format = make_format(format, header, None, None, None)?;
-    let report = py.detach(|| molsift_io::count_input(&path, &format, threads.max(1))).map_err(input_err)?;
+    let report = py
+        .detach(|| molsift_io::count_input(&path, &format, threads.max(1)))
+        .map_err(input_err)?;
     let d = PyDict::new(py);
     d.set_item("records", report.records)?;
     d.set_item("bytes", report.bytes)?;
@@ -140,9 +167,14 @@ fn count_records<'py>(py: Python<'py>, path: PathBuf, format: &str, threads: usi
 #[pyfunction]
 fn split_slabs(len: u64, n: usize) -> PyResult<Vec<(u64, u64)>> {
     if n == 0 {
-        return Err(PyValueError::new_err("the number of slabs must be at least 1"));
+        return Err(PyValueError::new_err(
+            "the number of slabs must be at least 1",
+        ));
     }
-    Ok(molsift_io::split_slabs(len, n).into_iter().map(|r| (r.start, r.end)).collect())
+    Ok(molsift_io::split_slabs(len, n)
+        .into_iter()
+        .map(|r| (r.start, r.end))
+        .collect())
 }
 
 /// Byte ranges for `workers` workers taking slabs from a queue, shrinking towards the end
@@ -150,7 +182,10 @@ fn split_slabs(len: u64, n: usize) -> PyResult<Vec<(u64, u64)>> {
 #[pyfunction]
 #[pyo3(signature = (len, workers, min_len=0))]
 fn guided_slabs(len: u64, workers: usize, min_len: u64) -> Vec<(u64, u64)> {
-    molsift_io::guided_slabs(len, workers, min_len).into_iter().map(|r| (r.start, r.end)).collect()
+    molsift_io::guided_slabs(len, workers, min_len)
+        .into_iter()
+        .map(|r| (r.start, r.end))
+        .collect()
 }
 
 /// (format, header) guessed from the file name and first line: format is smiles, csv or sdf.
@@ -167,33 +202,48 @@ fn detect_format(path: PathBuf) -> PyResult<(String, bool)> {
 /// Number of newline bytes in `[start, end)` of a plain file (memory speed).
 #[pyfunction]
 fn count_newlines(py: Python<'_>, path: PathBuf, start: u64, end: u64) -> PyResult<u64> {
-    py.detach(|| molsift_io::count_newlines(&path, start..end)).map_err(input_err)
+    py.detach(|| molsift_io::count_newlines(&path, start..end))
+        .map_err(input_err)
 }
 
 /// Newline bytes before the start of each slab (`(start, end)` pairs in ascending order) of a
 /// plain file, counted in one parallel pass over the file on `threads` threads.
 #[pyfunction]
-fn slab_first_lines(py: Python<'_>, path: PathBuf, slabs: Vec<(u64, u64)>, threads: usize) -> PyResult<Vec<u64>> {
+fn slab_first_lines(
+    py: Python<'_>,
+    path: PathBuf,
+    slabs: Vec<(u64, u64)>,
+    threads: usize,
+) -> PyResult<Vec<u64>> {
     let ranges: Vec<_> = slabs.into_iter().map(|(a, b)| a..b).collect();
-    py.detach(|| molsift_io::slab_first_lines(&path, &ranges, threads.max(1))).map_err(input_err)
+    py.detach(|| molsift_io::slab_first_lines(&path, &ranges, threads.max(1)))
+        .map_err(input_err)
 }
 
 /// "none", "gzip" or "zstd", from the file's first bytes.
 #[pyfunction]
 fn file_compression(path: PathBuf) -> PyResult<&'static str> {
-    Ok(match molsift_io::detect_compression(Path::new(&path)).map_err(input_err)? {
-        Compression::Gzip => "gzip",
-        Compression::Zstd => "zstd",
-        _ => "none",
-    })
+    Ok(
+        match molsift_io::detect_compression(Path::new(&path)).map_err(input_err)? {
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+            _ => "none",
+        },
+    )
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRecordSource>()?;
     // The reader's defaults, so that help texts and docs quote the numbers the code uses.
     m.add("DEFAULT_READ_BUFFER", molsift_io::DEFAULT_BUFFER_SIZE)?;
-    m.add("DEFAULT_MAX_LINE_RECORD_BYTES", molsift_io::DEFAULT_MAX_LINE_RECORD_BYTES)?;
-    m.add("DEFAULT_MAX_SDF_RECORD_BYTES", molsift_io::DEFAULT_MAX_SDF_RECORD_BYTES)?;
+    m.add(
+        "DEFAULT_MAX_LINE_RECORD_BYTES",
+        molsift_io::DEFAULT_MAX_LINE_RECORD_BYTES,
+    )?;
+    m.add(
+        "DEFAULT_MAX_SDF_RECORD_BYTES",
+        molsift_io::DEFAULT_MAX_SDF_RECORD_BYTES,
+    )?;
     m.add_function(wrap_pyfunction!(count_records, m)?)?;
     m.add_function(wrap_pyfunction!(split_slabs, m)?)?;
     m.add_function(wrap_pyfunction!(guided_slabs, m)?)?;

@@ -4,22 +4,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use molsift_search::{ColumnIndex, Query, SearchError, SearchOptions, SearchStats, StoreSearcher};
-use molsift_store::{Store, Verify};
-use pyo3::exceptions::PyValueError;
+use molsift_search::{ColumnIndex, Query, SearchOptions, SearchStats, StoreSearcher};
+use molsift_store::Store;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::error::{store_err, StoreError};
-
-fn search_err(e: SearchError) -> PyErr {
-    match e {
-        SearchError::BadThreshold(_)
-        | SearchError::Invalid(_)
-        | SearchError::BitsMismatch { .. } => PyValueError::new_err(e.to_string()),
-        other => StoreError::new_err(other.to_string()),
-    }
-}
+use crate::error::search_err;
 
 /// Hits of one query as (store indices, scores).
 type PyHits = (Vec<u64>, Vec<f64>);
@@ -58,14 +48,18 @@ impl PySearcher {
 
     /// A searcher over an open store (the same generation as the caller's other reads).
     pub(crate) fn over(py: Python<'_>, store: Arc<Store>) -> PyResult<Self> {
-        let s = py.detach(|| StoreSearcher::new(store)).map_err(search_err)?;
-        Ok(PySearcher { target: Target::Store(s) })
+        let s = py
+            .detach(|| StoreSearcher::new(store))
+            .map_err(search_err)?;
+        Ok(PySearcher {
+            target: Target::Store(s),
+        })
     }
 }
 
 fn stats_dict<'py>(py: Python<'py>, s: &SearchStats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("path", format!("{:?}", s.path).to_lowercase())?;
+    d.set_item("path", s.path.name())?;
     d.set_item("bytes_touched", s.bytes_touched)?;
     d.set_item("buckets_visited", s.buckets_visited)?;
     d.set_item("units_visited", s.units_visited)?;
@@ -79,8 +73,12 @@ impl PySearcher {
     /// an index built in memory (see `index_built_in_memory`).
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let s = py.detach(|| StoreSearcher::open(&path)).map_err(search_err)?;
-        Ok(PySearcher { target: Target::Store(s) })
+        let s = py
+            .detach(|| StoreSearcher::open(&path))
+            .map_err(search_err)?;
+        Ok(PySearcher {
+            target: Target::Store(s),
+        })
     }
 
     /// Opens a bare column index directory (no store beside it: hits are index positions, and
@@ -88,7 +86,9 @@ impl PySearcher {
     #[staticmethod]
     fn from_index(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let columns = py.detach(|| ColumnIndex::open(&path)).map_err(search_err)?;
-        Ok(PySearcher { target: Target::Bare(columns) })
+        Ok(PySearcher {
+            target: Target::Bare(columns),
+        })
     }
 
     /// Molecules in the index.
@@ -177,10 +177,8 @@ impl PySearcher {
 #[pyfunction]
 #[pyo3(signature = (path, budget=molsift_search::DEFAULT_BUILD_BUDGET))]
 fn build_column_index(py: Python<'_>, path: PathBuf, budget: usize) -> PyResult<u64> {
-    py.detach(|| {
-        let store = Store::open(&path, Verify::Sizes).map_err(store_err)?;
-        ColumnIndex::index_store(&store, budget).map_err(search_err)
-    })
+    py.detach(|| ColumnIndex::index_store_at(&path, budget))
+        .map_err(search_err)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use molsift_store::{FingerprintSpec, Store, StoreWriter, Verify};
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::error::store_err;
+use crate::error::{json_err, os_err, store_err};
 
 fn parse_json(text: &str) -> PyResult<serde_json::Value> {
-    serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("bad JSON: {e}")))
+    serde_json::from_str(text).map_err(json_err)
 }
 
 /// Builds one store (see `molsift_store::StoreWriter`).
@@ -21,7 +21,9 @@ pub struct PyStoreWriter {
 
 impl PyStoreWriter {
     fn writer(&mut self) -> PyResult<&mut StoreWriter> {
-        self.inner.as_mut().ok_or_else(|| PyValueError::new_err("store writer already finished"))
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("store writer already finished"))
     }
 }
 
@@ -29,33 +31,16 @@ impl PyStoreWriter {
 impl PyStoreWriter {
     #[new]
     #[pyo3(signature = (path, kind, bits, params_json, overwrite=false))]
-    fn new(path: PathBuf, kind: &str, bits: u32, params_json: &str, overwrite: bool) -> PyResult<Self> {
+    fn new(
+        path: PathBuf,
+        kind: &str,
+        bits: u32,
+        params_json: &str,
+        overwrite: bool,
+    ) -> PyResult<Self> {
         let spec = FingerprintSpec::new(kind, bits, parse_json(params_json)?).map_err(store_err)?;
         let inner = StoreWriter::create(&path, spec, overwrite).map_err(store_err)?;
         Ok(PyStoreWriter { inner: Some(inner) })
-    }
-
-    /// Appends molecules: parallel lists of ids, canonical SMILES, 1-based lines and on-bit lists.
-    fn add_molecules(
-        &mut self,
-        py: Python<'_>,
-        ids: Vec<String>,
-        smiles: Vec<String>,
-        lines: Vec<u64>,
-        on_bits: Vec<Vec<u32>>,
-    ) -> PyResult<()> {
-        let n = ids.len();
-        if smiles.len() != n || lines.len() != n || on_bits.len() != n {
-            return Err(PyValueError::new_err("ids, smiles, lines and on_bits differ in length"));
-        }
-        let w = self.writer()?;
-        py.detach(|| {
-            for i in 0..n {
-                w.add_molecule(&ids[i], &smiles[i], lines[i], &on_bits[i])?;
-            }
-            Ok(())
-        })
-        .map_err(store_err)
     }
 
     /// Appends molecules whose fingerprints come packed: `fps` holds one row of `bits / 8` bytes
@@ -70,12 +55,14 @@ impl PyStoreWriter {
     ) -> PyResult<()> {
         let n = ids.len();
         if smiles.len() != n || lines.len() != n {
-            return Err(PyValueError::new_err("ids, smiles and lines differ in length"));
+            return Err(PyValueError::new_err(
+                "ids, smiles and lines differ in length",
+            ));
         }
         if n == 0 {
             return Ok(());
         }
-        if !fps.len().is_multiple_of(n) {
+        if fps.len() % n != 0 {
             return Err(PyValueError::new_err(format!(
                 "{} bytes of fingerprints do not split into {n} rows",
                 fps.len()
@@ -93,8 +80,17 @@ impl PyStoreWriter {
     }
 
     /// Records one rejected record.
-    fn add_reject(&mut self, source: &str, line: u64, offset: u64, id: &str, reason: &str) -> PyResult<()> {
-        self.writer()?.add_reject(source, line, offset, id, reason).map_err(store_err)
+    fn add_reject(
+        &mut self,
+        source: &str,
+        line: u64,
+        offset: u64,
+        id: &str,
+        reason: &str,
+    ) -> PyResult<()> {
+        self.writer()?
+            .add_reject(source, line, offset, id, reason)
+            .map_err(store_err)
     }
 
     /// Provenance (a JSON text) to keep in the manifest.
@@ -112,7 +108,10 @@ impl PyStoreWriter {
 
     /// Syncs, writes the manifest, renames into place; returns the manifest as JSON text.
     fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
-        let w = self.inner.take().ok_or_else(|| PyValueError::new_err("store writer already finished"))?;
+        let w = self
+            .inner
+            .take()
+            .ok_or_else(|| PyValueError::new_err("store writer already finished"))?;
         let manifest = py.detach(|| w.finish()).map_err(store_err)?;
         Ok(serde_json::to_string(&manifest).expect("manifest serializes"))
     }
@@ -126,7 +125,13 @@ impl PyStoreWriter {
 /// Merges finished part stores, given in order, into `out`; returns the manifest as JSON text.
 #[pyfunction]
 #[pyo3(signature = (parts, out, overwrite=false, provenance_json="null"))]
-fn merge_parts(py: Python<'_>, parts: Vec<PathBuf>, out: PathBuf, overwrite: bool, provenance_json: &str) -> PyResult<String> {
+fn merge_parts(
+    py: Python<'_>,
+    parts: Vec<PathBuf>,
+    out: PathBuf,
+    overwrite: bool,
+    provenance_json: &str,
+) -> PyResult<String> {
     let provenance = parse_json(provenance_json)?;
     let refs: Vec<&std::path::Path> = parts.iter().map(PathBuf::as_path).collect();
     let manifest = py
@@ -157,8 +162,12 @@ impl PyStore {
     #[pyo3(signature = (path, full=true))]
     fn new(py: Python<'_>, path: PathBuf, full: bool) -> PyResult<Self> {
         let verify = if full { Verify::Full } else { Verify::Sizes };
-        let store = py.detach(|| Store::open(&path, verify)).map_err(store_err)?;
-        Ok(PyStore { inner: Arc::new(store) })
+        let store = py
+            .detach(|| Store::open(&path, verify))
+            .map_err(store_err)?;
+        Ok(PyStore {
+            inner: Arc::new(store),
+        })
     }
 
     /// The manifest as JSON text.
@@ -169,19 +178,20 @@ impl PyStore {
     /// A new descriptor (the caller closes it) of the data file `name`, as opened with the
     /// store, for mapping it from Python.
     fn dup_fd(&self, name: &str) -> PyResult<i32> {
-        use std::os::unix::io::AsRawFd;
-        let file = self.inner.data_file(name).ok_or_else(|| PyValueError::new_err(format!("no store file {name:?}")))?;
-        // SAFETY: dup of a descriptor the store keeps open.
-        let fd = unsafe { libc::dup(file.as_raw_fd()) };
-        if fd < 0 {
-            return Err(PyOSError::new_err(std::io::Error::last_os_error().to_string()));
-        }
-        Ok(fd)
+        use std::os::fd::{AsFd, IntoRawFd};
+        let file = self
+            .inner
+            .data_file(name)
+            .ok_or_else(|| PyValueError::new_err(format!("no store file {name:?}")))?;
+        let fd = file.as_fd().try_clone_to_owned();
+        let fd = fd.map_err(|e| os_err(e, &self.inner.path().join(name)))?;
+        Ok(fd.into_raw_fd())
     }
 
     /// Checks the checksum of `name` against the manifest (once per process for a data file).
     fn verify_file(&self, py: Python<'_>, name: &str) -> PyResult<()> {
-        py.detach(|| self.inner.verify_file(name)).map_err(store_err)
+        py.detach(|| self.inner.verify_file(name))
+            .map_err(store_err)
     }
 
     /// Id (`column="ids"`) or SMILES (`"smiles"`) of molecule `i`, checked (offsets in order
@@ -208,17 +218,18 @@ impl PyStore {
 #[pyo3(signature = (path, full=true))]
 fn open_store_manifest(py: Python<'_>, path: PathBuf, full: bool) -> PyResult<String> {
     let verify = if full { Verify::Full } else { Verify::Sizes };
-    let store = py.detach(|| Store::open(&path, verify)).map_err(store_err)?;
+    let store = py
+        .detach(|| Store::open(&path, verify))
+        .map_err(store_err)?;
     Ok(serde_json::to_string(store.manifest()).expect("manifest serializes"))
 }
 
 /// Removes what killed runs on this host left beside `path` (temporary stores, ingest work
-/// directories): see `molsift_store::replace::sweep_leftovers`. Returns the removed paths.
+/// directories): see `molsift_store::replace::sweep_leftovers_beside`. Returns the removed
+/// paths.
 #[pyfunction]
 fn sweep_leftovers(path: PathBuf) -> Vec<PathBuf> {
-    let parent = path.parent().map(PathBuf::from).unwrap_or_default();
-    let name = path.file_name().and_then(|n| n.to_str()).map(str::to_string);
-    molsift_store::replace::sweep_leftovers(&parent, name.as_deref())
+    molsift_store::replace::sweep_leftovers_beside(&path)
 }
 
 /// `DIR/.NAME.KIND-PID-NANOS@HOST` beside `path`: molsift's one temporary name.

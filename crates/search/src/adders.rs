@@ -78,7 +78,10 @@ pub(crate) struct Gate {
 
 impl Gate {
     /// Never abandon.
-    pub(crate) const NEVER: Gate = Gate { m: 0, from: usize::MAX };
+    pub(crate) const NEVER: Gate = Gate {
+        m: 0,
+        from: usize::MAX,
+    };
 
     /// The gate for a bar of `m` common bits out of `n` planes: a molecule missing more than
     /// `n - m` planes cannot pass, so checks start at the first multiple of 8 above `n - m`.
@@ -87,7 +90,10 @@ impl Gate {
         if m == 0 || m as usize > n {
             return Gate::NEVER;
         }
-        Gate { m, from: ((n - m as usize) / 8 + 1) * 8 }
+        Gate {
+            m,
+            from: ((n - m as usize) / 8 + 1) * 8,
+        }
     }
 
     /// True if some molecule with counts `s` after `j` of `n` planes may still reach the bar.
@@ -243,7 +249,7 @@ pub(crate) fn prefetch(p: *const u64) {
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         // SAFETY: prefetch is a hint and never faults; SSE is part of x86-64.
-        #[allow(unused_unsafe)]
+        #[allow(unused_unsafe)] // _mm_prefetch is a safe fn from Rust 1.87 on (MSRV 1.80)
         unsafe {
             _mm_prefetch::<_MM_HINT_T0>(p as *const i8)
         };
@@ -266,16 +272,26 @@ mod tests {
     fn check<const L: usize>(nplanes: usize, seed: u64) {
         let mut st = seed;
         let planes: Vec<Vec<u64>> = (0..nplanes)
-            .map(|_| (0..8).map(|_| rng(&mut st) & rng(&mut st) | rng(&mut st) & rng(&mut st)).collect())
+            .map(|_| {
+                (0..8)
+                    .map(|_| rng(&mut st) & rng(&mut st) | rng(&mut st) & rng(&mut st))
+                    .collect()
+            })
             .collect();
         let ptrs: Vec<*const u64> = planes.iter().map(|p| p.as_ptr()).collect();
         for word in [0, 4] {
             // SAFETY: each plane has 8 words
             let s = unsafe { count_block::<L>(&ptrs, word, Gate::NEVER) }.unwrap();
             for lane in 0..256 {
-                let want: u32 =
-                    planes.iter().map(|p| ((p[word + lane / 64] >> (lane % 64)) & 1) as u32).sum();
-                assert_eq!(count_at(&s, lane), want, "L={L} planes={nplanes} lane={lane}");
+                let want: u32 = planes
+                    .iter()
+                    .map(|p| ((p[word + lane / 64] >> (lane % 64)) & 1) as u32)
+                    .sum();
+                assert_eq!(
+                    count_at(&s, lane),
+                    want,
+                    "L={L} planes={nplanes} lane={lane}"
+                );
                 for m in [0, 1, want.saturating_sub(1), want, want + 1, 1 << (L - 1)] {
                     let ge = ge_mask(&s, m);
                     assert_eq!((ge[lane / 64] >> (lane % 64)) & 1 == 1, want >= m, "m={m}");

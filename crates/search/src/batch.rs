@@ -33,7 +33,10 @@ impl ColumnIndex {
         opts: &SearchOptions,
     ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
         opts.checked_threshold()?;
-        let one = SearchOptions { threads: 1, ..*opts };
+        let one = SearchOptions {
+            threads: 1,
+            ..*opts
+        };
         let threads = opts.thread_count().min(queries.len().max(1));
         let next = AtomicUsize::new(0);
         let failed: Mutex<Option<SearchError>> = Mutex::new(None);
@@ -57,7 +60,10 @@ impl ColumnIndex {
         if let Some(e) = failed.into_inner().expect("no panics while locked") {
             return Err(e);
         }
-        let mut stats = SearchStats { path: SearchPath::Columns, ..Default::default() };
+        let mut stats = SearchStats {
+            path: SearchPath::Columns,
+            ..Default::default()
+        };
         let mut out = vec![Vec::new(); queries.len()];
         for (i, hits, st) in parts.into_iter().flatten() {
             out[i] = hits;

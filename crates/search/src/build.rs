@@ -7,7 +7,9 @@
 
 use std::path::Path;
 
-use crate::io::{plane_checksums, start_index, write_header, write_words, FileInfo, IndexShape, WordsFile};
+use crate::io::{
+    plane_checksums, start_index, write_header, write_words, FileInfo, IndexShape, WordsFile,
+};
 use crate::layout::{
     check_bits, sort_by_popcount, wrong_popcount, ColumnIndex, Sorted, BLOCK_WORDS, PAD,
 };
@@ -37,20 +39,28 @@ impl ColumnIndex {
     /// runs take turns; each writes its files under its own temporary names, and a rebuild
     /// writes the same bytes). Returns the bytes of planes and order.
     pub fn index_store(store: &molsift_store::Store, budget: usize) -> Result<u64, SearchError> {
-        let store_err = |e: molsift_store::StoreError| SearchError::Store(e.to_string());
-        let _lock = store.lock().map_err(store_err)?;
+        let _lock = store.lock()?;
         // temporary files of index runs that were killed (their names tell their process)
         molsift_store::replace::sweep_leftovers(store.path(), None);
         let files = write_store_index(store, store.path(), budget)?;
-        let entry = |f: &FileInfo| molsift_store::FileEntry { bytes: f.bytes, xxh3: f.xxh3.clone() };
-        store
-            .register_files(vec![
-                (HEADER_FILE.to_string(), entry(&files.header)),
-                (PLANES_FILE.to_string(), entry(&files.planes)),
-                (ORDER_FILE.to_string(), entry(&files.order)),
-            ])
-            .map_err(store_err)?;
+        let entry = |f: &FileInfo| molsift_store::FileEntry {
+            bytes: f.bytes,
+            xxh3: f.xxh3.clone(),
+        };
+        store.register_files(vec![
+            (HEADER_FILE.to_string(), entry(&files.header)),
+            (PLANES_FILE.to_string(), entry(&files.planes)),
+            (ORDER_FILE.to_string(), entry(&files.order)),
+        ])?;
         Ok(files.planes.bytes + files.order.bytes)
+    }
+
+    /// Opens the store at `path` (sizes checked) and writes its column index as
+    /// [`ColumnIndex::index_store`] does (`molsift index`); returns the bytes of planes and
+    /// order.
+    pub fn index_store_at(path: &Path, budget: usize) -> Result<u64, SearchError> {
+        let store = molsift_store::Store::open(path, molsift_store::Verify::Sizes)?;
+        Self::index_store(&store, budget)
     }
 }
 
@@ -80,7 +90,11 @@ pub(crate) struct IndexFiles {
     pub(crate) order: FileInfo,
 }
 
-fn write_store_index(store: &molsift_store::Store, dir: &Path, budget: usize) -> Result<IndexFiles, SearchError> {
+fn write_store_index(
+    store: &molsift_store::Store,
+    dir: &Path,
+    budget: usize,
+) -> Result<IndexFiles, SearchError> {
     let bits = store.manifest().fingerprint.bits;
     let words = check_bits(bits)?.words_per_row();
     write_files(
@@ -163,5 +177,9 @@ fn write_files(
     };
     let (planes_copy, order_copy) = (planes_info.clone(), order_info.clone());
     let header = write_header(dir, &shape, &bit_counts, planes_info, order_info, sums)?;
-    Ok(IndexFiles { header, planes: planes_copy, order: order_copy })
+    Ok(IndexFiles {
+        header,
+        planes: planes_copy,
+        order: order_copy,
+    })
 }

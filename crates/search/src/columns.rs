@@ -31,7 +31,14 @@ pub(crate) struct ThresholdSink<'a> {
 
 impl<'a> ThresholdSink<'a> {
     pub(crate) fn new(order: &'a [u64], t: f64, q: u32) -> Self {
-        ThresholdSink { order, t, q, p: 0, m: UNREACHABLE, out: Vec::new() }
+        ThresholdSink {
+            order,
+            t,
+            q,
+            p: 0,
+            m: UNREACHABLE,
+            out: Vec::new(),
+        }
     }
 }
 
@@ -45,7 +52,8 @@ impl Sink for ThresholdSink<'_> {
     }
     #[inline]
     fn accept(&mut self, slot: usize, common: u32) {
-        self.out.push(Scored::new(self.order[slot], common, self.p, self.q));
+        self.out
+            .push(Scored::new(self.order[slot], common, self.p, self.q));
     }
 }
 
@@ -69,7 +77,10 @@ impl SharedBar {
             if cur != 0 && cmp_ratio(c, u, cc, cu).is_le() {
                 return;
             }
-            match self.0.compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed) {
+            match self
+                .0
+                .compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed)
+            {
                 Ok(_) => return,
                 Err(v) => cur = v,
             }
@@ -93,8 +104,25 @@ pub(crate) struct TopKSink<'a> {
 }
 
 impl<'a> TopKSink<'a> {
-    pub(crate) fn new(order: &'a [u64], t: f64, q: u32, k: usize, shared: Option<&'a SharedBar>) -> Self {
-        TopKSink { order, t, q, p: 0, user_m: 0, m: 0, bar: None, shared, heap: TopK::new(k), candidates: 0 }
+    pub(crate) fn new(
+        order: &'a [u64],
+        t: f64,
+        q: u32,
+        k: usize,
+        shared: Option<&'a SharedBar>,
+    ) -> Self {
+        TopKSink {
+            order,
+            t,
+            q,
+            p: 0,
+            user_m: 0,
+            m: 0,
+            bar: None,
+            shared,
+            heap: TopK::new(k),
+            candidates: 0,
+        }
     }
 
     fn refresh(&mut self) {
@@ -104,7 +132,11 @@ impl<'a> TopKSink<'a> {
         }
         let other = self.shared.and_then(SharedBar::get);
         self.bar = match (local, other) {
-            (Some(a), Some(b)) => Some(if cmp_ratio(a.0, a.1, b.0, b.1).is_ge() { a } else { b }),
+            (Some(a), Some(b)) => Some(if cmp_ratio(a.0, a.1, b.0, b.1).is_ge() {
+                a
+            } else {
+                b
+            }),
             (a, b) => a.or(b),
         };
         self.m = match self.bar {
@@ -137,7 +169,10 @@ impl Sink for TopKSink<'_> {
     #[inline]
     fn accept(&mut self, slot: usize, common: u32) {
         self.candidates += 1;
-        if self.heap.offer(Scored::new(self.order[slot], common, self.p, self.q)) {
+        if self
+            .heap
+            .offer(Scored::new(self.order[slot], common, self.p, self.q))
+        {
             self.refresh();
         }
     }
@@ -179,7 +214,10 @@ impl ColumnIndex {
         let plan = Plan::new(self, query)?;
         let threads = opts.thread_count();
         let q = plan.q;
-        let mut stats = SearchStats { path: SearchPath::Columns, ..Default::default() };
+        let mut stats = SearchStats {
+            path: SearchPath::Columns,
+            ..Default::default()
+        };
         let mut read = Read::default();
         let hits = match opts.k {
             Some(0) => Vec::new(),
@@ -187,7 +225,8 @@ impl ColumnIndex {
                 let visit = topk_order(&self.buckets, q);
                 let shared = SharedBar::default();
                 let run = |i: usize| {
-                    let mut sink = TopKSink::new(self.order(), t, q, k, (threads > 1).then_some(&shared));
+                    let mut sink =
+                        TopKSink::new(self.order(), t, q, k, (threads > 1).then_some(&shared));
                     let mut read = Read::default();
                     let mut buckets = 0;
                     for &b in &visit {
@@ -224,7 +263,12 @@ impl ColumnIndex {
                 if threads == 1 {
                     let scans: Vec<_> = work
                         .iter()
-                        .map(|&b| (self.buckets[b].block_range(), need_f64(t, self.buckets[b].popcount, q)))
+                        .map(|&b| {
+                            (
+                                self.buckets[b].block_range(),
+                                need_f64(t, self.buckets[b].popcount, q),
+                            )
+                        })
                         .collect();
                     plan.advise_all(&scans);
                 }
@@ -281,7 +325,11 @@ pub(crate) fn run_threads<T: Send>(threads: usize, f: impl Fn(usize) -> T + Sync
             })
             .collect();
         let mut out = vec![f(0)];
-        out.extend(handles.into_iter().map(|h| h.join().expect("search thread panicked")));
+        out.extend(
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("search thread panicked")),
+        );
         out
     })
 }

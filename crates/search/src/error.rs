@@ -16,7 +16,9 @@ pub enum SearchError {
         source: std::io::Error,
     },
     /// A file is shorter or longer than the header says it must be.
-    #[error("{path}: truncated or damaged column-index file: expected {expected} bytes, found {found}")]
+    #[error(
+        "{path}: truncated or damaged column-index file: expected {expected} bytes, found {found}"
+    )]
     WrongSize {
         /// the file
         path: PathBuf,
@@ -75,7 +77,16 @@ pub enum SearchError {
 impl SearchError {
     /// Wraps an `io::Error` with the path it concerns.
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        SearchError::Io { path: path.into(), source }
+        SearchError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+impl From<molsift_store::StoreError> for SearchError {
+    fn from(e: molsift_store::StoreError) -> Self {
+        SearchError::Store(e.to_string())
     }
 }
 

@@ -15,7 +15,7 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use molsift_io::iostats::{self, CountedFile};
+use molsift_iostats::{self as iostats, CountedFile};
 use molsift_store::replace::temporary_sibling;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
@@ -79,10 +79,13 @@ impl ColumnIndex {
     /// read; see [`ColumnIndex::verify`].
     pub fn open(dir: &Path) -> Result<ColumnIndex, SearchError> {
         let header_path = dir.join(HEADER_FILE);
-        let text = iostats::read_file(&header_path).map_err(|e| SearchError::io(&header_path, e))?;
+        let text =
+            iostats::read_file(&header_path).map_err(|e| SearchError::io(&header_path, e))?;
         let h = parse_header(&text, &header_path)?;
-        let planes = CountedFile::open(&dir.join(PLANES_FILE)).map_err(|e| SearchError::io(dir.join(PLANES_FILE), e))?;
-        let order = CountedFile::open(&dir.join(ORDER_FILE)).map_err(|e| SearchError::io(dir.join(ORDER_FILE), e))?;
+        let planes = CountedFile::open(&dir.join(PLANES_FILE))
+            .map_err(|e| SearchError::io(dir.join(PLANES_FILE), e))?;
+        let order = CountedFile::open(&dir.join(ORDER_FILE))
+            .map_err(|e| SearchError::io(dir.join(ORDER_FILE), e))?;
         Self::from_header(h, dir, &planes, &order)
     }
 
@@ -96,21 +99,22 @@ impl ColumnIndex {
         }
         let dir = store.path();
         let header_path = dir.join(HEADER_FILE);
-        let store_err = |e: molsift_store::StoreError| SearchError::Store(e.to_string());
-        store.verify_file(HEADER_FILE).map_err(store_err)?;
-        let header = store.file(HEADER_FILE).map_err(store_err)?;
+        store.verify_file(HEADER_FILE)?;
+        let header = store.file(HEADER_FILE)?;
         let mut text = vec![0u8; store.manifest().files[HEADER_FILE].bytes as usize];
-        let mut at = 0;
-        while at < text.len() {
-            match header.read_at(&mut text[at..], at as u64) {
-                Ok(0) => return Err(SearchError::WrongSize { path: header_path, expected: text.len() as u64, found: at as u64 }),
-                Ok(n) => at += n,
-                Err(e) => return Err(SearchError::io(&header_path, e)),
+        match header.read_exact_at(&mut text, 0) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(SearchError::WrongSize {
+                    path: header_path,
+                    expected: text.len() as u64,
+                    found: header.metadata().map_or(0, |m| m.len()),
+                })
             }
+            Err(e) => return Err(SearchError::io(&header_path, e)),
         }
         let h = parse_header(&text, &header_path)?;
-        let file = |name: &str| store.file(name).map_err(store_err);
-        let index = Self::from_header(h, dir, file(PLANES_FILE)?, file(ORDER_FILE)?)?;
+        let index = Self::from_header(h, dir, store.file(PLANES_FILE)?, store.file(ORDER_FILE)?)?;
         if index.len() != store.len() || index.bits() != store.manifest().fingerprint.bits {
             return Err(SearchError::BadHeader {
                 path: header_path,
@@ -126,7 +130,12 @@ impl ColumnIndex {
         Ok(Some(index))
     }
 
-    fn from_header(h: Header, dir: &Path, planes: &CountedFile, order: &CountedFile) -> Result<ColumnIndex, SearchError> {
+    fn from_header(
+        h: Header,
+        dir: &Path,
+        planes: &CountedFile,
+        order: &CountedFile,
+    ) -> Result<ColumnIndex, SearchError> {
         let plane_bytes = h.planes.bytes;
         let planes = map_words(planes, plane_bytes)?;
         let order = map_words(order, h.order.bytes)?;
@@ -135,7 +144,9 @@ impl ColumnIndex {
             planes_xxh3: h.planes.xxh3,
             order_xxh3: h.order.xxh3,
             plane_xxh3: h.plane_xxh3,
-            plane_checked: (0..h.bits).map(|_| std::sync::atomic::AtomicBool::new(false)).collect(),
+            plane_checked: (0..h.bits)
+                .map(|_| std::sync::atomic::AtomicBool::new(false))
+                .collect(),
             order_checked: std::sync::OnceLock::new(),
         });
         let mut index = ColumnIndex {
@@ -158,7 +169,9 @@ impl ColumnIndex {
     /// index built in memory.
     pub(crate) fn check_read(&self, bits: &[u32]) -> Result<(), SearchError> {
         use std::sync::atomic::Ordering;
-        let Some(origin) = &self.origin else { return Ok(()) };
+        let Some(origin) = &self.origin else {
+            return Ok(());
+        };
         let w = self.plane_words();
         let planes = self.planes.as_slice();
         // ask for every unchecked plane (and the order) at once: large reads, not page faults
@@ -179,7 +192,10 @@ impl ColumnIndex {
             if sum != origin.plane_xxh3[b] {
                 return Err(SearchError::Corrupted {
                     path: origin.dir.join(PLANES_FILE),
-                    reason: format!("bit plane {b}: checksum {sum} does not match the header's {}", origin.plane_xxh3[b]),
+                    reason: format!(
+                        "bit plane {b}: checksum {sum} does not match the header's {}",
+                        origin.plane_xxh3[b]
+                    ),
                 });
             }
             origin.plane_checked[b].store(true, Ordering::Relaxed);
@@ -188,12 +204,18 @@ impl ColumnIndex {
             .order_checked
             .get_or_init(|| {
                 let sum = checksum(self.order.as_slice());
-                (sum == origin.order_xxh3)
-                    .then_some(())
-                    .ok_or_else(|| format!("checksum {sum} does not match the header's {}", origin.order_xxh3))
+                (sum == origin.order_xxh3).then_some(()).ok_or_else(|| {
+                    format!(
+                        "checksum {sum} does not match the header's {}",
+                        origin.order_xxh3
+                    )
+                })
             })
             .clone()
-            .map_err(|reason| SearchError::Corrupted { path: origin.dir.join(ORDER_FILE), reason })
+            .map_err(|reason| SearchError::Corrupted {
+                path: origin.dir.join(ORDER_FILE),
+                reason,
+            })
     }
 
     /// Checks what [`ColumnIndex::open`] trusts, reading everything once: for an index opened
@@ -258,7 +280,10 @@ impl ColumnIndex {
 /// Parses and checks a header: format, version, bits, block, buckets, counts, file sizes.
 fn parse_header(text: &[u8], header_path: &Path) -> Result<Header, SearchError> {
     let text = String::from_utf8_lossy(text);
-    let bad = |reason: String| SearchError::BadHeader { path: header_path.to_path_buf(), reason };
+    let bad = |reason: String| SearchError::BadHeader {
+        path: header_path.to_path_buf(),
+        reason,
+    };
     let raw: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
     if raw.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
         return Err(bad(format!("format is not {FORMAT_NAME:?}")));
@@ -267,18 +292,26 @@ fn parse_header(text: &[u8], header_path: &Path) -> Result<Header, SearchError> 
     if version != Some(u64::from(FORMAT_VERSION)) {
         return Err(SearchError::UnsupportedVersion {
             path: header_path.to_path_buf(),
-            found: raw.get("version").map_or_else(|| "missing".into(), |v| v.to_string()),
+            found: raw
+                .get("version")
+                .map_or_else(|| "missing".into(), |v| v.to_string()),
             supported: FORMAT_VERSION,
         });
     }
     let h: Header = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;
     check_bits(h.bits).map_err(|e| bad(e.to_string()))?;
     if h.block != BLOCK as u64 {
-        return Err(bad(format!("block of {} molecules, this build uses {BLOCK}", h.block)));
+        return Err(bad(format!(
+            "block of {} molecules, this build uses {BLOCK}",
+            h.block
+        )));
     }
     check_buckets(&h).map_err(bad)?;
     if h.bit_counts.len() != h.bits as usize || h.bit_counts.iter().any(|&c| c > h.molecules) {
-        return Err(bad(format!("bit_counts must be {} counts of at most {} molecules", h.bits, h.molecules)));
+        return Err(bad(format!(
+            "bit_counts must be {} counts of at most {} molecules",
+            h.bits, h.molecules
+        )));
     }
     if h.plane_xxh3.len() != h.bits as usize {
         return Err(bad(format!("plane_xxh3 must hold {} checksums", h.bits)));
@@ -287,7 +320,10 @@ fn parse_header(text: &[u8], header_path: &Path) -> Result<Header, SearchError> 
         .checked_mul(h.blocks)
         .and_then(|x| x.checked_mul(BLOCK_WORDS as u64 * 8))
         .ok_or_else(|| bad("sizes overflow".into()))?;
-    let order_bytes = h.blocks.checked_mul(BLOCK as u64 * 8).ok_or_else(|| bad("sizes overflow".into()))?;
+    let order_bytes = h
+        .blocks
+        .checked_mul(BLOCK as u64 * 8)
+        .ok_or_else(|| bad("sizes overflow".into()))?;
     if h.planes.bytes != plane_bytes || h.order.bytes != order_bytes {
         return Err(bad(format!(
             "file sizes {} and {} do not match {} bits x {} blocks",
@@ -321,7 +357,11 @@ pub(crate) fn cache_memory() -> u64 {
     if let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") {
         for line in text.lines() {
             let mut parts = line.splitn(3, ':');
-            let (_, ctrl, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            let (_, ctrl, path) = (
+                parts.next(),
+                parts.next().unwrap_or(""),
+                parts.next().unwrap_or(""),
+            );
             let file = if ctrl.split(',').any(|c| c == "memory") {
                 format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
             } else if ctrl.is_empty() {
@@ -329,7 +369,10 @@ pub(crate) fn cache_memory() -> u64 {
             } else {
                 continue;
             };
-            if let Some(v) = std::fs::read_to_string(file).ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+            if let Some(v) = std::fs::read_to_string(file)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+            {
                 limit = limit.min(v);
             }
         }
@@ -408,7 +451,11 @@ pub(crate) fn write_header(
     order: FileInfo,
     plane_xxh3: Vec<String>,
 ) -> Result<FileInfo, SearchError> {
-    let plane_xxh3 = if plane_xxh3.is_empty() { vec![checksum(&[]); shape.bits as usize] } else { plane_xxh3 };
+    let plane_xxh3 = if plane_xxh3.is_empty() {
+        vec![checksum(&[]); shape.bits as usize]
+    } else {
+        plane_xxh3
+    };
     let header = Header {
         format: FORMAT_NAME.into(),
         version: FORMAT_VERSION,
@@ -427,7 +474,10 @@ pub(crate) fn write_header(
     let tmp = temporary_sibling(&header_path, "tmp");
     iostats::write_file(&tmp, text.as_bytes(), true).map_err(|e| SearchError::io(&tmp, e))?;
     std::fs::rename(&tmp, &header_path).map_err(|e| SearchError::io(&header_path, e))?;
-    Ok(FileInfo { bytes: text.len() as u64, xxh3: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())) })
+    Ok(FileInfo {
+        bytes: text.len() as u64,
+        xxh3: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())),
+    })
 }
 
 /// A file of little-endian `u64` words written in order under a temporary name, hashed as it

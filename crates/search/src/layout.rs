@@ -212,7 +212,11 @@ impl ColumnIndex {
         if let Words::Mapped(m) = &self.planes {
             // with hints, a page fault (a survivor's sparse plane) reads its page, not the
             // device's whole read-ahead window around it (8 MiB on some disks)
-            let advice = if self.advise { memmap2::Advice::Random } else { memmap2::Advice::Normal };
+            let advice = if self.advise {
+                memmap2::Advice::Random
+            } else {
+                memmap2::Advice::Normal
+            };
             let _ = m.advise(advice);
         }
     }

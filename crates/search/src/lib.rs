@@ -41,8 +41,6 @@
 //! assert_eq!(rows_scan.search(&query, &SearchOptions::top_k(3)).unwrap(), best);
 //! ```
 #![deny(missing_docs)]
-// `x.is_multiple_of(8)` needs Rust 1.87; the workspace supports 1.80
-#![allow(clippy::manual_is_multiple_of)]
 
 #[cfg(target_endian = "big")]
 compile_error!(

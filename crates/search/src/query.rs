@@ -37,7 +37,9 @@ impl Query {
             )));
         }
         if row[words..].iter().any(|&w| w != 0) {
-            return Err(SearchError::Invalid("the query row has bits set in its padding".into()));
+            return Err(SearchError::Invalid(
+                "the query row has bits set in its padding".into(),
+            ));
         }
         Ok(Query::from_packed(bits, row[..words].to_vec()))
     }
@@ -103,19 +105,29 @@ pub struct SearchOptions {
 
 impl Default for SearchOptions {
     fn default() -> Self {
-        SearchOptions { threshold: None, k: None, threads: 1 }
+        SearchOptions {
+            threshold: None,
+            k: None,
+            threads: 1,
+        }
     }
 }
 
 impl SearchOptions {
     /// Every molecule scoring `>= t`.
     pub fn threshold(t: f64) -> Self {
-        SearchOptions { threshold: Some(t), ..Default::default() }
+        SearchOptions {
+            threshold: Some(t),
+            ..Default::default()
+        }
     }
 
     /// The `k` best molecules.
     pub fn top_k(k: usize) -> Self {
-        SearchOptions { k: Some(k), ..Default::default() }
+        SearchOptions {
+            k: Some(k),
+            ..Default::default()
+        }
     }
 
     /// The same options with `threads` worker threads.
@@ -142,6 +154,16 @@ pub enum SearchPath {
     Columns,
     /// a scan over the row-major fingerprints
     Rows,
+}
+
+impl SearchPath {
+    /// The path's name in reports: `"columns"` or `"rows"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchPath::Columns => "columns",
+            SearchPath::Rows => "rows",
+        }
+    }
 }
 
 /// What one search read and did (summed over the queries of a batch).

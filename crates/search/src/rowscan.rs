@@ -38,7 +38,12 @@ impl<'a> RowScan<'a> {
         popcounts: &'a [u16],
     ) -> Result<RowScan<'a>, SearchError> {
         let layout = check_shape(rows, stride_words, bits, n, popcounts)?;
-        Ok(RowScan { rows, stride: stride_words, layout, popcounts })
+        Ok(RowScan {
+            rows,
+            stride: stride_words,
+            layout,
+            popcounts,
+        })
     }
 
     /// Number of molecules.
@@ -69,23 +74,45 @@ impl<'a> RowScan<'a> {
     ) -> Result<(Vec<Hit>, SearchStats), SearchError> {
         let t = opts.checked_threshold()?;
         if query.bits() != self.bits() {
-            return Err(SearchError::BitsMismatch { index: self.bits(), query: query.bits() });
+            return Err(SearchError::BitsMismatch {
+                index: self.bits(),
+                query: query.bits(),
+            });
         }
         let q = query.popcount();
-        let qwords: Vec<(usize, u64)> =
-            query.row().iter().copied().enumerate().filter(|&(_, w)| w != 0).collect();
+        let qwords: Vec<(usize, u64)> = query
+            .row()
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|&(_, w)| w != 0)
+            .collect();
         let threads = opts.thread_count();
         let n = self.len() as u64;
         let k = opts.k;
         if k == Some(0) {
-            return Ok((Vec::new(), SearchStats { path: SearchPath::Rows, ..Default::default() }));
+            return Ok((
+                Vec::new(),
+                SearchStats {
+                    path: SearchPath::Rows,
+                    ..Default::default()
+                },
+            ));
         }
         let parts = run_threads(threads, |i| {
             let r = share(0..n, threads, i);
             let r = r.start as usize..r.end as usize;
             // the bar per popcount, computed when a popcount is first met
             let need = vec![NOT_YET; self.bits() as usize + 1];
-            let mut ctx = Ctx { scan: self, t, need, qwords: &qwords, qrow: query.row(), q, read: 0 };
+            let mut ctx = Ctx {
+                scan: self,
+                t,
+                need,
+                qwords: &qwords,
+                qrow: query.row(),
+                q,
+                read: 0,
+            };
             let out = match k {
                 Some(k) => {
                     let mut heap = TopK::new(k);
@@ -163,7 +190,9 @@ impl Ctx<'_, '_> {
                 // SAFETY: the CPU has AVX-512F, VPOPCNTDQ and popcnt.
                 return unsafe { self.run_avx512(r, emit) };
             }
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt") {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("popcnt")
+            {
                 // SAFETY: the CPU has AVX2 and popcnt.
                 return unsafe { self.run_avx2(r, emit) };
             }
@@ -177,7 +206,11 @@ impl Ctx<'_, '_> {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,popcnt")]
-    unsafe fn run_avx512(&mut self, r: Range<usize>, emit: &mut dyn FnMut(Scored) -> Option<Scored>) {
+    unsafe fn run_avx512(
+        &mut self,
+        r: Range<usize>,
+        emit: &mut dyn FnMut(Scored) -> Option<Scored>,
+    ) {
         self.run_sized(r, emit)
     }
 
@@ -189,7 +222,11 @@ impl Ctx<'_, '_> {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt")]
-    unsafe fn run_popcnt(&mut self, r: Range<usize>, emit: &mut dyn FnMut(Scored) -> Option<Scored>) {
+    unsafe fn run_popcnt(
+        &mut self,
+        r: Range<usize>,
+        emit: &mut dyn FnMut(Scored) -> Option<Scored>,
+    ) {
         self.run_sized(r, emit)
     }
 
@@ -234,7 +271,12 @@ impl Ctx<'_, '_> {
         let q = self.q;
         let mut bar: Option<Scored> = None;
         let words = self.scan.layout.words_per_row();
-        let (rows, stride, pops, t) = (self.scan.rows, self.scan.stride, self.scan.popcounts, self.t);
+        let (rows, stride, pops, t) = (
+            self.scan.rows,
+            self.scan.stride,
+            self.scan.popcounts,
+            self.t,
+        );
         let need = &mut self.need;
         let mut read = 0;
         for i in r {

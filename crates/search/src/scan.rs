@@ -17,7 +17,9 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::adders::{add_planes, count_at, ge_mask, mask_and, prefetch, prefix_mask, Gate, Lane, ZERO};
+use crate::adders::{
+    add_planes, count_at, ge_mask, mask_and, prefetch, prefix_mask, Gate, Lane, ZERO,
+};
 use crate::layout::{Bucket, ColumnIndex, BLOCK, BLOCK_WORDS};
 use crate::threshold::UNREACHABLE;
 use crate::{Query, SearchError};
@@ -75,7 +77,10 @@ unsafe impl Send for Plan<'_> {}
 impl<'a> Plan<'a> {
     pub(crate) fn new(index: &'a ColumnIndex, query: &Query) -> Result<Plan<'a>, SearchError> {
         if query.bits() != index.bits {
-            return Err(SearchError::BitsMismatch { index: index.bits, query: query.bits() });
+            return Err(SearchError::BitsMismatch {
+                index: index.bits,
+                query: query.bits(),
+            });
         }
         index.check_read(query.on_bits())?; // once per process: the planes and order it reads
         let planes = index.planes.as_slice();
@@ -83,8 +88,16 @@ impl<'a> Plan<'a> {
         // rarest planes first: they settle most blocks early (see `Gate`)
         let mut bits = query.on_bits().to_vec();
         bits.sort_by_key(|&b| (index.bit_counts[b as usize], b));
-        let ptrs = bits.iter().map(|&b| planes[b as usize * w..].as_ptr()).collect();
-        Ok(Plan { index, q: query.popcount(), bits, ptrs })
+        let ptrs = bits
+            .iter()
+            .map(|&b| planes[b as usize * w..].as_ptr())
+            .collect();
+        Ok(Plan {
+            index,
+            q: query.popcount(),
+            bits,
+            ptrs,
+        })
     }
 
     /// Asks the kernel to read ahead what a scan of `blocks` with bar `m` reads from every
@@ -102,8 +115,16 @@ impl<'a> Plan<'a> {
         }
         let w = self.index.plane_words();
         let n = self.bits.len();
-        let firsts: Vec<usize> =
-            scans.iter().map(|(_, m)| if *m == UNREACHABLE { 0 } else { phase1_planes(*m, n) }).collect();
+        let firsts: Vec<usize> = scans
+            .iter()
+            .map(|(_, m)| {
+                if *m == UNREACHABLE {
+                    0
+                } else {
+                    phase1_planes(*m, n)
+                }
+            })
+            .collect();
         for (j, &b) in self.bits.iter().enumerate() {
             let mut run: Option<Range<u64>> = None;
             for ((blocks, _), &f) in scans.iter().zip(&firsts) {
@@ -128,12 +149,16 @@ impl<'a> Plan<'a> {
 
     fn hint(&self, bit: u32, plane_words: usize, blocks: Range<u64>) {
         let from = bit as usize * plane_words + blocks.start as usize * BLOCK_WORDS;
-        self.index.planes.will_need(from, (blocks.end - blocks.start) as usize * BLOCK_WORDS);
+        self.index
+            .planes
+            .will_need(from, (blocks.end - blocks.start) as usize * BLOCK_WORDS);
     }
 
     /// Scans `blocks` (inside `bucket`), feeding `sink`; returns what it read.
     pub(crate) fn scan<S: Sink>(&self, bucket: &Bucket, blocks: Range<u64>, sink: &mut S) -> Read {
-        assert!(blocks.start >= bucket.first_block && blocks.end <= bucket.first_block + bucket.blocks);
+        assert!(
+            blocks.start >= bucket.first_block && blocks.end <= bucket.first_block + bucket.blocks
+        );
         assert!(blocks.end <= self.index.blocks);
         macro_rules! go {
             ($l:literal) => {{
@@ -298,7 +323,8 @@ unsafe fn scan_impl<const L: usize, S: Sink>(
                 continue;
             }
             // SAFETY: forwarded from the caller.
-            if unsafe { add_planes(ptrs, b as usize * BLOCK_WORDS, &mut s, first, n, gate) }.is_ok() {
+            if unsafe { add_planes(ptrs, b as usize * BLOCK_WORDS, &mut s, first, n, gate) }.is_ok()
+            {
                 finish(b, &s, m, sink);
             }
         }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use molsift_store::{layout, Store, Verify};
 
-use crate::{ColumnIndex, Hit, Query, RowScan, SearchError, SearchOptions, SearchPath, SearchStats};
+use crate::{
+    ColumnIndex, Hit, Query, RowScan, SearchError, SearchOptions, SearchPath, SearchStats,
+};
 
 /// A store opened for search.
 pub struct StoreSearcher {
@@ -17,15 +19,11 @@ pub struct StoreSearcher {
     built_in_memory: bool,
 }
 
-fn store_err(e: molsift_store::StoreError) -> SearchError {
-    SearchError::Store(e.to_string())
-}
-
 impl StoreSearcher {
     /// Opens the store at `path` (sizes checked) and its column index, or builds one in memory
     /// when the store has none.
     pub fn open(path: &std::path::Path) -> Result<StoreSearcher, SearchError> {
-        Self::new(Arc::new(Store::open(path, Verify::Sizes).map_err(store_err)?))
+        Self::new(Arc::new(Store::open(path, Verify::Sizes)?))
     }
 
     /// Opens the column index of an already open store (the same generation).
@@ -37,7 +35,11 @@ impl StoreSearcher {
                 (ColumnIndex::from_store(&store)?, true)
             }
         };
-        Ok(StoreSearcher { store, columns, built_in_memory })
+        Ok(StoreSearcher {
+            store,
+            columns,
+            built_in_memory,
+        })
     }
 
     /// The store.
@@ -73,14 +75,21 @@ impl StoreSearcher {
 
     /// Whether any of `queries` takes the row scan; if so, the rows are checked first.
     fn rows_for(&self, queries: &[Query]) -> Result<Option<RowScan<'_>>, SearchError> {
-        if queries.iter().any(|q| crate::choose(&self.columns, q.popcount()) == SearchPath::Rows) {
+        if queries
+            .iter()
+            .any(|q| crate::choose(&self.columns, q.popcount()) == SearchPath::Rows)
+        {
             check_rows(&self.store)?;
         }
         self.rows().map(Some)
     }
 
     /// One query, by the path [`crate::choose`] picks.
-    pub fn search(&self, query: &Query, opts: &SearchOptions) -> Result<(Vec<Hit>, SearchStats), SearchError> {
+    pub fn search(
+        &self,
+        query: &Query,
+        opts: &SearchOptions,
+    ) -> Result<(Vec<Hit>, SearchStats), SearchError> {
         let rows = self.rows_for(std::slice::from_ref(query))?;
         crate::search(&self.columns, rows.as_ref(), query, opts)
     }
@@ -98,6 +107,6 @@ impl StoreSearcher {
 
 /// Checks (once per process) the files a row scan or an in-memory index reads.
 fn check_rows(store: &Store) -> Result<(), SearchError> {
-    store.verify_file(layout::FINGERPRINTS).map_err(store_err)?;
-    store.verify_file(layout::POPCOUNTS).map_err(store_err)
+    store.verify_file(layout::FINGERPRINTS)?;
+    Ok(store.verify_file(layout::POPCOUNTS)?)
 }

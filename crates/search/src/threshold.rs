@@ -66,7 +66,11 @@ pub fn min_common(t: f64, p: u32, q: u32) -> Option<u32> {
     // c / (s - c) >= t  <=>  c >= t s / (1 + t); start there and step to the exact boundary.
     let s = f64::from(p + q);
     let guess = (t * s / (1.0 + t)).floor();
-    let mut c = if guess.is_finite() && guess > 0.0 { (guess as u32).min(top) } else { 0 };
+    let mut c = if guess.is_finite() && guess > 0.0 {
+        (guess as u32).min(top)
+    } else {
+        0
+    };
     while c > 0 && pass(c - 1) {
         c -= 1;
     }
@@ -122,7 +126,10 @@ mod tests {
         assert_eq!(rdkit_score(9, 10, 9), 0.9);
         // the tempting closed form c >= t (p + q) / (1 + t) rounds the wrong way
         let float_bound = (0.9f64 * 19.0 / 1.9).ceil();
-        assert_eq!(float_bound, 10.0, "float algebra asks for 10 common bits (wrong)");
+        assert_eq!(
+            float_bound, 10.0,
+            "float algebra asks for 10 common bits (wrong)"
+        );
         // the rule keeps the molecule, and so does the exact ratio 9/10
         assert_eq!(min_common(0.9, 10, 9), Some(9));
         assert_eq!(min_common_ratio(9, 10, 10, 9), 9);
@@ -134,7 +141,20 @@ mod tests {
 
     #[test]
     fn bound_is_least_passing_count_for_all_small_shapes() {
-        let ts = [0.0, 1e-9, 0.05, 0.1, 0.3, 1.0 / 3.0, 0.5, 0.7, 0.8, 0.9, 0.999_999, 1.0];
+        let ts = [
+            0.0,
+            1e-9,
+            0.05,
+            0.1,
+            0.3,
+            1.0 / 3.0,
+            0.5,
+            0.7,
+            0.8,
+            0.9,
+            0.999_999,
+            1.0,
+        ];
         for &t in &ts {
             for p in 0..70u32 {
                 for q in 0..70u32 {
@@ -153,7 +173,11 @@ mod tests {
                     let brute = (0..=p.min(q))
                         .find(|&c| cmp_ratio(c, p + q - c, c0, u0) != std::cmp::Ordering::Less)
                         .unwrap_or(UNREACHABLE);
-                    assert_eq!(min_common_ratio(c0, u0, p, q), brute, "{c0}/{u0} p={p} q={q}");
+                    assert_eq!(
+                        min_common_ratio(c0, u0, p, q),
+                        brute,
+                        "{c0}/{u0} p={p} q={q}"
+                    );
                 }
             }
         }

@@ -23,18 +23,26 @@ pub(crate) struct Scored {
 
 impl Scored {
     pub(crate) fn new(index: u64, common: u32, p: u32, q: u32) -> Scored {
-        Scored { index, common, union: p + q - common }
+        Scored {
+            index,
+            common,
+            union: p + q - common,
+        }
     }
 
     /// `Less` means `self` comes first in results: higher score, then lower index.
     #[inline]
     pub(crate) fn rank_cmp(&self, other: &Scored) -> Ordering {
-        cmp_ratio(other.common, other.union, self.common, self.union).then(self.index.cmp(&other.index))
+        cmp_ratio(other.common, other.union, self.common, self.union)
+            .then(self.index.cmp(&other.index))
     }
 
     pub(crate) fn hit(&self) -> Hit {
         // rdkit_score(c, p, q) with p + q = union + common
-        Hit { index: self.index, score: rdkit_score(self.common, self.union + self.common, 0) }
+        Hit {
+            index: self.index,
+            score: rdkit_score(self.common, self.union + self.common, 0),
+        }
     }
 }
 
@@ -53,7 +61,11 @@ pub(crate) struct TopK {
 
 impl TopK {
     pub(crate) fn new(k: usize) -> TopK {
-        TopK { k, buf: Vec::with_capacity(2 * k.min(1 << 16) + 2), worst: None }
+        TopK {
+            k,
+            buf: Vec::with_capacity(2 * k.min(1 << 16) + 2),
+            worst: None,
+        }
     }
 
     /// Offers a candidate; returns true if the bar rose (the buffer was cut back).
@@ -64,7 +76,11 @@ impl TopK {
         }
         self.buf.push(s);
         // the first cut as soon as k are in, then every k more
-        let cut_at = if self.worst.is_none() { self.k } else { 2 * self.k };
+        let cut_at = if self.worst.is_none() {
+            self.k
+        } else {
+            2 * self.k
+        };
         if self.buf.len() >= cut_at {
             self.cut();
             return true;
@@ -74,7 +90,8 @@ impl TopK {
 
     fn cut(&mut self) {
         if self.buf.len() > self.k {
-            self.buf.select_nth_unstable_by(self.k - 1, Scored::rank_cmp);
+            self.buf
+                .select_nth_unstable_by(self.k - 1, Scored::rank_cmp);
             self.buf.truncate(self.k);
         }
         if self.buf.len() == self.k {
@@ -112,14 +129,57 @@ mod tests {
     fn ties_go_to_the_lower_index() {
         let mut t = TopK::new(2);
         // three molecules with score 1/2, one with 1/3
-        assert!(!t.offer(Scored { index: 9, common: 1, union: 2 }));
-        assert!(t.offer(Scored { index: 5, common: 2, union: 4 }), "k in: the first cut sets the bar");
+        assert!(!t.offer(Scored {
+            index: 9,
+            common: 1,
+            union: 2
+        }));
+        assert!(
+            t.offer(Scored {
+                index: 5,
+                common: 2,
+                union: 4
+            }),
+            "k in: the first cut sets the bar"
+        );
         assert_eq!(t.bar().map(|w| w.index), Some(9));
-        assert!(!t.offer(Scored { index: 3, common: 3, union: 6 }), "better than the bar: kept, no cut yet");
-        assert!(!t.offer(Scored { index: 1, common: 1, union: 3 }), "below the bar");
-        assert!(t.offer(Scored { index: 7, common: 1, union: 2 }), "2k in: cut back to k");
-        assert_eq!(t.bar().map(|w| w.index), Some(5), "the 2nd best of 9, 5, 3 and 7 (score 1/2, then index)");
-        assert!(!t.offer(Scored { index: 6, common: 1, union: 2 }), "ties the bar with a higher index: out");
+        assert!(
+            !t.offer(Scored {
+                index: 3,
+                common: 3,
+                union: 6
+            }),
+            "better than the bar: kept, no cut yet"
+        );
+        assert!(
+            !t.offer(Scored {
+                index: 1,
+                common: 1,
+                union: 3
+            }),
+            "below the bar"
+        );
+        assert!(
+            t.offer(Scored {
+                index: 7,
+                common: 1,
+                union: 2
+            }),
+            "2k in: cut back to k"
+        );
+        assert_eq!(
+            t.bar().map(|w| w.index),
+            Some(5),
+            "the 2nd best of 9, 5, 3 and 7 (score 1/2, then index)"
+        );
+        assert!(
+            !t.offer(Scored {
+                index: 6,
+                common: 1,
+                union: 2
+            }),
+            "ties the bar with a higher index: out"
+        );
         let hits = finish(t.into_vec(), None);
         assert_eq!(hits.iter().map(|h| h.index).collect::<Vec<_>>(), vec![3, 5]);
         assert_eq!(hits[0].score, 0.5);
@@ -132,12 +192,17 @@ mod tests {
             let mut all = Vec::new();
             let mut x = 12345u64;
             for i in 0..1000u64 {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let s = Scored::new(i, (x >> 59) as u32, 40, 40);
                 all.push(s);
                 t.offer(s);
             }
-            let got: Vec<u64> = finish(t.into_vec(), Some(k)).iter().map(|h| h.index).collect();
+            let got: Vec<u64> = finish(t.into_vec(), Some(k))
+                .iter()
+                .map(|h| h.index)
+                .collect();
             let want: Vec<u64> = finish(all, Some(k)).iter().map(|h| h.index).collect();
             assert_eq!(got, want, "k = {k}");
         }
@@ -148,6 +213,10 @@ mod tests {
         let s = Scored::new(0, 0, 0, 0);
         assert_eq!(s.hit().score, 0.0);
         let z = Scored::new(1, 0, 5, 3);
-        assert_eq!(s.rank_cmp(&z), Ordering::Less, "equal score 0, lower index first");
+        assert_eq!(
+            s.rank_cmp(&z),
+            Ordering::Less,
+            "equal score 0, lower index first"
+        );
     }
 }

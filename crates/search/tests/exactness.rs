@@ -28,7 +28,11 @@ fn check_all(set: &Set, queries: &[Query], ks: &[usize]) {
     }
     for &k in ks {
         opts.push(SearchOptions::top_k(k));
-        opts.push(SearchOptions { threshold: Some(0.5), k: Some(k), threads: 1 });
+        opts.push(SearchOptions {
+            threshold: Some(0.5),
+            k: Some(k),
+            threads: 1,
+        });
     }
     opts.push(SearchOptions::default());
     for q in queries {
@@ -50,7 +54,12 @@ fn realistic_density_2048_bits() {
     let set = family_set(1, 2048, 3000, 40);
     let queries = queries_for(2, &set, 14);
     // the data is not vacuous: high thresholds find hits
-    let at = |t: f64| queries.iter().map(|q| brute(&set, q, Some(t), None).len()).sum::<usize>();
+    let at = |t: f64| {
+        queries
+            .iter()
+            .map(|q| brute(&set, q, Some(t), None).len())
+            .sum::<usize>()
+    };
     assert!(at(0.9) > 0 && at(0.7) > at(0.9) && at(0.5) > at(0.7));
     check_all(&set, &queries, &[1, 10, 100, 5000]);
 }
@@ -61,8 +70,9 @@ fn dense_fingerprints_and_queries() {
     let mut set = family_set(3, 2048, 700, 600);
     let extra = family_set(4, 2048, 300, 1200);
     for i in 0..extra.n() {
-        let on: Vec<u32> =
-            (0..2048).filter(|&b| extra.row(i)[b as usize / 64] >> (b % 64) & 1 == 1).collect();
+        let on: Vec<u32> = (0..2048)
+            .filter(|&b| extra.row(i)[b as usize / 64] >> (b % 64) & 1 == 1)
+            .collect();
         set.push(&on);
     }
     let mut queries = queries_for(5, &set, 6);
@@ -80,7 +90,10 @@ fn store_sizes_around_a_block() {
         check_all(&set, &queries, &[1, 10, n + 1]);
         let idx = index(&set);
         assert_eq!(idx.len(), n);
-        assert_eq!(idx.blocks(), idx.buckets().iter().map(|b| b.blocks).sum::<u64>());
+        assert_eq!(
+            idx.blocks(),
+            idx.buckets().iter().map(|b| b.blocks).sum::<u64>()
+        );
     }
 }
 
@@ -90,16 +103,23 @@ fn zero_on_bit_query_scores_zero_everywhere() {
     let idx = index(&set);
     let rs = rows(&set);
     let q = Query::from_on_bits(2048, &[]).unwrap();
-    for run in [&|o: &SearchOptions| idx.search(&q, o).unwrap() as Vec<Hit>, &|o: &SearchOptions| {
-        rs.search(&q, o).unwrap()
-    }] as [&dyn Fn(&SearchOptions) -> Vec<Hit>; 2]
+    for run in [
+        &|o: &SearchOptions| idx.search(&q, o).unwrap() as Vec<Hit>,
+        &|o: &SearchOptions| rs.search(&q, o).unwrap(),
+    ] as [&dyn Fn(&SearchOptions) -> Vec<Hit>; 2]
     {
         assert!(run(&SearchOptions::threshold(0.05)).is_empty());
         let all = run(&SearchOptions::threshold(0.0));
         assert_eq!(all.len(), 600);
-        assert!(all.iter().enumerate().all(|(i, h)| h.index == i as u64 && h.score == 0.0));
+        assert!(all
+            .iter()
+            .enumerate()
+            .all(|(i, h)| h.index == i as u64 && h.score == 0.0));
         let top = run(&SearchOptions::top_k(5));
-        assert_eq!(top.iter().map(|h| h.index).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        assert_eq!(
+            top.iter().map(|h| h.index).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4]
+        );
     }
 }
 
@@ -130,7 +150,10 @@ fn ties_at_the_kth_place_go_to_lower_indices() {
             assert_eq!(got, want);
             assert_eq!(rs.search(&q, &o).unwrap(), want);
             let n1 = k.min(copies.len());
-            assert_eq!(got.iter().take(n1).map(|h| h.index).collect::<Vec<_>>(), copies[..n1]);
+            assert_eq!(
+                got.iter().take(n1).map(|h| h.index).collect::<Vec<_>>(),
+                copies[..n1]
+            );
         }
     }
 }
@@ -157,9 +180,18 @@ fn exact_tie_with_the_threshold_is_a_hit() {
         idx.search(&q, &SearchOptions::threshold(0.7)).unwrap(),
         rs.search(&q, &SearchOptions::threshold(0.7)).unwrap(),
     ] {
-        assert_eq!(hits, [Hit { index: 0, score: 0.7 }]);
+        assert_eq!(
+            hits,
+            [Hit {
+                index: 0,
+                score: 0.7
+            }]
+        );
     }
-    assert!(idx.search(&q, &SearchOptions::threshold(0.700_001)).unwrap().is_empty());
+    assert!(idx
+        .search(&q, &SearchOptions::threshold(0.700_001))
+        .unwrap()
+        .is_empty());
     // t = 0.9 (9/10), where ceil(0.9 * 19 / 1.9) = 10 in floating point: molecule 10 bits,
     // query its 9
     let mut set9 = Set::new(2048);
@@ -167,9 +199,22 @@ fn exact_tie_with_the_threshold_is_a_hit() {
     set9.push(&m9);
     set9.push(&m9[..8]);
     let q9 = Query::from_on_bits(2048, &m9[..9]).unwrap();
-    let want = [Hit { index: 0, score: 0.9 }];
-    assert_eq!(index(&set9).search(&q9, &SearchOptions::threshold(0.9)).unwrap(), want);
-    assert_eq!(rows(&set9).search(&q9, &SearchOptions::threshold(0.9)).unwrap(), want);
+    let want = [Hit {
+        index: 0,
+        score: 0.9,
+    }];
+    assert_eq!(
+        index(&set9)
+            .search(&q9, &SearchOptions::threshold(0.9))
+            .unwrap(),
+        want
+    );
+    assert_eq!(
+        rows(&set9)
+            .search(&q9, &SearchOptions::threshold(0.9))
+            .unwrap(),
+        want
+    );
     let t = 7.0 / 17.0;
     let hits = idx.search(&q, &SearchOptions::threshold(t)).unwrap();
     assert_eq!(hits.len(), 2);
@@ -186,7 +231,11 @@ fn batch_equals_one_by_one() {
         SearchOptions::threshold(0.5),
         SearchOptions::threshold(0.0),
         SearchOptions::top_k(10),
-        SearchOptions { threshold: Some(0.6), k: Some(3), threads: 1 },
+        SearchOptions {
+            threshold: Some(0.6),
+            k: Some(3),
+            threads: 1,
+        },
         SearchOptions::top_k(0),
     ] {
         let one: Vec<Vec<Hit>> = queries.iter().map(|q| idx.search(q, &o).unwrap()).collect();
@@ -197,7 +246,10 @@ fn batch_equals_one_by_one() {
             assert_eq!(both, one, "{o:?}");
         }
     }
-    assert!(idx.search_batch(&[], &SearchOptions::top_k(3)).unwrap().is_empty());
+    assert!(idx
+        .search_batch(&[], &SearchOptions::top_k(3))
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -234,8 +286,12 @@ fn stats_count_what_was_read() {
     let set = family_set(18, 2048, 5000, 40);
     let idx = index(&set);
     let q = queries_for(19, &set, 3).pop().unwrap();
-    let (_, full) = idx.search_with_stats(&q, &SearchOptions::threshold(0.0)).unwrap();
-    let (_, pruned) = idx.search_with_stats(&q, &SearchOptions::threshold(0.9)).unwrap();
+    let (_, full) = idx
+        .search_with_stats(&q, &SearchOptions::threshold(0.0))
+        .unwrap();
+    let (_, pruned) = idx
+        .search_with_stats(&q, &SearchOptions::threshold(0.9))
+        .unwrap();
     assert_eq!(full.units_visited, idx.blocks());
     assert_eq!(full.buckets_visited as usize, idx.buckets().len());
     assert!(pruned.bytes_touched < full.bytes_touched);
@@ -249,7 +305,10 @@ fn bad_arguments_are_refused() {
     let q128 = Query::from_on_bits(128, &[1]).unwrap();
     assert!(matches!(
         idx.search(&q128, &SearchOptions::top_k(1)),
-        Err(SearchError::BitsMismatch { index: 2048, query: 128 })
+        Err(SearchError::BitsMismatch {
+            index: 2048,
+            query: 128
+        })
     ));
     let q = Query::from_on_bits(2048, &[1]).unwrap();
     for threads in [1, 2] {
@@ -259,12 +318,18 @@ fn bad_arguments_are_refused() {
             Err(SearchError::BitsMismatch { .. })
         ));
     }
-    assert!(matches!(idx.search(&q, &SearchOptions::threshold(1.5)), Err(SearchError::BadThreshold(_))));
+    assert!(matches!(
+        idx.search(&q, &SearchOptions::threshold(1.5)),
+        Err(SearchError::BadThreshold(_))
+    ));
     assert!(matches!(
         rows(&set).search(&q, &SearchOptions::threshold(-1.0)),
         Err(SearchError::BadThreshold(_))
     ));
-    assert!(matches!(idx.search(&q, &SearchOptions::threshold(f64::NAN)), Err(SearchError::BadThreshold(_))));
+    assert!(matches!(
+        idx.search(&q, &SearchOptions::threshold(f64::NAN)),
+        Err(SearchError::BadThreshold(_))
+    ));
     assert!(Query::from_on_bits(2048, &[2048]).is_err());
     assert!(Query::from_row(64, &[1, 1]).is_err(), "padding bits set");
     assert!(ColumnIndex::build(&set.rows, set.stride, 2048, set.n() + 1, &set.pops).is_err());
@@ -280,7 +345,11 @@ fn large_buckets_exercise_runs_survivors_and_rising_bars() {
         .map(|_| {
             let mut v: Vec<u32> = Vec::new();
             while v.len() < 41 {
-                let b = if rng.below(3) == 0 { rng.below(64) } else { rng.below(2048) } as u32;
+                let b = if rng.below(3) == 0 {
+                    rng.below(64)
+                } else {
+                    rng.below(2048)
+                } as u32;
                 if !v.contains(&b) {
                     v.push(b);
                 }
@@ -314,7 +383,11 @@ fn large_buckets_exercise_runs_survivors_and_rising_bars() {
             SearchOptions::top_k(1),
             SearchOptions::top_k(10),
             SearchOptions::top_k(300),
-            SearchOptions { threshold: Some(0.8), k: Some(50), threads: 1 },
+            SearchOptions {
+                threshold: Some(0.8),
+                k: Some(50),
+                threads: 1,
+            },
         ] {
             let want = brute(&set, q, o.threshold, o.k);
             for threads in [1, 2] {
@@ -335,9 +408,17 @@ fn path_choice_follows_the_byte_rule() {
     let big = index(&family_set(23, 2048, 20_000, 40));
     assert_eq!(choose(&big, 44), SearchPath::Columns);
     assert_eq!(choose(&big, 0), SearchPath::Columns);
-    assert_eq!(choose(&big, 2000), SearchPath::Rows, "dense queries take the row scan");
+    assert_eq!(
+        choose(&big, 2000),
+        SearchPath::Rows,
+        "dense queries take the row scan"
+    );
     let tiny = index(&family_set(24, 2048, 10, 40));
-    assert_eq!(choose(&tiny, 44), SearchPath::Rows, "a tiny store is mostly padding");
+    assert_eq!(
+        choose(&tiny, 44),
+        SearchPath::Rows,
+        "a tiny store is mostly padding"
+    );
     let empty = index(&family_set(25, 2048, 0, 40));
     assert_eq!(choose(&empty, 44), SearchPath::Columns);
 }

@@ -238,23 +238,39 @@ fn read_ahead_hints_do_not_change_results() {
     let dir = tempfile::tempdir().unwrap();
     idx.write(dir.path()).unwrap();
     let mut opened = ColumnIndex::open(dir.path()).unwrap();
-    assert!(!opened.read_ahead(), "a small index fits in memory: no hints by default");
+    assert!(
+        !opened.read_ahead(),
+        "a small index fits in memory: no hints by default"
+    );
     let queries = queries_for(35, &set, 12);
-    let all_opts = [SearchOptions::threshold(0.5), SearchOptions::threshold(0.8), SearchOptions::top_k(7)];
+    let all_opts = [
+        SearchOptions::threshold(0.5),
+        SearchOptions::threshold(0.8),
+        SearchOptions::top_k(7),
+    ];
     let plain: Vec<_> = queries
         .iter()
-        .flat_map(|q| all_opts.iter().map(|o| opened.search(q, &o.clone().with_threads(2)).unwrap()))
+        .flat_map(|q| {
+            all_opts
+                .iter()
+                .map(|o| opened.search(q, &(*o).with_threads(2)).unwrap())
+        })
         .collect();
     opened.set_read_ahead(true);
     assert!(opened.read_ahead());
     for threads in [1, 2] {
         let hinted: Vec<_> = queries
             .iter()
-            .flat_map(|q| all_opts.iter().map(|o| opened.search(q, &o.clone().with_threads(threads)).unwrap()))
+            .flat_map(|q| {
+                all_opts
+                    .iter()
+                    .map(|o| opened.search(q, &(*o).with_threads(threads)).unwrap())
+            })
             .collect();
         assert_eq!(hinted, plain);
     }
-    let mut in_memory = ColumnIndex::build(&set.rows, set.stride, set.bits, set.n(), &set.pops).unwrap();
+    let mut in_memory =
+        ColumnIndex::build(&set.rows, set.stride, set.bits, set.n(), &set.pops).unwrap();
     in_memory.set_read_ahead(true);
     assert!(!in_memory.read_ahead(), "only a mapped index takes hints");
 }

@@ -9,7 +9,10 @@ use proptest::prelude::*;
 
 /// A molecule as a list of on-bits drawn from a small pool (so duplicates and ties are common).
 fn molecule(bits: u32) -> impl Strategy<Value = Vec<u32>> {
-    prop_oneof![prop::collection::vec(0..bits.min(24), 0..12), prop::collection::vec(0..bits, 0..40),]
+    prop_oneof![
+        prop::collection::vec(0..bits.min(24), 0..12),
+        prop::collection::vec(0..bits, 0..40),
+    ]
 }
 
 fn options() -> impl Strategy<Value = SearchOptions> {
@@ -21,7 +24,11 @@ fn options() -> impl Strategy<Value = SearchOptions> {
         (0.0f64..=1.0).prop_map(Some),
     ];
     let k = prop_oneof![Just(None), (0usize..12).prop_map(Some), Just(Some(10_000))];
-    (t, k, 1usize..=2).prop_map(|(threshold, k, threads)| SearchOptions { threshold, k, threads })
+    (t, k, 1usize..=2).prop_map(|(threshold, k, threads)| SearchOptions {
+        threshold,
+        k,
+        threads,
+    })
 }
 
 proptest! {

@@ -19,7 +19,11 @@ pub struct HashingWriter<W: Write> {
 impl<W: Write> HashingWriter<W> {
     /// Wraps `inner`.
     pub fn new(inner: W) -> Self {
-        HashingWriter { inner, hasher: Xxh3::new(), bytes: 0 }
+        HashingWriter {
+            inner,
+            hasher: Xxh3::new(),
+            bytes: 0,
+        }
     }
 
     /// Bytes written so far.

@@ -15,7 +15,9 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// The directory has no manifest: not a store, or an ingest that did not finish.
-    #[error("{0}: not a molsift store (no manifest.json; an ingest that was killed leaves no manifest)")]
+    #[error(
+        "{0}: not a molsift store (no manifest.json; an ingest that was killed leaves no manifest)"
+    )]
     NotAStore(PathBuf),
     /// The manifest is not valid JSON of the expected shape.
     #[error("{path}: unreadable manifest: {reason}")]
@@ -46,7 +48,9 @@ pub enum StoreError {
         found: u64,
     },
     /// A file's content does not match its checksum.
-    #[error("{path}: corrupted store file: checksum {found} does not match the manifest's {expected}")]
+    #[error(
+        "{path}: corrupted store file: checksum {found} does not match the manifest's {expected}"
+    )]
     Corrupted {
         /// the file
         path: PathBuf,
@@ -85,6 +89,9 @@ pub enum StoreError {
 impl StoreError {
     /// Wraps an `io::Error` with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        StoreError::Io { path: path.into(), source }
+        StoreError::Io {
+            path: path.into(),
+            source,
+        }
     }
 }

@@ -23,8 +23,16 @@ pub const SOURCE_LINES: &str = "source_lines.u64";
 pub const REJECTS: &str = "rejects.tsv";
 
 /// Every data file, in the order the manifest lists them.
-pub const DATA_FILES: [&str; 8] =
-    [FINGERPRINTS, POPCOUNTS, SMILES, SMILES_OFFSETS, IDS, ID_OFFSETS, SOURCE_LINES, REJECTS];
+pub const DATA_FILES: [&str; 8] = [
+    FINGERPRINTS,
+    POPCOUNTS,
+    SMILES,
+    SMILES_OFFSETS,
+    IDS,
+    ID_OFFSETS,
+    SOURCE_LINES,
+    REJECTS,
+];
 
 /// Files the column index (`crates/search`) adds to a finished store, registered in its
 /// manifest when written: header, bit planes, slot order.

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::Path;
 
 use molsift_fp::FingerprintLayout;
-use molsift_io::iostats::CountedFile;
+use molsift_iostats::CountedFile;
 use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
@@ -34,7 +34,8 @@ pub struct FingerprintSpec {
 impl FingerprintSpec {
     /// A spec for `bits`-bit fingerprints of `kind` with free-form `params`.
     pub fn new(kind: &str, bits: u32, params: serde_json::Value) -> Result<Self, StoreError> {
-        let layout = FingerprintLayout::new(bits).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let layout =
+            FingerprintLayout::new(bits).map_err(|e| StoreError::Invalid(e.to_string()))?;
         Ok(FingerprintSpec {
             kind: kind.to_string(),
             bits,
@@ -61,9 +62,11 @@ pub struct Counts {
     pub rejected: u64,
 }
 
-impl Counts {
+impl std::ops::Add for Counts {
+    type Output = Counts;
+
     /// Sum of two counts.
-    pub fn add(self, other: Counts) -> Counts {
+    fn add(self, other: Counts) -> Counts {
         Counts {
             records_in: self.records_in + other.records_in,
             molecules: self.molecules + other.molecules,
@@ -125,7 +128,10 @@ impl Manifest {
     /// Parses and checks the bytes of `STORE/manifest.json`.
     pub fn parse(bytes: &[u8], store: &Path) -> Result<Manifest, StoreError> {
         let path = store.join(crate::layout::MANIFEST);
-        let bad = |reason: String| StoreError::BadManifest { path: path.clone(), reason };
+        let bad = |reason: String| StoreError::BadManifest {
+            path: path.clone(),
+            reason,
+        };
         let text = std::str::from_utf8(bytes).map_err(|e| bad(format!("not UTF-8: {e}")))?;
         let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
         if raw.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
@@ -141,27 +147,39 @@ impl Manifest {
         }
         let manifest: Manifest = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;
         if manifest.checksum.is_empty() {
-            return Err(bad("no \"checksum\" (written by an older molsift, or damaged): \
+            return Err(bad(
+                "no \"checksum\" (written by an older molsift, or damaged): \
                             ingest the library again"
-                .into()));
+                    .into(),
+            ));
         }
         let found = manifest.own_checksum();
         if found != manifest.checksum {
-            return Err(StoreError::Corrupted { path, expected: manifest.checksum.clone(), found });
+            return Err(StoreError::Corrupted {
+                path,
+                expected: manifest.checksum.clone(),
+                found,
+            });
         }
         Ok(manifest)
     }
 
     /// The checksum of this manifest: XXH3-64 of its JSON with `checksum` empty.
     fn own_checksum(&self) -> String {
-        let blank = Manifest { checksum: String::new(), ..self.clone() };
+        let blank = Manifest {
+            checksum: String::new(),
+            ..self.clone()
+        };
         let text = serde_json::to_string_pretty(&blank).expect("manifest serializes");
         crate::checksum::to_hex(xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
     }
 
     /// The manifest with its own checksum filled in (as it is written).
     pub fn sealed(self) -> Manifest {
-        Manifest { checksum: self.own_checksum(), ..self }
+        Manifest {
+            checksum: self.own_checksum(),
+            ..self
+        }
     }
 
     /// The manifest as written: pretty JSON with its own checksum filled in.
@@ -175,7 +193,7 @@ impl Manifest {
     /// Writes the manifest into the directory `store` and syncs it (a new store being built).
     pub fn write(&self, store: &Path) -> Result<(), StoreError> {
         let path = store.join(crate::layout::MANIFEST);
-        molsift_io::iostats::write_file(&path, self.to_text().as_bytes(), true)
+        molsift_iostats::write_file(&path, self.to_text().as_bytes(), true)
             .map_err(|e| StoreError::io(&path, e))
     }
 }

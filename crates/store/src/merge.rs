@@ -16,8 +16,13 @@ pub fn merge_parts(
     overwrite: bool,
     provenance: serde_json::Value,
 ) -> Result<Manifest, StoreError> {
-    let first = parts.first().ok_or_else(|| StoreError::Invalid("no parts to merge".into()))?;
-    let spec = Store::open(first, Verify::Sizes)?.manifest().fingerprint.clone();
+    let first = parts
+        .first()
+        .ok_or_else(|| StoreError::Invalid("no parts to merge".into()))?;
+    let spec = Store::open(first, Verify::Sizes)?
+        .manifest()
+        .fingerprint
+        .clone();
     let mut writer = StoreWriter::create(out, spec, overwrite)?;
     for part in parts {
         writer.append_store(&Store::open(part, Verify::Sizes)?)?;
@@ -36,9 +41,16 @@ mod tests {
         let path = dir.join(name);
         let mut w = StoreWriter::create(&path, spec, false).unwrap();
         for i in first..first + n {
-            w.add_molecule(&format!("id{i}"), &"C".repeat(i as usize + 1), i, &[i as u32 % 64]).unwrap();
+            w.add_molecule(
+                &format!("id{i}"),
+                &"C".repeat(i as usize + 1),
+                i,
+                &[i as u32 % 64],
+            )
+            .unwrap();
         }
-        w.add_reject("f.smi", first + n, 0, "bad", "unparsable").unwrap();
+        w.add_reject("f.smi", first + n, 0, "bad", "unparsable")
+            .unwrap();
         w.finish().unwrap();
         path
     }
@@ -63,7 +75,10 @@ mod tests {
             assert_eq!(s.source_line(i), i as u64);
         }
         let rejects = std::fs::read_to_string(out.join("rejects.tsv")).unwrap();
-        let lines: Vec<&str> = rejects.lines().map(|r| r.split('\t').nth(1).unwrap()).collect();
+        let lines: Vec<&str> = rejects
+            .lines()
+            .map(|r| r.split('\t').nth(1).unwrap())
+            .collect();
         assert_eq!(lines, ["line", "3", "3", "7"], "{rejects}");
     }
 }

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 
 use memmap2::Mmap;
 use molsift_fp::FingerprintLayout;
-use molsift_io::iostats::CountedFile;
+use molsift_iostats::CountedFile;
 
 use crate::checksum::to_hex;
 use crate::layout::{self, expected_size, DATA_FILES};
@@ -86,11 +86,17 @@ impl Store {
         if c.records_in != c.molecules + c.rejected {
             return Err(inconsistent(
                 path,
-                format!("records in ({}) != molecules ({}) + rejected ({})", c.records_in, c.molecules, c.rejected),
+                format!(
+                    "records in ({}) != molecules ({}) + rejected ({})",
+                    c.records_in, c.molecules, c.rejected
+                ),
             ));
         }
         if manifest.fingerprint.row_stride_words != layout.row_stride_words() {
-            return Err(inconsistent(path, "fingerprint row stride does not match its bit count".into()));
+            return Err(inconsistent(
+                path,
+                "fingerprint row stride does not match its bit count".into(),
+            ));
         }
         for name in DATA_FILES {
             if !manifest.files.contains_key(name) {
@@ -100,20 +106,38 @@ impl Store {
                 });
             }
         }
-        let mut store = Store { path: path.to_path_buf(), dir, manifest, layout, maps: Vec::new(), files: Vec::new(), extras: Vec::new(), checked: Vec::new() };
+        let mut store = Store {
+            path: path.to_path_buf(),
+            dir,
+            manifest,
+            layout,
+            maps: Vec::new(),
+            files: Vec::new(),
+            extras: Vec::new(),
+            checked: Vec::new(),
+        };
         for name in DATA_FILES {
             let file = store.open_file(name)?;
             let found = store.manifest.files[name].bytes;
             let expected = expected_size(name, n, &layout).unwrap_or(found);
             if found != expected {
-                return Err(StoreError::WrongSize { path: path.join(name), expected, found });
+                return Err(StoreError::WrongSize {
+                    path: path.join(name),
+                    expected,
+                    found,
+                });
             }
             store.maps.push(map(&file, found)?);
             store.files.push(file);
             store.checked.push(OnceLock::new());
         }
-        let extra: Vec<String> =
-            store.manifest.files.keys().filter(|k| !DATA_FILES.contains(&k.as_str())).cloned().collect();
+        let extra: Vec<String> = store
+            .manifest
+            .files
+            .keys()
+            .filter(|k| !DATA_FILES.contains(&k.as_str()))
+            .cloned()
+            .collect();
         for name in extra {
             let file = store.open_file(&name)?; // present, with its size: a deleted index file shows at once
             store.extras.push((name, file));
@@ -128,10 +152,14 @@ impl Store {
         if let Some(f) = self.data_file(name) {
             return Ok(f);
         }
-        self.extras.iter().find(|(n, _)| n == name).map(|(_, f)| f).ok_or_else(|| StoreError::Inconsistent {
-            path: self.path.join(name),
-            reason: "not listed in the store's manifest".into(),
-        })
+        self.extras
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, f)| f)
+            .ok_or_else(|| StoreError::Inconsistent {
+                path: self.path.join(name),
+                reason: "not listed in the store's manifest".into(),
+            })
     }
 
     /// Opens `name` inside the store's directory (the one generation opened), checking its
@@ -141,9 +169,16 @@ impl Store {
         let file = CountedFile::open_at(&self.dir, name, libc::O_RDONLY, 0)
             .map_err(|e| replaced_or(&self.path, &self.dir, StoreError::io(&file_path, e)))?;
         if let Some(entry) = self.manifest.files.get(name) {
-            let found = file.metadata().map_err(|e| StoreError::io(&file_path, e))?.len();
+            let found = file
+                .metadata()
+                .map_err(|e| StoreError::io(&file_path, e))?
+                .len();
             if found != entry.bytes {
-                return Err(StoreError::WrongSize { path: file_path, expected: entry.bytes, found });
+                return Err(StoreError::WrongSize {
+                    path: file_path,
+                    expected: entry.bytes,
+                    found,
+                });
             }
         }
         Ok(file)
@@ -154,16 +189,22 @@ impl Store {
     /// are an error.
     pub fn verify_file(&self, name: &str) -> Result<(), StoreError> {
         let path = self.path.join(name);
-        let entry = self.manifest.files.get(name).ok_or_else(|| StoreError::Inconsistent {
-            path: path.clone(),
-            reason: "not listed in the store's manifest".into(),
-        })?;
+        let entry = self
+            .manifest
+            .files
+            .get(name)
+            .ok_or_else(|| StoreError::Inconsistent {
+                path: path.clone(),
+                reason: "not listed in the store's manifest".into(),
+            })?;
         let Some(i) = DATA_FILES.iter().position(|f| *f == name) else {
-            let sum = checksum_of(self.file(name)?).map_err(|e| StoreError::io(&path, e))?;
+            let sum = checksum_of(self.file(name)?, &path, entry.bytes)?;
             return compare(&path, entry, sum);
         };
         let found = self.checked[i].get_or_init(|| {
-            let sum = to_hex(xxhash_rust::xxh3::xxh3_64(self.maps[i].as_deref().unwrap_or(&[])));
+            let sum = to_hex(xxhash_rust::xxh3::xxh3_64(
+                self.maps[i].as_deref().unwrap_or(&[]),
+            ));
             if sum == entry.xxh3 {
                 Ok(())
             } else {
@@ -189,7 +230,10 @@ impl Store {
     /// renamed over the old one), and returns the new manifest (this `Store` keeps the one it
     /// opened). Hold [`Store::lock`] while writing such files. Refused if the store's path no
     /// longer names the directory this `Store` opened (it was replaced meanwhile).
-    pub fn register_files(&self, entries: Vec<(String, FileEntry)>) -> Result<Manifest, StoreError> {
+    pub fn register_files(
+        &self,
+        entries: Vec<(String, FileEntry)>,
+    ) -> Result<Manifest, StoreError> {
         if was_replaced(&self.path, &self.dir) {
             return Err(StoreError::Replaced(self.path.clone()));
         }
@@ -200,7 +244,11 @@ impl Store {
         let manifest = manifest.sealed();
         let path = self.path.join(layout::MANIFEST);
         let tmp = replace::temporary_sibling(&path, "tmp");
-        let tmp_name = tmp.file_name().and_then(|n| n.to_str()).unwrap_or("manifest.tmp").to_string();
+        let tmp_name = tmp
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("manifest.tmp")
+            .to_string();
         let write = || -> std::io::Result<()> {
             let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
             let f = CountedFile::open_at(&self.dir, &tmp_name, flags, 0o644)?;
@@ -267,7 +315,10 @@ impl Store {
         let b = self.bytes(layout::POPCOUNTS);
         // SAFETY: mmap is page aligned and the file holds 2n bytes.
         let (head, counts, tail) = unsafe { b.align_to::<u16>() };
-        assert!(head.is_empty() && tail.is_empty(), "mapped popcounts not u16 aligned");
+        assert!(
+            head.is_empty() && tail.is_empty(),
+            "mapped popcounts not u16 aligned"
+        );
         counts
     }
 
@@ -305,11 +356,17 @@ impl Store {
     /// The open data file `name` (one of `layout::DATA_FILES`), e.g. to map it again from
     /// another language: the same generation as everything else this `Store` reads.
     pub fn data_file(&self, name: &str) -> Option<&CountedFile> {
-        DATA_FILES.iter().position(|f| *f == name).map(|i| &self.files[i])
+        DATA_FILES
+            .iter()
+            .position(|f| *f == name)
+            .map(|i| &self.files[i])
     }
 
     fn bytes(&self, name: &str) -> &[u8] {
-        let i = DATA_FILES.iter().position(|f| *f == name).expect("known store file");
+        let i = DATA_FILES
+            .iter()
+            .position(|f| *f == name)
+            .expect("known store file");
         self.maps[i].as_deref().unwrap_or(&[])
     }
 
@@ -317,7 +374,10 @@ impl Store {
         let b = self.bytes(name);
         // SAFETY: mmap is page aligned and the fixed-width files are multiples of 8 bytes.
         let (head, words, tail) = unsafe { b.align_to::<u64>() };
-        assert!(head.is_empty() && tail.is_empty(), "mapped file not u64 aligned");
+        assert!(
+            head.is_empty() && tail.is_empty(),
+            "mapped file not u64 aligned"
+        );
         words
     }
 
@@ -330,7 +390,10 @@ impl Store {
     /// `\n`, UTF-8; anything else is damage, named with the file and the entry.
     fn text(&self, offsets: &str, data: &str, i: usize) -> Result<&str, StoreError> {
         if i >= self.len() {
-            return Err(StoreError::Invalid(format!("molecule {i} out of range: the store holds {}", self.len())));
+            return Err(StoreError::Invalid(format!(
+                "molecule {i} out of range: the store holds {}",
+                self.len()
+            )));
         }
         let (start, end) = (self.u64_at(offsets, i), self.u64_at(offsets, i + 1));
         let bytes = self.bytes(data);
@@ -340,23 +403,35 @@ impl Store {
         let Some(line) = line else {
             return Err(inconsistent(
                 &self.path.join(offsets),
-                format!("entry {i} runs from byte {start} to {end}, not one line of {data} ({} bytes)", bytes.len()),
+                format!(
+                    "entry {i} runs from byte {start} to {end}, not one line of {data} ({} bytes)",
+                    bytes.len()
+                ),
             ));
         };
         std::str::from_utf8(&line[..line.len() - 1]).map_err(|_| {
-            inconsistent(&self.path.join(data), format!("entry {i} (bytes {start}..{end}) is not UTF-8"))
+            inconsistent(
+                &self.path.join(data),
+                format!("entry {i} (bytes {start}..{end}) is not UTF-8"),
+            )
         })
     }
 
     fn check_offsets(&self) -> Result<(), StoreError> {
         let n = self.len();
-        for (offsets, data) in [(layout::SMILES_OFFSETS, layout::SMILES), (layout::ID_OFFSETS, layout::IDS)] {
+        for (offsets, data) in [
+            (layout::SMILES_OFFSETS, layout::SMILES),
+            (layout::ID_OFFSETS, layout::IDS),
+        ] {
             let first = self.u64_at(offsets, 0);
             let last = self.u64_at(offsets, n);
             if first != 0 || last != self.bytes(data).len() as u64 {
                 return Err(inconsistent(
                     &self.path.join(offsets),
-                    format!("offsets run {first}..{last} but {data} holds {} bytes", self.bytes(data).len()),
+                    format!(
+                        "offsets run {first}..{last} but {data} holds {} bytes",
+                        self.bytes(data).len()
+                    ),
                 ));
             }
         }
@@ -408,7 +483,10 @@ fn was_replaced(path: &Path, dir: &CountedFile) -> bool {
 
 fn rename_in(dir: &CountedFile, from: &str, to: &str) -> std::io::Result<()> {
     use std::os::unix::io::AsRawFd;
-    let c = |s: &str| std::ffi::CString::new(s).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    let c = |s: &str| {
+        std::ffi::CString::new(s)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+    };
     let (a, b) = (c(from)?, c(to)?);
     let fd = dir.as_raw_fd();
     // SAFETY: two valid C strings relative to a directory descriptor we own.
@@ -419,18 +497,32 @@ fn rename_in(dir: &CountedFile, from: &str, to: &str) -> std::io::Result<()> {
     }
 }
 
-/// XXH3-64 of a whole file, read with positioned reads (the handle's offset is not moved).
-fn checksum_of(file: &CountedFile) -> std::io::Result<String> {
+/// XXH3-64 of the `len` bytes of `file` (its size in the manifest), read with positioned reads
+/// of 1 MiB (the handle's offset is not moved) and one more read that must find the end of the
+/// file; a file that is no longer `len` bytes long is `WrongSize`.
+fn checksum_of(file: &CountedFile, path: &Path, len: u64) -> Result<String, StoreError> {
+    const CHUNK: u64 = 1 << 20;
+    let wrong_size = || StoreError::WrongSize {
+        path: path.to_path_buf(),
+        expected: len,
+        found: file.metadata().map_or(0, |m| m.len()),
+    };
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    let mut buf = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; len.min(CHUNK) as usize];
     let mut at = 0u64;
-    loop {
-        let n = file.read_at(&mut buf, at)?;
-        if n == 0 {
-            return Ok(to_hex(hasher.digest()));
-        }
-        hasher.update(&buf[..n]);
-        at += n as u64;
+    while at < len {
+        let chunk = &mut buf[..(len - at).min(CHUNK) as usize];
+        file.read_exact_at(chunk, at).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => wrong_size(),
+            _ => StoreError::io(path, e),
+        })?;
+        hasher.update(chunk);
+        at += chunk.len() as u64;
+    }
+    match file.read_at(&mut [0u8; 1], len) {
+        Ok(0) => Ok(to_hex(hasher.digest())),
+        Ok(_) => Err(wrong_size()),
+        Err(e) => Err(StoreError::io(path, e)),
     }
 }
 
@@ -438,12 +530,19 @@ fn compare(path: &Path, entry: &FileEntry, found: String) -> Result<(), StoreErr
     if found == entry.xxh3 {
         Ok(())
     } else {
-        Err(StoreError::Corrupted { path: path.to_path_buf(), expected: entry.xxh3.clone(), found })
+        Err(StoreError::Corrupted {
+            path: path.to_path_buf(),
+            expected: entry.xxh3.clone(),
+            found,
+        })
     }
 }
 
 fn inconsistent(path: &Path, reason: String) -> StoreError {
-    StoreError::Inconsistent { path: path.to_path_buf(), reason }
+    StoreError::Inconsistent {
+        path: path.to_path_buf(),
+        reason,
+    }
 }
 
 #[cfg(test)]
@@ -456,7 +555,13 @@ mod tests {
         let path = dir.join("s");
         let mut w = StoreWriter::create(&path, spec, false).unwrap();
         for i in 0..10u32 {
-            w.add_molecule(&format!("m{i}"), "c1ccccc1", u64::from(i) + 1, &[i, 2047 - i]).unwrap();
+            w.add_molecule(
+                &format!("m{i}"),
+                "c1ccccc1",
+                u64::from(i) + 1,
+                &[i, 2047 - i],
+            )
+            .unwrap();
         }
         w.finish().unwrap();
         path
@@ -470,12 +575,14 @@ mod tests {
         let mut a = StoreWriter::create(&dir.path().join("a"), spec.clone(), false).unwrap();
         let mut b = StoreWriter::create(&dir.path().join("b"), spec, false).unwrap();
         for (i, bits) in on.iter().enumerate() {
-            a.add_molecule(&format!("m{i}"), "C", i as u64 + 1, bits).unwrap();
+            a.add_molecule(&format!("m{i}"), "C", i as u64 + 1, bits)
+                .unwrap();
             let mut packed = [0u8; 16];
             for &bit in *bits {
                 packed[(bit / 8) as usize] |= 1 << (bit % 8);
             }
-            b.add_packed(&format!("m{i}"), "C", i as u64 + 1, &packed).unwrap();
+            b.add_packed(&format!("m{i}"), "C", i as u64 + 1, &packed)
+                .unwrap();
         }
         assert!(b.add_packed("short", "C", 9, &[0u8; 15]).is_err());
         a.finish().unwrap();
@@ -499,7 +606,10 @@ mod tests {
         let tmp = w.temporary_path().to_path_buf();
         std::mem::forget(w); // as if killed: no finish, no cleanup
         assert!(!path.exists());
-        assert!(matches!(Store::open(&tmp, Verify::Sizes), Err(StoreError::NotAStore(_))));
+        assert!(matches!(
+            Store::open(&tmp, Verify::Sizes),
+            Err(StoreError::NotAStore(_))
+        ));
     }
 
     #[test]
@@ -532,10 +642,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = small_store(dir.path());
         let m = path.join(layout::MANIFEST);
-        let text = std::fs::read_to_string(&m).unwrap().replace("\"format_version\": 1", "\"format_version\": 99");
+        let text = std::fs::read_to_string(&m)
+            .unwrap()
+            .replace("\"format_version\": 1", "\"format_version\": 99");
         std::fs::write(&m, text).unwrap();
         let err = Store::open(&path, Verify::Sizes).err().unwrap();
-        assert!(matches!(err, StoreError::UnsupportedVersion { ref found, .. } if found == "99"), "{err}");
+        assert!(
+            matches!(err, StoreError::UnsupportedVersion { ref found, .. } if found == "99"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -545,9 +660,17 @@ mod tests {
         let m = path.join(layout::MANIFEST);
         let good = std::fs::read_to_string(&m).unwrap();
         for v in ["\"1\"", "-1", "1099511627776"] {
-            std::fs::write(&m, good.replace("\"format_version\": 1", &format!("\"format_version\": {v}"))).unwrap();
+            std::fs::write(
+                &m,
+                good.replace("\"format_version\": 1", &format!("\"format_version\": {v}")),
+            )
+            .unwrap();
             let err = Store::open(&path, Verify::Sizes).err().unwrap();
-            assert!(err.to_string().contains(&format!("version {v} is not supported")), "{err}");
+            assert!(
+                err.to_string()
+                    .contains(&format!("version {v} is not supported")),
+                "{err}"
+            );
         }
     }
 
@@ -556,10 +679,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = small_store(dir.path());
         let m = path.join(layout::MANIFEST);
-        let text = std::fs::read_to_string(&m).unwrap().replace("\"molecules\": 10", "\"molecules\": 9");
+        let text = std::fs::read_to_string(&m)
+            .unwrap()
+            .replace("\"molecules\": 10", "\"molecules\": 9");
         std::fs::write(&m, text).unwrap();
         let err = Store::open(&path, Verify::Sizes).err().unwrap();
-        assert!(matches!(err, StoreError::Corrupted { .. }) && err.to_string().contains("manifest.json"), "{err}");
+        assert!(
+            matches!(err, StoreError::Corrupted { .. })
+                && err.to_string().contains("manifest.json"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -568,8 +697,13 @@ mod tests {
         let path = small_store(dir.path());
         std::fs::write(path.join("columns.json"), b"{}").unwrap();
         let store = Store::open(&path, Verify::Full).unwrap();
-        let entry = FileEntry { bytes: 2, xxh3: to_hex(xxhash_rust::xxh3::xxh3_64(b"{}")) };
-        let m = store.register_files(vec![("columns.json".into(), entry)]).unwrap();
+        let entry = FileEntry {
+            bytes: 2,
+            xxh3: to_hex(xxhash_rust::xxh3::xxh3_64(b"{}")),
+        };
+        let m = store
+            .register_files(vec![("columns.json".into(), entry)])
+            .unwrap();
         assert!(m.files.contains_key("columns.json"));
         let again = Store::open(&path, Verify::Full).unwrap();
         assert_eq!(again.manifest(), &m);
@@ -589,7 +723,10 @@ mod tests {
         let s = Store::open(&path, Verify::Sizes).unwrap();
         assert_eq!(s.id(0).unwrap(), "m0");
         let err = s.id(2).unwrap_err().to_string();
-        assert!(err.contains("ids.offsets.u64") && err.contains("entry 2"), "{err}");
+        assert!(
+            err.contains("ids.offsets.u64") && err.contains("entry 2"),
+            "{err}"
+        );
         assert!(s.verify_file(layout::ID_OFFSETS).is_err());
     }
 
@@ -610,7 +747,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = small_store(dir.path());
         let spec = FingerprintSpec::new("test", 2048, serde_json::json!({})).unwrap();
-        assert!(matches!(StoreWriter::create(&path, spec.clone(), false), Err(StoreError::Exists(_))));
+        assert!(matches!(
+            StoreWriter::create(&path, spec.clone(), false),
+            Err(StoreError::Exists(_))
+        ));
         let w = StoreWriter::create(&path, spec, true).unwrap();
         w.finish().unwrap();
         assert_eq!(Store::open(&path, Verify::Full).unwrap().len(), 0);

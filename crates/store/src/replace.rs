@@ -10,7 +10,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use molsift_io::iostats;
+use molsift_iostats as iostats;
 
 use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST};
 use crate::StoreError;
@@ -18,12 +18,19 @@ use crate::StoreError;
 /// `DIR/.NAME.KIND-PID-NANOS@HOST` next to `path`: same file system, so a rename is atomic,
 /// and the creator (host and process) can be told later from the name alone.
 pub fn temporary_sibling(path: &Path, kind: &str) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    path.with_file_name(format!(".{name}.{kind}-{}-{nanos}@{}", std::process::id(), hostname()))
+    path.with_file_name(format!(
+        ".{name}.{kind}-{}-{nanos}@{}",
+        std::process::id(),
+        hostname()
+    ))
 }
 
 /// The creator of a temporary name made by [`temporary_sibling`] for `base`: `(pid, host)`.
@@ -36,7 +43,11 @@ fn creator(entry: &str, base: Option<&str>) -> Option<(i32, String)> {
     let (left, host) = rest.rsplit_once('@')?;
     let mut parts = left.rsplitn(3, '-');
     let (_nanos, pid, kind) = (parts.next()?, parts.next()?, parts.next()?);
-    let kind = if base.is_some() { kind } else { kind.rsplit('.').next()? };
+    let kind = if base.is_some() {
+        kind
+    } else {
+        kind.rsplit('.').next()?
+    };
     if kind.is_empty() || !kind.chars().all(|c| c.is_ascii_lowercase()) {
         return None;
     }
@@ -55,7 +66,15 @@ fn hostname() -> String {
 
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
-    pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0
+            || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// [`sweep_leftovers`] for the output `path`: in its directory, for its name.
+pub fn sweep_leftovers_beside(path: &Path) -> Vec<PathBuf> {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    sweep_leftovers(dir, path.file_name().and_then(|n| n.to_str()))
 }
 
 /// Removes the temporary entries that runs killed on this host left in `dir` (for the output
@@ -63,14 +82,20 @@ fn alive(pid: i32) -> bool {
 /// of live processes, of other hosts, and everything else are left alone. Returns what it
 /// removed.
 pub fn sweep_leftovers(dir: &Path, base: Option<&str>) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() { Path::new(".") } else { dir }) else {
+    let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    }) else {
         return Vec::new();
     };
     let host = hostname();
     let mut removed = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some((pid, from)) = creator(&name, base) else { continue };
+        let Some((pid, from)) = creator(&name, base) else {
+            continue;
+        };
         if from != host || alive(pid) {
             continue;
         }
@@ -96,7 +121,10 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
         Err(e) => return Err(StoreError::io(path, e)),
         Ok(m) => m,
     };
-    let refuse = |what: String| StoreError::NotReplaceable { path: path.to_path_buf(), what };
+    let refuse = |what: String| StoreError::NotReplaceable {
+        path: path.to_path_buf(),
+        what,
+    };
     if !meta.is_dir() {
         return Err(refuse("is not a directory".into()));
     }
@@ -106,13 +134,21 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
     for entry in entries {
         let entry = entry.map_err(|e| StoreError::io(path, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let known = name == MANIFEST || DATA_FILES.contains(&name.as_str()) || INDEX_FILES.contains(&name.as_str());
+        let known = name == MANIFEST
+            || DATA_FILES.contains(&name.as_str())
+            || INDEX_FILES.contains(&name.as_str());
         let ours = creator(&name, None).is_some_and(|_| {
             let stem = name.trim_start_matches('.');
-            [MANIFEST].iter().chain(&DATA_FILES).chain(&INDEX_FILES).any(|f| stem.starts_with(&format!("{f}.")))
+            [MANIFEST]
+                .iter()
+                .chain(&DATA_FILES)
+                .chain(&INDEX_FILES)
+                .any(|f| stem.starts_with(&format!("{f}.")))
         });
         if !(known || ours) || !entry.file_type().is_ok_and(|t| t.is_file()) {
-            return Err(refuse(format!("holds {name:?}, which is not a file of a molsift store")));
+            return Err(refuse(format!(
+                "holds {name:?}, which is not a file of a molsift store"
+            )));
         }
         has_manifest |= name == MANIFEST;
         empty = false;
@@ -182,13 +218,18 @@ fn exchange(a: &Path, b: &Path) -> io::Result<()> {
 
 /// Syncs the directory holding `path`, so a rename in it survives a crash.
 pub(crate) fn sync_parent(path: &Path) -> Result<(), StoreError> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     sync_dir(parent)
 }
 
 /// Syncs a directory's entries to disk.
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    iostats::CountedFile::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io(dir, e))
+    iostats::CountedFile::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::io(dir, e))
 }
 
 #[cfg(test)]
@@ -200,7 +241,10 @@ mod tests {
         let t = temporary_sibling(Path::new("/x/lib.store"), "ingest");
         let name = t.file_name().unwrap().to_string_lossy().into_owned();
         assert!(name.starts_with(".lib.store.ingest-"), "{name}");
-        assert_eq!(creator(&name, Some("lib.store")).unwrap(), (std::process::id() as i32, hostname()));
+        assert_eq!(
+            creator(&name, Some("lib.store")).unwrap(),
+            (std::process::id() as i32, hostname())
+        );
         assert!(creator(&name, Some("lib")).is_none());
         assert!(creator("README", None).is_none());
     }
@@ -210,7 +254,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let host = hostname();
         let dead = dir.path().join(format!(".s.ingest-999999999-1@{host}"));
-        let live = dir.path().join(format!(".s.tmp-{}-1@{host}", std::process::id()));
+        let live = dir
+            .path()
+            .join(format!(".s.tmp-{}-1@{host}", std::process::id()));
         let other = dir.path().join(".s.tmp-999999999-1@another-host");
         let user = dir.path().join(".s.notes");
         for d in [&dead, &live, &other] {
@@ -226,7 +272,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, "x").unwrap();
-        assert!(matches!(check_replaceable(&file), Err(StoreError::NotReplaceable { .. })));
+        assert!(matches!(
+            check_replaceable(&file),
+            Err(StoreError::NotReplaceable { .. })
+        ));
         let proj = dir.path().join("proj");
         std::fs::create_dir(&proj).unwrap();
         std::fs::write(proj.join("manifest.json"), "{}").unwrap();

@@ -5,7 +5,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use molsift_fp::{pack_on_bits, popcount, FingerprintLayout};
-use molsift_io::iostats::{self, CountedFile};
+use molsift_iostats::{self as iostats, CountedFile};
 
 use crate::checksum::HashingWriter;
 use crate::layout::{self, DATA_FILES};
@@ -187,7 +187,10 @@ impl StoreWriter {
         id: &str,
         reason: &str,
     ) -> Result<(), StoreError> {
-        self.put(REJECTS, rejects::row(source, line, offset, id, reason).as_bytes())?;
+        self.put(
+            REJECTS,
+            rejects::row(source, line, offset, id, reason).as_bytes(),
+        )?;
         self.counts.records_in += 1;
         self.counts.rejected += 1;
         Ok(())
@@ -221,8 +224,12 @@ impl StoreWriter {
         self.smiles_end += part.smiles_offset(n);
         self.ids_end += part.id_offset(n);
         // the part's rows, after its own header
-        self.copy_file(REJECTS, &part.path().join(layout::REJECTS), rejects::HEADER.len() as u64)?;
-        self.counts = self.counts.add(part.manifest().counts);
+        self.copy_file(
+            REJECTS,
+            &part.path().join(layout::REJECTS),
+            rejects::HEADER.len() as u64,
+        )?;
+        self.counts = self.counts + part.manifest().counts;
         Ok(())
     }
 
@@ -232,8 +239,17 @@ impl StoreWriter {
         for (name, sink) in DATA_FILES.iter().zip(self.sinks.iter_mut()) {
             let p = self.tmp_path.join(name);
             sink.flush().map_err(|e| StoreError::io(&p, e))?;
-            sink.get_mut().get_ref().sync_all().map_err(|e| StoreError::io(&p, e))?;
-            files.insert(name.to_string(), FileEntry { bytes: sink.bytes(), xxh3: sink.checksum() });
+            sink.get_mut()
+                .get_ref()
+                .sync_all()
+                .map_err(|e| StoreError::io(&p, e))?;
+            files.insert(
+                name.to_string(),
+                FileEntry {
+                    bytes: sink.bytes(),
+                    xxh3: sink.checksum(),
+                },
+            );
         }
         let manifest = Manifest {
             format: FORMAT_NAME.to_string(),
@@ -259,7 +275,9 @@ impl StoreWriter {
 
     fn put(&mut self, sink: usize, bytes: &[u8]) -> Result<(), StoreError> {
         let name = DATA_FILES[sink];
-        self.sinks[sink].write_all(bytes).map_err(|e| StoreError::io(self.tmp_path.join(name), e))
+        self.sinks[sink]
+            .write_all(bytes)
+            .map_err(|e| StoreError::io(self.tmp_path.join(name), e))
     }
 
     fn put_line(&mut self, sink: usize, text: &str) -> Result<(), StoreError> {
@@ -294,7 +312,9 @@ impl Drop for StoreWriter {
 
 fn check_one_line(what: &str, text: &str) -> Result<(), StoreError> {
     if text.contains('\n') || text.contains('\r') {
-        return Err(StoreError::Invalid(format!("{what} {text:?} contains a line break")));
+        return Err(StoreError::Invalid(format!(
+            "{what} {text:?} contains a line break"
+        )));
     }
     Ok(())
 }

@@ -1,0 +1,274 @@
+"""Type stub of `molsift._core`, the compiled module (crates/py, glue over the Rust crates):
+every class, function and constant it defines, with types and one-line docs.
+tests/test_packaging.py checks it against the module, names and parameters."""
+
+import mmap
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+_Path = str | os.PathLike[str]
+# One record as handed to Python: (text, id, line, byte offset, problem or None).
+_Record = tuple[str, str, int, int, str | None]
+
+__version__: str
+
+# ---- errors (crates/py/src/error.rs) ----
+
+class MolsiftError(Exception):
+    """Base class of every molsift error."""
+
+class InputError(MolsiftError):
+    """An input file cannot be read as records."""
+
+class StoreError(MolsiftError):
+    """A store cannot be written, merged or opened."""
+
+# ---- reading input (molsift-io) ----
+
+DEFAULT_READ_BUFFER: int
+"""Bytes of a reader's buffer unless told otherwise."""
+DEFAULT_MAX_LINE_RECORD_BYTES: int
+"""Longest SMILES or CSV line kept as a record; longer ones are rejected."""
+DEFAULT_MAX_SDF_RECORD_BYTES: int
+"""Longest SDF block kept as a record; longer ones are rejected."""
+
+class RecordSource:
+    """Records of one slab of a plain file, or of a whole (possibly compressed) file."""
+
+    def __init__(
+        self,
+        path: _Path,
+        format: str,
+        slab: tuple[int, int] | None = None,
+        header: bool = False,
+        smiles_col: str | None = None,
+        id_col: str | None = None,
+        delimiter: str | None = None,
+        buffer_size: int | None = None,
+        max_record_bytes: int | None = None,
+        first_line: int | None = None,
+    ) -> None:
+        """Opens `path` as `format` (smiles, csv, sdf); `slab`: only records starting there."""
+    def next_batch(self, n: int) -> list[_Record]:
+        """Up to `n` records as (text, id, line, offset, problem); empty at the end."""
+    def counters(self) -> dict[str, int]:
+        """Bytes read, read calls, records, oversized records and decompressed bytes so far."""
+
+def count_records(
+    path: _Path, format: str, threads: int = 1, header: bool = False
+) -> dict[str, int]:
+    """Records, bytes, bytes_read and read_calls of a file, counted on `threads` threads."""
+
+def split_slabs(len: int, n: int) -> list[tuple[int, int]]:
+    """Byte ranges of `n` near-equal slabs covering a file of `len` bytes."""
+
+def guided_slabs(len: int, workers: int, min_len: int = 0) -> list[tuple[int, int]]:
+    """Byte ranges for `workers` workers taking slabs from a queue, shrinking towards the end."""
+
+def detect_format(path: _Path) -> tuple[str, bool]:
+    """(format, header) guessed from the file name and first line."""
+
+def file_compression(path: _Path) -> Literal["none", "gzip", "zstd"]:
+    """The compression of a file, from its first bytes."""
+
+def count_newlines(path: _Path, start: int, end: int) -> int:
+    """Number of newline bytes in `[start, end)` of a plain file."""
+
+def slab_first_lines(path: _Path, slabs: list[tuple[int, int]], threads: int) -> list[int]:
+    """Newline bytes before the start of each slab, counted in one parallel pass."""
+
+# ---- the store (molsift-store) ----
+
+STORE_FILES: dict[str, str]
+"""File names of a store, by what they hold (fingerprints, popcounts, smiles, ...)."""
+STORE_FORMAT_VERSION: int
+"""The store format version this build writes and reads."""
+
+class StoreWriter:
+    """Builds one store under a temporary name; `finish` moves it into place."""
+
+    def __init__(
+        self, path: _Path, kind: str, bits: int, params_json: str, overwrite: bool = False
+    ) -> None:
+        """A new store at `path` for `bits`-bit fingerprints of `kind` with `params_json`."""
+    def add_molecules_packed(
+        self, ids: list[str], smiles: list[str], lines: list[int], fps: bytes
+    ) -> None:
+        """Appends molecules whose fingerprints are packed rows of `bits / 8` bytes each."""
+    def add_reject(self, source: str, line: int, offset: int, id: str, reason: str) -> None:
+        """Records one rejected record."""
+    def set_provenance(self, provenance_json: str) -> None:
+        """Provenance (a JSON text) to keep in the manifest."""
+    def counts(self) -> tuple[int, int, int]:
+        """(records_in, molecules, rejected) so far."""
+    def finish(self) -> str:
+        """Syncs, writes the manifest, renames into place; returns the manifest as JSON text."""
+    def abort(self) -> None:
+        """Drops the unfinished store (its temporary directory is removed)."""
+
+def merge_parts(
+    parts: list[_Path], out: _Path, overwrite: bool = False, provenance_json: str = "null"
+) -> str:
+    """Merges finished part stores, in order, into `out` (a copy: parts hold absolute lines and
+    ids); returns the manifest as JSON text."""
+
+def reject_row(source: str, line: int, offset: int, id: str, reason: str) -> str:
+    """One row of `rejects.tsv` (the one format of rejected records, a store's and screen's)."""
+
+REJECTS_HEADER: str
+"""The header row of `rejects.tsv`."""
+
+class Store:
+    """An open, checked store: one generation of it, through one directory handle."""
+
+    def __init__(self, path: _Path, full: bool = True) -> None:
+        """Opens and checks the store (every file's checksum too if `full`)."""
+    def manifest_json(self) -> str:
+        """The manifest as JSON text."""
+    def dup_fd(self, name: str) -> int:
+        """A new descriptor (the caller closes it) of the data file `name`."""
+    def verify_file(self, name: str) -> None:
+        """Checks the checksum of `name` against the manifest (StoreError if it differs)."""
+    def text(self, column: Literal["ids", "smiles"], i: int) -> str:
+        """Id or SMILES of molecule `i`, checked."""
+    def searcher(self) -> Searcher:
+        """A searcher over this very store."""
+
+def open_store_manifest(path: _Path, full: bool = True) -> str:
+    """Checks a store and returns its manifest as JSON text (StoreError naming what is wrong)."""
+
+def sweep_leftovers(path: _Path) -> list[Path]:
+    """Removes what killed runs on this host left beside `path`; returns the removed paths."""
+
+def temporary_sibling(path: _Path, kind: str) -> Path:
+    """`DIR/.NAME.KIND-PID-NANOS@HOST` beside `path`: molsift's one temporary name."""
+
+def check_replaceable(path: _Path) -> None:
+    """Raises StoreError unless `path` is absent or a store that `--overwrite` may replace."""
+
+# ---- search (molsift-search) ----
+
+class Searcher:
+    """Searches one store (its column index, or a row scan) with the GIL released."""
+
+    def __init__(self, path: _Path) -> None:
+        """Opens the store at `path` and its column index (built in memory if it has none)."""
+    @staticmethod
+    def from_index(path: _Path) -> Searcher:
+        """Opens a bare column index directory (hits are index positions)."""
+    def __len__(self) -> int:
+        """Molecules in the index."""
+    @property
+    def read_ahead(self) -> bool:
+        """Whether searches give the kernel read-ahead hints for the planes they scan."""
+    @read_ahead.setter
+    def read_ahead(self, on: bool) -> None: ...
+    @property
+    def index_built_in_memory(self) -> bool:
+        """True when the store had no column index on disk and one was built at open."""
+    def search(
+        self,
+        on_bits: list[int],
+        threshold: float | None = None,
+        k: int | None = None,
+        threads: int = 1,
+    ) -> tuple[list[int], list[float], dict[str, Any]]:
+        """One query by its on-bits: (indices, scores, stats), best first."""
+    def search_batch(
+        self,
+        queries: list[list[int]],
+        threshold: float | None = None,
+        k: int | None = None,
+        threads: int = 1,
+    ) -> tuple[list[tuple[list[int], list[float]]], dict[str, Any]]:
+        """Many queries at once: (indices, scores) per query, and the summed stats."""
+
+def build_column_index(path: _Path, budget: int = ...) -> int:
+    """Builds and writes the store's column index in bounded memory; returns its bytes."""
+
+# ---- fingerprints (molsift-fp) ----
+
+class FingerprintSet:
+    """Packed fingerprints of equal length (a multiple of 64 bits), bit i in byte i/8."""
+
+    def __init__(self, rows: list[bytes]) -> None:
+        """A set of byte rows, all as long as the first (ValueError otherwise)."""
+    def __len__(self) -> int:
+        """Number of fingerprints."""
+    def best(self, query: bytes) -> tuple[int, float]:
+        """(row, Tanimoto) of the row most like `query` (first on ties); (-1, 0.0) if empty."""
+    def subsets_of(self, query: bytes) -> list[int]:
+        """Indices of the rows whose bits are all set in `query`."""
+
+def packed_from_rdkit(binary: bytes, bits: int) -> bytes:
+    """The packed row of RDKit's binary `ExplicitBitVect.ToBinary()` of `bits` bits."""
+
+# ---- molsift's I/O counters (molsift-iostats) ----
+
+class CountedFile:
+    """A file opened with `os.open` flags whose every call is counted; GIL released."""
+
+    def __init__(self, path: _Path, flags: int = 0, mode: int = 0o644) -> None:
+        """Opens `path` with `os.open` flags (`os.O_WRONLY | os.O_APPEND`, ...) and mode."""
+    def pread(self, n: int, offset: int) -> bytes:
+        """Up to `n` bytes at `offset` (one pread)."""
+    def pwrite(self, data: bytes, offset: int) -> int:
+        """Writes all of `data` at `offset`; returns its length."""
+    def read(self, n: int) -> bytes:
+        """Up to `n` bytes from the file offset (one read)."""
+    def write(self, data: bytes) -> int:
+        """Writes all of `data` at the file offset (the end with `O_APPEND`); returns its length."""
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Moves the file offset like `os.lseek`; returns the new offset."""
+    def size(self) -> int:
+        """The file's size, by `fstat` (counted as a stat)."""
+    def fsync(self) -> None:
+        """`fsync`."""
+    def fdatasync(self) -> None:
+        """`fdatasync`."""
+    def truncate(self, length: int) -> None:
+        """Truncates (or extends) the file to `length` bytes."""
+    def mmap(self) -> mmap.mmap:
+        """The whole file mapped read-only, counted as one mmap."""
+    def fileno(self) -> int:
+        """The file descriptor."""
+    def close(self) -> None:
+        """Closes the file (again: nothing happens)."""
+    @property
+    def closed(self) -> bool:
+        """Whether the file is closed."""
+    def __enter__(self) -> CountedFile: ...
+    def __exit__(
+        self,
+        _t: type[BaseException] | None,
+        _v: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> None: ...
+
+def read_file(path: _Path) -> bytes:
+    """The whole file (counted: one open, 64 KiB reads)."""
+
+def write_file(path: _Path, data: bytes, sync: bool = False) -> None:
+    """Creates or truncates `path` and writes `data` (counted); `sync`: fsync before closing."""
+
+def file_size(path: _Path) -> int:
+    """The size of `path` by `stat` (counted as a stat of it)."""
+
+def iostats_process(ended_by: str = "exit") -> str:
+    """This process's I/O counters as one "process" object of the I/O log (JSON text)."""
+
+def iostats_counters(path: _Path) -> dict[str, int] | None:
+    """The non-zero integer counters of `path` in this process, or None."""
+
+def iostats_enabled() -> bool:
+    """Whether this process records I/O (MOLSIFT_IOSTATS is not 0)."""
+
+# ---- the I/O tracer of `molsift profile` (molsift-tracer) ----
+
+TRACER_LIBRARY_NAME: str
+"""File name of the tracer library (libmolsift_tracer.so)."""
+
+def tracer_library() -> bytes:
+    """The LD_PRELOAD tracer library (an ELF shared object built with this module)."""

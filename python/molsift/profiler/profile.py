@@ -1,0 +1,134 @@
+"""`molsift profile -- CMD`: run any program (and its children, exec'ed programs and MPI ranks)
+under the LD_PRELOAD tracer, then merge the per-process logs into one job log.
+
+The tracer library travels inside molsift's extension module (crates/tracer embeds it at build
+time) and is written next to the per-process logs at each run, rather than shipped as a file of
+the package: every process of `molsift profile -- mpirun ...`, on any node, must open it by the
+path in LD_PRELOAD, and the log directory is the one place all of them are known to reach (they
+write their logs there), whereas the installed package may sit on one node only; and the file
+preloaded is always the one built with the molsift that runs, never a missing or stale copy."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .._core import TRACER_LIBRARY_NAME, tracer_library, write_file
+from ..iolog import IoLogError, write_log
+from .merge import merge_process_logs, process_logs
+
+LIB_NAME = TRACER_LIBRARY_NAME  # libmolsift_tracer.so
+# A tracer library to preload instead of the built-in one (MOLSIFT_IOTRACE_LIB: its older name).
+LIB_ENV, OLD_LIB_ENV = "MOLSIFT_TRACER_LIB", "MOLSIFT_IOTRACE_LIB"
+
+
+def write_tracer_library(directory: str) -> str:
+    """Writes the built-in tracer library into DIRECTORY; returns its path."""
+    path = os.path.join(directory, LIB_NAME)
+    tmp = f"{path}.tmp{os.getpid()}"
+    write_file(tmp, tracer_library())
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)
+    return path
+
+
+def preload_library(directory: str) -> str:
+    """The tracer library to preload: $MOLSIFT_TRACER_LIB (or $MOLSIFT_IOTRACE_LIB) when set,
+    else the built-in one written into DIRECTORY."""
+    given = next((name for name in (LIB_ENV, OLD_LIB_ENV) if os.environ.get(name)), None)
+    if given is None:
+        path = os.path.abspath(write_tracer_library(directory))
+    else:
+        path = os.path.abspath(os.environ[given])
+        if not os.path.isfile(path):
+            raise IoLogError(f"{path}: no such I/O tracer library (given by ${given})")
+    if any(c in path for c in " :"):  # LD_PRELOAD splits its list at spaces and colons
+        raise IoLogError(f"{path}: LD_PRELOAD cannot name a path holding a space or a colon")
+    return path
+
+
+class CommandError(ValueError):
+    """The command could not be started; `status` is what a shell would exit with (127, 126)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class ProfileResult:
+    """What `profile` did: the program's status, where the log went, and what could not be read."""
+
+    returncode: int  # negative: killed by that signal, as subprocess reports it
+    log: str
+    processes: int
+    problems: list[str] = field(default_factory=list)
+
+
+def default_log_name(command: Sequence[str]) -> str:
+    return f"{os.path.basename(command[0]) or 'command'}.iolog.json"
+
+
+def profile(
+    command: Sequence[str], log: str | None = None, keep_process_logs: bool = False
+) -> ProfileResult:
+    """Run COMMAND traced; write the merged log to LOG. The program's exit status is returned,
+    never changed. Raises FileNotFoundError when COMMAND cannot be found."""
+    if not command:
+        raise ValueError("molsift profile: give a command after --, e.g. molsift profile -- ./app")
+    log = os.path.abspath(log or default_log_name(command))
+    workdir = tempfile.mkdtemp(prefix=".molsift-profile-", dir=os.path.dirname(log))
+    start = time.time()
+    try:
+        lib = preload_library(workdir)
+        env = dict(os.environ, MOLSIFT_TRACER_DIR=workdir)
+        env["LD_PRELOAD"] = ":".join(x for x in (lib, os.environ.get("LD_PRELOAD")) if x)
+        returncode = _run(command, env)
+        job = {
+            "tool": "molsift profile",
+            "command": list(command),
+            "cwd": os.getcwd(),
+            "hostname": socket.gethostname(),
+            "start_time": start,
+            "wall_seconds": time.time() - start,
+            "returncode": returncode,
+        }
+        doc, problems = merge_process_logs(process_logs(workdir), job)
+        write_log(doc, log)
+    finally:
+        if keep_process_logs:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(workdir, LIB_NAME))  # keep the logs, not the library
+            kept = log + ".processes"
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.move(workdir, kept)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return ProfileResult(returncode, log, len(doc["processes"]), problems)
+
+
+def _run(command: Sequence[str], env: dict) -> int:
+    """Run and wait; SIGTERM/SIGHUP sent to molsift are passed on, SIGINT from the terminal
+    already reaches the program (same process group), so molsift itself ignores it meanwhile."""
+    try:
+        proc = subprocess.Popen(list(command), env=env)
+    except FileNotFoundError:
+        raise CommandError(f"{command[0]}: command not found", 127) from None
+    except OSError as exc:
+        raise CommandError(f"{command[0]}: cannot run it: {exc.strerror}", 126) from None
+    forwarded = (signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.signal(s, lambda sig, _frame: proc.send_signal(sig)) for s in forwarded}
+    old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return proc.wait()
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
