@@ -332,7 +332,7 @@ def processes_with(marker: str) -> list:
 def test_kill9_of_ingest_leaves_no_orphans_and_the_next_run_no_leftovers(tmp_path, bundled_smi):
     lib = tmp_path / "lib.smi"
     text = Path(bundled_smi).read_text()
-    lib.write_text(text * 4)
+    lib.write_text(text * 20)
     out = tmp_path / "lib.store"
     marker = f"MOLSIFT_TEST_RUN={uuid.uuid4().hex}"
     env = dict(os.environ, **dict([marker.split("=")]))
@@ -346,7 +346,10 @@ def test_kill9_of_ingest_leaves_no_orphans_and_the_next_run_no_leftovers(tmp_pat
     while time.time() < deadline and len(processes_with(marker)) < 3:  # main + 2 workers
         time.sleep(0.2)
     assert len(processes_with(marker)) >= 3
-    time.sleep(1.0)
+    # kill mid-work: once a worker has finished a part (a fixed sleep could land after the end)
+    while time.time() < deadline and not list(tmp_path.glob(".lib.store.ingest-*/part-*")):
+        time.sleep(0.05)
+    assert proc.poll() is None, "the ingest finished before it could be killed"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     deadline = time.time() + 10
