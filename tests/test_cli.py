@@ -3,8 +3,12 @@ errors with exit status 2."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import inspect
 import json
 import re
+import shlex
 import subprocess
 import sys
 
@@ -20,10 +24,100 @@ def molsift(*args, check=True):
     return proc
 
 
-@pytest.mark.parametrize("verb", [[], ["count"], ["ingest"], ["info"]])
+VERBS = ["count", "ingest", "search", "screen", "report", "index", "info", "profile", "insights"]
+
+
+@pytest.mark.parametrize("verb", [[], *([v] for v in VERBS)])
 def test_help(verb):
     out = molsift(*verb, "--help").stdout
     assert "usage: molsift" in out
+
+
+def verb_parsers() -> dict:
+    from molsift.cli import build_parser
+
+    return build_parser()._subparsers._group_actions[0].choices
+
+
+def test_every_verb_is_offered():
+    assert list(verb_parsers()) == VERBS
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_help_ends_with_examples_that_parse(verb):
+    """Every verb's help ends with 2 to 4 example command lines, each accepted by the parser
+    as it is written (options that exist, values of the right kind)."""
+    from molsift.cli import build_parser
+
+    help_text = verb_parsers()[verb].format_help()
+    head, _, examples = help_text.rpartition("\nexamples:\n")
+    lines = examples.splitlines()
+    assert head and 2 <= len(lines) <= 4, help_text
+    for line in lines:
+        words = shlex.split(line, comments=True)
+        start = words.index("molsift")  # after `mpirun -n 4` where there is one
+        assert words[start + 1] == verb and all(w != "molsift" for w in words[:start]), line
+        build_parser().parse_args(words[start + 1 :])  # exits with status 2 if it does not parse
+
+
+def stated_defaults(help_text: str) -> list:
+    """("", "2") for "(default 2", (":", "all") for "(default: all cores)": a value, or words
+    saying what the library does when the option is not given (None is passed on)."""
+    return re.findall(r"\(default(:?) ([^\s,;:)]+)", help_text)
+
+
+def core_defaults() -> dict:
+    """Defaults of options that pass None on: the reader's (Rust core) and search's -k."""
+    from molsift import _core
+    from molsift.cli.search import DEFAULT_K
+
+    return {
+        "read_buffer": _core.DEFAULT_READ_BUFFER,
+        "max_record_bytes": _core.DEFAULT_MAX_LINE_RECORD_BYTES,  # SDF's: test above
+        "k_nearest": DEFAULT_K,
+    }
+
+
+def shown(value) -> set:
+    """How a help text may write a default value: 2048, 500.0, 300 (for 300.0), 1MiB."""
+    from molsift.cli.common import size_text
+
+    forms = {str(value)}
+    if isinstance(value, float):
+        forms.add(f"{value:g}")
+    if isinstance(value, int) and value >= 1024 and value % 1024 == 0:
+        forms.add(size_text(value))
+    return forms
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_help_defaults_equal_the_code_defaults(verb):
+    """Issue 15: every "(default X)" of a help text is the default the code uses (argparse's,
+    which the verbs take from the library's signature, or the core's where None is passed on),
+    every option with a default value says it, and "(default: words)" only where the command
+    line passes None on and the library decides."""
+    checked = 0
+    parser = verb_parsers()[verb]
+    for action in parser._actions:
+        if action.default is argparse.SUPPRESS or isinstance(
+            action, (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._HelpAction)
+        ):
+            continue
+        name = "/".join(action.option_strings) or action.dest
+        expanded = parser._get_formatter()._expand_help(action) if action.help else ""
+        stated = stated_defaults(expanded)  # with %(default)s filled in, as the user reads it
+        real = action.default
+        if real is None and action.dest in core_defaults():
+            real = core_defaults()[action.dest]
+        if real is not None and real != []:
+            assert any(not words for words, _ in stated), f"{verb} {name}: default {real} unsaid"
+        for words, value in stated:
+            if words:
+                assert real is None, f"{verb} {name}: help says '(default: {value}...' for {real}"
+            else:
+                assert value in shown(real), f"{verb} {name}: help says {value}, code uses {real}"
+            checked += 1
+    assert checked or verb in ("index", "profile")
 
 
 def test_count_prints_records_and_amplification(bundled_smi):
@@ -99,7 +193,8 @@ def test_search_k_0_and_threshold_out_of_range_are_refused(tmp_path, args, messa
 def test_max_record_bytes_help_equals_the_readers_default(verb):
     """Issue 14, defect 8: the help said 1 MiB, the reader used 64 KiB for SMILES lines."""
     from molsift import _core
-    from molsift.cli import build_parser, size_text
+    from molsift.cli import build_parser
+    from molsift.cli.common import size_text
 
     parser = build_parser()
     sub = parser._subparsers._group_actions[0].choices[verb]
@@ -111,6 +206,116 @@ def test_max_record_bytes_help_equals_the_readers_default(verb):
     )
     assert f"{size_text(_core.DEFAULT_MAX_SDF_RECORD_BYTES)} for SDF" in helps["max_record_bytes"]
     assert f"default {size_text(_core.DEFAULT_READ_BUFFER)}" in helps["read_buffer"]
+
+
+class Called(Exception):
+    """Raised by a stand-in for a library function, once it has kept its keywords."""
+
+
+def keywords_passed(monkeypatch, module, name: str, argv: list) -> dict:
+    """The keywords `molsift ARGV` passes to `module.name`, which is not run."""
+    from molsift.cli import build_parser
+
+    calls = []
+
+    def stand_in(*args, **kwargs):
+        calls.append(kwargs)
+        raise Called
+
+    args = build_parser().parse_args(argv)
+    monkeypatch.setattr(module, name, stand_in)
+    with pytest.raises(Called):
+        args.func(args)
+    return calls[0]
+
+
+def signature_defaults(function) -> dict:
+    return {n: p.default for n, p in inspect.signature(function).parameters.items()}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["count", "lib.smi"],
+        ["ingest", "lib.smi", "-o", "lib.store"],
+        ["screen", "lib.smi", "--scorer", "filter", "-o", "out.csv"],
+    ],
+)
+def test_options_not_given_pass_the_librarys_own_defaults(monkeypatch, argv):
+    """Issue 15: what a verb passes when no option is given is the library function's default
+    (inspect.signature): the command line keeps no copy that could drift from it."""
+    import molsift.cli.count
+    import molsift.cli.screen
+    import molsift.ingestion
+    from molsift.spec import FingerprintSpec
+
+    module, name = {
+        "count": (molsift.cli.count, "count_records"),
+        "ingest": (molsift.ingestion, "ingest"),
+        "screen": (molsift.cli.screen, "screen"),
+    }[argv[0]]
+    defaults = signature_defaults(getattr(module, name))
+    passed = keywords_passed(monkeypatch, module, name, argv)
+    if argv[0] == "ingest":  # ingest(fingerprint=None) means FingerprintSpec()
+        assert defaults.pop("fingerprint") is None
+        assert passed.pop("fingerprint") == FingerprintSpec()
+    known = {k: v for k, v in passed.items() if k in defaults}  # screen's **fmt aside
+    assert len(known) >= 3 and known == {k: defaults[k] for k in known}
+
+
+def test_search_passes_the_librarys_defaults_and_k_10(monkeypatch):
+    import molsift.store
+    from molsift.cli.search import DEFAULT_K
+    from molsift.search import search_batch
+
+    class Store:
+        def search_batch(self, queries, **kwargs):
+            raise Called(kwargs)
+
+    monkeypatch.setattr(molsift.store, "open_store", lambda path, verify: Store())
+    passed = keywords_passed(monkeypatch, Store, "search_batch", ["search", "s", "-q", "CCO"])
+    defaults = signature_defaults(search_batch)
+    assert passed == {"threshold": defaults["threshold"], "k": DEFAULT_K, "threads": 1}
+    assert defaults["threads"] == 1 and defaults["k"] is None  # -k 10 is the command's choice
+
+
+@pytest.mark.parametrize("scorer", ["filter", "similarity", "vina"])
+def test_scorer_options_default_to_the_scorers_own(tmp_path, scorer):
+    """A scorer built from the command line with no scorer option given has every default of
+    its class (filter's rules, similarity's fingerprint spec, vina's exhaustiveness ...)."""
+    from molsift.cli import build_parser
+    from molsift.scorers import scorer_class
+
+    required = {
+        "filter": [],
+        "similarity": ["--ref", "CCO"],
+        "vina": ["--vina-receptor", tmp_path / "r.pdbqt", "--vina-box", tmp_path / "box.txt"],
+    }[scorer]
+    if scorer == "vina":
+        pytest.importorskip("vina", reason="the vina scorer needs AutoDock Vina")
+        (tmp_path / "r.pdbqt").write_text("")
+        (tmp_path / "box.txt").write_text(
+            "center_x = 0\ncenter_y = 0\ncenter_z = 0\nsize_x = 20\nsize_y = 20\nsize_z = 20\n"
+        )
+    argv = ["screen", "lib.smi", "--scorer", scorer, "-o", "out.csv", *map(str, required)]
+    cls = scorer_class(scorer)
+    made = cls.from_args(build_parser().parse_args(argv))
+    defaults = class_defaults(cls)
+    assert defaults and {k: getattr(made, k) for k in defaults} == defaults
+
+
+def class_defaults(cls) -> dict:
+    """The defaults of a scorer class: of its dataclass fields (factories called), else of its
+    __init__."""
+    if dataclasses.is_dataclass(cls):
+        missing = dataclasses.MISSING
+        return {
+            f.name: f.default_factory() if f.default is missing else f.default
+            for f in dataclasses.fields(cls)
+            if f.default is not missing or f.default_factory is not missing
+        }
+    empty = inspect.Parameter.empty
+    return {k: v for k, v in signature_defaults(cls).items() if v is not empty}
 
 
 def test_oversized_record_reason_says_the_id_is_unknown(tmp_path):

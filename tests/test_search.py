@@ -124,3 +124,39 @@ def test_cli_search_tsv(store, tmp_path):
         text=True,
     )
     assert proc.returncode == 2 and "invalid query SMILES" in proc.stderr
+
+
+def test_write_hits_tsv_parquet_and_stdout(store, tmp_path, capsys):
+    """`molsift search`'s output is written by the search module: TSV (file or stdout) or
+    Parquet by the file name, the same rows either way."""
+    from molsift.search import HIT_COLUMNS, hit_rows, write_hits
+
+    results = store.search_batch(QUERIES[:2], k=3)
+    rows = hit_rows(store, ["a", "b"], results)
+    assert [r[0] for r in rows] == ["a"] * 3 + ["b"] * 3
+    assert rows[0][1:] == (
+        store.ids[results[0].indices[0]],
+        results[0].scores[0],
+        store.smiles[results[0].indices[0]],
+    )
+    write_hits(rows, tmp_path / "h.tsv")
+    write_hits(rows)
+    text = (tmp_path / "h.tsv").read_text()
+    assert capsys.readouterr().out == text
+    lines = [line.split("\t") for line in text.splitlines()]
+    assert tuple(lines[0]) == HIT_COLUMNS and len(lines) == 7
+    assert lines[1] == [rows[0][0], rows[0][1], f"{rows[0][2]:.6f}", rows[0][3]]
+    pq = pytest.importorskip("pyarrow.parquet", reason="scripts/setup.sh installs pyarrow")
+    write_hits(rows, tmp_path / "h.parquet")
+    write_hits([], tmp_path / "empty.parquet")
+    assert [tuple(r.values()) for r in pq.read_table(tmp_path / "h.parquet").to_pylist()] == rows
+    assert pq.read_table(tmp_path / "empty.parquet").column_names == list(HIT_COLUMNS)
+
+
+def test_write_hits_parquet_without_pyarrow_says_so(tmp_path, monkeypatch):
+    from molsift.search import write_hits
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(ImportError, match=r"Parquet output needs pyarrow \(pip install"):
+        write_hits([("q", "t", 1.0, "C")], tmp_path / "h.parquet")
+    assert not (tmp_path / "h.parquet").exists()

@@ -1,15 +1,23 @@
 """Similarity search over a store: a query (SMILES, RDKit Mol, on-bit list or packed fingerprint)
 becomes a fingerprint with the store's own spec, then the Rust searcher answers it exactly from
 the store's column index (or a row scan for very dense queries). Hits come best first: score
-descending, then store index ascending."""
+descending, then store index ascending. `write_hits` writes them as `molsift search` does (TSV
+or Parquet). numpy is imported at first use: the command line imports this module to build its
+options, and verbs that never search start without it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import os
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+HIT_COLUMNS = ("query_id", "target_id", "score", "target_smiles")  # one row per hit
 
 
 @dataclass
@@ -46,6 +54,8 @@ def fingerprinter_for(store):
 def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:
     """On-bits of a query: SMILES text, an RDKit Mol, a sequence of on-bit indices, or a packed
     uint64 fingerprint row. Raises ValueError for a SMILES RDKit cannot parse."""
+    import numpy as np
+
     if isinstance(query, str):
         from .chem import to_mol
 
@@ -63,6 +73,8 @@ def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:
 
 
 def _hits(indices, scores, stats) -> Hits:
+    import numpy as np
+
     return Hits(np.asarray(indices, dtype=np.int64), np.asarray(scores, dtype=np.float64), stats)
 
 
@@ -92,3 +104,47 @@ def search_batch(
     on_bits = [query_on_bits(store, q, fp) for q in queries]
     results, stats = store._searcher().search_batch(on_bits, threshold, k, threads)
     return [_hits(i, s, stats) for i, s in results]
+
+
+def hit_rows(store, query_ids: Sequence[str], results: Sequence[Hits]) -> list[tuple]:
+    """One (query_id, target_id, score, target_smiles) row per hit (HIT_COLUMNS), queries in
+    order and each query's hits best first; `results[i]` answers the query `query_ids[i]`."""
+    return [
+        (qid, store.ids[i], score, store.smiles[i])
+        for qid, hits in zip(query_ids, results)
+        for i, score in hits
+    ]
+
+
+def write_hits(rows: Iterable[tuple], path: str | os.PathLike | None = None) -> None:
+    """Writes hit rows (HIT_COLUMNS) to `path`: Parquet when it ends in `.parquet` (needs
+    pyarrow; ImportError without it), else tab-separated text with a header row and scores to
+    6 decimals; `None` writes the TSV to stdout."""
+    if path is not None and os.fspath(path).endswith(".parquet"):
+        _write_parquet(list(rows), path)
+        return
+    from .iostats import open_counted
+
+    with open_counted(path, "w") if path is not None else contextlib.nullcontext(sys.stdout) as out:
+        out.write("\t".join(HIT_COLUMNS) + "\n")
+        for qid, tid, score, smi in rows:
+            out.write(f"{qid}\t{tid}\t{score:.6f}\t{smi}\n")
+
+
+def _write_parquet(rows: list[tuple], path: str | os.PathLike) -> None:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise ImportError("Parquet output needs pyarrow (pip install pyarrow)") from exc
+    cols = list(zip(*rows)) if rows else [[] for _ in HIT_COLUMNS]
+    query_id, target_id, score, target_smiles = (list(c) for c in cols)
+    table = pa.table(
+        {
+            "query_id": query_id,
+            "target_id": target_id,
+            "score": pa.array(score, pa.float64()),
+            "target_smiles": target_smiles,
+        }
+    )
+    pq.write_table(table, path)

@@ -16,15 +16,15 @@ from dataclasses import dataclass, fields
 
 from .base import Scorer
 
-RULES = (  # (option, column, default, kind) -- kind "max" or "min"
-    ("max_mw", "mw", 500.0, "max"),
-    ("max_clogp", "clogp", 5.0, "max"),
-    ("max_hbd", "hbd", 5, "max"),
-    ("max_hba", "hba", 10, "max"),
-    ("max_rotb", "rotb", 10, "max"),
-    ("max_tpsa", "tpsa", 140.0, "max"),
-    ("min_qed", "qed", 0.0, "min"),
-    ("max_pains", "pains", 0, "max"),
+RULES = (  # (option, column, kind): kind "max" or "min"; defaults are FilterScorer's fields
+    ("max_mw", "mw", "max"),
+    ("max_clogp", "clogp", "max"),
+    ("max_hbd", "hbd", "max"),
+    ("max_hba", "hba", "max"),
+    ("max_rotb", "rotb", "max"),
+    ("max_tpsa", "tpsa", "max"),
+    ("min_qed", "qed", "min"),
+    ("max_pains", "pains", "max"),
 )
 
 
@@ -47,7 +47,9 @@ class FilterScorer(Scorer):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         g = parser.add_argument_group("scorer filter (rules a molecule must meet to pass)")
-        for opt, col, default, kind in RULES:
+        defaults = {f.name: f.default for f in fields(cls)}
+        for opt, col, kind in RULES:
+            default = defaults[opt]
             g.add_argument(
                 f"--filter-{opt.replace('_', '-')}",
                 type=type(default),
@@ -164,7 +166,7 @@ class FilterScorer(Scorer):
             values[col] <= getattr(self, opt)
             if kind == "max"
             else values[col] >= getattr(self, opt)
-            for opt, col, _, kind in RULES
+            for opt, col, kind in RULES
         )
         return [mw, clogp, hbd, hba, rotb, tpsa, qed, pains, name, ok]
 

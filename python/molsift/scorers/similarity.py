@@ -26,9 +26,18 @@ class SimilarityScorer(Scorer):
         g.add_argument(
             "--ref", action="append", metavar="SMILES", help="a reference SMILES (repeatable)"
         )
-        g.add_argument("--similarity-radius", type=int, default=2, help="Morgan radius (default 2)")
+        spec = FingerprintSpec()  # the default of the scorer's spec field
         g.add_argument(
-            "--similarity-bits", type=int, default=2048, help="fingerprint bits (default 2048)"
+            "--similarity-radius",
+            type=int,
+            default=spec.radius,
+            help=f"Morgan radius (default {spec.radius})",
+        )
+        g.add_argument(
+            "--similarity-bits",
+            type=int,
+            default=spec.bits,
+            help=f"fingerprint bits (default {spec.bits})",
         )
 
     @classmethod

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import inspect
 import io
 import os
 import pickle
@@ -221,6 +222,7 @@ class VinaScorer(Scorer):
             raise ImportError("vina is not installed")  # the CLI then leaves these options out
 
         g = parser.add_argument_group("vina scorer (AutoDock Vina 1.2 + Meeko)")
+        defaults = {name: p.default for name, p in inspect.signature(cls).parameters.items()}
         g.add_argument("--vina-receptor", metavar="PDBQT", help="receptor prepared for Vina")
         g.add_argument(
             "--vina-box",
@@ -234,42 +236,46 @@ class VinaScorer(Scorer):
         g.add_argument(
             "--vina-exhaustiveness",
             type=int,
-            default=8,
+            default=defaults["exhaustiveness"],
             metavar="N",
-            help="Monte Carlo runs per ligand (default 8)",
+            help=f"Monte Carlo runs per ligand (default {defaults['exhaustiveness']})",
         )
         g.add_argument(
             "--vina-poses",
             type=int,
-            default=9,
+            default=defaults["n_poses"],
             metavar="N",
-            help="poses Vina keeps per ligand (default 9; the best one is written)",
+            help=f"poses Vina keeps per ligand (default {defaults['n_poses']}; the best one is "
+            "written)",
         )
         g.add_argument(
             "--vina-seed",
             type=int,
-            default=42,
-            help="seed for embedding and docking (default 42: runs are reproducible)",
+            default=defaults["seed"],
+            help=f"seed for embedding and docking (default {defaults['seed']}: runs are "
+            "reproducible)",
         )
         g.add_argument(
             "--vina-timeout",
             type=float,
-            default=300.0,
+            default=defaults["timeout"],
             metavar="SECONDS",
-            help="reject a ligand that takes longer (default 300; 0: no limit, no fork)",
+            help=f"reject a ligand that takes longer (default {defaults['timeout']:g}; 0: no "
+            "limit, no fork)",
         )
         g.add_argument(
             "--vina-cpu",
             type=int,
-            default=1,
+            default=defaults["cpu"],
             metavar="N",
-            help="Vina threads per worker (default 1: parallelism comes from workers)",
+            help=f"Vina threads per worker (default {defaults['cpu']}: parallelism comes from "
+            "workers)",
         )
         g.add_argument(
             "--vina-pose-format",
             choices=("sdf", "pdbqt"),
-            default="sdf",
-            help="format of the pose file (default sdf)",
+            default=defaults["pose_format"],
+            help=f"format of the pose file (default {defaults['pose_format']})",
         )
 
     @classmethod

@@ -1,0 +1,117 @@
+"""The `molsift` command line: `molsift <verb> --help`. One module per verb holds its options
+(`add_parser`) and its handler (`run`); `common.py` what several share. Library errors become
+one friendly line on stderr and exit status 2 (the exit codes: EXIT_CODES); nothing here does
+real work itself."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import count, index, info, ingest, insights, profile, report, screen, search
+from .common import EXIT_CODES, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PIPE_CLOSED, IO_LOG_HELP
+
+__all__ = ["EXIT_CODES", "build_parser", "main"]
+
+VERBS = (count, ingest, search, screen, report, index, info, profile, insights)  # help order
+RDKIT_VERBS = ("ingest", "screen")  # restarted once on tcmalloc (allocator.py)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+    from .common import HelpFormatter
+
+    parser = argparse.ArgumentParser(
+        prog="molsift",
+        description="Store, search and screen ultra-large compound libraries.",
+        epilog=EXIT_CODES,
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"molsift {__version__}")
+    parser.add_argument("--io-log", metavar="FILE", help=IO_LOG_HELP)
+    subparsers = parser.add_subparsers(dest="verb", metavar="<verb>", required=True)
+    for verb in VERBS:
+        verb.add_parser(subparsers).set_defaults(func=verb.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    import time
+
+    from .._core import MolsiftError
+
+    args = build_parser().parse_args(argv)
+    if argv is None and args.verb in RDKIT_VERBS:
+        from .. import allocator
+
+        allocator.reexec(sys.argv[1:])  # returns only when no restart was needed
+    start = time.time()
+    if args.io_log:
+        from ..iostats import collect_from_workers
+
+        collect_from_workers()
+    try:
+        status = args.func(args)
+        if args.io_log:
+            _write_io_log(args, start, status)
+        return status
+    except (MolsiftError, ValueError) as exc:
+        print(f"molsift: error: {exc}", file=sys.stderr)
+        if args.io_log and not _under_mpi():  # ranks may not all get here: no gather
+            _write_io_log(args, start, EXIT_ERROR)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("molsift: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of our output went away (`| head`): stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
+    except Exception:
+        _abort_other_ranks()
+        raise
+
+
+def _under_mpi() -> bool:
+    from ..parallel import launched_under_mpi
+
+    return launched_under_mpi()
+
+
+def _write_io_log(args, start: float, status: int) -> None:
+    """The log of this run (docs/io-log-format.md): this process's counters and those of its
+    workers; under mpirun, every rank's, written by rank 0."""
+    from ..iostats import all_records, job_log, write_log
+
+    comm = None
+    if _under_mpi():
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+    records = all_records(comm)
+    if records is None:  # not rank 0
+        return
+    write_log(job_log(f"molsift {args.verb}", records, start, returncode=status), args.io_log)
+    print(
+        f"molsift: I/O log of {len(records)} process(es) written to {args.io_log} "
+        f"(read it with: molsift insights {args.io_log})",
+        file=sys.stderr,
+    )
+
+
+def _abort_other_ranks() -> None:
+    """An unexpected error on one MPI rank must not leave the others waiting forever."""
+    from ..parallel import launched_under_mpi
+
+    if not launched_under_mpi():
+        return
+    import traceback
+
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.Get_size() > 1:
+        traceback.print_exc()
+        sys.stderr.write(f"molsift: rank {MPI.COMM_WORLD.Get_rank()} failed; aborting the job\n")
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)

@@ -1,0 +1,168 @@
+"""What several verbs share: the exit codes, sizes (`64KiB`), the input-format options,
+`--io-log`, defaults taken from the library, and the help layout (description, examples)."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any, Callable
+
+EXIT_ERROR = 2  # bad arguments or input, a damaged store, a failed run: one line on stderr says why
+EXIT_NOTHING_USABLE = 3  # ingest/screen ran, but no record was stored or scored
+EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_PIPE_CLOSED = 141  # as a shell reports a process killed by SIGPIPE
+EXIT_CODES = f"""exit status:
+  0    success
+  1    an unexpected error (a bug: the traceback is printed)
+  {EXIT_ERROR}    an error: bad arguments, unreadable input, a damaged store, a failed run
+  {EXIT_NOTHING_USABLE}    nothing usable: ingest stored no molecule or screen scored no record \
+(empty
+       input, or every record rejected); the store or results are still written, with the
+       rejects in rejects.tsv
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)
+  {EXIT_PIPE_CLOSED}  the output pipe was closed early (e.g. `molsift info STORE | head -3`)
+  profile exits with the status of the program it ran"""
+
+IO_LOG_HELP = (
+    "write molsift's own I/O counters (every file, every process: workers and MPI "
+    "ranks too) to this log at the end; read it with molsift insights"
+)
+
+SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1000,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1000**2,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1000**3,
+    "gib": 1 << 30,
+}
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Wraps one-paragraph descriptions to the terminal; text with line breaks (the examples,
+    the exit codes) is shown as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def add_verb(
+    subparsers, name: str, *, help: str, examples: Sequence[str], **kwargs: Any
+) -> argparse.ArgumentParser:
+    """A verb's parser whose help ends with its example command lines (a comment after
+    two spaces and `#` is aligned with the others)."""
+    split = [[part.strip() for part in line.partition("  #")[::2]] for line in examples]
+    width = max(len(command) for command, comment in split if comment) if split else 0
+    epilog = "examples:\n" + "\n".join(
+        f"  {command:<{width}}  # {comment}" if comment else f"  {command}"
+        for command, comment in split
+    )
+    return subparsers.add_parser(
+        name, help=help, epilog=epilog, formatter_class=HelpFormatter, **kwargs
+    )
+
+
+def default_of(function: Callable, parameter: str) -> Any:
+    """The default of `function`'s `parameter`: a command-line default is the library's own,
+    never a copy of it (tests/test_cli.py checks every help text against these)."""
+    return inspect.signature(function).parameters[parameter].default
+
+
+def parse_size(text: str) -> int:
+    """'4096', '64K', '64KiB', '1M', '1MB' -> bytes (K/M/G without B are binary)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in SIZE_UNITS:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4096, 64K, 1MiB)")
+    value = int(float(m.group(1)) * SIZE_UNITS[m.group(2).lower()])
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"size must be at least 1 byte: {text!r}")
+    return value
+
+
+def size_text(n: int) -> str:
+    """65536 -> '64KiB', the way help texts show a default size."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"
+
+
+def add_reader_options(p: argparse.ArgumentParser, metavar: str | None = None) -> None:
+    """--read-buffer and --max-record-bytes; None is passed on, and the Rust reader's defaults
+    (shown in the help, from the core: one place for the numbers) apply."""
+    from .._core import (
+        DEFAULT_MAX_LINE_RECORD_BYTES,
+        DEFAULT_MAX_SDF_RECORD_BYTES,
+        DEFAULT_READ_BUFFER,
+    )
+
+    p.add_argument(
+        "--read-buffer",
+        type=parse_size,
+        metavar=metavar,
+        help=f"bytes per read call (default {size_text(DEFAULT_READ_BUFFER)})",
+    )
+    p.add_argument(
+        "--max-record-bytes",
+        type=parse_size,
+        help=f"longer records are rejected (default {size_text(DEFAULT_MAX_LINE_RECORD_BYTES)} "
+        f"for SMILES and CSV lines, {size_text(DEFAULT_MAX_SDF_RECORD_BYTES)} for SDF blocks)",
+    )
+
+
+def add_format_options(p: argparse.ArgumentParser) -> None:
+    """How to read an input: --format, --header/--no-header, CSV columns and delimiter."""
+    g = p.add_argument_group("input format (guessed from the file name when not given)")
+    g.add_argument("--format", choices=["smiles", "csv", "sdf"], help="record format")
+    g.add_argument(
+        "--header",
+        dest="header",
+        action="store_true",
+        default=None,
+        help="the first line is a header (SMILES files; auto-detected)",
+    )
+    g.add_argument("--no-header", dest="header", action="store_false")
+    g.add_argument(
+        "--smiles-col", help="CSV: name of the SMILES column (default: 'smiles', any case)"
+    )
+    g.add_argument("--id-col", help="CSV: name of the id column (default: ids are line numbers)")
+    g.add_argument("--delimiter", choices=[",", "tab"], help="CSV delimiter (default: guessed)")
+
+
+def format_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The input-format options as the library takes them (`format=`, `header=`, ...)."""
+    return {
+        "format": args.format,
+        "header": args.header,
+        "smiles_col": args.smiles_col,
+        "id_col": args.id_col,
+        "delimiter": "\t" if args.delimiter == "tab" else args.delimiter,
+    }
+
+
+def add_io_log(p: argparse.ArgumentParser) -> None:
+    """--io-log is global (before the verb) and also taken after it."""
+    p.add_argument("--io-log", metavar="FILE", default=argparse.SUPPRESS, help=IO_LOG_HELP)
+
+
+def nothing_usable(verb: str, records_in: int, where: str) -> int:
+    """Says loudly that a run produced nothing and returns EXIT_NOTHING_USABLE."""
+    if records_in == 0:
+        why = "the input holds no records (empty, or only blank and comment lines)"
+    else:
+        why = f"all {records_in:,} records were rejected (reasons in {where})"
+    print(
+        f"molsift {verb}: error: nothing usable: {why}; exit status {EXIT_NOTHING_USABLE}",
+        file=sys.stderr,
+    )
+    return EXIT_NOTHING_USABLE

@@ -1,0 +1,69 @@
+"""`molsift info STORE`: check a store (manifest, sizes, checksums) and show what it holds."""
+
+from __future__ import annotations
+
+import json
+
+from .common import add_io_log, add_verb
+
+EXAMPLES = (
+    "molsift info nci.store",
+    "molsift info nci.store -n 20 --no-verify   # sizes checked, checksums skipped",
+    "molsift info nci.store --json              # the manifest",
+)
+
+
+def add_parser(subparsers):
+    p = add_verb(
+        subparsers,
+        "info",
+        help="show what is in a store",
+        description="Check a store (manifest, sizes, checksums) and show it.",
+        examples=EXAMPLES,
+    )
+    p.add_argument("store")
+    p.add_argument(
+        "-n", "--head", type=int, default=5, help="molecules to show (default %(default)s)"
+    )
+    p.add_argument(
+        "--no-verify", action="store_true", help="skip the checksums (sizes still checked)"
+    )
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    add_io_log(p)
+    return p
+
+
+def run(args) -> int:
+    from ..store import open_store
+
+    store = open_store(args.store, verify=not args.no_verify)
+    m = store.manifest
+    if args.json:
+        print(json.dumps(m, indent=2))
+        return 0
+    c, fp = m["counts"], m["fingerprint"]
+    size = sum(e["bytes"] for e in m["files"].values())
+    checked = f"all {len(m['files']) + 1} files verified (manifest included)"
+    index = (
+        "column index present"
+        if store.has_column_index
+        else "no column index (molsift index STORE)"
+    )
+    print(f"store       {store.path}")
+    print(f"format      {m['format']} v{m['format_version']} ({m['created_by']})")
+    print(
+        f"molecules   {c['molecules']:,}  "
+        f"(records in {c['records_in']:,}, rejected {c['rejected']:,})"
+    )
+    print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
+    print(f"size        {size:,} bytes, {size / max(1, c['molecules']):.1f} bytes/molecule")
+    print(f"checksums   {'not checked (--no-verify)' if args.no_verify else checked}")
+    print(f"search      {index}")
+    n = min(args.head, len(store))
+    if n:
+        print(f"\nfirst {n} molecules (position, id, on-bits, canonical SMILES):")
+        for i in range(n):
+            print(f"{i:>8}  {store.ids[i]:<12} {int(store.popcounts[i]):>4}  {store.smiles[i]}")
+    if c["rejected"]:
+        print(f"\nrejected records are listed in {store.rejects_path}")
+    return 0

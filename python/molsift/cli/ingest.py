@@ -1,0 +1,129 @@
+"""`molsift ingest INPUT... -o STORE`: parse every record with RDKit in parallel, write a store."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from .. import ingestion
+from ..spec import FingerprintSpec
+from .common import (
+    add_format_options,
+    add_io_log,
+    add_reader_options,
+    add_verb,
+    default_of,
+    format_options,
+    nothing_usable,
+)
+
+EXAMPLES = (
+    "molsift ingest data/nci_first_5k.smi -o nci.store           # all cores",
+    "mpirun -n 4 molsift ingest big.smi -o big.store             # one slab set per rank",
+    "molsift ingest moses.csv.gz -o moses.store --bits 1024 --radius 3",
+    "molsift ingest part1.smi part2.sdf -o lib.store --overwrite --verify-count",
+)
+
+
+def add_parser(subparsers):
+    p = add_verb(
+        subparsers,
+        "ingest",
+        help="parse molecules with RDKit and write a store",
+        description="Read every record in parallel (byte-range slabs per worker "
+        "or MPI rank), compute canonical SMILES and fingerprints, write a store. "
+        "Under mpirun each rank takes its share of the slabs.",
+        examples=EXAMPLES,
+    )
+    p.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="SMILES, CSV or SDF files (gzip/zstd ok)"
+    )
+    p.add_argument(
+        "-o", "--output", required=True, metavar="STORE", help="store directory to create"
+    )
+    p.add_argument(
+        "-j",
+        "--workers",
+        type=int,
+        default=default_of(ingestion.ingest, "workers"),
+        help="worker processes (default: all cores; 1 per MPI rank)",
+    )
+    p.add_argument(
+        "--radius",
+        type=int,
+        default=default_of(FingerprintSpec, "radius"),
+        help="Morgan radius (default %(default)s)",
+    )
+    p.add_argument(
+        "--bits",
+        type=int,
+        default=default_of(FingerprintSpec, "bits"),
+        help="fingerprint size in bits (default %(default)s)",
+    )
+    p.add_argument(
+        "--slabs",
+        type=int,
+        default=default_of(ingestion.ingest, "slabs"),
+        help="equal byte-range slabs per plain input (default: slabs that shrink towards "
+        "the end so the workers finish together; 4 per rank under MPI)",
+    )
+    p.add_argument(
+        "--chunk-records",
+        type=int,
+        default=default_of(ingestion.ingest, "chunk_records"),
+        help="records per task for gzip/zstd input (default %(default)s, fewer towards "
+        "the end unless --slabs is given or under MPI)",
+    )
+    add_reader_options(p)
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing store (only a molsift store: anything else at the "
+        "output is refused, never deleted)",
+    )
+    p.add_argument(
+        "--no-index",
+        action="store_true",
+        help="do not build the column index for similarity search (search then "
+        "builds it in memory at each start)",
+    )
+    p.add_argument(
+        "--verify-count",
+        action="store_true",
+        help="count the inputs again independently (one more read) and fail if the "
+        "ingest's count differs",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_format_options(p)
+    add_io_log(p)
+    return p
+
+
+def run(args) -> int:
+    report = ingestion.ingest(
+        args.inputs,
+        args.output,
+        fingerprint=FingerprintSpec(radius=args.radius, bits=args.bits),
+        workers=args.workers,
+        slabs=args.slabs,
+        chunk_records=args.chunk_records,
+        buffer_size=args.read_buffer,
+        max_record_bytes=args.max_record_bytes,
+        overwrite=args.overwrite,
+        verify_count=args.verify_count,
+        index=not args.no_index,
+        progress=False if args.quiet else None,
+        **format_options(args),
+    )
+    if report is None:  # a non-root MPI rank
+        return 0
+    if args.json:
+        print(json.dumps({**asdict(report), "read_amplification": report.read_amplification}))
+    elif not args.quiet:
+        print(report.summary())
+        if report.rejected:
+            print(f"rejected records: {report.store}/rejects.tsv")
+    if report.molecules == 0:
+        return nothing_usable("ingest", report.records_in, f"{report.store}/rejects.tsv")
+    return 0

@@ -1,0 +1,75 @@
+"""`molsift profile [-o LOG] -- CMD ARGS`: run any program under the LD_PRELOAD I/O tracer and
+merge its processes' logs into one; exits with the program's status."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import add_verb
+
+EXAMPLES = (
+    "molsift profile -o run.iolog.json -- mpirun -n 4 ./md_app input   # every rank",
+    "molsift profile -- python train.py                     # -> python.iolog.json",
+    "molsift profile --keep-process-logs -o dock.json -- ./dock.sh",
+)
+
+
+def add_parser(subparsers):
+    p = add_verb(
+        subparsers,
+        "profile",
+        help="run any program under the I/O tracer, write its I/O log",
+        usage="molsift profile [-o LOG] [--keep-process-logs] -- CMD [ARGS ...]",
+        description="Run CMD with the LD_PRELOAD I/O tracer: it and every process it "
+        "starts (fork, exec, MPI ranks) count their POSIX and STDIO calls per file. "
+        "The per-process logs are merged into LOG (docs/io-log-format.md). Exits "
+        "with CMD's exit status.",
+        examples=EXAMPLES,
+    )
+    p.add_argument("-o", "--output", metavar="LOG", help="log to write (default: CMD.iolog.json)")
+    p.add_argument(
+        "--keep-process-logs",
+        action="store_true",
+        help="also keep the per-process logs, in LOG.processes/",
+    )
+    p.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="CMD",
+        help="the program and its arguments, after --",
+    )
+    return p
+
+
+def run(args) -> int:
+    from ..profiler.profile import CommandError, profile
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        result = profile(command, args.output, keep_process_logs=args.keep_process_logs)
+    except CommandError as exc:
+        print(f"molsift: error: {exc}", file=sys.stderr)
+        return exc.status
+    for problem in result.problems:
+        print(f"molsift profile: skipped a process log: {problem}", file=sys.stderr)
+    print(
+        f"molsift profile: {result.processes} process(es) traced, log in {result.log} "
+        f"(read it with: molsift insights {result.log})",
+        file=sys.stderr,
+    )
+    return exit_like(result.returncode)
+
+
+def exit_like(returncode: int) -> int:
+    """The program's status; killed by a signal, molsift dies of the same signal."""
+    if returncode >= 0:
+        return returncode
+    import os
+    import signal
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(-returncode, signal.SIG_DFL)
+    os.kill(os.getpid(), -returncode)
+    return 128 - returncode  # the signal did not end us (e.g. SIGCHLD-like): the shell's convention

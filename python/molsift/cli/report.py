@@ -1,0 +1,34 @@
+"""`molsift report RUN_DIR`: a screening run's timeline (PNG) and totals."""
+
+from __future__ import annotations
+
+from .common import add_io_log, add_verb
+
+EXAMPLES = (
+    "molsift report props.csv.run                    # -> props.csv.run/report.png",
+    "molsift report props.csv.run -o timeline.png",
+)
+
+
+def add_parser(subparsers):
+    p = add_verb(
+        subparsers,
+        "report",
+        help="draw a screening run's timeline (PNG) and totals",
+        description="Per-rank throughput over time with write events marked, "
+        "plus totals (records/s, time in read, score, write, wait).",
+        examples=EXAMPLES,
+    )
+    p.add_argument("run_dir", help="the run directory (OUTPUT.run)")
+    p.add_argument("-o", "--output", help="PNG to write (default: RUN_DIR/report.png)")
+    add_io_log(p)
+    return p
+
+
+def run(args) -> int:
+    from ..screen.report import write_report
+
+    png, text = write_report(args.run_dir, args.output)
+    print(text)
+    print(f"timeline written to {png}")
+    return 0

@@ -1,0 +1,153 @@
+"""`molsift screen LIB --scorer NAME -o results.csv`: read, prepare, score, write one shared
+result CSV with parallel writer groups; `--resume` finishes a killed run."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+from ..screen import screen, summary
+from .common import (
+    add_format_options,
+    add_io_log,
+    add_reader_options,
+    add_verb,
+    default_of,
+    format_options,
+    nothing_usable,
+    parse_size,
+    size_text,
+)
+
+EXAMPLES = (
+    "molsift screen data/nci_first_5k.smi --scorer filter -o props.csv   # all cores",
+    "molsift screen lib.smi --scorer similarity --refs actives.smi -o sim.csv --writers 2",
+    "mpirun -n 16 molsift screen lib.smi --scorer filter -o props.csv --writers 4",
+    "molsift screen lib.smi --scorer filter -o props.csv --resume   # after a crash or kill -9",
+)
+
+
+def add_parser(subparsers):
+    from ..scorers import BUILTIN, scorer_class
+
+    p = add_verb(
+        subparsers,
+        "screen",
+        help="screen a library: read, prepare, score, write one result CSV",
+        description="Score every record of a SMILES, CSV or SDF library into one "
+        "CSV (id, smiles, score columns), rejects in OUTPUT.rejects.tsv. Worker "
+        "processes (or MPI ranks under mpirun) fill per-worker buffers that writer "
+        "groups write to the shared file. A killed run is finished by --resume "
+        "with every record exactly once.",
+        examples=EXAMPLES,
+    )
+    p.add_argument("library", help="SMILES, CSV or SDF file (gzip/zstd ok)")
+    p.add_argument(
+        "--scorer",
+        required=True,
+        metavar="NAME",
+        help="filter, similarity, vina, or python:module:function",
+    )
+    p.add_argument("-o", "--output", required=True, metavar="CSV", help="result file")
+    add_run_options(p)
+    add_format_options(p)
+    for name in BUILTIN:
+        with contextlib.suppress(ImportError):  # e.g. vina not installed: no vina options
+            scorer_class(name).add_arguments(p)
+    add_io_log(p)
+    return p
+
+
+def add_run_options(p) -> None:
+    """How the run goes: workers, writer groups, buffers, tasks, resume."""
+    library = screen
+    p.add_argument(
+        "-j",
+        "--workers",
+        type=int,
+        default=default_of(library, "workers"),
+        help="worker processes (default: all cores); under mpirun, worker processes per rank "
+        "(default: 1, the rank itself works)",
+    )
+    p.add_argument(
+        "--writers",
+        type=int,
+        default=default_of(library, "writers"),
+        metavar="P",
+        help="writer groups (default %(default)s)",
+    )
+    write_buffer = default_of(library, "write_buffer")
+    p.add_argument(
+        "--write-buffer",
+        type=parse_size,
+        default=write_buffer,
+        metavar="SIZE",
+        help=f"accumulation buffer per worker or rank (default {size_text(write_buffer)})",
+    )
+    add_reader_options(p, metavar="SIZE")
+    p.add_argument(
+        "--slabs",
+        type=int,
+        default=default_of(library, "slabs"),
+        help="equal byte-range tasks (default: tasks that shrink towards the end of the "
+        "file so the workers finish together; 1 per worker under MPI)",
+    )
+    p.add_argument(
+        "--chunk-records",
+        type=int,
+        default=default_of(library, "chunk_records"),
+        help="records per task for gzip/zstd input (default %(default)s)",
+    )
+    p.add_argument(
+        "--standardize",
+        action="store_true",
+        help="standardize molecules (RDKit cleanup, largest fragment, neutralize) before scoring",
+    )
+    p.add_argument("--resume", action="store_true", help="finish a run that was killed or failed")
+    p.add_argument("--overwrite", action="store_true", help="start again, replacing an earlier run")
+    p.add_argument(
+        "--run-dir",
+        default=default_of(library, "run_dir"),
+        help="where the run keeps its journal and timeline (default: OUTPUT.run)",
+    )
+    p.add_argument(
+        "--fsync",
+        action="store_true",
+        help="sync each write before committing it (survives power loss, not only kills)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line, no summary")
+    p.add_argument("--json", action="store_true", help="print the run report as JSON")
+
+
+def run(args) -> int:
+    from ..scorers import scorer_class
+
+    scorer = scorer_class(args.scorer).from_args(args)
+    report = screen(
+        args.library,
+        args.output,
+        scorer,
+        workers=args.workers,
+        writers=args.writers,
+        write_buffer=args.write_buffer,
+        read_buffer=args.read_buffer,
+        max_record_bytes=args.max_record_bytes,
+        slabs=args.slabs,
+        chunk_records=args.chunk_records,
+        standardize=args.standardize,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        run_dir=args.run_dir,
+        fsync=args.fsync,
+        progress=False if args.quiet else None,
+        **format_options(args),
+    )
+    if report is None:  # a non-root MPI rank
+        return 0
+    if args.json:
+        print(json.dumps(report))
+    elif not args.quiet:
+        print(summary(report))
+    if report["rows"] == 0:
+        return nothing_usable("screen", report["records_in"], report["rejects"])
+    return 0

@@ -1,0 +1,135 @@
+"""`molsift search STORE -q SMILES -t 0.7 -k 10`: exact Tanimoto search with chemfp's options;
+hits to stdout (TSV), a TSV file or a Parquet file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .. import search
+from .common import add_io_log, add_verb, default_of
+
+DEFAULT_K = 10  # hits per query when neither -k nor -t is given
+EXAMPLES = (
+    "molsift search nci.store -q 'CC(=O)Nc1ccc(O)cc1' -k 5",
+    "molsift search nci.store --queries actives.smi -t 0.7 -o hits.tsv",
+    "molsift search nci.store -q 'c1ccccc1O' -k 10 -o hits.parquet   # Parquet (pyarrow)",
+    "molsift search big.store --queries actives.sdf -t 0.8 -k 100 -j 8",
+)
+
+
+def k_nearest(text: str) -> int:
+    """-k: a whole number of hits, at least 1."""
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if k < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 1, got {k} (leave -k out to keep every hit above -t)"
+        )
+    return k
+
+
+def tanimoto_threshold(text: str) -> float:
+    """-t: a Tanimoto score, 0 to 1."""
+    try:
+        t = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= t <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (a Tanimoto score), got {text}")
+    return t
+
+
+def add_parser(subparsers):
+    p = add_verb(
+        subparsers,
+        "search",
+        help="exact Tanimoto similarity search (threshold and/or top-k)",
+        description="Search a store with chemfp's conventions. Hits are exact "
+        "(RDKit's scores), best first: score descending, then store position "
+        "ascending. Output: TSV query_id, target_id, score, target_smiles.",
+        examples=EXAMPLES,
+    )
+    p.add_argument("store")
+    p.add_argument(
+        "-q", "--query", action="append", metavar="SMILES", help="a query SMILES (repeatable)"
+    )
+    p.add_argument("--queries", metavar="FILE", help="queries from a SMILES, CSV or SDF file")
+    p.add_argument(
+        "-t", "--threshold", type=tanimoto_threshold, help="minimum Tanimoto score (0..1)"
+    )
+    p.add_argument(
+        "-k",
+        "--k-nearest",
+        type=k_nearest,
+        help=f"the k best hits, k >= 1 (default {DEFAULT_K} when no -t)",
+    )
+    p.add_argument(
+        "-j",
+        "--threads",
+        type=int,
+        default=default_of(search.search_batch, "threads"),
+        help="threads (default %(default)s)",
+    )
+    p.add_argument(
+        "-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout"
+    )
+    add_io_log(p)
+    return p
+
+
+def read_queries(args) -> list[tuple]:
+    """(id, query) pairs from -q SMILES and --queries FILE; bad records of the file are reported
+    on stderr and skipped (counted), never fatal."""
+    queries = [
+        (f"q{i + 1}" if len(args.query) > 1 else "query", smi)
+        for i, smi in enumerate(args.query or [])
+    ]
+    if args.queries:
+        from ..inputs import read_molecules
+
+        found = read_molecules(args.queries, skip_bad=True)
+        for bad in found.skipped:
+            print(
+                f"molsift: {bad.path}:{bad.line}: query {bad.id!r} skipped: {bad.reason}",
+                file=sys.stderr,
+            )
+        queries += [(m.id, m.mol) for m in found.molecules]
+        if found.skipped:
+            print(
+                f"molsift: {len(found.skipped)} of {len(found.skipped) + len(queries)} queries "
+                "skipped",
+                file=sys.stderr,
+            )
+    return queries
+
+
+def run(args) -> int:
+    from ..store import open_store
+
+    if not args.query and not args.queries:
+        raise SystemExit("molsift search: give -q SMILES or --queries FILE")
+    k = args.k_nearest if args.k_nearest or args.threshold is not None else DEFAULT_K
+    store = open_store(args.store, verify=False)
+    queries = read_queries(args)
+    start = time.perf_counter()
+    results = store.search_batch(
+        [q for _, q in queries], threshold=args.threshold, k=k, threads=args.threads
+    )
+    seconds = time.perf_counter() - start
+    rows = search.hit_rows(store, [qid for qid, _ in queries], results)
+    try:
+        search.write_hits(rows, args.output or None)  # no -o (or -o ''): stdout
+    except ImportError as exc:  # Parquet without pyarrow
+        raise SystemExit(f"molsift search: {exc}") from exc
+    touched = results[0].stats.get("bytes_touched", 0) if results else 0  # summed over the batch
+    print(
+        f"molsift: {len(queries)} queries, {len(rows)} hits in {seconds * 1000:.1f} ms"
+        f" ({seconds * 1000 / max(1, len(queries)):.2f} ms/query, {args.threads} thread(s));"
+        f" {touched / max(1, len(queries)):,.0f} bytes of fingerprints and columns read per query",
+        file=sys.stderr,
+    )
+    return 0
