@@ -27,7 +27,8 @@ def build(path: Path, source: Path, gib: float) -> None:
     target = int(gib * (1 << 30))
     if path.exists() and path.stat().st_size >= target:
         return
-    lines = gzip.open(source, "rb").read().split(b"\n", 1)[1]  # drop the CSV header
+    with gzip.open(source, "rb") as fh:
+        lines = fh.read().split(b"\n", 1)[1]  # drop the CSV header
     lines = lines if lines.endswith(b"\n") else lines + b"\n"
     with open(path, "wb") as f:
         written = 0
@@ -92,7 +93,8 @@ def main() -> int:
         f"{statistics.median(wc) / statistics.median(ms):.2f}x |"
     )
     print(
-        f"| molsift count (counting only) | {statistics.median(ms_inner):.3f} | {gbs(ms_inner):.2f} | "
+        f"| molsift count (counting only) | {statistics.median(ms_inner):.3f} | "
+        f"{gbs(ms_inner):.2f} | "
         f"{statistics.median(wc) / statistics.median(ms_inner):.2f}x |"
     )
     print(f"read amplification {amp:.4f}x")

@@ -49,8 +49,18 @@ def make_scorer(name: str):
     cls = scorer_class(name)
     parser = argparse.ArgumentParser()
     cls.add_arguments(parser)
-    argv = sum((["--ref", s] for s in bench.REFS), []) if name == "similarity" else []
+    argv = [w for s in bench.REFS for w in ("--ref", s)] if name == "similarity" else []
     return cls.from_args(parser.parse_args(argv))
+
+
+def ways_to_screen(path: Path, name: str, tmp: str) -> dict:
+    """The three runs compared, each screening `path` with scorer `name` and returning
+    (molecules, seconds)."""
+    return {
+        "RDKit loop": lambda: bench.rdkit_loop(path, name, Path(tmp) / "loop.csv"),
+        "molsift worker loop, in process": lambda: screener_in_process(path, name, tmp)[:2],
+        "molsift screen -j 1, end to end": lambda: end_to_end(path, name, tmp),
+    }
 
 
 def screener_in_process(path: Path, name: str, tmp: str, profile: bool = False) -> tuple:
@@ -124,11 +134,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.scorers.split(","):
-            runs = {
-                "RDKit loop": lambda: bench.rdkit_loop(path, name, Path(tmp) / "loop.csv"),
-                "molsift worker loop, in process": lambda: screener_in_process(path, name, tmp)[:2],
-                "molsift screen -j 1, end to end": lambda: end_to_end(path, name, tmp),
-            }
+            runs = ways_to_screen(path, name, tmp)
             times = {k: [] for k in runs}
             n = 0
             for r in range(args.rounds):

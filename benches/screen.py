@@ -166,7 +166,7 @@ def molsift(path: Path, scorer: str, workers: int, out: Path, extra=()) -> dict:
         *extra,
     ]
     if scorer == "similarity":
-        args += sum((["--ref", s] for s in REFS), [])
+        args += [word for s in REFS for word in ("--ref", s)]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode:
         raise SystemExit(r.stderr)
@@ -399,15 +399,15 @@ def main() -> None:
                 )
             )
     print(
-        "\n| scorer | run | records | records/s | per core vs RDKit loop | writer wait share | read amp "
-        "| values differing from the loop's |"
+        "\n| scorer | run | records | records/s | per core vs RDKit loop | writer wait share "
+        "| read amp | values differing from the loop's |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for s, name, n, rate, eff, wait, amp, bad in rows:
         print(
             f"| {s} | {name} | {n:,} | {rate:,.0f} | {eff:.2f} | "
-            f"{'' if wait is None else f'{100 * wait:.3f}%'} | {'' if amp is None else f'{amp:.4f}x'} "
-            f"| {'' if bad is None else bad} |"
+            f"{'' if wait is None else f'{100 * wait:.3f}%'} | "
+            f"{'' if amp is None else f'{amp:.4f}x'} | {'' if bad is None else bad} |"
         )
     print("\nread amplification of the slab readers (bytes read / file size), same file:")
     print("| ranks | read buffer | Docker-HT-style reader | molsift slab reader |")

@@ -23,6 +23,7 @@ import os
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def build_inputs(data: Path, work: Path, n_queries: int):
-    lines = gzip.open(data, "rt").read().splitlines()[1:]
+    with gzip.open(data, "rt") as fh:
+        lines = fh.read().splitlines()[1:]
     db, queries = lines[:-n_queries], lines[-n_queries:]
     smi = work / "moses_db.smi"
     if not smi.exists():
@@ -91,6 +93,20 @@ def timed(fn, repeats):
     return statistics.median(times), out
 
 
+def fpsim2_search(fpe, query_smiles, to_index, t=None, k=None) -> list:
+    """FPSim2's (store positions, scores) for each query SMILES, threshold `t` and/or top `k`;
+    `to_index` maps FPSim2's mol ids (database line numbers) to store positions."""
+    out = []
+    for s in query_smiles:
+        r = (
+            fpe.top_k(s, k=k, threshold=t or 0.0, n_workers=1)
+            if k
+            else fpe.similarity(s, t, n_workers=1)
+        )
+        out.append((to_index(r["mol_id"]), r["coeff"].astype(np.float64)))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -123,7 +139,8 @@ def main() -> int:
     fps = None if args.no_rdkit else rdkit_fps(store)
     print(
         f"database {n:,} molecules, {len(qmols)} held-out queries "
-        f"(on-bits {min(map(len, qbits))}-{max(map(len, qbits))}, median {int(np.median([len(b) for b in qbits]))}); "
+        f"(on-bits {min(map(len, qbits))}-{max(map(len, qbits))}, "
+        f"median {int(np.median([len(b) for b in qbits]))}); "
         f"{os.cpu_count()} cores; median of {args.repeats} repeats",
         flush=True,
     )
@@ -138,17 +155,6 @@ def main() -> int:
             if k is not None:
                 order = order[:k]
             out.append((order, s[order]))
-        return out
-
-    def fpsim2_search(t=None, k=None):
-        out = []
-        for s in query_smiles:
-            r = (
-                fpe.top_k(s, k=k, threshold=t or 0.0, n_workers=1)
-                if k
-                else fpe.similarity(s, t, n_workers=1)
-            )
-            out.append((line_to_index[r["mol_id"]], r["coeff"].astype(np.float64)))
         return out
 
     def molsift_single(t=None, k=None, threads=1):
@@ -171,23 +177,27 @@ def main() -> int:
         ("top-100", None, 100),
         ("top-1000", None, 1000),
     ]
+
+    def ms(sec):
+        return sec * 1000 / len(qbits)
+
     rows, failures = [], []
     for name, t, k in columns + extra:
-        ms = lambda sec: sec * 1000 / len(qbits)  # noqa: E731
-        r_single, ref = timed(lambda: molsift_single(t, k), args.repeats)
-        r_batch, batch = timed(lambda: molsift_batch(t, k), args.repeats)
-        r_2t, two = timed(lambda: molsift_batch(t, k, threads=2), args.repeats)
+        r_single, ref = timed(partial(molsift_single, t, k), args.repeats)
+        r_batch, batch = timed(partial(molsift_batch, t, k), args.repeats)
+        r_2t, two = timed(partial(molsift_batch, t, k, threads=2), args.repeats)
         f_s, fres = timed(
-            lambda: fpsim2_search(t, k), 1 if (t or 1) < 0.6 or (k or 0) > 100 else args.repeats
+            partial(fpsim2_search, fpe, query_smiles, line_to_index.take, t, k),
+            1 if (t or 1) < 0.6 or (k or 0) > 100 else args.repeats,
         )
         rd = None
         if fps is not None and (name, t, k) in columns:
-            rd_s, rdres = timed(lambda: rdkit_search(t, k), 1)
+            rd_s, rdres = timed(partial(rdkit_search, t, k), 1)
             rd = ms(rd_s)
             for qi, ((a, sa), (b, sb)) in enumerate(zip(ref, rdres)):
                 if a.tolist() != b.tolist() or sa.tolist() != sb.tolist():
                     failures.append(f"{name} query {qi}: molsift != RDKit")
-        for qi, ((a, sa), (b, sb), (c, sc), (d, sd)) in enumerate(zip(ref, batch, two, fres)):
+        for qi, ((a, sa), (b, _), (c, _), (d, sd)) in enumerate(zip(ref, batch, two, fres)):
             if a.tolist() != b.tolist() or a.tolist() != c.tolist():
                 failures.append(f"{name} query {qi}: batch != single")
             if t is not None and k is None and sorted(a.tolist()) != sorted(d.tolist()):
@@ -208,7 +218,9 @@ def main() -> int:
 
     print()
     print(
-        "| query set | molsift single (ms/query) | molsift batch of 100 | molsift batch, 2 threads | FPSim2 in memory | RDKit Bulk | FPSim2 / molsift single | hits |"
+        "| query set | molsift single (ms/query) | molsift batch of 100 "
+        "| molsift batch, 2 threads | FPSim2 in memory | RDKit Bulk | FPSim2 / molsift single "
+        "| hits |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for name, s1, b1, b2, f, rd, hits in rows:

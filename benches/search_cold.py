@@ -1,10 +1,11 @@
 """Similarity search on a store that is not in the page cache (issue 5): drops the kernel's
 caches (root only), then runs the held-out MOSES queries one at a time and reports, per query,
-the time and the bytes actually read from the disk (/proc/diskstats, machine-wide: run it on a quiet machine), next to the
-bytes of fingerprints and columns the search touched. A second pass over the same queries shows
-the warm figures.
+the time and the bytes actually read from the disk (/proc/diskstats, machine-wide: run it on a
+quiet machine), next to the bytes of fingerprints and columns the search touched. A second pass
+over the same queries shows the warm figures.
 
-    sudo .venv/bin/python benches/search_cold.py [STORE] [--threshold 0.7] [--k K] [--read-ahead auto|on|off]
+    sudo .venv/bin/python benches/search_cold.py [STORE] [--threshold 0.7] [--k K] \\
+        [--read-ahead auto|on|off]
 
 --read-ahead: the search's madvise(MADV_WILLNEED) hints for the planes each query scans (auto:
 on when the index is larger than half the memory the page cache may use, cgroup included).
@@ -85,15 +86,17 @@ def main() -> None:
         f"read-ahead hints {'on' if store._searcher().read_ahead else 'off'} ({args.read_ahead})"
     )
     print(
-        "| pass | median ms/query | first query ms | max ms/query | disk bytes read: first query | all queries | bytes touched/query (median) | hits |"
+        "| pass | median ms/query | first query ms | max ms/query "
+        "| disk bytes read: first query | all queries | bytes touched/query (median) | hits |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in ("cold (first touch after drop_caches)", "warm (same queries again)"):
         rows = run(store, queries, args.threshold, args.k)
         print(
-            f"| {name} | {1000 * statistics.median(r[0] for r in rows):.2f} | {1000 * rows[0][0]:.1f} | "
-            f"{1000 * max(r[0] for r in rows):.2f} | {rows[0][1]:,} | {sum(r[1] for r in rows):,} | "
-            f"{statistics.median(r[2] for r in rows):,.0f} | {sum(r[3] for r in rows)} |"
+            f"| {name} | {1000 * statistics.median(r[0] for r in rows):.2f} "
+            f"| {1000 * rows[0][0]:.1f} | {1000 * max(r[0] for r in rows):.2f} "
+            f"| {rows[0][1]:,} | {sum(r[1] for r in rows):,} "
+            f"| {statistics.median(r[2] for r in rows):,.0f} | {sum(r[3] for r in rows)} |"
         )
 
 

@@ -21,7 +21,8 @@ Peers and checks:
 - Disk bytes read (/proc/diskstats, machine-wide) during the first pass over the queries, which
   at 100 M cannot all come from the page cache.
 
-    .venv/bin/python benches/search_scale.py --sizes 10000000,100000000 --workdir /work/scale --drop-caches
+    .venv/bin/python benches/search_scale.py --sizes 10000000,100000000 --workdir /work/scale \\
+        --drop-caches
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -164,6 +166,16 @@ def fpsim2_db(rows_path: Path, n: int, work: Path, template: Path) -> Path:
     return path
 
 
+def search_each(searcher, qbits, t, k) -> list:
+    """molsift's hits for each query, one query at a time on one thread."""
+    return [searcher.search(b, t, k, 1) for b in qbits]
+
+
+def search_batch(searcher, qbits, t, k, threads: int) -> list:
+    """molsift's hits for all queries in one batch."""
+    return searcher.search_batch(qbits, t, k, threads)[0]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -213,6 +225,9 @@ def main() -> int:
         flush=True,
     )
 
+    def ms(sec):
+        return sec * 1000 / len(qbits)
+
     table, failures = [], []
     for n in sizes:
         real = n == n0
@@ -226,7 +241,7 @@ def main() -> int:
             line_to_index = np.full(len(db), -1, dtype=np.int64)
             for i, sid in enumerate(store.ids):
                 line_to_index[int(sid[1:])] = i
-            to_index = lambda ids: line_to_index[ids]  # noqa: E731
+            to_index = line_to_index.take  # FPSim2 mol ids are database lines
             ref = None
         else:
             d = synth(args, store_path, n, work, rows=with_fpsim2)
@@ -237,7 +252,7 @@ def main() -> int:
                 if with_fpsim2
                 else None
             )
-            to_index = lambda ids: np.asarray(ids)  # noqa: E731
+            to_index = np.asarray  # synthetic: FPSim2 mol ids are store positions
             ref = brute(store_path, n, work, qfile)
 
         # first pass at t=0.7, one query at a time: what comes from disk when the index is new
@@ -268,41 +283,31 @@ def main() -> int:
         }
         reps = args.repeats if n <= 20_000_000 else args.repeats_large
         for name, t, k in COLUMNS:
-            ms = lambda sec: sec * 1000 / len(qbits)  # noqa: E731
-            single_s, res = base.timed(lambda: [searcher.search(b, t, k, 1) for b in qbits], reps)
-            batch_s, bres = base.timed(lambda: searcher.search_batch(qbits, t, k, 1)[0], reps)
-            two_s, tres = base.timed(lambda: searcher.search_batch(qbits, t, k, 2)[0], reps)
-            for qi, ((a, sa, _), (b, _), (c, _)) in enumerate(zip(res, bres, tres)):
+            single_s, res = base.timed(partial(search_each, searcher, qbits, t, k), reps)
+            batch_s, bres = base.timed(partial(search_batch, searcher, qbits, t, k, 1), reps)
+            two_s, tres = base.timed(partial(search_batch, searcher, qbits, t, k, 2), reps)
+            for qi, ((a, _, _), (b, _), (c, _)) in enumerate(zip(res, bres, tres)):
                 if list(a) != list(b) or list(a) != list(c):
                     failures.append(f"n={n} {name} query {qi}: batch or 2 threads != single")
             f_ms = None
             if fpe is not None:
-
-                def fpsim2():
-                    out = []
-                    for s in query_smiles:
-                        r = (
-                            fpe.top_k(s, k=k, threshold=t or 0.0, n_workers=1)
-                            if k
-                            else fpe.similarity(s, t, n_workers=1)
-                        )
-                        out.append((to_index(r["mol_id"]), r["coeff"].astype(np.float64)))
-                    return out
-
+                fpsim2 = partial(base.fpsim2_search, fpe, query_smiles, to_index, t, k)
                 f_s, fres = base.timed(fpsim2, 1)
                 f_ms = ms(f_s)
                 for qi, ((a, sa, _), (d, sd)) in enumerate(zip(res, fres)):
                     if k is None and sorted(a) != sorted(d.tolist()):
                         failures.append(
-                            f"n={n} {name} query {qi}: FPSim2 hit set differs ({len(a)} vs {len(d)})"
+                            f"n={n} {name} query {qi}: FPSim2 hit set differs "
+                            f"({len(a)} vs {len(d)})"
                         )
                     if k is not None and not np.allclose(np.sort(sa), np.sort(sd), atol=1e-6):
                         failures.append(f"n={n} {name} query {qi}: FPSim2 top-k scores differ")
             hits = sum(len(a) for a, _, _ in res)
             row["cols"][name] = (ms(single_s), ms(batch_s), ms(two_s), f_ms, hits)
             print(
-                f"n={n:,} {name}: molsift {ms(single_s):.3f} ms/query (batch {ms(batch_s):.3f}, 2 threads "
-                f"{ms(two_s):.3f}), FPSim2 {'-' if f_ms is None else f'{f_ms:.1f}'}, hits {hits:,}",
+                f"n={n:,} {name}: molsift {ms(single_s):.3f} ms/query (batch "
+                f"{ms(batch_s):.3f}, 2 threads {ms(two_s):.3f}), "
+                f"FPSim2 {'-' if f_ms is None else f'{f_ms:.1f}'}, hits {hits:,}",
                 flush=True,
             )
         fpe = None  # free its fingerprints before the next size
@@ -310,7 +315,8 @@ def main() -> int:
 
     print()
     print(
-        "| molecules | index GB | column | molsift single ms/query | batch of 100 | batch, 2 threads | FPSim2 in memory | FPSim2 / molsift | hits |"
+        "| molecules | index GB | column | molsift single ms/query | batch of 100 "
+        "| batch, 2 threads | FPSim2 in memory | FPSim2 / molsift | hits |"
     )
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for row in table:
@@ -319,7 +325,8 @@ def main() -> int:
             fp = "-" if f is None else f"{f:.1f}"
             ratio = "-" if f is None else f"{f / s1:.0f}x"
             print(
-                f"| {label} | {row['index_gb']:.2f} | {name} | {s1:.3f} | {b1:.3f} | {b2:.3f} | {fp} | {ratio} | {hits:,} |"
+                f"| {label} | {row['index_gb']:.2f} | {name} | {s1:.3f} | {b1:.3f} | {b2:.3f} "
+                f"| {fp} | {ratio} | {hits:,} |"
             )
     print()
     for row in table:
@@ -332,8 +339,8 @@ def main() -> int:
         print(f"{len(failures)} MISMATCHES, first: {failures[:5]}", file=sys.stderr)
         return 1
     print(
-        "all checked: molsift == brute force (t=0.7, top-10, order included) at every synthetic size; "
-        "FPSim2 same hit sets / scores where run; batch and 2 threads == single"
+        "all checked: molsift == brute force (t=0.7, top-10, order included) at every "
+        "synthetic size; FPSim2 same hit sets / scores where run; batch and 2 threads == single"
     )
     return 0
 

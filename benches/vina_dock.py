@@ -121,20 +121,23 @@ def main() -> int:
         f"machine={platform.machine()} cpus={os.cpu_count()} python={platform.python_version()}"
     )
     print(
-        "| ligand | heavy atoms | worker | vina_score kcal/mol | poses | embed s | prepare s | dock s | total s | reject |"
+        "| ligand | heavy atoms | worker | vina_score kcal/mol | poses | embed s | prepare s "
+        "| dock s | total s | reject |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for rid, pid, values, reject, total in rows:
         heavy = to_mol(*next((t, b) for r, t, b in todo if r == rid)).GetNumHeavyAtoms()
         if values:
             print(
-                f"| {rid} | {heavy} | {workers[pid]} | {values['vina_score']:.2f} | {values['n_poses']} | "
-                f"{values['embed_s']:.3f} | {values['prep_s']:.3f} | {values['dock_s']:.2f} | {total:.2f} | |"
+                f"| {rid} | {heavy} | {workers[pid]} | {values['vina_score']:.2f} "
+                f"| {values['n_poses']} | {values['embed_s']:.3f} | {values['prep_s']:.3f} "
+                f"| {values['dock_s']:.2f} | {total:.2f} | |"
             )
         else:
             print(f"| {rid} | {heavy} | {workers[pid]} | | | | | | {total:.2f} | {reject} |")
     print(
-        "\n| worker | maps built | setup s (receptor + maps) | docked | rejected | embed s | prepare s | dock s | fork+pipe s | fork+pipe per ligand ms |"
+        "\n| worker | maps built | setup s (receptor + maps) | docked | rejected | embed s "
+        "| prepare s | dock s | fork+pipe s | fork+pipe per ligand ms |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for w, (_, st, setup_s, _) in enumerate(results):
@@ -147,11 +150,12 @@ def main() -> int:
         )
     docked = sum(1 for r in rows if r[2])
     print(
-        f"\n{len(rows)} ligands, {docked} docked, {len(rows) - docked} rejected, wall {wall:.1f} s "
-        f"({wall / len(rows):.2f} s per ligand over {args.workers} workers)"
+        f"\n{len(rows)} ligands, {docked} docked, {len(rows) - docked} rejected, "
+        f"wall {wall:.1f} s ({wall / len(rows):.2f} s per ligand over {args.workers} workers)"
     )
     print(
-        f"crystal ligand redocked: heavy-atom RMSD to the crystal pose {crystal_rmsd(results):.2f} A"
+        "crystal ligand redocked: heavy-atom RMSD to the crystal pose "
+        f"{crystal_rmsd(results):.2f} A"
     )
     if args.poses:
         Path(args.poses).write_text("".join(res[3] for res in results))
@@ -213,14 +217,13 @@ def through_screen(todo, direct, args) -> None:
             print(f"molsift screen failed ({proc.returncode}): {proc.stderr[-2000:]}")
             return
         report = json.loads(proc.stdout.strip().splitlines()[-1])
-        rows = {r["id"]: r for r in csv.DictReader(out.open())}
-        rejects = {
-            r["id"]: r["reason"]
-            for r in csv.DictReader(Path(report["rejects"]).open(), delimiter="\t")
-        }
+        with out.open() as fh:
+            rows = {r["id"]: r for r in csv.DictReader(fh)}
+        with Path(report["rejects"]).open() as fh:
+            rejects = {r["id"]: r["reason"] for r in csv.DictReader(fh, delimiter="\t")}
     print(
-        f"\nmolsift screen -j {args.workers}: {report['records_in']} records, {report['rows']} rows, "
-        f"{report['rejected']} rejected, wall {wall:.1f} s (incl. start-up)"
+        f"\nmolsift screen -j {args.workers}: {report['records_in']} records, "
+        f"{report['rows']} rows, {report['rejected']} rejected, wall {wall:.1f} s (incl. start-up)"
     )
     print(
         "maps built per worker: "

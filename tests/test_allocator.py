@@ -21,8 +21,8 @@ import os
 def seen_allocator(mol):
     with open("/proc/self/maps") as f:
         maps = f.read()
-    return ["tcmalloc" if "libtcmalloc" in maps else "jemalloc" if "libjemalloc" in maps else "system",
-            os.getpid()]
+    found = [name for name in ("tcmalloc", "jemalloc") if f"lib{name}" in maps]
+    return [found[0] if found else "system", os.getpid()]
 
 seen_allocator.columns = ("allocator", "pid")
 """

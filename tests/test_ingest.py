@@ -56,11 +56,12 @@ def bundled_store(tmp_path_factory, bundled_smi):
 
 def test_counts_add_up_and_match_the_file(bundled_store, bundled_smi):
     report, store = bundled_store
-    n_lines = sum(1 for line in open(bundled_smi) if line.strip())
+    with open(bundled_smi) as f:
+        n_lines = sum(1 for line in f if line.strip())
     assert report.records_in == n_lines == store.counts["records_in"]
     assert report.records_in == report.molecules + report.rejected
     assert len(store) == report.molecules
-    rejects = open(store.rejects_path).read().splitlines()
+    rejects = Path(store.rejects_path).read_text().splitlines()
     assert len(rejects) == 1 + report.rejected  # header + one row per reject
 
 
@@ -81,7 +82,7 @@ def test_fingerprints_and_smiles_equal_rdkit(bundled_store, bundled_smi):
 def test_rejected_records_are_rdkit_failures_with_lines(bundled_store, bundled_smi):
     _, store = bundled_store
     rows = read_smi(bundled_smi)
-    lines = open(store.rejects_path).read().splitlines()[1:]
+    lines = Path(store.rejects_path).read_text().splitlines()[1:]
     failed = {i + 1 for i, (s, _) in enumerate(rows) if Chem.MolFromSmiles(s) is None}
     assert {int(r.split("\t")[1]) for r in lines} == failed
 
@@ -177,7 +178,7 @@ BAD_SMILES = (
 
 
 def reject_rows(store):
-    rows = open(store.rejects_path).read().splitlines()
+    rows = Path(store.rejects_path).read_text().splitlines()
     assert rows[0] == "source\tline\toffset\tid\treason"
     return {r.split("\t")[3]: r.split("\t") for r in rows[1:]}
 
@@ -227,7 +228,7 @@ def test_existing_output_is_refused(tmp_path, bundled_smi):
 
 
 def test_missing_input_names_the_file(tmp_path):
-    with pytest.raises(molsift.InputError, match="nope.smi"):
+    with pytest.raises(molsift.InputError, match=r"nope\.smi"):
         molsift.ingest(tmp_path / "nope.smi", tmp_path / "s", workers=1, progress=False)
 
 
@@ -300,7 +301,7 @@ def test_id_with_lone_cr_is_rejected_and_counted_not_fatal(tmp_path):
     assert list(store.ids) == ["ok1", "tab\tinside", "ok2"]
     m = store.manifest["counts"]
     assert (m["records_in"], m["molecules"], m["rejected"]) == (5, 3, 2)
-    rows = open(store.rejects_path).read().splitlines()[1:]
+    rows = Path(store.rejects_path).read_text().splitlines()[1:]
     assert [int(r.split("\t")[1]) for r in rows] == [1, 4]
     assert all("control character" in r.split("\t")[4] for r in rows)
     assert "U+000D" in rows[0] and "U+000C" in rows[1]
@@ -364,4 +365,4 @@ def test_all_records_rejected_exits_3_and_keeps_the_rejects(tmp_path):
     store = molsift.open_store(tmp_path / "s")
     c = store.manifest["counts"]
     assert c["molecules"] == 0 and c["rejected"] == c["records_in"] > 0
-    assert len(open(store.rejects_path).read().splitlines()) == c["rejected"] + 1
+    assert len(Path(store.rejects_path).read_text().splitlines()) == c["rejected"] + 1

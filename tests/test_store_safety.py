@@ -36,7 +36,8 @@ def molsift_run(*args, env=None, cwd=None) -> subprocess.CompletedProcess:
 
 
 def small_library(path: Path, bundled_smi: Path, start: int, n: int) -> Path:
-    lines = [ln for ln in open(bundled_smi) if ln.strip()][start : start + n]
+    with open(bundled_smi) as f:
+        lines = [ln for ln in f if ln.strip()][start : start + n]
     path.write_text("".join(lines))
     return path
 
@@ -233,7 +234,7 @@ def test_corrupt_ids_names_the_file(indexed_store, tmp_path):
     data[0] = 0xFF  # not UTF-8
     (bad / "ids.txt").write_bytes(bytes(data))
     store = molsift.open_store(bad, verify=False)
-    with pytest.raises(molsift.StoreError, match="ids.txt"):
+    with pytest.raises(molsift.StoreError, match=r"ids\.txt"):
         store.ids[0]
 
 
@@ -258,8 +259,8 @@ with open(out, "w") as f:
         try:
             s = molsift.open_store(path, verify=False)
             hits = s.search_batch(sys.argv[4:], k=3)
-            print(repr([[(s.ids[i], round(score, 6), s.smiles[i]) for i, score in h] for h in hits]),
-                  file=f)
+            answer = [[(s.ids[i], round(score, 6), s.smiles[i]) for i, score in h] for h in hits]
+            print(repr(answer), file=f)
         except molsift.StoreError as e:
             print("ERROR", e, file=f)
         f.flush()

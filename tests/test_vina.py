@@ -26,7 +26,8 @@ LIGAND = EXAMPLE / "1iep_ligand.sdf"
 
 needs_example = pytest.mark.skipif(
     not RECEPTOR.exists(),
-    reason=f"Vina's 1iep example not found at {EXAMPLE} (the shared data sits beside the repository)",
+    reason=f"Vina's 1iep example not found at {EXAMPLE} "
+    "(the shared data sits beside the repository)",
 )
 
 PARACETAMOL = "CC(=O)Nc1ccc(O)cc1"
@@ -80,7 +81,8 @@ def in_box(xyz, box: Box, slack: float = 0.0) -> bool:
 @needs_example
 def test_crystal_ligand_redocks_with_a_strong_score(crystal):
     _mol, values, _ = crystal
-    # Vina's own example gives about -12 to -13 kcal/mol at exhaustiveness 8; at 1, strongly negative
+    # Vina's own example gives about -12 to -13 kcal/mol at exhaustiveness 8; at 1, strongly
+    # negative
     assert values["vina_score"] < -8, values
     assert values["vina_score"] > -20, values  # not absurd either
     assert 1 <= values["n_poses"] <= 9

@@ -54,9 +54,10 @@ def _main_script() -> str | None:
 
 
 def check_can_spawn() -> None:
-    """Raises SpawnError (exit with one sentence) when starting worker processes now would fail or run the user's script
-    again: in a worker that is still importing the script (no guard), or in the main process
-    when molsift is called from the script's top level outside the `__main__` guard."""
+    """Raises SpawnError (exit with one sentence) when starting worker processes now would fail
+    or run the user's script again: in a worker that is still importing the script (no guard),
+    or in the main process when molsift is called from the script's top level outside the
+    `__main__` guard."""
     import multiprocessing.process as mpp
 
     if getattr(mpp.current_process(), "_inheriting", False):  # a spawned worker importing main

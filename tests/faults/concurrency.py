@@ -186,12 +186,12 @@ def concurrent_ingest(workdir: Path, rounds: int, runs: int = 3) -> list[Case]:
     """`runs` ingests of different libraries to one output path at once (with and without
     --overwrite); a file beside the output must survive; the final store must be one of them."""
     libs = [_lib(workdir, f"cJ{i}.smi", 400 * i, 400) for i in range(runs)]
+    out = workdir / "cj.store"  # the same path every round
+    neighbour = workdir / "cj.neighbour.txt"
     cases = []
     for r in range(rounds):
         overwrite = r % 2 == 1
-        out = workdir / "cj.store"
         shutil.rmtree(out, ignore_errors=True)
-        neighbour = workdir / "cj.neighbour.txt"
         neighbour.write_text("not molsift's")
         flag = ["--overwrite"] if overwrite else []
         procs = [

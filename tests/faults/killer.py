@@ -239,7 +239,8 @@ def kill_case(verb: Verb, seed: int, at_spawn: bool = False) -> list[Case]:
     cases = []
     bad = check_status(KIND, f"{name} next run", nxt, allowed=(0,))
     if bad:
-        bad.reason = f"{bad.reason} ({text(nxt.stderr).strip().splitlines()[-1][:160] if nxt.stderr.strip() else ''})"
+        last_line = text(nxt.stderr).strip().splitlines()[-1][:160] if nxt.stderr.strip() else ""
+        bad.reason = f"{bad.reason} ({last_line})"
         if bad.failure != "traceback/panic":
             bad.failure = WRONG
         cases.append(bad)
