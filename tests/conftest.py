@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,6 +32,53 @@ def bundled_smi() -> Path:
 def rdkit_sdf() -> Path:
     """200 real molecules with properties, shipped in the rdkit wheel."""
     return rdkit_data("NCI", "first_200.props.sdf")
+
+
+# File names in documented command lines (README, --help examples): an argument that looks like
+# one is an input, unless it follows an output option; a line runs only when its inputs exist
+# (bundled or made by an earlier line).
+PATHLIKE = re.compile(
+    r"^[\w./-]+\.(smi|csv|tsv|sdf|gz|zst|store|run|json|darshan|parquet|png)(/[\w.]+)?$"
+)
+OUTPUT_OPTIONS = {"-o", "--output", "--io-log"}
+VENV_BIN = Path(sys.executable).parent
+
+
+def fresh_dir(tmp_path: Path) -> Path:
+    """A directory holding only data/nci_first_5k.smi, like a new clone's bundled data."""
+    (tmp_path / "data").mkdir()
+    shutil.copy(BUNDLED_SMI, tmp_path / "data" / BUNDLED_SMI.name)
+    return tmp_path
+
+
+def env_with_venv() -> dict:
+    """The environment with the venv's bin (the `molsift` command) first on PATH."""
+    return dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def runnable(words: list, cwd: Path) -> bool:
+    """A molsift line whose input files all exist in `cwd` (profile runs other programs)."""
+    if words[:1] != ["molsift"] or "profile" in words:
+        return False
+    inputs = [
+        w
+        for prev, w in zip(["", *words], words)
+        if prev not in OUTPUT_OPTIONS and PATHLIKE.match(w)
+    ]
+    return all((cwd / w).exists() for w in inputs)
+
+
+def run_documented_line(line: str, cwd: Path) -> list | None:
+    """Runs a documented command line in `cwd` with the venv's `molsift` when it is runnable
+    (`runnable`) and checks that it exits with 0. Returns its words, None when not run."""
+    words = shlex.split(line, comments=True)
+    if not runnable(words, cwd):
+        return None
+    proc = subprocess.run(
+        words, cwd=cwd, env=env_with_venv(), capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, f"{line}\n{proc.stderr}"
+    return words
 
 
 def molsift_cmd() -> list:

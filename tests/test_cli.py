@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import fresh_dir, run_documented_line
 
 
 def molsift(*args, check=True):
@@ -43,21 +44,39 @@ def test_every_verb_is_offered():
     assert list(verb_parsers()) == VERBS
 
 
+def help_examples(verb: str) -> list:
+    """The example command lines that end `molsift VERB --help`."""
+    help_text = verb_parsers()[verb].format_help()
+    head, _, examples = help_text.rpartition("\nexamples:\n")
+    assert head, help_text
+    return examples.splitlines()
+
+
 @pytest.mark.parametrize("verb", VERBS)
 def test_help_ends_with_examples_that_parse(verb):
     """Every verb's help ends with 2 to 4 example command lines, each accepted by the parser
     as it is written (options that exist, values of the right kind)."""
     from molsift.cli import build_parser
 
-    help_text = verb_parsers()[verb].format_help()
-    head, _, examples = help_text.rpartition("\nexamples:\n")
-    lines = examples.splitlines()
-    assert head and 2 <= len(lines) <= 4, help_text
+    lines = help_examples(verb)
+    assert 2 <= len(lines) <= 4, lines
     for line in lines:
         words = shlex.split(line, comments=True)
         start = words.index("molsift")  # after `mpirun -n 4` where there is one
         assert words[start + 1] == verb and all(w != "molsift" for w in words[:start]), line
         build_parser().parse_args(words[start + 1 :])  # exits with status 2 if it does not parse
+
+
+def test_help_examples_run_on_the_bundled_data(tmp_path):
+    """The examples are real: those that need only the bundled data (and what earlier ones
+    made) run as a user would, in this order, with the venv's `molsift`, and exit with 0."""
+    cwd = fresh_dir(tmp_path)
+    ran = set()
+    for verb in ("count", "ingest", "index", "info", "search", "screen", "report", "insights"):
+        for line in help_examples(verb):
+            if run_documented_line(line, cwd):
+                ran.add(verb)
+    assert ran == set(VERBS) - {"profile"}
 
 
 def stated_defaults(help_text: str) -> list:

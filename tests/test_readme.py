@@ -4,40 +4,18 @@ data runs too, in order, with the venv's bin on PATH as the README says."""
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from conftest import BUNDLED_SMI, ROOT
+from conftest import ROOT, fresh_dir, run_documented_line
 
 README = ROOT / "README.md"
-VENV_BIN = Path(sys.executable).parent
-# File names of the bash examples: an argument that looks like one is an input, unless it
-# follows an output option; a line runs only when its inputs exist (bundled or made above).
-PATHLIKE = re.compile(
-    r"^[\w./-]+\.(smi|csv|tsv|sdf|gz|zst|store|run|json|darshan|parquet|png)(/[\w.]+)?$"
-)
-OUTPUT_OPTIONS = {"-o", "--output", "--io-log"}
 
 
 def blocks(lang: str) -> list:
     return re.findall(rf"```{lang}\n(.*?)```", README.read_text(), flags=re.S)
-
-
-def fresh_dir(tmp_path: Path) -> Path:
-    """A directory holding only data/nci_first_5k.smi, like a new clone's bundled data."""
-    (tmp_path / "data").mkdir()
-    shutil.copy(BUNDLED_SMI, tmp_path / "data" / BUNDLED_SMI.name)
-    return tmp_path
-
-
-def env_with_venv() -> dict:
-    return dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 @pytest.mark.parametrize("index", range(len(blocks("python"))))
@@ -51,31 +29,14 @@ def test_readme_python_block_runs_as_a_script(tmp_path, index):
     assert proc.returncode == 0, proc.stderr
 
 
-def runnable(words: list, cwd: Path) -> bool:
-    """A molsift line whose input files all exist in `cwd` (profile runs other programs)."""
-    if words[:1] != ["molsift"] or "profile" in words:
-        return False
-    inputs = [
-        w
-        for prev, w in zip(["", *words], words)
-        if prev not in OUTPUT_OPTIONS and PATHLIKE.match(w)
-    ]
-    return all((cwd / w).exists() for w in inputs)
-
-
 def test_readme_bash_lines_run_on_the_bundled_data(tmp_path):
     cwd = fresh_dir(tmp_path)
     ran = []
     for block in blocks("bash"):
         for line in block.splitlines():
-            words = shlex.split(line, comments=True)
-            if not runnable(words, cwd):
-                continue
-            proc = subprocess.run(
-                words, cwd=cwd, env=env_with_venv(), capture_output=True, text=True, timeout=600
-            )
-            assert proc.returncode == 0, f"{line}\n{proc.stderr}"
-            ran.append(" ".join(words[:2]))
+            words = run_documented_line(line, cwd)
+            if words:
+                ran.append(" ".join(words[:2]))
     for verb in ("count", "ingest", "info", "search", "screen", "report"):
         assert f"molsift {verb}" in ran, (verb, ran)
 

@@ -14,17 +14,20 @@ EXIT_ERROR = 2  # bad arguments or input, a damaged store, a failed run: one lin
 EXIT_NOTHING_USABLE = 3  # ingest/screen ran, but no record was stored or scored
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_PIPE_CLOSED = 141  # as a shell reports a process killed by SIGPIPE
-EXIT_CODES = f"""exit status:
-  0    success
-  1    an unexpected error (a bug: the traceback is printed)
-  {EXIT_ERROR}    an error: bad arguments, unreadable input, a damaged store, a failed run
-  {EXIT_NOTHING_USABLE}    nothing usable: ingest stored no molecule or screen scored no record \
-(empty
-       input, or every record rejected); the store or results are still written, with the
-       rejects in rejects.tsv
-  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)
-  {EXIT_PIPE_CLOSED}  the output pipe was closed early (e.g. `molsift info STORE | head -3`)
-  profile exits with the status of the program it ran"""
+EXIT_CODES = (
+    "exit status:\n"
+    "  0    success\n"
+    "  1    an unexpected error (a bug: the traceback is printed)\n"
+    f"  {EXIT_ERROR}    an error: bad arguments, unreadable input, a damaged store, a failed run\n"
+    f"  {EXIT_NOTHING_USABLE}    nothing usable: ingest stored no molecule or screen scored no "
+    "record (empty\n"
+    "       input, or every record rejected); the store or results are still written, with the\n"
+    "       rejects in rejects.tsv\n"
+    f"  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)\n"
+    f"  {EXIT_PIPE_CLOSED}  the output pipe was closed early "
+    "(e.g. `molsift info STORE | head -3`)\n"
+    "  profile exits with the status of the program it ran"
+)
 
 IO_LOG_HELP = (
     "write molsift's own I/O counters (every file, every process: workers and MPI "
@@ -62,7 +65,7 @@ def add_verb(
     """A verb's parser whose help ends with its example command lines (a comment after
     two spaces and `#` is aligned with the others)."""
     split = [[part.strip() for part in line.partition("  #")[::2]] for line in examples]
-    width = max(len(command) for command, comment in split if comment) if split else 0
+    width = max((len(command) for command, comment in split if comment), default=0)
     epilog = "examples:\n" + "\n".join(
         f"  {command:<{width}}  # {comment}" if comment else f"  {command}"
         for command, comment in split
