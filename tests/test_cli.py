@@ -208,6 +208,13 @@ def test_search_k_0_and_threshold_out_of_range_are_refused(tmp_path, args, messa
     assert "Traceback" not in proc.stderr
 
 
+def test_search_without_a_query_is_an_error_exit_2(tmp_path):
+    """It exited 1 (documented as "a bug") through SystemExit; errors exit 2 with one line."""
+    proc = molsift("search", tmp_path / "no.store", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == "molsift: error: give a query: -q SMILES or --queries FILE"
+
+
 @pytest.mark.parametrize("verb", ["ingest", "screen"])
 def test_max_record_bytes_help_equals_the_readers_default(verb):
     """Issue 14, defect 8: the help said 1 MiB, the reader used 64 KiB for SMILES lines."""

@@ -25,6 +25,8 @@ from .progress import Progress
 from .spec import FingerprintSpec
 
 BATCH_RECORDS = 2048
+#: Equal slabs per plain input and MPI rank (ranks take them round-robin) when --slabs is not given.
+MPI_SLABS_PER_RANK = 4
 
 
 @dataclass
@@ -210,7 +212,7 @@ def ingest(
     cleanup = None
     try:
         # MPI ranks take tasks round-robin: equal slabs; local workers share a queue: guided
-        n_slabs = slabs or (max(1, 4 * executor.size) if executor.name == "mpi" else None)
+        n_slabs = slabs or (MPI_SLABS_PER_RANK * executor.size if executor.name == "mpi" else None)
         plan = None
         if executor.is_root:
             fmt = {"format": format, "header": header, "smiles_col": smiles_col,

@@ -86,9 +86,9 @@ def _write_io_log(args, start: float, status: int) -> None:
 
     comm = None
     if _under_mpi():
-        from mpi4py import MPI
+        from ..parallel.mpi import world
 
-        comm = MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+        comm = world() if world().Get_size() > 1 else None
     records = all_records(comm)
     if records is None:  # not rank 0
         return
@@ -102,16 +102,7 @@ def _write_io_log(args, start: float, status: int) -> None:
 
 def _abort_other_ranks() -> None:
     """An unexpected error on one MPI rank must not leave the others waiting forever."""
-    from ..parallel import launched_under_mpi
+    if _under_mpi():
+        from ..parallel.mpi import abort_job
 
-    if not launched_under_mpi():
-        return
-    import traceback
-
-    from mpi4py import MPI
-
-    if MPI.COMM_WORLD.Get_size() > 1:
-        traceback.print_exc()
-        sys.stderr.write(f"molsift: rank {MPI.COMM_WORLD.Get_rank()} failed; aborting the job\n")
-        sys.stderr.flush()
-        MPI.COMM_WORLD.Abort(1)
+        abort_job()

@@ -65,7 +65,8 @@ def add_parser(subparsers):
         type=int,
         default=default_of(ingestion.ingest, "slabs"),
         help="equal byte-range slabs per plain input (default: slabs that shrink towards "
-        "the end so the workers finish together; 4 per rank under MPI)",
+        "the end so the workers finish together; "
+        f"{ingestion.MPI_SLABS_PER_RANK} per rank under MPI)",
     )
     p.add_argument(
         "--chunk-records",

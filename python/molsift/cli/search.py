@@ -111,7 +111,7 @@ def run(args) -> int:
     from ..store import open_store
 
     if not args.query and not args.queries:
-        raise SystemExit("molsift search: give -q SMILES or --queries FILE")
+        raise ValueError("give a query: -q SMILES or --queries FILE")
     k = args.k_nearest if args.k_nearest or args.threshold is not None else DEFAULT_K
     store = open_store(args.store, verify=False)
     queries = read_queries(args)
@@ -124,7 +124,7 @@ def run(args) -> int:
     try:
         search.write_hits(rows, args.output or None)  # no -o (or -o ''): stdout
     except ImportError as exc:  # Parquet without pyarrow
-        raise SystemExit(f"molsift search: {exc}") from exc
+        raise ValueError(str(exc)) from exc
     touched = results[0].stats.get("bytes_touched", 0) if results else 0  # summed over the batch
     print(
         f"molsift: {len(queries)} queries, {len(rows)} hits in {seconds * 1000:.1f} ms"
