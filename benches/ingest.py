@@ -214,7 +214,7 @@ def main() -> int:
             f"| {label} | {sec:.1f} | {n / sec:,.0f} | {n / sec / w / ref_rate:.2f} "
             f"| - | - | - | - |"
         )
-    path = "plain CSV, slabs + one pre-pass" if args.plain else "gzip stream"
+    path = "plain CSV: slab path" if args.plain else "gzip: stream path"
     for name, w, wall, rate, same_fp, same_smiles, bpm, rej, alloc in rows:
         print(
             f"| molsift ingest -j {w}, {name} ({path}; allocator {alloc}) | {wall:.1f} "
