@@ -1,5 +1,6 @@
 //! Owns the crate's error types: [`IoError`] for reading files and streams,
-//! [`FieldError`] for pulling fields (SMILES, ID) out of one record.
+//! [`FieldError`] for pulling fields (SMILES, ID) out of one record, [`OptionError`] for a
+//! format or reader options that cannot be used.
 
 use std::path::PathBuf;
 
@@ -92,4 +93,20 @@ pub enum FieldError {
         /// What is wrong.
         reason: &'static str,
     },
+}
+
+/// A format name or reader option that cannot be used (given by a caller, before any file is
+/// opened).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OptionError {
+    /// Not one of the formats molsift reads.
+    #[error("unknown format {0:?} (smiles, csv, sdf)")]
+    UnknownFormat(String),
+    /// A CSV delimiter other than a comma or a tab.
+    #[error("delimiter must be ',' or tab, got {0:?}")]
+    BadDelimiter(String),
+    /// A read buffer of no bytes.
+    #[error("read buffer size must be at least 1 byte")]
+    EmptyBuffer,
 }

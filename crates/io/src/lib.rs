@@ -67,7 +67,7 @@ pub use count::{
     ReadMethod,
 };
 pub use counters::{read_amplification, ReadCounters};
-pub use error::{FieldError, IoError};
+pub use error::{FieldError, IoError, OptionError};
 pub use fields::{sdf_molecule_count, sdf_title, split_smiles_line, CsvColumns, SmilesAndId};
 pub use options::{
     ReaderOptions, DEFAULT_BUFFER_SIZE, DEFAULT_MAX_LINE_RECORD_BYTES, DEFAULT_MAX_SDF_RECORD_BYTES,

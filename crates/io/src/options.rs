@@ -1,6 +1,7 @@
 //! Owns [`ReaderOptions`]: read buffer size, the record size limit and the
 //! header flag shared by the slab and stream readers.
 
+use crate::error::OptionError;
 use crate::slab::RecordKind;
 
 /// One MiB.
@@ -42,6 +43,26 @@ impl ReaderOptions {
             },
             skip_header: false,
         }
+    }
+
+    /// The defaults for `kind`, with the read buffer size and record size limit a caller gave
+    /// (`None`: the default).
+    pub fn with_sizes(
+        kind: RecordKind,
+        buffer_size: Option<usize>,
+        max_record_bytes: Option<usize>,
+    ) -> Result<ReaderOptions, OptionError> {
+        let mut opts = ReaderOptions::for_kind(kind);
+        if let Some(b) = buffer_size {
+            if b == 0 {
+                return Err(OptionError::EmptyBuffer);
+            }
+            opts.buffer_size = b;
+        }
+        if let Some(m) = max_record_bytes {
+            opts.max_record_bytes = m;
+        }
+        Ok(opts)
     }
 
     /// Checks the options against the record kind; `Err` holds the reason.

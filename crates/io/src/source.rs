@@ -5,7 +5,7 @@
 
 use crate::count::{count_newlines, count_records, CountReport};
 use crate::counters::ReadCounters;
-use crate::error::IoError;
+use crate::error::{IoError, OptionError};
 use crate::fields::{sdf_molecule_count, sdf_title, split_smiles_line, CsvColumns};
 use crate::options::ReaderOptions;
 use crate::reader::SlabReader;
@@ -38,6 +38,33 @@ pub enum InputFormat {
 }
 
 impl InputFormat {
+    /// The format called `name` (`smiles`, `csv` or `sdf`, as the command line and the Python
+    /// API name them) with its options; `delimiter` is `","`, `"\t"` or `"tab"` (CSV only).
+    pub fn named(
+        name: &str,
+        header: bool,
+        smiles_col: Option<String>,
+        id_col: Option<String>,
+        delimiter: Option<&str>,
+    ) -> Result<InputFormat, OptionError> {
+        let delimiter = match delimiter {
+            None => None,
+            Some("\t") | Some("tab") => Some(b'\t'),
+            Some(",") => Some(b','),
+            Some(d) => return Err(OptionError::BadDelimiter(d.to_string())),
+        };
+        Ok(match name {
+            "smiles" => InputFormat::Smiles { header },
+            "csv" => InputFormat::Csv {
+                smiles_col,
+                id_col,
+                delimiter,
+            },
+            "sdf" => InputFormat::Sdf,
+            other => return Err(OptionError::UnknownFormat(other.to_string())),
+        })
+    }
+
     /// How this format's records are delimited.
     pub fn record_kind(&self) -> RecordKind {
         match self {
@@ -406,6 +433,37 @@ fn take_fields(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn formats_are_named_as_the_command_line_names_them() {
+        let tab = InputFormat::named("csv", true, Some("s".into()), None, Some("tab")).unwrap();
+        assert_eq!(
+            tab,
+            InputFormat::Csv {
+                smiles_col: Some("s".into()),
+                id_col: None,
+                delimiter: Some(b'\t')
+            }
+        );
+        assert_eq!(
+            InputFormat::named("smiles", true, None, None, None).unwrap(),
+            InputFormat::Smiles { header: true }
+        );
+        assert_eq!(
+            InputFormat::named("mol2", false, None, None, None),
+            Err(OptionError::UnknownFormat("mol2".into()))
+        );
+        assert_eq!(
+            InputFormat::named("csv", false, None, None, Some(";")),
+            Err(OptionError::BadDelimiter(";".into()))
+        );
+        assert_eq!(
+            ReaderOptions::with_sizes(RecordKind::Line, Some(0), None),
+            Err(OptionError::EmptyBuffer)
+        );
+        let opts = ReaderOptions::with_sizes(RecordKind::Sdf, Some(4096), None).unwrap();
+        assert_eq!((opts.buffer_size, opts.max_record_bytes), (4096, 64 << 20));
+    }
+
     use super::*;
     use std::io::Write;
 

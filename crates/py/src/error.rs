@@ -33,6 +33,11 @@ pub fn input_err(e: molsift_io::IoError) -> PyErr {
     InputError::new_err(e.to_string())
 }
 
+/// Converts a format name or reader option that cannot be used to `ValueError`.
+pub fn option_err(e: molsift_io::OptionError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
 /// Converts a store error.
 pub fn store_err(e: molsift_store::StoreError) -> PyErr {
     StoreError::new_err(e.to_string())

@@ -8,63 +8,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::error::input_err;
+use crate::error::{input_err, option_err};
 
 /// (text, id, line, offset, problem) as handed to Python.
 type PyRecord = (String, String, u64, u64, Option<String>);
-
-fn make_format(
-    format: &str,
-    header: bool,
-    smiles_col: Option<String>,
-    id_col: Option<String>,
-    delimiter: Option<String>,
-) -> PyResult<InputFormat> {
-    let delimiter = match delimiter.as_deref() {
-        None => None,
-        Some("\t") | Some("tab") => Some(b'\t'),
-        Some(",") => Some(b','),
-        Some(d) => {
-            return Err(PyValueError::new_err(format!(
-                "delimiter must be ',' or tab, got {d:?}"
-            )))
-        }
-    };
-    Ok(match format {
-        "smiles" => InputFormat::Smiles { header },
-        "csv" => InputFormat::Csv {
-            smiles_col,
-            id_col,
-            delimiter,
-        },
-        "sdf" => InputFormat::Sdf,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "unknown format {other:?} (smiles, csv, sdf)"
-            )))
-        }
-    })
-}
-
-fn options(
-    format: &InputFormat,
-    buffer_size: Option<usize>,
-    max_record_bytes: Option<usize>,
-) -> PyResult<ReaderOptions> {
-    let mut opts = ReaderOptions::for_kind(format.record_kind());
-    if let Some(b) = buffer_size {
-        if b == 0 {
-            return Err(PyValueError::new_err(
-                "read buffer size must be at least 1 byte",
-            ));
-        }
-        opts.buffer_size = b;
-    }
-    if let Some(m) = max_record_bytes {
-        opts.max_record_bytes = m;
-    }
-    Ok(opts)
-}
 
 fn counters_dict<'py>(py: Python<'py>, c: &ReadCounters) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -105,8 +52,10 @@ impl PyRecordSource {
         max_record_bytes: Option<usize>,
         first_line: Option<u64>,
     ) -> PyResult<Self> {
-        let format = make_format(format, header, smiles_col, id_col, delimiter)?;
-        let opts = options(&format, buffer_size, max_record_bytes)?;
+        let format = InputFormat::named(format, header, smiles_col, id_col, delimiter.as_deref())
+            .map_err(option_err)?;
+        let opts = ReaderOptions::with_sizes(format.record_kind(), buffer_size, max_record_bytes)
+            .map_err(option_err)?;
         let inner = py
             .detach(|| match slab {
                 Some((start, end)) => {
@@ -151,7 +100,7 @@ fn count_records<'py>(
     threads: usize,
     header: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let format = make_format(format, header, None, None, None)?;
+    let format = InputFormat::named(format, header, None, None, None).map_err(option_err)?;
     let report = py
         .detach(|| molsift_io::count_input(&path, &format, threads.max(1)))
         .map_err(input_err)?;

@@ -53,30 +53,9 @@ impl PyStoreWriter {
         lines: Vec<u64>,
         fps: &[u8],
     ) -> PyResult<()> {
-        let n = ids.len();
-        if smiles.len() != n || lines.len() != n {
-            return Err(PyValueError::new_err(
-                "ids, smiles and lines differ in length",
-            ));
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        if fps.len() % n != 0 {
-            return Err(PyValueError::new_err(format!(
-                "{} bytes of fingerprints do not split into {n} rows",
-                fps.len()
-            )));
-        }
-        let row = fps.len() / n;
         let w = self.writer()?;
-        py.detach(|| {
-            for i in 0..n {
-                w.add_packed(&ids[i], &smiles[i], lines[i], &fps[i * row..(i + 1) * row])?;
-            }
-            Ok(())
-        })
-        .map_err(store_err)
+        py.detach(|| w.add_packed_rows(&ids, &smiles, &lines, fps))
+            .map_err(store_err)
     }
 
     /// Records one rejected record.

@@ -142,6 +142,39 @@ impl StoreWriter {
         self.add_own_row(id, smiles, source_line)
     }
 
+    /// Appends molecules given as parallel columns: ids, canonical SMILES, 1-based lines, and
+    /// their fingerprints packed one after the other (each as [`add_packed`](Self::add_packed)
+    /// takes it, so `fps` splits into `ids.len()` equal rows).
+    pub fn add_packed_rows(
+        &mut self,
+        ids: &[String],
+        smiles: &[String],
+        lines: &[u64],
+        fps: &[u8],
+    ) -> Result<(), StoreError> {
+        let n = ids.len();
+        if smiles.len() != n || lines.len() != n {
+            return Err(StoreError::Invalid(format!(
+                "{n} ids, {} SMILES and {} lines: the columns differ in length",
+                smiles.len(),
+                lines.len()
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        if fps.len() % n != 0 {
+            return Err(StoreError::Invalid(format!(
+                "{} bytes of fingerprints do not split into {n} rows",
+                fps.len()
+            )));
+        }
+        for (i, row) in fps.chunks_exact(fps.len() / n).enumerate() {
+            self.add_packed(&ids[i], &smiles[i], lines[i], row)?;
+        }
+        Ok(())
+    }
+
     /// Appends one molecule whose fingerprint is already packed into `row` words.
     pub fn add_row(
         &mut self,
@@ -317,4 +350,43 @@ fn check_one_line(what: &str, text: &str) -> Result<(), StoreError> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> FingerprintSpec {
+        FingerprintSpec::new("test", 64, serde_json::json!({})).unwrap()
+    }
+
+    #[test]
+    fn packed_rows_split_into_one_row_per_molecule() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let mut w = StoreWriter::create(&path, spec(), false).unwrap();
+        let (ids, smiles) = (
+            vec!["a".to_string(), "b".into()],
+            vec!["C".to_string(), "CC".into()],
+        );
+        let mut fps = 1u64.to_le_bytes().to_vec();
+        fps.extend_from_slice(&(1u64 << 63).to_le_bytes());
+        w.add_packed_rows(&ids, &smiles, &[3, 5], &fps).unwrap();
+        let bad = w.add_packed_rows(&ids, &smiles, &[3], &fps).unwrap_err();
+        assert!(bad.to_string().contains("differ in length"), "{bad}");
+        let bad = w
+            .add_packed_rows(&ids, &smiles, &[3, 5], &fps[..15])
+            .unwrap_err();
+        assert!(
+            bad.to_string().contains("do not split into 2 rows"),
+            "{bad}"
+        );
+        w.finish().unwrap();
+        let s = Store::open(&path, crate::Verify::Full).unwrap();
+        assert_eq!(
+            (s.id(1).unwrap(), s.smiles(1).unwrap(), s.source_line(1)),
+            ("b", "CC", 5)
+        );
+        assert_eq!((s.fingerprint(0)[0], s.fingerprint(1)[0]), (1, 1 << 63));
+    }
 }
