@@ -1,4 +1,4 @@
-"""MPI ranks (only when launched under `mpirun`; mpi4py is imported lazily, here alone).
+"""MPI ranks (only when launched under `mpirun`; mpi4py is imported lazily, when first used).
 
 - `MPIExecutor`: one worker per rank. Every rank walks the same task list and runs the tasks
   whose index modulo the world size is its rank; results are gathered on rank 0 in task order.
