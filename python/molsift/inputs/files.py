@@ -46,6 +46,18 @@ class InputFile:
         `first_line` one slab of a plain file. `reader`: buffer_size, max_record_bytes."""
         return _core.RecordSource(self.path, **where, **self.format_args(), **(reader or {}))
 
+    def records(
+        self, reader: dict | None = None, slab: tuple[int, int] | None = None, batch: int = 4096
+    ) -> Iterator[tuple]:
+        """Yields (text, id, line, offset, problem) for every record of the file (or of the
+        byte range `slab` of a plain file), read `batch` records at a time."""
+        src = self.source(reader, slab=slab)
+        while True:
+            records = src.next_batch(batch)
+            if not records:
+                return
+            yield from records
+
 
 def describe_input(
     path: PathLike,
@@ -88,12 +100,7 @@ def read_records(
     `slab` of a plain file). `problem` is None or the reason the record cannot be used."""
     inp = describe_input(path, format, **fields)
     reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes}
-    src = inp.source(reader, slab=slab)
-    while True:
-        records = src.next_batch(batch)
-        if not records:
-            return
-        yield from records
+    yield from inp.records(reader, slab, batch)
 
 
 def count_records(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .files import PathLike, describe_input, read_records
+from .files import PathLike, describe_input
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def read_molecules(
 
     inp = describe_input(path, format, **fields)
     out = MoleculeFile()
-    for text, rid, line, _offset, problem in read_records(inp.path, inp.format, **fields):
+    for text, rid, line, _offset, problem in inp.records():
         mol = None
         if problem is None:
             mol, problem = to_mol(text, inp.sdf)

@@ -159,8 +159,9 @@ class Screener:
         self.poll = poll
         self.queue_depth = queue_depth or (lambda: 0)
         self.status = status
-        self.sdf = plan["input"]["format"] == "sdf"
-        self.source = plan["input"]["path"]  # absolute: read from any cwd
+        self.input = InputFile(**plan["input"])
+        self.sdf = self.input.sdf
+        self.source = self.input.path  # absolute: read from any cwd
         self.source_name = plan.get("source_name", self.source)  # as typed, for rejects.tsv
         self.buffer = RowBuffer(plan["write_buffer"], src, scorer.has_poses)
         self.prepare = _prepare_fn(plan.get("standardize", False))
@@ -198,8 +199,7 @@ class Screener:
                 first = f.pread(1, prog["o"])
             start = prog["o"] + 1
             first_line = prog["l"] - 1 + (1 if first == b"\n" else 0)
-        inp = InputFile(**self.plan["input"])
-        src = inp.source(self.plan["reader"], slab=(start, end), first_line=first_line)
+        src = self.input.source(self.plan["reader"], slab=(start, end), first_line=first_line)
         q: queue.Queue = queue.Queue(maxsize=READ_QUEUE_BATCHES)
         failure: list[BaseException] = []
 
