@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import time
 from pathlib import Path
 
@@ -148,6 +147,44 @@ def _run(args: list, cwd: Path, env: dict, timeout: float = 120) -> subprocess.C
     return r
 
 
+def _requirements(requires: list[str] | None) -> list[str]:
+    """Distribution names of requirements that apply without extras, here."""
+    from packaging.requirements import Requirement
+
+    out = []
+    for text in requires or []:
+        req = Requirement(text)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            out.append(req.name)
+    return out
+
+
+def _declared_site(wheel: Path, folder: Path) -> Path:
+    """A folder of links to exactly the installed files of the distributions the wheel
+    requires, and of those they require in turn (this environment's copies)."""
+    import zipfile
+    from email.parser import Parser
+    from importlib import metadata
+
+    with zipfile.ZipFile(wheel) as z:
+        [name] = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        wanted = _requirements(Parser().parsestr(z.read(name).decode()).get_all("Requires-Dist"))
+    seen: set[str] = set()
+    folder.mkdir()
+    while wanted:
+        dist = metadata.distribution(wanted.pop())
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen.add(key)
+        wanted += _requirements(dist.requires)
+        for top in {Path(f).parts[0] for f in dist.files or []} - {"..", "__pycache__"}:
+            source = Path(dist.locate_file(top))
+            if source.exists() and not (folder / top).exists():
+                (folder / top).symlink_to(source)
+    return folder
+
+
 @pytest.mark.slow
 def test_a_wheel_installed_by_pip_alone_runs_every_verb(tmp_path):
     maturin = Path(sys.executable).parent / "maturin"
@@ -161,9 +198,10 @@ def test_a_wheel_installed_by_pip_alone_runs_every_verb(tmp_path):
     _run([*build, "-i", sys.executable], cwd=ROOT, env=clean, timeout=600)
     [wheel] = wheels.glob("molsift-*.whl")
 
-    # a fresh environment: pip from ensurepip, no index, no dependencies; numpy, RDKit and the
-    # rest come from this environment's site-packages through a .pth file (added after the
-    # fresh one's own, so `molsift` is the wheel's), and nothing of the source tree is on the path
+    # a fresh environment: pip from ensurepip, no index, no dependencies; the distributions the
+    # wheel declares (and theirs) come from this environment through a .pth file to a folder
+    # holding only them (so a dependency the wheel forgets to declare is missing, as for a user),
+    # and nothing of the source tree is on the path
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path, env=clean)
     python = venv / "bin" / "python"
@@ -174,8 +212,8 @@ def test_a_wheel_installed_by_pip_alone_runs_every_verb(tmp_path):
         cwd=tmp_path,
         env=clean,
     ).stdout.strip()
-    ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    (Path(fresh_site) / "molsift_test_deps.pth").write_text("\n".join(sorted(ours)) + "\n")
+    declared = _declared_site(wheel, tmp_path / "declared")
+    (Path(fresh_site) / "molsift_test_deps.pth").write_text(f"{declared}\n")
 
     work = tmp_path / "work"
     work.mkdir()
