@@ -100,7 +100,8 @@ def ingest_command(config: str, source: str, extra: list[str]) -> tuple[list[str
     """The command line (and environment) that ingests `source` (relative to the cwd) into
     `store` under `config`."""
     _, ranks, workers = next(c for c in CONFIGS if c[0] == config)
-    molsift = [sys.executable, "-m", "molsift", "ingest", source, "-o", "store", "-q", *extra]
+    molsift = [sys.executable, "-m", "molsift", "ingest", source, "-o", "store", "-q",
+               "--no-pattern", *extra]  # fmt: skip
     env = dict(os.environ)
     if ranks is None:
         return [*molsift, "-j", str(workers)], env

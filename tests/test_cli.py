@@ -25,7 +25,18 @@ def molsift(*args, check=True):
     return proc
 
 
-VERBS = ["count", "ingest", "search", "screen", "report", "index", "info", "profile", "insights"]
+VERBS = [
+    "count",
+    "ingest",
+    "search",
+    "substructure",
+    "screen",
+    "report",
+    "index",
+    "info",
+    "profile",
+    "insights",
+]
 
 
 @pytest.mark.parametrize("verb", [[], *([v] for v in VERBS)])
@@ -72,7 +83,8 @@ def test_help_examples_run_on_the_bundled_data(tmp_path):
     made) run as a user would, in this order, with the venv's `molsift`, and exit with 0."""
     cwd = fresh_dir(tmp_path)
     ran = set()
-    for verb in ("count", "ingest", "index", "info", "search", "screen", "report", "insights"):
+    verbs = ("count", "ingest", "index", "info", "search", "substructure", "screen", "report")
+    for verb in (*verbs, "insights"):
         for line in help_examples(verb):
             if run_documented_line(line, cwd):
                 ran.add(verb)

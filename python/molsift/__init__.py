@@ -26,6 +26,7 @@ _LAZY = {
     "read_molecules": "inputs",
     "open_store": "store",
     "Store": "store",
+    "QueryError": "substructure.query",
 }
 
 

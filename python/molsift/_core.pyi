@@ -135,6 +135,10 @@ class Store:
         """Id or SMILES of molecule `i`, checked."""
     def searcher(self) -> Searcher:
         """A searcher over this very store."""
+    def smiles_at(self, positions: bytes) -> list[str]:
+        """SMILES of the molecules at `positions` (little-endian int64 bytes), checked."""
+    def pattern_index(self) -> PatternIndex:
+        """The substructure index of this very store (StoreError saying how to build one)."""
 
 def open_store_manifest(path: _Path, full: bool = True) -> str:
     """Checks a store and returns its manifest as JSON text (StoreError naming what is wrong)."""
@@ -187,6 +191,43 @@ class Searcher:
 
 def build_column_index(path: _Path, budget: int = ...) -> int:
     """Builds and writes the store's column index in bounded memory; returns its bytes."""
+
+# ---- substructure screen (molsift-substructure) ----
+
+PATTERN_FILES: tuple[str, str]
+"""The substructure index's files in a store: (header, planes)."""
+PATTERN_BLOCK: int
+"""Molecules per block of the planes: a part written by one task starts on a block."""
+
+class PatternIndex:
+    """A store's pattern planes: screens of queries' bits (GIL released)."""
+
+    def __init__(self, path: _Path) -> None:
+        """Opens the store at `path` (sizes checked) and its pattern index."""
+    def __len__(self) -> int:
+        """Molecules in the index."""
+    @property
+    def bits(self) -> int:
+        """Number of screening bits."""
+    def bit_counts(self) -> list[int]:
+        """Molecules having each bit."""
+    def meaning_json(self) -> str:
+        """What the bits mean (JSON text), as the writer recorded it."""
+    def screen(self, bits: list[int], start: int, end: int) -> tuple[bytes, int]:
+        """Positions in `start..end` having every bit (little-endian int64 bytes), words read."""
+
+def create_pattern_planes(path: _Path, bits: int, n: int) -> None:
+    """Creates the all-zero planes file of `bits` planes for `n` molecules."""
+
+def write_pattern_part(
+    path: _Path, bits: int, n: int, first: int, rows: bytes, words_per_row: int
+) -> list[int]:
+    """Writes molecules `first ..` (rows of little-endian u64 words); returns bit counts."""
+
+def finish_pattern_index(
+    store: _Path, planes_tmp: _Path, bits: int, bit_counts: list[int], meaning_json: str
+) -> int:
+    """Checksums, writes the header, renames into the store, lists in its manifest."""
 
 # ---- fingerprints (molsift-fp) ----
 

@@ -46,6 +46,7 @@ class IngestReport:
     read_calls: int
     store_bytes: int
     index_bytes: int = 0
+    pattern_bytes: int = 0
     inputs: list[dict[str, Any]] = field(default_factory=list)
     allocator: str = "system"  # what the workers ran on (allocator.py), e.g. "tcmalloc"
 
@@ -68,6 +69,7 @@ class IngestReport:
             f" read amplification {self.read_amplification:.4f}x\n"
             f"store {self.store}: {self.store_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
             + (f" + column index {self.index_bytes:,} bytes" if self.index_bytes else "")
+            + (f" + substructure index {self.pattern_bytes:,} bytes" if self.pattern_bytes else "")
         )
 
 
@@ -192,15 +194,18 @@ def ingest(
     overwrite: bool = False,
     verify_count: bool = False,
     index: bool = True,
+    pattern: bool = True,
     progress: bool | None = None,
 ) -> IngestReport | None:
     """Reads every record of `inputs`, parses it with RDKit, and writes a store at `output`.
 
     Runs on `workers` local processes (default: all cores), or on MPI ranks when launched under
     `mpirun`. With `index` (the default) the store also gets its column index for similarity
-    search. With `verify_count`, the inputs are also counted by an independent pass (reading
-    them once more) and the ingest fails loudly if its own count differs. Returns the report on
-    the root (rank 0), None on other ranks."""
+    search, and with `pattern` (the default) its substructure index (RDKit pattern
+    fingerprints and atom features as bit planes, from the stored SMILES). With
+    `verify_count`, the inputs are also counted by an independent pass (reading them once
+    more) and the ingest fails loudly if its own count differs. Returns the report on the root
+    (rank 0), None on other ranks."""
     start = time.perf_counter()
     spec = fingerprint or FingerprintSpec()
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
@@ -254,6 +259,12 @@ def ingest(
                 report.index_bytes = _core.build_column_index(output)
             if verify_count:
                 _verify_count(input_files, report)
+        if pattern:  # every rank takes part
+            from .substructure.build import build_pattern_index
+
+            size = build_pattern_index(output, executor=executor, progress=show)
+            if report is not None:
+                report.pattern_bytes = size
         executor.barrier()
         return report
     finally:

@@ -137,6 +137,84 @@ class Store:
 
         return search_batch(self, queries, threshold=threshold, k=k, threads=threads)
 
+    def substructure(
+        self,
+        query,
+        smarts: bool = False,
+        max_hits: int | None = None,
+        workers: int | None = None,
+        chirality: bool = False,
+    ) -> np.ndarray:
+        """Store positions (int64, ascending) of the molecules containing `query`: SMILES (read
+        with RDKit's `MolFromSmiles`), or SMARTS with `smarts=True` or when it is not SMILES.
+        Exactly RDKit's `HasSubstructMatch` hits on the stored molecules (`chirality` as its
+        `useChirality`); at most `max_hits`, the first in store order. The screen runs here;
+        many survivors are matched on `workers` processes (default: all cores) that stay alive
+        for the next query (`close()` ends them). Raises `molsift.QueryError` for a query that
+        cannot be read, `molsift.StoreError` when the store has no substructure index."""
+        from .substructure import substructure
+
+        return substructure(
+            self, query, smarts=smarts, max_hits=max_hits, workers=workers, chirality=chirality
+        )
+
+    def iter_substructure(
+        self,
+        query,
+        smarts: bool = False,
+        max_hits: int | None = None,
+        workers: int | None = None,
+        chirality: bool = False,
+    ) -> Iterator[int]:
+        """As `substructure`, a generator of store positions in ascending order, each handed
+        out as soon as its batch is confirmed (the first before the search ends)."""
+        from .substructure import iter_substructure
+
+        return iter_substructure(
+            self, query, smarts=smarts, max_hits=max_hits, workers=workers, chirality=chirality
+        )
+
+    @property
+    def has_pattern_index(self) -> bool:
+        """True when the store has a substructure index (ingest writes one by default,
+        `molsift index STORE --pattern` adds one)."""
+        return _core.PATTERN_FILES[0] in self.manifest["files"]
+
+    def _pattern_index(self):
+        """The pattern planes of this store (opened once), checked to mean what this build's
+        queries mean, or StoreError saying how to rebuild them."""
+        if getattr(self, "_pattern_obj", None) is None:
+            from .substructure.build import meaning
+
+            index = self._core.pattern_index()
+            built, ours = json.loads(index.meaning_json()), meaning()
+            if built != ours:
+                raise _core.StoreError(
+                    f"{self.path}: its substructure index was built for other screening bits "
+                    f"({json.dumps(built)}; this molsift uses {json.dumps(ours)}): rebuild it "
+                    f"with `molsift index {self.path} --pattern`"
+                )
+            self._pattern_obj = index
+        return self._pattern_obj
+
+    def _match_pool(self, workers: int):
+        """The substructure match workers of this store (started on first use, kept)."""
+        pool = getattr(self, "_pool", None)
+        if pool is None or not pool.alive or pool.workers != workers:
+            if pool is not None:
+                pool.close()
+            from .substructure.engine import MatchPool
+
+            pool = self._pool = MatchPool(self.path, self._core.manifest_json(), workers)
+        return pool
+
+    def close(self) -> None:
+        """Stops this store's substructure workers, if any were started."""
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+            self._pool = None
+
     @property
     def has_column_index(self) -> bool:
         """True when the store's manifest lists a column index (`molsift index` writes one)."""

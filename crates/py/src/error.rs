@@ -54,6 +54,16 @@ pub fn search_err(e: SearchError) -> PyErr {
     }
 }
 
+/// Converts a substructure-index error: bad arguments are `ValueError`, a missing or damaged
+/// index (or store) is `StoreError`.
+pub fn substructure_err(e: molsift_substructure::SubstructureError) -> PyErr {
+    use molsift_substructure::SubstructureError as E;
+    match e {
+        E::Invalid(_) => PyValueError::new_err(e.to_string()),
+        other => StoreError::new_err(other.to_string()),
+    }
+}
+
 /// Converts a fingerprint shape error (row or query lengths, bit indices) to `ValueError`.
 pub fn fingerprint_err(e: molsift_fp::FingerprintError) -> PyErr {
     PyValueError::new_err(e.to_string())

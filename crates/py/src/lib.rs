@@ -10,6 +10,7 @@ mod iostats;
 mod reader;
 mod search;
 mod store;
+mod substructure;
 mod tracer;
 
 #[pymodule]
@@ -19,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reader::register(m)?;
     store::register(m)?;
     search::register(m)?;
+    substructure::register(m)?;
     fp::register(m)?;
     iostats::register(m)?;
     tracer::register(m)?;

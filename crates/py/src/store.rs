@@ -184,6 +184,41 @@ impl PyStore {
         t.map(str::to_string).map_err(store_err)
     }
 
+    /// SMILES of the molecules at `positions` (little-endian int64 bytes), checked as `text`.
+    fn smiles_at(&self, py: Python<'_>, positions: &[u8]) -> PyResult<Vec<String>> {
+        if positions.len() % 8 != 0 {
+            return Err(PyValueError::new_err(
+                "positions are not whole int64 values",
+            ));
+        }
+        let store = &self.inner;
+        py.detach(|| {
+            positions
+                .chunks_exact(8)
+                .map(|c| {
+                    let i = i64::from_le_bytes(c.try_into().expect("8 bytes"));
+                    let i = usize::try_from(i).map_err(|_| {
+                        molsift_store::StoreError::Invalid(format!("negative position {i}"))
+                    })?;
+                    if i >= store.len() {
+                        return Err(molsift_store::StoreError::Invalid(format!(
+                            "position {i} is out of range for a store of {} molecules",
+                            store.len()
+                        )));
+                    }
+                    store.smiles(i).map(str::to_string)
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(store_err)
+    }
+
+    /// The pattern index (substructure screen) of this very store, or StoreError saying how to
+    /// build one.
+    fn pattern_index(&self, py: Python<'_>) -> PyResult<crate::substructure::PyPatternIndex> {
+        crate::substructure::PyPatternIndex::over(py, Arc::clone(&self.inner))
+    }
+
     /// A searcher over this very store (its column index opened through the same handle).
     fn searcher(&self, py: Python<'_>) -> PyResult<crate::search::PySearcher> {
         let store = Arc::clone(&self.inner);

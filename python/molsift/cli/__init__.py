@@ -8,13 +8,40 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import count, index, info, ingest, insights, profile, report, screen, search
+from . import (
+    count,
+    index,
+    info,
+    ingest,
+    insights,
+    profile,
+    report,
+    screen,
+    search,
+    substructure,
+)
 from .common import EXIT_CODES, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PIPE_CLOSED, IO_LOG_HELP
 
 __all__ = ["EXIT_CODES", "build_parser", "main"]
 
-VERBS = (count, ingest, search, screen, report, index, info, profile, insights)  # help order
-RDKIT_VERBS = ("ingest", "screen")  # restarted once on tcmalloc (allocator.py)
+VERBS = (
+    count,
+    ingest,
+    search,
+    substructure,
+    screen,
+    report,
+    index,
+    info,
+    profile,
+    insights,
+)  # help order
+RDKIT_VERBS = (
+    "ingest",
+    "screen",
+    "substructure",
+    "index",
+)  # restarted once on tcmalloc (allocator.py)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -81,6 +81,17 @@ def default_of(function: Callable, parameter: str) -> Any:
     return inspect.signature(function).parameters[parameter].default
 
 
+def at_least_one(text: str, hint: str = "") -> int:
+    """A whole number >= 1 from the command line (`hint` is added to the error)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}{hint}")
+    return n
+
+
 def parse_size(text: str) -> int:
     """'4096', '64K', '64KiB', '1M', '1MB' -> bytes (K/M/G without B are binary)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)

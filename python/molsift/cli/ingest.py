@@ -89,6 +89,12 @@ def add_parser(subparsers):
         "builds it in memory at each start)",
     )
     p.add_argument(
+        "--no-pattern",
+        action="store_true",
+        help="do not build the substructure index (substructure search then needs "
+        "`molsift index STORE --pattern`)",
+    )
+    p.add_argument(
         "--verify-count",
         action="store_true",
         help="count the inputs again independently (one more read) and fail if the "
@@ -114,6 +120,7 @@ def run(args) -> int:
         overwrite=args.overwrite,
         verify_count=args.verify_count,
         index=not args.no_index,
+        pattern=not args.no_pattern,
         progress=False if args.quiet else None,
         **format_options(args),
     )

@@ -8,7 +8,7 @@ import sys
 import time
 
 from .. import search
-from .common import add_io_log, add_verb, default_of
+from .common import add_io_log, add_verb, at_least_one, default_of
 
 DEFAULT_K = 10  # hits per query when neither -k nor -t is given
 EXAMPLES = (
@@ -21,15 +21,7 @@ EXAMPLES = (
 
 def k_nearest(text: str) -> int:
     """-k: a whole number of hits, at least 1."""
-    try:
-        k = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if k < 1:
-        raise argparse.ArgumentTypeError(
-            f"must be at least 1, got {k} (leave -k out to keep every hit above -t)"
-        )
-    return k
+    return at_least_one(text, " (leave -k out to keep every hit above -t)")
 
 
 def tanimoto_threshold(text: str) -> float:

@@ -1,0 +1,156 @@
+//! Python wrapper of `molsift-substructure`: writing a store's pattern index in parts
+//! (`create_pattern_planes`, `write_pattern_part`, `finish_pattern_index`) and `PatternIndex`,
+//! the screen over an open store (GIL released while screening).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use molsift_store::{Store, Verify};
+use molsift_substructure::{PatternIndex, ScreenStats};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::error::{store_err, substructure_err};
+
+fn words_of(bytes: &[u8]) -> PyResult<Vec<u64>> {
+    if bytes.len() % 8 != 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{} bytes are not whole 64-bit words",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect())
+}
+
+/// Creates the (all-zero) planes file of `bits` planes for `n` molecules at `path`.
+#[pyfunction]
+fn create_pattern_planes(py: Python<'_>, path: PathBuf, bits: u32, n: usize) -> PyResult<()> {
+    py.detach(|| molsift_substructure::create_planes(&path, bits, n))
+        .map_err(substructure_err)
+}
+
+/// Writes molecules `first ..` into the planes file: `rows` holds `words_per_row` little-endian
+/// u64 words per molecule. Returns how many of them have each bit.
+#[pyfunction]
+fn write_pattern_part(
+    py: Python<'_>,
+    path: PathBuf,
+    bits: u32,
+    n: usize,
+    first: usize,
+    rows: &[u8],
+    words_per_row: usize,
+) -> PyResult<Vec<u64>> {
+    let rows = words_of(rows)?;
+    py.detach(|| molsift_substructure::write_part(&path, bits, n, first, &rows, words_per_row))
+        .map_err(substructure_err)
+}
+
+/// Finishes the pattern index of the store at `store` from the planes at `planes_tmp`; returns
+/// the bytes of the planes.
+#[pyfunction]
+fn finish_pattern_index(
+    py: Python<'_>,
+    store: PathBuf,
+    planes_tmp: PathBuf,
+    bits: u32,
+    bit_counts: Vec<u64>,
+    meaning_json: &str,
+) -> PyResult<u64> {
+    let meaning = serde_json::from_str(meaning_json).map_err(crate::error::json_err)?;
+    py.detach(|| {
+        let store = Store::open(&store, Verify::Sizes)?;
+        molsift_substructure::finish_index(&store, &planes_tmp, bits, bit_counts, meaning).map_err(
+            |e| match e {
+                molsift_substructure::SubstructureError::Store(s) => s,
+                other => molsift_store::StoreError::Invalid(other.to_string()),
+            },
+        )
+    })
+    .map_err(store_err)
+}
+
+/// The pattern index of an open store: screens of queries' bits.
+#[pyclass(name = "PatternIndex", module = "molsift._core", frozen)]
+pub struct PyPatternIndex {
+    inner: PatternIndex,
+    _store: Arc<Store>,
+}
+
+impl PyPatternIndex {
+    pub(crate) fn over(py: Python<'_>, store: Arc<Store>) -> PyResult<Self> {
+        let inner = py
+            .detach(|| PatternIndex::open_in(&store))
+            .map_err(substructure_err)?;
+        Ok(PyPatternIndex {
+            inner,
+            _store: store,
+        })
+    }
+}
+
+#[pymethods]
+impl PyPatternIndex {
+    /// Opens the store at `path` (sizes checked) and its pattern index.
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let store = py
+            .detach(|| Store::open(&path, Verify::Sizes))
+            .map_err(store_err)?;
+        Self::over(py, Arc::new(store))
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Number of screening bits.
+    #[getter]
+    fn bits(&self) -> u32 {
+        self.inner.bits()
+    }
+
+    /// Molecules having each bit.
+    fn bit_counts(&self) -> Vec<u64> {
+        self.inner.bit_counts().to_vec()
+    }
+
+    /// What the bits mean (JSON text), as the writer recorded it.
+    fn meaning_json(&self) -> String {
+        self.inner.meaning().to_string()
+    }
+
+    /// Positions in `start..end` of the molecules having every bit of `bits`, as little-endian
+    /// int64 bytes (`numpy.frombuffer(..., "<i8")`), and the plane words read.
+    fn screen<'py>(
+        &self,
+        py: Python<'py>,
+        bits: Vec<u32>,
+        start: usize,
+        end: usize,
+    ) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+        let mut out = Vec::new();
+        let stats: ScreenStats = py
+            .detach(|| self.inner.screen(&bits, start..end, &mut out))
+            .map_err(substructure_err)?;
+        let mut bytes = Vec::with_capacity(out.len() * 8);
+        for p in out {
+            bytes.extend_from_slice(&p.to_le_bytes());
+        }
+        Ok((PyBytes::new(py, &bytes), stats.words_read))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    use molsift_substructure::layout as l;
+    m.add_class::<PyPatternIndex>()?;
+    m.add_function(wrap_pyfunction!(create_pattern_planes, m)?)?;
+    m.add_function(wrap_pyfunction!(write_pattern_part, m)?)?;
+    m.add_function(wrap_pyfunction!(finish_pattern_index, m)?)?;
+    m.add("PATTERN_FILES", (l::HEADER_FILE, l::PLANES_FILE))?;
+    m.add("PATTERN_BLOCK", l::BLOCK)?;
+    Ok(())
+}

@@ -1,0 +1,208 @@
+"""`molsift substructure STORE -q QUERY`: which molecules contain a SMILES or SMARTS query
+(exactly RDKit's `HasSubstructMatch`), hits streamed in store order to stdout (TSV), a TSV file
+or a Parquet file; `--count` for the number of hits only."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator
+
+from .common import EXIT_ERROR, add_io_log, add_verb, at_least_one
+
+EXAMPLES = (
+    "molsift substructure nci.store -q 'c1ccc2[nH]ccc2c1'  # indoles (SMILES)",
+    "molsift substructure nci.store -q '[CX3](=O)[OX2H1]' --count  # carboxylic acids (SMARTS)",
+    "molsift substructure nci.store -q 'C[C@H](N)C(=O)O' --chirality --max-hits 10",
+    "molsift substructure big.store --queries scaffolds.txt -j 8 -o hits.parquet",
+)
+HIT_COLUMNS = ("query", "position", "id", "smiles")
+COUNT_COLUMNS = ("query", "count")
+
+
+def add_parser(subparsers):
+    p = add_verb(
+        subparsers,
+        "substructure",
+        help="substructure search (SMILES or SMARTS), exactly RDKit's HasSubstructMatch",
+        description="Find the molecules of a store that contain a query. A query is read as "
+        "SMILES (RDKit's MolFromSmiles) unless --smarts is given or it is not SMILES, then as "
+        "SMARTS. The store's pattern planes screen out what cannot match; RDKit's "
+        "HasSubstructMatch confirms the rest, on worker processes that stay alive between "
+        "queries. Hits come in store order, as soon as they are confirmed. Output: TSV "
+        "query, position, id, smiles (or query, count with --count).",
+        examples=EXAMPLES,
+    )
+    p.add_argument("store")
+    p.add_argument(
+        "-q", "--query", action="append", metavar="QUERY", help="a SMILES or SMARTS (repeatable)"
+    )
+    p.add_argument(
+        "--queries",
+        metavar="FILE",
+        help="queries from a text file: one per line, optionally followed by a name; blank "
+        "lines and lines starting with # are skipped",
+    )
+    p.add_argument("--smarts", action="store_true", help="read every query as SMARTS")
+    p.add_argument(
+        "--chirality",
+        action="store_true",
+        help="match tetrahedral and double-bond stereo (RDKit's useChirality)",
+    )
+    p.add_argument(
+        "--max-hits",
+        type=at_least_one,
+        metavar="N",
+        help="stop each query after its first N hits in store order (default: all hits)",
+    )
+    p.add_argument("--count", action="store_true", help="print the number of hits per query only")
+    p.add_argument(
+        "-j",
+        "--workers",
+        type=at_least_one,
+        help="worker processes for the exact match (default: all cores; few survivors are "
+        "matched in this process)",
+    )
+    p.add_argument(
+        "-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout"
+    )
+    add_io_log(p)
+    return p
+
+
+def read_query_lines(path: str) -> Iterator[tuple[int, str, str]]:
+    """(line number, query, name) of each query line of `path`."""
+    from ..iostats import open_counted
+
+    with open_counted(path, "r") as f:
+        for number, line in enumerate(f, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            parts = text.split(None, 1)
+            yield number, parts[0], parts[1].strip() if len(parts) > 1 else parts[0]
+
+
+class _Writer:
+    """Hit rows to TSV (streamed) or Parquet (one row group per query)."""
+
+    def __init__(self, path: str | None, columns: tuple[str, ...]):
+        self.columns = columns
+        self.parquet = path is not None and path.endswith(".parquet")
+        self._stack = contextlib.ExitStack()
+        if self.parquet:
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise ValueError("Parquet output needs pyarrow (pip install pyarrow)") from None
+            self._path, self._pq = path, None
+        else:
+            from ..iostats import open_counted
+
+            self._out = self._stack.enter_context(open_counted(path, "w")) if path else sys.stdout
+            self._out.write("\t".join(columns) + "\n")
+
+    def rows(self, rows: list[tuple]) -> None:
+        if not rows:
+            return
+        if self.parquet:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            cols = list(zip(*rows))
+            table = pa.table(
+                {
+                    name: pa.array(list(c), pa.int64() if name in ("position", "count") else None)
+                    for name, c in zip(self.columns, cols)
+                }
+            )
+            if self._pq is None:
+                self._pq = pq.ParquetWriter(self._path, table.schema)
+            self._pq.write_table(table)
+        else:
+            self._out.write("".join("\t".join(map(str, r)) + "\n" for r in rows))
+            self._out.flush()
+
+    def close(self) -> None:
+        if self.parquet:
+            if self._pq is None:  # no row at all: an empty table with the columns
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
+                types = {c: pa.int64() if c in ("position", "count") else pa.string()
+                         for c in self.columns}  # fmt: skip
+                pq.write_table(pa.table({c: pa.array([], types[c]) for c in self.columns}),
+                               self._path)  # fmt: skip
+            else:
+                self._pq.close()
+        self._stack.close()
+
+
+def run(args) -> int:
+    from ..store import open_store
+    from ..substructure import QueryError, last_stats, parse_query
+    from ..substructure.search import iter_hit_arrays
+
+    if not args.query and not args.queries:
+        raise ValueError("give a query: -q QUERY or --queries FILE")
+    store = open_store(args.store, verify=False)
+    store._pattern_index()  # no index: one clear error before any query
+    queries = [(None, q, q) for q in args.query or []]
+    if args.queries:
+        if not os.path.exists(args.queries):
+            raise ValueError(f"{args.queries}: no such query file")
+        queries += list(read_query_lines(args.queries))
+    writer = _Writer(args.output or None, COUNT_COLUMNS if args.count else HIT_COLUMNS)
+    failed = hits_total = 0
+    start = time.perf_counter()
+    show = sys.stderr.isatty()
+    try:
+        for line, text, name in queries:
+            where = f"{args.queries}:{line}: " if line is not None else ""
+            try:
+                query = parse_query(text, smarts=args.smarts, chirality=args.chirality)
+            except QueryError as exc:
+                print(f"molsift: {where}{exc}", file=sys.stderr)
+                failed += 1
+                continue
+            if query.always_false:
+                print(f"molsift: {where}query {name!r}: {query.always_false}", file=sys.stderr)
+            found = 0
+            for hits in iter_hit_arrays(store, query, max_hits=args.max_hits, workers=args.workers):
+                found += len(hits)
+                if not args.count:
+                    positions = hits.tolist()
+                    writer.rows([(name, i, store.ids[i], store.smiles[i]) for i in positions])
+                if show:
+                    s = last_stats()
+                    print(
+                        f"\rmolsift: {name[:30]}: {found:,} hits, "
+                        f"{s.get('matched', 0):,} of {s['candidates']:,} survivors matched",
+                        end="",
+                        file=sys.stderr,
+                    )
+            if show:
+                print("\r\033[K", end="", file=sys.stderr)
+            if args.count:
+                writer.rows([(name, found)])
+            stats = last_stats()
+            if stats.get("stopped_early"):
+                print(
+                    f"molsift: {where}query {name!r}: stopped at --max-hits {args.max_hits} "
+                    "(more molecules may match)",
+                    file=sys.stderr,
+                )
+            hits_total += found
+    finally:
+        writer.close()
+        store.close()
+    seconds = time.perf_counter() - start
+    answered = len(queries) - failed
+    print(
+        f"molsift: {answered} of {len(queries)} queries answered, {hits_total:,} hits in "
+        f"{seconds * 1000:.1f} ms ({seconds * 1000 / max(1, answered):.1f} ms/query)",
+        file=sys.stderr,
+    )
+    return EXIT_ERROR if failed else 0

@@ -1,0 +1,162 @@
+"""Building a store's substructure index (`molsift index STORE --pattern`, and ingest by
+default): the store's canonical SMILES are cut into block-aligned ranges, each range a task on
+the worker engine (processes or MPI ranks); a task parses its molecules with RDKit (full
+sanitization, as a reference loop would), computes each one's screening row (RDKit
+PatternFingerprint, the features of `features.py`, the "parses" bit) and writes it straight
+into the shared planes file (`crates/substructure`: `pwrite`s to its own words, under a
+temporary name); the root then checksums the planes, writes the header, renames both into the
+store and lists them in its manifest."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from ..parallel import choose_executor
+from ..progress import Progress
+from . import features
+from .query import FEATURE_OFFSET, OK_BIT, PATTERN_BITS, TOTAL_BITS
+
+#: Molecules per task (a multiple of the planes' block of 256).
+TASK_MOLECULES = 1 << 15
+WORDS_PER_ROW = (TOTAL_BITS + 63) // 64
+
+
+def meaning() -> dict:
+    """What the index's bits are: checked against this build when a store is searched."""
+    from rdkit import rdBase
+
+    return {
+        "pattern": {"kind": "rdkit-pattern", "bits": PATTERN_BITS, "rdkit": rdBase.rdkitVersion},
+        "features": {"bits": features.FEATURE_BITS, "version": features.FEATURES_VERSION},
+        "ok_bit": OK_BIT,
+        "total_bits": TOTAL_BITS,
+    }
+
+
+_STORES: dict[str, Any] = {}
+_PACKERS: list = []
+
+
+def _packer():
+    if not _PACKERS:
+        from rdkit import Chem
+
+        from ..chem import bitvect_packer
+
+        probes = [
+            Chem.PatternFingerprint(Chem.MolFromSmiles(s), fpSize=PATTERN_BITS)
+            for s in ("c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C[C@H](N)C(=O)O", "[Na+].[Cl-]")
+        ]
+        _PACKERS.append(bitvect_packer(PATTERN_BITS, probes))
+    return _PACKERS[0]
+
+
+def rows_of(smiles: list[str]) -> np.ndarray:
+    """The screening rows (uint64, WORDS_PER_ROW words each) of molecules given as SMILES; a
+    molecule RDKit cannot parse gets an empty row (it is never a candidate)."""
+    from rdkit import Chem
+
+    pack = _packer()
+    rows = np.zeros((len(smiles), WORDS_PER_ROW), dtype="<u8")
+    as_bytes = rows.view(np.uint8)
+    pattern_bytes = PATTERN_BITS // 8
+    for i, smi in enumerate(smiles):
+        mol = Chem.MolFromSmiles(smi)
+        if mol is None:
+            continue
+        fp = Chem.PatternFingerprint(mol, fpSize=PATTERN_BITS)
+        as_bytes[i, :pattern_bytes] = np.frombuffer(pack(fp), dtype=np.uint8)
+        for f in features.molecule_features(mol):
+            b = FEATURE_OFFSET + f
+            rows[i, b >> 6] |= np.uint64(1 << (b & 63))
+        rows[i, OK_BIT >> 6] |= np.uint64(1 << (OK_BIT & 63))
+    return rows
+
+
+def run_pattern_task(task: dict) -> dict:
+    """One range of molecules: rows computed and written into the planes file."""
+    start = time.perf_counter()
+    path = task["store"]
+    core = _STORES.get(path)
+    if core is None or core.manifest_json() != task["manifest"]:
+        core = _STORES[path] = _core.Store(path, full=False)
+        if core.manifest_json() != task["manifest"]:
+            raise _core.StoreError(f"{path}: the store was replaced while its index was built")
+    first, end = task["first"], task["end"]
+    positions = np.arange(first, end, dtype="<i8")
+    rows = rows_of(core.smiles_at(positions.tobytes()))
+    counts = _core.write_pattern_part(
+        task["planes"], TOTAL_BITS, task["n"], first, rows.tobytes(), WORDS_PER_ROW
+    )
+    return {"counts": counts, "molecules": end - first, "seconds": time.perf_counter() - start}
+
+
+def build_pattern_index(
+    store: str | os.PathLike,
+    *,
+    workers: int | None = None,
+    executor: Any = None,
+    progress: bool | None = None,
+) -> int:
+    """Writes the substructure index of the store at `store` on `workers` processes (default:
+    all cores) or on `executor` (MPI ranks: every rank calls this); returns the bytes of its
+    planes on the root (0 elsewhere)."""
+    path = os.path.abspath(os.fspath(store))
+    own = executor is None
+    executor = executor or choose_executor(workers)
+    planes = None
+    try:
+        plan: Any = None
+        if executor.is_root:
+            plan = _plan(path)
+        plan = executor.broadcast(plan)
+        if isinstance(plan, Exception):
+            raise plan
+        planes = plan["planes"]
+        tasks = [
+            {**plan, "first": a, "end": min(a + TASK_MOLECULES, plan["n"])}
+            for a in range(0, plan["n"], TASK_MOLECULES)
+        ]
+        show = progress if executor.name != "mpi" else False
+        with Progress("substructure index", total=plan["n"], unit="mol", enabled=show) as bar:
+            results = executor.map_ordered(
+                run_pattern_task, tasks, on_result=lambda r: bar.update(r["molecules"])
+            )
+        size = 0
+        if executor.is_root:
+            counts = np.zeros(TOTAL_BITS, dtype=np.int64)
+            for r in results:
+                counts += np.asarray(r["counts"], dtype=np.int64)
+            size = _core.finish_pattern_index(
+                path, planes, TOTAL_BITS, [int(c) for c in counts], json.dumps(meaning())
+            )
+            planes = None
+        executor.barrier()
+        return size
+    finally:
+        if planes is not None and executor.is_root:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(planes)
+        if own:
+            executor.close()
+
+
+def _plan(path: str) -> dict | Exception:
+    """Root only: opens the store, creates the planes file under a temporary name."""
+    try:
+        core = _core.Store(path, full=False)
+        manifest = core.manifest_json()
+        n = json.loads(manifest)["counts"]["molecules"]
+        planes_name = _core.PATTERN_FILES[1]
+        planes = os.fspath(_core.temporary_sibling(os.path.join(path, planes_name), "tmp"))
+        _core.create_pattern_planes(planes, TOTAL_BITS, n)
+        return {"store": path, "manifest": manifest, "n": n, "planes": planes}
+    except Exception as exc:  # handed to every rank
+        return exc

@@ -1,0 +1,108 @@
+"""Reading a substructure query: SMILES or SMARTS text to an RDKit query molecule (with a clear
+`QueryError` when it cannot be one), its screening bits (RDKit pattern-fingerprint bits, the
+necessary features of `features.py`, and the bit every indexed molecule has), whether it can
+never match, and the cheapest molecule form the exact matcher may use for it (`forms.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rdkit import Chem, RDLogger
+
+from .._core import MolsiftError
+from . import features
+from .forms import form_for
+
+RDLogger.DisableLog("rdApp.*")
+
+#: RDKit pattern-fingerprint bits in the index (planes 0 .. PATTERN_BITS - 1).
+PATTERN_BITS = 2048
+#: Planes of the features (`features.py`) follow the pattern bits.
+FEATURE_OFFSET = PATTERN_BITS
+#: The last plane: set for every molecule whose stored SMILES RDKit parses (with sanitization),
+#: so that a molecule RDKit's own loop would skip is never a candidate.
+OK_BIT = PATTERN_BITS + features.FEATURE_BITS
+#: Planes in all.
+TOTAL_BITS = OK_BIT + 1
+
+
+class QueryError(MolsiftError, ValueError):
+    """A query that cannot be searched: not SMILES nor SMARTS, or no atoms. The message names
+    the query."""
+
+
+QueryError.__module__ = "molsift"  # pickles across worker processes as molsift.QueryError
+
+
+@dataclass
+class Query:
+    """A parsed query: `text` as given, `kind` ("smiles" or "smarts"), the RDKit query molecule,
+    its screening bits, `always_false` (a reason, when no molecule can ever match) and `form`,
+    the molecule form the exact matcher uses for it."""
+
+    text: str
+    kind: str
+    chirality: bool
+    mol: Chem.Mol = field(repr=False)
+    bits: list[int] = field(repr=False)
+    always_false: str | None
+    form: str
+
+    @property
+    def key(self) -> tuple[str, str, bool]:
+        """What a worker parses again: the query is the same for the same key."""
+        return (self.text, self.kind, self.chirality)
+
+
+def _name(text: str) -> str:
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def to_query_mol(text: str, smarts: bool = False) -> tuple[Chem.Mol, str]:
+    """(RDKit query molecule, kind): `MolFromSmiles` unless `smarts` or the text is not SMILES,
+    then `MolFromSmarts`. Raises QueryError naming the query."""
+    text = text.strip()
+    if not text:
+        raise QueryError("empty query: give a SMILES or SMARTS")
+    mol, kind = None, "smarts"
+    if not smarts:
+        mol, kind = Chem.MolFromSmiles(text), "smiles"
+    if mol is None:
+        mol, kind = Chem.MolFromSmarts(text), "smarts"
+    if mol is None:
+        what = "SMARTS" if smarts else "SMILES or SMARTS"
+        raise QueryError(f"query {_name(text)}: RDKit cannot parse it as {what}")
+    if mol.GetNumAtoms() == 0:
+        raise QueryError(f"query {_name(text)}: it has no atoms")
+    return mol, kind
+
+
+def pattern_bits(mol: Chem.Mol, kind: str) -> list[int]:
+    """On-bits of RDKit's PatternFingerprint of a query molecule (ring information set up
+    first for SMARTS, as RDKit's own screen needs)."""
+    if kind == "smarts":
+        mol.UpdatePropertyCache(strict=False)
+        Chem.FastFindRings(mol)
+    return list(Chem.PatternFingerprint(mol, fpSize=PATTERN_BITS).GetOnBits())
+
+
+def parse_query(text: str, smarts: bool = False, chirality: bool = False) -> Query:
+    """Reads one query (see `to_query_mol`) and works out its screen and matcher form."""
+    mol, kind = to_query_mol(text, smarts)
+    why = features.always_false(mol)
+    bits = pattern_bits(mol, kind)
+    bits += [FEATURE_OFFSET + f for f in features.query_features(mol)]
+    bits.append(OK_BIT)
+    if why is not None and kind == "smarts":
+        why = f"SMARTS query is always false: {why}"
+    elif why is not None:
+        why = f"query is always false: {why}"
+    return Query(
+        text=text.strip(),
+        kind=kind,
+        chirality=chirality,
+        mol=mol,
+        bits=sorted(set(bits)),
+        always_false=why,
+        form=form_for(mol, kind, chirality, text.strip()),
+    )

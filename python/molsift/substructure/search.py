@@ -1,0 +1,138 @@
+"""Substructure search of one query over an open store: parse (`query.py`), screen the pattern
+planes in Rust (`crates/substructure`, segments of the store in order), then match the
+survivors exactly (`matcher.py`) in batches, in this process when they are few or one worker is
+asked for, else on the store's `MatchPool` (`engine.py`), handing hits out in store order as
+each batch is confirmed, and stopping at `max_hits`. `last_stats()` tells what the last search
+did (survivors of the screen, hits, times)."""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..parallel import default_workers
+from .engine import ordered
+from .matcher import match
+from .query import Query, parse_query
+
+#: Molecules screened per call into Rust (candidates of one segment are held at once).
+SEGMENT = 1 << 22
+#: Survivors at or below which the match stays in the calling process (no worker round trip).
+LOCAL_MAX = 2000
+#: Survivors per batch: the first batches are small so that the first hits come early.
+FIRST_BATCH, MAX_BATCH = 128, 4096
+
+_STATS = threading.local()
+
+
+def last_stats() -> dict[str, Any]:
+    """What the last search of this thread did: `candidates` (survivors of the screen),
+    `hits`, `stopped_early` (max_hits reached), `screen_seconds`, `seconds`, `workers` (1 when
+    the match ran in this process), `form` (the matcher's molecule form), `planes_read_bytes`."""
+    return dict(getattr(_STATS, "value", {}))
+
+
+def _batches(candidates: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    size = FIRST_BATCH
+    for cands in candidates:
+        i = 0
+        while i < len(cands):
+            yield cands[i : i + size]
+            i += size
+            size = min(2 * size, MAX_BATCH)
+
+
+def iter_hit_arrays(
+    store,
+    query: str | Query,
+    *,
+    smarts: bool = False,
+    max_hits: int | None = None,
+    workers: int | None = None,
+    chirality: bool = False,
+) -> Iterator[np.ndarray]:
+    """Hits of `query` in `store` (a `molsift.Store`), as int64 arrays in store order (the
+    first arrive before the search ends); at most `max_hits` in all."""
+    t0 = time.perf_counter()
+    q = query if isinstance(query, Query) else parse_query(query, smarts, chirality)
+    if max_hits is not None and max_hits < 0:
+        raise ValueError(f"max_hits must be >= 0, not {max_hits}")
+    index = store._pattern_index()
+    stats: dict[str, Any] = {
+        "query": q.text, "kind": q.kind, "form": q.form, "candidates": 0, "matched": 0,
+        "hits": 0, "stopped_early": False, "screen_seconds": 0.0, "planes_read_bytes": 0,
+        "workers": 1, "always_false": q.always_false,
+    }  # fmt: skip
+    _STATS.value = stats
+    n = len(store)
+    if q.always_false is not None or max_hits == 0 or n == 0:
+        stats["seconds"] = time.perf_counter() - t0
+        return
+
+    def screened() -> Iterator[np.ndarray]:
+        for start in range(0, n, SEGMENT):
+            s0 = time.perf_counter()
+            raw, words = index.screen(q.bits, start, min(start + SEGMENT, n))
+            cands = np.frombuffer(raw, dtype="<i8")
+            stats["screen_seconds"] += time.perf_counter() - s0
+            stats["planes_read_bytes"] += 8 * words
+            stats["candidates"] += len(cands)
+            yield cands
+
+    segments = screened()
+    first = next(segments)
+    wanted = default_workers() if workers is None else max(1, int(workers))
+    few = n <= SEGMENT and len(first) <= LOCAL_MAX
+
+    def all_segments() -> Iterator[np.ndarray]:
+        yield first
+        yield from segments
+
+    lengths: collections.deque = collections.deque()  # survivors of each batch, in order
+
+    def counted(batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+        for b in batches:
+            lengths.append(len(b))
+            yield b
+
+    batches = counted(_batches(all_segments()))
+    if wanted <= 1 or few:
+        results: Iterator[np.ndarray] = (match(store._core, q, b) for b in batches)
+    else:
+        stats["workers"] = wanted
+        results = ordered(store._match_pool(wanted), q, batches, depth=3 * wanted)
+    try:
+        for hits in results:
+            stats["matched"] += lengths.popleft()
+            if max_hits is not None and stats["hits"] + len(hits) >= max_hits:
+                hits = hits[: max_hits - stats["hits"]]
+                stats["hits"] += len(hits)
+                stats["stopped_early"] = True
+                if len(hits):
+                    yield hits
+                return
+            stats["hits"] += len(hits)
+            if len(hits):
+                yield hits
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
+        stats["seconds"] = time.perf_counter() - t0
+
+
+def substructure(store, query, **kw) -> np.ndarray:
+    """Store positions (int64, ascending) of the molecules containing `query`."""
+    parts = list(iter_hit_arrays(store, query, **kw))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def iter_substructure(store, query, **kw) -> Iterator[int]:
+    """As `substructure`, one store position at a time, as each batch is confirmed."""
+    for hits in iter_hit_arrays(store, query, **kw):
+        yield from (int(i) for i in hits)
