@@ -144,3 +144,11 @@ def test_a_killed_build_leaves_the_store_as_it_was(plain_store, tmp_path):
     build_pattern_index(store, workers=1, progress=False)
     assert molsift.open_store(store).has_pattern_index
     assert not [p for p in store.iterdir() if p.name.startswith(".")], "leftovers not swept"
+
+
+def test_overwrite_replaces_a_store_with_a_substructure_index(bundled_smi, tmp_path):
+    out = tmp_path / "o.store"
+    molsift.ingest(bundled_smi, out, workers=1, index=False, progress=False)
+    assert (out / HEADER).exists()
+    molsift.ingest(bundled_smi, out, workers=1, index=False, overwrite=True, progress=False)
+    assert molsift.open_store(out).has_pattern_index

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use molsift_iostats as iostats;
 
-use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST};
+use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST, PATTERN_FILES};
 use crate::StoreError;
 
 /// `DIR/.NAME.KIND-PID-NANOS@HOST` next to `path`: same file system, so a rename is atomic,
@@ -136,13 +136,15 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let known = name == MANIFEST
             || DATA_FILES.contains(&name.as_str())
-            || INDEX_FILES.contains(&name.as_str());
+            || INDEX_FILES.contains(&name.as_str())
+            || PATTERN_FILES.contains(&name.as_str());
         let ours = creator(&name, None).is_some_and(|_| {
             let stem = name.trim_start_matches('.');
             [MANIFEST]
                 .iter()
                 .chain(&DATA_FILES)
                 .chain(&INDEX_FILES)
+                .chain(&PATTERN_FILES)
                 .any(|f| stem.starts_with(&format!("{f}.")))
         });
         if !(known || ours) || !entry.file_type().is_ok_and(|t| t.is_file()) {

@@ -11,10 +11,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The header file.
-pub const HEADER_FILE: &str = "pattern.json";
+/// The header file (named by the store crate, which lets `--overwrite` replace it).
+pub const HEADER_FILE: &str = molsift_store::layout::PATTERN_FILES[0];
 /// The planes file.
-pub const PLANES_FILE: &str = "pattern.planes.u64";
+pub const PLANES_FILE: &str = molsift_store::layout::PATTERN_FILES[1];
 /// The `format` of every header.
 pub const FORMAT_NAME: &str = "molsift-pattern-index";
 /// The header version this build writes and reads.

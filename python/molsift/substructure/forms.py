@@ -138,6 +138,17 @@ def form_for(mol: Chem.Mol, kind: str, chirality: bool, text: str = "") -> str:
     return "full"
 
 
+def matcher_for(mol: Chem.Mol, kind: str, form: str) -> str:
+    """`library` (RDKit's SubstructLibrary loop, see `matcher.py`) when its molecules are this
+    form for the query: the fast or rings form, and no query atom with radicals (the loop does
+    not assign radicals, and plain query atoms compare them); else `python`."""
+    if form == "full":
+        return "python"
+    if kind == "smiles" and any(a.GetNumRadicalElectrons() for a in mol.GetAtoms()):
+        return "python"
+    return "library"
+
+
 def fast_mol(smiles: str) -> Chem.Mol | None:
     m = Chem.MolFromSmiles(smiles, sanitize=False)
     if m is not None:

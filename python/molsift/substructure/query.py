@@ -11,7 +11,7 @@ from rdkit import Chem, RDLogger
 
 from .._core import MolsiftError
 from . import features
-from .forms import form_for
+from .forms import form_for, matcher_for
 
 RDLogger.DisableLog("rdApp.*")
 
@@ -47,6 +47,7 @@ class Query:
     bits: list[int] = field(repr=False)
     always_false: str | None
     form: str
+    matcher: str = "python"
 
     @property
     def key(self) -> tuple[str, str, bool]:
@@ -93,6 +94,7 @@ def parse_query(text: str, smarts: bool = False, chirality: bool = False) -> Que
     bits = pattern_bits(mol, kind)
     bits += [FEATURE_OFFSET + f for f in features.query_features(mol)]
     bits.append(OK_BIT)
+    form = form_for(mol, kind, chirality, text.strip())
     if why is not None and kind == "smarts":
         why = f"SMARTS query is always false: {why}"
     elif why is not None:
@@ -104,5 +106,6 @@ def parse_query(text: str, smarts: bool = False, chirality: bool = False) -> Que
         mol=mol,
         bits=sorted(set(bits)),
         always_false=why,
-        form=form_for(mol, kind, chirality, text.strip()),
+        form=form,
+        matcher=matcher_for(mol, kind, form),
     )
