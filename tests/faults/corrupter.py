@@ -1,9 +1,9 @@
 """The store corrupter: builds one small store (with its column index) and two donors (other
 molecules; --bits 1024) once, then damages every file of a copy (truncate, flip bytes with
 several seeds, delete, swap in the donors' file, change version fields) and runs `info` and
-`search` (-t and -k). A case passes only when each command fails with one clear `molsift: error:`
-line naming the file, or prints exactly what it prints for the undamaged store. `lookup` and
-`substructure` do not exist yet: not run."""
+`search` (-t and -k) and `substructure` (SMILES and SMARTS queries). A case passes only when
+each command fails with one clear `molsift: error:` line naming the file, or prints exactly what
+it prints for the undamaged store. `lookup` does not exist yet: not run."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ QUERIES = [
     "O=[N+]([O-])c1ccccc1",
 ]
 MOLECULES = 300
+SUBSTRUCTURE = ["-q", "c1ccccc1", "-q", "[N+](=O)[O-]", "-q", "[#7;R]", "-q", "C(=O)N"]
 
 
 def _subset(path: Path, first: int, n: int) -> None:
@@ -61,6 +62,7 @@ def commands(store: Path) -> dict[str, list]:
         "info": ["info", store],
         "search -t": ["search", store, *qs, "-t", "0.3"],
         "search -k": ["search", store, *qs, "-k", "7"],
+        "substructure": ["substructure", store, *SUBSTRUCTURE, "-j", "1"],
     }
 
 
@@ -68,7 +70,8 @@ def _normal(verb: str, out: str, store: Path) -> str:
     """info's output without the lines that name the path or the column index's presence."""
     out = out.replace(str(store), "STORE")
     if verb == "info":
-        out = "\n".join(ln for ln in out.splitlines() if not ln.startswith(("store ", "search ")))
+        drop = ("store ", "search ", "substructure ")
+        out = "\n".join(ln for ln in out.splitlines() if not ln.startswith(drop))
     return out
 
 
@@ -141,7 +144,7 @@ def all_specs(files: list[str], long: bool) -> list[tuple[str, str]]:
     """(file, corruption) for every file of the store x every corruption, plus version edits of
     the two JSON headers."""
     specs = [(f, name) for f in files for name, _ in corruptions(long)]
-    for f in ("manifest.json", "columns.json"):
+    for f in ("manifest.json", "columns.json", "pattern.json"):
         if f in files:
             specs += [(f, f"version={v!r}") for v in VERSIONS]
     return specs
@@ -153,6 +156,7 @@ def short_specs(files: list[str]) -> list[tuple[str, str]]:
     return [(f, names[i % len(names)]) for i, f in enumerate(files)] + [
         ("manifest.json", "version=2"),
         ("columns.json", "version=-1"),
+        ("pattern.json", "version=2"),
     ]
 
 

@@ -11,15 +11,16 @@ import pytest
 from . import corrupter
 from .common import FAIL
 
-# the store's files as the product lists them, plus the column index's (docs/store-format.md);
-# test_every_store_file_is_covered fails when a store holds a file not in this list
+# the store's files as the product lists them, plus the column index's and the substructure
+# index's (docs/store-format.md); test_every_store_file_is_covered fails when a store holds a
+# file not in this list
 COLUMN_FILES = ["columns.json", "columns.planes.u64", "columns.order.u64"]
 
 
 def _files():
     from molsift import _core
 
-    return sorted(set(_core.STORE_FILES.values()) | set(COLUMN_FILES))
+    return sorted(set(_core.STORE_FILES.values()) | set(COLUMN_FILES) | set(_core.PATTERN_FILES))
 
 
 KNOWN: dict = {}  # (file, corruption) -> reason, for cases failing today because of a defect

@@ -34,6 +34,8 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
+    from .. import _core
+
     from ..store import open_store
 
     store = open_store(args.store, verify=not args.no_verify)
@@ -59,6 +61,14 @@ def run(args) -> int:
     print(f"size        {size:,} bytes, {size / max(1, c['molecules']):.1f} bytes/molecule")
     print(f"checksums   {'not checked (--no-verify)' if args.no_verify else checked}")
     print(f"search      {index}")
+    if store.has_pattern_index:
+        planes = m["files"][_core.PATTERN_FILES[1]]["bytes"]
+        print(
+            f"substructure index present ({planes:,} bytes of pattern planes, "
+            f"{planes / max(1, c['molecules']):.1f} bytes/molecule)"
+        )
+    else:
+        print("substructure no index (molsift index STORE --pattern)")
     n = min(args.head, len(store))
     if n:
         print(f"\nfirst {n} molecules (position, id, on-bits, canonical SMILES):")
