@@ -35,7 +35,6 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from .. import _core
-
     from ..store import open_store
 
     store = open_store(args.store, verify=not args.no_verify)
