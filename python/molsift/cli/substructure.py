@@ -167,6 +167,8 @@ def run(args) -> int:
                 print(f"molsift: {where}{exc}", file=sys.stderr)
                 failed += 1
                 continue
+            if query.note:
+                print(f"molsift: {where}note: {query.note}", file=sys.stderr)
             if query.always_false:
                 print(f"molsift: {where}query {name!r}: {query.always_false}", file=sys.stderr)
             found = 0

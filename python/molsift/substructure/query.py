@@ -48,6 +48,7 @@ class Query:
     always_false: str | None
     form: str
     matcher: str = "python"
+    note: str | None = None
 
     @property
     def key(self) -> tuple[str, str, bool]:
@@ -99,7 +100,16 @@ def parse_query(text: str, smarts: bool = False, chirality: bool = False) -> Que
         why = f"SMARTS query is always false: {why}"
     elif why is not None:
         why = f"query is always false: {why}"
+    note = None
+    if kind == "smiles" and any(a.GetNumRadicalElectrons() for a in mol.GetAtoms()):
+        note = (
+            f"query {_name(text.strip())} was read as SMILES, where a bracket atom has only the "
+            "hydrogens written in it (RDKit gives the rest radicals, and a radical atom matches "
+            "only atoms with as many radicals); read it as SMARTS with --smarts (smarts=True) "
+            "if that is what you meant"
+        )
     return Query(
+        note=note,
         text=text.strip(),
         kind=kind,
         chirality=chirality,
