@@ -387,7 +387,7 @@ def write_query_file(path: Path) -> dict:
 def test_cli_query_file_with_a_bad_line(nci, tmp_path):
     good = write_query_file(tmp_path / "queries.txt")
     proc = cli(nci.path, "--queries", tmp_path / "queries.txt", check=False)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr  # EXIT_ERROR: a query failed
     assert "C1CC" in proc.stderr or "bad_ring" in proc.stderr
     assert re.search(r"(line 5\b|:5:)", proc.stderr), proc.stderr
     want = [["query", "position", "id", "smiles"]]
@@ -395,7 +395,7 @@ def test_cli_query_file_with_a_bad_line(nci, tmp_path):
         want += hit_rows(nci, label, nci.substructure(text, smarts=smarts))
     assert tsv(proc.stdout) == want
     proc = cli(nci.path, "--queries", tmp_path / "queries.txt", "--count", check=False)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert tsv(proc.stdout) == [["query", "count"]] + [
         [label, str(len(nci.substructure(text, smarts=smarts)))]
         for label, (text, smarts) in good.items()
@@ -448,7 +448,7 @@ def test_query_without_atoms_is_a_query_error(nci):
         with pytest.raises(molsift.QueryError):
             nci.substructure("", smarts=smarts)
     proc = cli(nci.path, "-q", "", "--smarts", check=False)
-    assert proc.returncode == 1 and proc.stderr.strip()
+    assert proc.returncode == 2 and proc.stderr.strip()  # EXIT_ERROR
 
 
 def test_always_false_query(nci, nci_ref):
@@ -459,9 +459,9 @@ def test_always_false_query(nci, nci_ref):
     assert tsv(proc.stdout) == [["query", "position", "id", "smiles"]]
 
 
-def test_cli_bad_query_exit_1(nci):
+def test_cli_bad_query_exits_with_exit_error(nci):
     proc = cli(nci.path, "-q", "C1CC", check=False)
-    assert proc.returncode == 1 and "C1CC" in proc.stderr
+    assert proc.returncode == 2 and "C1CC" in proc.stderr  # EXIT_ERROR, as every verb
     assert "Traceback" not in proc.stderr
 
 

@@ -79,10 +79,53 @@ def to_query_mol(text: str, smarts: bool = False) -> tuple[Chem.Mol, str]:
     return mol, kind
 
 
+def _and_element(description: str) -> int | None:
+    """The element an atom query requires through AND nodes alone (an `AtomAtomicNum` or
+    `AtomType` leaf, not negated), or None."""
+    found = None
+    stack = [-1]  # indentation of the AND nodes we are inside
+    for line in description.splitlines():
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        while len(stack) > depth + 1:
+            stack.pop()
+        words = line.split()
+        if not words:
+            continue
+        inside_and = len(stack) == depth + 1
+        if words[0] == "AtomAnd" and inside_and and "!=" not in words:
+            stack.append(depth)
+        elif inside_and and words[0] in ("AtomAtomicNum", "AtomType") and words[2:3] == ["="]:
+            found = int(words[1]) % 1000  # AtomType adds 1000 for aromatic atoms
+    return found
+
+
+def fingerprint_ready(mol: Chem.Mol) -> Chem.Mol:
+    """A copy of a SMARTS query whose pattern fingerprint is a sound screen. RDKit hashes the
+    atomic number of every query atom it does not call complex, and for an AND query whose
+    first primitive is not the element (`[r5;#7]`, `[X3;C]`) that number is 0: its bits then
+    reject molecules that match (on the NCI data, `[r5;#7]` missed 440 of 445 hits). Such atoms
+    get the element their query requires; an AND atom requiring none becomes a negated (so
+    complex, a wildcard to the fingerprint) query atom."""
+    from rdkit.Chem import rdqueries
+
+    rw = Chem.RWMol(mol)
+    for atom in list(rw.GetAtoms()):
+        if not atom.HasQuery() or not atom.DescribeQuery().startswith("AtomAnd"):
+            continue
+        element = _and_element(atom.DescribeQuery())
+        if element is not None:
+            atom.SetAtomicNum(element)
+        else:
+            rw.ReplaceAtom(atom.GetIdx(), rdqueries.AtomNumEqualsQueryAtom(0, negate=True))
+    return rw.GetMol()
+
+
 def pattern_bits(mol: Chem.Mol, kind: str) -> list[int]:
-    """On-bits of RDKit's PatternFingerprint of a query molecule (ring information set up
-    first for SMARTS, as RDKit's own screen needs)."""
+    """On-bits of RDKit's PatternFingerprint of a query molecule: for SMARTS, of its
+    `fingerprint_ready` copy with ring information set up first (as RDKit's own screen
+    needs)."""
     if kind == "smarts":
+        mol = fingerprint_ready(mol)
         mol.UpdatePropertyCache(strict=False)
         Chem.FastFindRings(mol)
     return list(Chem.PatternFingerprint(mol, fpSize=PATTERN_BITS).GetOnBits())
