@@ -119,7 +119,14 @@ def build_library(smiles: list, cache: Path | None) -> tuple:
     return lib, timing
 
 
-def load_queries(limit: int) -> tuple:
+def parse_limits(text: str) -> dict:
+    """--queries-limit: `N` for every set, or `SET=N,SET=N` (0: all of that set)."""
+    if "=" not in text:
+        return {"zinc_frags": int(text), "test_queries": int(text)}
+    return {k: int(v) for k, v in (part.split("=") for part in text.split(","))}
+
+
+def load_queries(limits: dict) -> tuple:
     """{set name: [(name, text, smarts, query Mol)]} and {set name: unparsable count}."""
     from rdkit import Chem
 
@@ -144,10 +151,10 @@ def load_queries(limit: int) -> tuple:
             else:
                 sets["test_queries"].append((row["name"], text, smarts, mol))
     skipped["test_queries"] = bad
-    if limit:  # spread over the set (every k-th), not its first rows: all kinds of query
-        sets = {
-            k: [v[i * len(v) // limit] for i in range(min(limit, len(v)))] for k, v in sets.items()
-        }
+    for k, v in sets.items():  # spread over the set (every k-th), not its first rows
+        limit = limits.get(k, 0)
+        if limit:
+            sets[k] = [v[i * len(v) // limit] for i in range(min(limit, len(v)))]
     return sets, skipped
 
 
@@ -209,8 +216,29 @@ class Molecules:
         return self.mols[:n]
 
     def loop_hits(self, query, n: int | None = None) -> list:
-        mols = self.first(len(self.smiles) if n is None else n)
-        return [i for i, m in enumerate(mols) if m.HasSubstructMatch(query)]
+        """Hits among the first `n` molecules (all by default). Past the cached first ones,
+        each molecule is parsed, tested and dropped (the whole library never sits in memory)."""
+        from rdkit import Chem
+
+        n = len(self.smiles) if n is None else min(n, len(self.smiles))
+        cached = self.mols[:n]
+        hits = [i for i, m in enumerate(cached) if m is not None and m.HasSubstructMatch(query)]
+        for i in range(len(cached), n):
+            m = Chem.MolFromSmiles(self.smiles[i])
+            if m is not None and m.HasSubstructMatch(query):
+                hits.append(i)
+        return hits
+
+    def true_hits(self, query, positions) -> set:
+        """Which of `positions` RDKit's plain loop calls hits (full sanitization)."""
+        from rdkit import Chem
+
+        out = set()
+        for i in positions:
+            m = Chem.MolFromSmiles(self.smiles[i])
+            if m is not None and m.HasSubstructMatch(query):
+                out.add(i)
+        return out
 
 
 def run_set(set_name, queries, w, lib, store, molecules, check_loop, failures) -> list:
@@ -237,10 +265,19 @@ def run_set(set_name, queries, w, lib, store, molecules, check_loop, failures) -
             row["reference"] = "HasSubstructMatch loop"
         row["hits"] = len(ms_hits if ms_hits is not None else rd_hits or [])
         if ms_hits is not None and ms_hits != rd_hits:
-            failures.append(
-                f"{set_name} -j{w} {name} {text}: molsift {len(ms_hits)} hits, RDKit {len(rd_hits)}"
-            )
-            row["mismatch"] = True
+            # who is right: RDKit's plain loop (full sanitization) on the molecules they differ on
+            differ = set(ms_hits) ^ set(rd_hits)
+            true = molecules.true_hits(mol, sorted(differ))
+            ms_wrong = {i for i in differ if (i in true) != (i in set(ms_hits))}
+            rd_wrong = differ - ms_wrong
+            if ms_wrong:
+                failures.append(
+                    f"{set_name} -j{w} {name} {text}: molsift {len(ms_hits)} hits, RDKit "
+                    f"{len(rd_hits)}; molsift wrong on {len(ms_wrong)} molecules"
+                )
+                row["mismatch"] = True
+            if rd_wrong:  # SubstructLibrary's own screen or molecule form got these wrong
+                row["rdkit_wrong"] = len(rd_wrong)
         if store is None and check_loop and "rdkit_error" not in row:
             n = min(check_loop, len(lib))
             sub = [h for h in rd_hits if h < n]
@@ -331,6 +368,7 @@ def machine() -> dict:
         "load_avg_1m": os.getloadavg()[0],
         "rdkit": rdBase.rdkitVersion,
         "python": sys.version.split()[0],
+        "allocator": __import__("molsift.allocator").allocator.loaded(),
     }
 
 
@@ -341,7 +379,10 @@ def main() -> int:
     ap.add_argument("--input", type=Path, default=MOSES)
     ap.add_argument("--limit-molecules", type=int, default=0, help="first N records (0: all)")
     ap.add_argument(
-        "--queries-limit", type=int, default=0, help="N of each set, spread over it (0: all)"
+        "--queries-limit",
+        type=parse_limits,
+        default="0",
+        help="N of each set, spread over it (0: all), or per set: zinc_frags=0,test_queries=60",
     )
     ap.add_argument("--store", type=Path, help="the store to use; built there when missing")
     ap.add_argument("--workers", default="1,2", help="worker counts, e.g. 1,2")
@@ -356,6 +397,10 @@ def main() -> int:
     ap.add_argument("--raw-sample", type=int, default=20_000)
     ap.add_argument("--json", type=Path, help="write every per-query figure here")
     args = ap.parse_args()
+    from molsift import allocator
+
+    # like with like: RDKit's threads, molsift's process and its workers on one allocator
+    allocator.reexec(sys.argv[1:], script=__file__)
 
     from rdkit import RDLogger
 
@@ -389,6 +434,11 @@ def main() -> int:
     molecules = Molecules(smiles)
     workers = [int(w) for w in args.workers.split(",")]
     rows, summaries, failures = [], [], []
+    if search_store is not None:  # first-use work out of the timings: plane checksums, workers
+        index = search_store._pattern_index()
+        index.screen(list(range(index.bits)), 0, 0)
+        for w in workers:
+            search_store.substructure("*", smarts=True, workers=w, max_hits=1)
     for set_name, queries in sets.items():
         for w in workers:
             part = run_set(
