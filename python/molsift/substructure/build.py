@@ -67,16 +67,21 @@ def rows_of(smiles: list[str]) -> np.ndarray:
     rows = np.zeros((len(smiles), WORDS_PER_ROW), dtype="<u8")
     as_bytes = rows.view(np.uint8)
     pattern_bytes = PATTERN_BITS // 8
+    at_row, at_bit = [], []  # feature and "parses" bits, set at once below
     for i, smi in enumerate(smiles):
         mol = Chem.MolFromSmiles(smi)
         if mol is None:
             continue
         fp = Chem.PatternFingerprint(mol, fpSize=PATTERN_BITS)
         as_bytes[i, :pattern_bytes] = np.frombuffer(pack(fp), dtype=np.uint8)
-        for f in features.molecule_features(mol):
-            b = FEATURE_OFFSET + f
-            rows[i, b >> 6] |= np.uint64(1 << (b & 63))
-        rows[i, OK_BIT >> 6] |= np.uint64(1 << (OK_BIT & 63))
+        found = features.molecule_features(mol)
+        at_row += [i] * (len(found) + 1)
+        at_bit += [FEATURE_OFFSET + f for f in found]
+        at_bit.append(OK_BIT)
+    if at_row:
+        bits = np.asarray(at_bit, dtype=np.uint64)
+        words = (bits >> np.uint64(6)).astype(np.intp)
+        np.bitwise_or.at(rows, (np.asarray(at_row), words), np.uint64(1) << (bits & np.uint64(63)))
     return rows
 
 

@@ -1,8 +1,8 @@
 """`MatchPool`: worker processes of the process engine (`parallel/processes.py`) that open the
 store once and stay alive between queries, matching batches of screen survivors. The engine
 runs in a background thread whose task feed is a queue: a query puts its batches in, the
-workers' answers come back tagged with the query and batch number, and `Search` hands them out
-in store order. A query stopped early (max hits reached) is cancelled: its batches still queued
+workers' answers come back tagged with the query and batch number, and `ordered` hands them
+out in store order. A query stopped early (max hits reached) is cancelled: its batches still queued
 are dropped."""
 
 from __future__ import annotations
