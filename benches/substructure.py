@@ -168,6 +168,20 @@ def last_stats():
     return fn() if fn else None
 
 
+def index_sizes(store_dir: Path, n: int) -> dict:
+    """Bytes per molecule of the store's files that substructure search adds or reads."""
+    files = json.loads((store_dir / "manifest.json").read_text())["files"]
+
+    def per(name: str) -> float:
+        return files.get(name, {}).get("bytes", 0) / max(n, 1)
+
+    return {
+        "planes": per("pattern.planes.u64"),
+        "graphs": per("pattern.graphs.bin"),
+        "smiles": per("smiles.txt") + per("smiles.offsets.u64"),
+    }
+
+
 def rdkit_query(lib, mol, w: int) -> tuple:
     t = time.perf_counter()
     hits = lib.GetMatches(
@@ -258,6 +272,7 @@ def run_set(set_name, queries, w, lib, store, molecules, check_loop, failures) -
                 row["molsift_ms"], ms_hits, stats = molsift_query(store, text, smarts, w)
                 if stats:
                     row["candidates"] = stats.get("candidates")
+                    row["form"] = stats.get("form")
         if store is not None:
             row["first100_ms"] = first_hundred_ms(store, text, smarts, w)
         if rd_hits is None and ms_hits is not None:  # RDKit failed: the plain loop decides
@@ -415,6 +430,12 @@ def main() -> int:
     ingest = f"ingest {ingest_s:.1f} s" if ingest_s is not None else "reused"
     print(f"store {store_dir}: {n:,} molecules ({ingest}); {meta}", flush=True)
 
+    sizes = index_sizes(store_dir, n)
+    print(
+        "store additions, bytes/molecule: pattern planes {planes:.1f}, graphs (the exact-match "
+        "form) {graphs:.1f}; canonical SMILES {smiles:.1f}".format(**sizes),
+        flush=True,
+    )
     lib, lib_t = build_library(smiles, args.rdkit_cache)
     if "build_s" in lib_t:
         print(
@@ -436,7 +457,8 @@ def main() -> int:
     rows, summaries, failures = [], [], []
     if search_store is not None:  # first-use work out of the timings: plane checksums, workers
         index = search_store._pattern_index()
-        index.screen(list(range(index.bits)), 0, 0)
+        # every plane some molecule has (a bit no molecule has ends a screen before any check)
+        index.screen([b for b, c in enumerate(index.bit_counts()) if c], 0, 0)
         for w in workers:
             search_store.substructure("*", smarts=True, workers=w, max_hits=1)
     for set_name, queries in sets.items():
@@ -474,6 +496,13 @@ def main() -> int:
             f"{fmt(s.get('first100_median_ms'))} | {s['hits']:,} | "
             f"{fmt(s.get('survivors'), ',')} | {fmt(s.get('screen_precision'), '.3f')} |"
         )
+    forms: dict = {}
+    for r in rows:
+        if r.get("form"):
+            key = (r["set"], r["form"])
+            forms[key] = forms.get(key, 0) + 1
+    for (set_name, form), count in sorted(forms.items()):
+        print(f"{set_name}: {count} query runs matched on the {form!r} form")
     for s in summaries:
         if s.get("max_ratio") is not None:
             print(f"slowest relative query, {s['set']} -j{s['workers']}: {s['max_ratio_query']}")
@@ -526,6 +555,7 @@ def main() -> int:
                     "machine": meta,
                     "molecules": n,
                     "ingest_s": ingest_s,
+                    "bytes_per_molecule": sizes,
                     "substructlibrary": lib_t,
                     "skipped_queries": skipped,
                     "summaries": summaries,

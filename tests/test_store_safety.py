@@ -203,7 +203,7 @@ def test_info_checks_the_column_index(indexed_store, tmp_path):
     damage(bad / "columns.planes.u64", 7, flips=1)
     assert_clean_refusal(molsift_run("info", bad), "columns.planes.u64")
     ok = molsift_run("info", indexed_store)
-    assert ok.returncode == 0 and "all 14 files verified" in ok.stdout, ok.stdout
+    assert ok.returncode == 0 and "all 15 files verified" in ok.stdout, ok.stdout
 
 
 def test_deleted_index_file_is_refused(indexed_store, tmp_path):

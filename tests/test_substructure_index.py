@@ -1,5 +1,5 @@
-"""The substructure index (pattern planes) of a store: the same bytes for any worker or rank
-count, added to an older store by `molsift index --pattern`, refused when missing, damaged or
+"""The substructure index (pattern planes and molecule graphs) of a store: the same bytes for
+any worker or rank count, added to an older store by `molsift index --pattern`, refused when missing, damaged or
 built for other screening bits, and never half-written: a killed build leaves the store as it
 was."""
 
@@ -18,7 +18,7 @@ from conftest import run_mpi
 import molsift
 from molsift import _core
 
-HEADER, PLANES = _core.PATTERN_FILES
+HEADER, PLANES, GRAPHS = _core.PATTERN_FILES
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,22 @@ def planes_of(store: Path) -> bytes:
     return (store / PLANES).read_bytes()
 
 
+def graphs_of(store: Path) -> bytes:
+    return (store / GRAPHS).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def serial_graphs(serial_planes, plain_store, tmp_path_factory) -> bytes:
+    store = copy_store(plain_store, tmp_path_factory.mktemp("serial-g") / "s.store")
+    from molsift.substructure import build_pattern_index
+
+    build_pattern_index(store, workers=1, progress=False)
+    data = graphs_of(store)
+    n = len(molsift.open_store(store))
+    assert data[:8] == b"MSGRAPH1" and int.from_bytes(data[8:16], "little") == n
+    return data
+
+
 @pytest.fixture(scope="module")
 def serial_planes(plain_store, tmp_path_factory) -> bytes:
     store = copy_store(plain_store, tmp_path_factory.mktemp("serial") / "s.store")
@@ -50,7 +66,9 @@ def serial_planes(plain_store, tmp_path_factory) -> bytes:
     return planes_of(store)
 
 
-def test_index_is_the_same_for_any_worker_count(plain_store, serial_planes, tmp_path):
+def test_index_is_the_same_for_any_worker_count(
+    plain_store, serial_planes, serial_graphs, tmp_path
+):
     store = copy_store(plain_store, tmp_path / "j2.store")
     proc = subprocess.run(
         [sys.executable, "-m", "molsift", "index", str(store), "--pattern", "-j", "2"],
@@ -59,16 +77,18 @@ def test_index_is_the_same_for_any_worker_count(plain_store, serial_planes, tmp_
     )
     assert proc.returncode == 0, proc.stderr
     assert planes_of(store) == serial_planes
+    assert graphs_of(store) == serial_graphs
     opened = molsift.open_store(store)  # every checksum, the new files' too
     assert opened.has_pattern_index
 
 
 @pytest.mark.mpi
-def test_index_is_the_same_under_mpirun(plain_store, serial_planes, tmp_path):
+def test_index_is_the_same_under_mpirun(plain_store, serial_planes, serial_graphs, tmp_path):
     store = copy_store(plain_store, tmp_path / "mpi.store")
     proc = run_mpi(2, ["index", str(store), "--pattern"])
     assert proc.returncode == 0, proc.stderr
     assert planes_of(store) == serial_planes
+    assert graphs_of(store) == serial_graphs
     assert molsift.open_store(store).has_pattern_index
 
 
@@ -108,6 +128,22 @@ def test_a_damaged_plane_is_an_error_not_a_wrong_answer(plain_store, serial_plan
         molsift.open_store(store)  # the full check
     with pytest.raises(molsift.StoreError, match=f"plane {bits[0]}"):
         molsift.open_store(store, verify=False).substructure("c1ccccc1")
+
+
+def test_a_damaged_graph_is_an_error_not_a_wrong_answer(plain_store, tmp_path):
+    store = copy_store(plain_store, tmp_path / "badg.store")
+    from molsift.substructure import build_pattern_index
+
+    build_pattern_index(store, workers=1, progress=False)
+    good = molsift.open_store(store).substructure("c1ccccc1", workers=1)
+    assert len(good) > 0
+    data = bytearray(graphs_of(store))
+    data[-5] ^= 0x04  # a bond's type or ring flag of the last molecule
+    (store / GRAPHS).write_bytes(bytes(data))
+    with pytest.raises(molsift.StoreError, match="checksum"):
+        molsift.open_store(store)  # the full check
+    with pytest.raises(molsift.StoreError, match=f"{GRAPHS}.*checksum"):
+        molsift.open_store(store, verify=False).substructure("c1ccccc1", workers=1)
 
 
 def test_an_index_built_for_other_bits_is_refused(plain_store, tmp_path, monkeypatch):

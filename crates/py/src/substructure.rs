@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use molsift_store::{Store, Verify};
-use molsift_substructure::{PatternIndex, ScreenStats};
+use molsift_substructure::{Compiled, PatternIndex, Program, ScreenStats};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -49,9 +49,11 @@ fn write_pattern_part(
         .map_err(substructure_err)
 }
 
-/// Finishes the pattern index of the store at `store` from the planes at `planes_tmp`; returns
-/// the bytes of the planes.
+/// Finishes the pattern index of the store at `store` from the planes at `planes_tmp` and the
+/// graph parts in the directory `graphs_dir` (joined into the graphs file, then removed);
+/// returns the bytes of the planes.
 #[pyfunction]
+#[pyo3(signature = (store, planes_tmp, bits, bit_counts, meaning_json, graphs_dir=None))]
 fn finish_pattern_index(
     py: Python<'_>,
     store: PathBuf,
@@ -59,18 +61,69 @@ fn finish_pattern_index(
     bits: u32,
     bit_counts: Vec<u64>,
     meaning_json: &str,
+    graphs_dir: Option<PathBuf>,
 ) -> PyResult<u64> {
     let meaning = serde_json::from_str(meaning_json).map_err(crate::error::json_err)?;
     py.detach(|| {
         let store = Store::open(&store, Verify::Sizes)?;
-        molsift_substructure::finish_index(&store, &planes_tmp, bits, bit_counts, meaning).map_err(
-            |e| match e {
-                molsift_substructure::SubstructureError::Store(s) => s,
-                other => molsift_store::StoreError::Invalid(other.to_string()),
-            },
-        )
+        let as_store = |e| match e {
+            molsift_substructure::SubstructureError::Store(s) => s,
+            other => molsift_store::StoreError::Invalid(other.to_string()),
+        };
+        let graphs_tmp = match &graphs_dir {
+            None => None,
+            Some(dir) => {
+                let name = store.path().join(molsift_substructure::graph::GRAPHS_FILE);
+                let tmp = molsift_store::replace::temporary_sibling(&name, "tmp");
+                let made = molsift_substructure::assemble_graphs(dir, store.len(), &tmp);
+                let _ = std::fs::remove_dir_all(dir);
+                if let Err(e) = made {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(as_store(e));
+                }
+                Some(tmp)
+            }
+        };
+        let done = molsift_substructure::finish_index(
+            &store,
+            &planes_tmp,
+            graphs_tmp.as_deref(),
+            bits,
+            bit_counts,
+            meaning,
+        );
+        if let (Err(_), Some(tmp)) = (&done, &graphs_tmp) {
+            let _ = std::fs::remove_file(tmp);
+        }
+        done.map_err(as_store)
     })
     .map_err(store_err)
+}
+
+/// A query compiled for the graph matcher (from the JSON program that
+/// `molsift.substructure.program` writes).
+#[pyclass(name = "GraphQuery", module = "molsift._core", frozen)]
+pub struct PyGraphQuery {
+    inner: Compiled,
+}
+
+#[pymethods]
+impl PyGraphQuery {
+    #[new]
+    fn new(program_json: &str) -> PyResult<Self> {
+        let prog = Program::from_json(program_json).map_err(substructure_err)?;
+        Ok(PyGraphQuery {
+            inner: Compiled::new(prog),
+        })
+    }
+}
+
+fn int64_bytes<'py>(py: Python<'py>, v: &[u64]) -> Bound<'py, PyBytes> {
+    let mut bytes = Vec::with_capacity(v.len() * 8);
+    for p in v {
+        bytes.extend_from_slice(&p.to_le_bytes());
+    }
+    PyBytes::new(py, &bytes)
 }
 
 /// The pattern index of an open store: screens of queries' bits.
@@ -136,21 +189,52 @@ impl PyPatternIndex {
         let stats: ScreenStats = py
             .detach(|| self.inner.screen(&bits, start..end, &mut out))
             .map_err(substructure_err)?;
-        let mut bytes = Vec::with_capacity(out.len() * 8);
-        for p in out {
-            bytes.extend_from_slice(&p.to_le_bytes());
-        }
-        Ok((PyBytes::new(py, &bytes), stats.words_read))
+        Ok((int64_bytes(py, &out), stats.words_read))
+    }
+
+    /// Whether the index holds the molecules' graphs (the exact-match form).
+    fn has_graphs(&self) -> bool {
+        self.inner.has_graphs()
+    }
+
+    /// Bytes of the graphs file (0 without one).
+    fn graphs_bytes(&self) -> u64 {
+        self.inner.graphs_bytes()
+    }
+
+    /// Matches `query` against the molecules at `positions` (ascending little-endian int64
+    /// bytes) on `threads` threads, GIL released: (hits, undecided) as int64 bytes, the
+    /// undecided being molecules without a graph (for RDKit); `None` without graphs.
+    fn match_graphs<'py>(
+        &self,
+        py: Python<'py>,
+        query: &PyGraphQuery,
+        positions: &[u8],
+        threads: usize,
+    ) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+        let pos = words_of(positions)?;
+        let found = py
+            .detach(|| self.inner.match_graphs(&query.inner, &pos, threads))
+            .map_err(substructure_err)?;
+        Ok(found.map(|g| (int64_bytes(py, &g.hits), int64_bytes(py, &g.undecided))))
     }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     use molsift_substructure::layout as l;
     m.add_class::<PyPatternIndex>()?;
+    m.add_class::<PyGraphQuery>()?;
     m.add_function(wrap_pyfunction!(create_pattern_planes, m)?)?;
     m.add_function(wrap_pyfunction!(write_pattern_part, m)?)?;
     m.add_function(wrap_pyfunction!(finish_pattern_index, m)?)?;
-    m.add("PATTERN_FILES", (l::HEADER_FILE, l::PLANES_FILE))?;
+    m.add(
+        "PATTERN_FILES",
+        (
+            l::HEADER_FILE,
+            l::PLANES_FILE,
+            molsift_substructure::graph::GRAPHS_FILE,
+        ),
+    )?;
     m.add("PATTERN_BLOCK", l::BLOCK)?;
     Ok(())
 }

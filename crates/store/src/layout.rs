@@ -39,8 +39,9 @@ pub const DATA_FILES: [&str; 8] = [
 pub const INDEX_FILES: [&str; 3] = ["columns.json", "columns.planes.u64", "columns.order.u64"];
 
 /// Files the substructure index (`crates/substructure`) adds to a finished store, registered
-/// in its manifest when written: header, pattern planes.
-pub const PATTERN_FILES: [&str; 2] = ["pattern.json", "pattern.planes.u64"];
+/// in its manifest when written: header, pattern planes, the molecules' graphs (the
+/// exact-match form).
+pub const PATTERN_FILES: [&str; 3] = ["pattern.json", "pattern.planes.u64", "pattern.graphs.bin"];
 
 /// The exact size a fixed-width file must have for `n` molecules, or `None` for text files.
 pub fn expected_size(file: &str, n: u64, fp: &FingerprintLayout) -> Option<u64> {

@@ -147,7 +147,11 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
                 .chain(&PATTERN_FILES)
                 .any(|f| stem.starts_with(&format!("{f}.")))
         });
-        if !(known || ours) || !entry.file_type().is_ok_and(|t| t.is_file()) {
+        let kind = entry.file_type().ok();
+        let is_file = kind.is_some_and(|t| t.is_file());
+        // a killed run's temporary entry may be a directory (the graph parts of a pattern build)
+        let is_dir = kind.is_some_and(|t| t.is_dir());
+        if !((known && is_file) || (ours && (is_file || is_dir))) {
             return Err(refuse(format!(
                 "holds {name:?}, which is not a file of a molsift store"
             )));

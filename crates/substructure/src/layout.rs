@@ -64,6 +64,10 @@ pub struct Header {
     pub planes: FileInfo,
     /// XXH3-64 of each plane
     pub plane_xxh3: Vec<String>,
+    /// the graphs file (the exact-match form, [`crate::graph`]); absent in indexes written
+    /// before it existed, whose queries are matched by RDKit alone
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graphs: Option<FileInfo>,
     /// what the bits are (set by the writer of the rows; checked by the reader of queries)
     pub meaning: serde_json::Value,
 }

@@ -29,7 +29,7 @@
 //! let tmp = dir.path().join("planes.tmp");
 //! create_planes(&tmp, 2, 3).unwrap();
 //! let counts = write_part(&tmp, 2, 3, 0, &rows, 1).unwrap();
-//! finish_index(&store, &tmp, 2, counts, serde_json::json!({"bits": "demo"})).unwrap();
+//! finish_index(&store, &tmp, None, 2, counts, serde_json::json!({"bits": "demo"})).unwrap();
 //! let store = Store::open(&path, Verify::Full).unwrap();
 //! let index = PatternIndex::open_in(&store).unwrap();
 //! let mut hits = Vec::new();
@@ -44,14 +44,19 @@ compile_error!(
 );
 
 mod error;
+pub mod graph;
 pub mod layout;
+pub mod matcher;
+pub mod program;
 mod screen;
 mod write;
 
 pub use error::SubstructureError;
 pub use layout::BLOCK;
+pub use matcher::{Compiled, GraphMatches};
+pub use program::Program;
 pub use screen::{use_avx2, PatternIndex, ScreenStats, CHUNK_WORDS};
-pub use write::{create_planes, finish_index, write_part};
+pub use write::{assemble_graphs, create_planes, finish_index, write_part};
 
 #[cfg(test)]
 mod tests;

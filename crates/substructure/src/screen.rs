@@ -10,10 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use memmap2::Mmap;
 use molsift_store::Store;
 
+use crate::graph::{Graphs, GRAPHS_FILE};
 use crate::layout::{
     checksum, plane_words, planes_bytes, Header, FORMAT_NAME, FORMAT_VERSION, HEADER_FILE,
     MAX_BITS, PLANES_FILE,
 };
+use crate::matcher::{match_positions, Compiled, GraphMatches};
 use crate::SubstructureError;
 
 /// Words of each plane ANDed at a time (4,096 molecules): one chunk of the rarest plane is
@@ -35,6 +37,8 @@ pub struct PatternIndex {
     header: Header,
     planes: Option<Mmap>,
     checked: Vec<AtomicBool>,
+    graphs: Option<(PathBuf, Mmap)>,
+    graphs_checked: AtomicBool,
 }
 
 impl PatternIndex {
@@ -103,11 +107,31 @@ impl PatternIndex {
             Some(unsafe { file.map() }.map_err(|e| SubstructureError::io(file.path(), e))?)
         };
         let checked = (0..bits).map(|_| AtomicBool::new(false)).collect();
+        let graphs = match (&header.graphs, files.get(GRAPHS_FILE)) {
+            (None, _) => None,
+            (Some(info), Some(entry)) if info.bytes == entry.bytes && info.xxh3 == entry.xxh3 => {
+                let file = store.file(GRAPHS_FILE)?;
+                // SAFETY: as for the planes.
+                let m = unsafe { file.map() }.map_err(|e| SubstructureError::io(file.path(), e))?;
+                Graphs::new(&m, n, file.path())?;
+                Some((file.path().to_path_buf(), m))
+            }
+            (Some(info), entry) => {
+                return Err(bad(format!(
+                    "graphs of {} bytes ({}) in the header, {:?} in the manifest",
+                    info.bytes,
+                    info.xxh3,
+                    entry.map(|e| (e.bytes, &e.xxh3))
+                )))
+            }
+        };
         Ok(PatternIndex {
             path: dir.join(PLANES_FILE),
             header,
             planes,
             checked,
+            graphs,
+            graphs_checked: AtomicBool::new(false),
         })
     }
 
@@ -124,6 +148,44 @@ impl PatternIndex {
     /// True for an index of no molecule.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether the index holds the molecules' graphs (the exact-match form of
+    /// [`crate::graph`]); without them every candidate goes to RDKit.
+    pub fn has_graphs(&self) -> bool {
+        self.graphs.is_some()
+    }
+
+    /// Bytes of the graphs file (0 without one).
+    pub fn graphs_bytes(&self) -> u64 {
+        self.graphs.as_ref().map_or(0, |(_, m)| m.len() as u64)
+    }
+
+    /// Matches `query` against the molecules at `positions` (ascending) on `threads` threads;
+    /// `None` when the index holds no graphs. The graphs file is checked against its checksum
+    /// the first time, once per process.
+    pub fn match_graphs(
+        &self,
+        query: &Compiled,
+        positions: &[u64],
+        threads: usize,
+    ) -> Result<Option<GraphMatches>, SubstructureError> {
+        let Some((path, m)) = &self.graphs else {
+            return Ok(None);
+        };
+        if !self.graphs_checked.load(Ordering::Relaxed) {
+            let want = &self.header.graphs.as_ref().expect("graphs listed").xxh3;
+            let sum = checksum(m);
+            if &sum != want {
+                return Err(SubstructureError::Corrupted {
+                    path: path.clone(),
+                    reason: format!("checksum {sum} does not match the header's {want}"),
+                });
+            }
+            self.graphs_checked.store(true, Ordering::Relaxed);
+        }
+        let g = Graphs::new(m, self.len(), path)?;
+        match_positions(&g, query, positions, threads, path).map(Some)
     }
 
     /// Molecules having each bit.

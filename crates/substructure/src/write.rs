@@ -9,6 +9,7 @@ use std::path::Path;
 use molsift_iostats::CountedFile;
 use molsift_store::{FileEntry, Store};
 
+use crate::graph::GRAPHS_FILE;
 use crate::layout::{
     checksum, plane_words, planes_bytes, FileInfo, Header, BLOCK, FORMAT_NAME, FORMAT_VERSION,
     HEADER_FILE, MAX_BITS, PLANES_FILE,
@@ -102,13 +103,96 @@ pub fn write_part(
     Ok(counts)
 }
 
+/// Joins the graph parts that the tasks of a build wrote into `parts_dir` (one file per task,
+/// named by its first molecule, zero-padded: `[count u64][count u32 record lengths][records]`)
+/// into the graphs file at `out` (a temporary name) for `n` molecules ([`crate::graph`]). The
+/// parts must cover `0..n` without gaps.
+pub fn assemble_graphs(parts_dir: &Path, n: usize, out: &Path) -> Result<(), SubstructureError> {
+    let bad = |m: String| SubstructureError::Invalid(format!("{}: {m}", parts_dir.display()));
+    let mut names: Vec<(usize, std::path::PathBuf)> = Vec::new();
+    for e in std::fs::read_dir(parts_dir).map_err(|e| SubstructureError::io(parts_dir, e))? {
+        let e = e.map_err(|e| SubstructureError::io(parts_dir, e))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(first) = name.strip_suffix(".part").and_then(|f| f.parse().ok()) else {
+            return Err(bad(format!("{name:?} is not a graph part")));
+        };
+        names.push((first, e.path()));
+    }
+    names.sort();
+    let mut lengths: Vec<u64> = Vec::with_capacity(n);
+    let mut bodies: Vec<(std::path::PathBuf, u64, u64)> = Vec::new(); // file, offset, bytes
+    for (first, path) in &names {
+        if *first != lengths.len() {
+            return Err(bad(format!(
+                "the part of molecule {first} follows {} molecules",
+                lengths.len()
+            )));
+        }
+        let bytes = std::fs::read(path).map_err(|e| SubstructureError::io(path, e))?;
+        if bytes.len() < 8 {
+            return Err(bad(format!("{}: {} bytes", path.display(), bytes.len())));
+        }
+        let count = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) as usize;
+        let head = 8 + 4 * count;
+        if bytes.len() < head {
+            return Err(bad(format!(
+                "{}: short of its {count} lengths",
+                path.display()
+            )));
+        }
+        let mut total = 0u64;
+        for c in bytes[8..head].chunks_exact(4) {
+            let l = u64::from(u32::from_le_bytes(c.try_into().expect("4 bytes")));
+            lengths.push(l);
+            total += l;
+        }
+        if bytes.len() as u64 != head as u64 + total {
+            return Err(bad(format!(
+                "{}: {} bytes, {} expected",
+                path.display(),
+                bytes.len(),
+                head as u64 + total
+            )));
+        }
+        bodies.push((path.clone(), head as u64, total));
+    }
+    if lengths.len() != n {
+        return Err(bad(format!(
+            "parts of {} molecules, {n} expected",
+            lengths.len()
+        )));
+    }
+    let mut head = Vec::with_capacity(crate::graph::records_start(n));
+    head.extend_from_slice(crate::graph::MAGIC);
+    head.extend_from_slice(&(n as u64).to_le_bytes());
+    let mut at = 0u64;
+    head.extend_from_slice(&at.to_le_bytes());
+    for l in &lengths {
+        at += l;
+        head.extend_from_slice(&at.to_le_bytes());
+    }
+    let f = CountedFile::create(out).map_err(|e| SubstructureError::io(out, e))?;
+    f.write_all_at(&head, 0)
+        .map_err(|e| SubstructureError::io(out, e))?;
+    let mut pos = head.len() as u64;
+    for (path, offset, total) in bodies {
+        let bytes = std::fs::read(&path).map_err(|e| SubstructureError::io(&path, e))?;
+        f.write_all_at(&bytes[offset as usize..(offset + total) as usize], pos)
+            .map_err(|e| SubstructureError::io(out, e))?;
+        pos += total;
+    }
+    Ok(())
+}
+
 /// Finishes an index whose planes were written to `planes_tmp` (every part written): checks
 /// its size, checksums each plane, syncs it, writes the header (with `bit_counts`, the sums of
-/// the parts', and `meaning`), renames both into `store`'s directory and lists them in its
+/// the parts', and `meaning`), renames the planes, the graphs file `graphs_tmp` (when given,
+/// made by [`assemble_graphs`]) and the header into `store`'s directory and lists them in its
 /// manifest. Holds the store's lock meanwhile. Returns the bytes of the planes.
 pub fn finish_index(
     store: &Store,
     planes_tmp: &Path,
+    graphs_tmp: Option<&Path>,
     bits: u32,
     bit_counts: Vec<u64>,
     meaning: serde_json::Value,
@@ -147,6 +231,20 @@ pub fn finish_index(
     };
     f.sync_all()
         .map_err(|e| SubstructureError::io(planes_tmp, e))?;
+    let graphs = match graphs_tmp {
+        None => None,
+        Some(g) => {
+            let gf = CountedFile::open(g).map_err(|e| SubstructureError::io(g, e))?;
+            // SAFETY: the temporary file is ours and no longer written.
+            let m = unsafe { gf.map() }.map_err(|e| SubstructureError::io(g, e))?;
+            crate::graph::Graphs::new(&m, n, g)?;
+            gf.sync_all().map_err(|e| SubstructureError::io(g, e))?;
+            Some(FileInfo {
+                bytes: m.len() as u64,
+                xxh3: checksum(&m),
+            })
+        }
+    };
     let header = Header {
         format: FORMAT_NAME.into(),
         version: FORMAT_VERSION,
@@ -159,6 +257,7 @@ pub fn finish_index(
             xxh3: whole.clone(),
         },
         plane_xxh3,
+        graphs: graphs.clone(),
         meaning,
     };
     let text = serde_json::to_string_pretty(&header).expect("header serializes") + "\n";
@@ -170,9 +269,21 @@ pub fn finish_index(
     let planes_path = dir.join(PLANES_FILE);
     std::fs::rename(planes_tmp, &planes_path)
         .map_err(|e| SubstructureError::io(&planes_path, e))?;
+    let mut files = Vec::new();
+    if let (Some(g), Some(info)) = (graphs_tmp, graphs) {
+        let graphs_path = dir.join(GRAPHS_FILE);
+        std::fs::rename(g, &graphs_path).map_err(|e| SubstructureError::io(&graphs_path, e))?;
+        files.push((
+            GRAPHS_FILE.to_string(),
+            FileEntry {
+                bytes: info.bytes,
+                xxh3: info.xxh3,
+            },
+        ));
+    }
     std::fs::rename(&header_tmp, &header_path)
         .map_err(|e| SubstructureError::io(&header_path, e))?;
-    store.register_files(vec![
+    files.extend([
         (
             PLANES_FILE.to_string(),
             FileEntry {
@@ -187,6 +298,7 @@ pub fn finish_index(
                 xxh3: checksum(text.as_bytes()),
             },
         ),
-    ])?;
+    ]);
+    store.register_files(files)?;
     Ok(size)
 }

@@ -62,9 +62,17 @@ def run(args) -> int:
     print(f"search      {index}")
     if store.has_pattern_index:
         planes = m["files"][_core.PATTERN_FILES[1]]["bytes"]
+        graphs = m["files"].get(_core.PATTERN_FILES[2], {}).get("bytes", 0)
+        per = max(1, c["molecules"])
         print(
             f"substructure index present ({planes:,} bytes of pattern planes, "
-            f"{planes / max(1, c['molecules']):.1f} bytes/molecule)"
+            f"{planes / per:.1f} bytes/molecule; "
+            + (
+                f"{graphs:,} bytes of molecule graphs, {graphs / per:.1f} bytes/molecule)"
+                if graphs
+                else "no molecule graphs: RDKit matches every candidate; rebuild with "
+                "molsift index STORE --pattern)"
+            )
         )
     else:
         print("substructure no index (molsift index STORE --pattern)")

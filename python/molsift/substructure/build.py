@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import time
 from typing import Any
 
@@ -21,6 +22,7 @@ from .. import _core
 from ..parallel import choose_executor
 from ..progress import Progress
 from . import features
+from .program import graph_record
 from .query import FEATURE_OFFSET, OK_BIT, PATTERN_BITS, TOTAL_BITS
 
 #: Molecules per task (a multiple of the planes' block of 256).
@@ -58,18 +60,22 @@ def _packer():
     return _PACKERS[0]
 
 
-def rows_of(smiles: list[str]) -> np.ndarray:
+def rows_of(smiles: list[str], graphs: list | None = None) -> np.ndarray:
     """The screening rows (uint64, WORDS_PER_ROW words each) of molecules given as SMILES; a
-    molecule RDKit cannot parse gets an empty row (it is never a candidate)."""
+    molecule RDKit cannot parse gets an empty row (it is never a candidate). With `graphs` (a
+    list), each molecule's graph record (`program.graph_record`) is appended to it."""
     from rdkit import Chem
 
     pack = _packer()
+    record = graph_record if graphs is not None else None
     rows = np.zeros((len(smiles), WORDS_PER_ROW), dtype="<u8")
     as_bytes = rows.view(np.uint8)
     pattern_bytes = PATTERN_BITS // 8
     at_row, at_bit = [], []  # feature and "parses" bits, set at once below
     for i, smi in enumerate(smiles):
         mol = Chem.MolFromSmiles(smi)
+        if record is not None:
+            graphs.append(record(mol))  # type: ignore[union-attr]
         if mol is None:
             continue
         fp = Chem.PatternFingerprint(mol, fpSize=PATTERN_BITS)
@@ -96,11 +102,26 @@ def run_pattern_task(task: dict) -> dict:
             raise _core.StoreError(f"{path}: the store was replaced while its index was built")
     first, end = task["first"], task["end"]
     positions = np.arange(first, end, dtype="<i8")
-    rows = rows_of(core.smiles_at(positions.tobytes()))
+    graphs: list[bytes] = []
+    rows = rows_of(core.smiles_at(positions.tobytes()), graphs)
     counts = _core.write_pattern_part(
         task["planes"], TOTAL_BITS, task["n"], first, rows.tobytes(), WORDS_PER_ROW
     )
+    _write_graph_part(task["graphs"], first, graphs)
     return {"counts": counts, "molecules": end - first, "seconds": time.perf_counter() - start}
+
+
+def _write_graph_part(directory: str, first: int, records: list[bytes]) -> None:
+    """A task's graph records as one part file (`crates/substructure`'s `assemble_graphs`):
+    written under a temporary name, then renamed, so a part is whole or absent."""
+    lengths = np.fromiter((len(r) for r in records), dtype="<u4", count=len(records))
+    name = os.path.join(directory, f"{first:012d}.part")
+    tmp = name + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(len(records).to_bytes(8, "little"))
+        f.write(lengths.tobytes())
+        f.write(b"".join(records))
+    os.replace(tmp, name)
 
 
 def build_pattern_index(
@@ -140,7 +161,12 @@ def build_pattern_index(
             for r in results:
                 counts += np.asarray(r["counts"], dtype=np.int64)
             size = _core.finish_pattern_index(
-                path, planes, TOTAL_BITS, [int(c) for c in counts], json.dumps(meaning())
+                path,
+                planes,
+                TOTAL_BITS,
+                [int(c) for c in counts],
+                json.dumps(meaning()),
+                plan["graphs"],
             )
             planes = None
         executor.barrier()
@@ -149,6 +175,7 @@ def build_pattern_index(
         if planes is not None and executor.is_root:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(planes)
+            shutil.rmtree(plan["graphs"], ignore_errors=True)
         if own:
             executor.close()
 
@@ -162,6 +189,10 @@ def _plan(path: str) -> dict | Exception:
         planes_name = _core.PATTERN_FILES[1]
         planes = os.fspath(_core.temporary_sibling(os.path.join(path, planes_name), "tmp"))
         _core.create_pattern_planes(planes, TOTAL_BITS, n)
-        return {"store": path, "manifest": manifest, "n": n, "planes": planes}
+        graphs = os.fspath(
+            _core.temporary_sibling(os.path.join(path, _core.PATTERN_FILES[2]), "parts")
+        )
+        os.mkdir(graphs)
+        return {"store": path, "manifest": manifest, "n": n, "planes": planes, "graphs": graphs}
     except Exception as exc:  # handed to every rank
         return exc

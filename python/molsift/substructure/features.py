@@ -666,9 +666,20 @@ def _bond_box(bond):
     return _eval(roots[0], _bond_leaf, "Bond", [])[0]
 
 
+_LAST: list = [None, None]  # the last query analysed and its analysis (parse_query asks twice)
+
+
 def _analyze(query):
     """(box, req) of the query's atoms, and (box, begin, end) of its bonds. The graph adds to
     each atom: degree >= its number of query bonds, H count >= its H-atom neighbours."""
+    if _LAST[0] is query:
+        return _LAST[1]
+    _LAST[1] = result = _analyze_new(query)
+    _LAST[0] = query
+    return result
+
+
+def _analyze_new(query):
     atoms = [_atom_analysis(a) for a in query.GetAtoms()]
     is_h = [not _is_bottom(b) and _subset(b.get("elem", _ALL), _fin(1)) for b, _ in atoms]
     for a in query.GetAtoms():
@@ -703,12 +714,21 @@ def _atom_fits(box, elem, arom):
 def _counts_of(atoms, bonds):
     counts = dict.fromkeys(range(len(_COUNTERS)), 0)
     live = [not _is_bottom(b) for b, _ in atoms]
-    for (box, _), ok in zip(atoms, live):
+    memo: dict = {}  # (atom, element set, aromatic set) -> fits: counters share them
+
+    def fits(i, elem, arom):
+        key = (i, elem, arom)
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = _atom_fits(atoms[i][0], elem, arom)
+        return hit
+
+    for i, ((box, _), ok) in enumerate(zip(atoms, live)):
         if not ok:
             continue
         for ci in _ATOM_COUNTERS:
             elem, arom, deg = _COUNTERS[ci][2]
-            if _atom_fits(box, elem, arom) and _subset(box.get("deg", _ALL), deg):
+            if fits(i, elem, arom) and _subset(box.get("deg", _ALL), deg):
                 counts[ci] += 1
         if _subset(box.get("elem", _ALL), _fin(7, 8)):
             counts[_NHOH] += _min_hs(box)
@@ -716,14 +736,11 @@ def _counts_of(atoms, bonds):
         if _is_bottom(box) or not (live[i] and live[j]):
             continue
         types = box.get("type", _ALL)
-        a, b = atoms[i][0], atoms[j][0]
         for ci in _BOND_COUNTERS:
             ctypes, (e1, e2) = _COUNTERS[ci][2]
             if not _subset(types, ctypes):
                 continue
-            if (_atom_fits(a, *e1) and _atom_fits(b, *e2)) or (
-                _atom_fits(a, *e2) and _atom_fits(b, *e1)
-            ):
+            if (fits(i, *e1) and fits(j, *e2)) or (fits(i, *e2) and fits(j, *e1)):
                 counts[ci] += 1
     for (_, req), ok in zip(atoms, live):
         if ok:

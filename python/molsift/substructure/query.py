@@ -12,6 +12,7 @@ from rdkit import Chem, RDLogger
 from .._core import MolsiftError
 from . import features
 from .forms import form_for, matcher_for
+from .program import graph_program
 
 RDLogger.DisableLog("rdApp.*")
 
@@ -49,6 +50,8 @@ class Query:
     form: str
     matcher: str = "python"
     note: str | None = None
+    #: the graph-matcher program (JSON, `program.py`), None when RDKit must match
+    program: str | None = field(default=None, repr=False)
 
     @property
     def key(self) -> tuple[str, str, bool]:
@@ -161,4 +164,5 @@ def parse_query(text: str, smarts: bool = False, chirality: bool = False) -> Que
         always_false=why,
         form=form,
         matcher=matcher_for(mol, kind, form),
+        program=graph_program(mol, chirality),
     )

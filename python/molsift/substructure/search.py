@@ -1,8 +1,11 @@
 """Substructure search of one query over an open store: parse (`query.py`), screen the pattern
 planes in Rust (`crates/substructure`, segments of the store in order), then match the
-survivors exactly (`matcher.py`) in batches, in this process when they are few or one worker is
-asked for, else on the store's `MatchPool` (`engine.py`), handing hits out in store order as
-each batch is confirmed, and stopping at `max_hits`. `last_stats()` tells what the last search
+survivors exactly in batches, handing hits out in store order as each batch is confirmed, and
+stopping at `max_hits`. The match runs on the index's graphs in Rust (`program.py` compiles the
+query; threads, GIL released) when the index has them and the query compiles; molecules
+without a graph, and queries that do not compile (chirality, rare primitives), go to RDKit
+(`matcher.py`), in this process when they are few or one worker is asked for, else on the
+store's `MatchPool` (`engine.py`). `last_stats()` tells what the last search
 did (survivors of the screen, hits, times)."""
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core
 from ..parallel import default_workers
 from .engine import ordered
 from .matcher import match
@@ -26,6 +30,10 @@ SEGMENT = 1 << 22
 LOCAL_MAX = 2000
 #: Survivors per batch: the first batches are small so that the first hits come early.
 FIRST_BATCH, MAX_BATCH = 128, 4096
+#: The largest batch of the graph matcher (split over its threads).
+GRAPH_BATCH = 1 << 16
+
+_GRAPH_QUERIES: dict[str, Any] = {}
 
 _STATS = threading.local()
 
@@ -37,14 +45,36 @@ def last_stats() -> dict[str, Any]:
     return dict(getattr(_STATS, "value", {}))
 
 
-def _batches(candidates: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+def _batches(candidates: Iterator[np.ndarray], largest: int = MAX_BATCH) -> Iterator[np.ndarray]:
     size = FIRST_BATCH
     for cands in candidates:
         i = 0
         while i < len(cands):
             yield cands[i : i + size]
             i += size
-            size = min(2 * size, MAX_BATCH)
+            size = min(2 * size, largest)
+
+
+def _graph_query(q: Query):
+    """The compiled graph-matcher query of `q` (cached), or None."""
+    if q.program is None:
+        return None
+    gq = _GRAPH_QUERIES.get(q.program)
+    if gq is None:
+        if len(_GRAPH_QUERIES) > 1000:
+            _GRAPH_QUERIES.clear()
+        gq = _GRAPH_QUERIES[q.program] = _core.GraphQuery(q.program)
+    return gq
+
+
+def _graph_match(store, index, gq, q: Query, batches, threads: int) -> Iterator[np.ndarray]:
+    for b in batches:
+        raw_hits, raw_undecided = index.match_graphs(gq, b.tobytes(), threads)
+        hits = np.frombuffer(raw_hits, dtype="<i8")
+        undecided = np.frombuffer(raw_undecided, dtype="<i8")
+        if len(undecided):  # molecules the graphs do not describe: RDKit decides
+            hits = np.sort(np.concatenate([hits, match(store._core, q, undecided)]))
+        yield hits
 
 
 def iter_hit_arrays(
@@ -100,10 +130,17 @@ def iter_hit_arrays(
             lengths.append(len(b))
             yield b
 
-    batches = counted(_batches(all_segments()))
-    if wanted <= 1 or few:
-        results: Iterator[np.ndarray] = (match(store._core, q, b) for b in batches)
+    gq = _graph_query(q) if index.has_graphs() else None
+    if gq is not None:
+        stats["form"] = "graph"
+        stats["workers"] = wanted
+        batches = counted(_batches(all_segments(), GRAPH_BATCH))
+        results: Iterator[np.ndarray] = _graph_match(store, index, gq, q, batches, wanted)
+    elif wanted <= 1 or few:
+        batches = counted(_batches(all_segments()))
+        results = (match(store._core, q, b) for b in batches)
     else:
+        batches = counted(_batches(all_segments()))
         stats["workers"] = wanted
         results = ordered(store._match_pool(wanted), q, batches, depth=3 * wanted)
     try:
