@@ -1,7 +1,7 @@
 """The substructure index (pattern planes and molecule graphs) of a store: the same bytes for
-any worker or rank count, added to an older store by `molsift index --pattern`, refused when missing, damaged or
-built for other screening bits, and never half-written: a killed build leaves the store as it
-was."""
+any worker or rank count, added to an older store by `molsift index --pattern`, refused when
+missing, damaged or built for other screening bits, and never half-written: a killed build
+leaves the store as it was."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@
 //! about, rooted there. [`match_positions`] runs it over many molecules on threads.
 
 use crate::graph::{Graphs, MolGraph};
-use crate::program::{atom_leaf, bond_ok, AtomExpr, AtomField, Pattern, Program};
+use crate::program::{atom_leaf, atom_value, bond_ok, AtomExpr, AtomField, Pattern, Program};
 use crate::SubstructureError;
 
 /// The order in which one pattern's atoms are placed.
@@ -28,7 +28,7 @@ fn score(e: &AtomExpr) -> i32 {
             0 => 1,
             _ => 6,
         },
-        AtomExpr::Eq(..) => 1,
+        AtomExpr::Eq(..) | AtomExpr::Range(..) => 1,
         AtomExpr::And(v) => v.iter().map(score).sum(),
         AtomExpr::Or(v) => v.iter().map(score).min().unwrap_or(0),
         AtomExpr::Rec(_) => 3,
@@ -137,6 +137,7 @@ fn eval(c: &Compiled, st: &mut State, m: &MolGraph, e: &AtomExpr, t: usize) -> b
         AtomExpr::And(v) => v.iter().all(|x| eval(c, st, m, x, t)),
         AtomExpr::Or(v) => v.iter().any(|x| eval(c, st, m, x, t)),
         AtomExpr::Eq(f, v) => atom_leaf(m, *f, *v, t),
+        AtomExpr::Range(f, lo, hi) => (*lo..=*hi).contains(&atom_value(m, *f, t)),
         AtomExpr::Rec(k) => {
             let slot = k * st.nt + t;
             match st.rec[slot] {

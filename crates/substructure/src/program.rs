@@ -3,7 +3,7 @@
 //! query trees and writes this as JSON), with the semantics of RDKit's query functions
 //! (`QueryOps.h`): an equality leaf compares one property with a value, `AtomInNRings` and
 //! `AtomRingBondCount` with a negative value mean "not zero" (RDKit's `AtomRingQuery`),
-//! and a recursive leaf `rec k` asks whether recursive pattern `k` matches with its first atom
+//! a range leaf bounds a property on both sides (inclusive), and a recursive leaf `rec k` asks whether recursive pattern `k` matches with its first atom
 //! on the atom. Recursive patterns are listed once, flat, at the top level.
 
 use serde::Deserialize;
@@ -73,6 +73,9 @@ pub enum AtomExpr {
     Or(Vec<AtomExpr>),
     /// property == value (with the ring-query rule for negative values)
     Eq(AtomField, i32),
+    /// lower <= property <= upper (SMARTS ranges `{a-b}`, `{a-}`, `{-b}`: RDKit's range,
+    /// less-equal and greater-equal queries)
+    Range(AtomField, i32, i32),
     /// recursive pattern `k` matches here
     Rec(usize),
 }

@@ -74,6 +74,9 @@ def _expr(node, prefix: str, fields: dict, rec) -> object:
         k = rec(core)
         out = {"rec": k}
         neg = neg or " not in" in core
+    elif core.split("_", 1)[0] in ("less", "greater", "range") and prefix == "Atom":
+        out, negated = _bounds(core, fields)
+        neg = neg != negated
     else:
         m = _LEAF.fullmatch(core)
         if m is None or m.group(1) not in fields:
@@ -81,6 +84,33 @@ def _expr(node, prefix: str, fields: dict, rec) -> object:
         out = {"eq": [fields[m.group(1)], int(m.group(2))]}
         neg = neg != (m.group(3) == "!=")
     return {"not": out} if neg else out
+
+
+_LOWEST, _HIGHEST = -(2**31), 2**31 - 1
+
+
+def _bounds(core: str, fields: dict) -> tuple:
+    """RDKit's range queries (SMARTS `{a-b}`, `{a-}`, `{-b}`), as (range leaf, negated):
+    "range_Name lo val hi" (both ends included, as the SMARTS parser makes them), "less_Name v
+    <=" (v <= property), "greater_Name v >=" (v >= property); a "!" marks negation."""
+    words = core.split()
+    kind, name = words[0].split("_", 1)
+    negated = "!" in words
+    words = [w for w in words[1:] if w != "!"]
+    if name not in fields:
+        raise Unsupported(core)
+    f = fields[name]
+    if kind == "range" and len(words) == 3 and words[1] == "val":
+        lo, hi = int(words[0]), int(words[2])
+    elif kind == "less" and words[1:] == ["<="]:
+        lo, hi = int(words[0]), _HIGHEST
+    elif kind == "greater" and words[1:] == [">="]:
+        lo, hi = _LOWEST, int(words[0])
+    else:
+        raise Unsupported(core)
+    if f in ("n_rings", "ring_bond_count") and min(lo, hi) < 0 <= max(lo, hi) and kind != "less":
+        raise Unsupported(core)  # RDKit's ring queries read negative values their own way
+    return {"range": [f, lo, hi]}, negated
 
 
 def _atom(atom, recursive: list) -> object:
