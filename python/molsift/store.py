@@ -149,8 +149,10 @@ class Store:
         with RDKit's `MolFromSmiles`), or SMARTS with `smarts=True` or when it is not SMILES.
         Exactly RDKit's `HasSubstructMatch` hits on the stored molecules (`chirality` as its
         `useChirality`); at most `max_hits`, the first in store order. The screen runs here;
-        many survivors are matched on `workers` processes (default: all cores) that stay alive
-        for the next query (`close()` ends them). Raises `molsift.QueryError` for a query that
+        survivors are matched on the index's molecule graphs in Rust on `workers` threads
+        (default: all cores), or, for what that matcher cannot express (chirality, a store
+        indexed before graphs existed), by RDKit on `workers` processes that stay alive for
+        the next query (`close()` ends them). Raises `molsift.QueryError` for a query that
         cannot be read, `molsift.StoreError` when the store has no substructure index."""
         from .substructure import substructure
 

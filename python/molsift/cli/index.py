@@ -25,7 +25,8 @@ def add_parser(subparsers):
         "--pattern",
         action="store_true",
         help="build the substructure index (RDKit pattern fingerprints and atom features as bit "
-        "planes, from the stored SMILES) instead of the column index",
+        "planes, and each molecule's graph for the exact match, from the stored SMILES) "
+        "instead of the column index",
     )
     p.add_argument(
         "-j",

@@ -29,9 +29,11 @@ def add_parser(subparsers):
         help="substructure search (SMILES or SMARTS), exactly RDKit's HasSubstructMatch",
         description="Find the molecules of a store that contain a query. A query is read as "
         "SMILES (RDKit's MolFromSmiles) unless --smarts is given or it is not SMILES, then as "
-        "SMARTS. The store's pattern planes screen out what cannot match; RDKit's "
-        "HasSubstructMatch confirms the rest, on worker processes that stay alive between "
-        "queries. Hits come in store order, as soon as they are confirmed. Output: TSV "
+        "SMARTS. The store's pattern planes screen out what cannot match; the rest is "
+        "matched exactly on the index's molecule graphs (properties computed by RDKit, "
+        "matched in Rust on -j threads), or by RDKit's HasSubstructMatch on worker processes "
+        "for what the graph matcher cannot express (--chirality, a few rare primitives). "
+        "Hits are RDKit's, in store order, as soon as they are confirmed. Output: TSV "
         "query, position, id, smiles (or query, count with --count).",
         examples=EXAMPLES,
     )
@@ -62,8 +64,8 @@ def add_parser(subparsers):
         "-j",
         "--workers",
         type=at_least_one,
-        help="worker processes for the exact match (default: all cores; few survivors are "
-        "matched in this process)",
+        help="threads (graph matcher) or worker processes (RDKit) for the exact match "
+        "(default: all cores; few survivors are matched in this process)",
     )
     p.add_argument(
         "-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout"
