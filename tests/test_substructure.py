@@ -221,6 +221,42 @@ def test_subset_with_two_workers_equals_rdkit(nci, nci_ref):
     assert wrong == []
 
 
+# Atoms with several recursive SMARTS, negated or nested: each `$()` of the graph matcher's
+# program must be the one RDKit pairs with that leaf of the atom's query tree.
+RECURSIVE_ORDER = [
+    "[$(C=O);!$(CN)]",
+    "[!$(CN);$(C=O)]",
+    "[$([#6]~[#7]),$([#6]~[#8]);!$([#6]~[#16])]",
+    "[!$(*=O);$(*~[#7]);$(*@*)]",
+    "[$([CX3](=O)[OX2H1]),$([CX3](=O)[OX1-])]",
+    "[$(a:a:[$(a~[#7])])]",
+    "[!$([#6;$(C=O)]);$(*~*~*)]",
+    "C[$(N(C)C);!$(NC=O)]",
+    "[$(c1ccccc1);!$(c[N+](=O)[O-])]~*",
+]
+
+
+@pytest.mark.parametrize("text", RECURSIVE_ORDER)
+def test_recursive_smarts_order_on_the_graph_matcher(nci, nci_ref, text):
+    from molsift.substructure import last_stats
+
+    assert nci.substructure(text, smarts=True).tolist() == nci_ref.hits(text, True)
+    assert last_stats()["form"] == "graph"
+
+
+def test_the_graph_matcher_takes_every_query_but_chirality(nci):
+    """Every query of the set compiles for the graph matcher (so the tests above test it), and
+    chirality goes to RDKit."""
+    from molsift.substructure import last_stats
+
+    for name, (text, smarts) in QUERIES.items():
+        nci.substructure(text, smarts=smarts, max_hits=1)
+        stats = last_stats()
+        assert stats["form"] == "graph" or stats["always_false"], name
+    nci.substructure("C[C@H](N)C(=O)O", chirality=True, max_hits=1)
+    assert last_stats()["form"] != "graph"
+
+
 def test_every_query_on_stereo_isotope_salt_store(special, special_ref):
     """The molecules NCI lacks, every query, with and without chirality, 1 and 2 workers."""
     assert len(special) == len(SPECIAL.splitlines())
