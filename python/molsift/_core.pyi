@@ -194,8 +194,8 @@ def build_column_index(path: _Path, budget: int = ...) -> int:
 
 # ---- substructure screen (molsift-substructure) ----
 
-PATTERN_FILES: tuple[str, str]
-"""The substructure index's files in a store: (header, planes)."""
+PATTERN_FILES: tuple[str, str, str]
+"""The substructure index's files in a store: (header, planes, molecule graphs)."""
 PATTERN_BLOCK: int
 """Molecules per block of the planes: a part written by one task starts on a block."""
 
@@ -215,6 +215,21 @@ class PatternIndex:
         """What the bits mean (JSON text), as the writer recorded it."""
     def screen(self, bits: list[int], start: int, end: int) -> tuple[bytes, int]:
         """Positions in `start..end` having every bit (little-endian int64 bytes), words read."""
+    def has_graphs(self) -> bool:
+        """Whether the index holds the molecules' graphs (the exact-match form)."""
+    def graphs_bytes(self) -> int:
+        """Bytes of the graphs file (0 without one)."""
+    def match_graphs(
+        self, query: GraphQuery, positions: bytes, threads: int
+    ) -> tuple[bytes, bytes] | None:
+        """(hits, undecided) among `positions` (int64 bytes, ascending) on `threads` threads, GIL
+        released; undecided: molecules without a graph. None without graphs."""
+
+class GraphQuery:
+    """A query compiled for the graph matcher (JSON from `molsift.substructure.program`)."""
+
+    def __init__(self, program_json: str) -> None:
+        """Parses and checks the program (ValueError when it is not one)."""
 
 def create_pattern_planes(path: _Path, bits: int, n: int) -> None:
     """Creates the all-zero planes file of `bits` planes for `n` molecules."""
@@ -225,9 +240,15 @@ def write_pattern_part(
     """Writes molecules `first ..` (rows of little-endian u64 words); returns bit counts."""
 
 def finish_pattern_index(
-    store: _Path, planes_tmp: _Path, bits: int, bit_counts: list[int], meaning_json: str
+    store: _Path,
+    planes_tmp: _Path,
+    bits: int,
+    bit_counts: list[int],
+    meaning_json: str,
+    graphs_dir: _Path | None = None,
 ) -> int:
-    """Checksums, writes the header, renames into the store, lists in its manifest."""
+    """Joins the graph parts in `graphs_dir` (then removes it), checksums, writes the header,
+    renames into the store, lists in its manifest."""
 
 # ---- fingerprints (molsift-fp) ----
 
