@@ -184,7 +184,6 @@ def graph_program(mol: Chem.Mol, chirality: bool = False) -> str | None:
 
 
 _ATOM = struct.Struct("<BbBBBBBB")
-_NO_RADICALS = None
 
 
 def graph_record(mol: Chem.Mol | None) -> bytes:
@@ -192,17 +191,11 @@ def graph_record(mol: Chem.Mol | None) -> bytes:
     empty when the molecule is None or the form cannot describe it (then RDKit matches it).
     Ring counts come from RDKit's own ring information (`AtomRings`, `BondRings`: the sets
     `NumAtomRings`, `MinAtomRingSize` and `NumBondRings` count)."""
-    global _NO_RADICALS
     if mol is None:
         return b""
     na, nb = mol.GetNumAtoms(), mol.GetNumBonds()
     if na > 255 or nb > 255:
         return b""
-    if _NO_RADICALS is None:
-        from rdkit.Chem.Descriptors import NumRadicalElectrons
-
-        _NO_RADICALS = NumRadicalElectrons
-    radicals = _NO_RADICALS(mol) > 0
     ri = mol.GetRingInfo()
     nrings = [0] * na
     min_ring = [0] * na
@@ -216,7 +209,7 @@ def graph_record(mol: Chem.Mol | None) -> bytes:
     out = bytearray((na, nb))
     pack = _ATOM.pack
     for i, a in enumerate(mol.GetAtoms()):
-        rad = a.GetNumRadicalElectrons() if radicals else 0
+        rad = a.GetNumRadicalElectrons()
         hs, valence, charge = a.GetTotalNumHs(), a.GetTotalValence(), a.GetFormalCharge()
         if a.GetIsotope() or rad > 7 or hs > 255 or valence > 255 or not -128 <= charge <= 127:
             return b""
