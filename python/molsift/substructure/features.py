@@ -625,7 +625,7 @@ def _recursive(smarts):
     q = Chem.MolFromSmarts(smarts)
     if q is None or q.GetNumAtoms() == 0:
         return _NOTHING
-    atoms, bonds = _analyze(q)
+    atoms, bonds = analyze(q)
     if any(_is_bottom(b) for b, _ in atoms) or any(_is_bottom(b) for b, _, _ in bonds):
         return (_BOTTOM, {})
     return atoms[0][0], _counts_of(atoms, bonds)
@@ -666,20 +666,10 @@ def _bond_box(bond):
     return _eval(roots[0], _bond_leaf, "Bond", [])[0]
 
 
-_LAST: list = [None, None]  # the last query analysed and its analysis (parse_query asks twice)
-
-
-def _analyze(query):
+def analyze(query):
     """(box, req) of the query's atoms, and (box, begin, end) of its bonds. The graph adds to
-    each atom: degree >= its number of query bonds, H count >= its H-atom neighbours."""
-    if _LAST[0] is query:
-        return _LAST[1]
-    _LAST[1] = result = _analyze_new(query)
-    _LAST[0] = query
-    return result
-
-
-def _analyze_new(query):
+    each atom: degree >= its number of query bonds, H count >= its H-atom neighbours. Callers
+    that need both `query_features` and `always_false` compute it once and pass it to both."""
     atoms = [_atom_analysis(a) for a in query.GetAtoms()]
     is_h = [not _is_bottom(b) and _subset(b.get("elem", _ALL), _fin(1)) for b, _ in atoms]
     for a in query.GetAtoms():
@@ -748,14 +738,15 @@ def _counts_of(atoms, bonds):
     return counts
 
 
-def query_counts(query) -> dict[int, int]:
-    """Counter index -> the count every molecule matching `query` reaches."""
-    return _counts_of(*_analyze(query))
+def query_counts(query, analysis=None) -> dict[int, int]:
+    """Counter index -> the count every molecule matching `query` reaches (`analysis`: its
+    `analyze(query)`, when already made)."""
+    return _counts_of(*(analysis or analyze(query)))
 
 
-def query_features(query) -> list[int]:
+def query_features(query, analysis=None) -> list[int]:
     """Sorted bit indices that every molecule matching `query` must have."""
-    return _bits(query_counts(query))
+    return _bits(query_counts(query, analysis))
 
 
 _WORDS = {
@@ -772,10 +763,10 @@ _WORDS = {
 }
 
 
-def always_false(query) -> str | None:
+def always_false(query, analysis=None) -> str | None:
     """A reason when `query` can never match any molecule (an atom or bond whose constraints
     contradict each other, e.g. "[C&N]", "[!*]", "[+;-]", "[D1](C)C"), else None."""
-    atoms, bonds = _analyze(query)
+    atoms, bonds = analysis or analyze(query)
     parts = [("atom", a, box) for a, (box, _) in zip(query.GetAtoms(), atoms)]
     parts += [("bond", b, box) for b, (box, _, _) in zip(query.GetBonds(), bonds)]
     for kind, part, box in parts:

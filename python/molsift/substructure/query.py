@@ -137,9 +137,10 @@ def pattern_bits(mol: Chem.Mol, kind: str) -> list[int]:
 def parse_query(text: str, smarts: bool = False, chirality: bool = False) -> Query:
     """Reads one query (see `to_query_mol`) and works out its screen and matcher form."""
     mol, kind = to_query_mol(text, smarts)
-    why = features.always_false(mol)
+    analysis = features.analyze(mol)
+    why = features.always_false(mol, analysis)
     bits = pattern_bits(mol, kind)
-    bits += [FEATURE_OFFSET + f for f in features.query_features(mol)]
+    bits += [FEATURE_OFFSET + f for f in features.query_features(mol, analysis)]
     bits.append(OK_BIT)
     form = form_for(mol, kind, chirality, text.strip())
     if why is not None and kind == "smarts":
