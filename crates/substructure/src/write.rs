@@ -119,8 +119,10 @@ pub fn assemble_graphs(parts_dir: &Path, n: usize, out: &Path) -> Result<(), Sub
         names.push((first, e.path()));
     }
     names.sort();
+    // one pass: each part's records are copied where they belong (the offsets come last)
+    let f = CountedFile::create(out).map_err(|e| SubstructureError::io(out, e))?;
     let mut lengths: Vec<u64> = Vec::with_capacity(n);
-    let mut bodies: Vec<(std::path::PathBuf, u64, u64)> = Vec::new(); // file, offset, bytes
+    let mut pos = crate::graph::records_start(n) as u64;
     for (first, path) in &names {
         if *first != lengths.len() {
             return Err(bad(format!(
@@ -134,9 +136,9 @@ pub fn assemble_graphs(parts_dir: &Path, n: usize, out: &Path) -> Result<(), Sub
         }
         let count = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) as usize;
         let head = 8 + 4 * count;
-        if bytes.len() < head {
+        if bytes.len() < head || lengths.len() + count > n {
             return Err(bad(format!(
-                "{}: short of its {count} lengths",
+                "{}: short of its {count} lengths, or past {n} molecules",
                 path.display()
             )));
         }
@@ -154,7 +156,9 @@ pub fn assemble_graphs(parts_dir: &Path, n: usize, out: &Path) -> Result<(), Sub
                 head as u64 + total
             )));
         }
-        bodies.push((path.clone(), head as u64, total));
+        f.write_all_at(&bytes[head..], pos)
+            .map_err(|e| SubstructureError::io(out, e))?;
+        pos += total;
     }
     if lengths.len() != n {
         return Err(bad(format!(
@@ -171,16 +175,8 @@ pub fn assemble_graphs(parts_dir: &Path, n: usize, out: &Path) -> Result<(), Sub
         at += l;
         head.extend_from_slice(&at.to_le_bytes());
     }
-    let f = CountedFile::create(out).map_err(|e| SubstructureError::io(out, e))?;
     f.write_all_at(&head, 0)
         .map_err(|e| SubstructureError::io(out, e))?;
-    let mut pos = head.len() as u64;
-    for (path, offset, total) in bodies {
-        let bytes = std::fs::read(&path).map_err(|e| SubstructureError::io(&path, e))?;
-        f.write_all_at(&bytes[offset as usize..(offset + total) as usize], pos)
-            .map_err(|e| SubstructureError::io(out, e))?;
-        pos += total;
-    }
     Ok(())
 }
 
