@@ -30,12 +30,16 @@
 
 mod checksum;
 mod error;
+pub mod fuse;
 pub mod layout;
+pub mod lookup;
 mod manifest;
 mod merge;
+pub mod packed;
 mod reader;
 pub mod rejects;
 pub mod replace;
+pub mod textblocks;
 mod writer;
 
 pub use error::StoreError;

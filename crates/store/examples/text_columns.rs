@@ -1,0 +1,161 @@
+//! Measures the text columns and the exact-match index of store version 2 on a version-1
+//! store's SMILES and ids: bytes per molecule, build time, one-string decode time, full decode
+//! rate, probes per second.
+//!
+//! ```text
+//! cargo run --release -p molsift-store --example text_columns -- STORE [--level L] [--block B] [--threads T]
+//! ```
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use molsift_store::lookup::{build_index, key_hash, LookupIndex, LookupOptions};
+use molsift_store::textblocks::{write_text_blocks, TextBlocks, TextOptions};
+use molsift_store::{Store, Verify};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let store = PathBuf::from(&args[1]);
+    let opt = |name: &str, default: usize| {
+        args.iter()
+            .position(|a| a == name)
+            .map(|i| args[i + 1].parse().unwrap())
+            .unwrap_or(default)
+    };
+    let (level, block, threads) = (opt("--level", 19), opt("--block", 128), opt("--threads", 2));
+    let s = Store::open(&store, Verify::Sizes).unwrap();
+    let n = s.len();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by(|&a, &b| {
+        s.smiles(a as usize)
+            .unwrap()
+            .cmp(s.smiles(b as usize).unwrap())
+    });
+    let dir = tempfile::tempdir_in("/work").unwrap();
+    let opts = TextOptions {
+        block,
+        level: level as i32,
+        threads,
+        ..TextOptions::default()
+    };
+    let t = Instant::now();
+    let path = dir.path().join("smiles.blocks");
+    let size = write_text_blocks(
+        &path,
+        n,
+        |i, out| out.extend_from_slice(s.smiles(order[i] as usize).unwrap().as_bytes()),
+        &opts,
+    )
+    .unwrap();
+    println!(
+        "smiles: {:.3} B/mol, written in {:.1} s ({threads} threads, level {level}, block {block})",
+        size as f64 / n as f64,
+        t.elapsed().as_secs_f64()
+    );
+    let ids_path = dir.path().join("ids.blocks");
+    let ids_size = write_text_blocks(
+        &ids_path,
+        n,
+        |i, out| out.extend_from_slice(s.id(i).unwrap().as_bytes()),
+        &TextOptions {
+            numbered: true,
+            ..opts.clone()
+        },
+    )
+    .unwrap();
+    println!("ids: {:.3} B/mol", ids_size as f64 / n as f64);
+    let f = std::fs::File::open(&path).unwrap();
+    let cols = TextBlocks::open(&path, Some(unsafe { memmap2::Mmap::map(&f) }.unwrap())).unwrap();
+    // one string, random positions, warm
+    let mut rng = 0x1234_5678u64;
+    let picks: Vec<usize> = (0..20_000)
+        .map(|_| {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (rng >> 33) as usize % n
+        })
+        .collect();
+    for &i in &picks[..1000] {
+        cols.get(i).unwrap();
+    }
+    let t = Instant::now();
+    for &i in &picks {
+        cols.get(i).unwrap();
+    }
+    println!(
+        "one SMILES, random, warm: {:.2} us",
+        t.elapsed().as_secs_f64() * 1e6 / picks.len() as f64
+    );
+    for _ in 0..opt("--decode-loops", 0) {
+        cols.for_each_in_blocks(0..cols.blocks(), |_, _| Ok(()))
+            .unwrap();
+    }
+    let mut times = Vec::new();
+    let mut text = 0usize;
+    for _ in 0..5 {
+        text = 0;
+        let t = Instant::now();
+        cols.for_each_in_blocks(0..cols.blocks(), |_, s| {
+            text += s.len() + 1;
+            Ok(())
+        })
+        .unwrap();
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "full decode: {:.2} GB/s of SMILES text ({} bytes in {:.3} s, median of 5, one thread)",
+        text as f64 / times[2] / 1e9,
+        text,
+        times[2]
+    );
+    // the exact-match index: first block of each distinct SMILES
+    let t = Instant::now();
+    let mut entries = Vec::with_capacity(n);
+    let mut prev: Option<&str> = None;
+    for (i, &p) in order.iter().enumerate() {
+        let smi = s.smiles(p as usize).unwrap();
+        if prev != Some(smi) {
+            entries.push((key_hash(smi.as_bytes(), 64), (i / block) as u64));
+        }
+        prev = Some(smi);
+    }
+    let distinct = entries.len();
+    let index = build_index(entries, cols.blocks() as u64, &LookupOptions::default());
+    println!(
+        "lookup index: {:.3} B/mol ({distinct} distinct of {n}), built in {:.2} s",
+        index.len() as f64 / n as f64,
+        t.elapsed().as_secs_f64()
+    );
+    let idx = LookupIndex::parse(&index, &path).unwrap();
+    let hashes: Vec<u64> = (0..1_000_000usize)
+        .map(|k| {
+            let i = picks[k % picks.len()];
+            if k % 2 == 0 {
+                key_hash(s.smiles(i).unwrap().as_bytes(), 64)
+            } else {
+                key_hash(format!("absent{k}").as_bytes(), 64)
+            }
+        })
+        .collect();
+    let mut out = vec![0u64; hashes.len()];
+    for _ in 0..3 {
+        let t = Instant::now();
+        idx.probe_batch(&hashes, &mut out);
+        let secs = t.elapsed().as_secs_f64();
+        let t2 = Instant::now();
+        let mut one = 0usize;
+        for &h in &hashes {
+            one += idx.probe(h).is_some() as usize;
+        }
+        let secs2 = t2.elapsed().as_secs_f64();
+        let found = out.iter().filter(|&&b| b != u64::MAX).count();
+        println!(
+            "probes: {:.1} M/s batched, {:.1} M/s one by one ({found} candidates of {} probes, {one})",
+            hashes.len() as f64 / secs / 1e6,
+            hashes.len() as f64 / secs2 / 1e6,
+            hashes.len()
+        );
+    }
+}
