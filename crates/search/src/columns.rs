@@ -13,6 +13,7 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::compressed::SlotOrder;
 use crate::layout::{Bucket, ColumnIndex, BLOCK};
 use crate::scan::{Plan, Read, Sink};
 use crate::threshold::{cmp_ratio, min_common_ratio, need_f64, UNREACHABLE};
@@ -21,7 +22,7 @@ use crate::{Hit, Query, SearchError, SearchOptions, SearchPath, SearchStats};
 
 /// Collects every molecule at or above a fixed per-bucket bar.
 pub(crate) struct ThresholdSink<'a> {
-    order: &'a [u64],
+    order: SlotOrder<'a>,
     t: f64,
     q: u32,
     p: u32,
@@ -30,7 +31,7 @@ pub(crate) struct ThresholdSink<'a> {
 }
 
 impl<'a> ThresholdSink<'a> {
-    pub(crate) fn new(order: &'a [u64], t: f64, q: u32) -> Self {
+    pub(crate) fn new(order: SlotOrder<'a>, t: f64, q: u32) -> Self {
         ThresholdSink {
             order,
             t,
@@ -53,7 +54,7 @@ impl Sink for ThresholdSink<'_> {
     #[inline]
     fn accept(&mut self, slot: usize, common: u32) {
         self.out
-            .push(Scored::new(self.order[slot], common, self.p, self.q));
+            .push(Scored::new(self.order.position(slot), common, self.p, self.q));
     }
 }
 
@@ -90,7 +91,7 @@ impl SharedBar {
 
 /// Keeps the k best, raising the bar as the heap fills (and as other threads' heaps fill).
 pub(crate) struct TopKSink<'a> {
-    order: &'a [u64],
+    order: SlotOrder<'a>,
     t: f64,
     q: u32,
     p: u32,
@@ -105,7 +106,7 @@ pub(crate) struct TopKSink<'a> {
 
 impl<'a> TopKSink<'a> {
     pub(crate) fn new(
-        order: &'a [u64],
+        order: SlotOrder<'a>,
         t: f64,
         q: u32,
         k: usize,
@@ -171,7 +172,7 @@ impl Sink for TopKSink<'_> {
         self.candidates += 1;
         if self
             .heap
-            .offer(Scored::new(self.order[slot], common, self.p, self.q))
+            .offer(Scored::new(self.order.position(slot), common, self.p, self.q))
         {
             self.refresh();
         }
@@ -226,7 +227,7 @@ impl ColumnIndex {
                 let shared = SharedBar::default();
                 let run = |i: usize| {
                     let mut sink =
-                        TopKSink::new(self.order(), t, q, k, (threads > 1).then_some(&shared));
+                        TopKSink::new(self.slot_order(), t, q, k, (threads > 1).then_some(&shared));
                     let mut read = Read::default();
                     let mut buckets = 0;
                     for &b in &visit {
@@ -274,7 +275,7 @@ impl ColumnIndex {
                 }
                 let run = |i: usize| {
                     let mine = share(0..total, threads, i);
-                    let mut sink = ThresholdSink::new(self.order(), t, q);
+                    let mut sink = ThresholdSink::new(self.slot_order(), t, q);
                     let mut read = Read::default();
                     let mut at = 0u64; // blocks of `work` before the current bucket
                     for &b in &work {

@@ -159,6 +159,7 @@ impl ColumnIndex {
             bit_counts: h.bit_counts,
             origin,
             advise: false,
+            compressed: None,
         };
         index.set_read_ahead(plane_bytes > cache_memory() / 2);
         Ok(index)

@@ -106,6 +106,8 @@ pub struct ColumnIndex {
     pub(crate) origin: Option<Origin>,
     /// give the kernel read-ahead hints for what each query scans (mapped planes only)
     pub(crate) advise: bool,
+    /// store version 2: the compressed planes (then `planes` and `order` are empty)
+    pub(crate) compressed: Option<Box<crate::compressed::Compressed>>,
 }
 
 /// The directory an index was opened from and the checksums its header records.
@@ -186,9 +188,30 @@ impl ColumnIndex {
         &self.planes.as_slice()[b as usize * w..(b as usize + 1) * w]
     }
 
-    /// Store index of each sorted slot (`u64::MAX` for padding).
+    /// Store index of each sorted slot (`u64::MAX` for padding); empty for compressed planes
+    /// (see [`ColumnIndex::position_of_slot`]).
     pub fn order(&self) -> &[u64] {
         self.order.as_slice()
+    }
+
+    /// True when the index reads the compressed planes of a version-2 store.
+    pub fn is_compressed(&self) -> bool {
+        self.compressed.is_some()
+    }
+
+    /// The store position of sorted slot `slot` (`u64::MAX` for padding).
+    pub fn position_of_slot(&self, slot: usize) -> u64 {
+        self.slot_order().position(slot)
+    }
+
+    pub(crate) fn slot_order(&self) -> crate::compressed::SlotOrder<'_> {
+        match &self.compressed {
+            Some(c) => crate::compressed::SlotOrder::Packed {
+                buckets: &c.header.buckets,
+                planes: c.planes(),
+            },
+            None => crate::compressed::SlotOrder::Dense(self.order.as_slice()),
+        }
     }
 
     /// Number of molecules with bit `b` set.
@@ -398,6 +421,7 @@ fn build_with<'r>(
         bit_counts,
         origin: None,
         advise: false,
+        compressed: None,
     })
 }
 

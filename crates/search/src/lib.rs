@@ -51,6 +51,7 @@ mod adders;
 mod batch;
 mod build;
 mod columns;
+mod compressed;
 mod error;
 mod io;
 mod layout;

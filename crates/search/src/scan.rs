@@ -66,6 +66,11 @@ pub(crate) struct Plan<'a> {
     /// the query's bits, rarest first (the order the planes are read)
     pub(crate) bits: Vec<u32>,
     ptrs: Vec<*const u64>,
+    /// compressed planes (store version 2): the planes and the query's, rarest first
+    compressed: Option<(
+        molsift_store::planes::Planes<'a>,
+        Vec<crate::compressed::CPlane<'a>>,
+    )>,
 }
 
 // SAFETY: the pointers only read planes owned by `index`, which is immutable and Sync while
@@ -82,12 +87,27 @@ impl<'a> Plan<'a> {
                 query: query.bits(),
             });
         }
-        index.check_read(query.on_bits())?; // once per process: the planes and order it reads
-        let planes = index.planes.as_slice();
-        let w = index.plane_words();
         // rarest planes first: they settle most blocks early (see `Gate`)
         let mut bits = query.on_bits().to_vec();
         bits.sort_by_key(|&b| (index.bit_counts[b as usize], b));
+        if let Some(c) = &index.compressed {
+            index.check_compressed(c, query.on_bits())?; // once per process
+            let planes = c.planes();
+            let cp = bits
+                .iter()
+                .map(|&b| crate::compressed::CPlane::new(&planes, b as usize))
+                .collect();
+            return Ok(Plan {
+                index,
+                q: query.popcount(),
+                bits,
+                ptrs: Vec::new(),
+                compressed: Some((planes, cp)),
+            });
+        }
+        index.check_read(query.on_bits())?; // once per process: the planes and order it reads
+        let planes = index.planes.as_slice();
+        let w = index.plane_words();
         let ptrs = bits
             .iter()
             .map(|&b| planes[b as usize * w..].as_ptr())
@@ -97,6 +117,7 @@ impl<'a> Plan<'a> {
             q: query.popcount(),
             bits,
             ptrs,
+            compressed: None,
         })
     }
 
@@ -110,7 +131,7 @@ impl<'a> Plan<'a> {
     /// [`Plan::advise`] for several block ranges at once (ascending): one hint per plane and
     /// run of adjacent ranges that read it in phase 1.
     pub(crate) fn advise_all(&self, scans: &[(Range<u64>, u32)]) {
-        if !self.index.advise {
+        if !self.index.advise || self.compressed.is_some() {
             return;
         }
         let w = self.index.plane_words();
@@ -162,6 +183,20 @@ impl<'a> Plan<'a> {
         assert!(blocks.end <= self.index.blocks);
         macro_rules! go {
             ($l:literal) => {{
+                if let Some((planes, cp)) = &self.compressed {
+                    #[cfg(target_arch = "x86_64")]
+                    if use_avx2() {
+                        // SAFETY: AVX2 is present.
+                        return unsafe {
+                            crate::compressed::scan_compressed_avx2::<$l, S>(
+                                planes, cp, bucket, blocks, sink,
+                            )
+                        };
+                    }
+                    return crate::compressed::scan_compressed::<$l, S>(
+                        planes, cp, bucket, blocks, sink,
+                    );
+                }
                 #[cfg(target_arch = "x86_64")]
                 if use_avx2() {
                     // SAFETY: AVX2 is present; every plane pointer covers `plane_words` words

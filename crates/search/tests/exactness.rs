@@ -22,6 +22,7 @@ fn rows(set: &Set) -> RowScan<'_> {
 fn check_all(set: &Set, queries: &[Query], ks: &[usize]) {
     let idx = index(set);
     let rs = rows(set);
+    let (_dir, cidx) = common::compressed_index(set);
     let mut opts = Vec::new();
     for &t in &THRESHOLDS {
         opts.push(SearchOptions::threshold(t));
@@ -44,6 +45,8 @@ fn check_all(set: &Set, queries: &[Query], ks: &[usize]) {
                 assert_eq!(got, want, "columns q={} {o:?}", q.popcount());
                 let got = rs.search(q, &o).unwrap();
                 assert_eq!(got, want, "rows q={} {o:?}", q.popcount());
+                let got = cidx.search(q, &o).unwrap();
+                assert_eq!(got, want, "compressed q={} {o:?}", q.popcount());
             }
         }
     }

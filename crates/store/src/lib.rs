@@ -36,6 +36,7 @@ pub mod lookup;
 mod manifest;
 mod merge;
 pub mod packed;
+pub mod planes;
 mod reader;
 pub mod rejects;
 pub mod replace;

@@ -161,3 +161,34 @@ pub fn brute(set: &Set, query: &Query, threshold: Option<f64>, k: Option<usize>)
     }
     all
 }
+
+/// The set's fingerprints as the compressed planes of store version 2, written into a
+/// temporary directory and opened as a column index (the directory lives as long as the
+/// index needs it: it is returned too).
+#[allow(dead_code)]
+pub fn compressed_index(set: &Set) -> (tempfile::TempDir, molsift_search::ColumnIndex) {
+    let dir = tempfile::tempdir().unwrap();
+    molsift_store::planes::write_planes(
+        dir.path(),
+        set.bits,
+        set.n(),
+        |i| u32::from(set.pops[i]),
+        |i, out| out.copy_from_slice(set.row(i)),
+        usize::MAX,
+    )
+    .unwrap();
+    let files: Vec<(String, molsift_iostats::CountedFile)> = molsift_store::planes::FILES
+        .iter()
+        .map(|f| {
+            (
+                f.to_string(),
+                molsift_iostats::CountedFile::open(&dir.path().join(f)).unwrap(),
+            )
+        })
+        .collect();
+    let idx = molsift_search::ColumnIndex::open_planes(dir.path(), |name| {
+        Ok(&files.iter().find(|(n, _)| n == name).unwrap().1)
+    })
+    .unwrap();
+    (dir, idx)
+}

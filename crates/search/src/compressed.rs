@@ -1,0 +1,692 @@
+//! Search over the compressed bit planes of store version 2 (`molsift_store::planes`): the
+//! same buckets, bars, gate and adders as the dense column index, with two differences.
+//!
+//! 1. **Codes first.** Each run of 64 blocks starts by reading the query planes' one-byte
+//!    codes (a container's size: 0 when no molecule of the block has the bit). A molecule can
+//!    share at most as many bits with the query as the query has non-empty planes in its block,
+//!    so blocks with fewer non-empty planes than the bar are settled without reading a payload
+//!    byte. For a query unlike the database (its rare bits absent from most blocks) that is
+//!    most blocks.
+//! 2. **Decoded runs.** The payload of the surviving blocks is decoded plane by plane (each
+//!    plane's containers for a run are contiguous) into dense words in a scratch buffer, which
+//!    the adders then read exactly as they read the dense planes: phase 1 the rarest planes up
+//!    to the gate for every surviving block, phase 2 the rest for the blocks still alive.
+
+use std::cell::RefCell;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use memmap2::Mmap;
+use molsift_iostats::CountedFile;
+use molsift_store::planes::{self, Planes, PlanesHeader, BLOCK, CHECKPOINT_BLOCKS, DENSE};
+
+use crate::adders::{add_planes, count_at, ge_mask, mask_and, prefix_mask, Gate, Lane, ZERO};
+use crate::layout::{Bucket, ColumnIndex, Words};
+use crate::scan::{phase1_planes, Read, Sink};
+use crate::threshold::UNREACHABLE;
+use crate::SearchError;
+
+/// Blocks per run.
+const RUN: usize = 64;
+/// Planes ahead whose run payload is prefetched.
+const AHEAD: usize = 2;
+
+/// The mapped files of compressed planes and what this process has checked of them.
+#[derive(Debug)]
+pub(crate) struct Compressed {
+    pub(crate) dir: PathBuf,
+    pub(crate) header: PlanesHeader,
+    codes: Option<Mmap>,
+    checkpoints: Option<Mmap>,
+    data: Option<Mmap>,
+    order: Option<Mmap>,
+    plane_checked: Vec<AtomicBool>,
+    order_checked: OnceLock<Result<(), String>>,
+}
+
+fn bytes(m: &Option<Mmap>) -> &[u8] {
+    m.as_deref().unwrap_or(&[])
+}
+
+impl Compressed {
+    /// The planes (their structure was checked at open).
+    pub(crate) fn planes(&self) -> Planes<'_> {
+        Planes::new(
+            &self.dir,
+            &self.header,
+            bytes(&self.codes),
+            bytes(&self.checkpoints),
+            bytes(&self.data),
+            bytes(&self.order),
+        )
+        .expect("checked at open")
+    }
+}
+
+fn map(file: &CountedFile, path: &Path) -> Result<Option<Mmap>, SearchError> {
+    let len = file.metadata().map_err(|e| SearchError::io(path, e))?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    // SAFETY: store files are read-only once written; the sizes are checked against the
+    // header before any byte is trusted.
+    unsafe { file.map() }
+        .map(Some)
+        .map_err(|e| SearchError::io(path, e))
+}
+
+impl ColumnIndex {
+    /// Opens compressed planes from their files, given by `file(name)` (the store's own
+    /// descriptors, one generation), in the directory `dir` (for messages).
+    pub fn open_planes<'f>(
+        dir: &Path,
+        file: impl Fn(&str) -> Result<&'f CountedFile, SearchError>,
+    ) -> Result<ColumnIndex, SearchError> {
+        let header_path = dir.join(planes::HEADER_FILE);
+        let text = {
+            let f = file(planes::HEADER_FILE)?;
+            let len = f.metadata().map_err(|e| SearchError::io(&header_path, e))?.len();
+            let mut t = vec![0u8; len as usize];
+            f.read_exact_at(&mut t, 0)
+                .map_err(|e| SearchError::io(&header_path, e))?;
+            t
+        };
+        let header: PlanesHeader =
+            serde_json::from_slice(&text).map_err(|e| SearchError::BadHeader {
+                path: header_path.clone(),
+                reason: e.to_string(),
+            })?;
+        let m = |name: &str| map(file(name)?, &dir.join(name));
+        let c = Compressed {
+            dir: dir.to_path_buf(),
+            plane_checked: (0..header.bits).map(|_| AtomicBool::new(false)).collect(),
+            order_checked: OnceLock::new(),
+            codes: m(planes::CODES_FILE)?,
+            checkpoints: m(planes::CHECKPOINTS_FILE)?,
+            data: m(planes::DATA_FILE)?,
+            order: m(planes::ORDER_FILE)?,
+            header,
+        };
+        // the structure and every size, once
+        Planes::new(
+            &c.dir,
+            &c.header,
+            bytes(&c.codes),
+            bytes(&c.checkpoints),
+            bytes(&c.data),
+            bytes(&c.order),
+        )?;
+        crate::layout::check_bits(c.header.bits)?;
+        let h = &c.header;
+        Ok(ColumnIndex {
+            bits: h.bits,
+            n: h.molecules,
+            blocks: h.blocks,
+            buckets: h
+                .buckets
+                .iter()
+                .map(|b| Bucket {
+                    popcount: b.popcount,
+                    first_block: b.first_block,
+                    blocks: b.blocks,
+                    count: b.count,
+                })
+                .collect(),
+            planes: Words::Empty,
+            order: Words::Empty,
+            bit_counts: h.bit_counts.clone(),
+            origin: None,
+            advise: false,
+            compressed: Some(Box::new(c)),
+        })
+    }
+
+    /// Checks, once per process, the planes in `bits` and the order of compressed planes.
+    pub(crate) fn check_compressed(&self, c: &Compressed, bits: &[u32]) -> Result<(), SearchError> {
+        let planes = c.planes();
+        for &b in bits {
+            let b = b as usize;
+            if !c.plane_checked[b].load(Ordering::Relaxed) {
+                planes.verify_plane(b, &c.dir)?;
+                c.plane_checked[b].store(true, Ordering::Relaxed);
+            }
+        }
+        c.order_checked
+            .get_or_init(|| {
+                let want = &c.header.files[planes::ORDER_FILE].xxh3;
+                let found = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes(&c.order)));
+                (&found == want)
+                    .then_some(())
+                    .ok_or_else(|| format!("checksum {found} does not match the header's {want}"))
+            })
+            .clone()
+            .map_err(|reason| SearchError::Corrupted {
+                path: c.dir.join(planes::ORDER_FILE),
+                reason,
+            })
+    }
+}
+
+/// Store position of sorted slots, for dense or compressed indexes.
+#[derive(Clone, Copy)]
+pub(crate) enum SlotOrder<'a> {
+    /// the dense index's order (`u64::MAX` for padding)
+    Dense(&'a [u64]),
+    /// compressed planes: bucket by slot, then the packed order by rank
+    Packed {
+        buckets: &'a [molsift_store::planes::PlaneBucket],
+        planes: Planes<'a>,
+    },
+}
+
+impl SlotOrder<'_> {
+    #[inline]
+    pub(crate) fn position(&self, slot: usize) -> u64 {
+        match self {
+            SlotOrder::Dense(o) => o[slot],
+            SlotOrder::Packed { buckets, planes } => {
+                let at = buckets.partition_point(|b| b.first_block as usize * BLOCK <= slot) - 1;
+                let b = &buckets[at];
+                let k = slot - b.first_block as usize * BLOCK;
+                if k as u64 >= b.count {
+                    return u64::MAX; // padding
+                }
+                planes.position(b.first_rank as usize + k)
+            }
+        }
+    }
+}
+
+/// One query plane of compressed planes.
+#[derive(Clone, Copy)]
+pub(crate) struct CPlane<'a> {
+    p: usize,
+    codes: &'a [u8],
+    data: &'a [u8],
+    /// the whole payload (with its slack) and where this plane starts in it
+    all: &'a [u8],
+    base: usize,
+}
+
+impl<'a> CPlane<'a> {
+    pub(crate) fn new(planes: &Planes<'a>, p: usize) -> CPlane<'a> {
+        let (all, base) = planes.data_all(p);
+        CPlane {
+            p,
+            codes: planes.codes(p),
+            data: planes.data(p),
+            all,
+            base,
+        }
+    }
+
+    /// Asks for the payload of this plane's containers of blocks `blk .. blk + len` (starting
+    /// at payload offset `off`) to be brought into cache.
+    #[inline(always)]
+    fn prefetch_run(&self, blk: usize, len: usize, off: u32) {
+        let size: u32 = self.codes[blk..blk + len].iter().map(|&c| u32::from(c)).sum();
+        let start = self.base + off as usize;
+        let mut at = start & !63;
+        while at < start + size as usize {
+            crate::adders::prefetch(self.all[at.min(self.all.len() - 1)..].as_ptr() as *const u64);
+            at += 64;
+        }
+    }
+
+    /// Adds this plane's container of block `blk` (at payload offset `off`) to the byte
+    /// counters of the block's slots (`cnt[256..264]` are dummy slots). Returns the code.
+    /// Empty and sparse containers of up to 8 slots take no data-dependent branch: eight
+    /// increments, those past the container landing on eight distinct dummy slots.
+    #[inline(always)]
+    fn add_counts(&self, blk: usize, off: usize, cnt: &mut [u8; CNT]) -> u8 {
+        let code = self.codes[blk];
+        let at = self.base + off;
+        // the payload has DATA_SLACK readable bytes after its end: 32-byte windows are in bounds
+        let win: &[u8; 32] = self.all[at..at + 32].try_into().expect("32 bytes");
+        if code == DENSE {
+            add_dense(win, cnt);
+            return code;
+        }
+        let c = code as usize;
+        let mut i = 0;
+        loop {
+            for j in i..i + 8 {
+                // all ones when j < c, without a branch
+                let mask = ((j as isize - c as isize) >> (isize::BITS - 1)) as usize;
+                let k = (win[j & 31] as usize & mask) | ((256 + (j & 7)) & !mask);
+                cnt[k] = cnt[k].wrapping_add(1);
+            }
+            i += 8;
+            if i >= c {
+                return code;
+            }
+        }
+    }
+
+    #[inline]
+    fn lane(&self, blk: usize, off: usize) -> Lane {
+        match self.codes[blk] {
+            0 => ZERO,
+            DENSE => {
+                let d = &self.data[off..off + 32];
+                let w = |i: usize| u64::from_le_bytes(d[8 * i..8 * i + 8].try_into().expect("8"));
+                [w(0), w(1), w(2), w(3)]
+            }
+            c => {
+                let mut l = ZERO;
+                for &k in &self.data[off..off + c as usize] {
+                    l[(k >> 6) as usize] |= 1u64 << (k & 63);
+                }
+                l
+            }
+        }
+    }
+}
+
+/// Byte counters per block: 256 slots and a dummy, padded to a multiple of 32.
+const CNT: usize = 288;
+
+/// Adds a dense container (32 bytes of bits) to the byte counters.
+#[inline(always)]
+fn add_dense(win: &[u8; 32], cnt: &mut [u8; CNT]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present.
+        unsafe { add_dense_avx2(win, cnt) };
+        return;
+    }
+    for (byte, &bits) in win.iter().enumerate() {
+        let mut x = bits;
+        while x != 0 {
+            let k = byte * 8 + x.trailing_zeros() as usize;
+            cnt[k] = cnt[k].wrapping_add(1);
+            x &= x - 1;
+        }
+    }
+}
+
+/// [`add_dense`] with AVX2: each 32 bits of the container become 32 bytes of 0 or 0xFF
+/// (shuffle each byte to 8 places, test one bit in each), subtracted from the counters.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn add_dense_avx2(win: &[u8; 32], cnt: &mut [u8; CNT]) {
+    use std::arch::x86_64::*;
+    let spread = _mm256_setr_epi8(
+        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3,
+        3, 3,
+    );
+    let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    for c in 0..8 {
+        let word = u32::from_le_bytes(win[4 * c..4 * c + 4].try_into().expect("4"));
+        let x = _mm256_shuffle_epi8(_mm256_set1_epi32(word as i32), spread);
+        let set = _mm256_cmpeq_epi8(_mm256_and_si256(x, bit), bit);
+        let p = cnt[32 * c..].as_mut_ptr() as *mut __m256i;
+        // SAFETY: 32 * c + 32 <= 256 < CNT.
+        unsafe { _mm256_storeu_si256(p, _mm256_sub_epi8(_mm256_loadu_si256(p), set)) };
+    }
+}
+
+/// Bit `s` set for each slot `s` whose count is at least `m`.
+#[inline(always)]
+fn ge_mask_counts(cnt: &[u8; CNT], m: u32) -> Lane {
+    if m > 255 {
+        return ZERO;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present.
+        return unsafe { ge_mask_avx2(cnt, m as u8) };
+    }
+    let mut out = ZERO;
+    for (s, &c) in cnt[..256].iter().enumerate() {
+        out[s / 64] |= u64::from(u32::from(c) >= m) << (s % 64);
+    }
+    out
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn ge_mask_avx2(cnt: &[u8; CNT], m: u8) -> Lane {
+    use std::arch::x86_64::*;
+    let mv = _mm256_set1_epi8(m as i8);
+    let mut out = ZERO;
+    for c in 0..8 {
+        // SAFETY: 32 * c + 32 <= 256 < CNT.
+        let v = unsafe { _mm256_loadu_si256(cnt[32 * c..].as_ptr() as *const __m256i) };
+        let ge = _mm256_cmpeq_epi8(_mm256_max_epu8(v, mv), v);
+        let bits = _mm256_movemask_epi8(ge) as u32 as u64;
+        out[c / 2] |= bits << (32 * (c % 2));
+    }
+    out
+}
+
+/// The largest count of a block's 256 slots.
+#[inline(always)]
+fn max_count(cnt: &[u8; CNT]) -> u8 {
+    cnt[..256].iter().copied().fold(0, u8::max)
+}
+
+thread_local! {
+    /// Per thread: decoded lanes (plane-major, RUN per plane) and payload offsets.
+    static SCRATCH: RefCell<(Vec<Lane>, Vec<u32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    /// Per thread: byte counters of a run's blocks.
+    static COUNTS: RefCell<Vec<[u8; CNT]>> = const { RefCell::new(Vec::new()) };
+}
+
+/// [`scan_compressed`] compiled with AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn scan_compressed_avx2<const L: usize, S: Sink>(
+    planes: &Planes<'_>,
+    cp: &[CPlane<'_>],
+    bucket: &Bucket,
+    blocks: Range<u64>,
+    sink: &mut S,
+) -> Read {
+    scan_compressed::<L, S>(planes, cp, bucket, blocks, sink)
+}
+
+/// Scans `blocks` (inside `bucket`) of compressed planes `cp` (the query's, rarest first),
+/// feeding `sink`. `L` is the counter width.
+#[inline(always)]
+pub(crate) fn scan_compressed<const L: usize, S: Sink>(
+    planes: &Planes<'_>,
+    cp: &[CPlane<'_>],
+    bucket: &Bucket,
+    blocks: Range<u64>,
+    sink: &mut S,
+) -> Read {
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        let (lanes, offs) = &mut *s;
+        let n = cp.len();
+        if offs.len() < n * RUN {
+            offs.resize(n * RUN, 0);
+        }
+        if n < 256 {
+            // byte counters cannot overflow: count straight from the containers
+            return COUNTS.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.len() < RUN {
+                    c.resize(RUN, [0; CNT]);
+                }
+                scan_counts(planes, cp, bucket, blocks, sink, offs, &mut c)
+            });
+        }
+        if lanes.len() < n * RUN {
+            lanes.resize(n * RUN, ZERO);
+        }
+        scan_runs::<L, S>(planes, cp, bucket, blocks, sink, lanes, offs)
+    })
+}
+
+/// The codes pass of a run of `len` blocks from `blk`: each container's payload offset into
+/// `offs` (plane-major, RUN per plane) and, per block, how many query planes are non-empty.
+#[inline(always)]
+fn codes_pass(
+    planes: &Planes<'_>,
+    cp: &[CPlane<'_>],
+    blk: usize,
+    len: usize,
+    offs: &mut [u32],
+) -> [u16; RUN] {
+    let mut nonempty = [0u16; RUN];
+    for (j, plane) in cp.iter().enumerate() {
+        let cstart = blk / CHECKPOINT_BLOCKS * CHECKPOINT_BLOCKS;
+        let mut off = planes.offset(plane.p, cstart) as u32;
+        for &c in &plane.codes[cstart..blk] {
+            off += u32::from(c);
+        }
+        let codes = &plane.codes[blk..blk + len];
+        let o = &mut offs[j * RUN..j * RUN + len];
+        for k in 0..len {
+            o[k] = off;
+            off += u32::from(codes[k]);
+            nonempty[k] += u16::from(codes[k] != 0);
+        }
+    }
+    nonempty
+}
+
+/// The kernel for queries of fewer than 256 on-bits: per run of blocks, the codes pass, then
+/// the query's planes one after another (rarest first), each adding its containers of the
+/// live blocks to per-slot byte counters; after every eighth plane from the gate on, blocks
+/// where no slot can still reach the bar leave the run.
+#[inline(always)]
+fn scan_counts<S: Sink>(
+    planes: &Planes<'_>,
+    cp: &[CPlane<'_>],
+    bucket: &Bucket,
+    blocks: Range<u64>,
+    sink: &mut S,
+    offs: &mut [u32],
+    cnt: &mut [[u8; CNT]],
+) -> Read {
+    let n = cp.len();
+    let last = bucket.first_block + bucket.blocks - 1;
+    let tail = (bucket.count - (bucket.blocks - 1) * BLOCK as u64) as usize;
+    let mut read = Read::default();
+    let mut blk = blocks.start as usize;
+    let end = blocks.end as usize;
+    let mut live = [0u8; RUN];
+    // per plane: the payload offset of block `blk` (advanced run by run)
+    let run_off = &mut offs[..n];
+    for (j, plane) in cp.iter().enumerate() {
+        run_off[j] = planes.offset(plane.p, blk) as u32;
+    }
+    while blk < end {
+        let len = RUN.min(end - blk);
+        sink.poll();
+        let m = sink.need();
+        if m == UNREACHABLE {
+            return read;
+        }
+        read.blocks += len as u64;
+        // per block, how many query planes are non-empty in it (n < 256: bytes suffice)
+        let mut nonempty = [0u8; RUN];
+        for plane in cp {
+            let codes = &plane.codes[blk..blk + len];
+            for (z, &c) in nonempty.iter_mut().zip(codes) {
+                *z += u8::from(c != 0);
+            }
+        }
+        let mut nlive = 0;
+        // per live block: the query planes still to read that are non-empty in it (a slot
+        // can gain at most that many more bits)
+        let mut rem = [0u8; RUN];
+        for (k, &z) in nonempty[..len].iter().enumerate() {
+            if u32::from(z) >= m {
+                live[nlive] = k as u8;
+                nlive += 1;
+                cnt[k] = [0; CNT];
+                rem[k] = z;
+            }
+        }
+        // the payload of the first planes' runs, asked for ahead
+        for (j, plane) in cp.iter().enumerate().take(AHEAD) {
+            plane.prefetch_run(blk, len, run_off[j]);
+        }
+        for (j, plane) in cp.iter().enumerate() {
+            if nlive == 0 {
+                break;
+            }
+            if let Some(next) = cp.get(j + AHEAD) {
+                next.prefetch_run(blk, len, run_off[j + AHEAD]);
+            }
+            let need = sink.need();
+            let codes = &plane.codes[blk..blk + len];
+            // offsets of the run's containers: a prefix sum of the codes
+            let mut pre = [0u32; RUN];
+            let mut sum = run_off[j];
+            for (p, &c) in pre.iter_mut().zip(codes) {
+                *p = sum;
+                sum += u32::from(c);
+            }
+            let mut kept = 0;
+            for i in 0..nlive {
+                let k = live[i] as usize;
+                let code = plane.add_counts(blk + k, pre[k] as usize, &mut cnt[k]);
+                rem[k] -= u8::from(code != 0);
+                // dead when no slot can reach the bar with the non-empty planes left; the
+                // largest count is taken only when the planes left alone cannot settle it
+                let r = u32::from(rem[k]);
+                if r >= need || u32::from(max_count(&cnt[k])) + r >= need {
+                    live[kept] = live[i];
+                    kept += 1;
+                }
+            }
+            read.plane_blocks += nlive as u64;
+            nlive = kept;
+        }
+        // the next run's offsets, and its codes asked for ahead
+        for (j, plane) in cp.iter().enumerate() {
+            run_off[j] += plane.codes[blk..blk + len]
+                .iter()
+                .map(|&c| u32::from(c))
+                .sum::<u32>();
+            if blk + len < end {
+                crate::adders::prefetch(plane.codes[blk + len..].as_ptr() as *const u64);
+            }
+        }
+        for &k in &live[..nlive] {
+            let k = k as usize;
+            let b = blk + k;
+            let m = sink.need();
+            if m == UNREACHABLE {
+                return read;
+            }
+            let mut mask = ge_mask_counts(&cnt[k], m);
+            if b as u64 == last && tail < BLOCK {
+                mask = mask_and(mask, prefix_mask(tail));
+            }
+            for (w, &word) in mask.iter().enumerate() {
+                let mut x = word;
+                while x != 0 {
+                    let slot = w * 64 + x.trailing_zeros() as usize;
+                    sink.accept(b * BLOCK + slot, u32::from(cnt[k][slot]));
+                    x &= x - 1;
+                }
+            }
+        }
+        blk += len;
+    }
+    read
+}
+
+#[inline(always)]
+fn scan_runs<const L: usize, S: Sink>(
+    planes: &Planes<'_>,
+    cp: &[CPlane<'_>],
+    bucket: &Bucket,
+    blocks: Range<u64>,
+    sink: &mut S,
+    lanes: &mut [Lane],
+    offs: &mut [u32],
+) -> Read {
+    let n = cp.len();
+    let last = bucket.first_block + bucket.blocks - 1;
+    let tail = (bucket.count - (bucket.blocks - 1) * BLOCK as u64) as usize;
+    let mut read = Read::default();
+    let mut blk = blocks.start as usize;
+    let end = blocks.end as usize;
+    let mut live = [0u8; RUN];
+    let mut survivors = [(0usize, [ZERO; L]); RUN];
+    let ptrs: Vec<*const u64> = (0..n)
+        .map(|j| lanes[j * RUN..].as_ptr() as *const u64)
+        .collect();
+    while blk < end {
+        let len = RUN.min(end - blk);
+        sink.poll();
+        let m = sink.need();
+        if m == UNREACHABLE {
+            return read;
+        }
+        let nonempty = codes_pass(planes, cp, blk, len, offs);
+        let mut nlive = 0;
+        for (k, &z) in nonempty[..len].iter().enumerate() {
+            if u32::from(z) >= m {
+                live[nlive] = k as u8;
+                nlive += 1;
+            }
+        }
+        read.blocks += len as u64;
+        if nlive == 0 {
+            blk += len;
+            continue;
+        }
+        // phase 1: the rarest planes up to the gate, for every live block
+        let f = phase1_planes(m, n);
+        for (j, plane) in cp[..f].iter().enumerate() {
+            for &k in &live[..nlive] {
+                let k = k as usize;
+                lanes[j * RUN + k] = plane.lane(blk + k, offs[j * RUN + k] as usize);
+            }
+        }
+        read.plane_blocks += (f * nlive) as u64;
+        let finish = |b: usize, s: &[Lane; L], m: u32, sink: &mut S| {
+            let mut mask = ge_mask(s, m);
+            if b as u64 == last && tail < BLOCK {
+                mask = mask_and(mask, prefix_mask(tail));
+            }
+            for (j, &w) in mask.iter().enumerate() {
+                let mut x = w;
+                while x != 0 {
+                    let lane = j * 64 + x.trailing_zeros() as usize;
+                    sink.accept(b * BLOCK + lane, count_at(s, lane));
+                    x &= x - 1;
+                }
+            }
+        };
+        let mut kept = 0;
+        for &k in &live[..nlive] {
+            let k = k as usize;
+            let m = sink.need();
+            if m == UNREACHABLE {
+                return read;
+            }
+            let gate = Gate::new(m, n);
+            let mut s = [ZERO; L];
+            // SAFETY: every pointer is a plane's RUN lanes in the scratch buffer, and lane k
+            // of planes ..f was just decoded.
+            match unsafe { add_planes(&ptrs, 4 * k, &mut s, 0, f, gate) } {
+                Err(_) => {}
+                Ok(()) if f == n => finish(blk + k, &s, m, sink),
+                Ok(()) => {
+                    survivors[kept] = (k, s);
+                    kept += 1;
+                }
+            }
+        }
+        // phase 2: the other planes, for the blocks still alive
+        if kept > 0 {
+            for (j, plane) in cp.iter().enumerate().skip(f) {
+                for &(k, _) in &survivors[..kept] {
+                    lanes[j * RUN + k] = plane.lane(blk + k, offs[j * RUN + k] as usize);
+                }
+            }
+            read.plane_blocks += ((n - f) * kept) as u64;
+            for &(k, s0) in &survivors[..kept] {
+                let m = sink.need();
+                if m == UNREACHABLE {
+                    return read;
+                }
+                let gate = Gate::new(m, n);
+                let mut s = s0;
+                if !gate.alive(&s, f, n) {
+                    continue;
+                }
+                // SAFETY: as above, planes f..n of lane k decoded just now.
+                if unsafe { add_planes(&ptrs, 4 * k, &mut s, f, n, gate) }.is_ok() {
+                    finish(blk + k, &s, m, sink);
+                }
+            }
+        }
+        blk += len;
+    }
+    read
+}

@@ -1,0 +1,692 @@
+//! The fingerprints of store version 2, kept once, as compressed bit planes: the molecules
+//! sorted by popcount into buckets (each padded to whole blocks of 256 slots), one plane per
+//! fingerprint bit, and each plane cut into one container per block, stored as whatever is
+//! smallest:
+//!
+//! * empty (no molecule of the block has the bit): nothing;
+//! * sparse (1 to 31 molecules): their slots in the block, one byte each, ascending;
+//! * dense (32 or more): the block's four `u64` words.
+//!
+//! A container's *code* is its size in bytes (0 to 31, or 32 for dense), one byte per plane
+//! and block, so a search learns from the codes alone which blocks can hold a hit (a molecule
+//! cannot share more bits with a query than the query has non-empty planes in its block)
+//! before it reads a payload byte. Offsets: every 64 blocks a checkpoint (u32, from the
+//! plane's start); between checkpoints, the sum of the codes.
+//!
+//! Files (written into a store directory being built; names in [`FILES`]):
+//!
+//! | file | content |
+//! |---|---|
+//! | `planes.json` | [`PlanesHeader`]: format, version, bits, molecules, blocks, buckets, per-bit counts, each plane's first byte in the data file and XXH3 (codes, checkpoints and payload), each file's size and XXH3 |
+//! | `planes.codes.u8` | `bits` runs of `blocks` codes, plane-major |
+//! | `planes.checkpoints.u32` | `bits` runs of `ceil(blocks / 64) + 1` checkpoints |
+//! | `planes.data.u8` | the planes' containers, plane after plane, block after block, then 32 zero bytes |
+//! | `planes.order` | [`crate::packed`]: the store position of each molecule in sorted order (padding slots are not listed: a bucket's slot `k` is rank `first_rank + k`) |
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::checksum::to_hex;
+use crate::{FileEntry, StoreError};
+
+/// Slots per block.
+pub const BLOCK: usize = 256;
+/// Blocks per offset checkpoint.
+pub const CHECKPOINT_BLOCKS: usize = 64;
+/// The code of a dense container (its size in bytes).
+pub const DENSE: u8 = 32;
+/// Zero bytes after the last plane's payload, so that a reader may load whole 32-byte
+/// chunks from any container's start without a bounds check.
+pub const DATA_SLACK: usize = 32;
+/// Format name in `planes.json`.
+pub const FORMAT_NAME: &str = "molsift-planes";
+/// Format version written.
+pub const FORMAT_VERSION: u32 = 1;
+/// The header.
+pub const HEADER_FILE: &str = "planes.json";
+/// Codes.
+pub const CODES_FILE: &str = "planes.codes.u8";
+/// Checkpoints.
+pub const CHECKPOINTS_FILE: &str = "planes.checkpoints.u32";
+/// Payload.
+pub const DATA_FILE: &str = "planes.data.u8";
+/// Sorted order.
+pub const ORDER_FILE: &str = "planes.order";
+/// Every file, header first.
+pub const FILES: [&str; 5] = [
+    HEADER_FILE,
+    CODES_FILE,
+    CHECKPOINTS_FILE,
+    DATA_FILE,
+    ORDER_FILE,
+];
+
+/// The molecules of one popcount: a run of whole blocks in sorted order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlaneBucket {
+    /// the popcount of every molecule in it
+    pub popcount: u32,
+    /// its first block
+    pub first_block: u64,
+    /// its blocks (`ceil(count / 256)`)
+    pub blocks: u64,
+    /// its molecules (the rest of the last block is padding)
+    pub count: u64,
+    /// the rank of its first molecule in `planes.order`
+    pub first_rank: u64,
+}
+
+/// `planes.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanesHeader {
+    /// [`FORMAT_NAME`]
+    pub format: String,
+    /// [`FORMAT_VERSION`]
+    pub format_version: u32,
+    /// planes (fingerprint bits)
+    pub bits: u32,
+    /// molecules
+    pub molecules: u64,
+    /// blocks of [`BLOCK`] slots
+    pub blocks: u64,
+    /// buckets, ascending popcount
+    pub buckets: Vec<PlaneBucket>,
+    /// molecules having each bit
+    pub bit_counts: Vec<u64>,
+    /// where each plane starts in the data file (`bits + 1` entries)
+    pub plane_base: Vec<u64>,
+    /// XXH3-64 of each plane's codes, checkpoints and payload, in that order
+    pub plane_xxh3: Vec<String>,
+    /// the data files' sizes and checksums
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+impl PlanesHeader {
+    /// Checkpoints per plane.
+    pub fn checkpoints(&self) -> usize {
+        (self.blocks as usize).div_ceil(CHECKPOINT_BLOCKS) + 1
+    }
+}
+
+/// Writes the planes of `n` molecules of `bits` bits into the directory `dir`: `popcount(i)`
+/// and `row(i, out)` give molecule `i`'s popcount and fingerprint words (store order). Planes
+/// are built a group at a time so that the payload in memory stays under about
+/// `budget_bytes`; each group reads every fingerprint once more. Returns the header (also
+/// written).
+pub fn write_planes<P, R>(
+    dir: &Path,
+    bits: u32,
+    n: usize,
+    popcount: P,
+    row: R,
+    budget_bytes: usize,
+) -> Result<PlanesHeader, StoreError>
+where
+    P: Fn(usize) -> u32,
+    R: Fn(usize, &mut [u64]),
+{
+    let words = (bits as usize).div_ceil(64);
+    let bits_us = bits as usize;
+    // counting sort by popcount (stable: store order within a bucket)
+    let mut pops = Vec::with_capacity(n);
+    let mut per_pop = vec![0u64; bits_us + 1];
+    for i in 0..n {
+        let p = popcount(i);
+        if p > bits {
+            return Err(StoreError::Invalid(format!(
+                "molecule {i}: popcount {p} of a {bits}-bit fingerprint"
+            )));
+        }
+        per_pop[p as usize] += 1;
+        pops.push(p);
+    }
+    let mut buckets = Vec::new();
+    let (mut block, mut rank) = (0u64, 0u64);
+    let mut first_rank_of = vec![0u64; bits_us + 1];
+    for (p, &count) in per_pop.iter().enumerate() {
+        if count == 0 {
+            continue;
+        }
+        let blocks = count.div_ceil(BLOCK as u64);
+        buckets.push(PlaneBucket {
+            popcount: p as u32,
+            first_block: block,
+            blocks,
+            count,
+            first_rank: rank,
+        });
+        first_rank_of[p] = rank;
+        block += blocks;
+        rank += count;
+    }
+    let blocks = block as usize;
+    let mut order = vec![0u64; n];
+    let mut next = first_rank_of.clone();
+    for (i, &p) in pops.iter().enumerate() {
+        order[next[p as usize] as usize] = i as u64;
+        next[p as usize] += 1;
+    }
+    // slot -> position, u64::MAX for padding
+    let mut slots = vec![u64::MAX; blocks * BLOCK];
+    for b in &buckets {
+        let start = b.first_block as usize * BLOCK;
+        for k in 0..b.count as usize {
+            slots[start + k] = order[b.first_rank as usize + k];
+        }
+    }
+    // per-bit counts, and a bound on each plane's payload to form groups
+    let mut bit_counts = vec![0u64; bits_us];
+    let mut buf = vec![0u64; words];
+    for i in 0..n {
+        buf.iter_mut().for_each(|w| *w = 0);
+        row(i, &mut buf);
+        let mut found = 0u32;
+        for (w, &word) in buf.iter().enumerate() {
+            let mut x = word;
+            while x != 0 {
+                let b = w * 64 + x.trailing_zeros() as usize;
+                if b < bits_us {
+                    bit_counts[b] += 1;
+                }
+                found += 1;
+                x &= x - 1;
+            }
+        }
+        if found != pops[i] {
+            return Err(StoreError::Invalid(format!(
+                "molecule {i}: popcount {} but its fingerprint has {found} bits",
+                pops[i]
+            )));
+        }
+    }
+    let bound = |b: usize| bit_counts[b].min(DENSE as u64 * blocks as u64) as usize;
+    let io = |name: &str| {
+        let path = dir.join(name);
+        move |e| StoreError::io(&path, e)
+    };
+    let create = |name: &str| std::fs::File::create(dir.join(name)).map_err(io(name));
+    let mut codes_f = std::io::BufWriter::new(create(CODES_FILE)?);
+    let mut ckpt_f = std::io::BufWriter::new(create(CHECKPOINTS_FILE)?);
+    let mut data_f = std::io::BufWriter::new(create(DATA_FILE)?);
+    let mut plane_base = vec![0u64];
+    let mut plane_xxh3 = Vec::with_capacity(bits_us);
+    let checkpoints = blocks.div_ceil(CHECKPOINT_BLOCKS) + 1;
+    let mut lo = 0usize;
+    let mut rowbuf = vec![0u64; words];
+    while lo < bits_us {
+        // the group: planes lo..hi whose payload fits the budget (at least one plane)
+        let mut hi = lo + 1;
+        let mut size = bound(lo);
+        while hi < bits_us && size + bound(hi) <= budget_bytes {
+            size += bound(hi);
+            hi += 1;
+        }
+        let g = hi - lo;
+        let mut codes = vec![0u8; g * blocks];
+        let mut data: Vec<Vec<u8>> = (0..g).map(|k| Vec::with_capacity(bound(lo + k))).collect();
+        let mut lanes = vec![[0u64; 4]; g];
+        for blk in 0..blocks {
+            lanes.iter_mut().for_each(|l| *l = [0; 4]);
+            for k in 0..BLOCK {
+                let pos = slots[blk * BLOCK + k];
+                if pos == u64::MAX {
+                    continue;
+                }
+                rowbuf.iter_mut().for_each(|w| *w = 0);
+                row(pos as usize, &mut rowbuf);
+                for w in lo / 64..hi.div_ceil(64) {
+                    let mut x = rowbuf[w];
+                    while x != 0 {
+                        let b = w * 64 + x.trailing_zeros() as usize;
+                        x &= x - 1;
+                        if (lo..hi).contains(&b) {
+                            lanes[b - lo][k >> 6] |= 1u64 << (k & 63);
+                        }
+                    }
+                }
+            }
+            for (j, lane) in lanes.iter().enumerate() {
+                let c: u32 = lane.iter().map(|w| w.count_ones()).sum();
+                let out = &mut data[j];
+                if c >= u32::from(DENSE) {
+                    codes[j * blocks + blk] = DENSE;
+                    for w in lane {
+                        out.extend_from_slice(&w.to_le_bytes());
+                    }
+                } else {
+                    codes[j * blocks + blk] = c as u8;
+                    for (w, &word) in lane.iter().enumerate() {
+                        let mut x = word;
+                        while x != 0 {
+                            out.push((w * 64 + x.trailing_zeros() as usize) as u8);
+                            x &= x - 1;
+                        }
+                    }
+                }
+            }
+        }
+        for j in 0..g {
+            let plane_codes = &codes[j * blocks..(j + 1) * blocks];
+            let mut ck = Vec::with_capacity(checkpoints);
+            let mut sum = 0u64;
+            for (blk, &c) in plane_codes.iter().enumerate() {
+                if blk % CHECKPOINT_BLOCKS == 0 {
+                    ck.push(sum);
+                }
+                sum += u64::from(c);
+            }
+            while ck.len() < checkpoints {
+                ck.push(sum);
+            }
+            if sum > u64::from(u32::MAX) {
+                return Err(StoreError::Invalid(format!(
+                    "plane {} holds {sum} bytes, more than its 32-bit checkpoints address",
+                    lo + j
+                )));
+            }
+            let ck_bytes: Vec<u8> = ck.iter().flat_map(|&c| (c as u32).to_le_bytes()).collect();
+            let mut h = Xxh3::new();
+            h.update(plane_codes);
+            h.update(&ck_bytes);
+            h.update(&data[j]);
+            plane_xxh3.push(to_hex(h.digest()));
+            codes_f.write_all(plane_codes).map_err(io(CODES_FILE))?;
+            ckpt_f.write_all(&ck_bytes).map_err(io(CHECKPOINTS_FILE))?;
+            data_f.write_all(&data[j]).map_err(io(DATA_FILE))?;
+            plane_base.push(plane_base.last().copied().unwrap_or(0) + sum);
+        }
+        lo = hi;
+    }
+    data_f
+        .write_all(&[0u8; DATA_SLACK])
+        .map_err(io(DATA_FILE))?;
+    for (f, name) in [
+        (codes_f, CODES_FILE),
+        (ckpt_f, CHECKPOINTS_FILE),
+        (data_f, DATA_FILE),
+    ] {
+        f.into_inner()
+            .map_err(|e| StoreError::io(dir.join(name), e.into_error()))?
+            .sync_all()
+            .map_err(io(name))?;
+    }
+    let order_bytes = crate::packed::encode(&order);
+    molsift_iostats::write_file(&dir.join(ORDER_FILE), &order_bytes, true)
+        .map_err(io(ORDER_FILE))?;
+    let mut files = BTreeMap::new();
+    for name in &FILES[1..] {
+        let bytes = std::fs::read(dir.join(name)).map_err(io(name))?;
+        files.insert(
+            name.to_string(),
+            FileEntry {
+                bytes: bytes.len() as u64,
+                xxh3: to_hex(xxhash_rust::xxh3::xxh3_64(&bytes)),
+            },
+        );
+    }
+    let header = PlanesHeader {
+        format: FORMAT_NAME.into(),
+        format_version: FORMAT_VERSION,
+        bits,
+        molecules: n as u64,
+        blocks: blocks as u64,
+        buckets,
+        bit_counts,
+        plane_base,
+        plane_xxh3,
+        files,
+    };
+    let text = serde_json::to_string(&header).expect("header serializes");
+    molsift_iostats::write_file(&dir.join(HEADER_FILE), text.as_bytes(), true)
+        .map_err(io(HEADER_FILE))?;
+    Ok(header)
+}
+
+/// One container of a plane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Container<'a> {
+    /// no molecule of the block has the bit
+    Empty,
+    /// the slots (in the block) that have it, ascending
+    Sparse(&'a [u8]),
+    /// the block's words
+    Dense(&'a [u8]),
+}
+
+impl Container<'_> {
+    /// The block's four words.
+    #[inline]
+    pub fn lane(&self) -> [u64; 4] {
+        match *self {
+            Container::Empty => [0; 4],
+            Container::Sparse(s) => {
+                let mut l = [0u64; 4];
+                for &k in s {
+                    l[(k >> 6) as usize] |= 1u64 << (k & 63);
+                }
+                l
+            }
+            Container::Dense(d) => {
+                let w = |i: usize| u64::from_le_bytes(d[8 * i..8 * i + 8].try_into().expect("8"));
+                [w(0), w(1), w(2), w(3)]
+            }
+        }
+    }
+}
+
+/// The planes of a store, over its mapped files (checked: header, sizes, bucket structure).
+#[derive(Debug, Clone, Copy)]
+pub struct Planes<'a> {
+    header: &'a PlanesHeader,
+    codes: &'a [u8],
+    checkpoints: &'a [u8],
+    data: &'a [u8],
+    order: crate::packed::Packed<'a>,
+}
+
+impl<'a> Planes<'a> {
+    /// Checks the files' sizes against the header and the header's own structure. `dir`
+    /// names the files in errors.
+    pub fn new(
+        dir: &Path,
+        header: &'a PlanesHeader,
+        codes: &'a [u8],
+        checkpoints: &'a [u8],
+        data: &'a [u8],
+        order: &'a [u8],
+    ) -> Result<Planes<'a>, StoreError> {
+        let bad = |name: &str, reason: String| StoreError::Inconsistent {
+            path: dir.join(name),
+            reason,
+        };
+        if header.format != FORMAT_NAME || header.format_version != FORMAT_VERSION {
+            return Err(bad(
+                HEADER_FILE,
+                format!(
+                    "format {} version {} (this molsift reads {FORMAT_NAME} {FORMAT_VERSION})",
+                    header.format, header.format_version
+                ),
+            ));
+        }
+        let (bits, blocks) = (header.bits as usize, header.blocks as usize);
+        let mut expect_block = 0u64;
+        let mut expect_rank = 0u64;
+        for b in &header.buckets {
+            if b.first_block != expect_block
+                || b.first_rank != expect_rank
+                || b.count == 0
+                || b.blocks != b.count.div_ceil(BLOCK as u64)
+            {
+                return Err(bad(HEADER_FILE, "buckets do not add up".into()));
+            }
+            expect_block += b.blocks;
+            expect_rank += b.count;
+        }
+        if expect_block != header.blocks
+            || expect_rank != header.molecules
+            || header.bit_counts.len() != bits
+            || header.plane_base.len() != bits + 1
+            || header.plane_xxh3.len() != bits
+            || header.plane_base.windows(2).any(|w| w[0] > w[1])
+        {
+            return Err(bad(HEADER_FILE, "sizes do not add up".into()));
+        }
+        for (name, got, want) in [
+            (CODES_FILE, codes.len(), bits * blocks),
+            (
+                CHECKPOINTS_FILE,
+                checkpoints.len(),
+                4 * bits * header.checkpoints(),
+            ),
+            (
+                DATA_FILE,
+                data.len(),
+                header.plane_base[bits] as usize + DATA_SLACK,
+            ),
+        ] {
+            if got != want {
+                return Err(bad(
+                    name,
+                    format!("{got} bytes, expected {want} (truncated or damaged)"),
+                ));
+            }
+        }
+        let order = crate::packed::Packed::parse(order).map_err(|r| bad(ORDER_FILE, r))?;
+        if order.len() as u64 != header.molecules {
+            return Err(bad(ORDER_FILE, "does not list every molecule".into()));
+        }
+        Ok(Planes {
+            header,
+            codes,
+            checkpoints,
+            data,
+            order,
+        })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &'a PlanesHeader {
+        self.header
+    }
+
+    /// Plane `p`'s codes, one per block.
+    #[inline]
+    pub fn codes(&self, p: usize) -> &'a [u8] {
+        let blocks = self.header.blocks as usize;
+        &self.codes[p * blocks..(p + 1) * blocks]
+    }
+
+    /// Plane `p`'s payload.
+    #[inline]
+    pub fn data(&self, p: usize) -> &'a [u8] {
+        &self.data[self.header.plane_base[p] as usize..self.header.plane_base[p + 1] as usize]
+    }
+
+    /// The whole payload (every plane, then [`DATA_SLACK`] zero bytes), and where plane `p`
+    /// starts in it.
+    #[inline]
+    pub fn data_all(&self, p: usize) -> (&'a [u8], usize) {
+        (self.data, self.header.plane_base[p] as usize)
+    }
+
+    /// Where block `b`'s container starts in plane `p`'s payload.
+    #[inline]
+    pub fn offset(&self, p: usize, b: usize) -> usize {
+        let c = b / CHECKPOINT_BLOCKS;
+        let at = 4 * (p * self.header.checkpoints() + c);
+        let base = u32::from_le_bytes(self.checkpoints[at..at + 4].try_into().expect("4"));
+        let codes = self.codes(p);
+        base as usize
+            + codes[c * CHECKPOINT_BLOCKS..b]
+                .iter()
+                .map(|&x| x as usize)
+                .sum::<usize>()
+    }
+
+    /// Block `b`'s container of plane `p`, at payload offset `off` (from [`Planes::offset`]).
+    #[inline]
+    pub fn container_at(&self, p: usize, b: usize, off: usize) -> Container<'a> {
+        let code = self.codes(p)[b];
+        let data = self.data(p);
+        match code {
+            0 => Container::Empty,
+            DENSE => Container::Dense(&data[off..off + 32]),
+            c => Container::Sparse(&data[off..off + c as usize]),
+        }
+    }
+
+    /// Block `b`'s container of plane `p`.
+    pub fn container(&self, p: usize, b: usize) -> Container<'a> {
+        self.container_at(p, b, self.offset(p, b))
+    }
+
+    /// The store position of sorted rank `r` (ranks skip padding: see [`PlaneBucket`]).
+    #[inline]
+    pub fn position(&self, rank: usize) -> u64 {
+        self.order.get(rank)
+    }
+
+    /// Checks plane `p` against its checksum (and that its codes and checkpoints agree).
+    pub fn verify_plane(&self, p: usize, dir: &Path) -> Result<(), StoreError> {
+        let cps = self.header.checkpoints();
+        let ck = &self.checkpoints[4 * p * cps..4 * (p + 1) * cps];
+        let mut h = Xxh3::new();
+        h.update(self.codes(p));
+        h.update(ck);
+        h.update(self.data(p));
+        let found = to_hex(h.digest());
+        if found != self.header.plane_xxh3[p] {
+            return Err(StoreError::Corrupted {
+                path: dir.join(DATA_FILE),
+                expected: format!("plane {p}: {}", self.header.plane_xxh3[p]),
+                found,
+            });
+        }
+        Ok(())
+    }
+
+    /// Decodes every fingerprint into `out` (`molecules * words` words, zeroed by the caller),
+    /// row `i` at `i * words`: the fingerprints in store order.
+    pub fn decode_rows(&self, out: &mut [u64], words: usize) {
+        let blocks = self.header.blocks as usize;
+        // slot -> position through the buckets
+        let mut slot_pos = vec![u64::MAX; blocks * BLOCK];
+        for b in &self.header.buckets {
+            for k in 0..b.count as usize {
+                slot_pos[b.first_block as usize * BLOCK + k] =
+                    self.position(b.first_rank as usize + k);
+            }
+        }
+        for p in 0..self.header.bits as usize {
+            let (w, bit) = (p / 64, 1u64 << (p % 64));
+            let mut off = 0usize;
+            let codes = self.codes(p);
+            for (blk, &code) in codes.iter().enumerate() {
+                if code != 0 {
+                    let lane = self.container_at(p, blk, off).lane();
+                    for (j, &word) in lane.iter().enumerate() {
+                        let mut x = word;
+                        while x != 0 {
+                            let slot = blk * BLOCK + j * 64 + x.trailing_zeros() as usize;
+                            x &= x - 1;
+                            let pos = slot_pos[slot];
+                            if pos != u64::MAX {
+                                out[pos as usize * words + w] |= bit;
+                            }
+                        }
+                    }
+                }
+                off += code as usize;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(n: usize, words: usize) -> Vec<u64> {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        (0..n * words)
+            .map(|i| {
+                // a few dense words, the rest sparse
+                let r = next();
+                if i % words == 0 {
+                    r
+                } else {
+                    r & next() & next() & next()
+                }
+            })
+            .collect()
+    }
+
+    fn build(n: usize, bits: u32, budget: usize) -> (tempfile::TempDir, PlanesHeader, Vec<u64>) {
+        let words = bits.div_ceil(64) as usize;
+        let r = rows(n, words);
+        let dir = tempfile::tempdir().unwrap();
+        let pop = |i: usize| r[i * words..(i + 1) * words].iter().map(|w| w.count_ones()).sum();
+        let h = write_planes(
+            dir.path(),
+            bits,
+            n,
+            pop,
+            |i, out| out.copy_from_slice(&r[i * words..(i + 1) * words]),
+            budget,
+        )
+        .unwrap();
+        (dir, h, r)
+    }
+
+    fn open_and_check(dir: &Path, h: &PlanesHeader, r: &[u64], bits: u32) {
+        let words = bits.div_ceil(64) as usize;
+        let read = |n: &str| std::fs::read(dir.join(n)).unwrap();
+        let (c, k, d, o) = (
+            read(CODES_FILE),
+            read(CHECKPOINTS_FILE),
+            read(DATA_FILE),
+            read(ORDER_FILE),
+        );
+        let planes = Planes::new(dir, h, &c, &k, &d, &o).unwrap();
+        let mut out = vec![0u64; h.molecules as usize * words];
+        planes.decode_rows(&mut out, words);
+        assert_eq!(out, r);
+        for p in 0..bits as usize {
+            planes.verify_plane(p, dir).unwrap();
+        }
+        // every container agrees with the rows, through both ways of finding it
+        for b in &h.buckets {
+            for blk in b.first_block..b.first_block + b.blocks {
+                for p in (0..bits as usize).step_by(7) {
+                    let lane = planes.container(p, blk as usize).lane();
+                    for s in 0..BLOCK {
+                        let k = (blk - b.first_block) as usize * BLOCK + s;
+                        let has = lane[s / 64] >> (s % 64) & 1 == 1;
+                        let want = k < b.count as usize && {
+                            let pos = planes.position(b.first_rank as usize + k) as usize;
+                            r[pos * words + p / 64] >> (p % 64) & 1 == 1
+                        };
+                        assert_eq!(has, want);
+                    }
+                }
+            }
+        }
+        if !c.is_empty() {
+            assert!(Planes::new(dir, h, &c[1..], &k, &d, &o).is_err());
+            assert!(Planes::new(dir, h, &c, &k[4..], &d, &o).is_err());
+        }
+        if !d.is_empty() {
+            assert!(Planes::new(dir, h, &c, &k, &d[..d.len() - 1], &o).is_err());
+        }
+    }
+
+    #[test]
+    fn planes_round_trip_for_any_budget() {
+        let (dir, h, r) = build(3000, 256, usize::MAX);
+        open_and_check(dir.path(), &h, &r, 256);
+        let codes = std::fs::read(dir.path().join(CODES_FILE)).unwrap();
+        for budget in [0, 1000] {
+            let (d2, h2, _) = build(3000, 256, budget);
+            assert_eq!(h2, h);
+            assert_eq!(std::fs::read(d2.path().join(CODES_FILE)).unwrap(), codes);
+            assert_eq!(
+                std::fs::read(d2.path().join(DATA_FILE)).unwrap(),
+                std::fs::read(dir.path().join(DATA_FILE)).unwrap()
+            );
+        }
+        let (dir, h, r) = build(1, 64, usize::MAX);
+        open_and_check(dir.path(), &h, &r, 64);
+        let (dir, h, r) = build(0, 128, usize::MAX);
+        open_and_check(dir.path(), &h, &r, 128);
+    }
+}
