@@ -21,7 +21,9 @@ fn main() {
     let store = Store::open(&path, Verify::Sizes).unwrap();
     let bits = store.manifest().fingerprint.bits;
     let n = store.len();
-    let dense = ColumnIndex::open_in(&store).unwrap().expect("the store has a column index");
+    let dense = ColumnIndex::open_in(&store)
+        .unwrap()
+        .expect("the store has a column index");
     let dir = tempfile::tempdir_in(path.parent().unwrap()).unwrap();
     let t = Instant::now();
     let header = molsift_store::planes::write_planes(
@@ -35,7 +37,12 @@ fn main() {
     .unwrap();
     let files: Vec<(String, CountedFile)> = molsift_store::planes::FILES
         .iter()
-        .map(|f| (f.to_string(), CountedFile::open(&dir.path().join(f)).unwrap()))
+        .map(|f| {
+            (
+                f.to_string(),
+                CountedFile::open(&dir.path().join(f)).unwrap(),
+            )
+        })
         .collect();
     let comp = ColumnIndex::open_planes(dir.path(), |name| {
         Ok(&files.iter().find(|(f, _)| f == name).unwrap().1)

@@ -53,8 +53,12 @@ impl Sink for ThresholdSink<'_> {
     }
     #[inline]
     fn accept(&mut self, slot: usize, common: u32) {
-        self.out
-            .push(Scored::new(self.order.position(slot), common, self.p, self.q));
+        self.out.push(Scored::new(
+            self.order.position(slot),
+            common,
+            self.p,
+            self.q,
+        ));
     }
 }
 
@@ -170,10 +174,12 @@ impl Sink for TopKSink<'_> {
     #[inline]
     fn accept(&mut self, slot: usize, common: u32) {
         self.candidates += 1;
-        if self
-            .heap
-            .offer(Scored::new(self.order.position(slot), common, self.p, self.q))
-        {
+        if self.heap.offer(Scored::new(
+            self.order.position(slot),
+            common,
+            self.p,
+            self.q,
+        )) {
             self.refresh();
         }
     }

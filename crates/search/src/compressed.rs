@@ -30,6 +30,8 @@ use crate::SearchError;
 
 /// Blocks per run.
 const RUN: usize = 64;
+/// A block whose slots that can still pass are this few follows them alone.
+const MAXC: usize = 8;
 /// Planes ahead whose run payload is prefetched.
 const AHEAD: usize = 2;
 
@@ -87,7 +89,10 @@ impl ColumnIndex {
         let header_path = dir.join(planes::HEADER_FILE);
         let text = {
             let f = file(planes::HEADER_FILE)?;
-            let len = f.metadata().map_err(|e| SearchError::io(&header_path, e))?.len();
+            let len = f
+                .metadata()
+                .map_err(|e| SearchError::io(&header_path, e))?
+                .len();
             let mut t = vec![0u8; len as usize];
             f.read_exact_at(&mut t, 0)
                 .map_err(|e| SearchError::io(&header_path, e))?;
@@ -222,11 +227,21 @@ impl<'a> CPlane<'a> {
         }
     }
 
+    /// The 32 bytes from payload offset `off` (in bounds thanks to the payload's slack).
+    #[inline(always)]
+    fn window(&self, off: usize) -> &[u8; 32] {
+        let at = self.base + off;
+        self.all[at..at + 32].try_into().expect("32 bytes")
+    }
+
     /// Asks for the payload of this plane's containers of blocks `blk .. blk + len` (starting
     /// at payload offset `off`) to be brought into cache.
     #[inline(always)]
     fn prefetch_run(&self, blk: usize, len: usize, off: u32) {
-        let size: u32 = self.codes[blk..blk + len].iter().map(|&c| u32::from(c)).sum();
+        let size: u32 = self.codes[blk..blk + len]
+            .iter()
+            .map(|&c| u32::from(c))
+            .sum();
         let start = self.base + off as usize;
         let mut at = start & !63;
         while at < start + size as usize {
@@ -362,6 +377,31 @@ unsafe fn ge_mask_avx2(cnt: &[u8; CNT], m: u8) -> Lane {
     out
 }
 
+/// Whether the container with code `code` in window `win` holds slot `slot`.
+#[inline(always)]
+fn contains(win: &[u8; 32], code: u8, slot: u8) -> bool {
+    if code == DENSE {
+        return win[(slot >> 3) as usize] >> (slot & 7) & 1 == 1;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present.
+        return unsafe { contains_avx2(win, code, slot) };
+    }
+    win[..code as usize].contains(&slot)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn contains_avx2(win: &[u8; 32], code: u8, slot: u8) -> bool {
+    use std::arch::x86_64::*;
+    // SAFETY: the window is 32 bytes.
+    let v = unsafe { _mm256_loadu_si256(win.as_ptr() as *const __m256i) };
+    let eq = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(slot as i8))) as u32;
+    // only the container's own `code` bytes count (code < 32 here)
+    eq & ((1u32 << code) - 1) != 0
+}
+
 /// The largest count of a block's 256 slots.
 #[inline(always)]
 fn max_count(cnt: &[u8; CNT]) -> u8 {
@@ -415,6 +455,13 @@ pub(crate) fn scan_compressed<const L: usize, S: Sink>(
                 if c.len() < RUN {
                     c.resize(RUN, [0; CNT]);
                 }
+                #[cfg(target_arch = "x86_64")]
+                if std::is_x86_feature_detected!("avx2") && crate::scan::simd_enabled() {
+                    // SAFETY: AVX2 is present.
+                    return unsafe {
+                        scan_counts_avx2(planes, cp, bucket, blocks, sink, offs, &mut c)
+                    };
+                }
                 scan_counts(planes, cp, bucket, blocks, sink, offs, &mut c)
             });
         }
@@ -453,6 +500,25 @@ fn codes_pass(
     nonempty
 }
 
+/// [`scan_counts`] compiled with AVX2 (the thread-local's closure does not inherit the
+/// caller's target features, so the kernel is entered again here).
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn scan_counts_avx2<S: Sink>(
+    planes: &Planes<'_>,
+    cp: &[CPlane<'_>],
+    bucket: &Bucket,
+    blocks: Range<u64>,
+    sink: &mut S,
+    offs: &mut [u32],
+    cnt: &mut [[u8; CNT]],
+) -> Read {
+    scan_counts(planes, cp, bucket, blocks, sink, offs, cnt)
+}
+
 /// The kernel for queries of fewer than 256 on-bits: per run of blocks, the codes pass, then
 /// the query's planes one after another (rarest first), each adding its containers of the
 /// live blocks to per-slot byte counters; after every eighth plane from the gate on, blocks
@@ -474,6 +540,8 @@ fn scan_counts<S: Sink>(
     let mut blk = blocks.start as usize;
     let end = blocks.end as usize;
     let mut live = [0u8; RUN];
+    // per block followed slot by slot: the slots and their counts
+    let mut cand = [[(0u8, 0u8); MAXC]; RUN];
     // per plane: the payload offset of block `blk` (advanced run by run)
     let run_off = &mut offs[..n];
     for (j, plane) in cp.iter().enumerate() {
@@ -499,6 +567,8 @@ fn scan_counts<S: Sink>(
         // per live block: the query planes still to read that are non-empty in it (a slot
         // can gain at most that many more bits)
         let mut rem = [0u8; RUN];
+        // per live block: 0 while it counts every slot, else how many slots it follows alone
+        let mut nc = [0u8; RUN];
         for (k, &z) in nonempty[..len].iter().enumerate() {
             if u32::from(z) >= m {
                 live[nlive] = k as u8;
@@ -530,12 +600,56 @@ fn scan_counts<S: Sink>(
             let mut kept = 0;
             for i in 0..nlive {
                 let k = live[i] as usize;
-                let code = plane.add_counts(blk + k, pre[k] as usize, &mut cnt[k]);
-                rem[k] -= u8::from(code != 0);
-                // dead when no slot can reach the bar with the non-empty planes left; the
-                // largest count is taken only when the planes left alone cannot settle it
-                let r = u32::from(rem[k]);
-                if r >= need || u32::from(max_count(&cnt[k])) + r >= need {
+                let alive = if nc[k] == 0 {
+                    let code = plane.add_counts(blk + k, pre[k] as usize, &mut cnt[k]);
+                    rem[k] -= u8::from(code != 0);
+                    // dead when no slot can reach the bar with the non-empty planes left;
+                    // the largest count is taken only when the planes left cannot settle it
+                    let r = u32::from(rem[k]);
+                    if r >= need {
+                        true
+                    } else if u32::from(max_count(&cnt[k])) + r < need {
+                        false
+                    } else {
+                        // few slots left in the race: follow them alone from now on
+                        let mask = ge_mask_counts(&cnt[k], need - r);
+                        let c: u32 = mask.iter().map(|w| w.count_ones()).sum();
+                        if c as usize <= MAXC {
+                            let mut at = 0;
+                            for (w, &word) in mask.iter().enumerate() {
+                                let mut x = word;
+                                while x != 0 {
+                                    let slot = w * 64 + x.trailing_zeros() as usize;
+                                    cand[k][at] = (slot as u8, cnt[k][slot]);
+                                    at += 1;
+                                    x &= x - 1;
+                                }
+                            }
+                            nc[k] = at as u8;
+                        }
+                        true
+                    }
+                } else {
+                    let code = plane.codes[blk + k];
+                    if code != 0 {
+                        rem[k] -= 1;
+                        let win = plane.window(pre[k] as usize);
+                        for c in &mut cand[k][..nc[k] as usize] {
+                            c.1 += u8::from(contains(win, code, c.0));
+                        }
+                    }
+                    let r = u32::from(rem[k]);
+                    let mut left = 0;
+                    for i in 0..nc[k] as usize {
+                        if u32::from(cand[k][i].1) + r >= need {
+                            cand[k][left] = cand[k][i];
+                            left += 1;
+                        }
+                    }
+                    nc[k] = left as u8;
+                    left > 0
+                };
+                if alive {
                     live[kept] = live[i];
                     kept += 1;
                 }
@@ -560,9 +674,18 @@ fn scan_counts<S: Sink>(
             if m == UNREACHABLE {
                 return read;
             }
+            let valid = if b as u64 == last { tail } else { BLOCK };
+            if nc[k] > 0 {
+                for &(slot, c) in &cand[k][..nc[k] as usize] {
+                    if u32::from(c) >= m && (slot as usize) < valid {
+                        sink.accept(b * BLOCK + slot as usize, u32::from(c));
+                    }
+                }
+                continue;
+            }
             let mut mask = ge_mask_counts(&cnt[k], m);
-            if b as u64 == last && tail < BLOCK {
-                mask = mask_and(mask, prefix_mask(tail));
+            if valid < BLOCK {
+                mask = mask_and(mask, prefix_mask(valid));
             }
             for (w, &word) in mask.iter().enumerate() {
                 let mut x = word;

@@ -36,6 +36,11 @@ pub fn set_simd(enabled: bool) {
     SIMD_ENABLED.store(enabled, Ordering::Relaxed);
 }
 
+/// Whether the AVX2 kernels are on (see [`set_simd`]).
+pub(crate) fn simd_enabled() -> bool {
+    SIMD_ENABLED.load(Ordering::Relaxed)
+}
+
 fn use_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

@@ -181,7 +181,7 @@ where
     // per-bit counts, and a bound on each plane's payload to form groups
     let mut bit_counts = vec![0u64; bits_us];
     let mut buf = vec![0u64; words];
-    for i in 0..n {
+    for (i, &pop) in pops.iter().enumerate() {
         buf.iter_mut().for_each(|w| *w = 0);
         row(i, &mut buf);
         let mut found = 0u32;
@@ -196,10 +196,9 @@ where
                 x &= x - 1;
             }
         }
-        if found != pops[i] {
+        if found != pop {
             return Err(StoreError::Invalid(format!(
-                "molecule {i}: popcount {} but its fingerprint has {found} bits",
-                pops[i]
+                "molecule {i}: popcount {pop} but its fingerprint has {found} bits"
             )));
         }
     }
@@ -238,8 +237,13 @@ where
                 }
                 rowbuf.iter_mut().for_each(|w| *w = 0);
                 row(pos as usize, &mut rowbuf);
-                for w in lo / 64..hi.div_ceil(64) {
-                    let mut x = rowbuf[w];
+                for (w, &word) in rowbuf
+                    .iter()
+                    .enumerate()
+                    .take(hi.div_ceil(64))
+                    .skip(lo / 64)
+                {
+                    let mut x = word;
                     while x != 0 {
                         let b = w * 64 + x.trailing_zeros() as usize;
                         x &= x - 1;
@@ -615,7 +619,12 @@ mod tests {
         let words = bits.div_ceil(64) as usize;
         let r = rows(n, words);
         let dir = tempfile::tempdir().unwrap();
-        let pop = |i: usize| r[i * words..(i + 1) * words].iter().map(|w| w.count_ones()).sum();
+        let pop = |i: usize| {
+            r[i * words..(i + 1) * words]
+                .iter()
+                .map(|w| w.count_ones())
+                .sum()
+        };
         let h = write_planes(
             dir.path(),
             bits,
