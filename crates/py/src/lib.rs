@@ -10,6 +10,7 @@ mod iostats;
 mod reader;
 mod search;
 mod store;
+mod store_v2;
 mod substructure;
 mod tracer;
 
@@ -19,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     reader::register(m)?;
     store::register(m)?;
+    store_v2::register(m)?;
     search::register(m)?;
     substructure::register(m)?;
     fp::register(m)?;

@@ -37,6 +37,15 @@ pub enum StoreError {
         /// the version this build reads
         supported: u32,
     },
+    /// A store of another version than the reader opening it (version 2 is read by
+    /// `molsift_store::v2::StoreV2`, which `molsift.open_store` picks by itself).
+    #[error("{path}: a version-{found} store, opened with the reader of another version")]
+    OtherVersion {
+        /// the store
+        path: PathBuf,
+        /// its version
+        found: u32,
+    },
     /// A file is shorter or longer than the manifest says.
     #[error("{path}: truncated or damaged store file: expected {expected} bytes, found {found}")]
     WrongSize {

@@ -41,6 +41,7 @@ mod reader;
 pub mod rejects;
 pub mod replace;
 pub mod textblocks;
+pub mod v2;
 mod writer;
 
 pub use error::StoreError;

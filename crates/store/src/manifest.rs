@@ -138,7 +138,8 @@ impl Manifest {
             return Err(bad(format!("\"format\" is not \"{FORMAT_NAME}\"")));
         }
         let version = raw.get("format_version");
-        if version.and_then(|v| v.as_u64()) != Some(u64::from(FORMAT_VERSION)) {
+        let known = [u64::from(FORMAT_VERSION), u64::from(crate::v2::VERSION)];
+        if !version.and_then(|v| v.as_u64()).is_some_and(|v| known.contains(&v)) {
             return Err(StoreError::UnsupportedVersion {
                 path: store.to_path_buf(),
                 found: version.map_or_else(|| "missing".to_string(), |v| v.to_string()),

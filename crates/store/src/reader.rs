@@ -80,6 +80,12 @@ impl Store {
             _ => StoreError::io(path, e),
         })?;
         let manifest = Manifest::read_in(&dir, path).map_err(|e| replaced_or(path, &dir, e))?;
+        if manifest.format_version != crate::FORMAT_VERSION {
+            return Err(StoreError::OtherVersion {
+                path: path.to_path_buf(),
+                found: manifest.format_version,
+            });
+        }
         let layout = manifest.fingerprint.layout()?;
         let n = manifest.counts.molecules;
         let c = manifest.counts;

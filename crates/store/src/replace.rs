@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use molsift_iostats as iostats;
 
-use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST, PATTERN_FILES};
+use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST, PATTERN_FILES, V2_FILES};
 use crate::StoreError;
 
 /// `DIR/.NAME.KIND-PID-NANOS@HOST` next to `path`: same file system, so a rename is atomic,
@@ -137,7 +137,8 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
         let known = name == MANIFEST
             || DATA_FILES.contains(&name.as_str())
             || INDEX_FILES.contains(&name.as_str())
-            || PATTERN_FILES.contains(&name.as_str());
+            || PATTERN_FILES.contains(&name.as_str())
+            || V2_FILES.contains(&name.as_str());
         let ours = creator(&name, None).is_some_and(|_| {
             let stem = name.trim_start_matches('.');
             [MANIFEST]
@@ -145,6 +146,7 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
                 .chain(&DATA_FILES)
                 .chain(&INDEX_FILES)
                 .chain(&PATTERN_FILES)
+                .chain(&V2_FILES)
                 .any(|f| stem.starts_with(&format!("{f}.")))
         });
         let kind = entry.file_type().ok();

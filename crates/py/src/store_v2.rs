@@ -1,0 +1,168 @@
+//! Python wrappers of store version 2 (`molsift_store::v2`): `StoreV2` (read, look up) and
+//! `upgrade_store` (write one from a version-1 store).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use molsift_store::lookup::LookupOptions;
+use molsift_store::textblocks::Block;
+use molsift_store::v2::{upgrade, StoreV2, UpgradeOptions};
+use molsift_store::{Store, Verify};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::error::store_err;
+
+/// An open version-2 store.
+#[pyclass(name = "StoreV2", module = "molsift._core", frozen)]
+pub struct PyStoreV2 {
+    inner: Arc<StoreV2>,
+}
+
+#[pymethods]
+impl PyStoreV2 {
+    #[new]
+    #[pyo3(signature = (path, verify=false))]
+    fn new(py: Python<'_>, path: PathBuf, verify: bool) -> PyResult<Self> {
+        let inner = py.detach(|| StoreV2::open(&path, verify)).map_err(store_err)?;
+        Ok(PyStoreV2 {
+            inner: Arc::new(inner),
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// The manifest, as written (JSON text).
+    fn manifest_json(&self) -> String {
+        self.inner.manifest().to_text()
+    }
+
+    /// Canonical SMILES of store position `i` (decodes its block).
+    fn smiles(&self, i: usize) -> PyResult<String> {
+        self.inner.smiles(i).map_err(store_err)
+    }
+
+    /// The SMILES of block `b` of the SMILES column (positions `b * block_len ..`).
+    fn smiles_block(&self, py: Python<'_>, b: usize) -> PyResult<Vec<String>> {
+        let col = self.inner.smiles_column();
+        let mut buf = Block::default();
+        let n = py
+            .detach(|| col.decode_block(b, &mut buf))
+            .map_err(store_err)?;
+        Ok((0..n).map(|k| buf.get(k).to_string()).collect())
+    }
+
+    /// Strings per block of the SMILES column.
+    fn block_len(&self) -> usize {
+        self.inner.smiles_column().block_len()
+    }
+
+    /// Id of store position `i`.
+    fn id(&self, i: usize) -> PyResult<String> {
+        self.inner.id(i).map_err(store_err)
+    }
+
+    /// Input rank of store position `i`.
+    fn input_rank(&self, i: usize) -> usize {
+        self.inner.input_rank(i)
+    }
+
+    /// 1-based source line of store position `i`.
+    fn source_line(&self, i: usize) -> u64 {
+        self.inner.source_line(i)
+    }
+
+    /// Store positions of each (already canonical) SMILES, ascending; empty when absent.
+    fn lookup(&self, py: Python<'_>, smiles: Vec<String>) -> PyResult<Vec<Vec<u64>>> {
+        let s = &self.inner;
+        py.detach(|| {
+            let mut buf = Block::default();
+            smiles
+                .iter()
+                .map(|q| s.lookup(q, &mut buf))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(store_err)
+    }
+
+    /// Store positions of each id, ascending; empty when absent.
+    fn lookup_ids(&self, py: Python<'_>, ids: Vec<String>) -> PyResult<Vec<Vec<u64>>> {
+        let s = &self.inner;
+        py.detach(|| {
+            let mut buf = Block::default();
+            ids.iter()
+                .map(|q| s.lookup_id(q, &mut buf))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(store_err)
+    }
+
+    /// Every fingerprint in store order: `len * bits / 64` little-endian `u64` words.
+    fn fingerprint_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let rows = py.detach(|| self.inner.fingerprint_rows()).map_err(store_err)?;
+        let bytes: Vec<u8> = rows.iter().flat_map(|w| w.to_le_bytes()).collect();
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Store position of each input rank (`len` little-endian `u32`).
+    fn positions_by_input<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let pos = py.detach(|| self.inner.positions_by_input().to_vec());
+        let bytes: Vec<u8> = pos.iter().flat_map(|w| w.to_le_bytes()).collect();
+        PyBytes::new(py, &bytes)
+    }
+
+    /// Bytes of each file of the store.
+    fn file_sizes(&self) -> std::collections::BTreeMap<String, u64> {
+        self.inner.file_sizes()
+    }
+
+    /// Checks one file's checksum (once per process).
+    fn verify_file(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        py.detach(|| self.inner.verify_file(name)).map_err(store_err)
+    }
+
+    /// Checks every file's checksum.
+    fn verify_all(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.verify_all()).map_err(store_err)
+    }
+}
+
+/// Writes the version-2 form of the version-1 store at `src` to `dst`; returns its manifest
+/// (JSON text).
+#[pyfunction]
+#[pyo3(signature = (src, dst, overwrite=false, threads=1, level=19, check_bits=6, hash_bits=64))]
+#[allow(clippy::too_many_arguments)]
+fn upgrade_store(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    overwrite: bool,
+    threads: usize,
+    level: i32,
+    check_bits: u32,
+    hash_bits: u32,
+) -> PyResult<String> {
+    let opts = UpgradeOptions {
+        overwrite,
+        threads,
+        level,
+        lookup: LookupOptions {
+            check_bits,
+            hash_bits,
+        },
+        ..UpgradeOptions::default()
+    };
+    py.detach(|| {
+        let v1 = Store::open(&src, Verify::Sizes)?;
+        upgrade(&v1, &dst, &opts).map(|m| m.to_text())
+    })
+    .map_err(store_err)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyStoreV2>()?;
+    m.add_function(wrap_pyfunction!(upgrade_store, m)?)?;
+    Ok(())
+}

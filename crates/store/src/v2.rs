@@ -1,0 +1,762 @@
+//! Store format version 2: the same molecules as version 1 in about a twelfth of the bytes,
+//! with an exact-match index. Written from a finished version-1 store ([`upgrade`]: what
+//! `molsift upgrade` runs, and what ingest runs on its version-1 staging store), read by
+//! [`StoreV2`].
+//!
+//! Molecules are reordered: store position `i` is the `i`-th canonical SMILES in byte order,
+//! so that neighbouring SMILES share prefixes and compress well (4.2 bytes per MOSES molecule
+//! against 36.9 as text) and duplicates sit side by side. Input order is kept by a
+//! permutation (`input_order.packed`: store position -> input rank), and ids and source lines
+//! are stored in input order, where real ids are sequential and compress to almost nothing.
+//!
+//! | file | content |
+//! |---|---|
+//! | `manifest.json` | as version 1, `format_version` 2; every other file's size and XXH3 |
+//! | `smiles.blocks` | canonical SMILES in store order ([`crate::textblocks`]) |
+//! | `ids.blocks` | ids in input order ([`crate::textblocks`], numbered kinds allowed) |
+//! | `input_order.packed` | store position -> input rank ([`crate::packed`]) |
+//! | `source_lines.packed` | input rank `r` -> the 1-based line of its record minus `r` |
+//! | `smiles.lookup` | canonical SMILES -> block of `smiles.blocks` ([`crate::lookup`]) |
+//! | `ids.lookup` | id -> block of `ids.blocks`; absent when the ids are one prefix and ascending numbers (then a binary search over the blocks finds them) |
+//! | `planes.*` | the fingerprints as compressed bit planes ([`crate::planes`]) |
+//! | `rejects.tsv` | as version 1 |
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use memmap2::Mmap;
+use molsift_iostats::CountedFile;
+
+use crate::checksum::to_hex;
+use crate::lookup::{build_index, key_hash, LookupIndex, LookupOptions};
+use crate::manifest::FileEntry;
+use crate::packed::Packed;
+use crate::planes::{self, Planes, PlanesHeader};
+use crate::textblocks::{write_text_blocks, Block, TextBlocks, TextOptions};
+use crate::{replace, Manifest, Store, StoreError, FORMAT_NAME};
+
+/// The version this module writes and reads.
+pub const VERSION: u32 = 2;
+/// SMILES column.
+pub const SMILES: &str = "smiles.blocks";
+/// Ids column (input order).
+pub const IDS: &str = "ids.blocks";
+/// Store position -> input rank.
+pub const INPUT_ORDER: &str = "input_order.packed";
+/// Input rank -> source line minus the rank.
+pub const SOURCE_LINES: &str = "source_lines.packed";
+/// SMILES -> block.
+pub const SMILES_LOOKUP: &str = "smiles.lookup";
+/// Id -> block (only for ids that are not one prefix and ascending numbers).
+pub const IDS_LOOKUP: &str = "ids.lookup";
+/// Rejected records, as version 1.
+pub const REJECTS: &str = crate::layout::REJECTS;
+
+/// Every file a version-2 store must have (besides its manifest; `ids.lookup` is optional).
+pub const REQUIRED: [&str; 11] = [
+    SMILES,
+    IDS,
+    INPUT_ORDER,
+    SOURCE_LINES,
+    SMILES_LOOKUP,
+    REJECTS,
+    planes::HEADER_FILE,
+    planes::CODES_FILE,
+    planes::CHECKPOINTS_FILE,
+    planes::DATA_FILE,
+    planes::ORDER_FILE,
+];
+
+/// What [`upgrade`] does besides its defaults.
+#[derive(Debug, Clone)]
+pub struct UpgradeOptions {
+    /// replace a store already at the output
+    pub overwrite: bool,
+    /// threads compressing text blocks
+    pub threads: usize,
+    /// zstd level of the text columns
+    pub level: i32,
+    /// the exact-match index's options (check bits; hash bits only for tests)
+    pub lookup: LookupOptions,
+    /// memory for plane building (bytes of payload per pass)
+    pub plane_budget: usize,
+}
+
+impl Default for UpgradeOptions {
+    fn default() -> Self {
+        UpgradeOptions {
+            overwrite: false,
+            threads: 1,
+            level: crate::textblocks::DEFAULT_LEVEL,
+            lookup: LookupOptions::default(),
+            plane_budget: 1 << 30,
+        }
+    }
+}
+
+/// Writes the version-2 form of the version-1 store `v1` at `out` (built under a temporary
+/// name and moved into place when complete: a killed upgrade leaves nothing that opens).
+pub fn upgrade(v1: &Store, out: &Path, opts: &UpgradeOptions) -> Result<Manifest, StoreError> {
+    if molsift_iostats::metadata(out).is_ok() {
+        if !opts.overwrite {
+            return Err(StoreError::Exists(out.to_path_buf()));
+        }
+        replace::check_replaceable(out)?;
+    }
+    let parent = out.parent().unwrap_or(Path::new(""));
+    replace::sweep_leftovers(parent, out.file_name().and_then(|n| n.to_str()));
+    let tmp = replace::temporary_sibling(out, "tmp");
+    std::fs::create_dir_all(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
+    let result = write_into(v1, &tmp, opts).and_then(|m| {
+        replace::sync_dir(&tmp)?;
+        replace::swap_into_place(&tmp, out, opts.overwrite)?;
+        Ok(m)
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest, StoreError> {
+    let n = v1.len();
+    let spec = v1.manifest().fingerprint.clone();
+    for name in [
+        crate::layout::SMILES,
+        crate::layout::SMILES_OFFSETS,
+        crate::layout::IDS,
+        crate::layout::ID_OFFSETS,
+        crate::layout::FINGERPRINTS,
+        crate::layout::POPCOUNTS,
+        crate::layout::SOURCE_LINES,
+    ] {
+        v1.verify_file(name)?; // what is copied is what was written
+    }
+    // store order: canonical SMILES in byte order (stable: input order among duplicates)
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    let smiles = |i: u32| v1.smiles(i as usize).map(str::as_bytes);
+    for i in 0..n {
+        v1.smiles(i)?; // every entry readable, once, before the sort trusts them
+    }
+    order.sort_by(|&a, &b| smiles(a).unwrap_or(b"").cmp(smiles(b).unwrap_or(b"")));
+    let text = |numbered: bool| TextOptions {
+        level: opts.level,
+        threads: opts.threads,
+        numbered,
+        ..TextOptions::default()
+    };
+    let smiles_opts = text(false);
+    write_text_blocks(
+        &dir.join(SMILES),
+        n,
+        |i, out| out.extend_from_slice(smiles(order[i]).unwrap_or(b"")),
+        &smiles_opts,
+    )?;
+    write_text_blocks(
+        &dir.join(IDS),
+        n,
+        |i, out| out.extend_from_slice(v1.id(i).map(str::as_bytes).unwrap_or(b"")),
+        &text(true),
+    )?;
+    write(dir, INPUT_ORDER, &crate::packed::encode(
+        &order.iter().map(|&r| u64::from(r)).collect::<Vec<_>>(),
+    ))?;
+    write(dir, SOURCE_LINES, &crate::packed::encode(
+        &(0..n).map(|r| v1.source_line(r) - r as u64).collect::<Vec<_>>(),
+    ))?;
+    // exact-match index: the first block of each distinct SMILES
+    let block = smiles_opts.block;
+    let mut entries = Vec::with_capacity(n);
+    let mut prev: Option<&[u8]> = None;
+    for (i, &r) in order.iter().enumerate() {
+        let s = smiles(r)?;
+        if prev != Some(s) {
+            entries.push((key_hash(s, opts.lookup.hash_bits), (i / block) as u64));
+        }
+        prev = Some(s);
+    }
+    let blocks = n.div_ceil(block) as u64;
+    write(dir, SMILES_LOOKUP, &build_index(entries, blocks, &opts.lookup))?;
+    if !ids_ascending(v1)? {
+        let entries = (0..n)
+            .map(|i| Ok((key_hash(v1.id(i)?.as_bytes(), opts.lookup.hash_bits), (i / block) as u64)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        write(dir, IDS_LOOKUP, &build_index(entries, blocks, &opts.lookup))?;
+    }
+    planes::write_planes(
+        dir,
+        spec.bits,
+        n,
+        |i| u32::from(v1.popcount(order[i] as usize)),
+        |i, out| out.copy_from_slice(&v1.fingerprint(order[i] as usize)[..out.len()]),
+        opts.plane_budget,
+    )?;
+    let rejects = std::fs::read(v1.path().join(REJECTS)).map_err(|e| StoreError::io(v1.path().join(REJECTS), e))?;
+    write(dir, REJECTS, &rejects)?;
+    let mut files = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
+        let entry = entry.map_err(|e| StoreError::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let bytes = std::fs::read(entry.path()).map_err(|e| StoreError::io(entry.path(), e))?;
+        files.insert(
+            name,
+            FileEntry {
+                bytes: bytes.len() as u64,
+                xxh3: to_hex(xxhash_rust::xxh3::xxh3_64(&bytes)),
+            },
+        );
+    }
+    let mut provenance = v1.manifest().provenance.clone();
+    if let Some(p) = provenance.as_object_mut() {
+        p.insert("upgraded_from_version".into(), 1.into());
+    }
+    let manifest = Manifest {
+        format: FORMAT_NAME.to_string(),
+        format_version: VERSION,
+        created_by: format!("molsift {}", env!("CARGO_PKG_VERSION")),
+        fingerprint: spec,
+        counts: v1.manifest().counts,
+        provenance,
+        files,
+        checksum: String::new(),
+    }
+    .sealed();
+    manifest.write(dir)?;
+    Ok(manifest)
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    let path = dir.join(name);
+    molsift_iostats::write_file(&path, bytes, true).map_err(|e| StoreError::io(&path, e))
+}
+
+/// An id's prefix and number when it is "prefix + decimal number" (no leading zeros unless
+/// every id has the same digit count).
+fn numbered(id: &str) -> Option<(&str, u64, usize)> {
+    let digits = id.bytes().rev().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > 19 {
+        return None;
+    }
+    let (prefix, d) = id.split_at(id.len() - digits);
+    Some((prefix, d.parse().ok()?, d.len()))
+}
+
+/// True when every id is the same prefix and a number, the numbers strictly ascending in input
+/// order and written with one width or without leading zeros (then the ids column needs no
+/// hash index).
+fn ids_ascending(v1: &Store) -> Result<bool, StoreError> {
+    let mut prev: Option<(String, u64, usize)> = None;
+    let mut fixed_width = true;
+    let mut no_zeros = true;
+    for i in 0..v1.len() {
+        let id = v1.id(i)?;
+        let Some((prefix, v, width)) = numbered(id) else {
+            return Ok(false);
+        };
+        let digits = &id[prefix.len()..];
+        no_zeros &= digits == "0" || !digits.starts_with('0');
+        if let Some((p, pv, pw)) = &prev {
+            if p != prefix || v <= *pv {
+                return Ok(false);
+            }
+            fixed_width &= *pw == width;
+        }
+        prev = Some((prefix.to_string(), v, width));
+    }
+    Ok(fixed_width || no_zeros)
+}
+
+/// An open version-2 store.
+pub struct StoreV2 {
+    path: PathBuf,
+    manifest: Manifest,
+    smiles: TextBlocks,
+    ids: TextBlocks,
+    input_order: Mmap,
+    source_lines: Option<Mmap>,
+    smiles_lookup: Mmap,
+    ids_lookup: Option<Mmap>,
+    planes_header: PlanesHeader,
+    planes_maps: Vec<Option<Mmap>>,
+    /// input rank -> store position, built on first use
+    inverse: OnceLock<Vec<u32>>,
+    checked: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+impl std::fmt::Debug for StoreV2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreV2").field("path", &self.path).finish()
+    }
+}
+
+fn open_map(dir: &CountedFile, path: &Path, name: &str, want: u64) -> Result<Option<Mmap>, StoreError> {
+    let p = path.join(name);
+    let f = CountedFile::open_at(dir, name, libc::O_RDONLY, 0).map_err(|e| StoreError::io(&p, e))?;
+    let found = f.metadata().map_err(|e| StoreError::io(&p, e))?.len();
+    if found != want {
+        return Err(StoreError::WrongSize {
+            path: p,
+            expected: want,
+            found,
+        });
+    }
+    if found == 0 {
+        return Ok(None);
+    }
+    // SAFETY: store files are read-only once written; the size was checked just now.
+    unsafe { f.map() }.map(Some).map_err(|e| StoreError::io(&p, e))
+}
+
+impl StoreV2 {
+    /// Opens the version-2 store at `path`: the manifest and its checksum, every file present
+    /// with its size, every header; with `verify` also every file's checksum.
+    pub fn open(path: &Path, verify: bool) -> Result<StoreV2, StoreError> {
+        let dir = CountedFile::open_dir(path).map_err(|e| StoreError::io(path, e))?;
+        let manifest = Manifest::read_in(&dir, path)?;
+        if manifest.format_version != VERSION {
+            return Err(StoreError::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: manifest.format_version.to_string(),
+                supported: VERSION,
+            });
+        }
+        let size = |name: &str| -> Result<u64, StoreError> {
+            manifest
+                .files
+                .get(name)
+                .map(|e| e.bytes)
+                .ok_or_else(|| StoreError::BadManifest {
+                    path: path.join(crate::layout::MANIFEST),
+                    reason: format!("no entry for {name}"),
+                })
+        };
+        let m = |name: &str| -> Result<Option<Mmap>, StoreError> { open_map(&dir, path, name, size(name)?) };
+        let need = |name: &str| -> Result<Mmap, StoreError> {
+            m(name)?.ok_or_else(|| StoreError::Inconsistent {
+                path: path.join(name),
+                reason: "empty".into(),
+            })
+        };
+        // every file listed: present, with its size (a truncated file shows at once)
+        for (name, entry) in &manifest.files {
+            let p = path.join(name);
+            let f = CountedFile::open_at(&dir, name, libc::O_RDONLY, 0).map_err(|e| StoreError::io(&p, e))?;
+            let found = f.metadata().map_err(|e| StoreError::io(&p, e))?.len();
+            if found != entry.bytes {
+                return Err(StoreError::WrongSize {
+                    path: p,
+                    expected: entry.bytes,
+                    found,
+                });
+            }
+        }
+        for name in REQUIRED {
+            size(name)?;
+        }
+        let smiles = TextBlocks::open(&path.join(SMILES), m(SMILES)?)?;
+        let ids = TextBlocks::open(&path.join(IDS), m(IDS)?)?;
+        let input_order = need(INPUT_ORDER)?;
+        let source_lines = m(SOURCE_LINES)?;
+        let smiles_lookup = need(SMILES_LOOKUP)?;
+        let ids_lookup = if manifest.files.contains_key(IDS_LOOKUP) {
+            Some(need(IDS_LOOKUP)?)
+        } else {
+            None
+        };
+        let header_map = need(planes::HEADER_FILE)?;
+        let planes_header: PlanesHeader = serde_json::from_slice(&header_map).map_err(|e| StoreError::Inconsistent {
+            path: path.join(planes::HEADER_FILE),
+            reason: e.to_string(),
+        })?;
+        let planes_maps = planes::FILES[1..]
+            .iter()
+            .map(|name| m(name))
+            .collect::<Result<Vec<_>, _>>()?;
+        let store = StoreV2 {
+            path: path.to_path_buf(),
+            manifest,
+            smiles,
+            ids,
+            input_order,
+            source_lines,
+            smiles_lookup,
+            ids_lookup,
+            planes_header,
+            planes_maps,
+            inverse: OnceLock::new(),
+            checked: Default::default(),
+        };
+        store.check_structure()?;
+        if verify {
+            store.verify_all()?;
+        }
+        Ok(store)
+    }
+
+    fn check_structure(&self) -> Result<(), StoreError> {
+        let n = self.len();
+        let bad = |name: &str, reason: String| StoreError::Inconsistent {
+            path: self.path.join(name),
+            reason,
+        };
+        let order = Packed::parse(&self.input_order).map_err(|r| bad(INPUT_ORDER, r))?;
+        let lines = Packed::parse(self.source_lines.as_deref().unwrap_or(&[])).map_err(|r| bad(SOURCE_LINES, r))?;
+        for (name, got) in [
+            (SMILES, self.smiles.len()),
+            (IDS, self.ids.len()),
+            (INPUT_ORDER, order.len()),
+            (SOURCE_LINES, lines.len()),
+            (planes::HEADER_FILE, self.planes_header.molecules as usize),
+        ] {
+            if got != n {
+                return Err(bad(name, format!("holds {got} entries, the store {n}")));
+            }
+        }
+        LookupIndex::parse(&self.smiles_lookup, &self.path.join(SMILES_LOOKUP))?;
+        if let Some(l) = &self.ids_lookup {
+            LookupIndex::parse(l, &self.path.join(IDS_LOOKUP))?;
+        }
+        self.planes()?;
+        Ok(())
+    }
+
+    /// The planes (checked structure).
+    pub fn planes(&self) -> Result<Planes<'_>, StoreError> {
+        let b = |i: usize| self.planes_maps[i].as_deref().unwrap_or(&[]);
+        Planes::new(&self.path, &self.planes_header, b(0), b(1), b(2), b(3))
+    }
+
+    /// Checks `name`'s checksum against the manifest, once per process per file.
+    pub fn verify_file(&self, name: &str) -> Result<(), StoreError> {
+        if self.checked.lock().map(|c| c.contains(name)).unwrap_or(false) {
+            return Ok(());
+        }
+        let path = self.path.join(name);
+        let entry = self.manifest.files.get(name).ok_or_else(|| StoreError::Inconsistent {
+            path: path.clone(),
+            reason: "not listed in the store's manifest".into(),
+        })?;
+        let bytes = std::fs::read(&path).map_err(|e| StoreError::io(&path, e))?;
+        let found = to_hex(xxhash_rust::xxh3::xxh3_64(&bytes));
+        if found != entry.xxh3 || bytes.len() as u64 != entry.bytes {
+            return Err(StoreError::Corrupted {
+                path,
+                expected: entry.xxh3.clone(),
+                found,
+            });
+        }
+        if let Ok(mut c) = self.checked.lock() {
+            c.insert(name.to_string());
+        }
+        Ok(())
+    }
+
+    /// Checks every file's checksum.
+    pub fn verify_all(&self) -> Result<(), StoreError> {
+        for name in self.manifest.files.keys() {
+            self.verify_file(name)?;
+        }
+        Ok(())
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Number of molecules.
+    pub fn len(&self) -> usize {
+        self.manifest.counts.molecules as usize
+    }
+
+    /// True when the store holds no molecule.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The SMILES column.
+    pub fn smiles_column(&self) -> &TextBlocks {
+        &self.smiles
+    }
+
+    /// Canonical SMILES of store position `i`.
+    pub fn smiles(&self, i: usize) -> Result<String, StoreError> {
+        self.smiles.get(i)
+    }
+
+    /// The input rank of store position `i` (its place among the molecules in input order).
+    pub fn input_rank(&self, i: usize) -> usize {
+        Packed::parse(&self.input_order).expect("checked at open").get(i) as usize
+    }
+
+    /// Id of store position `i`.
+    pub fn id(&self, i: usize) -> Result<String, StoreError> {
+        self.ids.get(self.input_rank(i))
+    }
+
+    /// The 1-based source line of store position `i`.
+    pub fn source_line(&self, i: usize) -> u64 {
+        let r = self.input_rank(i);
+        let lines = Packed::parse(self.source_lines.as_deref().unwrap_or(&[])).expect("checked at open");
+        lines.get(r) + r as u64
+    }
+
+    /// Store position of each input rank (computed once, 4 bytes per molecule).
+    pub fn positions_by_input(&self) -> &[u32] {
+        self.inverse.get_or_init(|| {
+            let order = Packed::parse(&self.input_order).expect("checked at open");
+            let mut inv = vec![0u32; self.len()];
+            for i in 0..self.len() {
+                inv[order.get(i) as usize] = i as u32;
+            }
+            inv
+        })
+    }
+
+    /// The candidate blocks of an exact-match index for `key`.
+    fn candidates(&self, index: &[u8], name: &str, key: &[u8], out: &mut Vec<u64>) -> Result<(), StoreError> {
+        let idx = LookupIndex::parse(index, &self.path.join(name))?;
+        idx.candidates(key_hash(key, idx.hash_bits()), out);
+        Ok(())
+    }
+
+    /// Store positions whose canonical SMILES is exactly `smiles` (ascending; empty when
+    /// absent). Every candidate block of the index is decoded and compared: a hash collision
+    /// never gives a wrong answer.
+    pub fn lookup(&self, smiles: &str, buf: &mut Block) -> Result<Vec<u64>, StoreError> {
+        let mut blocks = Vec::new();
+        self.candidates(&self.smiles_lookup, SMILES_LOOKUP, smiles.as_bytes(), &mut blocks)?;
+        blocks.sort_unstable();
+        blocks.dedup();
+        let mut found = Vec::new();
+        let bl = self.smiles.block_len();
+        for b in blocks {
+            if b as usize >= self.smiles.blocks() {
+                continue; // an absent key's arbitrary value
+            }
+            // duplicates sit side by side, and may run on into the next blocks
+            let mut b = b as usize;
+            loop {
+                let count = self.smiles.decode_block(b, buf)?;
+                let mut last_equal = false;
+                for k in 0..count {
+                    last_equal = buf.get(k) == smiles;
+                    if last_equal {
+                        found.push((b * bl + k) as u64);
+                    }
+                }
+                b += 1;
+                if !last_equal || b >= self.smiles.blocks() {
+                    break;
+                }
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        Ok(found)
+    }
+
+    /// Store positions of the molecules with id `id` (ascending; empty when absent).
+    pub fn lookup_id(&self, id: &str, buf: &mut Block) -> Result<Vec<u64>, StoreError> {
+        let bl = self.ids.block_len();
+        let mut ranks = Vec::new();
+        match &self.ids_lookup {
+            Some(index) => {
+                let mut blocks = Vec::new();
+                self.candidates(index, IDS_LOOKUP, id.as_bytes(), &mut blocks)?;
+                blocks.sort_unstable();
+                blocks.dedup();
+                for b in blocks {
+                    if b as usize >= self.ids.blocks() {
+                        continue;
+                    }
+                    let count = self.ids.decode_block(b as usize, buf)?;
+                    for k in 0..count {
+                        if buf.get(k) == id {
+                            ranks.push(b as usize * bl + k);
+                        }
+                    }
+                }
+            }
+            None => {
+                // one prefix, ascending numbers: binary search over the blocks' first ids
+                let Some((prefix, v, _)) = numbered(id) else {
+                    return Ok(Vec::new());
+                };
+                let key = |b: usize, buf: &mut Block| -> Result<Option<u64>, StoreError> {
+                    self.ids.decode_block(b, buf)?;
+                    Ok(numbered(buf.get(0)).filter(|(p, _, _)| *p == prefix).map(|(_, v, _)| v))
+                };
+                let (mut lo, mut hi) = (0usize, self.ids.blocks());
+                // the last block whose first number is <= v
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    match key(mid, buf)? {
+                        Some(first) if first <= v => lo = mid + 1,
+                        Some(_) => hi = mid,
+                        None => return Ok(Vec::new()), // another prefix: not here
+                    }
+                }
+                if lo > 0 {
+                    let b = lo - 1;
+                    let count = self.ids.decode_block(b, buf)?;
+                    for k in 0..count {
+                        if buf.get(k) == id {
+                            ranks.push(b * bl + k);
+                        }
+                    }
+                }
+            }
+        }
+        let pos = self.positions_by_input();
+        let mut out: Vec<u64> = ranks.iter().map(|&r| u64::from(pos[r])).collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// The fingerprint words of every molecule in store order (`words` per row).
+    pub fn fingerprint_rows(&self) -> Result<Vec<u64>, StoreError> {
+        let words = (self.manifest.fingerprint.bits as usize).div_ceil(64);
+        let mut out = vec![0u64; self.len() * words];
+        self.planes()?.decode_rows(&mut out, words);
+        Ok(out)
+    }
+
+    /// Bytes of each file, by name.
+    pub fn file_sizes(&self) -> BTreeMap<String, u64> {
+        self.manifest
+            .files
+            .iter()
+            .map(|(k, v)| (k.clone(), v.bytes))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FingerprintSpec, StoreWriter, Verify};
+
+    /// A version-1 store of `n` molecules with some duplicate SMILES, then its upgrade.
+    fn stores(n: usize, ids: impl Fn(usize) -> String, opts: &UpgradeOptions) -> (tempfile::TempDir, StoreV2, Vec<(String, String, u64, Vec<u32>)>) {
+        let dir = tempfile::tempdir().unwrap();
+        let p1 = dir.path().join("v1.store");
+        let spec = FingerprintSpec::new("morgan", 128, serde_json::json!({"radius": 2})).unwrap();
+        let mut w = StoreWriter::create(&p1, spec, false).unwrap();
+        let mut want = Vec::new();
+        for i in 0..n {
+            let smi = format!("C{}N{}", "C".repeat(i % 17), (i * 7919) % (n / 3 + 1));
+            let bits: Vec<u32> = (0..128u32).filter(|&b| (b as usize * 31 + i * 17) % 11 < 3).collect();
+            let id = ids(i);
+            w.add_molecule(&id, &smi, 2 * i as u64 + 3, &bits).unwrap();
+            want.push((id, smi, 2 * i as u64 + 3, bits));
+        }
+        w.add_reject("in.smi", 1, 0, "bad", "RDKit could not parse the SMILES").unwrap();
+        w.finish().unwrap();
+        let v1 = Store::open(&p1, Verify::Full).unwrap();
+        let p2 = dir.path().join("v2.store");
+        upgrade(&v1, &p2, opts).unwrap();
+        let v2 = StoreV2::open(&p2, true).unwrap();
+        (dir, v2, want)
+    }
+
+    fn check(v2: &StoreV2, want: &[(String, String, u64, Vec<u32>)]) {
+        let n = want.len();
+        assert_eq!(v2.len(), n);
+        let rows = v2.fingerprint_rows().unwrap();
+        let mut buf = Block::default();
+        let mut seen = vec![false; n];
+        for i in 0..n {
+            let r = v2.input_rank(i);
+            assert!(!seen[r]);
+            seen[r] = true;
+            let (id, smi, line, bits) = &want[r];
+            assert_eq!(&v2.smiles(i).unwrap(), smi);
+            assert_eq!(&v2.id(i).unwrap(), id);
+            assert_eq!(v2.source_line(i), *line);
+            let got: Vec<u32> = (0..128).filter(|&b| rows[i * 2 + b / 64] >> (b % 64) & 1 == 1).map(|b| b as u32).collect();
+            assert_eq!(&got, bits);
+            if i > 0 {
+                assert!(v2.smiles(i - 1).unwrap() <= v2.smiles(i).unwrap(), "store order");
+            }
+        }
+        // every SMILES and every id finds exactly its molecules
+        for (r, (id, smi, _, _)) in want.iter().enumerate() {
+            let pos = v2.positions_by_input()[r] as u64;
+            let hits = v2.lookup(smi, &mut buf).unwrap();
+            let expect: Vec<u64> = (0..n as u64).filter(|&i| &v2.smiles(i as usize).unwrap() == smi).collect();
+            assert_eq!(hits, expect, "{smi}");
+            assert!(hits.contains(&pos));
+            assert_eq!(v2.lookup_id(id, &mut buf).unwrap(), vec![pos], "{id}");
+        }
+        for absent in ["O", "CCN999999", "", "C\u{e9}"] {
+            assert!(v2.lookup(absent, &mut buf).unwrap().is_empty());
+        }
+        for absent in ["m-1", "zz", "m99999999"] {
+            assert!(v2.lookup_id(absent, &mut buf).unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn upgrade_keeps_every_molecule_and_finds_each() {
+        let (_d, v2, want) = stores(1000, |i| format!("m{i}"), &UpgradeOptions::default());
+        assert!(!v2.manifest().files.contains_key(IDS_LOOKUP), "ascending ids need no index");
+        check(&v2, &want);
+        // ids in no order: a hash index
+        let (_d, v2, want) = stores(700, |i| format!("id-{}", (i * 3) % 700), &UpgradeOptions::default());
+        assert!(v2.manifest().files.contains_key(IDS_LOOKUP));
+        check(&v2, &want);
+    }
+
+    #[test]
+    fn forced_hash_collisions_still_answer_exactly() {
+        for bits in [3, 8] {
+            let opts = UpgradeOptions {
+                lookup: LookupOptions {
+                    hash_bits: bits,
+                    ..LookupOptions::default()
+                },
+                ..UpgradeOptions::default()
+            };
+            let (_d, v2, want) = stores(600, |i| format!("q{}", 600 - i), &opts);
+            check(&v2, &want);
+        }
+    }
+
+    #[test]
+    fn damaged_or_truncated_files_are_refused_by_name() {
+        let (d, v2, _) = stores(500, |i| format!("m{i}"), &UpgradeOptions::default());
+        let path = v2.path().to_path_buf();
+        drop(v2);
+        for name in REQUIRED {
+            let p = path.join(name);
+            let good = std::fs::read(&p).unwrap();
+            // truncated: refused at open, naming the file
+            std::fs::write(&p, &good[..good.len().saturating_sub(1)]).unwrap();
+            let e = StoreV2::open(&path, false).unwrap_err().to_string();
+            assert!(e.contains(name), "{name}: {e}");
+            // one flipped byte: refused by the checksum check, naming the file
+            let mut bad = good.clone();
+            let k = bad.len() / 2;
+            bad[k] ^= 0x20;
+            std::fs::write(&p, &bad).unwrap();
+            let e = StoreV2::open(&path, true).unwrap_err().to_string();
+            assert!(e.contains(name), "{name}: {e}");
+            std::fs::write(&p, &good).unwrap();
+        }
+        assert!(StoreV2::open(&path, true).is_ok());
+        // the version-1 reader refuses it clearly
+        let e = match Store::open(&path, Verify::Sizes) {
+            Ok(_) => panic!("the version-1 reader opened a version-2 store"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("version-2"), "{e}");
+        drop(d);
+    }
+}
