@@ -30,10 +30,12 @@ VERBS = [
     "ingest",
     "search",
     "substructure",
+    "lookup",
     "screen",
     "report",
     "index",
     "info",
+    "upgrade",
     "profile",
     "insights",
 ]
@@ -83,7 +85,18 @@ def test_help_examples_run_on_the_bundled_data(tmp_path):
     made) run as a user would, in this order, with the venv's `molsift`, and exit with 0."""
     cwd = fresh_dir(tmp_path)
     ran = set()
-    verbs = ("count", "ingest", "index", "info", "search", "substructure", "screen", "report")
+    verbs = (
+        "count",
+        "ingest",
+        "index",
+        "info",
+        "search",
+        "substructure",
+        "upgrade",
+        "lookup",
+        "screen",
+        "report",
+    )
     for verb in (*verbs, "insights"):
         for line in help_examples(verb):
             if run_documented_line(line, cwd):

@@ -17,10 +17,14 @@ import molsift
 QUERIES = ["c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "O=C(O)c1ccccc1O", "Clc1ccc(Cl)cc1"]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory, bundled_smi):
+@pytest.fixture(scope="module", params=[1, 2], ids=["v1", "v2"])
+def store(request, tmp_path_factory, bundled_smi):
+    """The bundled data as a version-1 store, and as its version-2 form (compressed planes,
+    SMILES order): every test below runs on both."""
     out = tmp_path_factory.mktemp("search") / "nci.store"
     molsift.ingest(bundled_smi, out, workers=2, progress=False)
+    if request.param == 2:
+        return molsift.upgrade(out, out.with_name("nci.v2.store"))
     return molsift.open_store(out)
 
 

@@ -26,6 +26,8 @@ _LAZY = {
     "read_molecules": "inputs",
     "open_store": "store",
     "Store": "store",
+    "StoreV2": "store",
+    "upgrade": "store",
     "QueryError": "substructure.query",
 }
 

@@ -154,6 +154,53 @@ def check_replaceable(path: _Path) -> None:
 
 # ---- search (molsift-search) ----
 
+class StoreV2:
+    """An open version-2 store (compressed columns, exact-match index)."""
+
+    def __init__(self, path: _Path, verify: bool = False) -> None:
+        """Opens the store at `path` (sizes and headers; `verify`: every checksum too)."""
+    def __len__(self) -> int:
+        """Molecules."""
+    def manifest_json(self) -> str:
+        """The manifest as written."""
+    def smiles(self, i: int) -> str:
+        """Canonical SMILES of store position `i` (decodes one block)."""
+    def smiles_block(self, b: int) -> list[str]:
+        """The SMILES of block `b` of the SMILES column."""
+    def block_len(self) -> int:
+        """Strings per block of the SMILES column."""
+    def id(self, i: int) -> str:
+        """Id of store position `i`."""
+    def input_rank(self, i: int) -> int:
+        """Input rank of store position `i`."""
+    def source_line(self, i: int) -> int:
+        """1-based source line of store position `i`."""
+    def lookup(self, smiles: list[str]) -> list[list[int]]:
+        """Store positions of each canonical SMILES (empty when absent)."""
+    def lookup_ids(self, ids: list[str]) -> list[list[int]]:
+        """Store positions of each id (empty when absent)."""
+    def fingerprint_rows(self) -> bytes:
+        """Every fingerprint in store order, little-endian u64 words."""
+    def positions_by_input(self) -> bytes:
+        """Store position of each input rank, little-endian u32."""
+    def file_sizes(self) -> dict[str, int]:
+        """Bytes of each file of the store."""
+    def verify_file(self, name: str) -> None:
+        """Checks one file's checksum (once per process)."""
+    def verify_all(self) -> None:
+        """Checks every file's checksum."""
+
+def upgrade_store(
+    src: _Path,
+    dst: _Path,
+    overwrite: bool = False,
+    threads: int = 1,
+    level: int = 19,
+    check_bits: int = 6,
+    hash_bits: int = 64,
+) -> str:
+    """Writes the version-2 form of the version-1 store `src` at `dst`; returns its manifest."""
+
 class Searcher:
     """Searches one store (its column index, or a row scan) with the GIL released."""
 
@@ -162,6 +209,9 @@ class Searcher:
     @staticmethod
     def from_index(path: _Path) -> Searcher:
         """Opens a bare column index directory (hits are index positions)."""
+    @staticmethod
+    def from_planes(path: _Path) -> Searcher:
+        """Opens the compressed bit planes of a version-2 store (hits are store positions)."""
     def __len__(self) -> int:
         """Molecules in the index."""
     @property

@@ -80,7 +80,45 @@ def _map(core, name: str, dtype) -> np.ndarray:
         os.close(fd)
 
 
-class Store:
+class _StoreBase:
+    """What both store versions share: the manifest's counts and spec, the rejects file, and
+    search through `_searcher()` (each version opens its own)."""
+
+    path: str
+    manifest: dict
+
+    def __len__(self) -> int:
+        return self.manifest["counts"]["molecules"]
+
+    @property
+    def counts(self) -> dict:
+        """records_in, molecules, rejected."""
+        return dict(self.manifest["counts"])
+
+    @property
+    def fingerprint_spec(self) -> FingerprintSpec:
+        """Which fingerprint the store holds (kind, radius, bits), from its manifest."""
+        return FingerprintSpec.from_manifest(self.manifest["fingerprint"])
+
+    @property
+    def rejects_path(self) -> str:
+        return os.path.join(self.path, FILES["rejects"])
+
+    def search(self, query, threshold=None, k=None, threads: int = 1):
+        """Exact Tanimoto search: `query` is SMILES, an RDKit Mol, on-bits or a packed row.
+        Returns Hits (indices, scores), best first (score descending, then index ascending)."""
+        from .search import search
+
+        return search(self, query, threshold=threshold, k=k, threads=threads)
+
+    def search_batch(self, queries, threshold=None, k=None, threads: int = 1):
+        """As `search`, for many queries at once; returns one Hits per query."""
+        from .search import search_batch
+
+        return search_batch(self, queries, threshold=threshold, k=k, threads=threads)
+
+
+class Store(_StoreBase):
     """An open store. Use `open_store(path)`.
 
     Attributes: `ids`, `smiles` (sequences by store position), `fingerprints` (uint64 array of
@@ -102,40 +140,10 @@ class Store:
         self.smiles = _TextColumn(core, "smiles", p("smiles", np.uint8), p("smiles_offsets", "<u8"))
         self.ids = _TextColumn(core, "ids", p("ids", np.uint8), p("id_offsets", "<u8"))
 
-    def __len__(self) -> int:
-        return self.manifest["counts"]["molecules"]
-
-    @property
-    def counts(self) -> dict:
-        """records_in, molecules, rejected."""
-        return dict(self.manifest["counts"])
-
-    @property
-    def fingerprint_spec(self) -> FingerprintSpec:
-        """Which fingerprint the store holds (kind, radius, bits), from its manifest."""
-        return FingerprintSpec.from_manifest(self.manifest["fingerprint"])
-
-    @property
-    def rejects_path(self) -> str:
-        return os.path.join(self.path, FILES["rejects"])
-
     def _searcher(self):
         if getattr(self, "_searcher_obj", None) is None:
             self._searcher_obj = self._core.searcher()
         return self._searcher_obj
-
-    def search(self, query, threshold=None, k=None, threads: int = 1):
-        """Exact Tanimoto search: `query` is SMILES, an RDKit Mol, on-bits or a packed row.
-        Returns Hits (indices, scores), best first (score descending, then index ascending)."""
-        from .search import search
-
-        return search(self, query, threshold=threshold, k=k, threads=threads)
-
-    def search_batch(self, queries, threshold=None, k=None, threads: int = 1):
-        """As `search`, for many queries at once; returns one Hits per query."""
-        from .search import search_batch
-
-        return search_batch(self, queries, threshold=threshold, k=k, threads=threads)
 
     def substructure(
         self,
@@ -230,11 +238,158 @@ class Store:
         )
 
 
-def open_store(path: PathLike, verify: bool = True) -> Store:
-    """Opens a store read-only.
+class _V2Column(Sequence):
+    """A text column of a version-2 store by store position: item i decodes one block of
+    about 128 strings (a few microseconds); iterating decodes each block once. Every block is
+    checked against its check value as it is decoded."""
+
+    def __init__(self, core, column: str, n: int):
+        self._core = core
+        self._column = column
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list: ...
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(f"index {i} out of range for a store of {self._n} molecules")
+        if self._column == "smiles":
+            return self._core.smiles(int(i))
+        return self._core.id(int(i))
+
+    def __iter__(self) -> Iterator[str]:
+        if self._column == "smiles":
+            per = self._core.block_len()
+            for b in range(-(-self._n // per)):
+                yield from self._core.smiles_block(b)
+        else:
+            for i in range(self._n):
+                yield self._core.id(i)
+
+
+class StoreV2(_StoreBase):
+    """An open store of format version 2 (`molsift upgrade`, docs/store-format.md): the same
+    interface as `Store`, over compressed columns, plus exact lookup.
+
+    Store positions follow the canonical SMILES in byte order (so equal SMILES sit side by
+    side); `input_ranks[i]` is molecule i's place in the input and `source_lines[i]` its line.
+    `fingerprints` and `popcounts` are decoded from the bit planes on first use (the planes
+    are the only copy of the fingerprints)."""
+
+    def __init__(self, path: PathLike, core):
+        self.path = os.fspath(path)
+        self._core = core
+        self.manifest = json.loads(core.manifest_json())
+        n = self.manifest["counts"]["molecules"]
+        self.smiles = _V2Column(core, "smiles", n)
+        self.ids = _V2Column(core, "ids", n)
+
+    @property
+    def fingerprints(self) -> np.ndarray:
+        """uint64 array (n, bits/64) in store order, decoded from the planes once."""
+        if getattr(self, "_fps", None) is None:
+            words = self.manifest["fingerprint"]["bits"] // 64
+            raw = np.frombuffer(self._core.fingerprint_rows(), dtype="<u8")
+            self._fps = raw.reshape(len(self), words)
+        return self._fps
+
+    @property
+    def popcounts(self) -> np.ndarray:
+        """uint16 popcount of each fingerprint, in store order."""
+        fps = self.fingerprints
+        bits = np.unpackbits(fps.view(np.uint8), axis=1) if len(fps) else np.zeros((0, 0))
+        return bits.sum(axis=1, dtype=np.uint16)
+
+    @property
+    def input_ranks(self) -> np.ndarray:
+        """int64: each store position's place among the molecules in input order."""
+        pos = np.frombuffer(self._core.positions_by_input(), dtype="<u4")
+        ranks = np.empty(len(pos), dtype=np.int64)
+        ranks[pos] = np.arange(len(pos), dtype=np.int64)
+        return ranks
+
+    @property
+    def source_lines(self) -> np.ndarray:
+        """uint64: the 1-based input line of each molecule, by store position."""
+        return np.array([self._core.source_line(i) for i in range(len(self))], dtype=np.uint64)
+
+    def lookup(self, smiles, workers: int | None = None) -> np.ndarray:
+        """Store position of each query (int64; -1 when absent): each SMILES is canonicalized
+        as ingest canonicalized the store (RDKit's `MolFromSmiles`, then `MolToSmiles`), so
+        any valid SMILES of a molecule finds it. An unparsable query raises
+        `molsift.QueryError`. Where a molecule is stored more than once, its first position."""
+        from .lookup import lookup
+
+        return lookup(self, smiles, workers=workers)
+
+    def lookup_ids(self, ids) -> np.ndarray:
+        """Store position of each id (int64; -1 when absent; the first where ids repeat)."""
+        found = self._core.lookup_ids([str(i) for i in ids])
+        return np.array([p[0] if p else -1 for p in found], dtype=np.int64)
+
+    def _searcher(self):
+        if getattr(self, "_searcher_obj", None) is None:
+            self._searcher_obj = _core.Searcher.from_planes(self.path)
+        return self._searcher_obj
+
+    @property
+    def has_pattern_index(self) -> bool:
+        return False
+
+    @property
+    def has_column_index(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+    def file_sizes(self) -> dict:
+        """Bytes of each file of the store."""
+        return dict(self._core.file_sizes())
+
+    def __repr__(self) -> str:
+        fp = self.manifest["fingerprint"]
+        return (
+            f"<molsift.StoreV2 {self.path!r}: {len(self)} molecules, "
+            f"{fp['kind']} {fp['bits']} bits, {self.counts['rejected']} rejected>"
+        )
+
+
+def format_version(path: PathLike) -> int | None:
+    """The `format_version` a store's manifest states (None when it cannot be read: the
+    reader then says what is wrong)."""
+    try:
+        with open(os.path.join(os.fspath(path), "manifest.json"), "rb") as fh:
+            return int(json.loads(fh.read())["format_version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def open_store(path: PathLike, verify: bool = True) -> Store | StoreV2:
+    """Opens a store read-only, of format version 1 or 2.
 
     Always checks the manifest (format, version, its own checksum), file sizes and offsets;
     with `verify=True` (the default) also every file's checksum, the column index's included,
     which reads the store once. Without it, the files a search or an id/SMILES lookup reads are
     checked when first read. Raises `molsift.StoreError` naming the file and what is wrong."""
+    if format_version(path) == 2:
+        return StoreV2(path, _core.StoreV2(os.fspath(path), verify=verify))
     return Store(path, _core.Store(os.fspath(path), full=verify))
+
+
+def upgrade(src: PathLike, dst: PathLike, overwrite: bool = False, threads: int = 1) -> StoreV2:
+    """Writes the version-2 form of the version-1 store `src` at `dst` (built under a
+    temporary name, moved into place when complete) and opens it. The substructure index is
+    not carried over yet: build it on the new store with `molsift index DST --pattern`."""
+    _core.upgrade_store(os.fspath(src), os.fspath(dst), overwrite=overwrite, threads=threads)
+    return open_store(dst, verify=False)

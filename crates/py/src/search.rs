@@ -91,6 +91,35 @@ impl PySearcher {
         })
     }
 
+    /// Opens the compressed bit planes of the version-2 store at `path` (hits are store
+    /// positions; every query takes the planes).
+    #[staticmethod]
+    fn from_planes(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let columns = py
+            .detach(|| {
+                let files = molsift_store::planes::FILES
+                    .iter()
+                    .map(|f| {
+                        let p = path.join(f);
+                        molsift_iostats::CountedFile::open(&p)
+                            .map(|c| (f.to_string(), c))
+                            .map_err(|e| molsift_search::SearchError::io(&p, e))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                ColumnIndex::open_planes(&path, |name| {
+                    Ok(&files
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .expect("a planes file")
+                        .1)
+                })
+            })
+            .map_err(search_err)?;
+        Ok(PySearcher {
+            target: Target::Bare(columns),
+        })
+    }
+
     /// Molecules in the index.
     fn __len__(&self) -> usize {
         self.columns().len()

@@ -24,7 +24,9 @@ impl PyStoreV2 {
     #[new]
     #[pyo3(signature = (path, verify=false))]
     fn new(py: Python<'_>, path: PathBuf, verify: bool) -> PyResult<Self> {
-        let inner = py.detach(|| StoreV2::open(&path, verify)).map_err(store_err)?;
+        let inner = py
+            .detach(|| StoreV2::open(&path, verify))
+            .map_err(store_err)?;
         Ok(PyStoreV2 {
             inner: Arc::new(inner),
         })
@@ -101,7 +103,9 @@ impl PyStoreV2 {
 
     /// Every fingerprint in store order: `len * bits / 64` little-endian `u64` words.
     fn fingerprint_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let rows = py.detach(|| self.inner.fingerprint_rows()).map_err(store_err)?;
+        let rows = py
+            .detach(|| self.inner.fingerprint_rows())
+            .map_err(store_err)?;
         let bytes: Vec<u8> = rows.iter().flat_map(|w| w.to_le_bytes()).collect();
         Ok(PyBytes::new(py, &bytes))
     }
@@ -120,7 +124,8 @@ impl PyStoreV2 {
 
     /// Checks one file's checksum (once per process).
     fn verify_file(&self, py: Python<'_>, name: &str) -> PyResult<()> {
-        py.detach(|| self.inner.verify_file(name)).map_err(store_err)
+        py.detach(|| self.inner.verify_file(name))
+            .map_err(store_err)
     }
 
     /// Checks every file's checksum.

@@ -76,7 +76,7 @@ pub enum SearchError {
 
 impl SearchError {
     /// Wraps an `io::Error` with the path it concerns.
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         SearchError::Io {
             path: path.into(),
             source,

@@ -139,7 +139,10 @@ impl Manifest {
         }
         let version = raw.get("format_version");
         let known = [u64::from(FORMAT_VERSION), u64::from(crate::v2::VERSION)];
-        if !version.and_then(|v| v.as_u64()).is_some_and(|v| known.contains(&v)) {
+        if !version
+            .and_then(|v| v.as_u64())
+            .is_some_and(|v| known.contains(&v))
+        {
             return Err(StoreError::UnsupportedVersion {
                 path: store.to_path_buf(),
                 found: version.map_or_else(|| "missing".to_string(), |v| v.to_string()),

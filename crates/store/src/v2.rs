@@ -159,12 +159,20 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
         |i, out| out.extend_from_slice(v1.id(i).map(str::as_bytes).unwrap_or(b"")),
         &text(true),
     )?;
-    write(dir, INPUT_ORDER, &crate::packed::encode(
-        &order.iter().map(|&r| u64::from(r)).collect::<Vec<_>>(),
-    ))?;
-    write(dir, SOURCE_LINES, &crate::packed::encode(
-        &(0..n).map(|r| v1.source_line(r) - r as u64).collect::<Vec<_>>(),
-    ))?;
+    write(
+        dir,
+        INPUT_ORDER,
+        &crate::packed::encode(&order.iter().map(|&r| u64::from(r)).collect::<Vec<_>>()),
+    )?;
+    write(
+        dir,
+        SOURCE_LINES,
+        &crate::packed::encode(
+            &(0..n)
+                .map(|r| v1.source_line(r) - r as u64)
+                .collect::<Vec<_>>(),
+        ),
+    )?;
     // exact-match index: the first block of each distinct SMILES
     let block = smiles_opts.block;
     let mut entries = Vec::with_capacity(n);
@@ -177,10 +185,19 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
         prev = Some(s);
     }
     let blocks = n.div_ceil(block) as u64;
-    write(dir, SMILES_LOOKUP, &build_index(entries, blocks, &opts.lookup))?;
+    write(
+        dir,
+        SMILES_LOOKUP,
+        &build_index(entries, blocks, &opts.lookup),
+    )?;
     if !ids_ascending(v1)? {
         let entries = (0..n)
-            .map(|i| Ok((key_hash(v1.id(i)?.as_bytes(), opts.lookup.hash_bits), (i / block) as u64)))
+            .map(|i| {
+                Ok((
+                    key_hash(v1.id(i)?.as_bytes(), opts.lookup.hash_bits),
+                    (i / block) as u64,
+                ))
+            })
             .collect::<Result<Vec<_>, StoreError>>()?;
         write(dir, IDS_LOOKUP, &build_index(entries, blocks, &opts.lookup))?;
     }
@@ -192,7 +209,8 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
         |i, out| out.copy_from_slice(&v1.fingerprint(order[i] as usize)[..out.len()]),
         opts.plane_budget,
     )?;
-    let rejects = std::fs::read(v1.path().join(REJECTS)).map_err(|e| StoreError::io(v1.path().join(REJECTS), e))?;
+    let rejects = std::fs::read(v1.path().join(REJECTS))
+        .map_err(|e| StoreError::io(v1.path().join(REJECTS), e))?;
     write(dir, REJECTS, &rejects)?;
     let mut files = BTreeMap::new();
     for entry in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
@@ -290,9 +308,15 @@ impl std::fmt::Debug for StoreV2 {
     }
 }
 
-fn open_map(dir: &CountedFile, path: &Path, name: &str, want: u64) -> Result<Option<Mmap>, StoreError> {
+fn open_map(
+    dir: &CountedFile,
+    path: &Path,
+    name: &str,
+    want: u64,
+) -> Result<Option<Mmap>, StoreError> {
     let p = path.join(name);
-    let f = CountedFile::open_at(dir, name, libc::O_RDONLY, 0).map_err(|e| StoreError::io(&p, e))?;
+    let f =
+        CountedFile::open_at(dir, name, libc::O_RDONLY, 0).map_err(|e| StoreError::io(&p, e))?;
     let found = f.metadata().map_err(|e| StoreError::io(&p, e))?.len();
     if found != want {
         return Err(StoreError::WrongSize {
@@ -305,7 +329,9 @@ fn open_map(dir: &CountedFile, path: &Path, name: &str, want: u64) -> Result<Opt
         return Ok(None);
     }
     // SAFETY: store files are read-only once written; the size was checked just now.
-    unsafe { f.map() }.map(Some).map_err(|e| StoreError::io(&p, e))
+    unsafe { f.map() }
+        .map(Some)
+        .map_err(|e| StoreError::io(&p, e))
 }
 
 impl StoreV2 {
@@ -331,7 +357,9 @@ impl StoreV2 {
                     reason: format!("no entry for {name}"),
                 })
         };
-        let m = |name: &str| -> Result<Option<Mmap>, StoreError> { open_map(&dir, path, name, size(name)?) };
+        let m = |name: &str| -> Result<Option<Mmap>, StoreError> {
+            open_map(&dir, path, name, size(name)?)
+        };
         let need = |name: &str| -> Result<Mmap, StoreError> {
             m(name)?.ok_or_else(|| StoreError::Inconsistent {
                 path: path.join(name),
@@ -341,7 +369,8 @@ impl StoreV2 {
         // every file listed: present, with its size (a truncated file shows at once)
         for (name, entry) in &manifest.files {
             let p = path.join(name);
-            let f = CountedFile::open_at(&dir, name, libc::O_RDONLY, 0).map_err(|e| StoreError::io(&p, e))?;
+            let f = CountedFile::open_at(&dir, name, libc::O_RDONLY, 0)
+                .map_err(|e| StoreError::io(&p, e))?;
             let found = f.metadata().map_err(|e| StoreError::io(&p, e))?.len();
             if found != entry.bytes {
                 return Err(StoreError::WrongSize {
@@ -365,10 +394,11 @@ impl StoreV2 {
             None
         };
         let header_map = need(planes::HEADER_FILE)?;
-        let planes_header: PlanesHeader = serde_json::from_slice(&header_map).map_err(|e| StoreError::Inconsistent {
-            path: path.join(planes::HEADER_FILE),
-            reason: e.to_string(),
-        })?;
+        let planes_header: PlanesHeader =
+            serde_json::from_slice(&header_map).map_err(|e| StoreError::Inconsistent {
+                path: path.join(planes::HEADER_FILE),
+                reason: e.to_string(),
+            })?;
         let planes_maps = planes::FILES[1..]
             .iter()
             .map(|name| m(name))
@@ -401,7 +431,8 @@ impl StoreV2 {
             reason,
         };
         let order = Packed::parse(&self.input_order).map_err(|r| bad(INPUT_ORDER, r))?;
-        let lines = Packed::parse(self.source_lines.as_deref().unwrap_or(&[])).map_err(|r| bad(SOURCE_LINES, r))?;
+        let lines = Packed::parse(self.source_lines.as_deref().unwrap_or(&[]))
+            .map_err(|r| bad(SOURCE_LINES, r))?;
         for (name, got) in [
             (SMILES, self.smiles.len()),
             (IDS, self.ids.len()),
@@ -429,14 +460,23 @@ impl StoreV2 {
 
     /// Checks `name`'s checksum against the manifest, once per process per file.
     pub fn verify_file(&self, name: &str) -> Result<(), StoreError> {
-        if self.checked.lock().map(|c| c.contains(name)).unwrap_or(false) {
+        if self
+            .checked
+            .lock()
+            .map(|c| c.contains(name))
+            .unwrap_or(false)
+        {
             return Ok(());
         }
         let path = self.path.join(name);
-        let entry = self.manifest.files.get(name).ok_or_else(|| StoreError::Inconsistent {
-            path: path.clone(),
-            reason: "not listed in the store's manifest".into(),
-        })?;
+        let entry = self
+            .manifest
+            .files
+            .get(name)
+            .ok_or_else(|| StoreError::Inconsistent {
+                path: path.clone(),
+                reason: "not listed in the store's manifest".into(),
+            })?;
         let bytes = std::fs::read(&path).map_err(|e| StoreError::io(&path, e))?;
         let found = to_hex(xxhash_rust::xxh3::xxh3_64(&bytes));
         if found != entry.xxh3 || bytes.len() as u64 != entry.bytes {
@@ -492,7 +532,9 @@ impl StoreV2 {
 
     /// The input rank of store position `i` (its place among the molecules in input order).
     pub fn input_rank(&self, i: usize) -> usize {
-        Packed::parse(&self.input_order).expect("checked at open").get(i) as usize
+        Packed::parse(&self.input_order)
+            .expect("checked at open")
+            .get(i) as usize
     }
 
     /// Id of store position `i`.
@@ -503,7 +545,8 @@ impl StoreV2 {
     /// The 1-based source line of store position `i`.
     pub fn source_line(&self, i: usize) -> u64 {
         let r = self.input_rank(i);
-        let lines = Packed::parse(self.source_lines.as_deref().unwrap_or(&[])).expect("checked at open");
+        let lines =
+            Packed::parse(self.source_lines.as_deref().unwrap_or(&[])).expect("checked at open");
         lines.get(r) + r as u64
     }
 
@@ -520,7 +563,13 @@ impl StoreV2 {
     }
 
     /// The candidate blocks of an exact-match index for `key`.
-    fn candidates(&self, index: &[u8], name: &str, key: &[u8], out: &mut Vec<u64>) -> Result<(), StoreError> {
+    fn candidates(
+        &self,
+        index: &[u8],
+        name: &str,
+        key: &[u8],
+        out: &mut Vec<u64>,
+    ) -> Result<(), StoreError> {
         let idx = LookupIndex::parse(index, &self.path.join(name))?;
         idx.candidates(key_hash(key, idx.hash_bits()), out);
         Ok(())
@@ -531,7 +580,12 @@ impl StoreV2 {
     /// never gives a wrong answer.
     pub fn lookup(&self, smiles: &str, buf: &mut Block) -> Result<Vec<u64>, StoreError> {
         let mut blocks = Vec::new();
-        self.candidates(&self.smiles_lookup, SMILES_LOOKUP, smiles.as_bytes(), &mut blocks)?;
+        self.candidates(
+            &self.smiles_lookup,
+            SMILES_LOOKUP,
+            smiles.as_bytes(),
+            &mut blocks,
+        )?;
         blocks.sort_unstable();
         blocks.dedup();
         let mut found = Vec::new();
@@ -591,7 +645,9 @@ impl StoreV2 {
                 };
                 let key = |b: usize, buf: &mut Block| -> Result<Option<u64>, StoreError> {
                     self.ids.decode_block(b, buf)?;
-                    Ok(numbered(buf.get(0)).filter(|(p, _, _)| *p == prefix).map(|(_, v, _)| v))
+                    Ok(numbered(buf.get(0))
+                        .filter(|(p, _, _)| *p == prefix)
+                        .map(|(_, v, _)| v))
                 };
                 let (mut lo, mut hi) = (0usize, self.ids.blocks());
                 // the last block whose first number is <= v
@@ -643,8 +699,15 @@ mod tests {
     use super::*;
     use crate::{FingerprintSpec, StoreWriter, Verify};
 
+    /// What each molecule was written with: id, SMILES, source line, on-bits.
+    type Written = Vec<(String, String, u64, Vec<u32>)>;
+
     /// A version-1 store of `n` molecules with some duplicate SMILES, then its upgrade.
-    fn stores(n: usize, ids: impl Fn(usize) -> String, opts: &UpgradeOptions) -> (tempfile::TempDir, StoreV2, Vec<(String, String, u64, Vec<u32>)>) {
+    fn stores(
+        n: usize,
+        ids: impl Fn(usize) -> String,
+        opts: &UpgradeOptions,
+    ) -> (tempfile::TempDir, StoreV2, Written) {
         let dir = tempfile::tempdir().unwrap();
         let p1 = dir.path().join("v1.store");
         let spec = FingerprintSpec::new("morgan", 128, serde_json::json!({"radius": 2})).unwrap();
@@ -652,12 +715,15 @@ mod tests {
         let mut want = Vec::new();
         for i in 0..n {
             let smi = format!("C{}N{}", "C".repeat(i % 17), (i * 7919) % (n / 3 + 1));
-            let bits: Vec<u32> = (0..128u32).filter(|&b| (b as usize * 31 + i * 17) % 11 < 3).collect();
+            let bits: Vec<u32> = (0..128u32)
+                .filter(|&b| (b as usize * 31 + i * 17) % 11 < 3)
+                .collect();
             let id = ids(i);
             w.add_molecule(&id, &smi, 2 * i as u64 + 3, &bits).unwrap();
             want.push((id, smi, 2 * i as u64 + 3, bits));
         }
-        w.add_reject("in.smi", 1, 0, "bad", "RDKit could not parse the SMILES").unwrap();
+        w.add_reject("in.smi", 1, 0, "bad", "RDKit could not parse the SMILES")
+            .unwrap();
         w.finish().unwrap();
         let v1 = Store::open(&p1, Verify::Full).unwrap();
         let p2 = dir.path().join("v2.store");
@@ -666,7 +732,7 @@ mod tests {
         (dir, v2, want)
     }
 
-    fn check(v2: &StoreV2, want: &[(String, String, u64, Vec<u32>)]) {
+    fn check(v2: &StoreV2, want: &Written) {
         let n = want.len();
         assert_eq!(v2.len(), n);
         let rows = v2.fingerprint_rows().unwrap();
@@ -680,17 +746,25 @@ mod tests {
             assert_eq!(&v2.smiles(i).unwrap(), smi);
             assert_eq!(&v2.id(i).unwrap(), id);
             assert_eq!(v2.source_line(i), *line);
-            let got: Vec<u32> = (0..128).filter(|&b| rows[i * 2 + b / 64] >> (b % 64) & 1 == 1).map(|b| b as u32).collect();
+            let got: Vec<u32> = (0..128)
+                .filter(|&b| rows[i * 2 + b / 64] >> (b % 64) & 1 == 1)
+                .map(|b| b as u32)
+                .collect();
             assert_eq!(&got, bits);
             if i > 0 {
-                assert!(v2.smiles(i - 1).unwrap() <= v2.smiles(i).unwrap(), "store order");
+                assert!(
+                    v2.smiles(i - 1).unwrap() <= v2.smiles(i).unwrap(),
+                    "store order"
+                );
             }
         }
         // every SMILES and every id finds exactly its molecules
         for (r, (id, smi, _, _)) in want.iter().enumerate() {
             let pos = v2.positions_by_input()[r] as u64;
             let hits = v2.lookup(smi, &mut buf).unwrap();
-            let expect: Vec<u64> = (0..n as u64).filter(|&i| &v2.smiles(i as usize).unwrap() == smi).collect();
+            let expect: Vec<u64> = (0..n as u64)
+                .filter(|&i| &v2.smiles(i as usize).unwrap() == smi)
+                .collect();
             assert_eq!(hits, expect, "{smi}");
             assert!(hits.contains(&pos));
             assert_eq!(v2.lookup_id(id, &mut buf).unwrap(), vec![pos], "{id}");
@@ -706,10 +780,17 @@ mod tests {
     #[test]
     fn upgrade_keeps_every_molecule_and_finds_each() {
         let (_d, v2, want) = stores(1000, |i| format!("m{i}"), &UpgradeOptions::default());
-        assert!(!v2.manifest().files.contains_key(IDS_LOOKUP), "ascending ids need no index");
+        assert!(
+            !v2.manifest().files.contains_key(IDS_LOOKUP),
+            "ascending ids need no index"
+        );
         check(&v2, &want);
         // ids in no order: a hash index
-        let (_d, v2, want) = stores(700, |i| format!("id-{}", (i * 3) % 700), &UpgradeOptions::default());
+        let (_d, v2, want) = stores(
+            700,
+            |i| format!("id-{}", (i * 3) % 700),
+            &UpgradeOptions::default(),
+        );
         assert!(v2.manifest().files.contains_key(IDS_LOOKUP));
         check(&v2, &want);
     }

@@ -14,11 +14,13 @@ from . import (
     info,
     ingest,
     insights,
+    lookup,
     profile,
     report,
     screen,
     search,
     substructure,
+    upgrade,
 )
 from .common import EXIT_CODES, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PIPE_CLOSED, IO_LOG_HELP
 
@@ -29,15 +31,18 @@ VERBS = (
     ingest,
     search,
     substructure,
+    lookup,
     screen,
     report,
     index,
     info,
+    upgrade,
     profile,
     insights,
 )  # help order
 RDKIT_VERBS = (
     "ingest",
+    "lookup",
     "screen",
     "substructure",
     "index",

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Callable
 
+EXIT_NOT_FOUND = 1  # lookup: some queries are not in the store (as grep finding nothing)
 EXIT_ERROR = 2  # bad arguments or input, a damaged store, a failed run: one line on stderr says why
 EXIT_NOTHING_USABLE = 3  # ingest/screen ran, but no record was stored or scored
 EXIT_INTERRUPTED = 130  # Ctrl-C
@@ -17,7 +18,8 @@ EXIT_PIPE_CLOSED = 141  # as a shell reports a process killed by SIGPIPE
 EXIT_CODES = (
     "exit status:\n"
     "  0    success\n"
-    "  1    an unexpected error (a bug: the traceback is printed)\n"
+    "  1    an unexpected error (a bug: the traceback is printed); for lookup, some queries\n"
+    "       were not found (as grep)\n"
     f"  {EXIT_ERROR}    an error: bad arguments, unreadable input, a damaged store, a failed run\n"
     f"  {EXIT_NOTHING_USABLE}    nothing usable: ingest stored no molecule or screen scored no "
     "record (empty\n"

@@ -9,7 +9,7 @@ from .common import add_io_log, add_verb
 EXAMPLES = (
     "molsift info nci.store",
     "molsift info nci.store -n 20 --no-verify   # sizes checked, checksums skipped",
-    "molsift info nci.store --json              # the manifest",
+    "molsift info nci.store --json              # the manifest, with bytes per file and molecule",
 )
 
 
@@ -28,7 +28,11 @@ def add_parser(subparsers):
     p.add_argument(
         "--no-verify", action="store_true", help="skip the checksums (sizes still checked)"
     )
-    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the manifest as JSON, with the bytes of each file per molecule",
+    )
     add_io_log(p)
     return p
 
@@ -39,8 +43,18 @@ def run(args) -> int:
 
     store = open_store(args.store, verify=not args.no_verify)
     m = store.manifest
+    per = max(1, m["counts"]["molecules"])
     if args.json:
-        print(json.dumps(m, indent=2))
+        total = sum(e["bytes"] for e in m["files"].values())
+        sizes = {
+            "bytes": total,
+            "bytes_per_molecule": round(total / per, 3),
+            "files": {
+                name: {"bytes": e["bytes"], "bytes_per_molecule": round(e["bytes"] / per, 3)}
+                for name, e in sorted(m["files"].items())
+            },
+        }
+        print(json.dumps({**m, "sizes": sizes}, indent=2))
         return 0
     c, fp = m["counts"], m["fingerprint"]
     size = sum(e["bytes"] for e in m["files"].values())
@@ -59,6 +73,8 @@ def run(args) -> int:
     print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
     print(f"size        {size:,} bytes, {size / max(1, c['molecules']):.1f} bytes/molecule")
     print(f"checksums   {'not checked (--no-verify)' if args.no_verify else checked}")
+    if m["format_version"] >= 2:
+        index = "compressed bit planes (the fingerprints themselves)"
     print(f"search      {index}")
     if store.has_pattern_index:
         planes = m["files"][_core.PATTERN_FILES[1]]["bytes"]
@@ -76,8 +92,17 @@ def run(args) -> int:
         )
     else:
         print("substructure no index (molsift index STORE --pattern)")
+    if m["format_version"] >= 2:
+        print("lookup      exact-match index present (molsift lookup)")
+        print("\nbytes per molecule, by file:")
+        for name, e in sorted(m["files"].items()):
+            print(f"  {name:<24} {e['bytes'] / per:>8.3f}")
     n = min(args.head, len(store))
-    if n:
+    if n and m["format_version"] >= 2:
+        print(f"\nfirst {n} molecules (position, id, canonical SMILES; stored in SMILES order):")
+        for i in range(n):
+            print(f"{i:>8}  {store.ids[i]:<12} {store.smiles[i]}")
+    elif n:
         print(f"\nfirst {n} molecules (position, id, on-bits, canonical SMILES):")
         for i in range(n):
             print(f"{i:>8}  {store.ids[i]:<12} {int(store.popcounts[i]):>4}  {store.smiles[i]}")
