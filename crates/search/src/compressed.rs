@@ -30,10 +30,8 @@ use crate::SearchError;
 
 /// Blocks per run.
 const RUN: usize = 64;
-/// A block whose slots that can still pass are this few follows them alone.
-const MAXC: usize = 8;
 /// Planes ahead whose run payload is prefetched.
-const AHEAD: usize = 2;
+const AHEAD: usize = 4;
 
 /// The mapped files of compressed planes and what this process has checked of them.
 #[derive(Debug)]
@@ -227,21 +225,10 @@ impl<'a> CPlane<'a> {
         }
     }
 
-    /// The 32 bytes from payload offset `off` (in bounds thanks to the payload's slack).
+    /// Asks for `size` bytes of this plane's payload from offset `off` (a run's containers) to
+    /// be brought into cache.
     #[inline(always)]
-    fn window(&self, off: usize) -> &[u8; 32] {
-        let at = self.base + off;
-        self.all[at..at + 32].try_into().expect("32 bytes")
-    }
-
-    /// Asks for the payload of this plane's containers of blocks `blk .. blk + len` (starting
-    /// at payload offset `off`) to be brought into cache.
-    #[inline(always)]
-    fn prefetch_run(&self, blk: usize, len: usize, off: u32) {
-        let size: u32 = self.codes[blk..blk + len]
-            .iter()
-            .map(|&c| u32::from(c))
-            .sum();
+    fn prefetch_run(&self, off: u32, size: u32) {
         let start = self.base + off as usize;
         let mut at = start & !63;
         while at < start + size as usize {
@@ -298,6 +285,52 @@ impl<'a> CPlane<'a> {
             }
         }
     }
+}
+
+/// What the codes of one plane say about a run of `len` blocks: which blocks have a
+/// non-empty container (bit mask) and the payload bytes of the run; adds 1 to `nonempty[k]`
+/// for each non-empty container.
+#[inline(always)]
+fn run_codes(codes: &[u8], len: usize, nonempty: &mut [u8; RUN]) -> (u64, u32) {
+    #[cfg(target_arch = "x86_64")]
+    if len == RUN && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present and `codes` holds RUN bytes.
+        return unsafe { run_codes_avx2(codes[..RUN].try_into().expect("RUN codes"), nonempty) };
+    }
+    let (mut full, mut sum) = (0u64, 0u32);
+    for (k, &c) in codes[..len].iter().enumerate() {
+        full |= u64::from(c != 0) << k;
+        sum += u32::from(c);
+        nonempty[k] += u8::from(c != 0);
+    }
+    (full, sum)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_codes_avx2(codes: &[u8; RUN], nonempty: &mut [u8; RUN]) -> (u64, u32) {
+    use std::arch::x86_64::*;
+    let zero = _mm256_setzero_si256();
+    let one = _mm256_set1_epi8(1);
+    let (mut full, mut sum) = (0u64, 0u32);
+    for h in 0..2 {
+        // SAFETY: 32 * h + 32 <= RUN for both arrays.
+        unsafe {
+            let v = _mm256_loadu_si256(codes[32 * h..].as_ptr() as *const __m256i);
+            let empty = _mm256_cmpeq_epi8(v, zero);
+            full |= u64::from(!(_mm256_movemask_epi8(empty) as u32)) << (32 * h);
+            let z = nonempty[32 * h..].as_mut_ptr() as *mut __m256i;
+            _mm256_storeu_si256(
+                z,
+                _mm256_add_epi8(_mm256_loadu_si256(z), _mm256_andnot_si256(empty, one)),
+            );
+            let sad = _mm256_sad_epu8(v, zero);
+            let mut parts = [0u64; 4];
+            _mm256_storeu_si256(parts.as_mut_ptr() as *mut __m256i, sad);
+            sum += parts.iter().sum::<u64>() as u32;
+        }
+    }
+    (full, sum)
 }
 
 /// Byte counters per block: 256 slots and a dummy, padded to a multiple of 32.
@@ -377,31 +410,6 @@ unsafe fn ge_mask_avx2(cnt: &[u8; CNT], m: u8) -> Lane {
     out
 }
 
-/// Whether the container with code `code` in window `win` holds slot `slot`.
-#[inline(always)]
-fn contains(win: &[u8; 32], code: u8, slot: u8) -> bool {
-    if code == DENSE {
-        return win[(slot >> 3) as usize] >> (slot & 7) & 1 == 1;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is present.
-        return unsafe { contains_avx2(win, code, slot) };
-    }
-    win[..code as usize].contains(&slot)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn contains_avx2(win: &[u8; 32], code: u8, slot: u8) -> bool {
-    use std::arch::x86_64::*;
-    // SAFETY: the window is 32 bytes.
-    let v = unsafe { _mm256_loadu_si256(win.as_ptr() as *const __m256i) };
-    let eq = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(slot as i8))) as u32;
-    // only the container's own `code` bytes count (code < 32 here)
-    eq & ((1u32 << code) - 1) != 0
-}
-
 /// The largest count of a block's 256 slots.
 #[inline(always)]
 fn max_count(cnt: &[u8; CNT]) -> u8 {
@@ -413,6 +421,7 @@ thread_local! {
     static SCRATCH: RefCell<(Vec<Lane>, Vec<u32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
     /// Per thread: byte counters of a run's blocks.
     static COUNTS: RefCell<Vec<[u8; CNT]>> = const { RefCell::new(Vec::new()) };
+
 }
 
 /// [`scan_compressed`] compiled with AVX2.
@@ -539,14 +548,13 @@ fn scan_counts<S: Sink>(
     let mut read = Read::default();
     let mut blk = blocks.start as usize;
     let end = blocks.end as usize;
-    let mut live = [0u8; RUN];
-    // per block followed slot by slot: the slots and their counts
-    let mut cand = [[(0u8, 0u8); MAXC]; RUN];
     // per plane: the payload offset of block `blk` (advanced run by run)
     let run_off = &mut offs[..n];
     for (j, plane) in cp.iter().enumerate() {
         run_off[j] = planes.offset(plane.p, blk) as u32;
     }
+    let mut fulls = vec![0u64; n];
+    let mut sums = vec![0u32; n];
     while blk < end {
         let len = RUN.min(end - blk);
         sink.poll();
@@ -555,137 +563,90 @@ fn scan_counts<S: Sink>(
             return read;
         }
         read.blocks += len as u64;
-        // per block, how many query planes are non-empty in it (n < 256: bytes suffice)
+        // per block, how many query planes are non-empty in it (n < 256: bytes suffice);
+        // per plane, its non-empty containers in the run and the run's payload bytes
         let mut nonempty = [0u8; RUN];
-        for plane in cp {
-            let codes = &plane.codes[blk..blk + len];
-            for (z, &c) in nonempty.iter_mut().zip(codes) {
-                *z += u8::from(c != 0);
-            }
+        for (j, plane) in cp.iter().enumerate() {
+            let (full, sum) = run_codes(&plane.codes[blk..], len, &mut nonempty);
+            fulls[j] = full;
+            sums[j] = sum;
         }
-        let mut nlive = 0;
-        // per live block: the query planes still to read that are non-empty in it (a slot
-        // can gain at most that many more bits)
+        // the live blocks as a bit mask; per live block, the query planes still to read that
+        // are non-empty in it (a slot can gain at most that many more bits), and how many
+        // planes it took since its largest count was last computed
+        let mut live = 0u64;
         let mut rem = [0u8; RUN];
-        // per live block: 0 while it counts every slot, else how many slots it follows alone
-        let mut nc = [0u8; RUN];
+        let mut since = [0u8; RUN];
         for (k, &z) in nonempty[..len].iter().enumerate() {
             if u32::from(z) >= m {
-                live[nlive] = k as u8;
-                nlive += 1;
+                live |= 1 << k;
                 cnt[k] = [0; CNT];
                 rem[k] = z;
             }
         }
-        // the payload of the first planes' runs, asked for ahead
         for (j, plane) in cp.iter().enumerate().take(AHEAD) {
-            plane.prefetch_run(blk, len, run_off[j]);
+            plane.prefetch_run(run_off[j], sums[j]);
         }
         for (j, plane) in cp.iter().enumerate() {
-            if nlive == 0 {
+            if live == 0 {
                 break;
             }
             if let Some(next) = cp.get(j + AHEAD) {
-                next.prefetch_run(blk, len, run_off[j + AHEAD]);
+                next.prefetch_run(run_off[j + AHEAD], sums[j + AHEAD]);
+            }
+            // only the live blocks' non-empty containers are read (no branch per empty one)
+            let mut touched = fulls[j] & live;
+            if touched == 0 {
+                continue;
             }
             let need = sink.need();
+            read.plane_blocks += u64::from(touched.count_ones());
+            // offsets of the run's containers: a prefix sum of the codes, up to the last
+            // container read
             let codes = &plane.codes[blk..blk + len];
-            // offsets of the run's containers: a prefix sum of the codes
+            let upto = 64 - touched.leading_zeros() as usize;
             let mut pre = [0u32; RUN];
             let mut sum = run_off[j];
-            for (p, &c) in pre.iter_mut().zip(codes) {
+            for (p, &c) in pre[..upto].iter_mut().zip(codes) {
                 *p = sum;
                 sum += u32::from(c);
             }
-            let mut kept = 0;
-            for i in 0..nlive {
-                let k = live[i] as usize;
-                let alive = if nc[k] == 0 {
-                    let code = plane.add_counts(blk + k, pre[k] as usize, &mut cnt[k]);
-                    rem[k] -= u8::from(code != 0);
-                    // dead when no slot can reach the bar with the non-empty planes left;
-                    // the largest count is taken only when the planes left cannot settle it
-                    let r = u32::from(rem[k]);
-                    if r >= need {
-                        true
-                    } else if u32::from(max_count(&cnt[k])) + r < need {
-                        false
-                    } else {
-                        // few slots left in the race: follow them alone from now on
-                        let mask = ge_mask_counts(&cnt[k], need - r);
-                        let c: u32 = mask.iter().map(|w| w.count_ones()).sum();
-                        if c as usize <= MAXC {
-                            let mut at = 0;
-                            for (w, &word) in mask.iter().enumerate() {
-                                let mut x = word;
-                                while x != 0 {
-                                    let slot = w * 64 + x.trailing_zeros() as usize;
-                                    cand[k][at] = (slot as u8, cnt[k][slot]);
-                                    at += 1;
-                                    x &= x - 1;
-                                }
-                            }
-                            nc[k] = at as u8;
-                        }
-                        true
+            while touched != 0 {
+                let k = touched.trailing_zeros() as usize;
+                touched &= touched - 1;
+                plane.add_counts(blk + k, pre[k] as usize, &mut cnt[k]);
+                rem[k] -= 1;
+                since[k] += 1;
+                // dead when no slot can reach the bar with the non-empty planes left; the
+                // largest count is taken every second plane the block takes, and only when
+                // the planes left alone cannot settle it
+                let r = u32::from(rem[k]);
+                if r < need && since[k] >= 2 {
+                    since[k] = 0;
+                    if u32::from(max_count(&cnt[k])) + r < need {
+                        live &= !(1 << k);
                     }
-                } else {
-                    let code = plane.codes[blk + k];
-                    if code != 0 {
-                        rem[k] -= 1;
-                        let win = plane.window(pre[k] as usize);
-                        for c in &mut cand[k][..nc[k] as usize] {
-                            c.1 += u8::from(contains(win, code, c.0));
-                        }
-                    }
-                    let r = u32::from(rem[k]);
-                    let mut left = 0;
-                    for i in 0..nc[k] as usize {
-                        if u32::from(cand[k][i].1) + r >= need {
-                            cand[k][left] = cand[k][i];
-                            left += 1;
-                        }
-                    }
-                    nc[k] = left as u8;
-                    left > 0
-                };
-                if alive {
-                    live[kept] = live[i];
-                    kept += 1;
                 }
             }
-            read.plane_blocks += nlive as u64;
-            nlive = kept;
         }
         // the next run's offsets, and its codes asked for ahead
         for (j, plane) in cp.iter().enumerate() {
-            run_off[j] += plane.codes[blk..blk + len]
-                .iter()
-                .map(|&c| u32::from(c))
-                .sum::<u32>();
+            run_off[j] += sums[j];
             if blk + len < end {
                 crate::adders::prefetch(plane.codes[blk + len..].as_ptr() as *const u64);
             }
         }
-        for &k in &live[..nlive] {
-            let k = k as usize;
+        while live != 0 {
+            let k = live.trailing_zeros() as usize;
+            live &= live - 1;
             let b = blk + k;
             let m = sink.need();
             if m == UNREACHABLE {
                 return read;
             }
-            let valid = if b as u64 == last { tail } else { BLOCK };
-            if nc[k] > 0 {
-                for &(slot, c) in &cand[k][..nc[k] as usize] {
-                    if u32::from(c) >= m && (slot as usize) < valid {
-                        sink.accept(b * BLOCK + slot as usize, u32::from(c));
-                    }
-                }
-                continue;
-            }
             let mut mask = ge_mask_counts(&cnt[k], m);
-            if valid < BLOCK {
-                mask = mask_and(mask, prefix_mask(valid));
+            if b as u64 == last && tail < BLOCK {
+                mask = mask_and(mask, prefix_mask(tail));
             }
             for (w, &word) in mask.iter().enumerate() {
                 let mut x = word;
