@@ -7,10 +7,12 @@
 //!    so blocks with fewer non-empty planes than the bar are settled without reading a payload
 //!    byte. For a query unlike the database (its rare bits absent from most blocks) that is
 //!    most blocks.
-//! 2. **Decoded runs.** The payload of the surviving blocks is decoded plane by plane (each
-//!    plane's containers for a run are contiguous) into dense words in a scratch buffer, which
-//!    the adders then read exactly as they read the dense planes: phase 1 the rarest planes up
-//!    to the gate for every surviving block, phase 2 the rest for the blocks still alive.
+//! 2. **Counting.** Queries of fewer than 256 on-bits (all of MOSES's) add each non-empty
+//!    container of the surviving blocks, plane by plane (a plane's containers for a run are
+//!    contiguous), to per-slot byte counters (`scan_counts`). Denser queries decode the
+//!    containers into dense words in a scratch buffer, which the adders then read exactly as
+//!    they read the dense planes: phase 1 the rarest planes up to the gate for every surviving
+//!    block, phase 2 the rest for the blocks still alive (`scan_runs`).
 
 use std::cell::RefCell;
 use std::ops::Range;
@@ -424,22 +426,6 @@ thread_local! {
 
 }
 
-/// [`scan_compressed`] compiled with AVX2.
-///
-/// # Safety
-/// The CPU must have AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-pub(crate) unsafe fn scan_compressed_avx2<const L: usize, S: Sink>(
-    planes: &Planes<'_>,
-    cp: &[CPlane<'_>],
-    bucket: &Bucket,
-    blocks: Range<u64>,
-    sink: &mut S,
-) -> Read {
-    scan_compressed::<L, S>(planes, cp, bucket, blocks, sink)
-}
-
 /// Scans `blocks` (inside `bucket`) of compressed planes `cp` (the query's, rarest first),
 /// feeding `sink`. `L` is the counter width.
 #[inline(always)]
@@ -477,8 +463,34 @@ pub(crate) fn scan_compressed<const L: usize, S: Sink>(
         if lanes.len() < n * RUN {
             lanes.resize(n * RUN, ZERO);
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") && crate::scan::simd_enabled() {
+            // SAFETY: AVX2 is present.
+            return unsafe {
+                scan_runs_avx2::<L, S>(planes, cp, bucket, blocks, sink, lanes, offs)
+            };
+        }
         scan_runs::<L, S>(planes, cp, bucket, blocks, sink, lanes, offs)
     })
+}
+
+/// [`scan_runs`] compiled with AVX2 (entered inside the thread-local's closure, which does not
+/// inherit a caller's target features).
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn scan_runs_avx2<const L: usize, S: Sink>(
+    planes: &Planes<'_>,
+    cp: &[CPlane<'_>],
+    bucket: &Bucket,
+    blocks: Range<u64>,
+    sink: &mut S,
+    lanes: &mut [Lane],
+    offs: &mut [u32],
+) -> Read {
+    scan_runs::<L, S>(planes, cp, bucket, blocks, sink, lanes, offs)
 }
 
 /// The codes pass of a run of `len` blocks from `blk`: each container's payload offset into
@@ -529,9 +541,9 @@ unsafe fn scan_counts_avx2<S: Sink>(
 }
 
 /// The kernel for queries of fewer than 256 on-bits: per run of blocks, the codes pass, then
-/// the query's planes one after another (rarest first), each adding its containers of the
-/// live blocks to per-slot byte counters; after every eighth plane from the gate on, blocks
-/// where no slot can still reach the bar leave the run.
+/// the query's planes one after another (rarest first), each adding its non-empty containers
+/// of the live blocks to per-slot byte counters; a block leaves the run when no slot can
+/// still reach the bar with the non-empty planes it has left.
 #[inline(always)]
 fn scan_counts<S: Sink>(
     planes: &Planes<'_>,

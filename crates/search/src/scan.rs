@@ -189,15 +189,7 @@ impl<'a> Plan<'a> {
         macro_rules! go {
             ($l:literal) => {{
                 if let Some((planes, cp)) = &self.compressed {
-                    #[cfg(target_arch = "x86_64")]
-                    if use_avx2() {
-                        // SAFETY: AVX2 is present.
-                        return unsafe {
-                            crate::compressed::scan_compressed_avx2::<$l, S>(
-                                planes, cp, bucket, blocks, sink,
-                            )
-                        };
-                    }
+                    // it enters its AVX2 kernels itself (inside its thread-local buffers)
                     return crate::compressed::scan_compressed::<$l, S>(
                         planes, cp, bucket, blocks, sink,
                     );
