@@ -23,7 +23,6 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -99,15 +98,6 @@ def smizip_bytes(smiles: list[str], work: Path) -> tuple[float, str]:
     return sum(len(z.zip(s)) for s in smiles) / len(smiles), "n-grams: 20,000 SMILES, --speed fast"
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
-
-
 def main() -> int:
     fmt = argparse.RawDescriptionHelpFormatter
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
@@ -170,9 +160,9 @@ def main() -> int:
                 assert sorted(zip(x.scores.tolist(), x.indices.tolist())) == sorted(
                     zip(y.scores.tolist(), ranks[y.indices].tolist())
                 ) or (len(x) == len(y) and x.scores.tolist() == y.scores.tolist()), "v1 != v2"
-            t1, _ = timed(lambda: run(v1), args.repeats)
-            t2, _ = timed(lambda: run(v2), args.repeats)
-            tf, fp = timed(
+            t1, _ = sb.timed(lambda: run(v1), args.repeats)
+            t2, _ = sb.timed(lambda: run(v2), args.repeats)
+            tf, fp = sb.timed(
                 lambda kw=kw, queries=queries: sb.fpsim2_search(
                     fpe,
                     queries,
