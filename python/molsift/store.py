@@ -21,7 +21,30 @@ PathLike = Union[str, "os.PathLike[str]"]
 FILES = _core.STORE_FILES
 
 
-class _TextColumn(Sequence):
+class _Column(Sequence):
+    """A column of strings by store position: slices and negative indices as a list has them,
+    an IndexError naming the store's size; `_get(i)` reads entry i (0 <= i < len)."""
+
+    def _get(self, i: int) -> str:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list: ...
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"index {i} out of range for a store of {n} molecules")
+        return self._get(int(i))
+
+
+class _TextColumn(_Column):
     """Newline-separated strings with an offsets array: item i is O(1). The first access checks
     both files' checksums (once per process); every access checks its own offsets, through the
     Rust store, so damage is an error naming the file, never a wrong or garbled string."""
@@ -45,21 +68,9 @@ class _TextColumn(Sequence):
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list: ...
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"index {i} out of range for a store of {n} molecules")
+    def _get(self, i: int) -> str:
         self._verify()
-        return self._core.text(self._column, int(i))
+        return self._core.text(self._column, i)
 
     def __iter__(self) -> Iterator[str]:
         self._verify()
@@ -238,7 +249,7 @@ class Store(_StoreBase):
         )
 
 
-class _V2Column(Sequence):
+class _V2Column(_Column):
     """A text column of a version-2 store by store position: item i decodes one block of
     about 128 strings (a few microseconds); iterating decodes each block once. Every block is
     checked against its check value as it is decoded."""
@@ -251,21 +262,8 @@ class _V2Column(Sequence):
     def __len__(self) -> int:
         return self._n
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list: ...
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._n))]
-        if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
-            raise IndexError(f"index {i} out of range for a store of {self._n} molecules")
-        if self._column == "smiles":
-            return self._core.smiles(int(i))
-        return self._core.id(int(i))
+    def _get(self, i: int) -> str:
+        return self._core.smiles(i) if self._column == "smiles" else self._core.id(i)
 
     def __iter__(self) -> Iterator[str]:
         if self._column == "smiles":
