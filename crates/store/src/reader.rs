@@ -506,7 +506,7 @@ fn rename_in(dir: &CountedFile, from: &str, to: &str) -> std::io::Result<()> {
 /// XXH3-64 of the `len` bytes of `file` (its size in the manifest), read with positioned reads
 /// of 1 MiB (the handle's offset is not moved) and one more read that must find the end of the
 /// file; a file that is no longer `len` bytes long is `WrongSize`.
-fn checksum_of(file: &CountedFile, path: &Path, len: u64) -> Result<String, StoreError> {
+pub(crate) fn checksum_of(file: &CountedFile, path: &Path, len: u64) -> Result<String, StoreError> {
     const CHUNK: u64 = 1 << 20;
     let wrong_size = || StoreError::WrongSize {
         path: path.to_path_buf(),
@@ -532,7 +532,7 @@ fn checksum_of(file: &CountedFile, path: &Path, len: u64) -> Result<String, Stor
     }
 }
 
-fn compare(path: &Path, entry: &FileEntry, found: String) -> Result<(), StoreError> {
+pub(crate) fn compare(path: &Path, entry: &FileEntry, found: String) -> Result<(), StoreError> {
     if found == entry.xxh3 {
         Ok(())
     } else {

@@ -288,6 +288,8 @@ fn ids_ascending(v1: &Store) -> Result<bool, StoreError> {
 /// An open version-2 store.
 pub struct StoreV2 {
     path: PathBuf,
+    /// the store's directory, opened once: every file is read relative to it
+    dir: CountedFile,
     manifest: Manifest,
     smiles: TextBlocks,
     ids: TextBlocks,
@@ -405,6 +407,7 @@ impl StoreV2 {
             .collect::<Result<Vec<_>, _>>()?;
         let store = StoreV2 {
             path: path.to_path_buf(),
+            dir,
             manifest,
             smiles,
             ids,
@@ -477,15 +480,11 @@ impl StoreV2 {
                 path: path.clone(),
                 reason: "not listed in the store's manifest".into(),
             })?;
-        let bytes = std::fs::read(&path).map_err(|e| StoreError::io(&path, e))?;
-        let found = to_hex(xxhash_rust::xxh3::xxh3_64(&bytes));
-        if found != entry.xxh3 || bytes.len() as u64 != entry.bytes {
-            return Err(StoreError::Corrupted {
-                path,
-                expected: entry.xxh3.clone(),
-                found,
-            });
-        }
+        // through the directory this store opened (one generation), as version 1 reads it
+        let file = CountedFile::open_at(&self.dir, name, libc::O_RDONLY, 0)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let sum = crate::reader::checksum_of(&file, &path, entry.bytes)?;
+        crate::reader::compare(&path, entry, sum)?;
         if let Ok(mut c) = self.checked.lock() {
             c.insert(name.to_string());
         }
