@@ -101,6 +101,8 @@ class StoreWriter:
         """Records one rejected record."""
     def set_provenance(self, provenance_json: str) -> None:
         """Provenance (a JSON text) to keep in the manifest."""
+    def set_duplicates(self, n: int) -> None:
+        """Sets the number of duplicate molecules the manifest reports (`counts["duplicates"]`)."""
     def counts(self) -> tuple[int, int, int]:
         """(records_in, molecules, rejected) so far."""
     def finish(self) -> str:
@@ -109,10 +111,16 @@ class StoreWriter:
         """Drops the unfinished store (its temporary directory is removed)."""
 
 def merge_parts(
-    parts: list[_Path], out: _Path, overwrite: bool = False, provenance_json: str = "null"
+    parts: list[_Path],
+    out: _Path,
+    overwrite: bool = False,
+    provenance_json: str = "null",
+    dedupe: bool = False,
 ) -> str:
     """Merges finished part stores, in order, into `out` (a copy: parts hold absolute lines and
-    ids); returns the manifest as JSON text."""
+    ids), counting duplicate molecules (`counts["duplicates"]`); with `dedupe` only the first
+    molecule of each canonical SMILES is kept and the others are listed in `duplicates.tsv`.
+    Returns the manifest as JSON text."""
 
 def reject_row(source: str, line: int, offset: int, id: str, reason: str) -> str:
     """One row of `rejects.tsv` (the one format of rejected records, a store's and screen's)."""

@@ -37,6 +37,10 @@ class IngestReport:
     records_in: int
     molecules: int
     rejected: int
+    #: molecules whose canonical SMILES an earlier record already gave
+    duplicates: int
+    #: of those, left out of the store (`dedupe`) and listed in duplicates.tsv
+    dropped: int
     seconds: float
     workers: int
     executor: str
@@ -60,9 +64,17 @@ class IngestReport:
 
     def summary(self) -> str:
         per_mol = self.store_bytes / self.molecules if self.molecules else 0.0
+        dropped = f" + duplicates left out {self.dropped:,}" if self.dropped else ""
+        if not self.duplicates:
+            dups = ""
+        elif self.dropped:
+            dups = " (same canonical SMILES as an earlier record; listed in duplicates.tsv)"
+        else:
+            dups = " (same canonical SMILES as an earlier record; stored, --dedupe keeps one)"
         return (
             f"records in {self.records_in:,} = molecules stored {self.molecules:,}"
-            f" + rejected {self.rejected:,}\n"
+            f" + rejected {self.rejected:,}{dropped}\n"
+            f"duplicates: {self.duplicates:,}{dups}\n"
             f"{self.seconds:.1f} s, {self.molecules_per_second:,.0f} molecules/s on {self.workers}"
             f" worker(s) ({self.executor}, allocator {self.allocator}), {self.tasks} task(s)\n"
             f"read {self.bytes_read:,} bytes of {self.bytes_in:,} in {self.read_calls:,} calls:"
@@ -192,6 +204,7 @@ def ingest(
     id_col: str | None = None,
     delimiter: str | None = None,
     overwrite: bool = False,
+    dedupe: bool = False,
     verify_count: bool = False,
     index: bool = True,
     pattern: bool = True,
@@ -204,8 +217,10 @@ def ingest(
     search, and with `pattern` (the default) its substructure index (RDKit pattern
     fingerprints and atom features as bit planes, from the stored SMILES). With
     `verify_count`, the inputs are also counted by an independent pass (reading them once
-    more) and the ingest fails loudly if its own count differs. Returns the report on the root
-    (rank 0), None on other ranks."""
+    more) and the ingest fails loudly if its own count differs. Molecules whose canonical
+    SMILES an earlier record already gave are counted (`report.duplicates`); with `dedupe`
+    only the first is stored and the others are listed in `duplicates.tsv` against it. Returns
+    the report on the root (rank 0), None on other ranks."""
     start = time.perf_counter()
     spec = fingerprint or FingerprintSpec()
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
@@ -249,6 +264,7 @@ def ingest(
                 "executor": executor.name,
                 "slabs_per_plain_file": n_slabs or "guided",
                 "chunk_records": chunk_records,
+                "dedupe": dedupe,
                 "reader": reader,
                 "prepass": plan["prepass"],
             }
@@ -352,10 +368,15 @@ def _finish(
     }
     parts = [r["part"] for r in results]
     if parts:
-        manifest = json.loads(_core.merge_parts(parts, output, overwrite, json.dumps(provenance)))
+        manifest = json.loads(
+            _core.merge_parts(
+                parts, output, overwrite, json.dumps(provenance), dedupe=options["dedupe"]
+            )
+        )
     else:  # every input was empty
         w = store_writer(output, spec, overwrite)
         w.set_provenance(json.dumps(provenance))
+        w.set_duplicates(0)
         manifest = json.loads(w.finish())
     shutil.rmtree(workdir, ignore_errors=True)
     counts = manifest["counts"]
@@ -364,6 +385,8 @@ def _finish(
         records_in=counts["records_in"],
         molecules=counts["molecules"],
         rejected=counts["rejected"],
+        duplicates=counts["duplicates"],
+        dropped=counts.get("dropped", 0),
         seconds=time.perf_counter() - start,
         workers=options["workers"],
         executor=options["executor"],

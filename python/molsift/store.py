@@ -103,7 +103,9 @@ class _StoreBase:
 
     @property
     def counts(self) -> dict:
-        """records_in, molecules, rejected."""
+        """records_in, molecules, rejected; duplicates (molecules whose canonical SMILES an
+        earlier one had; absent in stores written before they were counted) and dropped (those
+        left out by ingest's `dedupe`, listed in duplicates.tsv)."""
         return dict(self.manifest["counts"])
 
     @property

@@ -79,6 +79,12 @@ impl PyStoreWriter {
         Ok(())
     }
 
+    /// Sets the number of duplicate molecules the manifest reports (`counts["duplicates"]`).
+    fn set_duplicates(&mut self, n: u64) -> PyResult<()> {
+        self.writer()?.set_duplicates(n);
+        Ok(())
+    }
+
     /// (records_in, molecules, rejected) so far.
     fn counts(&mut self) -> PyResult<(u64, u64, u64)> {
         let c = self.writer()?.counts();
@@ -101,20 +107,22 @@ impl PyStoreWriter {
     }
 }
 
-/// Merges finished part stores, given in order, into `out`; returns the manifest as JSON text.
+/// Merges finished part stores, given in order, into `out`, counting duplicate molecules
+/// (left out with `dedupe`); returns the manifest as JSON text.
 #[pyfunction]
-#[pyo3(signature = (parts, out, overwrite=false, provenance_json="null"))]
+#[pyo3(signature = (parts, out, overwrite=false, provenance_json="null", dedupe=false))]
 fn merge_parts(
     py: Python<'_>,
     parts: Vec<PathBuf>,
     out: PathBuf,
     overwrite: bool,
     provenance_json: &str,
+    dedupe: bool,
 ) -> PyResult<String> {
     let provenance = parse_json(provenance_json)?;
     let refs: Vec<&std::path::Path> = parts.iter().map(PathBuf::as_path).collect();
     let manifest = py
-        .detach(|| molsift_store::merge_parts(&refs, &out, overwrite, provenance))
+        .detach(|| molsift_store::merge_parts(&refs, &out, overwrite, provenance, dedupe))
         .map_err(store_err)?;
     Ok(serde_json::to_string(&manifest).expect("manifest serializes"))
 }

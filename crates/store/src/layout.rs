@@ -22,6 +22,13 @@ pub const SOURCE_LINES: &str = "source_lines.u64";
 /// format is [`crate::rejects`]).
 pub const REJECTS: &str = "rejects.tsv";
 
+/// Records left out as duplicates by ingest's `--dedupe`: line, id, kept position, kept id (with
+/// a header row; the format is [`crate::duplicates`]). Present only in stores written so.
+pub const DUPLICATES: &str = "duplicates.tsv";
+
+/// Files a store may have besides its data files and indexes.
+pub const OPTIONAL_FILES: [&str; 1] = [DUPLICATES];
+
 /// Every data file, in the order the manifest lists them.
 pub const DATA_FILES: [&str; 8] = [
     FINGERPRINTS,

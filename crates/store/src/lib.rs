@@ -5,6 +5,8 @@
 //!   manifest last and renames the temporary directory into place: a killed ingest never leaves
 //!   a directory that opens as a store.
 //! * [`merge_parts`] concatenates finished part stores (one per task) in order into one store.
+//! * [`duplicates`] finds molecules whose canonical SMILES an earlier one had (counted by the
+//!   merge; left out with `--dedupe` and listed in `duplicates.tsv`).
 //! * [`rejects`] is the one format of rejected records (`rejects.tsv`), for ingest and screen.
 //! * [`Store::open`] checks the manifest, the file sizes and (with [`Verify::Full`]) the
 //!   checksums, then maps the files; [`Store::fingerprint`], [`Store::smiles`], [`Store::id`]
@@ -29,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod checksum;
+pub mod duplicates;
 mod error;
 pub mod fuse;
 pub mod layout;

@@ -51,7 +51,8 @@ impl FingerprintSpec {
     }
 }
 
-/// Records in, molecules stored, records rejected: `records_in == molecules + rejected`.
+/// Records in, molecules stored, records rejected, duplicates:
+/// `records_in == molecules + rejected + dropped`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// records read from the sources
@@ -60,17 +61,40 @@ pub struct Counts {
     pub molecules: u64,
     /// records written to `rejects.tsv`
     pub rejected: u64,
+    /// molecules whose canonical SMILES an earlier molecule of the store already had (stored
+    /// or, with `dropped`, left out); `None` where nobody counted them (part stores, and
+    /// stores written before duplicates were counted)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicates: Option<u64>,
+    /// duplicates left out of the store (ingest `--dedupe`), each listed in `duplicates.tsv`
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Counts {
+    /// Whether the counts add up: `records_in == molecules + rejected + dropped`, and no more
+    /// dropped than duplicates.
+    pub fn add_up(&self) -> bool {
+        self.records_in == self.molecules + self.rejected + self.dropped
+            && self.dropped <= self.duplicates.unwrap_or(0)
+    }
 }
 
 impl std::ops::Add for Counts {
     type Output = Counts;
 
-    /// Sum of two counts.
+    /// Sum of two counts (duplicates are known only when both are).
     fn add(self, other: Counts) -> Counts {
         Counts {
             records_in: self.records_in + other.records_in,
             molecules: self.molecules + other.molecules,
             rejected: self.rejected + other.rejected,
+            duplicates: self.duplicates.zip(other.duplicates).map(|(a, b)| a + b),
+            dropped: self.dropped + other.dropped,
         }
     }
 }

@@ -89,12 +89,12 @@ impl Store {
         let layout = manifest.fingerprint.layout()?;
         let n = manifest.counts.molecules;
         let c = manifest.counts;
-        if c.records_in != c.molecules + c.rejected {
+        if !c.add_up() {
             return Err(inconsistent(
                 path,
                 format!(
-                    "records in ({}) != molecules ({}) + rejected ({})",
-                    c.records_in, c.molecules, c.rejected
+                    "records in ({}) != molecules ({}) + rejected ({}) + duplicates left out ({})",
+                    c.records_in, c.molecules, c.rejected, c.dropped
                 ),
             ));
         }

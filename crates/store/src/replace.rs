@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use molsift_iostats as iostats;
 
-use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST, PATTERN_FILES, V2_FILES};
+use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST, OPTIONAL_FILES, PATTERN_FILES, V2_FILES};
 use crate::StoreError;
 
 /// `DIR/.NAME.KIND-PID-NANOS@HOST` next to `path`: same file system, so a rename is atomic,
@@ -138,7 +138,8 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
             || DATA_FILES.contains(&name.as_str())
             || INDEX_FILES.contains(&name.as_str())
             || PATTERN_FILES.contains(&name.as_str())
-            || V2_FILES.contains(&name.as_str());
+            || V2_FILES.contains(&name.as_str())
+            || OPTIONAL_FILES.contains(&name.as_str());
         let ours = creator(&name, None).is_some_and(|_| {
             let stem = name.trim_start_matches('.');
             [MANIFEST]
@@ -147,6 +148,7 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
                 .chain(&INDEX_FILES)
                 .chain(&PATTERN_FILES)
                 .chain(&V2_FILES)
+                .chain(&OPTIONAL_FILES)
                 .any(|f| stem.starts_with(&format!("{f}.")))
         });
         let kind = entry.file_type().ok();

@@ -20,6 +20,7 @@
 //! | `ids.lookup` | id -> block of `ids.blocks`; absent when the ids are one prefix and ascending numbers (then a binary search over the blocks finds them) |
 //! | `planes.*` | the fingerprints as compressed bit planes ([`crate::planes`]) |
 //! | `rejects.tsv` | as version 1 |
+//! | `duplicates.tsv` | as version 1 (only after `--dedupe`), kept positions in version-2 store order |
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -212,6 +213,13 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
     let rejects = std::fs::read(v1.path().join(REJECTS))
         .map_err(|e| StoreError::io(v1.path().join(REJECTS), e))?;
     write(dir, REJECTS, &rejects)?;
+    if v1.manifest().files.contains_key(crate::duplicates::FILE) {
+        write(
+            dir,
+            crate::duplicates::FILE,
+            &renumber_duplicates(v1, &order)?,
+        )?;
+    }
     let mut files = BTreeMap::new();
     for entry in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
         let entry = entry.map_err(|e| StoreError::io(dir, e))?;
@@ -242,6 +250,36 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
     .sealed();
     manifest.write(dir)?;
     Ok(manifest)
+}
+
+/// `duplicates.tsv` of a version-1 store with its kept positions (input ranks there) turned
+/// into version-2 store positions.
+fn renumber_duplicates(v1: &Store, order: &[u32]) -> Result<Vec<u8>, StoreError> {
+    let path = v1.path().join(crate::duplicates::FILE);
+    v1.verify_file(crate::duplicates::FILE)?;
+    let text = std::fs::read_to_string(&path).map_err(|e| StoreError::io(&path, e))?;
+    let mut position = vec![0u64; order.len()];
+    for (p, &r) in order.iter().enumerate() {
+        position[r as usize] = p as u64;
+    }
+    let mut out = String::with_capacity(text.len());
+    for (k, line) in text.lines().enumerate() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        if k == 0 {
+            out.push_str(crate::duplicates::HEADER);
+            continue;
+        }
+        let kept = fields.get(2).and_then(|f| f.parse::<usize>().ok());
+        let Some(&p) = kept.and_then(|r| position.get(r)) else {
+            return Err(StoreError::Inconsistent {
+                path,
+                reason: format!("line {}: no kept position in the store", k + 1),
+            });
+        };
+        let (line_no, id, kept_id) = (fields[0], fields[1], fields.get(3).unwrap_or(&""));
+        out.push_str(&format!("{line_no}\t{id}\t{p}\t{kept_id}\n"));
+    }
+    Ok(out.into_bytes())
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
@@ -347,6 +385,16 @@ impl StoreV2 {
                 path: path.to_path_buf(),
                 found: manifest.format_version.to_string(),
                 supported: VERSION,
+            });
+        }
+        let c = manifest.counts;
+        if !c.add_up() {
+            return Err(StoreError::Inconsistent {
+                path: path.join(crate::layout::MANIFEST),
+                reason: format!(
+                    "records in ({}) != molecules ({}) + rejected ({}) + duplicates left out ({})",
+                    c.records_in, c.molecules, c.rejected, c.dropped
+                ),
             });
         }
         let size = |name: &str| -> Result<u64, StoreError> {
@@ -807,6 +855,44 @@ mod tests {
             let (_d, v2, want) = stores(600, |i| format!("q{}", 600 - i), &opts);
             check(&v2, &want);
         }
+    }
+
+    #[test]
+    fn duplicates_listed_by_a_deduped_store_point_at_version_2_positions() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = FingerprintSpec::new("morgan", 64, serde_json::json!({})).unwrap();
+        let part = dir.path().join("part");
+        let mut w = StoreWriter::create(&part, spec, false).unwrap();
+        let rows = [
+            ("a", "CCO"),
+            ("b", "CC"),
+            ("c", "CCO"),
+            ("d", "C"),
+            ("e", "CC"),
+        ];
+        for (i, (id, smi)) in rows.iter().enumerate() {
+            w.add_molecule(id, smi, i as u64 + 1, &[i as u32]).unwrap();
+        }
+        w.finish().unwrap();
+        let p1 = dir.path().join("v1");
+        crate::merge_parts(&[part.as_path()], &p1, false, serde_json::Value::Null, true).unwrap();
+        let v1 = Store::open(&p1, Verify::Full).unwrap();
+        let p2 = dir.path().join("v2");
+        upgrade(&v1, &p2, &UpgradeOptions::default()).unwrap();
+        let v2 = StoreV2::open(&p2, true).unwrap();
+        let c = v2.manifest().counts;
+        assert_eq!((c.molecules, c.duplicates, c.dropped), (3, Some(2), 2));
+        let text = std::fs::read_to_string(p2.join(crate::duplicates::FILE)).unwrap();
+        let mut listed = 0;
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split('\t').collect();
+            let kept: usize = f[2].parse().unwrap();
+            assert_eq!(v2.id(kept).unwrap(), f[3], "{line}");
+            let smi = rows.iter().find(|r| r.0 == f[1]).unwrap().1;
+            assert_eq!(v2.smiles(kept).unwrap(), smi, "{line}");
+            listed += 1;
+        }
+        assert_eq!(listed, 2);
     }
 
     #[test]

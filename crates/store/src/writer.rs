@@ -10,7 +10,7 @@ use molsift_iostats::{self as iostats, CountedFile};
 use crate::checksum::HashingWriter;
 use crate::layout::{self, DATA_FILES};
 use crate::manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
-use crate::{rejects, replace, Store, StoreError};
+use crate::{duplicates, rejects, replace, Store, StoreError};
 
 type Sink = HashingWriter<BufWriter<CountedFile>>;
 
@@ -27,6 +27,8 @@ pub struct StoreWriter {
     ids_end: u64,
     provenance: serde_json::Value,
     row: Vec<u64>,
+    /// `duplicates.tsv`, opened by the first [`add_duplicate`](Self::add_duplicate)
+    duplicates: Option<Sink>,
     finished: bool,
 }
 
@@ -73,6 +75,7 @@ impl StoreWriter {
             ids_end: 0,
             provenance: serde_json::Value::Null,
             row: vec![0u64; layout.row_stride_words()],
+            duplicates: None,
             finished: false,
         };
         w.put(SMILES_OFF, &0u64.to_le_bytes())?;
@@ -229,6 +232,68 @@ impl StoreWriter {
         Ok(())
     }
 
+    /// Records one record left out as a duplicate (ingest `--dedupe`) in `duplicates.tsv`
+    /// ([`duplicates::row`]): its source line and id, and the position and id of the molecule
+    /// kept in its place. It counts as a record in, and as a duplicate dropped.
+    pub fn add_duplicate(
+        &mut self,
+        line: u64,
+        id: &str,
+        kept_position: u64,
+        kept_id: &str,
+    ) -> Result<(), StoreError> {
+        let path = self.tmp_path.join(duplicates::FILE);
+        if self.duplicates.is_none() {
+            let f = CountedFile::create(&path).map_err(|e| StoreError::io(&path, e))?;
+            let mut sink = HashingWriter::new(BufWriter::with_capacity(1 << 16, f));
+            sink.write_all(duplicates::HEADER.as_bytes())
+                .map_err(|e| StoreError::io(&path, e))?;
+            self.duplicates = Some(sink);
+        }
+        let sink = self.duplicates.as_mut().expect("opened above");
+        sink.write_all(duplicates::row(line, id, kept_position, kept_id).as_bytes())
+            .map_err(|e| StoreError::io(&path, e))?;
+        self.counts.records_in += 1;
+        self.counts.dropped += 1;
+        Ok(())
+    }
+
+    /// Sets the number of duplicate molecules ([`Counts::duplicates`]), counted by the caller.
+    pub fn set_duplicates(&mut self, n: u64) {
+        self.counts.duplicates = Some(n);
+    }
+
+    /// Appends the molecules of a finished store (as [`append_store`](Self::append_store) does)
+    /// for which `keep(i)` holds, and every reject; the others are left to the caller (to
+    /// [`add_duplicate`](Self::add_duplicate)). Copies row by row.
+    pub fn append_store_where(
+        &mut self,
+        part: &Store,
+        mut keep: impl FnMut(usize) -> bool,
+    ) -> Result<(), StoreError> {
+        if part.manifest().fingerprint != self.spec {
+            return Err(StoreError::Invalid(format!(
+                "{}: fingerprint spec differs from the store being merged into",
+                part.path().display()
+            )));
+        }
+        for i in 0..part.len() {
+            if keep(i) {
+                let (id, smiles) = (part.id(i)?, part.smiles(i)?);
+                self.add_row(id, smiles, part.source_line(i), part.fingerprint(i))?;
+            }
+        }
+        self.copy_file(
+            REJECTS,
+            &part.path().join(layout::REJECTS),
+            rejects::HEADER.len() as u64,
+        )?;
+        let c = part.manifest().counts;
+        self.counts.records_in += c.rejected;
+        self.counts.rejected += c.rejected;
+        Ok(())
+    }
+
     /// Appends every molecule and reject of a finished store (a part written by one task of an
     /// ingest), in its order. Its source lines and ids are already absolute: it is copied.
     pub fn append_store(&mut self, part: &Store) -> Result<(), StoreError> {
@@ -283,6 +348,19 @@ impl StoreWriter {
                     xxh3: sink.checksum(),
                 },
             );
+        }
+        if let Some(sink) = self.duplicates.as_mut() {
+            let p = self.tmp_path.join(duplicates::FILE);
+            sink.flush().map_err(|e| StoreError::io(&p, e))?;
+            sink.get_mut()
+                .get_ref()
+                .sync_all()
+                .map_err(|e| StoreError::io(&p, e))?;
+            let entry = FileEntry {
+                bytes: sink.bytes(),
+                xxh3: sink.checksum(),
+            };
+            files.insert(duplicates::FILE.to_string(), entry);
         }
         let manifest = Manifest {
             format: FORMAT_NAME.to_string(),

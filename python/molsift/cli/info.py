@@ -66,10 +66,18 @@ def run(args) -> int:
     )
     print(f"store       {store.path}")
     print(f"format      {m['format']} v{m['format_version']} ({m['created_by']})")
+    dropped = f", duplicates left out {c['dropped']:,}" if c.get("dropped") else ""
     print(
         f"molecules   {c['molecules']:,}  "
-        f"(records in {c['records_in']:,}, rejected {c['rejected']:,})"
+        f"(records in {c['records_in']:,}, rejected {c['rejected']:,}{dropped})"
     )
+    dups = c.get("duplicates")
+    if dups is None:
+        print("duplicates  not counted (store written before molsift counted them)")
+    elif c.get("dropped"):
+        print(f"duplicates  {dups:,}, left out and listed in {store.path}/duplicates.tsv")
+    else:
+        print(f"duplicates  {dups:,} (molecules whose canonical SMILES an earlier one had)")
     print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
     print(f"size        {size:,} bytes, {size / max(1, c['molecules']):.1f} bytes/molecule")
     print(f"checksums   {'not checked (--no-verify)' if args.no_verify else checked}")

@@ -21,7 +21,7 @@ EXAMPLES = (
     "molsift ingest data/nci_first_5k.smi -o nci.store           # all cores",
     "mpirun -n 4 molsift ingest big.smi -o big.store             # one slab set per rank",
     "molsift ingest moses.csv.gz -o moses.store --bits 1024 --radius 3",
-    "molsift ingest part1.smi part2.sdf -o lib.store --overwrite --verify-count",
+    "molsift ingest data/nci_first_5k.smi -o nci.store --overwrite --dedupe --verify-count",
 )
 
 
@@ -83,6 +83,13 @@ def add_parser(subparsers):
         "output is refused, never deleted)",
     )
     p.add_argument(
+        "--dedupe",
+        action="store_true",
+        help="store one molecule per canonical SMILES (the first record's); the other "
+        "records are listed in STORE/duplicates.tsv with the position and id kept "
+        "(without it, duplicates are stored and counted)",
+    )
+    p.add_argument(
         "--no-index",
         action="store_true",
         help="do not build the column index for similarity search (search then "
@@ -118,6 +125,7 @@ def run(args) -> int:
         buffer_size=args.read_buffer,
         max_record_bytes=args.max_record_bytes,
         overwrite=args.overwrite,
+        dedupe=args.dedupe,
         verify_count=args.verify_count,
         index=not args.no_index,
         pattern=not args.no_pattern,
@@ -132,6 +140,8 @@ def run(args) -> int:
         print(report.summary())
         if report.rejected:
             print(f"rejected records: {report.store}/rejects.tsv")
+        if report.dropped:
+            print(f"duplicates left out: {report.store}/duplicates.tsv")
     if report.molecules == 0:
         return nothing_usable("ingest", report.records_in, f"{report.store}/rejects.tsv")
     return 0
