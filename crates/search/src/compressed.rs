@@ -240,31 +240,33 @@ impl<'a> CPlane<'a> {
     }
 
     /// Adds this plane's container of block `blk` (at payload offset `off`) to the byte
-    /// counters of the block's slots (`cnt[256..264]` are dummy slots). Returns the code.
-    /// Empty and sparse containers of up to 8 slots take no data-dependent branch: eight
-    /// increments, those past the container landing on eight distinct dummy slots.
+    /// counters of the block's slots, and returns the largest count of the block after it,
+    /// given `max`, the largest before. Sparse containers are added four slots at a time
+    /// without a data-dependent branch inside: past the container's end the four increments
+    /// add 0 (to whatever slot the next bytes name), which leaves counts and maximum exact.
     #[inline(always)]
-    fn add_counts(&self, blk: usize, off: usize, cnt: &mut [u8; CNT]) -> u8 {
+    fn add_counts(&self, blk: usize, off: usize, cnt: &mut [u8; CNT], max: u8) -> u8 {
         let code = self.codes[blk];
         let at = self.base + off;
         // the payload has DATA_SLACK readable bytes after its end: 32-byte windows are in bounds
         let win: &[u8; 32] = self.all[at..at + 32].try_into().expect("32 bytes");
         if code == DENSE {
             add_dense(win, cnt);
-            return code;
+            return max_count(cnt);
         }
         let c = code as usize;
+        let mut m = max;
         let mut i = 0;
         loop {
-            for j in i..i + 8 {
-                // all ones when j < c, without a branch
-                let mask = ((j as isize - c as isize) >> (isize::BITS - 1)) as usize;
-                let k = (win[j & 31] as usize & mask) | ((256 + (j & 7)) & !mask);
-                cnt[k] = cnt[k].wrapping_add(1);
+            for j in i..i + 4 {
+                let k = win[j & 31] as usize;
+                let v = cnt[k].wrapping_add(u8::from(j < c));
+                cnt[k] = v;
+                m = m.max(v);
             }
-            i += 8;
+            i += 4;
             if i >= c {
-                return code;
+                return m;
             }
         }
     }
@@ -295,9 +297,18 @@ impl<'a> CPlane<'a> {
 #[inline(always)]
 fn run_codes(codes: &[u8], len: usize, nonempty: &mut [u8; RUN]) -> (u64, u32) {
     #[cfg(target_arch = "x86_64")]
-    if len == RUN && std::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is present and `codes` holds RUN bytes.
-        return unsafe { run_codes_avx2(codes[..RUN].try_into().expect("RUN codes"), nonempty) };
+    if std::is_x86_feature_detected!("avx2") {
+        if len == RUN {
+            // SAFETY: AVX2 is present and `codes` holds RUN bytes.
+            return unsafe {
+                run_codes_avx2(codes[..RUN].try_into().expect("RUN codes"), nonempty)
+            };
+        }
+        // a bucket's last run: its codes, then empty ones
+        let mut padded = [0u8; RUN];
+        padded[..len].copy_from_slice(&codes[..len]);
+        // SAFETY: AVX2 is present.
+        return unsafe { run_codes_avx2(&padded, nonempty) };
     }
     let (mut full, mut sum) = (0u64, 0u32);
     for (k, &c) in codes[..len].iter().enumerate() {
@@ -335,8 +346,8 @@ unsafe fn run_codes_avx2(codes: &[u8; RUN], nonempty: &mut [u8; RUN]) -> (u64, u
     (full, sum)
 }
 
-/// Byte counters per block: 256 slots and a dummy, padded to a multiple of 32.
-const CNT: usize = 288;
+/// Byte counters per block: one per slot.
+const CNT: usize = 256;
 
 /// Adds a dense container (32 bytes of bits) to the byte counters.
 #[inline(always)]
@@ -373,7 +384,7 @@ unsafe fn add_dense_avx2(win: &[u8; 32], cnt: &mut [u8; CNT]) {
         let x = _mm256_shuffle_epi8(_mm256_set1_epi32(word as i32), spread);
         let set = _mm256_cmpeq_epi8(_mm256_and_si256(x, bit), bit);
         let p = cnt[32 * c..].as_mut_ptr() as *mut __m256i;
-        // SAFETY: 32 * c + 32 <= 256 < CNT.
+        // SAFETY: 32 * c + 32 <= 256 = CNT.
         unsafe { _mm256_storeu_si256(p, _mm256_sub_epi8(_mm256_loadu_si256(p), set)) };
     }
 }
@@ -403,7 +414,7 @@ unsafe fn ge_mask_avx2(cnt: &[u8; CNT], m: u8) -> Lane {
     let mv = _mm256_set1_epi8(m as i8);
     let mut out = ZERO;
     for c in 0..8 {
-        // SAFETY: 32 * c + 32 <= 256 < CNT.
+        // SAFETY: 32 * c + 32 <= 256 = CNT.
         let v = unsafe { _mm256_loadu_si256(cnt[32 * c..].as_ptr() as *const __m256i) };
         let ge = _mm256_cmpeq_epi8(_mm256_max_epu8(v, mv), v);
         let bits = _mm256_movemask_epi8(ge) as u32 as u64;
@@ -588,12 +599,13 @@ fn scan_counts<S: Sink>(
         // planes it took since its largest count was last computed
         let mut live = 0u64;
         let mut rem = [0u8; RUN];
-        let mut since = [0u8; RUN];
+        let mut max = [0u8; RUN];
         for (k, &z) in nonempty[..len].iter().enumerate() {
             if u32::from(z) >= m {
                 live |= 1 << k;
                 cnt[k] = [0; CNT];
                 rem[k] = z;
+                max[k] = 0;
             }
         }
         for (j, plane) in cp.iter().enumerate().take(AHEAD) {
@@ -626,18 +638,11 @@ fn scan_counts<S: Sink>(
             while touched != 0 {
                 let k = touched.trailing_zeros() as usize;
                 touched &= touched - 1;
-                plane.add_counts(blk + k, pre[k] as usize, &mut cnt[k]);
+                max[k] = plane.add_counts(blk + k, pre[k] as usize, &mut cnt[k], max[k]);
                 rem[k] -= 1;
-                since[k] += 1;
-                // dead when no slot can reach the bar with the non-empty planes left; the
-                // largest count is taken every second plane the block takes, and only when
-                // the planes left alone cannot settle it
-                let r = u32::from(rem[k]);
-                if r < need && since[k] >= 2 {
-                    since[k] = 0;
-                    if u32::from(max_count(&cnt[k])) + r < need {
-                        live &= !(1 << k);
-                    }
+                // dead when no slot can reach the bar with the non-empty planes left
+                if u32::from(max[k]) + u32::from(rem[k]) < need {
+                    live &= !(1 << k);
                 }
             }
         }
