@@ -302,6 +302,28 @@ unsafe fn wild_copy(src: *const u8, dst: *mut u8, len: usize) {
     }
 }
 
+/// Bit `i` set for each `\n` at byte `i` of `chunk`.
+#[inline(always)]
+fn newlines(chunk: &[u8; 16]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86_64; the load reads the 16 bytes of `chunk`.
+        unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr() as *const __m128i);
+            _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8))) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut m = 0;
+        for (i, &c) in chunk.iter().enumerate() {
+            m |= u32::from(c == b'\n') << i;
+        }
+        m
+    }
+}
+
 /// Expands front-coded `fc` (of `count` strings, with at least [`SLACK`] readable bytes after
 /// its end in `fc_buf`) into `out` (resized to `text_len + SLACK`, then cut to `text_len`):
 /// the strings, each followed by `\n`. `ends` receives where each string ends in `out`.
@@ -314,7 +336,9 @@ fn front_decode(
     ends: &mut Vec<u32>,
 ) -> Result<(), String> {
     assert!(fc_buf.len() >= fc_len + SLACK);
-    out.clear();
+    // every byte up to text_len is written below before it is read: only bytes the buffer
+    // never held are zeroed (the previous block's text stays as garbage past the length)
+    out.truncate(text_len + SLACK);
     out.resize(text_len + SLACK, 0);
     ends.clear();
     let fc = &fc_buf[..fc_len];
@@ -329,25 +353,24 @@ fn front_decode(
         // SAFETY: the prefix lies in the string before (prev + k <= w) and `out` holds
         // text_len + SLACK bytes, so every 32-byte chunk stays inside it.
         unsafe { wild_copy(base.add(prev), base.add(w), k) };
-        // the rest, 8 bytes at a time, up to and including its `\n` (found with a SWAR test)
+        // the rest, 16 bytes at a time, up to and including its `\n`
         let start = w;
         w += k;
         loop {
-            if at + 8 > fc_buf.len() || w + 8 > out.len() {
+            if at + 16 > fc_buf.len() || w + 16 > out.len() {
                 return Err("string runs past the block".into());
             }
-            let v = u64::from_le_bytes(fc_buf[at..at + 8].try_into().expect("8"));
-            out[w..w + 8].copy_from_slice(&v.to_le_bytes());
-            let x = v ^ 0x0a0a_0a0a_0a0a_0a0a;
-            let hit = x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080;
+            let chunk: &[u8; 16] = fc_buf[at..at + 16].try_into().expect("16");
+            out[w..w + 16].copy_from_slice(chunk);
+            let hit = newlines(chunk);
             if hit != 0 {
-                let j = (hit.trailing_zeros() / 8) as usize;
+                let j = hit.trailing_zeros() as usize;
                 at += j + 1;
                 w += j + 1;
                 break;
             }
-            at += 8;
-            w += 8;
+            at += 16;
+            w += 16;
         }
         if at > fc_len || w > text_len {
             return Err("string runs past the block".into());
@@ -361,6 +384,22 @@ fn front_decode(
     }
     out.truncate(text_len);
     Ok(())
+}
+
+/// Whether `text` is UTF-8: a whole-word test for ASCII (SMILES and ids almost always are),
+/// then the standard check for the rest.
+fn is_utf8(text: &[u8]) -> bool {
+    let (words, tail) = text.split_at(text.len() / 32 * 32);
+    let mut high = 0u64;
+    for chunk in words.chunks_exact(32) {
+        for w in chunk.chunks_exact(8) {
+            high |= u64::from_le_bytes(w.try_into().expect("8"));
+        }
+    }
+    if high & 0x8080_8080_8080_8080 == 0 && tail.is_ascii() {
+        return true;
+    }
+    std::str::from_utf8(text).is_ok()
 }
 
 /// The check value of a block's decoded text.
@@ -615,7 +654,6 @@ impl TextBlocks {
     /// Decodes block `b` into `out`: its strings, checked against the block's check value.
     /// Returns the number of strings.
     pub fn decode_block(&self, b: usize, out: &mut Block) -> Result<usize, StoreError> {
-        out.text.clear();
         out.ends.clear();
         if b >= self.blocks {
             return Err(StoreError::Invalid(format!(
@@ -648,6 +686,7 @@ impl TextBlocks {
         let result = match blk[0] {
             KIND_ZSTD => self.decode_zstd(&blk[1..], count, check, out),
             k @ (KIND_NUMBERED | KIND_ARITHMETIC) => {
+                out.text.clear();
                 decode_numbered(&blk[1..], k == KIND_ARITHMETIC, count, &mut out.text).and_then(
                     |()| {
                         out.ends
@@ -658,10 +697,17 @@ impl TextBlocks {
                     },
                 )
             }
-            k => Err(format!("unknown block kind {k}")),
+            k => {
+                out.text.clear();
+                Err(format!("unknown block kind {k}"))
+            }
         };
-        result.map_err(|r| self.bad(format!("block {b}: {r}")))?;
-        if out.ends.len() != count || std::str::from_utf8(&out.text).is_err() {
+        if let Err(r) = result {
+            out.text.clear();
+            out.ends.clear();
+            return Err(self.bad(format!("block {b}: {r}")));
+        }
+        if out.ends.len() != count || !is_utf8(&out.text) {
             return Err(self.bad(format!("block {b} is not {count} strings of UTF-8")));
         }
         Ok(count)
@@ -781,6 +827,20 @@ impl Block {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utf8_check_takes_ascii_fast_and_the_rest_exactly() {
+        let ascii = "CC(=O)Nc1ccc(O)cc1\n".repeat(5);
+        assert!(is_utf8(ascii.as_bytes()));
+        for at in [0, 31, 32, 33, ascii.len() - 1] {
+            let mut bad = ascii.clone().into_bytes();
+            bad[at] = 0xff; // never UTF-8, in the whole words and in the tail
+            assert!(!is_utf8(&bad), "{at}");
+            let mut good = ascii.clone();
+            good.insert(at, '\u{e9}');
+            assert!(is_utf8(good.as_bytes()), "{at}");
+        }
+    }
 
     fn roundtrip(strings: &[String], opts: &TextOptions) -> (TextBlocks, u64) {
         let dir = tempfile::tempdir().unwrap();
