@@ -6,7 +6,10 @@
 //!   bound, exactly in integers) are skipped. Threads take contiguous shares of the blocks.
 //! * Top-k: buckets by their best possible score `min(p, q) / max(p, q)`, best first, so good
 //!   scores arrive early; `m` rises to the current k-th best as the heap fills, and buckets that
-//!   cannot reach it are skipped. Each thread takes a share of every bucket and keeps its own
+//!   cannot reach it are skipped. On compressed planes (store version 2, whose buckets are
+//!   sorted for similarity) the few blocks of the first buckets whose codes promise the best
+//!   score are read first (`Plan::seeds`), which raises the bar before the rest is read once.
+//!   Each thread takes a share of every bucket and keeps its own
 //!   heap; the threads share their best k-th score (`SharedBar`); the heaps are merged at the
 //!   end.
 
@@ -185,6 +188,11 @@ impl Sink for TopKSink<'_> {
     }
 }
 
+/// Buckets of a top-k search whose most promising blocks are read first (see [`Plan::seeds`]).
+const SEED_BUCKETS: usize = 3;
+/// Blocks read first.
+const SEED_BLOCKS: usize = 8;
+
 /// Buckets in the order a top-k search visits them: best possible score first, then lower
 /// popcount.
 pub(crate) fn topk_order(buckets: &[Bucket], q: u32) -> Vec<usize> {
@@ -236,6 +244,26 @@ impl ColumnIndex {
                         TopKSink::new(self.slot_order(), t, q, k, (threads > 1).then_some(&shared));
                     let mut read = Read::default();
                     let mut buckets = 0;
+                    // the most promising blocks of the first buckets first (compressed
+                    // planes), then everything else once
+                    let firsts: Vec<(u32, Range<u64>)> = visit
+                        .iter()
+                        .take(SEED_BUCKETS)
+                        .map(|&b| {
+                            let bucket = &self.buckets[b];
+                            (bucket.popcount, share(bucket.block_range(), threads, i))
+                        })
+                        .collect();
+                    let seeds = plan.seeds(&firsts, SEED_BLOCKS);
+                    for &(s, blk) in &seeds {
+                        let bucket = &self.buckets[visit[s]];
+                        sink.enter(bucket.popcount);
+                        if sink.need() != UNREACHABLE {
+                            read.add(plan.scan(bucket, blk..blk + 1, &mut sink));
+                        }
+                    }
+                    let mut seeded: Vec<u64> = seeds.iter().map(|&(_, blk)| blk).collect();
+                    seeded.sort_unstable();
                     for &b in &visit {
                         let bucket = &self.buckets[b];
                         sink.enter(bucket.popcount);
@@ -244,7 +272,17 @@ impl ColumnIndex {
                         }
                         let mine = share(bucket.block_range(), threads, i);
                         plan.advise(mine.clone(), sink.need());
-                        let r = plan.scan(bucket, mine, &mut sink);
+                        let mut r = Read::default();
+                        let mut start = mine.start;
+                        for &blk in seeded.iter().filter(|&&blk| mine.contains(&blk)) {
+                            if start < blk {
+                                r.add(plan.scan(bucket, start..blk, &mut sink));
+                            }
+                            start = blk + 1;
+                        }
+                        if start < mine.end {
+                            r.add(plan.scan(bucket, start..mine.end, &mut sink));
+                        }
                         buckets += u32::from(r.blocks > 0);
                         read.add(r);
                     }

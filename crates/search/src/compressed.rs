@@ -227,6 +227,11 @@ impl<'a> CPlane<'a> {
         }
     }
 
+    /// The plane's codes, one per block.
+    pub(crate) fn codes(&self) -> &'a [u8] {
+        self.codes
+    }
+
     /// Asks for `size` bytes of this plane's payload from offset `off` (a run's containers) to
     /// be brought into cache.
     #[inline(always)]

@@ -21,7 +21,7 @@ use crate::adders::{
     add_planes, count_at, ge_mask, mask_and, prefetch, prefix_mask, Gate, Lane, ZERO,
 };
 use crate::layout::{Bucket, ColumnIndex, BLOCK, BLOCK_WORDS};
-use crate::threshold::UNREACHABLE;
+use crate::threshold::{cmp_ratio, UNREACHABLE};
 use crate::{Query, SearchError};
 
 /// Words ahead (per plane) to prefetch: two cache lines.
@@ -178,6 +178,40 @@ impl<'a> Plan<'a> {
         self.index
             .planes
             .will_need(from, (blocks.end - blocks.start) as usize * BLOCK_WORDS);
+    }
+
+    /// Blocks a top-k search reads first (compressed planes only; none for the dense index):
+    /// of `blocks` of each `(bucket, blocks)` given, the `count` whose codes promise the best
+    /// score (a molecule of popcount `p` can share with the query at most as many bits as the
+    /// query has non-empty planes in its block), best first, as `(index into scans, block)`.
+    /// In a store ordered for similarity the query's nearest molecules sit in a few blocks:
+    /// read first, they raise the bar before the rest is read.
+    pub(crate) fn seeds(&self, scans: &[(u32, Range<u64>)], count: usize) -> Vec<(usize, u64)> {
+        let Some((_, cp)) = &self.compressed else {
+            return Vec::new();
+        };
+        let q = self.q;
+        let mut found: Vec<(u32, u32, usize, u64)> = Vec::new(); // (common, union, scan, block)
+        let mut nonempty = Vec::new();
+        for (s, (p, blocks)) in scans.iter().enumerate() {
+            let (lo, hi) = (blocks.start as usize, blocks.end as usize);
+            nonempty.clear();
+            nonempty.resize(hi - lo, 0u32);
+            for plane in cp {
+                for (z, &c) in nonempty.iter_mut().zip(&plane.codes()[lo..hi]) {
+                    *z += u32::from(c != 0);
+                }
+            }
+            for (k, &z) in nonempty.iter().enumerate() {
+                let c = z.min(*p).min(q);
+                if c > 0 {
+                    found.push((c, p + q - c, s, (lo + k) as u64));
+                }
+            }
+        }
+        found.sort_by(|a, b| cmp_ratio(b.0, b.1, a.0, a.1).then((a.2, a.3).cmp(&(b.2, b.3))));
+        found.truncate(count);
+        found.into_iter().map(|(_, _, s, b)| (s, b)).collect()
     }
 
     /// Scans `blocks` (inside `bucket`), feeding `sink`; returns what it read.

@@ -377,6 +377,9 @@ fn large_buckets_exercise_runs_survivors_and_rising_bars() {
     }
     let idx = index(&set);
     assert!(idx.buckets().iter().any(|b| b.blocks > 64));
+    // compressed planes too: families sorted together, so a top-k search's first blocks
+    // (`Plan::seeds`) lie inside buckets and the rest is read around them
+    let (_dir, cidx) = common::compressed_index(&set);
     let queries = queries_for(22, &set, 8);
     for q in &queries {
         for o in [
@@ -398,6 +401,12 @@ fn large_buckets_exercise_runs_survivors_and_rising_bars() {
                     idx.search(q, &o.with_threads(threads)).unwrap(),
                     want,
                     "{o:?} q={}",
+                    q.popcount()
+                );
+                assert_eq!(
+                    cidx.search(q, &o.with_threads(threads)).unwrap(),
+                    want,
+                    "compressed {o:?} q={}",
                     q.popcount()
                 );
             }

@@ -1,5 +1,6 @@
 //! The fingerprints of store version 2, kept once, as compressed bit planes: the molecules
-//! sorted by popcount into buckets (each padded to whole blocks of 256 slots), one plane per
+//! sorted by popcount into buckets (each padded to whole blocks of 256 slots) and within a
+//! bucket for similarity (Gray-code order of their most frequent bits), one plane per
 //! fingerprint bit, and each plane cut into one container per block, stored as whatever is
 //! smallest:
 //!
@@ -131,7 +132,7 @@ where
 {
     let words = (bits as usize).div_ceil(64);
     let bits_us = bits as usize;
-    // counting sort by popcount (stable: store order within a bucket)
+    // counting sort by popcount (then each bucket sorted for similarity, below)
     let mut pops = Vec::with_capacity(n);
     let mut per_pop = vec![0u64; bits_us + 1];
     for i in 0..n {
@@ -163,21 +164,6 @@ where
         block += blocks;
         rank += count;
     }
-    let blocks = block as usize;
-    let mut order = vec![0u64; n];
-    let mut next = first_rank_of.clone();
-    for (i, &p) in pops.iter().enumerate() {
-        order[next[p as usize] as usize] = i as u64;
-        next[p as usize] += 1;
-    }
-    // slot -> position, u64::MAX for padding
-    let mut slots = vec![u64::MAX; blocks * BLOCK];
-    for b in &buckets {
-        let start = b.first_block as usize * BLOCK;
-        for k in 0..b.count as usize {
-            slots[start + k] = order[b.first_rank as usize + k];
-        }
-    }
     // per-bit counts, and a bound on each plane's payload to form groups
     let mut bit_counts = vec![0u64; bits_us];
     let mut buf = vec![0u64; words];
@@ -200,6 +186,22 @@ where
             return Err(StoreError::Invalid(format!(
                 "molecule {i}: popcount {pop} but its fingerprint has {found} bits"
             )));
+        }
+    }
+    let blocks = block as usize;
+    let mut order = vec![0u64; n];
+    let mut next = first_rank_of.clone();
+    for (i, &p) in pops.iter().enumerate() {
+        order[next[p as usize] as usize] = i as u64;
+        next[p as usize] += 1;
+    }
+    similarity_order(&mut order, &buckets, &bit_counts, words, &row);
+    // slot -> position, u64::MAX for padding
+    let mut slots = vec![u64::MAX; blocks * BLOCK];
+    for b in &buckets {
+        let start = b.first_block as usize * BLOCK;
+        for k in 0..b.count as usize {
+            slots[start + k] = order[b.first_rank as usize + k];
         }
     }
     let bound = |b: usize| bit_counts[b].min(DENSE as u64 * blocks as u64) as usize;
@@ -590,6 +592,61 @@ impl<'a> Planes<'a> {
     }
 }
 
+/// Bits of the similarity key (the most frequent fingerprint bits of the store).
+const KEY_BITS: usize = 128;
+
+/// Sorts the molecules of each bucket (`order`, rank -> store position) for similarity: by the
+/// reflected Gray-code rank of their [`KEY_BITS`] most frequent bits (the most frequent
+/// first), ties in store order. Gray order puts molecules that differ in one of those bits side
+/// by side, so molecules sharing substructures share blocks: a plane's rare bits fall into few
+/// containers (smaller planes), and the blocks a query cannot reach hold fewer of its planes
+/// (more of them settled by the codes alone). Measured on MOSES: 3 to 4 times fewer containers
+/// read at t = 0.7 than in store order (BENCHMARKS.md).
+fn similarity_order<R>(
+    order: &mut [u64],
+    buckets: &[PlaneBucket],
+    bit_counts: &[u64],
+    words: usize,
+    row: &R,
+) where
+    R: Fn(usize, &mut [u64]),
+{
+    let mut ranked: Vec<usize> = (0..bit_counts.len()).collect();
+    ranked.sort_by_key(|&b| (std::cmp::Reverse(bit_counts[b]), b));
+    ranked.truncate(KEY_BITS);
+    let mut buf = vec![0u64; words];
+    for b in buckets {
+        let range = &mut order[b.first_rank as usize..(b.first_rank + b.count) as usize];
+        let mut keyed: Vec<(u128, u64)> = range
+            .iter()
+            .map(|&pos| {
+                buf.iter_mut().for_each(|w| *w = 0);
+                row(pos as usize, &mut buf);
+                let mut key = 0u128;
+                for (r, &bit) in ranked.iter().enumerate() {
+                    key |= u128::from(buf[bit / 64] >> (bit % 64) & 1) << (KEY_BITS - 1 - r);
+                }
+                (gray_rank(key), pos)
+            })
+            .collect();
+        keyed.sort_unstable();
+        for (slot, (_, pos)) in range.iter_mut().zip(keyed) {
+            *slot = pos;
+        }
+    }
+}
+
+/// The rank of `g` in the reflected binary Gray code (each bit the XOR of those above it).
+fn gray_rank(g: u128) -> u128 {
+    let mut x = g;
+    let mut shift = 1;
+    while shift < 128 {
+        x ^= x >> shift;
+        shift <<= 1;
+    }
+    x
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -697,5 +754,52 @@ mod tests {
         open_and_check(dir.path(), &h, &r, 64);
         let (dir, h, r) = build(0, 128, usize::MAX);
         open_and_check(dir.path(), &h, &r, 128);
+    }
+
+    #[test]
+    fn gray_rank_inverts_the_gray_code() {
+        for r in 0u128..1000 {
+            assert_eq!(gray_rank(r ^ (r >> 1)), r);
+        }
+        let big = u128::MAX / 3;
+        assert_eq!(gray_rank(big ^ (big >> 1)), big);
+    }
+
+    #[test]
+    fn buckets_are_sorted_for_similarity() {
+        // two families of the same popcount, interleaved in store order: each fills its own
+        // blocks, so each family bit has one dense container and no sparse ones
+        let n = 2 * BLOCK;
+        let family = |i: usize| -> u64 {
+            if i % 2 == 0 {
+                0x3ff
+            } else {
+                0x3ff << 20
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let h = write_planes(dir.path(), 64, n, |_| 10, |i, out| out[0] = family(i), 0).unwrap();
+        let read = |n: &str| std::fs::read(dir.path().join(n)).unwrap();
+        let (c, k, d, o) = (
+            read(CODES_FILE),
+            read(CHECKPOINTS_FILE),
+            read(DATA_FILE),
+            read(ORDER_FILE),
+        );
+        let planes = Planes::new(dir.path(), &h, &c, &k, &d, &o).unwrap();
+        for blk in 0..2 {
+            let first = family(planes.position(blk * BLOCK) as usize);
+            for s in 0..BLOCK {
+                assert_eq!(family(planes.position(blk * BLOCK + s) as usize), first);
+            }
+        }
+        for p in [0, 9, 20, 29] {
+            let codes = planes.codes(p);
+            assert_eq!(codes.iter().filter(|&&x| x == DENSE).count(), 1);
+            assert_eq!(codes.iter().filter(|&&x| x != 0 && x != DENSE).count(), 0);
+        }
+        let mut positions: Vec<u64> = (0..n).map(|r| planes.position(r)).collect();
+        positions.sort_unstable();
+        assert_eq!(positions, (0..n as u64).collect::<Vec<_>>());
     }
 }
