@@ -45,10 +45,15 @@ def _check(threshold: float | None, k: int | None) -> None:
 
 
 def fingerprinter_for(store):
-    """A Fingerprinter with the store's fingerprint spec (kind, radius, bits)."""
-    from .chem import Fingerprinter
+    """A Fingerprinter with the store's fingerprint spec (kind, radius, bits), made once per open
+    store (building RDKit's generator costs more than fingerprinting a query)."""
+    fp = getattr(store, "_fingerprinter", None)
+    if fp is None:
+        from .chem import Fingerprinter
 
-    return Fingerprinter(store.fingerprint_spec)
+        fp = Fingerprinter(store.fingerprint_spec)
+        store._fingerprinter = fp
+    return fp
 
 
 def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:
