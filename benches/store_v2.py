@@ -137,7 +137,8 @@ def main() -> int:
     print(f"\nMOSES minus 100 held-out lines: {n:,} molecules; upgrade took {upgrade_s:.1f} s\n")
     print("| column | version 1 (B/molecule) | version 2 (B/molecule) |")
     print("|---|---:|---:|")
-    for g in dict.fromkeys([*s1, *s2]):
+    groups = [g for g in dict.fromkeys([*s1, *s2]) if g != "total"] + ["total"]
+    for g in groups:
         a = f"{s1[g] / n:.2f}" if g in s1 else "-"
         b = f"{s2[g] / n:.2f}" if g in s2 else "-"
         print(f"| {g} | {a} | {b} |")
