@@ -36,6 +36,7 @@ VERBS = [
     "index",
     "info",
     "upgrade",
+    "serve",
     "profile",
     "insights",
 ]
@@ -101,7 +102,7 @@ def test_help_examples_run_on_the_bundled_data(tmp_path):
         for line in help_examples(verb):
             if run_documented_line(line, cwd):
                 ran.add(verb)
-    assert ran == set(VERBS) - {"profile"}
+    assert ran == set(VERBS) - {"profile", "serve"}  # serve runs until stopped: test_serve.py
 
 
 def stated_defaults(help_text: str) -> list:

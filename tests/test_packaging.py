@@ -10,9 +10,12 @@ import inspect
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -250,5 +253,32 @@ def test_a_wheel_installed_by_pip_alone_runs_every_verb(tmp_path):
     assert str(work / "lib.smi") in files  # the tracer ran inside the program
     assert not [p for p in work.iterdir() if p.name.startswith(".molsift")]  # nothing left
     assert "findings" in json.loads(verb("insights", "p.json", "--format", "json"))
+    # serve: a live server on a free loopback port answers a search
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [molsift, "serve", "lib.store", "--port", str(port)],
+        cwd=work,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/api/v1/search?db=lib&query=CC(%3DO)Nc1ccc(O)cc1&k=3"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=30) as r:
+                    answer = json.loads(r.read())
+                break
+            except urllib.error.URLError:
+                assert server.poll() is None, server.stderr.read()
+                assert time.monotonic() < deadline, "molsift serve did not start"
+                time.sleep(0.2)
+        assert answer["total"] == 3 and len(answer["hits"]) == 3
+    finally:
+        server.terminate()
+        server.wait(30)
     elapsed = time.monotonic() - start
     print(f"wheel built, installed and every verb run in {elapsed:.0f} s")

@@ -19,6 +19,7 @@ from . import (
     report,
     screen,
     search,
+    serve,
     substructure,
     upgrade,
 )
@@ -37,6 +38,7 @@ VERBS = (
     index,
     info,
     upgrade,
+    serve,
     profile,
     insights,
 )  # help order

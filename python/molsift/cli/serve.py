@@ -1,0 +1,136 @@
+"""`molsift serve STORE... [--name NAME=STORE] [--host 127.0.0.1] [--port 8080]`: the stores behind
+an HTTP service (python/molsift/serve). Loopback unless told otherwise; stores are named here,
+never by a request."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+
+from .common import add_verb, at_least_one, default_of
+
+EXAMPLES = (
+    "molsift serve nci.store   # http://127.0.0.1:8080/api/v1/databases",
+    "molsift serve --name nci=nci.store --name nci2=nci.v2.store --port 9000",
+    "molsift serve big.store --host 0.0.0.0 --max-concurrent 4 --timeout 60   # other machines too",
+)
+
+
+def add_parser(subparsers):
+    from ..serve.limits import Limits
+
+    p = add_verb(
+        subparsers,
+        "serve",
+        help="serve stores over HTTP (search API, OpenAPI docs at /docs)",
+        description="Serve stores over HTTP: similarity, substructure, SMARTS and exact search "
+        "(GET or POST /api/v1/search), the database list (/api/v1/databases), SVG depictions "
+        "(/api/v1/depict) and the OpenAPI schema (/docs, /openapi.json). Each store is opened "
+        "once and kept warm. One JSON line per request goes to the access log (stderr unless "
+        "--access-log). Needs FastAPI and uvicorn (scripts/setup.sh installs them).",
+        examples=EXAMPLES,
+    )
+    p.add_argument("stores", nargs="*", metavar="STORE", help="stores, named after their folder")
+    p.add_argument(
+        "--name",
+        action="append",
+        default=[],
+        metavar="NAME=STORE",
+        help="a store under a name of your choice (repeatable)",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
+    p.add_argument("--port", type=int, default=8080, help="port (default %(default)s)")
+    p.add_argument(
+        "--max-concurrent",
+        type=at_least_one,
+        default=None,
+        help="searches running at once; others wait, then get 503 (default: the cores)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=default_of(Limits, "timeout_s"),
+        help="seconds a search may take before the answer is 504 (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-length",
+        type=at_least_one,
+        default=default_of(Limits, "max_length"),
+        help="most rows in one page (default %(default)s)",
+    )
+    p.add_argument("--access-log", metavar="FILE", help="append the JSON access log here")
+    return p
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def catalog_from(stores: list[str], names: list[str]):
+    """The Catalog of the command line's stores; ValueError for a bad --name."""
+    from ..serve.catalog import Catalog, default_name
+
+    catalog = Catalog()
+    for item in names:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--name {item!r}: write NAME=STORE")
+        catalog.add(name, path)
+    for path in stores:
+        catalog.add(default_name(path), path)
+    if not len(catalog):
+        raise ValueError("no store to serve: give STORE or --name NAME=STORE")
+    return catalog
+
+
+def run(args) -> int:
+    try:
+        import uvicorn
+    except ImportError:
+        print(
+            "molsift serve: needs uvicorn and FastAPI (bash scripts/setup.sh, or "
+            "pip install fastapi uvicorn)",
+            file=sys.stderr,
+        )
+        return 2
+    from ..serve import create_app
+    from ..serve.limits import Limits
+
+    try:
+        catalog = catalog_from(args.stores, args.name)
+    except ValueError as e:
+        print(f"molsift serve: {e}", file=sys.stderr)
+        return 2
+    if not _is_loopback(args.host):
+        print(
+            f"molsift serve: WARNING: listening on {args.host}, not loopback: anyone who can "
+            "reach this machine can search these stores",
+            file=sys.stderr,
+        )
+    limits = Limits(timeout_s=args.timeout, max_length=args.max_length)
+    if args.max_concurrent:
+        limits.max_concurrent = args.max_concurrent
+    log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None  # noqa: SIM115
+    try:
+        app = create_app(catalog, limits, log)
+        for db in catalog:
+            print(
+                f"molsift serve: {db.name}: {db.path} ({db.molecules:,} molecules, "
+                f"{', '.join(db.types)})",
+                file=sys.stderr,
+            )
+        print(
+            f"molsift serve: http://{args.host}:{args.port}/api/v1/databases (docs: /docs)",
+            file=sys.stderr,
+        )
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    finally:
+        catalog.close()
+        if log is not None:
+            log.close()
+    return 0

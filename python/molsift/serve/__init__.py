@@ -1,0 +1,20 @@
+"""`molsift serve`: the stores behind an HTTP service. One module per job: `catalog.py` opens the
+stores once and says what each can answer; `limits.py` bounds what one request may ask and how
+many heavy searches run at once; `queries.py` runs a search and pages its hits; `depict.py`
+draws SVGs; `api_v1.py` is our own versioned API; `app.py` assembles the ASGI app (errors as
+4xx JSON, one JSON access-log line per request). FastAPI and uvicorn are imported only here, so
+`import molsift` never needs them."""
+
+from __future__ import annotations
+
+from .catalog import Catalog, Database
+from .limits import Limits
+
+__all__ = ["Catalog", "Database", "Limits", "create_app"]
+
+
+def create_app(catalog: Catalog, limits: Limits | None = None, access_log=None):
+    """The ASGI app serving `catalog` (see app.py)."""
+    from .app import create_app as _create
+
+    return _create(catalog, limits or Limits(), access_log)

@@ -1,0 +1,148 @@
+"""Our own API, version 1 (documented by the app's OpenAPI schema at /docs):
+
+* `GET /api/v1/databases`: the served databases, their sizes and the search types each answers;
+* `GET|POST /api/v1/search`: `db`, `query`, `type` (similarity, substructure, smarts, exact),
+  `threshold`, `k`, `start`, `length`, `fmt` (json, tsv, csv, ndjson). JSON answers carry the
+  total, the page of hits (rank, position, id, SMILES, score) and the search time; tsv/csv are
+  downloads of the page; ndjson streams every hit from `start` (one JSON object per line);
+* `GET /api/v1/depict?smiles=...`: an SVG drawn by RDKit (cached)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel
+
+from . import depict, queries
+from .catalog import Catalog
+from .limits import Gate, Limits, ServiceError
+
+FORMATS = ("json", "tsv", "csv", "ndjson")
+
+
+class SearchBody(BaseModel):
+    """The POST form of a search (the same fields as the GET parameters)."""
+
+    db: str | None = None
+    query: str | None = None
+    type: str | None = None
+    threshold: float | None = None
+    k: int | None = None
+    start: int | None = None
+    length: int | None = None
+    fmt: str | None = None
+
+
+def router(catalog: Catalog, searcher: queries.Searcher, gate: Gate, limits: Limits) -> APIRouter:
+    api = APIRouter(prefix="/api/v1")
+
+    def database(name: str | None):
+        if not name:
+            if len(catalog) == 1:
+                return next(iter(catalog))
+            raise ServiceError(400, f"db is missing: one of {', '.join(catalog.names())}")
+        db = catalog.get(name)
+        if db is None:
+            raise ServiceError(
+                404, f"no database {name!r}: this server has {', '.join(catalog.names())}"
+            )
+        return db
+
+    @api.get("/databases", summary="The served databases")
+    def databases() -> dict:
+        return {"databases": [db.describe() for db in catalog]}
+
+    async def run(request: Request, p: SearchBody):
+        db = database(p.db)
+        req = queries.check(db, p.type, p.query, p.threshold, p.k, limits)
+        fmt = (p.fmt or "json").lower()
+        if fmt not in FORMATS:
+            raise ServiceError(400, f"fmt={p.fmt!r}: use one of {', '.join(FORMATS)}")
+        request.state.log = {"db": db.name, "type": req.type}
+        result = searcher.cached(req) or await gate.run(searcher.run, db, req)
+        request.state.log["hits"] = len(result.positions)
+        if fmt == "ndjson":
+            start = max(0, p.start or 0)
+            return StreamingResponse(_ndjson(db, result, start), media_type="application/x-ndjson")
+        start, length = queries.check_page(p.start, p.length, limits)
+        rows = queries.page(db, result, start, length)
+        if fmt in ("tsv", "csv"):
+            return _table(rows, fmt, result.scores is not None)
+        return JSONResponse(
+            {
+                "db": db.name,
+                "query": req.query,
+                "type": req.type,
+                "threshold": req.threshold,
+                "k": req.k,
+                "total": len(result.positions),
+                "truncated": result.truncated,
+                "start": start,
+                "length": len(rows),
+                "ms": round(result.ms, 3),
+                "hits": rows,
+            }
+        )
+
+    @api.get("/search", summary="Search a database")
+    async def search_get(
+        request: Request,
+        db: str | None = None,
+        query: str | None = None,
+        type: str | None = None,
+        threshold: float | None = None,
+        k: int | None = None,
+        start: int | None = None,
+        length: int | None = None,
+        fmt: str | None = None,
+    ):
+        body = SearchBody(
+            db=db,
+            query=query,
+            type=type,
+            threshold=threshold,
+            k=k,
+            start=start,
+            length=length,
+            fmt=fmt,
+        )
+        return await run(request, body)
+
+    @api.post("/search", summary="Search a database (JSON body)")
+    async def search_post(request: Request, body: SearchBody):
+        return await run(request, body)
+
+    @api.get("/depict", summary="An SVG of a SMILES")
+    def depict_get(smiles: str, width: int = 250, height: int = 200) -> Response:
+        return Response(
+            depict.svg(smiles, width, height),
+            media_type="image/svg+xml",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    return api
+
+
+def _ndjson(db, result, start: int):
+    for rank in range(start, len(result.positions)):
+        row = queries.page(db, result, rank, 1)[0]
+        yield json.dumps(row, separators=(",", ":")) + "\n"
+
+
+def _table(rows: list[dict], fmt: str, scored: bool) -> Response:
+    cols = ["rank", "position", "id", "smiles"] + (["score"] if scored else [])
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+    w.writerow(cols)
+    for r in rows:
+        w.writerow([r[c] for c in cols])
+    media = "text/tab-separated-values" if fmt == "tsv" else "text/csv"
+    return Response(
+        buf.getvalue(),
+        media_type=media,
+        headers={"Content-Disposition": f'attachment; filename="hits.{fmt}"'},
+    )

@@ -1,0 +1,90 @@
+"""The ASGI app: the routers, one JSON access-log line per request (endpoint, db, type, ms,
+hits, status), request bodies bounded, and every error answered as JSON `{"error": message}`
+with a 4xx status (5xx only for busy, timed out or a fault of ours, never with a traceback)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from .. import __version__
+from . import api_v1, queries
+from .catalog import Catalog
+from .limits import Gate, Limits, ServiceError
+
+log = logging.getLogger("molsift.serve")
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def create_app(catalog: Catalog, limits: Limits, access_log=None) -> FastAPI:
+    """The app for `catalog`; `access_log` is a text stream for the JSON lines (default
+    stderr)."""
+    app = FastAPI(
+        title="molsift",
+        version=__version__,
+        description="Similarity, substructure, SMARTS and exact search over molsift stores.",
+    )
+    searcher = queries.Searcher(limits)
+    gate = Gate(limits)
+    app.include_router(api_v1.router(catalog, searcher, gate, limits))
+    out = access_log if access_log is not None else sys.stderr
+
+    @app.middleware("http")
+    async def access(request: Request, call_next):
+        start = time.perf_counter()
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > limits.max_body_bytes):
+            response = _error(413, f"request body over {limits.max_body_bytes:,} bytes")
+        else:
+            try:
+                response = await call_next(request)
+            except Exception:  # a fault of ours: logged, answered without a traceback
+                log.exception("request %s failed", request.url.path)
+                response = _error(500, "internal error (logged on the server)")
+        entry = {
+            "time": round(time.time(), 3),
+            "method": request.method,
+            "endpoint": request.url.path,
+            "status": response.status_code,
+            "ms": round((time.perf_counter() - start) * 1e3, 3),
+        }
+        entry.update(getattr(request.state, "log", {}))
+        try:
+            out.write(json.dumps(entry, separators=(",", ":")) + "\n")
+            out.flush()
+        except (OSError, ValueError):
+            pass
+        return response
+
+    @app.exception_handler(ServiceError)
+    async def service_error(_request: Request, e: ServiceError):
+        return _error(e.status, e.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_parameters(_request: Request, e: RequestValidationError):
+        parts = []
+        for err in e.errors():
+            where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("query", "body"))
+            parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
+        return _error(400, "; ".join(parts) or "bad parameters")
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, e: HTTPException):
+        return _error(e.status_code, str(e.detail))
+
+    @app.exception_handler(Exception)
+    async def fault(request: Request, _e: Exception):
+        log.exception("request %s failed", request.url.path)
+        return _error(500, "internal error (logged on the server)")
+
+    return app

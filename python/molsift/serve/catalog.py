@@ -1,0 +1,114 @@
+"""The stores a server answers from: each opened once at start-up under a name the server's
+configuration gives (a request names a database, never a path), with what it can answer and the
+locks that keep its RDKit work on one thread at a time."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass
+class Database:
+    """One served store."""
+
+    name: str
+    path: str
+    store: object
+    #: RDKit objects (the query fingerprinter, the substructure match pool) are used by one
+    #: thread at a time; the Rust searches run outside it
+    chem_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def version(self) -> int:
+        return int(self.store.manifest["format_version"])
+
+    @property
+    def molecules(self) -> int:
+        return len(self.store)
+
+    @property
+    def types(self) -> list[str]:
+        """The search types this store answers."""
+        out = ["similarity"]
+        if getattr(self.store, "has_pattern_index", False):
+            out += ["substructure", "smarts"]
+        if hasattr(self.store, "lookup"):
+            out.append("exact")
+        return out
+
+    def describe(self) -> dict:
+        spec = self.store.manifest["fingerprint"]
+        return {
+            "name": self.name,
+            "molecules": self.molecules,
+            "format_version": self.version,
+            "types": self.types,
+            "fingerprint": {"kind": spec.get("kind"), "bits": spec.get("bits")},
+        }
+
+
+def default_name(path: str) -> str:
+    """A store's name when none is given: its folder name without `.store`."""
+    base = Path(os.path.normpath(path)).name
+    for suffix in (".v2.store", ".store"):
+        if base.endswith(suffix) and len(base) > len(suffix):
+            base = base[: -len(suffix)]
+            break
+    return base
+
+
+class Catalog:
+    """Named databases, opened once (and warmed: the searcher and fingerprinter built)."""
+
+    def __init__(self) -> None:
+        self._dbs: dict[str, Database] = {}
+
+    def add(self, name: str, path: str, verify: bool = False) -> Database:
+        """Opens the store at `path` as `name`; ValueError for a bad or repeated name."""
+        from .. import open_store
+
+        if not NAME.match(name):
+            raise ValueError(
+                f"database name {name!r}: use letters, digits, '_', '.', '-' (at most 64, "
+                "starting with a letter or digit)"
+            )
+        if name in self._dbs:
+            raise ValueError(f"database name {name!r} given twice")
+        store = open_store(path, verify=verify)
+        db = Database(name=name, path=os.fspath(path), store=store)
+        _warm(db)
+        self._dbs[name] = db
+        return db
+
+    def get(self, name: str) -> Database | None:
+        return self._dbs.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._dbs)
+
+    def __iter__(self):
+        return iter(self._dbs.values())
+
+    def __len__(self) -> int:
+        return len(self._dbs)
+
+    def close(self) -> None:
+        for db in self._dbs.values():
+            close = getattr(db.store, "close", None)
+            if close is not None:
+                close()
+
+
+def _warm(db: Database) -> None:
+    """Builds what the first request would otherwise pay for: the searcher and the query
+    fingerprinter."""
+    from ..search import fingerprinter_for
+
+    db.store._searcher()
+    fingerprinter_for(db.store)

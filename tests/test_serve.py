@@ -1,0 +1,378 @@
+"""`molsift serve`: a live server (uvicorn on a free loopback port, in this process) answering over
+real HTTP. Similarity hits equal `store.search` and RDKit's brute force; substructure and SMARTS
+equal `store.substructure`; exact equals `store.lookup`; bad requests get 4xx with a JSON
+message, never a traceback; the access log has one JSON line per request; the concurrency gate
+answers 503 and 504 as documented; the CLI serves."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytest.importorskip("fastapi")
+uvicorn = pytest.importorskip("uvicorn")
+
+from rdkit import Chem, DataStructs, RDLogger  # noqa: E402
+from rdkit.Chem import rdFingerprintGenerator  # noqa: E402
+
+import molsift  # noqa: E402
+from molsift.serve import Catalog, Limits, create_app  # noqa: E402
+from molsift.serve.limits import Gate, ServiceError  # noqa: E402
+
+RDLogger.DisableLog("rdApp.*")
+
+QUERIES = ["c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "O=C(O)c1ccccc1", "Clc1ccccc1", "CCN(CC)CC"]
+
+
+def free_socket() -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    return s
+
+
+class Live:
+    """A uvicorn server of `app` on a free loopback port, in a thread."""
+
+    def __init__(self, app):
+        self.sock = free_socket()
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started:
+            assert time.time() < deadline, "server did not start"
+            time.sleep(0.02)
+
+    def url(self, path: str, **params) -> str:
+        query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+        return f"http://127.0.0.1:{self.port}{path}" + (f"?{query}" if query else "")
+
+    def stop(self):
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()
+
+
+def fetch(url: str, data: bytes | None = None, headers: dict | None = None):
+    """(status, content type, body) of a request; errors are answers too."""
+    req = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.headers.get("content-type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("content-type", ""), e.read()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, bundled_smi):
+    d = tmp_path_factory.mktemp("serve")
+    v1 = d / "nci.store"
+    molsift.ingest(bundled_smi, v1, workers=2, progress=False)
+    v2 = d / "nci.v2.store"
+    molsift.upgrade(v1, v2, threads=2)
+    catalog = Catalog()
+    catalog.add("nci", str(v1))
+    catalog.add("nci2", str(v2))
+    log_path = d / "access.log"
+    log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115
+    live = Live(create_app(catalog, Limits(max_length=500), log))
+    yield live, molsift.open_store(v1), molsift.open_store(v2), log_path
+    live.stop()
+    log.close()
+    catalog.close()
+
+
+def api(live, path, **params):
+    status, ctype, body = fetch(live.url(path, **params))
+    return status, (json.loads(body) if "json" in ctype else body)
+
+
+def test_databases_lists_the_stores_and_what_each_answers(served):
+    live, v1, v2, _ = served
+    status, body = api(live, "/api/v1/databases")
+    assert status == 200
+    dbs = {d["name"]: d for d in body["databases"]}
+    assert dbs["nci"]["molecules"] == len(v1) and dbs["nci2"]["molecules"] == len(v2)
+    assert dbs["nci"]["types"] == ["similarity", "substructure", "smarts"]
+    assert dbs["nci2"]["types"] == ["similarity", "exact"]
+    assert dbs["nci"]["format_version"] == 1 and dbs["nci2"]["format_version"] == 2
+
+
+def rdkit_scores(store, query: str) -> list[float]:
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    fps = [gen.GetFingerprint(Chem.MolFromSmiles(s)) for s in store.smiles]
+    return DataStructs.BulkTanimotoSimilarity(gen.GetFingerprint(Chem.MolFromSmiles(query)), fps)
+
+
+@pytest.mark.parametrize("db", ["nci", "nci2"])
+def test_similarity_equals_store_search_and_rdkit(served, db):
+    live, v1, v2, _ = served
+    store = v1 if db == "nci" else v2
+    for q in QUERIES:
+        for params in ({"threshold": 0.3}, {"k": 7}, {"threshold": 0.2, "k": 5}):
+            status, body = api(live, "/api/v1/search", db=db, query=q, length=500, **params)
+            assert status == 200, body
+            want = store.search(q, **params)
+            assert [h["position"] for h in body["hits"]] == want.indices.tolist()
+            assert [h["score"] for h in body["hits"]] == want.scores.tolist()
+            assert body["total"] == len(want)
+            for h in body["hits"]:
+                assert h["id"] == store.ids[h["position"]]
+                assert h["smiles"] == store.smiles[h["position"]]
+    # against RDKit's brute force, on every molecule
+    scores = rdkit_scores(store, QUERIES[1])
+    want = sorted(((s, i) for i, s in enumerate(scores) if s >= 0.25), key=lambda x: (-x[0], x[1]))
+    status, body = api(live, "/api/v1/search", db=db, query=QUERIES[1], threshold=0.25, length=500)
+    assert [(h["score"], h["position"]) for h in body["hits"]] == want
+
+
+def test_paging_post_and_downloads_agree(served):
+    live = served[0]
+    _, full = api(live, "/api/v1/search", db="nci", query="c1ccccc1", threshold=0.1, length=500)
+    assert full["total"] > 30
+    pages = []
+    for start in range(0, len(full["hits"]), 13):
+        _, body = api(
+            live,
+            "/api/v1/search",
+            db="nci",
+            query="c1ccccc1",
+            threshold=0.1,
+            start=start,
+            length=13,
+        )
+        assert body["start"] == start
+        pages += body["hits"]
+    assert pages[: len(full["hits"])] == full["hits"]
+    post = json.dumps({"db": "nci", "query": "c1ccccc1", "threshold": 0.1, "length": 500})
+    status, _, raw = fetch(
+        live.url("/api/v1/search"), post.encode(), {"Content-Type": "application/json"}
+    )
+    assert status == 200 and json.loads(raw)["hits"] == full["hits"]
+    for fmt, delim in (("tsv", "\t"), ("csv", ",")):
+        status, ctype, raw = fetch(
+            live.url(
+                "/api/v1/search", db="nci", query="c1ccccc1", threshold=0.1, fmt=fmt, length=500
+            )
+        )
+        assert status == 200 and ctype.startswith("text/")
+        rows = list(csv.reader(io.StringIO(raw.decode()), delimiter=delim))
+        assert rows[0] == ["rank", "position", "id", "smiles", "score"]
+        assert [int(r[1]) for r in rows[1:]] == [h["position"] for h in full["hits"]]
+    status, ctype, raw = fetch(
+        live.url("/api/v1/search", db="nci", query="c1ccccc1", threshold=0.1, fmt="ndjson")
+    )
+    lines = [json.loads(x) for x in raw.decode().splitlines()]
+    assert status == 200 and "ndjson" in ctype
+    assert len(lines) == full["total"] and lines[: len(full["hits"])] == full["hits"]
+
+
+def test_substructure_and_smarts_equal_the_library(served):
+    live, v1, _, _ = served
+    for q, kind in (
+        ("c1ccncc1", "substructure"),
+        ("[OX2H]c1ccccc1", "smarts"),
+        ("C(=O)O", "substructure"),
+    ):
+        status, body = api(live, "/api/v1/search", db="nci", query=q, type=kind, length=500)
+        assert status == 200, body
+        want = v1.substructure(q, smarts=kind == "smarts").tolist()
+        assert body["total"] == len(want) > 0
+        assert [h["position"] for h in body["hits"]] == want[:500]
+        assert all("score" not in h for h in body["hits"])
+    status, body = api(live, "/api/v1/search", db="nci2", query="c1ccncc1", type="substructure")
+    assert status == 400 and "substructure index" in body["error"]
+
+
+def test_exact_finds_any_smiles_of_a_stored_molecule(served):
+    live, _, v2, _ = served
+    for pos in (0, 17, 1234, len(v2) - 1):
+        smiles = v2.smiles[pos]
+        mol = Chem.MolFromSmiles(smiles)
+        Chem.rdBase.SeedRandomNumberGenerator(pos)
+        query = Chem.MolToSmiles(mol, doRandom=True)
+        status, body = api(live, "/api/v1/search", db="nci2", query=query, type="exact")
+        assert status == 200
+        found = [h["position"] for h in body["hits"]]
+        assert pos in found and all(v2.smiles[p] == smiles for p in found)
+        assert found[0] == int(v2.lookup([query])[0])
+    status, body = api(live, "/api/v1/search", db="nci2", query="[2H]C(Cl)(Br)I", type="exact")
+    assert status == 200 and body["total"] == 0
+    status, body = api(live, "/api/v1/search", db="nci", query="CCO", type="exact")
+    assert status == 400 and "version-2" in body["error"]
+
+
+def test_depict_draws_svg(served):
+    live = served[0]
+    status, ctype, raw = fetch(live.url("/api/v1/depict", smiles="c1ccccc1O"))
+    assert status == 200 and ctype.startswith("image/svg+xml") and b"<svg" in raw
+    status, ctype, raw = fetch(live.url("/api/v1/depict", smiles="not a smiles"))
+    assert status == 400 and "invalid SMILES" in json.loads(raw)["error"]
+
+
+BAD = [
+    ({"db": "nope", "query": "CCO"}, 404, "no database"),
+    ({"db": "../../../etc/passwd", "query": "CCO"}, 404, "no database"),
+    ({"query": "CCO"}, 400, "db is missing"),
+    ({"db": "nci", "query": "CCO", "type": "telepathy"}, 400, "type="),
+    ({"db": "nci", "query": "CCO", "threshold": "2"}, 400, "threshold"),
+    ({"db": "nci", "query": "CCO", "k": "0"}, 400, "k=0"),
+    ({"db": "nci", "query": "CCO", "k": "many"}, 400, "k"),
+    ({"db": "nci", "query": "CCO", "start": "-1"}, 400, "start"),
+    ({"db": "nci", "query": "CCO", "length": "100000"}, 400, "length"),
+    ({"db": "nci", "query": "CCO", "length": "[[]]"}, 400, "length"),
+    ({"db": "nci", "query": "C1CC"}, 400, "invalid query"),
+    ({"db": "nci", "query": "C" * 5000}, 413, "limit"),
+    ({"db": "nci", "query": ""}, 400, "empty"),
+    ({"db": "nci", "query": "[C", "type": "smarts"}, 400, "invalid query"),
+    ({"db": "nci", "query": "CCO", "fmt": "../x"}, 400, "fmt="),
+]
+
+
+@pytest.mark.parametrize("params,status,words", BAD)
+def test_bad_requests_get_4xx_with_a_message(served, params, status, words):
+    live = served[0]
+    got, _ctype, raw = fetch(live.url("/api/v1/search", **params))
+    assert got == status, raw
+    body = json.loads(raw)
+    assert words in body["error"] and "Traceback" not in raw.decode()
+
+
+def test_odd_bytes_routes_and_bodies_get_4xx(served):
+    live = served[0]
+    base = f"http://127.0.0.1:{live.port}"
+    for path in (
+        "/api/v1/search?db=nci&query=%ff%fe%00",  # not UTF-8
+        "/api/v1/search?db=%ff&query=CCO",
+        "/api/v1/search?db=nci&query=CCO&threshold=nan",
+    ):
+        status, _, raw = fetch(base + path)
+        assert 400 <= status < 500, (path, raw)
+        assert "error" in json.loads(raw) and b"Traceback" not in raw
+    status, _, raw = fetch(base + "/../../etc/passwd")
+    assert status == 404 and b"root:" not in raw
+    status, _, raw = fetch(base + "/api/v1/nothing")
+    assert status == 404 and json.loads(raw)["error"]
+    big = json.dumps({"db": "nci", "query": "C" * 100_000}).encode()
+    status, _, raw = fetch(base + "/api/v1/search", big, {"Content-Type": "application/json"})
+    assert status == 413 and "body" in json.loads(raw)["error"]
+    status, _, raw = fetch(
+        base + "/api/v1/search", b"{not json", {"Content-Type": "application/json"}
+    )
+    assert status == 400 and b"Traceback" not in raw
+    # the server is still up
+    assert api(live, "/api/v1/databases")[0] == 200
+
+
+def test_many_concurrent_clients_get_the_same_answers(served):
+    live, v1, _, _ = served
+    want = v1.search(QUERIES[0], k=20).indices.tolist()
+
+    def one(i):
+        q = QUERIES[i % len(QUERIES)]
+        status, body = api(live, "/api/v1/search", db="nci", query=q, k=20)
+        return q, status, [h["position"] for h in body["hits"]]
+
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(one, range(64)))
+    assert all(status == 200 for _, status, _ in results)
+    assert all(hits == want for q, _, hits in results if q == QUERIES[0])
+
+
+def test_access_log_has_one_json_line_per_request(served):
+    live, _, _, log_path = served
+    before = len(log_path.read_text().splitlines())
+    api(live, "/api/v1/search", db="nci", query="CCO", k=3)
+    api(live, "/api/v1/search", db="nope", query="CCO")
+    lines = [json.loads(x) for x in log_path.read_text().splitlines()[before:]]
+    assert len(lines) == 2
+    ok, bad = lines
+    assert ok["endpoint"] == "/api/v1/search" and ok["status"] == 200
+    assert ok["db"] == "nci" and ok["type"] == "similarity" and ok["hits"] == 3
+    assert ok["ms"] >= 0 and bad["status"] == 404
+
+
+def test_gate_answers_busy_and_timeout():
+    async def scenario():
+        gate = Gate(Limits(max_concurrent=1, queue_wait_s=0.05, timeout_s=0.2))
+        slow = asyncio.ensure_future(gate.run(time.sleep, 0.6))
+        await asyncio.sleep(0.05)
+        with pytest.raises(ServiceError) as busy:
+            await gate.run(time.sleep, 0)
+        with pytest.raises(ServiceError) as late:
+            await slow
+        # the slot is freed when the slow search ends, not when its answer was given up
+        with pytest.raises(ServiceError):
+            await gate.run(time.sleep, 0)
+        await asyncio.sleep(0.6)
+        assert await gate.run(lambda: 42) == 42
+        return busy.value.status, late.value.status
+
+    assert asyncio.run(scenario()) == (503, 504)
+
+
+def test_cli_serves_and_refuses_bad_configuration(served, tmp_path):
+    _, v1, _, _ = served
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    bad = subprocess.run(
+        [sys.executable, "-m", "molsift", "serve"], capture_output=True, text=True, env=env
+    )
+    assert bad.returncode == 2 and "no store to serve" in bad.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "molsift", "serve", "--name", "x"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert bad.returncode == 2 and "NAME=STORE" in bad.stderr
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "molsift",
+            "serve",
+            "--name",
+            f"mine={v1.path}",
+            "--port",
+            str(port),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                status, _, raw = fetch(f"http://127.0.0.1:{port}/api/v1/databases")
+                break
+            except urllib.error.URLError:
+                assert proc.poll() is None and time.time() < deadline, "serve did not start"
+                time.sleep(0.2)
+        assert status == 200
+        assert [d["name"] for d in json.loads(raw)["databases"]] == ["mine"]
+    finally:
+        proc.terminate()
+        proc.wait(30)
