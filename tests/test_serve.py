@@ -376,3 +376,141 @@ def test_cli_serves_and_refuses_bad_configuration(served, tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+# Arthor's clients (../shared/data/service-clients.md)
+
+
+def test_arthor_databases_and_doubled_slash(served):
+    live = served[0]
+    for path in ("/dt/data", "//dt/data"):
+        status, body = api(live, path)
+        assert status == 200
+        dbs = {d["displayName"]: d for d in body}
+        assert dbs["nci"]["idxTypes"] == ["SIM", "SUB"] and dbs["nci2"]["idxTypes"] == ["SIM"]
+
+
+def test_arthor_substructure_smarts_and_similarity(served):
+    live, v1, v2, _ = served
+    for query, kind, smarts in (
+        ("c1ccncc1", "Substructure", False),
+        ("[OX2H]c1ccccc1", "SMARTS", True),
+        ("[OX2H]c1ccccc1", "SMA", True),
+    ):
+        want = v1.substructure(query, smarts=smarts).tolist()
+        got = []
+        for start in (0, 10, 20):
+            status, body = api(
+                live, "//dt/nci/search", query=query, type=kind, start=start, length=10,
+                draw=start + 1, fmt="json",
+            )  # fmt: skip
+            assert status == 200 and body["draw"] == start + 1 and body["hasMore"] is False
+            assert body["recordsTotal"] == body["recordsFiltered"] == len(want)
+            got += body["data"]
+        assert [r[1] for r in got] == want[:30]
+        assert [r[0] for r in got] == list(range(1, len(got) + 1))
+        assert all(r[2] == f"{v1.smiles[r[1]]} {v1.ids[r[1]]}" and r[3] == "nci" for r in got)
+    status, body = api(live, "/dt/nci/search", query="CC(=O)Nc1ccc(O)cc1", type="Similarity",
+                       start=0, length=25)  # fmt: skip
+    want = v1.search("CC(=O)Nc1ccc(O)cc1", k=25)
+    assert status == 200 and body["recordsTotal"] == len(v1)
+    assert [(r[1], r[3]) for r in body["data"]] == list(
+        zip(want.indices.tolist(), want.scores.tolist())
+    )
+    # two databases at once: one ranking, each row naming its database
+    status, body = api(live, "/dt/{nci,nci2}/search", query="CC(=O)Nc1ccc(O)cc1", length=20)
+    assert status == 200 and body["recordsTotal"] == len(v1) + len(v2)
+    scores = [r[3] for r in body["data"]]
+    assert scores == sorted(scores, reverse=True)
+    a, b = v1.search("CC(=O)Nc1ccc(O)cc1", k=20), v2.search("CC(=O)Nc1ccc(O)cc1", k=20)
+    merged = sorted([*a.scores.tolist(), *b.scores.tolist()], reverse=True)[:20]
+    assert scores == merged and {r[4] for r in body["data"]} == {"nci", "nci2"}
+
+
+@pytest.mark.parametrize(
+    "path,params,status,words",
+    [
+        ("/dt/nope/search", {"query": "CCO"}, 404, "no database"),
+        ("/dt/nci/search", {"query": "CCO", "type": "Psychic"}, 400, "type="),
+        ("/dt/nci/search", {"query": "[C", "type": "SMARTS"}, 400, "invalid query"),
+        ("/dt/nci2/search", {"query": "CCO", "type": "Substructure"}, 400, "substructure"),
+        ("/dt/nci/search", {"query": "CCO", "length": "-5"}, 400, "length"),
+        ("/dt/{}/search", {"query": "CCO"}, 400, "no database"),
+    ],
+)
+def test_arthor_errors_keep_its_shape_with_a_message(served, path, params, status, words):
+    got, body = api(served[0], path, **params)
+    assert got == status and words in body["message"] and body["data"] == []
+
+
+# SmallWorld's clients
+
+
+def submit(live, smi, db="nci"):
+    params = {
+        "smi": smi, "db": db, "dist": 4, "tdn": 6, "tup": 6, "rdn": 6, "rup": 2, "ldn": 2,
+        "lup": 2, "maj": 6, "min": 6, "sub": 6, "sdist": 12,
+        "scores": "Atom%20Alignment,ECFP4,Daylight",  # double-encoded, as one client sends it
+    }  # fmt: skip
+    status, ctype, raw = fetch(live.url("/search/submit", **params))
+    lines = [x for x in raw.decode().splitlines() if "data:" in x]
+    return status, ctype, lines
+
+
+def test_smallworld_submit_view_export(served):
+    live, v1, _, _ = served
+    status, ctype, lines = submit(live, "CC(=O)Nc1ccc(O)cc1")
+    assert status == 200 and ctype.startswith("text/event-stream")
+    last = lines[-1][lines[-1].index("data:") + 5 :]
+    assert " " not in last.split('"note"')[0]  # compact JSON
+    event = json.loads(last)
+    assert event["status"] == "END" and list(event)[-1] not in ("status", "hlid")
+    # the client that splits on commas instead of parsing JSON
+    fields = dict(part.split(":", 1) for part in last.strip("{}").split(",") if ":" in part)
+    hlid = int(fields['"hlid"'].strip('"'))
+    assert hlid == event["hlid"]
+    columns = {}
+    for i, name in enumerate(["alignment", "dist", "ecfp4", "daylight", "topodist", "mces",
+                              "tdn", "tup", "rdn", "rup", "ldn", "lup", "mut", "maj", "min",
+                              "hyb", "sub"]):  # fmt: skip
+        columns.update({
+            f"columns[{i}][data]": i, f"columns[{i}][name]": name,
+            f"columns[{i}][searchable]": "true", f"columns[{i}][orderable]": "true",
+            f"columns[{i}][search][value]": "0-12" if name == "dist" else "",
+            f"columns[{i}][search][regex]": "false",
+        })  # fmt: skip
+    params = {"hlid": hlid, "start": 0, "length": 5, "draw": 9, "order[0][column]": 0,
+              "order[0][dir]": "asc", "search[value]": "", "search[regex]": "false",
+              **columns}  # fmt: skip
+    status, body = api(live, "/search/view", **params)
+    want = v1.search("CC(=O)Nc1ccc(O)cc1", k=5)
+    assert status == 200 and body["draw"] == 9 and body["recordsTotal"] == event["numHits"]
+    # row[i] is column i: row[0] the alignment object, row[1] dist, row[2] ecfp4, ...
+    assert len(body["data"]) == 5 and all(len(row) == 17 for row in body["data"])
+    for row, pos, score in zip(body["data"], want.indices.tolist(), want.scores.tolist()):
+        assert row[0]["hitSmiles"] == f"{v1.smiles[pos]} {v1.ids[pos]}"
+        assert row[2] == score and row[1] is None  # ecfp4 given, dist not invented
+        assert "similarity" in row[0]["note"]
+    status, ctype, raw = fetch(live.url("/search/export", hlid=hlid))
+    rows = raw.decode().splitlines()
+    assert status == 200 and rows[0].split("\t")[:3] == ["SMILES ID", "dist", "ecfp4"]
+    assert len(rows) == 1 + event["numHits"]
+    assert rows[1].split("\t")[0] == f"{v1.smiles[want.indices[0]]} {v1.ids[want.indices[0]]}"
+    status, body = api(live, "/search/config")
+    assert status == 200 and body["ScoreFuncs"][0]["name"] == "ECFP4"
+    status, body = api(live, "/search/maps")
+    assert status == 200 and {m["name"] for m in body} == {"nci", "nci2"}
+    assert all(m["numEntries"] > 0 and m["status"] == "Available" for m in body)
+
+
+def test_smallworld_errors(served):
+    live = served[0]
+    status, _ctype, raw = fetch(live.url("/search/submit", smi="CCO", db="nope"))
+    assert status == 400 and "no such database" in json.loads(raw)["error"]
+    status, _ctype, lines = submit(live, "C1CC")
+    assert status == 200 and json.loads(lines[-1][5:])["status"] == "MISS"
+    for hlid, code in (("999999", 404), ("abc", 400), ("", 400)):
+        got, body = api(live, "/search/view", hlid=hlid, start=0, length=5)
+        assert got == code and body["error"]
+        got, _, raw = fetch(live.url("/search/export", hlid=hlid))
+        assert got == code and b"Traceback" not in raw

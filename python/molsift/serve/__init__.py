@@ -1,7 +1,8 @@
 """`molsift serve`: the stores behind an HTTP service. One module per job: `catalog.py` opens the
 stores once and says what each can answer; `limits.py` bounds what one request may ask and how
 many heavy searches run at once; `queries.py` runs a search and pages its hits; `depict.py`
-draws SVGs; `api_v1.py` is our own versioned API; `app.py` assembles the ASGI app (errors as
+draws SVGs; `api_v1.py` is our own versioned API, `arthor.py` and `smallworld.py` the shapes
+those services' clients send and read; `app.py` assembles the ASGI app (errors as
 4xx JSON, one JSON access-log line per request). FastAPI and uvicorn are imported only here, so
 `import molsift` never needs them."""
 

@@ -1,11 +1,13 @@
-"""The ASGI app: the routers, one JSON access-log line per request (endpoint, db, type, ms,
-hits, status), request bodies bounded, and every error answered as JSON `{"error": message}`
-with a 4xx status (5xx only for busy, timed out or a fault of ours, never with a traceback)."""
+"""The ASGI app: the routers (our API v1, Arthor's and SmallWorld's shapes), one JSON access-log
+line per request (endpoint, db, type, ms, hits, status), request bodies bounded, `//` in paths
+read as `/`, and every error answered as JSON `{"error": message}` with a 4xx status (5xx only
+for busy, timed out or a fault of ours, never with a traceback)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 
@@ -15,7 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from .. import __version__
-from . import api_v1, queries
+from . import api_v1, arthor, queries, smallworld
 from .catalog import Catalog
 from .limits import Gate, Limits, ServiceError
 
@@ -36,7 +38,8 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None) -> FastAPI:
     )
     searcher = queries.Searcher(limits)
     gate = Gate(limits)
-    app.include_router(api_v1.router(catalog, searcher, gate, limits))
+    for module in (api_v1, arthor, smallworld):
+        app.include_router(module.router(catalog, searcher, gate, limits))
     out = access_log if access_log is not None else sys.stderr
 
     @app.middleware("http")
@@ -87,4 +90,21 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None) -> FastAPI:
         log.exception("request %s failed", request.url.path)
         return _error(500, "internal error (logged on the server)")
 
+    app.add_middleware(CollapseSlashes)
     return app
+
+
+class CollapseSlashes:
+    """`//dt/data` is `/dt/data`: some clients join a base URL ending in `/` to a path starting
+    with one."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        path = scope.get("path", "")
+        if scope["type"] == "http" and "//" in path:
+            scope = dict(scope)
+            scope["path"] = re.sub("/{2,}", "/", path)
+            scope["raw_path"] = scope["path"].encode()
+        await self.app(scope, receive, send)

@@ -1,0 +1,136 @@
+"""Arthor's API as its clients use it (../shared/data/service-clients.md): `GET /dt/data` (the
+databases) and `GET /dt/{db}/search?query&type&start&length&draw&fmt=json`, several databases
+as `{db1,db2}`. Rows are `[rank, position, "SMILES ID", score, db]` for similarity (every
+molecule is ranked: recordsTotal is the databases' size) and `[rank, position, "SMILES ID",
+db]` for substructure and SMARTS (all hits; `hasMore` is false: the count is known when the
+answer is sent). Errors keep Arthor's shape with a `message`, and an HTTP status: 400 for a
+bad query or parameter, 404 for an unknown database, 503 when busy."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from . import queries
+from .catalog import Catalog
+from .limits import Gate, Limits, ServiceError
+
+TYPES = {
+    "similarity": "similarity",
+    "substructure": "substructure",
+    "smarts": "smarts",
+    "sma": "smarts",
+}
+#: similarity ranks are computed this deep at least (then cached for the next pages)
+MIN_DEPTH = 1000
+
+
+def router(catalog: Catalog, searcher: queries.Searcher, gate: Gate, limits: Limits) -> APIRouter:
+    api = APIRouter(tags=["Arthor-compatible"])
+
+    @api.get("/dt/data", summary="Databases (Arthor)")
+    def data() -> list:
+        out = []
+        for db in catalog:
+            types = (["SIM"] if "similarity" in db.types else []) + (
+                ["SUB"] if "substructure" in db.types else []
+            )
+            out.append(
+                {"displayName": db.name, "idxTypes": types, "size": db.molecules, "name": db.name}
+            )
+        return out
+
+    @api.get("/dt/{dbs}/search", summary="Search (Arthor)")
+    async def search(
+        request: Request,
+        dbs: str,
+        query: str | None = None,
+        type: str = "Similarity",
+        start: int = 0,
+        length: int = 10,
+        draw: int = 0,
+        fmt: str = "json",
+    ):
+        began = time.perf_counter()
+        try:
+            kind = TYPES.get(type.lower())
+            if kind is None:
+                raise ServiceError(
+                    400, f"type={type!r}: use Similarity, Substructure, SMARTS or SMA"
+                )
+            if fmt.lower() != "json":
+                raise ServiceError(400, f"fmt={fmt!r}: this server answers fmt=json")
+            start, length = queries.check_page(start, length, limits)
+            names = [n.strip() for n in dbs.strip("{}").split(",") if n.strip()]
+            if not names:
+                raise ServiceError(400, "no database named in the path")
+            found = []
+            for name in names:
+                db = catalog.get(name)
+                if db is None:
+                    raise ServiceError(
+                        404, f"no database {name!r}: this server has {', '.join(catalog.names())}"
+                    )
+                found.append(db)
+            request.state.log = {"db": ",".join(names), "type": kind}
+            depth = max(MIN_DEPTH, 1 << (start + length - 1).bit_length())
+            results = []
+            for db in found:
+                k = min(depth, limits.max_k) if kind == "similarity" else None
+                req = queries.check(db, kind, query, None, k, limits)
+                result = searcher.cached(req) or await gate.run(searcher.run, db, req)
+                results.append((db, result))
+        except ServiceError as e:
+            return JSONResponse(
+                {
+                    "draw": draw,
+                    "query": query,
+                    "data": [],
+                    "recordsTotal": 0,
+                    "recordsFiltered": 0,
+                    "hasMore": False,
+                    "message": e.message,
+                    "error": e.message,
+                },
+                status_code=e.status,
+            )
+        merged = _merge(results, kind)
+        total = sum(db.molecules for db, _ in results) if kind == "similarity" else len(merged)
+        rows = []
+        for rank in range(start, min(len(merged), start + length)):
+            db, pos, score = merged[rank]
+            text = f"{db.store.smiles[pos]} {db.store.ids[pos]}"
+            rows.append(
+                [rank + 1, pos, text, score, db.name]
+                if score is not None
+                else [rank + 1, pos, text, db.name]
+            )
+        request.state.log["hits"] = len(merged)
+        body = {
+            "draw": draw,
+            "query": query,
+            "data": rows,
+            "recordsTotal": total,
+            "recordsFiltered": total,
+            "hasMore": False,
+            "time": round(time.perf_counter() - began, 6),
+        }
+        if any(r.truncated for _, r in results):
+            body["warning"] = f"only the first {limits.max_hits:,} hits of a database are kept"
+        return JSONResponse(body)
+
+    return api
+
+
+def _merge(results, kind: str) -> list:
+    """(db, position, score) of every database's hits: by score then database order for
+    similarity, database after database otherwise."""
+    out = []
+    for order, (db, r) in enumerate(results):
+        for i, pos in enumerate(r.positions):
+            out.append((order, db, int(pos), r.scores[i] if r.scores is not None else None))
+    if kind == "similarity":
+        out.sort(key=lambda x: (-x[3], x[0], x[2]))
+    return [(db, pos, score) for _, db, pos, score in out]
