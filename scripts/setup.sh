@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything molsift needs into ./.venv (Python packages from PyPI, the Rust build via
 # maturin), tcmalloc from Debian's packages (libtcmalloc-minimal4: RDKit runs faster on it, see
-# python/molsift/allocator.py) and, when MOLSIFT_WITH_MPI=1, Open MPI. Safe to re-run.
+# python/molsift/allocator.py), when MOLSIFT_WITH_MPI=1 Open MPI, and when MOLSIFT_WITH_BROWSER=1
+# Chromium and chromedriver (the browser tests of molsift serve's page). Safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,12 @@ if [ "${MOLSIFT_WITH_MPI:-0}" = 1 ] && ! command -v mpirun >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
+fi
+if [ "${MOLSIFT_WITH_BROWSER:-0}" = 1 ] && ! { command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; }; then
+  echo "setup: installing Chromium for the browser tests (Debian packages chromium chromium-driver)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 have_tcmalloc() {
   for f in /usr/lib/*/libtcmalloc_minimal.so.4 /usr/lib/libtcmalloc_minimal.so.4 /usr/lib64/libtcmalloc_minimal.so.4; do
@@ -36,7 +43,7 @@ EXTRA=""
 [ "${MOLSIFT_WITH_MPI:-0}" = 1 ] && EXTRA="mpi4py>=3.1"
 .venv/bin/python -m pip install -q "maturin>=1.5,<2" "numpy>=1.22" "rdkit==2026.9.1" "tqdm>=4" "matplotlib>=3.5" \
   "fastapi>=0.110" "uvicorn>=0.29" \
-  "vina==1.2.7" "meeko==0.8.0" "scipy>=1.10" "gemmi==0.7.5" "pytest>=7" "hypothesis>=6" "ruff==0.17.6" $EXTRA
+  "vina==1.2.7" "meeko==0.8.0" "scipy>=1.10" "gemmi==0.7.5" "pytest>=7" "hypothesis>=6" "selenium>=4.10" "ruff==0.17.6" $EXTRA
 # rdkit is pinned: tests/data/golden_stores.json holds the exact stores (canonical SMILES) of this
 # version (tests/golden.py re-records them).
 # Build the Rust extension in release mode (with the C I/O tracer, crates/tracer: cc/gcc) and

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# All tests: installs what they need (Python packages, the Rust build, Open MPI), then runs the
+# All tests: installs what they need (Python packages, the Rust build, Open MPI, Chromium), then runs the
 # lints (ruff check, ruff format --check, cargo fmt --check, cargo clippy -D warnings; rules in
 # pyproject.toml and Cargo.toml), the Rust tests (cargo test) and the Python tests (pytest, MPI
 # tests with real mpirun).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MOLSIFT_WITH_MPI=1 bash scripts/setup.sh
+MOLSIFT_WITH_MPI=1 MOLSIFT_WITH_BROWSER=1 bash scripts/setup.sh
 echo "== Python lints (ruff: rules in pyproject.toml)"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

@@ -277,6 +277,9 @@ def test_a_wheel_installed_by_pip_alone_runs_every_verb(tmp_path):
                 assert time.monotonic() < deadline, "molsift serve did not start"
                 time.sleep(0.2)
         assert answer["total"] == 3 and len(answer["hits"]) == 3
+        for path, words in (("/", b"<title>molsift search"), ("/static/app.js", b"api/v1")):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
+                assert words in r.read()  # the page ships in the wheel
     finally:
         server.terminate()
         server.wait(30)

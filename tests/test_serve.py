@@ -11,10 +11,8 @@ import csv
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -22,64 +20,17 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from rdkit import Chem, DataStructs, RDLogger
+from rdkit.Chem import rdFingerprintGenerator
+from servers import Live, fetch, free_socket
 
-pytest.importorskip("fastapi")
-uvicorn = pytest.importorskip("uvicorn")
-
-from rdkit import Chem, DataStructs, RDLogger  # noqa: E402
-from rdkit.Chem import rdFingerprintGenerator  # noqa: E402
-
-import molsift  # noqa: E402
-from molsift.serve import Catalog, Limits, create_app  # noqa: E402
-from molsift.serve.limits import Gate, ServiceError  # noqa: E402
+import molsift
+from molsift.serve import Catalog, Limits, create_app
+from molsift.serve.limits import Gate, ServiceError
 
 RDLogger.DisableLog("rdApp.*")
 
 QUERIES = ["c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "O=C(O)c1ccccc1", "Clc1ccccc1", "CCN(CC)CC"]
-
-
-def free_socket() -> socket.socket:
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", 0))
-    return s
-
-
-class Live:
-    """A uvicorn server of `app` on a free loopback port, in a thread."""
-
-    def __init__(self, app):
-        self.sock = free_socket()
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="off")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-        self.thread.start()
-        deadline = time.time() + 30
-        while not self.server.started:
-            assert time.time() < deadline, "server did not start"
-            time.sleep(0.02)
-
-    def url(self, path: str, **params) -> str:
-        query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
-        return f"http://127.0.0.1:{self.port}{path}" + (f"?{query}" if query else "")
-
-    def stop(self):
-        self.server.should_exit = True
-        self.thread.join(10)
-        self.sock.close()
-
-
-def fetch(url: str, data: bytes | None = None, headers: dict | None = None):
-    """(status, content type, body) of a request; errors are answers too."""
-    req = urllib.request.Request(url, data=data, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, r.headers.get("content-type", ""), r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers.get("content-type", ""), e.read()
 
 
 @pytest.fixture(scope="module")

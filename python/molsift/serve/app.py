@@ -10,10 +10,12 @@ import logging
 import re
 import sys
 import time
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from .. import __version__
@@ -22,6 +24,8 @@ from .catalog import Catalog
 from .limits import Gate, Limits, ServiceError
 
 log = logging.getLogger("molsift.serve")
+#: the search page: HTML, CSS and JavaScript shipped in the package
+PAGE = Path(__file__).parent / "page"
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -40,6 +44,12 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None) -> FastAPI:
     gate = Gate(limits)
     for module in (api_v1, arthor, smallworld):
         app.include_router(module.router(catalog, searcher, gate, limits))
+    app.mount("/static", StaticFiles(directory=PAGE), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(PAGE / "index.html", media_type="text/html")
+
     out = access_log if access_log is not None else sys.stderr
 
     @app.middleware("http")

@@ -1,0 +1,57 @@
+"""Live servers for tests: `molsift serve`'s app on uvicorn on a free loopback port, in a thread
+of the test process, and a urllib client whose errors are answers too."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+
+def free_socket() -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    return s
+
+
+class Live:
+    """A uvicorn server of `app` on a free loopback port, in a thread."""
+
+    def __init__(self, app):
+        self.sock = free_socket()
+        self.port = self.sock.getsockname()[1]
+        import uvicorn
+
+        config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started:
+            assert time.time() < deadline, "server did not start"
+            time.sleep(0.02)
+
+    def url(self, path: str, **params) -> str:
+        query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+        return f"http://127.0.0.1:{self.port}{path}" + (f"?{query}" if query else "")
+
+    def stop(self):
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()
+
+
+def fetch(url: str, data: bytes | None = None, headers: dict | None = None):
+    """(status, content type, body) of a request; errors are answers too."""
+    req = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.headers.get("content-type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("content-type", ""), e.read()
