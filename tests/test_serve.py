@@ -465,3 +465,44 @@ def test_smallworld_errors(served):
         assert got == code and body["error"]
         got, _, raw = fetch(live.url("/search/export", hlid=hlid))
         assert got == code and b"Traceback" not in raw
+
+
+def test_docs_are_served_without_a_cdn(served):
+    live = served[0]
+    status, ctype, raw = fetch(live.url("/docs"))
+    page = raw.decode()
+    assert status == 200 and ctype.startswith("text/html")
+    assert "docs-static/swagger-ui-bundle.js" in page and "openapi.json" in page
+    assert "cdn" not in page.lower() and "https://" not in page.replace("https://fastapi", "")
+    assert fetch(live.url("/docs-static/swagger-ui-bundle.js"))[0] == 200
+    status, body = api(live, "/openapi.json")
+    assert (
+        status == 200 and "/api/v1/search" in body["paths"] and "/dt/{dbs}/search" in body["paths"]
+    )
+
+
+TRAVERSAL = "../../../../../../etc/passwd"
+ENDPOINTS = {
+    "/api/v1/search": ["db", "query", "type", "threshold", "k", "start", "length", "fmt"],
+    "/api/v1/depict": ["smiles", "width", "height"],
+    "/dt/nci/search": ["query", "type", "start", "length", "draw", "fmt"],
+    "/search/submit": ["smi", "db", "dist", "scores"],
+    "/search/view": ["hlid", "start", "length", "draw", "columns[0][search][value]"],
+    "/search/export": ["hlid"],
+}
+
+
+@pytest.mark.parametrize("path", sorted(ENDPOINTS))
+def test_traversal_and_malformed_values_in_every_parameter(served, path):
+    """Every parameter of every endpoint given a path, a DataTables-style mess and odd bytes:
+    a 2xx or 4xx answer, never a 5xx, a traceback or a file's content; the server stays up."""
+    live = served[0]
+    base = {"db": "nci", "query": "CCO", "smi": "CCO", "smiles": "CCO", "hlid": "1"}
+    for name in ENDPOINTS[path]:
+        for value in (TRAVERSAL, "[[", "1e999", "-1", "%00", "\u00e9\ud7ff", "x" * 5000):
+            params = {k: v for k, v in base.items() if k in ENDPOINTS[path]}
+            params[name] = value
+            status, _ctype, raw = fetch(live.url(path, **params))
+            assert status < 500, (path, name, value, raw[:200])
+            assert b"Traceback" not in raw and b"root:x:0" not in raw
+    assert api(live, "/api/v1/databases")[0] == 200

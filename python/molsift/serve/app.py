@@ -14,9 +14,11 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
+from swagger_ui_bundle import swagger_ui_path
 
 from .. import __version__
 from . import api_v1, arthor, queries, smallworld
@@ -39,12 +41,25 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None) -> FastAPI:
         title="molsift",
         version=__version__,
         description="Similarity, substructure, SMARTS and exact search over molsift stores.",
+        docs_url=None,  # served below from the package's own copy of Swagger UI (no CDN)
+        redoc_url=None,
     )
     searcher = queries.Searcher(limits)
     gate = Gate(limits)
     for module in (api_v1, arthor, smallworld):
         app.include_router(module.router(catalog, searcher, gate, limits))
     app.mount("/static", StaticFiles(directory=PAGE), name="static")
+    app.mount("/docs-static", StaticFiles(directory=swagger_ui_path), name="docs-static")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return get_swagger_ui_html(
+            openapi_url="openapi.json",
+            title="molsift API",
+            swagger_js_url="docs-static/swagger-ui-bundle.js",
+            swagger_css_url="docs-static/swagger-ui.css",
+            swagger_favicon_url="docs-static/favicon-32x32.png",
+        )
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
