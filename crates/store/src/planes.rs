@@ -694,15 +694,20 @@ mod tests {
         (dir, h, r)
     }
 
-    fn open_and_check(dir: &Path, h: &PlanesHeader, r: &[u64], bits: u32) {
-        let words = bits.div_ceil(64) as usize;
+    /// The written files of planes in `dir`: codes, checkpoints, payload, order.
+    fn files(dir: &Path) -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
         let read = |n: &str| std::fs::read(dir.join(n)).unwrap();
-        let (c, k, d, o) = (
+        (
             read(CODES_FILE),
             read(CHECKPOINTS_FILE),
             read(DATA_FILE),
             read(ORDER_FILE),
-        );
+        )
+    }
+
+    fn open_and_check(dir: &Path, h: &PlanesHeader, r: &[u64], bits: u32) {
+        let words = bits.div_ceil(64) as usize;
+        let (c, k, d, o) = files(dir);
         let planes = Planes::new(dir, h, &c, &k, &d, &o).unwrap();
         let mut out = vec![0u64; h.molecules as usize * words];
         planes.decode_rows(&mut out, words);
@@ -779,13 +784,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let h = write_planes(dir.path(), 64, n, |_| 10, |i, out| out[0] = family(i), 0).unwrap();
-        let read = |n: &str| std::fs::read(dir.path().join(n)).unwrap();
-        let (c, k, d, o) = (
-            read(CODES_FILE),
-            read(CHECKPOINTS_FILE),
-            read(DATA_FILE),
-            read(ORDER_FILE),
-        );
+        let (c, k, d, o) = files(dir.path());
         let planes = Planes::new(dir.path(), &h, &c, &k, &d, &o).unwrap();
         for blk in 0..2 {
             let first = family(planes.position(blk * BLOCK) as usize);

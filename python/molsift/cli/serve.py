@@ -27,7 +27,7 @@ def add_parser(subparsers):
         "(GET or POST /api/v1/search), the database list (/api/v1/databases), SVG depictions "
         "(/api/v1/depict) and the OpenAPI schema (/docs, /openapi.json). Each store is opened "
         "once and kept warm. One JSON line per request goes to the access log (stderr unless "
-        "--access-log). Needs FastAPI and uvicorn (scripts/setup.sh installs them).",
+        "--access-log).",
         examples=EXAMPLES,
     )
     p.add_argument("stores", nargs="*", metavar="STORE", help="stores, named after their folder")
@@ -89,15 +89,8 @@ def catalog_from(stores: list[str], names: list[str]):
 
 
 def run(args) -> int:
-    try:
-        import uvicorn
-    except ImportError:
-        print(
-            "molsift serve: needs uvicorn and FastAPI (bash scripts/setup.sh, or "
-            "pip install fastapi uvicorn)",
-            file=sys.stderr,
-        )
-        return 2
+    import uvicorn
+
     from ..serve import create_app
     from ..serve.limits import Limits
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from . import depict, queries
 from .catalog import Catalog
-from .limits import Gate, Limits, ServiceError
+from .limits import Limits, ServiceError
 
 FORMATS = ("json", "tsv", "csv", "ndjson")
 
@@ -37,7 +37,7 @@ class SearchBody(BaseModel):
     fmt: str | None = None
 
 
-def router(catalog: Catalog, searcher: queries.Searcher, gate: Gate, limits: Limits) -> APIRouter:
+def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIRouter:
     api = APIRouter(prefix="/api/v1")
 
     def database(name: str | None):
@@ -45,12 +45,7 @@ def router(catalog: Catalog, searcher: queries.Searcher, gate: Gate, limits: Lim
             if len(catalog) == 1:
                 return next(iter(catalog))
             raise ServiceError(400, f"db is missing: one of {', '.join(catalog.names())}")
-        db = catalog.get(name)
-        if db is None:
-            raise ServiceError(
-                404, f"no database {name!r}: this server has {', '.join(catalog.names())}"
-            )
-        return db
+        return catalog.require(name)
 
     @api.get("/databases", summary="The served databases")
     def databases() -> dict:
@@ -63,7 +58,7 @@ def router(catalog: Catalog, searcher: queries.Searcher, gate: Gate, limits: Lim
         if fmt not in FORMATS:
             raise ServiceError(400, f"fmt={p.fmt!r}: use one of {', '.join(FORMATS)}")
         request.state.log = {"db": db.name, "type": req.type}
-        result = searcher.cached(req) or await gate.run(searcher.run, db, req)
+        result = await searcher.answer(db, req)
         request.state.log["hits"] = len(result.positions)
         if fmt == "ndjson":
             start = max(0, p.start or 0)

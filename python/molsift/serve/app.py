@@ -44,10 +44,9 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None) -> FastAPI:
         docs_url=None,  # served below from the package's own copy of Swagger UI (no CDN)
         redoc_url=None,
     )
-    searcher = queries.Searcher(limits)
-    gate = Gate(limits)
+    searcher = queries.Searcher(limits, Gate(limits))
     for module in (api_v1, arthor, smallworld):
-        app.include_router(module.router(catalog, searcher, gate, limits))
+        app.include_router(module.router(catalog, searcher, limits))
     app.mount("/static", StaticFiles(directory=PAGE), name="static")
     app.mount("/docs-static", StaticFiles(directory=swagger_ui_path), name="docs-static")
 

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 
 from . import queries
 from .catalog import Catalog
-from .limits import Gate, Limits, ServiceError
+from .limits import Limits, ServiceError
 
 TYPES = {
     "similarity": "similarity",
@@ -27,7 +27,7 @@ TYPES = {
 MIN_DEPTH = 1000
 
 
-def router(catalog: Catalog, searcher: queries.Searcher, gate: Gate, limits: Limits) -> APIRouter:
+def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIRouter:
     api = APIRouter(tags=["Arthor-compatible"])
 
     @api.get("/dt/data", summary="Databases (Arthor)")
@@ -66,21 +66,14 @@ def router(catalog: Catalog, searcher: queries.Searcher, gate: Gate, limits: Lim
             names = [n.strip() for n in dbs.strip("{}").split(",") if n.strip()]
             if not names:
                 raise ServiceError(400, "no database named in the path")
-            found = []
-            for name in names:
-                db = catalog.get(name)
-                if db is None:
-                    raise ServiceError(
-                        404, f"no database {name!r}: this server has {', '.join(catalog.names())}"
-                    )
-                found.append(db)
+            found = [catalog.require(name) for name in names]
             request.state.log = {"db": ",".join(names), "type": kind}
             depth = max(MIN_DEPTH, 1 << (start + length - 1).bit_length())
             results = []
             for db in found:
                 k = min(depth, limits.max_k) if kind == "similarity" else None
                 req = queries.check(db, kind, query, None, k, limits)
-                result = searcher.cached(req) or await gate.run(searcher.run, db, req)
+                result = await searcher.answer(db, req)
                 results.append((db, result))
         except ServiceError as e:
             return JSONResponse(

@@ -89,6 +89,15 @@ class Catalog:
     def get(self, name: str) -> Database | None:
         return self._dbs.get(name)
 
+    def require(self, name: str) -> Database:
+        """The database `name`, or ServiceError 404 listing the ones there are."""
+        from .limits import ServiceError
+
+        db = self._dbs.get(name)
+        if db is None:
+            raise ServiceError(404, f"no database {name!r}: this server has {', '.join(self._dbs)}")
+        return db
+
     def names(self) -> list[str]:
         return list(self._dbs)
 

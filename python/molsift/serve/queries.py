@@ -11,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .catalog import Database
-from .limits import Limits, ServiceError
+from .limits import Gate, Limits, ServiceError
 
 TYPES = ("similarity", "substructure", "smarts", "exact")
 #: similarity threshold when neither a threshold nor k is given
@@ -80,10 +80,12 @@ def check(
 
 
 class Searcher:
-    """Runs checked requests (in a worker thread: see limits.Gate) and keeps recent results."""
+    """Runs checked requests (in a worker thread behind the gate: limits.Gate) and keeps recent
+    results."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, gate: Gate) -> None:
         self.limits = limits
+        self.gate = gate
         self._cache: OrderedDict[Request, Result] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -93,6 +95,10 @@ class Searcher:
             if hit is not None:
                 self._cache.move_to_end(req)
             return hit
+
+    async def answer(self, db: Database, req: Request) -> Result:
+        """The result of `req`: from the cache, or searched in a worker thread behind the gate."""
+        return self.cached(req) or await self.gate.run(self.run, db, req)
 
     def run(self, db: Database, req: Request) -> Result:
         hit = self.cached(req)

@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from . import queries
 from .catalog import Catalog
-from .limits import Gate, Limits, ServiceError
+from .limits import Limits, ServiceError
 
 NOTE = (
     "ranked by Tanimoto similarity of Morgan radius-2 fingerprints (ECFP4-like); graph "
@@ -87,7 +87,7 @@ def _event(payload: dict) -> str:
     return "data:" + json.dumps(payload, separators=(",", ":")) + "\n\n"
 
 
-def router(catalog: Catalog, searcher: queries.Searcher, gate: Gate, limits: Limits) -> APIRouter:
+def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIRouter:
     api = APIRouter(prefix="/search", tags=["SmallWorld-compatible"])
     lists = HitLists()
 
@@ -106,7 +106,7 @@ def router(catalog: Catalog, searcher: queries.Searcher, gate: Gate, limits: Lim
         request.state.log = {"db": base.name, "type": "similarity"}
         try:
             req = queries.check(base, "similarity", smi, None, min(DEPTH, limits.max_k), limits)
-            result = searcher.cached(req) or await gate.run(searcher.run, base, req)
+            result = await searcher.answer(base, req)
         except ServiceError as e:
             if e.status != 400:
                 raise
