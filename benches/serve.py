@@ -1,16 +1,18 @@
 """Benchmark: `molsift serve` under N concurrent clients (N = 1, 8, 64 by default) for a fixed time
-per search type against all of MOSES: requests/s, p50 and p99 latency, errors; and the same
-requests answered by calling the Python API directly in one thread (the peer for shape: what
-the server adds per request is its p50 at one client minus the direct p50).
+per search type against all of MOSES: requests/s, p50 and p99 latency, errors; and the server's
+own cost per request against the peer, the same requests answered by calling the Python API
+directly: each query through the API then through the server at one client, alternately, and
+the median of the per-query differences.
 
 The server runs as its own process (`molsift serve`, default limits: searches at once = the
-cores); the clients are threads of this process, each with its own keep-alive HTTP connection,
+cores); the clients are threads of this process, each with its own keep-alive HTTP/1.1
+connection on a plain socket (as a load generator: no header parsing beyond Content-Length),
 sending GET requests of one type in a loop. Every request asks a different query than the last
 64 (the server's result cache holds 64): similarity and exact cycle through 1,000 distinct
 molecules, substructure through the 500 ZINC fragments, so the cache never answers.
 
     .venv/bin/python benches/serve.py --store MOSES.store --v2-store MOSES.v2.store \\
-        [--clients 1,8,64] [--seconds 60] [--json out.json]
+        [--clients 1,8,64] [--seconds 60] [--types similarity,exact,substructure] [--json out.json]
 
 MOSES.store needs its substructure index (`molsift index STORE --pattern`) for the substructure
 rows; MOSES.v2.store (`molsift upgrade`) answers the exact rows.
@@ -64,22 +66,57 @@ def path_of(db: str, params: dict, query: str) -> str:
     return "/api/v1/search?" + urllib.parse.urlencode({"db": db, "query": query, **params})
 
 
+class Client:
+    """A keep-alive HTTP/1.1 GET client on one socket, as a load generator is: it sends the
+    request line and reads the status, the headers up to Content-Length and the body, no more
+    (http.client parses every header with the email package: about 0.3 ms of this process's
+    CPU a request, on the cores the server shares)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.sock = None
+
+    def get(self, path: str) -> int:
+        if self.sock is None:
+            self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=120)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise OSError("connection closed")
+                buf += chunk
+            head, body = buf.split(b"\r\n\r\n", 1)
+            lines = head.split(b"\r\n")
+            length = next(
+                int(x.split(b":", 1)[1]) for x in lines if x.lower().startswith(b"content-length:")
+            )
+            while len(body) < length:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise OSError("connection closed")
+                body += chunk
+            return int(lines[0].split()[1])
+        except (OSError, StopIteration, ValueError):
+            self.close()
+            return 0
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
 def client(port: int, work: list, stop: float, out: list, errors: list, offset: int) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    conn = Client(port)
     i = offset
     while time.perf_counter() < stop:
         db, params, q = work[i % len(work)]
         i += 1
         t = time.perf_counter()
-        try:
-            conn.request("GET", path_of(db, params, q))
-            r = conn.getresponse()
-            r.read()
-            ok = r.status == 200
-        except (OSError, http.client.HTTPException):
-            ok = False
-            conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        ok = conn.get(path_of(db, params, q)) == 200
         (out if ok else errors).append(time.perf_counter() - t)
     conn.close()
 
@@ -110,25 +147,44 @@ def load(port: int, work: list, clients: int, seconds: float) -> dict:
     }
 
 
-def direct(store_v1, store_v2, work: list, seconds: float) -> float:
-    """Median ms of the same requests through the Python API, one thread."""
+def direct_call(store_v1, store_v2, params: dict, q: str) -> None:
+    """The request through the Python API."""
     from molsift.lookup import lookup_all
 
-    times = []
+    if params["type"] == "similarity":
+        store_v1.search(q, k=params["k"])
+    elif params["type"] == "substructure":
+        store_v1.substructure(q)
+    else:
+        next(lookup_all(store_v2, [q], workers=1))
+
+
+def paired(port: int, store_v1, store_v2, work: list, seconds: float) -> dict:
+    """Each query through the Python API (one thread of this process), then the same query
+    through the server at one client, alternately (the machine's noise weighs on both): the
+    medians of each and of the per-query difference, the server's own cost."""
+    conn = Client(port)
+    direct, served, extra = [], [], []
     stop = time.perf_counter() + seconds
     i = 0
     while time.perf_counter() < stop:
-        _db, params, q = work[i % len(work)]
+        db, params, q = work[i % len(work)]
         i += 1
         t = time.perf_counter()
-        if params["type"] == "similarity":
-            store_v1.search(q, k=params["k"])
-        elif params["type"] == "substructure":
-            store_v1.substructure(q)
-        else:
-            next(lookup_all(store_v2, [q], workers=1))
-        times.append(time.perf_counter() - t)
-    return 1e3 * statistics.median(times)
+        direct_call(store_v1, store_v2, params, q)
+        t1 = time.perf_counter()
+        assert conn.get(path_of(db, params, q)) == 200, q
+        t2 = time.perf_counter()
+        direct.append(t1 - t)
+        served.append(t2 - t1)
+        extra.append((t2 - t1) - (t1 - t))
+    conn.close()
+    return {
+        "direct_p50_ms": 1e3 * statistics.median(direct),
+        "served_p50_ms": 1e3 * statistics.median(served),
+        "overhead_p50_ms": 1e3 * statistics.median(extra),
+        "paired_requests": len(extra),
+    }
 
 
 def main() -> int:
@@ -137,13 +193,14 @@ def main() -> int:
     ap.add_argument("--v2-store", required=True)
     ap.add_argument("--clients", default="1,8,64")
     ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--types", default="similarity,exact,substructure")
     ap.add_argument("--json")
     args = ap.parse_args()
     import molsift
 
     work = queries()
     v1, v2 = molsift.open_store(args.store), molsift.open_store(args.v2_store)
-    types = ["similarity", "exact"] + (["substructure"] if v1.has_pattern_index else [])
+    types = [t for t in args.types.split(",") if t != "substructure" or v1.has_pattern_index]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -153,7 +210,7 @@ def main() -> int:
          "--name", f"moses2={args.v2_store}", "--port", str(port)],
         stderr=log,
     )  # fmt: skip
-    rows = []
+    rows, pairs = [], []
     try:
         deadline = time.time() + 120
         while True:
@@ -166,10 +223,13 @@ def main() -> int:
         for kind in types:
             # warm both sides (first-use checks, match workers), then the direct peer
             load(port, work[kind], 1, 2)
-            peer = direct(v1, v2, work[kind], min(args.seconds, 20))
+            pair = paired(port, v1, v2, work[kind], min(args.seconds, 20))
+            pair["type"] = kind
+            pairs.append(pair)
+            print(json.dumps(pair), flush=True)
             for n in [int(x) for x in args.clients.split(",")]:
                 r = load(port, work[kind], n, args.seconds)
-                r.update(type=kind, clients=n, direct_p50_ms=peer)
+                r.update(type=kind, clients=n)
                 rows.append(r)
                 print(json.dumps(r), flush=True)
     finally:
@@ -178,15 +238,24 @@ def main() -> int:
         log.close()
     print(f"\nmolsift serve, all of MOSES ({len(v1):,} molecules), {args.seconds:g} s per row, "
           f"{os.cpu_count()} cores shared by server and clients\n")  # fmt: skip
-    print("| type | clients | requests/s | p50 ms | p99 ms | errors | direct API p50 ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| type | clients | requests/s | p50 ms | p99 ms | errors |")
+    print("|---|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['type']} | {r['clients']} | {r['rps']:.1f} | {r['p50_ms']:.2f} | "
-            f"{r['p99_ms']:.2f} | {r['errors']} | {r['direct_p50_ms']:.2f} |"
+            f"{r['p99_ms']:.2f} | {r['errors']} |"
+        )
+    print("\nthe server's own cost: each query through the Python API, then through the server "
+          "(one client), alternately\n")  # fmt: skip
+    print("| type | requests | direct API p50 ms | served p50 ms | per-query difference p50 ms |")
+    print("|---|---:|---:|---:|---:|")
+    for p in pairs:
+        print(
+            f"| {p['type']} | {p['paired_requests']} | {p['direct_p50_ms']:.3f} | "
+            f"{p['served_p50_ms']:.3f} | {p['overhead_p50_ms']:.3f} |"
         )
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        Path(args.json).write_text(json.dumps({"load": rows, "overhead": pairs}, indent=1))
     return 0
 
 

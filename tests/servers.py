@@ -22,6 +22,7 @@ class Live:
     """A uvicorn server of `app` on a free loopback port, in a thread."""
 
     def __init__(self, app):
+        self.app = app
         self.sock = free_socket()
         self.port = self.sock.getsockname()[1]
         import uvicorn

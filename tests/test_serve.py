@@ -262,6 +262,50 @@ def test_access_log_has_one_json_line_per_request(served):
     assert ok["ms"] >= 0 and bad["status"] == 404
 
 
+def asgi_get(app, path: str, **params) -> tuple[int, dict]:
+    """One GET through an ASGI app in this process (no HTTP): status and JSON body."""
+    query = urllib.parse.urlencode(params).encode()
+    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(),
+             "query_string": query, "headers": [], "root_path": "", "scheme": "http",
+             "server": ("127.0.0.1", 80), "http_version": "1.1"}  # fmt: skip
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], json.loads(body)
+
+
+@pytest.mark.parametrize(
+    "path,params",
+    [
+        ("/api/v1/search", {"db": "nci", "query": "CC(=O)Nc1ccc(O)cc1", "k": 7}),
+        ("/api/v1/search", {"db": "nci", "query": "c1ccccc1", "type": "substructure"}),
+        ("/api/v1/search", {"db": "nci", "query": "CCO", "k": "x"}),
+        ("/dt/nci/search", {"query": "CC(=O)Nc1ccc(O)cc1", "length": 5, "draw": 3}),
+        ("/dt/{nci,nci2}/search", {"query": "c1ccccc1", "type": "Substructure"}),
+        ("/dt/nope/search", {"query": "CCO"}),
+    ],
+)
+def test_fast_gets_answer_as_the_documented_routes(served, path, params):
+    """The hot GETs are answered below FastAPI (serve/fast.py); FastAPI's routes for the same
+    paths (which document them) run the same handler: both doors give the same answer."""
+    live = served[0]
+    status, body = api(live, path, **params)
+    inner = live.app
+    while not hasattr(inner, "openapi"):  # the FastAPI app under our ASGI layers
+        inner = inner.app
+    inner_status, inner_body = asgi_get(inner, path, **params)
+    for timing in ("ms", "time"):
+        body.pop(timing, None), inner_body.pop(timing, None)
+    assert (status, body) == (inner_status, inner_body)
+
+
 def test_gate_answers_busy_and_timeout():
     async def scenario():
         gate = Gate(Limits(max_concurrent=1, queue_wait_s=0.05, timeout_s=0.2))
@@ -387,6 +431,8 @@ def test_arthor_substructure_smarts_and_similarity(served):
         ("/dt/nci2/search", {"query": "CCO", "type": "Substructure"}, 400, "substructure"),
         ("/dt/nci/search", {"query": "CCO", "length": "-5"}, 400, "length"),
         ("/dt/{}/search", {"query": "CCO"}, 400, "no database"),
+        ("/dt/nci/search", {"query": "CCO", "draw": "x"}, 400, "draw="),
+        ("/dt/nci/search", {"query": "CCO", "start": "1.5"}, 400, "start="),
     ],
 )
 def test_arthor_errors_keep_its_shape_with_a_message(served, path, params, status, words):

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from . import depict, queries
 from .catalog import Catalog
+from .fast import FastRoutes
 from .limits import Limits, ServiceError
 
 FORMATS = ("json", "tsv", "csv", "ndjson")
@@ -37,7 +38,9 @@ class SearchBody(BaseModel):
     fmt: str | None = None
 
 
-def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIRouter:
+def router(
+    catalog: Catalog, searcher: queries.Searcher, limits: Limits, fast: FastRoutes
+) -> APIRouter:
     api = APIRouter(prefix="/api/v1")
 
     def database(name: str | None):
@@ -51,15 +54,15 @@ def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIR
     def databases() -> dict:
         return {"databases": [db.describe() for db in catalog]}
 
-    async def run(request: Request, p: SearchBody):
+    async def run(state: dict, p: SearchBody):
         db = database(p.db)
         req = queries.check(db, p.type, p.query, p.threshold, p.k, limits)
         fmt = (p.fmt or "json").lower()
         if fmt not in FORMATS:
             raise ServiceError(400, f"fmt={p.fmt!r}: use one of {', '.join(FORMATS)}")
-        request.state.log = {"db": db.name, "type": req.type}
+        state["log"] = log = {"db": db.name, "type": req.type}
         result = await searcher.answer(db, req)
-        request.state.log["hits"] = len(result.positions)
+        log["hits"] = len(result.positions)
         if fmt == "ndjson":
             start = max(0, p.start or 0)
             return StreamingResponse(_ndjson(db, result, start), media_type="application/x-ndjson")
@@ -83,26 +86,31 @@ def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIR
             }
         )
 
-    @api.get("/search", summary="Search a database", openapi_extra={"parameters": PARAMETERS})
-    async def search_get(request: Request):
-        # parameters read here rather than by FastAPI's dependency solver (0.28 ms a request
-        # in a profile of the server); documented for OpenAPI by PARAMETERS
-        q = request.query_params
+    async def search_params(q, state: dict):
+        """The GET form: parameters read here (FastAPI's dependency solver took 0.28 ms a
+        request in a profile of the server); documented for OpenAPI by PARAMETERS."""
+        number = queries.number
         body = SearchBody.model_construct(
             db=q.get("db"),
             query=q.get("query"),
             type=q.get("type"),
-            threshold=_number(q, "threshold", float),
-            k=_number(q, "k", int),
-            start=_number(q, "start", int),
-            length=_number(q, "length", int),
+            threshold=number(q, "threshold", float),
+            k=number(q, "k", int),
+            start=number(q, "start", int),
+            length=number(q, "length", int),
             fmt=q.get("fmt"),
         )
-        return await run(request, body)
+        return await run(state, body)
+
+    fast.get("/api/v1/search", search_params)
+
+    @api.get("/search", summary="Search a database", openapi_extra={"parameters": PARAMETERS})
+    async def search_get(request: Request):
+        return await search_params(request.query_params, request.scope.setdefault("state", {}))
 
     @api.post("/search", summary="Search a database (JSON body)")
     async def search_post(request: Request, body: SearchBody):
-        return await run(request, body)
+        return await run(request.scope.setdefault("state", {}), body)
 
     @api.get("/depict", summary="An SVG of a SMILES")
     def depict_get(smiles: str, width: int = 250, height: int = 200) -> Response:
@@ -129,19 +137,6 @@ PARAMETERS = [
         ("fmt", "string", "json (default), tsv, csv or ndjson (every hit from start)"),
     )
 ]
-
-
-def _number(params, name: str, kind):
-    """Query parameter `name` as `kind` (int or float), None when absent; ServiceError 400
-    naming it when it is not a number of that kind."""
-    text = params.get(name)
-    if text is None or text == "":
-        return None
-    try:
-        return kind(text)
-    except ValueError:
-        what = "a whole number" if kind is int else "a number"
-        raise ServiceError(400, f"{name}={text!r}: give {what}") from None
 
 
 def _ndjson(db, result, start: int):

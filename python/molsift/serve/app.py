@@ -23,6 +23,7 @@ from swagger_ui_bundle import swagger_ui_path
 from .. import __version__
 from . import api_v1, arthor, queries, smallworld
 from .catalog import Catalog
+from .fast import FastGets, FastRoutes
 from .limits import Gate, Limits, ServiceError
 
 log = logging.getLogger("molsift.serve")
@@ -31,11 +32,11 @@ PAGE = Path(__file__).parent / "page"
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+    return ServiceError(status, message).response()
 
 
-def create_app(catalog: Catalog, limits: Limits, access_log=None) -> FastAPI:
-    """The app for `catalog`; `access_log` is a text stream for the JSON lines (default
+def create_app(catalog: Catalog, limits: Limits, access_log=None):
+    """The ASGI app for `catalog`; `access_log` is a text stream for the JSON lines (default
     stderr)."""
     app = FastAPI(
         title="molsift",
@@ -45,8 +46,9 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None) -> FastAPI:
         redoc_url=None,
     )
     searcher = queries.Searcher(limits, Gate(limits))
+    fast = FastRoutes()
     for module in (api_v1, arthor, smallworld):
-        app.include_router(module.router(catalog, searcher, limits))
+        app.include_router(module.router(catalog, searcher, limits, fast))
     app.mount("/static", StaticFiles(directory=PAGE), name="static")
     app.mount("/docs-static", StaticFiles(directory=swagger_ui_path), name="docs-static")
 
@@ -66,7 +68,7 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None) -> FastAPI:
 
     @app.exception_handler(ServiceError)
     async def service_error(_request: Request, e: ServiceError):
-        return _error(e.status, e.message)
+        return e.response()
 
     @app.exception_handler(RequestValidationError)
     async def bad_parameters(_request: Request, e: RequestValidationError):
@@ -85,11 +87,10 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None) -> FastAPI:
         log.exception("request %s failed", request.url.path)
         return _error(500, "internal error (logged on the server)")
 
-    app.add_middleware(
-        AccessLog, out=access_log if access_log is not None else sys.stderr, limits=limits
-    )
-    app.add_middleware(CollapseSlashes)
-    return app
+    # our layers wrap FastAPI from outside, so that the fast GETs skip its whole middleware
+    # stack (error, telemetry and body-size layers, exception handlers, router)
+    out = access_log if access_log is not None else sys.stderr
+    return CollapseSlashes(AccessLog(FastGets(app, fast), out, limits))
 
 
 class AccessLog:

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 
 from . import queries
 from .catalog import Catalog
+from .fast import FastRoutes
 from .limits import Limits, ServiceError
 
 TYPES = {
@@ -27,7 +28,9 @@ TYPES = {
 MIN_DEPTH = 1000
 
 
-def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIRouter:
+def router(
+    catalog: Catalog, searcher: queries.Searcher, limits: Limits, fast: FastRoutes
+) -> APIRouter:
     api = APIRouter(tags=["Arthor-compatible"])
 
     @api.get("/dt/data", summary="Databases (Arthor)")
@@ -42,32 +45,31 @@ def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIR
             )
         return out
 
-    @api.get("/dt/{dbs}/search", summary="Search (Arthor)")
-    async def search(
-        request: Request,
-        dbs: str,
-        query: str | None = None,
-        type: str = "Similarity",
-        start: int = 0,
-        length: int = 10,
-        draw: int = 0,
-        fmt: str = "json",
-    ):
+    async def search(q, state: dict, dbs: str):
+        """A search of the databases named in the path; parameters read here (one code path
+        for the fast GET and the documented route)."""
         began = time.perf_counter()
+        query = q.get("query")
+        draw = 0
         try:
-            kind = TYPES.get(type.lower())
+            draw = queries.number(q, "draw", int) or 0
+            kind_name = q.get("type") or "Similarity"
+            kind = TYPES.get(kind_name.lower())
             if kind is None:
                 raise ServiceError(
-                    400, f"type={type!r}: use Similarity, Substructure, SMARTS or SMA"
+                    400, f"type={kind_name!r}: use Similarity, Substructure, SMARTS or SMA"
                 )
+            fmt = q.get("fmt") or "json"
             if fmt.lower() != "json":
                 raise ServiceError(400, f"fmt={fmt!r}: this server answers fmt=json")
-            start, length = queries.check_page(start, length, limits)
+            start = queries.number(q, "start", int)
+            length = queries.number(q, "length", int)
+            start, length = queries.check_page(start, 10 if length is None else length, limits)
             names = [n.strip() for n in dbs.strip("{}").split(",") if n.strip()]
             if not names:
                 raise ServiceError(400, "no database named in the path")
             found = [catalog.require(name) for name in names]
-            request.state.log = {"db": ",".join(names), "type": kind}
+            state["log"] = log = {"db": ",".join(names), "type": kind}
             depth = max(MIN_DEPTH, 1 << (start + length - 1).bit_length())
             results = []
             for db in found:
@@ -100,7 +102,7 @@ def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIR
                 if score is not None
                 else [rank + 1, pos, text, db.name]
             )
-        request.state.log["hits"] = len(merged)
+        log["hits"] = len(merged)
         body = {
             "draw": draw,
             "query": query,
@@ -114,7 +116,29 @@ def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIR
             body["warning"] = f"only the first {limits.max_hits:,} hits of a database are kept"
         return JSONResponse(body)
 
+    fast.get("/dt/([^/]+)/search", search)
+
+    @api.get(
+        "/dt/{dbs}/search", summary="Search (Arthor)", openapi_extra={"parameters": PARAMETERS}
+    )
+    async def search_get(request: Request, dbs: str):
+        return await search(request.query_params, request.scope.setdefault("state", {}), dbs)
+
     return api
+
+
+#: the search's query parameters, for the OpenAPI schema
+PARAMETERS = [
+    {"name": name, "in": "query", "required": False, "schema": {"type": kind}, "description": text}
+    for name, kind, text in (
+        ("query", "string", "SMILES (SMARTS for type=SMARTS or SMA)"),
+        ("type", "string", "Similarity (default), Substructure, SMARTS or SMA"),
+        ("start", "integer", "first row (default 0)"),
+        ("length", "integer", "rows (default 10)"),
+        ("draw", "integer", "DataTables' counter, echoed"),
+        ("fmt", "string", "json (the only one)"),
+    )
+]
 
 
 def _merge(results, kind: str) -> list:

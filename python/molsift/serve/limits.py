@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 
@@ -17,6 +18,12 @@ class ServiceError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+    def response(self):
+        """The answer: `{"error": message}` with the status (a Starlette JSONResponse)."""
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"error": self.message}, status_code=self.status)
 
 
 @dataclass
@@ -34,26 +41,34 @@ class Limits:
 
 
 class Gate:
-    """At most `limits.max_concurrent` searches at once; created inside the running event loop."""
+    """At most `limits.max_concurrent` searches at once, each in a thread of the gate's own pool
+    (as many threads as slots); created inside the running event loop."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self._slots = asyncio.Semaphore(limits.max_concurrent)
+        self._pool = ThreadPoolExecutor(limits.max_concurrent, thread_name_prefix="search")
 
     async def run(self, fn, *args):
         """`fn(*args)` in a worker thread once a slot is free; ServiceError 503 when none frees
         within the queue wait, 504 when the search outlasts the time limit."""
-        try:
-            await asyncio.wait_for(self._slots.acquire(), self.limits.queue_wait_s)
-        except asyncio.TimeoutError:
-            raise ServiceError(
-                503, f"the server is busy ({self.limits.max_concurrent} searches running): retry"
-            ) from None
-        task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        if self._slots.locked():
+            try:
+                await asyncio.wait_for(self._slots.acquire(), self.limits.queue_wait_s)
+            except asyncio.TimeoutError:
+                raise ServiceError(
+                    503,
+                    f"the server is busy ({self.limits.max_concurrent} searches running): retry",
+                ) from None
+        else:
+            await self._slots.acquire()  # a free slot: taken at once
+        task = asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        # the slot frees when the thread is done, not when a timed-out client is answered
         task.add_done_callback(lambda _t: self._slots.release())
         try:
-            return await asyncio.wait_for(asyncio.shield(task), self.limits.timeout_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self.limits.timeout_s):
+                return await asyncio.shield(task)
+        except TimeoutError:
             raise ServiceError(
                 504, f"the search took longer than the time limit ({self.limits.timeout_s:g} s)"
             ) from None

@@ -171,3 +171,16 @@ def check_page(start: int | None, length: int | None, limits: Limits) -> tuple[i
     if not 0 <= length <= limits.max_length:
         raise ServiceError(400, f"length={length}: give a value from 0 to {limits.max_length:,}")
     return start, length
+
+
+def number(params, name: str, kind):
+    """Query parameter `name` as `kind` (int or float), None when absent; ServiceError 400
+    naming it when it is not a number of that kind."""
+    text = params.get(name)
+    if text is None or text == "":
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise ServiceError(400, f"{name}={text!r}: give {what}") from None

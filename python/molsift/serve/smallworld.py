@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from . import queries
 from .catalog import Catalog
+from .fast import FastRoutes
 from .limits import Limits, ServiceError
 
 NOTE = (
@@ -87,7 +88,9 @@ def _event(payload: dict) -> str:
     return "data:" + json.dumps(payload, separators=(",", ":")) + "\n\n"
 
 
-def router(catalog: Catalog, searcher: queries.Searcher, limits: Limits) -> APIRouter:
+def router(
+    catalog: Catalog, searcher: queries.Searcher, limits: Limits, _fast: FastRoutes
+) -> APIRouter:
     api = APIRouter(prefix="/search", tags=["SmallWorld-compatible"])
     lists = HitLists()
 
