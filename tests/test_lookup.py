@@ -54,6 +54,22 @@ def test_upgrade_keeps_every_molecule(stores):
     assert v2.popcounts.tolist() == v1.popcounts[ranks].tolist()
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_take_reads_a_page_of_texts_in_one_call(stores, version):
+    """`column.take(positions)` (a page of hits read in one call into the store) equals item
+    access, in the order given, repeats included; a position out of range is an error naming
+    the store's size, never a wrong string."""
+    store = stores[version - 1]
+    rng = np.random.default_rng(version)
+    positions = [*rng.integers(0, len(store), 40).tolist(), 0, len(store) - 1, 0]
+    for column in (store.smiles, store.ids):
+        assert column.take(positions) == [column[p] for p in positions]
+        assert column.take([]) == []
+        for bad in (len(store), -1):
+            with pytest.raises(molsift.StoreError, match="range|negative"):
+                column.take([0, bad])
+
+
 def test_every_molecule_found_by_a_random_smiles_of_it(stores):
     v1, v2 = stores
     queries = [random_smiles(s, i) for i, s in enumerate(v1.smiles)]

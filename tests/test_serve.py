@@ -500,6 +500,42 @@ def test_smallworld_submit_view_export(served):
     assert all(m["numEntries"] > 0 and m["status"] == "Available" for m in body)
 
 
+def test_smallworld_batch_view_searches_and_views_at_once(served):
+    """`/search/view?smi=S1&smi=S2&db=DB&fmt=json|tsv` (the batch form clients send): each
+    query's `length` best rows, query after query, equal to store.search."""
+    live, v1, _, _ = served
+    smis = ["CC(=O)Nc1ccc(O)cc1", "c1ccccc1O"]
+    url = live.url("/search/view", db="nci", length=3, fmt="json")
+    status, _ctype, raw = fetch(url + "&" + "&".join(f"smi={urllib.parse.quote(s)}" for s in smis))
+    body = json.loads(raw)
+    assert status == 200 and body["recordsTotal"] == 6 and len(body["data"]) == 6
+    for i, smi in enumerate(smis):
+        want = v1.search(smi, k=3)
+        got = body["data"][3 * i : 3 * i + 3]
+        assert [r[0]["qryMappedSmiles"] for r in got] == [smi] * 3
+        assert [r[0]["hitSmiles"] for r in got] == [
+            f"{v1.smiles[p]} {v1.ids[p]}" for p in want.indices.tolist()
+        ]
+        assert [r[2] for r in got] == want.scores.tolist()
+    status, ctype, raw = fetch(live.url("/search/view", smi=smis[0], db="nci", fmt="tsv"))
+    lines = raw.decode().splitlines()
+    want = v1.search(smis[0], k=10)
+    assert status == 200 and ctype.startswith("text/tab-separated-values")
+    assert lines[0].split("\t")[0] == "SMILES ID" and len(lines) == 1 + len(want.indices)
+    first = lines[1].split("\t")
+    assert first[0] == f"{v1.smiles[want.indices[0]]} {v1.ids[want.indices[0]]}"
+    assert float(first[2]) == want.scores[0] and first[-1] == smis[0]
+    many = "&".join(["smi=CCO"] * 21)
+    for url, words in (
+        (live.url("/search/view", db="nci") + "&" + many, "limit is 20"),
+        (live.url("/search/view", smi="CCO", db="nci", fmt="xml"), "fmt="),
+        (live.url("/search/view", smi="CCO", db="nope"), "no such database"),
+        (live.url("/search/view", smi="C1CC", db="nci"), "invalid"),
+    ):
+        status, _ctype, raw = fetch(url)
+        assert status == 400 and words in json.loads(raw)["error"], raw
+
+
 def test_smallworld_errors(served):
     live = served[0]
     status, _ctype, raw = fetch(live.url("/search/submit", smi="CCO", db="nope"))

@@ -143,8 +143,8 @@ class Store:
         """Id or SMILES of molecule `i`, checked."""
     def searcher(self) -> Searcher:
         """A searcher over this very store."""
-    def smiles_at(self, positions: bytes) -> list[str]:
-        """SMILES of the molecules at `positions` (little-endian int64 bytes), checked."""
+    def texts_at(self, column: Literal["ids", "smiles"], positions: bytes) -> list[str]:
+        """Ids or SMILES of the molecules at `positions` (little-endian int64 bytes), checked."""
     def pattern_index(self) -> PatternIndex:
         """The substructure index of this very store (StoreError saying how to build one)."""
 
@@ -179,6 +179,8 @@ class StoreV2:
         """Strings per block of the SMILES column."""
     def id(self, i: int) -> str:
         """Id of store position `i`."""
+    def texts_at(self, column: Literal["ids", "smiles"], positions: bytes) -> list[str]:
+        """Ids or SMILES of the molecules at `positions` (little-endian int64 bytes)."""
     def input_rank(self, i: int) -> int:
         """Input rank of store position `i`."""
     def source_line(self, i: int) -> int:

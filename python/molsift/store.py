@@ -28,6 +28,11 @@ class _Column(Sequence):
     def _get(self, i: int) -> str:
         raise NotImplementedError
 
+    def take(self, positions) -> list[str]:
+        """The entries at `positions` (store positions, 0 <= p < len), in that order: one call
+        into the store for a page of hits."""
+        return [self[int(p)] for p in positions]
+
     @overload
     def __getitem__(self, i: int) -> str: ...
     @overload
@@ -71,6 +76,10 @@ class _TextColumn(_Column):
     def _get(self, i: int) -> str:
         self._verify()
         return self._core.text(self._column, i)
+
+    def take(self, positions) -> list[str]:
+        self._verify()
+        return self._core.texts_at(self._column, np.asarray(positions, dtype="<i8").tobytes())
 
     def __iter__(self) -> Iterator[str]:
         self._verify()
@@ -266,6 +275,9 @@ class _V2Column(_Column):
 
     def _get(self, i: int) -> str:
         return self._core.smiles(i) if self._column == "smiles" else self._core.id(i)
+
+    def take(self, positions) -> list[str]:
+        return self._core.texts_at(self._column, np.asarray(positions, dtype="<i8").tobytes())
 
     def __iter__(self) -> Iterator[str]:
         if self._column == "smiles":

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use molsift_store::{FingerprintSpec, Store, StoreWriter, Verify};
+use molsift_store::{FingerprintSpec, Store, StoreError, StoreWriter, Verify};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -127,6 +127,37 @@ fn merge_parts(
     Ok(serde_json::to_string(&manifest).expect("manifest serializes"))
 }
 
+/// Whether `column` names the SMILES column (true) or the ids (false); ValueError otherwise.
+pub(crate) fn text_column(column: &str) -> PyResult<bool> {
+    match column {
+        "smiles" => Ok(true),
+        "ids" => Ok(false),
+        _ => Err(PyValueError::new_err(format!("no text column {column:?}"))),
+    }
+}
+
+/// Store positions from little-endian int64 bytes, each checked against the store's size.
+pub(crate) fn positions_of(
+    bytes: &[u8],
+    len: usize,
+) -> Result<impl Iterator<Item = Result<usize, StoreError>> + '_, StoreError> {
+    if bytes.len() % 8 != 0 {
+        return Err(StoreError::Invalid(
+            "positions are not whole int64 values".to_string(),
+        ));
+    }
+    Ok(bytes.chunks_exact(8).map(move |c| {
+        let i = i64::from_le_bytes(c.try_into().expect("8 bytes"));
+        match usize::try_from(i) {
+            Ok(i) if i < len => Ok(i),
+            Ok(_) => Err(StoreError::Invalid(format!(
+                "position {i} is out of range for a store of {len} molecules"
+            ))),
+            Err(_) => Err(StoreError::Invalid(format!("negative position {i}"))),
+        }
+    }))
+}
+
 /// One row of `rejects.tsv` (`molsift_store::rejects::row`): the one format of rejected records,
 /// for a store's and for screen's.
 #[pyfunction]
@@ -192,29 +223,20 @@ impl PyStore {
         t.map(str::to_string).map_err(store_err)
     }
 
-    /// SMILES of the molecules at `positions` (little-endian int64 bytes), checked as `text`.
-    fn smiles_at(&self, py: Python<'_>, positions: &[u8]) -> PyResult<Vec<String>> {
-        if positions.len() % 8 != 0 {
-            return Err(PyValueError::new_err(
-                "positions are not whole int64 values",
-            ));
-        }
+    /// Ids (`column="ids"`) or SMILES (`"smiles"`) of the molecules at `positions`
+    /// (little-endian int64 bytes), each checked as `text`; one call for a page of hits.
+    fn texts_at(&self, py: Python<'_>, column: &str, positions: &[u8]) -> PyResult<Vec<String>> {
+        let smiles = text_column(column)?;
         let store = &self.inner;
         py.detach(|| {
-            positions
-                .chunks_exact(8)
-                .map(|c| {
-                    let i = i64::from_le_bytes(c.try_into().expect("8 bytes"));
-                    let i = usize::try_from(i).map_err(|_| {
-                        molsift_store::StoreError::Invalid(format!("negative position {i}"))
-                    })?;
-                    if i >= store.len() {
-                        return Err(molsift_store::StoreError::Invalid(format!(
-                            "position {i} is out of range for a store of {} molecules",
-                            store.len()
-                        )));
-                    }
-                    store.smiles(i).map(str::to_string)
+            positions_of(positions, store.len())?
+                .map(|i| {
+                    let t = if smiles {
+                        store.smiles(i?)
+                    } else {
+                        store.id(i?)
+                    };
+                    t.map(str::to_string)
                 })
                 .collect::<Result<Vec<_>, _>>()
         })

@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::store_err;
+use crate::store::{positions_of, text_column};
 
 /// An open version-2 store.
 #[pyclass(name = "StoreV2", module = "molsift._core", frozen)]
@@ -64,6 +65,19 @@ impl PyStoreV2 {
     /// Id of store position `i`.
     fn id(&self, i: usize) -> PyResult<String> {
         self.inner.id(i).map_err(store_err)
+    }
+
+    /// Ids (`column="ids"`) or SMILES (`"smiles"`) of the molecules at `positions`
+    /// (little-endian int64 bytes); one call for a page of hits (each SMILES decodes its block).
+    fn texts_at(&self, py: Python<'_>, column: &str, positions: &[u8]) -> PyResult<Vec<String>> {
+        let smiles = text_column(column)?;
+        let s = &self.inner;
+        py.detach(|| {
+            positions_of(positions, s.len())?
+                .map(|i| if smiles { s.smiles(i?) } else { s.id(i?) })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(store_err)
     }
 
     /// Input rank of store position `i`.

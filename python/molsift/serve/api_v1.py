@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
+import orjson
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
 from . import depict, queries
 from .catalog import Catalog
+from .encode import JSON
 from .fast import FastRoutes
 from .limits import Limits, ServiceError
 
@@ -70,7 +71,7 @@ def router(
         rows = queries.page(db, result, start, length)
         if fmt in ("tsv", "csv"):
             return _table(rows, fmt, result.scores is not None)
-        return JSONResponse(
+        return JSON(
             {
                 "db": db.name,
                 "query": req.query,
@@ -140,9 +141,9 @@ PARAMETERS = [
 
 
 def _ndjson(db, result, start: int):
-    for rank in range(start, len(result.positions)):
-        row = queries.page(db, result, rank, 1)[0]
-        yield json.dumps(row, separators=(",", ":")) + "\n"
+    """Every hit from `start`, one JSON object per line, read a thousand rows at a time."""
+    for first in range(start, len(result.positions), 1000):
+        yield b"".join(orjson.dumps(row) + b"\n" for row in queries.page(db, result, first, 1000))
 
 
 def _table(rows: list[dict], fmt: str, scored: bool) -> Response:

@@ -5,17 +5,17 @@ for busy, timed out or a fault of ours, never with a traceback)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import sys
 import time
 from pathlib import Path
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 from swagger_ui_bundle import swagger_ui_path
@@ -31,7 +31,7 @@ log = logging.getLogger("molsift.serve")
 PAGE = Path(__file__).parent / "page"
 
 
-def _error(status: int, message: str) -> JSONResponse:
+def _error(status: int, message: str):
     return ServiceError(status, message).response()
 
 
@@ -142,7 +142,7 @@ class AccessLog:
         }
         entry.update(scope["state"].get("log", {}))
         try:
-            self.out.write(json.dumps(entry, separators=(",", ":")) + "\n")
+            self.out.write(orjson.dumps(entry).decode() + "\n")
             self.out.flush()
         except (OSError, ValueError):
             pass

@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 
 from . import queries
 from .catalog import Catalog
+from .encode import JSON
 from .fast import FastRoutes
 from .limits import Limits, ServiceError
 
@@ -78,7 +78,7 @@ def router(
                 result = await searcher.answer(db, req)
                 results.append((db, result))
         except ServiceError as e:
-            return JSONResponse(
+            return JSON(
                 {
                     "draw": draw,
                     "query": query,
@@ -94,13 +94,11 @@ def router(
         merged = _merge(results, kind)
         total = sum(db.molecules for db, _ in results) if kind == "similarity" else len(merged)
         rows = []
-        for rank in range(start, min(len(merged), start + length)):
-            db, pos, score = merged[rank]
-            text = f"{db.store.smiles[pos]} {db.store.ids[pos]}"
+        for rank, (db, pos, score, text) in enumerate(_texts(merged[start : start + length])):
             rows.append(
-                [rank + 1, pos, text, score, db.name]
+                [start + rank + 1, pos, text, score, db.name]
                 if score is not None
-                else [rank + 1, pos, text, db.name]
+                else [start + rank + 1, pos, text, db.name]
             )
         log["hits"] = len(merged)
         body = {
@@ -114,7 +112,7 @@ def router(
         }
         if any(r.truncated for _, r in results):
             body["warning"] = f"only the first {limits.max_hits:,} hits of a database are kept"
-        return JSONResponse(body)
+        return JSON(body)
 
     fast.get("/dt/([^/]+)/search", search)
 
@@ -139,6 +137,19 @@ PARAMETERS = [
         ("fmt", "string", "json (the only one)"),
     )
 ]
+
+
+def _texts(hits: list) -> list:
+    """(db, position, score, "SMILES ID") of each hit: each database's page of texts read in
+    one call per column."""
+    by_db: dict = {}
+    for db, pos, _score in hits:
+        by_db.setdefault(id(db), (db, []))[1].append(pos)
+    texts = {}
+    for db, positions in by_db.values():
+        pairs = zip(db.store.smiles.take(positions), db.store.ids.take(positions))
+        texts[id(db)] = iter([f"{smi} {ident}" for smi, ident in pairs])
+    return [(db, pos, score, next(texts[id(db)])) for db, pos, score in hits]
 
 
 def _merge(results, kind: str) -> list:

@@ -20,10 +20,10 @@ class ServiceError(Exception):
         self.message = message
 
     def response(self):
-        """The answer: `{"error": message}` with the status (a Starlette JSONResponse)."""
-        from starlette.responses import JSONResponse
+        """The answer: `{"error": message}` with the status."""
+        from .encode import JSON
 
-        return JSONResponse({"error": self.message}, status_code=self.status)
+        return JSON({"error": self.message}, status_code=self.status)
 
 
 @dataclass

@@ -146,18 +146,13 @@ def _search(db: Database, req: Request, limits: Limits) -> tuple[list, list | No
 
 def page(db: Database, result: Result, start: int, length: int) -> list[dict]:
     """Rows `start .. start + length` of a result: rank, store position, id, SMILES, score."""
+    positions = [int(p) for p in result.positions[start : start + length]]
+    ids, smiles = db.store.ids.take(positions), db.store.smiles.take(positions)
     rows = []
-    end = min(len(result.positions), start + length)
-    for rank in range(start, end):
-        pos = int(result.positions[rank])
-        row = {
-            "rank": rank + 1,
-            "position": pos,
-            "id": db.store.ids[pos],
-            "smiles": db.store.smiles[pos],
-        }
+    for j, pos in enumerate(positions):
+        row = {"rank": start + j + 1, "position": pos, "id": ids[j], "smiles": smiles[j]}
         if result.scores is not None:
-            row["score"] = result.scores[rank]
+            row["score"] = result.scores[start + j]
         rows.append(row)
     return rows
 

@@ -1,7 +1,8 @@
 """SmallWorld's API as its clients use it (../shared/data/service-clients.md): `GET
 /search/submit` (a Server-Sent Events stream whose last `data:` line carries the `hlid` of the
-result set), `GET /search/view` (DataTables server-side JSON), `GET /search/export` (TSV),
-`GET /search/config` and `GET /search/maps`. SmallWorld ranks by graph edit distance; until
+result set), `GET /search/view` (DataTables server-side JSON; or the batch form
+`?smi=S1&smi=S2...&db=DB&fmt=json|tsv`, search and view in one request), `GET /search/export`
+(TSV), `GET /search/config` and `GET /search/maps`. SmallWorld ranks by graph edit distance; until
 molsift's analog search lands, the answer is the molecules ranked by ECFP4-like Tanimoto
 similarity (the store's Morgan radius-2 fingerprint), and every answer says so (`note`):
 `ecfp4` holds that score, the graph-distance columns (`dist`, `topodist`, `mces`, ...) are
@@ -17,10 +18,11 @@ import time
 from collections import OrderedDict
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from . import queries
 from .catalog import Catalog
+from .encode import JSON
 from .fast import FastRoutes
 from .limits import Limits, ServiceError
 
@@ -52,6 +54,8 @@ COLUMNS = (
 DEPTH = 10_000
 #: result sets kept
 KEEP = 1000
+#: queries in one batch view (`smi` given several times), as SmallWorld allows
+MAX_BATCH = 20
 
 
 class HitLists:
@@ -127,9 +131,9 @@ def router(
 
     def rows(base, query, result, start: int, length: int) -> list:
         out = []
-        for rank in range(start, min(len(result.positions), start + length)):
-            pos = int(result.positions[rank])
-            smiles, ident = base.store.smiles[pos], base.store.ids[pos]
+        positions = [int(p) for p in result.positions[start : start + length]]
+        texts = zip(base.store.smiles.take(positions), base.store.ids.take(positions))
+        for rank, (pos, (smiles, ident)) in enumerate(zip(positions, texts), start):
             first = {
                 "hitSmiles": f"{smiles} {ident}",
                 "qryMappedSmiles": query,
@@ -147,12 +151,23 @@ def router(
             out.append([first, *values.values()])
         return out
 
-    @api.get("/view", summary="A page of a result set (SmallWorld; DataTables JSON)")
-    def view(hlid: str | None = None, start: int = 0, length: int = 10, draw: int = 0):
-        start, length = queries.check_page(start, length, limits)
-        base, query, result = lists.get(hlid)
+    @api.get(
+        "/view",
+        summary="A page of a result set, or the batch form: search and view at once (SmallWorld)",
+        openapi_extra={"parameters": VIEW_PARAMETERS},
+    )
+    async def view(request: Request):
+        q = request.query_params
+        start = queries.number(q, "start", int)
+        length = queries.number(q, "length", int)
+        start, length = queries.check_page(start or 0, 10 if length is None else length, limits)
+        smiles = q.getlist("smi")
+        if smiles:
+            return await batch(request.scope.setdefault("state", {}), q, smiles, length)
+        draw = queries.number(q, "draw", int) or 0
+        base, query, result = lists.get(q.get("hlid"))
         n = len(result.positions)
-        return JSONResponse(
+        return JSON(
             {
                 "draw": draw,
                 "recordsTotal": n,
@@ -162,13 +177,46 @@ def router(
             }
         )
 
+    async def batch(state: dict, q, smiles: list, length: int):
+        """`/search/view?smi=S1&smi=S2...&db=DB&fmt=json|tsv`: each query searched, its
+        `length` best rows (the view's rows, or the export's TSV lines with the query added as
+        the last column), query after query."""
+        if len(smiles) > MAX_BATCH:
+            raise ServiceError(400, f"{len(smiles)} smi parameters; the limit is {MAX_BATCH}")
+        fmt = (q.get("fmt") or "json").lower()
+        if fmt not in ("json", "tsv"):
+            raise ServiceError(400, f"fmt={q.get('fmt')!r}: use json or tsv")
+        base = database(q.get("db"))
+        state["log"] = log = {"db": base.name, "type": "similarity"}
+        found = []
+        for smi in smiles:
+            req = queries.check(base, "similarity", smi, None, length or 1, limits)
+            found.append((req.query, await searcher.answer(base, req)))
+        log["hits"] = sum(min(length, len(r.positions)) for _, r in found)
+        if fmt == "tsv":
+            buf = io.StringIO()
+            buf.write("SMILES ID\tdist\tecfp4\tdaylight\ttopodist\tmces\tquery\n")
+            for query, result in found:
+                positions = result.positions[:length]
+                texts = zip(base.store.smiles.take(positions), base.store.ids.take(positions))
+                for (smi, ident), score in zip(texts, result.scores[:length]):
+                    buf.write(f"{smi} {ident}\t\t{score}\t\t\t\t{query}\n")
+            return Response(buf.getvalue(), media_type="text/tab-separated-values")
+        data = []
+        for query, result in found:
+            data.extend(rows(base, query, result, 0, length))
+        return JSON(
+            {"recordsTotal": len(data), "recordsFiltered": len(data), "data": data, "note": NOTE}
+        )
+
     @api.get("/export", summary="A result set as TSV (SmallWorld)")
     def export(hlid: str | None = None) -> Response:
         base, _query, result = lists.get(hlid)
         buf = io.StringIO()
         buf.write("SMILES ID\tdist\tecfp4\tdaylight\ttopodist\tmces\n")
-        for pos, score in zip(result.positions, result.scores):
-            buf.write(f"{base.store.smiles[pos]} {base.store.ids[pos]}\t\t{score}\t\t\t\n")
+        texts = zip(base.store.smiles.take(result.positions), base.store.ids.take(result.positions))
+        for (smi, ident), score in zip(texts, result.scores):
+            buf.write(f"{smi} {ident}\t\t{score}\t\t\t\n")
         return Response(
             buf.getvalue(),
             media_type="text/tab-separated-values",
@@ -194,3 +242,19 @@ def router(
         ]
 
     return api
+
+
+#: /search/view's query parameters, for the OpenAPI schema (DataTables' own are accepted and
+#: ignored: the rows come in rank order)
+VIEW_PARAMETERS = [
+    {"name": name, "in": "query", "required": False, "schema": {"type": kind}, "description": text}
+    for name, kind, text in (
+        ("hlid", "integer", "the result set /search/submit returned"),
+        ("start", "integer", "first row (default 0)"),
+        ("length", "integer", "rows (default 10); per query in the batch form"),
+        ("draw", "integer", "DataTables' counter, echoed"),
+        ("smi", "string", "batch form, instead of hlid: a query SMILES, up to 20 times"),
+        ("db", "string", "batch form: the database"),
+        ("fmt", "string", "batch form: json (default) or tsv"),
+    )
+]

@@ -103,7 +103,7 @@ def run_pattern_task(task: dict) -> dict:
     first, end = task["first"], task["end"]
     positions = np.arange(first, end, dtype="<i8")
     graphs: list[bytes] = []
-    rows = rows_of(core.smiles_at(positions.tobytes()), graphs)
+    rows = rows_of(core.texts_at("smiles", positions.tobytes()), graphs)
     counts = _core.write_pattern_part(
         task["planes"], TOTAL_BITS, task["n"], first, rows.tobytes(), WORDS_PER_ROW
     )

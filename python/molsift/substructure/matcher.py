@@ -62,7 +62,7 @@ def match(core, query: Query, positions: np.ndarray) -> np.ndarray:
     `core` is the open store (`molsift._core.Store`)."""
     if len(positions) == 0:
         return positions
-    smiles = core.smiles_at(np.ascontiguousarray(positions, dtype="<i8").tobytes())
+    smiles = core.texts_at("smiles", np.ascontiguousarray(positions, dtype="<i8").tobytes())
     if query.matcher == "library":
         keep = _library_match(query, smiles)
         if keep is not None:
