@@ -66,7 +66,7 @@ def test_take_reads_a_page_of_texts_in_one_call(stores, version):
         assert column.take(positions) == [column[p] for p in positions]
         assert column.take([]) == []
         for bad in (len(store), -1):
-            with pytest.raises(molsift.StoreError, match="range|negative"):
+            with pytest.raises(molsift.StoreError, match=r"range|negative"):
                 column.take([0, bad])
 
 
