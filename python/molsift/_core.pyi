@@ -394,3 +394,10 @@ TRACER_LIBRARY_NAME: str
 
 def tracer_library() -> bytes:
     """The LD_PRELOAD tracer library (an ELF shared object built with this module)."""
+
+def canonical_skeleton(
+    n: int, bonds: list[tuple[int, int]], max_leaves: int = 100_000
+) -> tuple[list[int], bytes]:
+    """Canonical labels of a skeleton's atoms and its certificate (u32 LE bytes): equal
+    certificates exactly when the graphs are isomorphic. ValueError for a bad or too symmetric
+    graph."""

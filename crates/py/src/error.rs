@@ -74,6 +74,12 @@ pub fn rdkit_bits_err(e: molsift_fp::RdkitBitsError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
+/// Converts an analog-search error (a graph that is not a skeleton, or one too symmetric to
+/// canonicalize within the limit) to `ValueError`.
+pub fn analog_err(e: molsift_analogs::AnalogError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
 /// An `OSError` with errno, message and file name, as Python's own `open` raises.
 pub fn os_err(e: std::io::Error, path: &Path) -> PyErr {
     match e.raw_os_error() {

@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 
+mod analogs;
 mod error;
 mod fp;
 mod iostats;
@@ -23,6 +24,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     store_v2::register(m)?;
     search::register(m)?;
     substructure::register(m)?;
+    analogs::register(m)?;
     fp::register(m)?;
     iostats::register(m)?;
     tracer::register(m)?;

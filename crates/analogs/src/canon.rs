@@ -1,0 +1,259 @@
+//! [`canonical`]: the canonical form of a skeleton, so that two skeletons are the same graph
+//! exactly when their certificates are equal (and, for an index, their 128-bit keys are).
+//!
+//! Individualization and refinement, as nauty and bliss do it, kept small for molecular graphs:
+//! colours are refined until stable (a vertex's new colour is its old colour and the multiset of
+//! its neighbours' colours); while a colour class has several vertices, each of them in turn is
+//! given a colour of its own and the search goes on below; every leaf (all colours distinct) is
+//! a labeling, and the certificate is the least sorted bond list over the leaves. Every choice
+//! depends only on the colours, never on the input numbering, so the least certificate is the
+//! same for isomorphic graphs. Two leaves with equal certificates give an automorphism; children
+//! in one orbit of the automorphisms that fix the path so far lead to the same certificates and
+//! are skipped, which keeps symmetric graphs (rings, cages) to a few leaves.
+
+use crate::skeleton::Skeleton;
+use crate::AnalogError;
+use xxhash_rust::xxh3::xxh3_128;
+
+/// The canonical form of a skeleton.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Canon {
+    /// The canonical label of each atom (a permutation of `0..n`).
+    pub labels: Vec<u32>,
+    /// `[n, bonds, i0, j0, i1, j1, ...]`: the bonds under the labels, each with i < j,
+    /// ascending. Equal exactly when the graphs are isomorphic.
+    pub certificate: Vec<u32>,
+    /// Leaves of the search tree visited (1 for most molecules: refinement alone settles them).
+    pub leaves: usize,
+}
+
+impl Canon {
+    /// A 128-bit hash of the certificate (an index key; confirm a match on the certificate).
+    pub fn key(&self) -> u128 {
+        let bytes: Vec<u8> = self
+            .certificate
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        xxh3_128(&bytes)
+    }
+}
+
+/// The canonical form of `g`; [`AnalogError::TooSymmetric`] when the search would visit more
+/// than `max_leaves` leaves.
+pub fn canonical(g: &Skeleton, max_leaves: usize) -> Result<Canon, AnalogError> {
+    let mut search = Search {
+        g,
+        max_leaves,
+        leaves: 0,
+        first: None,
+        best: None,
+        autos: Vec::new(),
+        scratch: Scratch::default(),
+    };
+    let colors = vec![0u32; g.atoms()];
+    search.visit(colors, &mut Vec::new())?;
+    let (certificate, labels) = search.best.expect("a search reaches a leaf");
+    Ok(Canon {
+        labels,
+        certificate,
+        leaves: search.leaves,
+    })
+}
+
+#[derive(Default)]
+struct Scratch {
+    hash: Vec<u64>,
+    order: Vec<u32>,
+    next: Vec<u32>,
+}
+
+struct Search<'g> {
+    g: &'g Skeleton,
+    max_leaves: usize,
+    leaves: usize,
+    /// (certificate, labels) of the first leaf and of the least so far
+    first: Option<(Vec<u32>, Vec<u32>)>,
+    best: Option<(Vec<u32>, Vec<u32>)>,
+    /// automorphisms found, as images of each atom
+    autos: Vec<Vec<u32>>,
+    scratch: Scratch,
+}
+
+/// A strong mix of a colour, summed over neighbours: a hash of the multiset of their colours.
+fn mix(c: u32) -> u64 {
+    let mut z = (c as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Refines `colors` until stable; colours are cell starts (the number of atoms of a smaller
+/// colour), so a discrete colouring is a labeling. Returns the number of cells.
+fn refine(g: &Skeleton, colors: &mut [u32], s: &mut Scratch) -> usize {
+    let n = colors.len();
+    let mut cells = count_cells(colors, s);
+    while cells < n {
+        s.hash.clear();
+        s.hash.extend((0..n).map(|v| {
+            g.neighbours(v)
+                .iter()
+                .fold(0u64, |h, &u| h.wrapping_add(mix(colors[u as usize])))
+        }));
+        s.order.clear();
+        s.order.extend(0..n as u32);
+        let (hash, cols) = (&s.hash, &*colors);
+        s.order
+            .sort_unstable_by_key(|&v| (cols[v as usize], hash[v as usize]));
+        s.next.clear();
+        s.next.resize(n, 0);
+        let mut start = 0u32;
+        let mut new_cells = 0;
+        for p in 0..n {
+            let v = s.order[p] as usize;
+            if p == 0 || {
+                let u = s.order[p - 1] as usize;
+                (colors[u], s.hash[u]) != (colors[v], s.hash[v])
+            } {
+                start = p as u32;
+                new_cells += 1;
+            }
+            s.next[v] = start;
+        }
+        colors.copy_from_slice(&s.next);
+        if new_cells == cells {
+            break;
+        }
+        cells = new_cells;
+    }
+    cells
+}
+
+fn count_cells(colors: &[u32], s: &mut Scratch) -> usize {
+    s.order.clear();
+    s.order.extend_from_slice(colors);
+    s.order.sort_unstable();
+    s.order.dedup();
+    s.order.len()
+}
+
+fn certificate(g: &Skeleton, labels: &[u32]) -> Vec<u32> {
+    let mut pairs: Vec<(u32, u32)> = g
+        .bond_list()
+        .map(|(i, j)| {
+            let (a, b) = (labels[i as usize], labels[j as usize]);
+            (a.min(b), a.max(b))
+        })
+        .collect();
+    pairs.sort_unstable();
+    let mut out = Vec::with_capacity(2 + 2 * pairs.len());
+    out.push(g.atoms() as u32);
+    out.push(pairs.len() as u32);
+    for (a, b) in pairs {
+        out.push(a);
+        out.push(b);
+    }
+    out
+}
+
+impl Search<'_> {
+    fn visit(&mut self, mut colors: Vec<u32>, fixed: &mut Vec<u32>) -> Result<(), AnalogError> {
+        let n = colors.len();
+        if refine(self.g, &mut colors, &mut self.scratch) == n {
+            return self.leaf(colors);
+        }
+        // the first colour class of more than one atom (by colour: an invariant choice)
+        let mut target = u32::MAX;
+        let mut size = vec![0u32; n];
+        for &c in &colors {
+            size[c as usize] += 1;
+        }
+        for (c, &k) in size.iter().enumerate() {
+            if k > 1 {
+                target = c as u32;
+                break;
+            }
+        }
+        let members: Vec<u32> = (0..n as u32)
+            .filter(|&v| colors[v as usize] == target)
+            .collect();
+        let mut explored: Vec<u32> = Vec::new();
+        for &v in &members {
+            if !explored.is_empty() && self.same_orbit(v, &explored, fixed) {
+                continue;
+            }
+            let mut child = colors.clone();
+            for &w in &members {
+                if w != v {
+                    child[w as usize] = target + 1;
+                }
+            }
+            fixed.push(v);
+            self.visit(child, fixed)?;
+            fixed.pop();
+            explored.push(v);
+        }
+        Ok(())
+    }
+
+    fn leaf(&mut self, labels: Vec<u32>) -> Result<(), AnalogError> {
+        self.leaves += 1;
+        if self.leaves > self.max_leaves {
+            return Err(AnalogError::TooSymmetric(self.max_leaves));
+        }
+        let cert = certificate(self.g, &labels);
+        for (seen_cert, seen_labels) in [&self.first, &self.best].into_iter().flatten() {
+            if *seen_cert == cert {
+                // v -> the atom the seen leaf labels as this leaf labels v
+                let mut inverse = vec![0u32; labels.len()];
+                for (u, &l) in seen_labels.iter().enumerate() {
+                    inverse[l as usize] = u as u32;
+                }
+                let auto: Vec<u32> = labels.iter().map(|&l| inverse[l as usize]).collect();
+                if auto.iter().enumerate().any(|(v, &w)| v as u32 != w) {
+                    self.autos.push(auto);
+                }
+                break;
+            }
+        }
+        if self.first.is_none() {
+            self.first = Some((cert.clone(), labels.clone()));
+        }
+        if self.best.as_ref().map_or(true, |(b, _)| cert < *b) {
+            self.best = Some((cert, labels));
+        }
+        Ok(())
+    }
+
+    /// Whether `v` is in the orbit of an explored sibling under the automorphisms found so far
+    /// that fix every atom of `fixed`.
+    fn same_orbit(&self, v: u32, explored: &[u32], fixed: &[u32]) -> bool {
+        let n = self.g.atoms();
+        let mut parent: Vec<u32> = (0..n as u32).collect();
+        fn find(parent: &mut [u32], mut x: u32) -> u32 {
+            while parent[x as usize] != x {
+                parent[x as usize] = parent[parent[x as usize] as usize];
+                x = parent[x as usize];
+            }
+            x
+        }
+        let mut any = false;
+        for auto in &self.autos {
+            if fixed.iter().any(|&f| auto[f as usize] != f) {
+                continue;
+            }
+            any = true;
+            for (a, &b) in auto.iter().enumerate() {
+                let (ra, rb) = (find(&mut parent, a as u32), find(&mut parent, b));
+                if ra != rb {
+                    parent[ra as usize] = rb;
+                }
+            }
+        }
+        if !any {
+            return false;
+        }
+        let root = find(&mut parent, v);
+        explored.iter().any(|&w| find(&mut parent, w) == root)
+    }
+}

@@ -1,0 +1,177 @@
+//! Canonical forms against known counts of non-isomorphic graphs, random renumberings and
+//! symmetric graphs.
+
+use crate::{canonical, Skeleton};
+use proptest::prelude::*;
+use std::collections::HashSet;
+
+fn cert(n: usize, bonds: &[(u32, u32)]) -> Vec<u32> {
+    canonical(&Skeleton::new(n, bonds).unwrap(), 100_000)
+        .unwrap()
+        .certificate
+}
+
+/// The number of graphs on `n` vertices up to isomorphism, from all 2^(n(n-1)/2) edge sets.
+fn classes(n: usize) -> usize {
+    let pairs: Vec<(u32, u32)> = (0..n as u32)
+        .flat_map(|i| (i + 1..n as u32).map(move |j| (i, j)))
+        .collect();
+    let mut seen = HashSet::new();
+    for mask in 0u64..(1 << pairs.len()) {
+        let bonds: Vec<(u32, u32)> = (0..pairs.len())
+            .filter(|k| mask >> k & 1 == 1)
+            .map(|k| pairs[k])
+            .collect();
+        seen.insert(cert(n, &bonds));
+    }
+    seen.len()
+}
+
+#[test]
+fn counts_the_non_isomorphic_graphs_on_up_to_six_vertices() {
+    // OEIS A000088: 1, 1, 2, 4, 11, 34, 156
+    let want = [1, 1, 2, 4, 11, 34, 156];
+    for (n, &w) in want.iter().enumerate() {
+        assert_eq!(classes(n), w, "graphs on {n} vertices");
+    }
+}
+
+fn renumber(n: usize, bonds: &[(u32, u32)], perm: &[u32]) -> Vec<(u32, u32)> {
+    assert_eq!(perm.len(), n);
+    bonds
+        .iter()
+        .map(|&(i, j)| (perm[i as usize], perm[j as usize]))
+        .collect()
+}
+
+/// The Petersen graph and the 4-cube: vertex-transitive, with 120 and 384 automorphisms.
+fn symmetric() -> Vec<(usize, Vec<(u32, u32)>)> {
+    let mut petersen = Vec::new();
+    for i in 0..5u32 {
+        petersen.push((i, (i + 1) % 5));
+        petersen.push((i, i + 5));
+        petersen.push((i + 5, (i + 2) % 5 + 5));
+    }
+    let mut cube = Vec::new();
+    for v in 0..16u32 {
+        for b in 0..4 {
+            let w = v ^ (1 << b);
+            if v < w {
+                cube.push((v, w));
+            }
+        }
+    }
+    vec![(10, petersen), (16, cube)]
+}
+
+#[test]
+fn symmetric_graphs_need_few_leaves_and_keep_their_form() {
+    for (n, bonds) in symmetric() {
+        let base = canonical(&Skeleton::new(n, &bonds).unwrap(), 1000).unwrap();
+        assert!(
+            base.leaves <= 64,
+            "{} leaves for a graph of {n}",
+            base.leaves
+        );
+        let perm: Vec<u32> = (0..n as u32).map(|v| (v * 7 + 3) % n as u32).collect();
+        assert_eq!(cert(n, &renumber(n, &bonds, &perm)), base.certificate);
+        // one bond less is another graph
+        assert_ne!(cert(n, &bonds[1..]), base.certificate);
+    }
+}
+
+#[test]
+fn too_symmetric_is_an_error_not_a_wrong_answer() {
+    let (n, bonds) = symmetric().remove(1);
+    let err = canonical(&Skeleton::new(n, &bonds).unwrap(), 1).unwrap_err();
+    assert!(err.to_string().contains("too symmetric"));
+}
+
+#[test]
+fn bad_graphs_are_refused() {
+    assert!(Skeleton::new(2, &[(0, 0)]).is_err());
+    assert!(Skeleton::new(2, &[(0, 2)]).is_err());
+    assert!(Skeleton::new(3, &[(0, 1), (1, 0)]).is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn renumbering_keeps_the_certificate(
+        n in 1usize..24,
+        raw in proptest::collection::vec((0u32..24, 0u32..24), 0..40),
+        seed in any::<u64>(),
+    ) {
+        let mut bonds: Vec<(u32, u32)> = raw
+            .into_iter()
+            .map(|(a, b)| (a % n as u32, b % n as u32))
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| (a.min(b), a.max(b)))
+            .collect();
+        bonds.sort_unstable();
+        bonds.dedup();
+        let mut perm: Vec<u32> = (0..n as u32).collect();
+        let mut s = seed;
+        for i in (1..n).rev() {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            perm.swap(i, (s >> 33) as usize % (i + 1));
+        }
+        let a = canonical(&Skeleton::new(n, &bonds).unwrap(), 100_000).unwrap();
+        let b = canonical(&Skeleton::new(n, &renumber(n, &bonds, &perm)).unwrap(), 100_000).unwrap();
+        prop_assert_eq!(&a.certificate, &b.certificate);
+        prop_assert_eq!(a.key(), b.key());
+        // the labels make the certificate: relabelled bonds sorted are the certificate's
+        let mut relabelled: Vec<u32> = vec![n as u32, bonds.len() as u32];
+        let mut pairs: Vec<(u32, u32)> = bonds.iter().map(|&(i, j)| {
+            let (x, y) = (a.labels[i as usize], a.labels[j as usize]);
+            (x.min(y), x.max(y))
+        }).collect();
+        pairs.sort_unstable();
+        relabelled.extend(pairs.into_iter().flat_map(|(x, y)| [x, y]));
+        prop_assert_eq!(relabelled, a.certificate);
+    }
+}
+
+/// Copies of one small graph, joined to a hub through chosen vertices: graphs with large
+/// automorphism groups and deep search trees, where wrong pruning would show.
+fn copies(base_n: usize, base: &[(u32, u32)], k: usize, hooks: &[u32]) -> (usize, Vec<(u32, u32)>) {
+    let n = base_n * k + 1;
+    let hub = (n - 1) as u32;
+    let mut bonds = Vec::new();
+    for c in 0..k as u32 {
+        let off = c * base_n as u32;
+        bonds.extend(base.iter().map(|&(i, j)| (i + off, j + off)));
+        let hook = hooks[c as usize % hooks.len()] % base_n as u32;
+        bonds.push((off + hook, hub));
+    }
+    (n, bonds)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn symmetric_compositions_keep_their_certificate(
+        base_n in 1usize..6,
+        raw in proptest::collection::vec((0u32..6, 0u32..6), 0..8),
+        k in 2usize..5,
+        hooks in proptest::collection::vec(0u32..6, 1..3),
+        seed in any::<u64>(),
+    ) {
+        let mut base: Vec<(u32, u32)> = raw
+            .into_iter()
+            .map(|(a, b)| (a % base_n as u32, b % base_n as u32))
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| (a.min(b), a.max(b)))
+            .collect();
+        base.sort_unstable();
+        base.dedup();
+        let (n, bonds) = copies(base_n, &base, k, &hooks);
+        let mut perm: Vec<u32> = (0..n as u32).collect();
+        let mut s = seed;
+        for i in (1..n).rev() {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            perm.swap(i, (s >> 33) as usize % (i + 1));
+        }
+        prop_assert_eq!(cert(n, &bonds), cert(n, &renumber(n, &bonds, &perm)));
+    }
+}

@@ -1,0 +1,34 @@
+//! Python wrappers of `molsift_analogs`: the canonical form of a skeleton.
+
+use molsift_analogs::{canonical, Skeleton};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::error::analog_err;
+
+/// The canonical form of the skeleton of `n` atoms and `bonds`: (the canonical label of each
+/// atom, the certificate as little-endian u32 bytes: equal exactly when the graphs are
+/// isomorphic). ValueError for a bad graph or one needing more than `max_leaves` search leaves.
+#[pyfunction]
+#[pyo3(signature = (n, bonds, max_leaves=100_000))]
+fn canonical_skeleton<'py>(
+    py: Python<'py>,
+    n: usize,
+    bonds: Vec<(u32, u32)>,
+    max_leaves: usize,
+) -> PyResult<(Vec<u32>, Bound<'py, PyBytes>)> {
+    let canon = py
+        .detach(|| Skeleton::new(n, &bonds).and_then(|g| canonical(&g, max_leaves)))
+        .map_err(analog_err)?;
+    let bytes: Vec<u8> = canon
+        .certificate
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    Ok((canon.labels, PyBytes::new(py, &bytes)))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(canonical_skeleton, m)?)?;
+    Ok(())
+}
