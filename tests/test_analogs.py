@@ -95,6 +95,31 @@ def test_fast_canonical_form_agrees_with_rdkit_on_real_skeletons(bundled_smi):
     assert all(len(v) == 1 for v in by_cert.values())
 
 
+def test_skeletons_read_from_smiles_text_equal_rdkits(bundled_smi):
+    """`_core.smiles_skeleton` reads the topology of the SMILES text alone (the index build
+    needs no toolkit); on every bundled molecule, as given and as RDKit's canonical SMILES, it
+    is the same graph as RDKit's heavy atoms and bonds."""
+    from rdkit import Chem
+
+    from molsift import _core
+    from molsift.analogs import skeleton_of
+
+    checked = 0
+    for line in bundled_smi.read_text().splitlines()[1:]:
+        text = line.split()[0]
+        mol = Chem.MolFromSmiles(text)
+        if mol is None:
+            continue
+        want = skeleton_of(mol).certificate
+        for smiles in (text, Chem.MolToSmiles(mol)):
+            n, bonds = _core.smiles_skeleton(smiles)
+            assert Skeleton.of(n, bonds).certificate == want, smiles
+        checked += 1
+    assert checked > 4000
+    with pytest.raises(ValueError, match="at byte 4"):
+        _core.smiles_skeleton("C1CC")
+
+
 def small_skeletons(count: int, seed: int) -> list[Skeleton]:
     """Random connected graphs of 3-7 atoms (a random tree plus a few extra bonds)."""
     rng = random.Random(seed)

@@ -401,3 +401,7 @@ def canonical_skeleton(
     """Canonical labels of a skeleton's atoms and its certificate (u32 LE bytes): equal
     certificates exactly when the graphs are isomorphic. ValueError for a bad or too symmetric
     graph."""
+
+def smiles_skeleton(smiles: str) -> tuple[int, list[tuple[int, int]]]:
+    """The skeleton of a SMILES read from its topology alone: (heavy atoms, bonds (i, j), i < j).
+    ValueError naming the byte offset for text that is not SMILES."""

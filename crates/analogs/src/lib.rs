@@ -5,6 +5,7 @@
 //! * [`Skeleton`]: a molecule's heavy atoms and bonds with every label removed.
 //! * [`canonical`]: a canonical labeling; [`Canon::certificate`] is equal for two skeletons
 //!   exactly when they are isomorphic.
+//! * [`skeleton_of_smiles`]: a skeleton read from a SMILES's topology, without a toolkit.
 //!
 //! ```
 //! use molsift_analogs::{canonical, Skeleton};
@@ -16,11 +17,13 @@
 
 pub mod canon;
 pub mod skeleton;
+pub mod smiles;
 #[cfg(test)]
 mod tests;
 
 pub use canon::{canonical, Canon};
 pub use skeleton::Skeleton;
+pub use smiles::skeleton_of_smiles;
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]

@@ -175,3 +175,32 @@ proptest! {
         prop_assert_eq!(cert(n, &bonds), cert(n, &renumber(n, &bonds, &perm)));
     }
 }
+
+#[test]
+fn smiles_topology_gives_the_skeleton() {
+    use crate::skeleton_of_smiles;
+    let same = |a: &str, b: &str| {
+        let (x, y) = (
+            skeleton_of_smiles(a).unwrap(),
+            skeleton_of_smiles(b).unwrap(),
+        );
+        canonical(&x, 1000).unwrap().certificate == canonical(&y, 1000).unwrap().certificate
+    };
+    assert!(same("c1ccccc1", "C1CCCCC1"));
+    assert!(same("c1ccncc1", "[nH+]1ccccc1"));
+    assert!(same("CC(C)(C)Cl", "BrC(Br)(Br)Br"));
+    assert!(same("[2H]C([H])C", "CC"));
+    assert!(same("C%10CC%10", "C1CC1"));
+    assert!(same("CC.[Na+]", "OO.[K]"));
+    assert!(!same("CC.C", "CCC"));
+    assert!(!same("C1CC1", "CCC"));
+    assert!(same("*CC", "CC")); // a dummy atom is not a heavy atom
+    assert!(same("[Hg]C", "CC")); // mercury is not hydrogen
+    assert!(same("N->[Fe]<-N", "CCC")); // dative bonds are bonds
+    let g = skeleton_of_smiles("c1ccc2ccccc2c1").unwrap();
+    assert_eq!((g.atoms(), g.bonds()), (10, 11));
+    for bad in ["C1CC", "C(C", "C)C", "[CH3", "C%1C", "Cx"] {
+        let err = skeleton_of_smiles(bad).unwrap_err().to_string();
+        assert!(err.contains("at byte"), "{bad}: {err}");
+    }
+}

@@ -1,6 +1,6 @@
 //! Python wrappers of `molsift_analogs`: the canonical form of a skeleton.
 
-use molsift_analogs::{canonical, Skeleton};
+use molsift_analogs::{canonical, skeleton_of_smiles, Skeleton};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -28,7 +28,18 @@ fn canonical_skeleton<'py>(
     Ok((canon.labels, PyBytes::new(py, &bytes)))
 }
 
+/// The skeleton of a SMILES read from its topology alone: (heavy atoms, bonds as (i, j) with
+/// i < j). ValueError naming the byte offset for text that is not SMILES.
+#[pyfunction]
+fn smiles_skeleton(py: Python<'_>, smiles: &str) -> PyResult<(usize, Vec<(u32, u32)>)> {
+    let g = py
+        .detach(|| skeleton_of_smiles(smiles))
+        .map_err(analog_err)?;
+    Ok((g.atoms(), g.bond_list().collect()))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_skeleton, m)?)?;
+    m.add_function(wrap_pyfunction!(smiles_skeleton, m)?)?;
     Ok(())
 }
