@@ -405,3 +405,27 @@ def canonical_skeleton(
 def smiles_skeleton(smiles: str) -> tuple[int, list[tuple[int, int]]]:
     """The skeleton of a SMILES read from its topology alone: (heavy atoms, bonds (i, j), i < j).
     ValueError naming the byte offset for text that is not SMILES."""
+
+def skeleton_edits(
+    n: int, bonds: list[tuple[int, int]], max_leaves: int = 100_000
+) -> list[tuple[str, bytes]]:
+    """Every single edit of a skeleton: (kind, certificate of the result), one per edit."""
+
+class SkeletonLibrary:
+    """The skeletons of a library's SMILES (position i is smiles[i]), searched by the exact
+    analog walk (breadth first over every edit)."""
+
+    def __init__(self, smiles: list[str], threads: int = 1, max_leaves: int = 100_000) -> None: ...
+    def __len__(self) -> int: ...
+    def failed(self) -> list[tuple[int, str]]:
+        """Positions whose SMILES could not be read, with the reason."""
+    def walk(
+        self,
+        n: int,
+        bonds: list[tuple[int, int]],
+        max_dist: int,
+        limits: list[int] = ...,
+        max_leaves: int = 100_000,
+    ) -> tuple[list[tuple[int, list[int]]], list[tuple[str, int]]]:
+        """Library molecules within max_dist edits, nearest first: ([(distance, positions)],
+        [("edges", n), ("pruned", n), ("nodes", n)])."""

@@ -6,6 +6,8 @@
 //! * [`canonical`]: a canonical labeling; [`Canon::certificate`] is equal for two skeletons
 //!   exactly when they are isomorphic.
 //! * [`skeleton_of_smiles`]: a skeleton read from a SMILES's topology, without a toolkit.
+//! * [`edits`]: every single edit of a skeleton, by [`Kind`].
+//! * [`walk`]: the exact search, breadth first from the query over every edit.
 //!
 //! ```
 //! use molsift_analogs::{canonical, Skeleton};
@@ -16,14 +18,18 @@
 //! ```
 
 pub mod canon;
+pub mod edits;
 pub mod skeleton;
 pub mod smiles;
 #[cfg(test)]
 mod tests;
+pub mod walk;
 
 pub use canon::{canonical, Canon};
+pub use edits::{edits, Kind};
 pub use skeleton::Skeleton;
 pub use smiles::skeleton_of_smiles;
+pub use walk::{walk, KeySet, Library, SkeletonGroups, WalkStats, UNLIMITED};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,6 @@
 //! Python wrappers of `molsift_analogs`: the canonical form of a skeleton.
 
-use molsift_analogs::{canonical, skeleton_of_smiles, Skeleton};
+use molsift_analogs::{canonical, edits, skeleton_of_smiles, walk, Skeleton, SkeletonGroups};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -38,8 +38,106 @@ fn smiles_skeleton(py: Python<'_>, smiles: &str) -> PyResult<(usize, Vec<(u32, u
     Ok((g.atoms(), g.bond_list().collect()))
 }
 
+/// Every single edit of the skeleton of `n` atoms and `bonds`: (kind name, certificate of the
+/// result), one per edit (isomorphic results repeat).
+#[pyfunction]
+#[pyo3(signature = (n, bonds, max_leaves=100_000))]
+fn skeleton_edits<'py>(
+    py: Python<'py>,
+    n: usize,
+    bonds: Vec<(u32, u32)>,
+    max_leaves: usize,
+) -> PyResult<Vec<(&'static str, Bound<'py, PyBytes>)>> {
+    let found = py
+        .detach(|| {
+            let g = Skeleton::new(n, &bonds)?;
+            let mut out = Vec::new();
+            let mut err = None;
+            edits(&g, |kind, atoms, list| {
+                match Skeleton::new(atoms, list).and_then(|r| canonical(&r, max_leaves)) {
+                    Ok(c) => out.push((kind.name(), c.certificate)),
+                    Err(e) => err = Some(e),
+                }
+            });
+            err.map_or(Ok(out), Err)
+        })
+        .map_err(analog_err)?;
+    Ok(found
+        .into_iter()
+        .map(|(kind, cert)| {
+            let bytes: Vec<u8> = cert.iter().flat_map(|x| x.to_le_bytes()).collect();
+            (kind, PyBytes::new(py, &bytes))
+        })
+        .collect())
+}
+
+/// The skeletons of a library's SMILES (by position), searched by the exact walk.
+#[pyclass(name = "SkeletonLibrary", module = "molsift._core", frozen)]
+pub struct PySkeletonLibrary {
+    inner: SkeletonGroups,
+}
+
+#[pymethods]
+impl PySkeletonLibrary {
+    /// Reads and canonicalizes `smiles` (position i is smiles[i]) on `threads` threads.
+    #[new]
+    #[pyo3(signature = (smiles, threads=1, max_leaves=100_000))]
+    fn new(py: Python<'_>, smiles: Vec<String>, threads: usize, max_leaves: usize) -> Self {
+        let inner = py.detach(|| {
+            let refs: Vec<&str> = smiles.iter().map(String::as_str).collect();
+            SkeletonGroups::build(&refs, threads, max_leaves)
+        });
+        PySkeletonLibrary { inner }
+    }
+
+    /// Number of distinct skeletons.
+    fn __len__(&self) -> usize {
+        self.inner.keys.len()
+    }
+
+    /// Positions whose SMILES could not be read, with the reason.
+    fn failed(&self) -> Vec<(u32, String)> {
+        self.inner.failed.clone()
+    }
+
+    /// Every library molecule within `max_dist` edits of the skeleton of `n` atoms and `bonds`,
+    /// nearest skeletons first: ([(distance, positions)], {"edges", "pruned", "nodes"}).
+    /// `limits`: the most edits of each kind (tdn tup rdn rup ldn lup; 255: none).
+    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], max_leaves=100_000))]
+    #[allow(clippy::type_complexity)]
+    fn walk(
+        &self,
+        py: Python<'_>,
+        n: usize,
+        bonds: Vec<(u32, u32)>,
+        max_dist: usize,
+        limits: [u8; 6],
+        max_leaves: usize,
+    ) -> PyResult<(Vec<(usize, Vec<u32>)>, Vec<(&'static str, u64)>)> {
+        let lib = &self.inner;
+        let (hits, stats) = py
+            .detach(|| {
+                let q = Skeleton::new(n, &bonds)?;
+                let mut hits = Vec::new();
+                let stats = walk(&q, max_dist, limits, &lib.keys, max_leaves, |d, key| {
+                    hits.push((d, lib.groups[&key].clone()));
+                })?;
+                Ok::<_, molsift_analogs::AnalogError>((hits, stats))
+            })
+            .map_err(analog_err)?;
+        let stats = vec![
+            ("edges", stats.edges),
+            ("pruned", stats.pruned),
+            ("nodes", stats.nodes),
+        ];
+        Ok((hits, stats))
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_skeleton, m)?)?;
     m.add_function(wrap_pyfunction!(smiles_skeleton, m)?)?;
+    m.add_function(wrap_pyfunction!(skeleton_edits, m)?)?;
+    m.add_class::<PySkeletonLibrary>()?;
     Ok(())
 }

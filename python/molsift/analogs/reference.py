@@ -26,13 +26,23 @@ def _within(counts: tuple, limits: tuple | None) -> bool:
     return limits is None or all(c <= m for c, m in zip(counts, limits))
 
 
+def rdkit_key(s: Skeleton) -> str:
+    """The reference canonical form (RDKit's canonical SMILES of the dummy-atom graph)."""
+    return s.key
+
+
 def ball(
-    start: Skeleton, radius: int, limits: tuple | None = None, inverted: bool = False
-) -> dict[str, list[tuple[int, tuple]]]:
+    start: Skeleton,
+    radius: int,
+    limits: tuple | None = None,
+    inverted: bool = False,
+    key=rdkit_key,
+) -> dict:
     """Every graph within `radius` edits of `start`: key -> [(edits, counts by kind)], the
     counts not dominated by another of the same graph (one entry, the nearest, without
-    limits). `inverted` counts each edit as its inverse kind (a path read from its end)."""
-    found: dict[str, list[tuple[int, tuple]]] = {start.key: [(0, (0,) * len(KINDS))]}
+    limits). `inverted` counts each edit as its inverse kind (a path read from its end);
+    `key` is the canonical form used (RDKit's by default)."""
+    found: dict = {key(start): [(0, (0,) * len(KINDS))]}
     frontier = [(start, (0,) * len(KINDS))]
     for depth in range(1, radius + 1):
         nxt = []
@@ -44,7 +54,7 @@ def ball(
                 c = (*counts[:k], counts[k] + 1, *counts[k + 1 :])
                 if not _within(c, limits):
                     continue
-                seen = found.setdefault(result.key, [])
+                seen = found.setdefault(key(result), [])
                 if limits is None:
                     if seen:
                         continue
@@ -74,30 +84,33 @@ def distances(
     max_dist: int,
     limits: dict[str, int] | None = None,
     balls: dict | None = None,
-) -> dict[str, int]:
+    key=rdkit_key,
+) -> dict:
     """Edit distance from `query` to each target within `max_dist` (target key -> distance);
     `limits` bounds the edits of each kind (kinds not named are unbounded). `balls` caches
-    the targets' balls between calls (key -> ball)."""
+    the targets' balls between calls; `key` is the canonical form (RDKit's by default; the
+    tests of the fast walk pass molsift's own, which a test checks against RDKit's)."""
     cap = None
     if limits:
         unknown = set(limits) - set(KINDS)
         if unknown:
             raise ValueError(f"unknown edit kinds {sorted(unknown)}: use {', '.join(KINDS)}")
         cap = tuple(limits.get(kind, max_dist) for kind in KINDS)
-    near = ball(query, (max_dist + 1) // 2, cap)
+    near = ball(query, (max_dist + 1) // 2, cap, key=key)
     balls = {} if balls is None else balls
     out: dict[str, int] = {}
     for target in targets:
         bound = lower_bound(query, target)
-        if bound is None or bound > max_dist or target.key in out:
+        target_key = key(target)
+        if bound is None or bound > max_dist or target_key in out:
             continue
-        cache_key = (target.key, max_dist // 2, cap)
+        cache_key = (target_key, max_dist // 2, cap)
         far = balls.get(cache_key)
         if far is None:
-            far = balls[cache_key] = ball(target, max_dist // 2, cap, inverted=True)
+            far = balls[cache_key] = ball(target, max_dist // 2, cap, inverted=True, key=key)
         best = None
-        for key, ends in far.items():
-            starts = near.get(key)
+        for graph, ends in far.items():
+            starts = near.get(graph)
             if starts is None:
                 continue
             for j, c2 in ends:
@@ -107,5 +120,5 @@ def distances(
                     if _within(tuple(a + b for a, b in zip(c1, c2)), cap):
                         best = i + j
         if best is not None and best <= max_dist:
-            out[target.key] = best
+            out[target_key] = best
     return out
