@@ -245,8 +245,13 @@ def test_walk_equals_the_reference_on_bundled_data(bundled_library):
         want = distances(query, by_key.values(), dist, balls=balls, key=cert)
         got, stats = walk_distances(library, skeletons, query, dist)
         assert got == want, (query.key, dist)
-        assert stats["nodes"] <= stats["edges"]
+        assert stats["nodes"] <= stats["edges"] and stats["first_hit_ns"] <= stats["ns"]
         hits += len(got)
+        if got:  # stopping once a molecule is found still gives every hit of that distance
+            nearest = min(got.values())
+            part, _ = library.walk(query.n, list(query.bonds), dist, stop_after=1)
+            assert {d for d, _ in part} == {nearest}
+            assert len(part) == sum(1 for d in got.values() if d == nearest)
     assert hits > 30
 
 

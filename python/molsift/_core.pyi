@@ -426,6 +426,8 @@ class SkeletonLibrary:
         max_dist: int,
         limits: list[int] = ...,
         max_leaves: int = 100_000,
+        stop_after: int = ...,
     ) -> tuple[list[tuple[int, list[int]]], list[tuple[str, int]]]:
         """Library molecules within max_dist edits, nearest first: ([(distance, positions)],
-        [("edges", n), ("pruned", n), ("nodes", n)])."""
+        [("edges", n), ("pruned", n), ("nodes", n), ("first_hit_ns", n), ("ns", n)]);
+        stop_after: end with the distance at which that many molecules are found."""

@@ -145,14 +145,16 @@ fn dominated(seen: &[[u8; 6]], c: &[u8; 6]) -> bool {
 }
 
 /// Walks from `query` to distance `max_dist`: `hit(distance, key)` once for each library
-/// skeleton reached, nearest first. `max_leaves` bounds each canonicalization.
+/// skeleton reached, nearest first; when it returns true the walk ends with the distance it is
+/// at (so every hit at that distance is still reported: enough to rank the nearest k).
+/// `max_leaves` bounds each canonicalization.
 pub fn walk<L: Library>(
     query: &Skeleton,
     max_dist: usize,
     limits: Limits,
     library: &L,
     max_leaves: usize,
-    mut hit: impl FnMut(usize, u128),
+    mut hit: impl FnMut(usize, u128) -> bool,
 ) -> Result<WalkStats, AnalogError> {
     let mut stats = WalkStats::default();
     let comps = {
@@ -166,13 +168,17 @@ pub fn walk<L: Library>(
     let mut seen: HashMap<u128, Vec<[u8; 6]>> = HashMap::new();
     seen.insert(start, vec![[0; 6]]);
     let mut found: std::collections::HashSet<u128> = std::collections::HashSet::new();
+    let mut enough = false;
     if library.contains(start) {
         found.insert(start);
-        hit(0, start);
+        enough = hit(0, start);
     }
     let limited = limits != UNLIMITED;
     let mut frontier: Vec<(Skeleton, [u8; 6])> = vec![(query.clone(), [0; 6])];
     for depth in 1..=max_dist {
+        if enough {
+            break;
+        }
         let left = max_dist - depth;
         let mut next = Vec::new();
         let mut error = None;
@@ -226,8 +232,8 @@ pub fn walk<L: Library>(
                 }
                 kept.push(c);
                 stats.nodes += 1;
-                if library.contains(key) && found.insert(key) {
-                    hit(depth, key);
+                if library.contains(key) && found.insert(key) && hit(depth, key) {
+                    enough = true;
                 }
                 if left > 0 {
                     next.push((result, c));

@@ -101,10 +101,12 @@ impl PySkeletonLibrary {
     }
 
     /// Every library molecule within `max_dist` edits of the skeleton of `n` atoms and `bonds`,
-    /// nearest skeletons first: ([(distance, positions)], {"edges", "pruned", "nodes"}).
-    /// `limits`: the most edits of each kind (tdn tup rdn rup ldn lup; 255: none).
-    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], max_leaves=100_000))]
-    #[allow(clippy::type_complexity)]
+    /// nearest skeletons first: ([(distance, positions)], [("edges", n), ("pruned", n),
+    /// ("nodes", n), ("first_hit_ns", n), ("ns", n)]). `limits`: the most edits of each kind
+    /// (tdn tup rdn rup ldn lup; 255: none). `stop_after`: end the walk with the distance at
+    /// which that many molecules have been found (all of that distance still come).
+    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], max_leaves=100_000, stop_after=usize::MAX))]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)] // the Python signature
     fn walk(
         &self,
         py: Python<'_>,
@@ -113,22 +115,33 @@ impl PySkeletonLibrary {
         max_dist: usize,
         limits: [u8; 6],
         max_leaves: usize,
+        stop_after: usize,
     ) -> PyResult<(Vec<(usize, Vec<u32>)>, Vec<(&'static str, u64)>)> {
         let lib = &self.inner;
-        let (hits, stats) = py
+        let (hits, stats, first, total) = py
             .detach(|| {
+                let began = std::time::Instant::now();
+                let mut first = None;
                 let q = Skeleton::new(n, &bonds)?;
                 let mut hits = Vec::new();
+                let mut molecules = 0usize;
                 let stats = walk(&q, max_dist, limits, &lib.keys, max_leaves, |d, key| {
-                    hits.push((d, lib.groups[&key].clone()));
+                    first.get_or_insert_with(|| began.elapsed().as_nanos() as u64);
+                    let group = &lib.groups[&key];
+                    molecules += group.len();
+                    hits.push((d, group.clone()));
+                    molecules >= stop_after
                 })?;
-                Ok::<_, molsift_analogs::AnalogError>((hits, stats))
+                let total = began.elapsed().as_nanos() as u64;
+                Ok::<_, molsift_analogs::AnalogError>((hits, stats, first, total))
             })
             .map_err(analog_err)?;
         let stats = vec![
             ("edges", stats.edges),
             ("pruned", stats.pruned),
             ("nodes", stats.nodes),
+            ("first_hit_ns", first.unwrap_or(total)),
+            ("ns", total),
         ];
         Ok((hits, stats))
     }
