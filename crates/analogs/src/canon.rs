@@ -52,7 +52,8 @@ pub fn canonical(g: &Skeleton, max_leaves: usize) -> Result<Canon, AnalogError> 
         scratch: Scratch::default(),
     };
     let colors = vec![0u32; g.atoms()];
-    search.visit(colors, &mut Vec::new())?;
+    let lab: Vec<u32> = (0..g.atoms() as u32).collect();
+    search.visit(colors, lab, &mut Vec::new())?;
     let (certificate, labels) = search.best.expect("a search reaches a leaf");
     Ok(Canon {
         labels,
@@ -64,8 +65,7 @@ pub fn canonical(g: &Skeleton, max_leaves: usize) -> Result<Canon, AnalogError> 
 #[derive(Default)]
 struct Scratch {
     hash: Vec<u64>,
-    order: Vec<u32>,
-    next: Vec<u32>,
+    next_color: Vec<(u32, u32)>,
 }
 
 struct Search<'g> {
@@ -89,52 +89,72 @@ fn mix(c: u32) -> u64 {
 }
 
 /// Refines `colors` until stable; colours are cell starts (the number of atoms of a smaller
-/// colour), so a discrete colouring is a labeling. Returns the number of cells.
-fn refine(g: &Skeleton, colors: &mut [u32], s: &mut Scratch) -> usize {
+/// colour), so a discrete colouring is a labeling. `lab` lists the atoms by colour (each cell
+/// contiguous) and is kept so. Each round gives every atom of a cell of several the hash of its
+/// neighbours' colours (all from the colours before the round), then splits each such cell by
+/// that hash, in hash order. Returns the number of cells.
+fn refine(g: &Skeleton, colors: &mut [u32], lab: &mut [u32], s: &mut Scratch) -> usize {
     let n = colors.len();
-    let mut cells = count_cells(colors, s);
-    while cells < n {
-        s.hash.clear();
-        s.hash.extend((0..n).map(|v| {
-            g.neighbours(v)
-                .iter()
-                .fold(0u64, |h, &u| h.wrapping_add(mix(colors[u as usize])))
-        }));
-        s.order.clear();
-        s.order.extend(0..n as u32);
-        let (hash, cols) = (&s.hash, &*colors);
-        s.order
-            .sort_unstable_by_key(|&v| (cols[v as usize], hash[v as usize]));
-        s.next.clear();
-        s.next.resize(n, 0);
-        let mut start = 0u32;
-        let mut new_cells = 0;
-        for p in 0..n {
-            let v = s.order[p] as usize;
-            if p == 0 || {
-                let u = s.order[p - 1] as usize;
-                (colors[u], s.hash[u]) != (colors[v], s.hash[v])
-            } {
-                start = p as u32;
-                new_cells += 1;
+    s.hash.clear();
+    s.hash.resize(n, 0);
+    loop {
+        // hashes of the atoms in cells of several, from this round's colours
+        let mut p = 0;
+        let mut cells = 0;
+        while p < n {
+            let c = colors[lab[p] as usize];
+            let mut q = p + 1;
+            while q < n && colors[lab[q] as usize] == c {
+                q += 1;
             }
-            s.next[v] = start;
+            cells += 1;
+            if q - p > 1 {
+                for &v in &lab[p..q] {
+                    s.hash[v as usize] = g
+                        .neighbours(v as usize)
+                        .iter()
+                        .fold(0u64, |h, &u| h.wrapping_add(mix(colors[u as usize])));
+                }
+            }
+            p = q;
         }
-        colors.copy_from_slice(&s.next);
-        if new_cells == cells {
-            break;
+        if cells == n {
+            return n;
         }
-        cells = new_cells;
+        // split each cell of several by hash
+        let mut split = false;
+        let mut new_cells = 0;
+        p = 0;
+        while p < n {
+            let c = colors[lab[p] as usize];
+            let mut q = p + 1;
+            while q < n && colors[lab[q] as usize] == c {
+                q += 1;
+            }
+            new_cells += 1;
+            if q - p > 1 {
+                let hash = &s.hash;
+                lab[p..q].sort_unstable_by_key(|&v| hash[v as usize]);
+                let mut start = p;
+                for k in p..q {
+                    if k > p && hash[lab[k] as usize] != hash[lab[k - 1] as usize] {
+                        start = k;
+                        split = true;
+                        new_cells += 1;
+                    }
+                    s.next_color.push((lab[k], start as u32));
+                }
+            }
+            p = q;
+        }
+        for &(v, c) in &s.next_color {
+            colors[v as usize] = c;
+        }
+        s.next_color.clear();
+        if !split {
+            return new_cells;
+        }
     }
-    cells
-}
-
-fn count_cells(colors: &[u32], s: &mut Scratch) -> usize {
-    s.order.clear();
-    s.order.extend_from_slice(colors);
-    s.order.sort_unstable();
-    s.order.dedup();
-    s.order.len()
 }
 
 fn certificate(g: &Skeleton, labels: &[u32]) -> Vec<u32> {
@@ -157,39 +177,53 @@ fn certificate(g: &Skeleton, labels: &[u32]) -> Vec<u32> {
 }
 
 impl Search<'_> {
-    fn visit(&mut self, mut colors: Vec<u32>, fixed: &mut Vec<u32>) -> Result<(), AnalogError> {
+    fn visit(
+        &mut self,
+        mut colors: Vec<u32>,
+        mut lab: Vec<u32>,
+        fixed: &mut Vec<u32>,
+    ) -> Result<(), AnalogError> {
         let n = colors.len();
-        if refine(self.g, &mut colors, &mut self.scratch) == n {
+        if refine(self.g, &mut colors, &mut lab, &mut self.scratch) == n {
             return self.leaf(colors);
         }
-        // the first colour class of more than one atom (by colour: an invariant choice)
-        let mut target = u32::MAX;
-        let mut size = vec![0u32; n];
-        for &c in &colors {
-            size[c as usize] += 1;
-        }
-        for (c, &k) in size.iter().enumerate() {
-            if k > 1 {
-                target = c as u32;
-                break;
+        // the first cell of more than one atom (by colour: an invariant choice)
+        let mut p = 0;
+        let (start, end) = loop {
+            let c = colors[lab[p] as usize];
+            let mut q = p + 1;
+            while q < n && colors[lab[q] as usize] == c {
+                q += 1;
             }
-        }
-        let members: Vec<u32> = (0..n as u32)
-            .filter(|&v| colors[v as usize] == target)
-            .collect();
+            if q - p > 1 {
+                break (p, q);
+            }
+            p = q;
+        };
+        let target = start as u32;
+        let mut members: Vec<u32> = lab[start..end].to_vec();
+        members.sort_unstable();
         let mut explored: Vec<u32> = Vec::new();
         for &v in &members {
             if !explored.is_empty() && self.same_orbit(v, &explored, fixed) {
                 continue;
             }
             let mut child = colors.clone();
+            let mut child_lab = lab.clone();
             for &w in &members {
                 if w != v {
                     child[w as usize] = target + 1;
                 }
             }
+            // v first in its cell, the others after it
+            let at = start
+                + child_lab[start..end]
+                    .iter()
+                    .position(|&w| w == v)
+                    .expect("a member of the cell");
+            child_lab.swap(start, at);
             fixed.push(v);
-            self.visit(child, fixed)?;
+            self.visit(child, child_lab, fixed)?;
             fixed.pop();
             explored.push(v);
         }
