@@ -415,8 +415,10 @@ class SkeletonLibrary:
     """The skeletons of a library's SMILES (position i is smiles[i]), searched by the exact
     analog walk (breadth first over every edit)."""
 
-    def __init__(self, smiles: list[str], threads: int = 1, max_leaves: int = 100_000) -> None: ...
-    def __len__(self) -> int: ...
+    def __init__(self, smiles: list[str], threads: int = 1, max_leaves: int = 100_000) -> None:
+        """Reads and canonicalizes every SMILES on `threads` threads."""
+    def __len__(self) -> int:
+        """Number of distinct skeletons."""
     def failed(self) -> list[tuple[int, str]]:
         """Positions whose SMILES could not be read, with the reason."""
     def walk(
