@@ -1,8 +1,8 @@
 """The skeletons of a store (issue 19's index sizing): how many distinct anonymous graphs, their
 sizes, the cost of reading and canonicalizing one (Rust: `_core.smiles_skeleton` then
 `_core.canonical_skeleton`, one thread, Python calls included), and for a sample of skeletons
-how many distinct graphs lie one edit away, in all and by deletions alone (what an index of
-neighbourhoods would hold per skeleton).
+how many distinct graphs lie one edit away, in all and by deletions alone, and how many one
+bridge move away (what an index of neighbourhoods would hold per skeleton; docs/analogs.md).
 
     .venv/bin/python benches/analogs_skeletons.py STORE [--sample 200] [--json out.json]
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 import molsift
 from molsift import _core
 from molsift.analogs import Skeleton, edits
+from molsift.analogs.skeleton import bridge_moves
 
 DOWN = {"tdn", "rdn", "ldn"}
 
@@ -56,7 +57,7 @@ def main() -> None:
           f"{atoms[len(atoms) // 10]}-{atoms[9 * len(atoms) // 10]}, max {atoms[-1]}")  # fmt: skip
     rng = random.Random(1)
     sample = rng.sample(list(first.values()), min(args.sample, len(first)))
-    all_n, down_n = [], []
+    all_n, down_n, move_n = [], [], []
     began = time.perf_counter()
     for n, bonds in sample:
         g = Skeleton.of(n, bonds)
@@ -67,16 +68,19 @@ def main() -> None:
                 around["down"].add(result.certificate)
         all_n.append(len(around["all"]))
         down_n.append(len(around["down"]))
+        move_n.append(len({m.certificate for m in bridge_moves(g)} - {g.certificate}))
     print(f"one edit away (distinct graphs, {len(sample)} skeletons): all edits median "
           f"{statistics.median(all_n)} (mean {statistics.mean(all_n):.0f}), deletions alone "
           f"median {statistics.median(down_n)} (mean {statistics.mean(down_n):.0f}); "
-          f"{time.perf_counter() - began:.1f} s")  # fmt: skip
+          f"one bridge move away median {statistics.median(move_n)} "
+          f"(mean {statistics.mean(move_n):.0f}); {time.perf_counter() - began:.1f} s")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps({
             "molecules": molecules, "skeletons": len(per_key), "multi_component": multi,
             "us_per_molecule": 1e6 * seconds / molecules, "atoms_median": statistics.median(atoms),
             "neighbours_all_median": statistics.median(all_n),
             "neighbours_down_median": statistics.median(down_n),
+            "bridge_moves_median": statistics.median(move_n),
         }, indent=1))  # fmt: skip
 
 

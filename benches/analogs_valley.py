@@ -19,22 +19,10 @@ from rdkit import RDLogger
 
 from molsift.analogs import Skeleton, edits, skeleton_of_smiles
 from molsift.analogs.reference import distances
+from molsift.analogs.skeleton import bridge_moves
 
 DOWN = {"tdn", "rdn", "ldn"}
 DATA = Path(__file__).resolve().parent.parent / "data/nci_first_5k.smi"
-
-
-def bridge_moves(g: Skeleton):
-    """Every bridge move of `g`: a bond added (rup), then a bond deleted that was a bridge of
-    `g` and lies on a cycle after the addition."""
-    ring = g.ring_bonds
-    bridges = [b for b in g.bonds if b not in ring]
-    for kind, up in edits(g):
-        if kind == "rup":
-            cycles = up.ring_bonds
-            for y in bridges:
-                if y in cycles:
-                    yield Skeleton(up.n, tuple(b for b in up.bonds if b != y))
 
 
 def down_ball(start, radius: int, moves: bool = False) -> dict:

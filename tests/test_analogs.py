@@ -264,3 +264,17 @@ def test_walk_keeps_per_kind_limits_exactly(bundled_library):
             want = distances(query, by_key.values(), 2, limits, balls=balls, key=cert)
             got, _ = walk_distances(library, skeletons, query, 2, limits)
             assert got == want, (query.key, limits)
+
+
+def test_bridge_moves_detach_a_branch_and_attach_it_elsewhere():
+    """o-xylene's skeleton to p-xylene's is one bridge move (distance 2 by the reference);
+    a bridge move keeps atoms, bonds and components, and a ring-only graph has none."""
+    from molsift.analogs.skeleton import bridge_moves
+
+    ortho, para = sk("Cc1ccccc1C"), sk("Cc1ccc(C)cc1")
+    moved = {m.certificate for m in bridge_moves(ortho)}
+    assert para.certificate in moved
+    assert distances(ortho, [para], 2) == {para.key: 2}
+    for m in bridge_moves(ortho):
+        assert (m.n, len(m.bonds), m.components) == (ortho.n, len(ortho.bonds), 1)
+    assert list(bridge_moves(sk("C1CCCCC1"))) == []

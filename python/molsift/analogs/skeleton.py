@@ -181,3 +181,17 @@ def edits(s: Skeleton) -> Iterator[tuple[str, Skeleton]]:
     for i, j in s.bonds:
         rest = [b for b in s.bonds if b != (i, j)]
         yield "lup", Skeleton.of(s.n + 1, [*rest, (i, s.n), (j, s.n)])
+
+
+def bridge_moves(s: Skeleton) -> Iterator[Skeleton]:
+    """Every bridge move of `s` (two edits: a bond added that puts a bridge of `s` on a cycle,
+    then that bridge deleted; a branch detached from one atom and attached to another). The
+    climbs that deletions alone cannot replace (docs/analogs.md); results may repeat."""
+    ring = s.ring_bonds
+    bridges = [b for b in s.bonds if b not in ring]
+    for kind, up in edits(s):
+        if kind == "rup":
+            cycles = up.ring_bonds
+            for y in bridges:
+                if y in cycles:
+                    yield Skeleton(up.n, tuple(b for b in up.bonds if b != y))
