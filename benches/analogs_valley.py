@@ -6,6 +6,10 @@ best path of deletions and "bridge moves" from both ends (a bond added that puts
 cycle, then that bridge deleted: two edits that move a branch to another atom).
 
     .venv/bin/python benches/analogs_valley.py [--seed 1] [--queries 15] [--dist 3]
+        [--moves-on both|query]
+
+`--moves-on query` allows the bridge moves on the query's side only (the library side then
+needs only its deletions: what an index of deletion neighbourhoods could serve).
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--queries", type=int, default=15)
     ap.add_argument("--dist", type=int, default=3)
+    ap.add_argument("--moves-on", choices=("both", "query"), default="both")
     args = ap.parse_args()
     RDLogger.DisableLog("rdApp.*")
     by_cert = {}
@@ -79,14 +84,15 @@ def main() -> None:
             climbing += 1
             if near_moves is None:
                 near_moves = down_ball(query, args.dist, moves=True)
-            if meet(near_moves, down_ball(by_cert[key], args.dist, moves=True)) == dist:
+            both = args.moves_on == "both"
+            if meet(near_moves, down_ball(by_cert[key], args.dist, moves=both)) == dist:
                 explained += 1
             elif climbing - explained <= 5:
                 print(f"not explained: {query.key} -> {by_cert[key].key}, distance {dist}")
     print(
         f"{checked} pairs within distance {args.dist}; {climbing} ({100 * climbing / checked:.0f}%)"
         f" have no valley path as short; {explained} of those are explained by deletions and"
-        f" bridge moves; {time.time() - began:.0f} s"
+        f" bridge moves (moves on {args.moves_on} side(s)); {time.time() - began:.0f} s"
     )
 
 
