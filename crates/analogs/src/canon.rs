@@ -28,14 +28,17 @@ pub struct Canon {
 }
 
 impl Canon {
-    /// A 128-bit hash of the certificate (an index key; confirm a match on the certificate).
-    pub fn key(&self) -> u128 {
-        let bytes: Vec<u8> = self
-            .certificate
+    /// The certificate as little-endian bytes.
+    pub fn certificate_bytes(&self) -> Vec<u8> {
+        self.certificate
             .iter()
             .flat_map(|x| x.to_le_bytes())
-            .collect();
-        xxh3_128(&bytes)
+            .collect()
+    }
+
+    /// A 128-bit hash of the certificate (an index key; confirm a match on the certificate).
+    pub fn key(&self) -> u128 {
+        xxh3_128(&self.certificate_bytes())
     }
 }
 
@@ -88,6 +91,16 @@ fn mix(c: u32) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The end of the cell starting at `lab[p]` (atoms of one colour are contiguous in `lab`).
+fn cell_end(colors: &[u32], lab: &[u32], p: usize) -> usize {
+    let c = colors[lab[p] as usize];
+    p + 1
+        + lab[p + 1..]
+            .iter()
+            .take_while(|&&v| colors[v as usize] == c)
+            .count()
+}
+
 /// Refines `colors` until stable; colours are cell starts (the number of atoms of a smaller
 /// colour), so a discrete colouring is a labeling. `lab` lists the atoms by colour (each cell
 /// contiguous) and is kept so. Each round gives every atom of a cell of several the hash of its
@@ -102,11 +115,7 @@ fn refine(g: &Skeleton, colors: &mut [u32], lab: &mut [u32], s: &mut Scratch) ->
         let mut p = 0;
         let mut cells = 0;
         while p < n {
-            let c = colors[lab[p] as usize];
-            let mut q = p + 1;
-            while q < n && colors[lab[q] as usize] == c {
-                q += 1;
-            }
+            let q = cell_end(colors, lab, p);
             cells += 1;
             if q - p > 1 {
                 for &v in &lab[p..q] {
@@ -126,11 +135,7 @@ fn refine(g: &Skeleton, colors: &mut [u32], lab: &mut [u32], s: &mut Scratch) ->
         let mut new_cells = 0;
         p = 0;
         while p < n {
-            let c = colors[lab[p] as usize];
-            let mut q = p + 1;
-            while q < n && colors[lab[q] as usize] == c {
-                q += 1;
-            }
+            let q = cell_end(colors, lab, p);
             new_cells += 1;
             if q - p > 1 {
                 let hash = &s.hash;
@@ -190,11 +195,7 @@ impl Search<'_> {
         // the first cell of more than one atom (by colour: an invariant choice)
         let mut p = 0;
         let (start, end) = loop {
-            let c = colors[lab[p] as usize];
-            let mut q = p + 1;
-            while q < n && colors[lab[q] as usize] == c {
-                q += 1;
-            }
+            let q = cell_end(&colors, &lab, p);
             if q - p > 1 {
                 break (p, q);
             }

@@ -73,6 +73,15 @@ pub fn components(g: &Skeleton) -> Vec<u32> {
     comp
 }
 
+/// The number of connected components.
+pub fn component_count(g: &Skeleton) -> usize {
+    let comp = components(g);
+    comp.iter()
+        .enumerate()
+        .filter(|&(a, &c)| a as u32 == c)
+        .count()
+}
+
 /// The bonds on a cycle (not bridges), as (i, j) with i < j: Tarjan's low-link, iteratively.
 pub fn ring_bonds(g: &Skeleton) -> Vec<(u32, u32)> {
     let n = g.atoms();

@@ -94,6 +94,33 @@ fn bad_graphs_are_refused() {
     assert!(Skeleton::new(3, &[(0, 1), (1, 0)]).is_err());
 }
 
+/// The bonds of a simple graph on `n` atoms from raw pairs (taken mod n; loops and repeats
+/// dropped), sorted.
+fn simple_bonds(n: usize, raw: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    let mut bonds: Vec<(u32, u32)> = raw
+        .into_iter()
+        .map(|(a, b)| (a % n as u32, b % n as u32))
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| (a.min(b), a.max(b)))
+        .collect();
+    bonds.sort_unstable();
+    bonds.dedup();
+    bonds
+}
+
+/// A permutation of `0..n` drawn from `seed` (Fisher-Yates over an LCG).
+fn shuffled(n: usize, seed: u64) -> Vec<u32> {
+    let mut perm: Vec<u32> = (0..n as u32).collect();
+    let mut s = seed;
+    for i in (1..n).rev() {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        perm.swap(i, (s >> 33) as usize % (i + 1));
+    }
+    perm
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     #[test]
@@ -102,20 +129,8 @@ proptest! {
         raw in proptest::collection::vec((0u32..24, 0u32..24), 0..40),
         seed in any::<u64>(),
     ) {
-        let mut bonds: Vec<(u32, u32)> = raw
-            .into_iter()
-            .map(|(a, b)| (a % n as u32, b % n as u32))
-            .filter(|(a, b)| a != b)
-            .map(|(a, b)| (a.min(b), a.max(b)))
-            .collect();
-        bonds.sort_unstable();
-        bonds.dedup();
-        let mut perm: Vec<u32> = (0..n as u32).collect();
-        let mut s = seed;
-        for i in (1..n).rev() {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            perm.swap(i, (s >> 33) as usize % (i + 1));
-        }
+        let bonds = simple_bonds(n, raw);
+        let perm = shuffled(n, seed);
         let a = canonical(&Skeleton::new(n, &bonds).unwrap(), 100_000).unwrap();
         let b = canonical(&Skeleton::new(n, &renumber(n, &bonds, &perm)).unwrap(), 100_000).unwrap();
         prop_assert_eq!(&a.certificate, &b.certificate);
@@ -157,21 +172,9 @@ proptest! {
         hooks in proptest::collection::vec(0u32..6, 1..3),
         seed in any::<u64>(),
     ) {
-        let mut base: Vec<(u32, u32)> = raw
-            .into_iter()
-            .map(|(a, b)| (a % base_n as u32, b % base_n as u32))
-            .filter(|(a, b)| a != b)
-            .map(|(a, b)| (a.min(b), a.max(b)))
-            .collect();
-        base.sort_unstable();
-        base.dedup();
+        let base = simple_bonds(base_n, raw);
         let (n, bonds) = copies(base_n, &base, k, &hooks);
-        let mut perm: Vec<u32> = (0..n as u32).collect();
-        let mut s = seed;
-        for i in (1..n).rev() {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            perm.swap(i, (s >> 33) as usize % (i + 1));
-        }
+        let perm = shuffled(n, seed);
         prop_assert_eq!(cert(n, &bonds), cert(n, &renumber(n, &bonds, &perm)));
     }
 }

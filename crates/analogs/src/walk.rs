@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use crate::canon::canonical;
-use crate::edits::{components, edits, Kind};
+use crate::edits::{component_count, edits, Kind};
 use crate::skeleton::Skeleton;
 use crate::AnalogError;
 
@@ -157,12 +157,7 @@ pub fn walk<L: Library>(
     mut hit: impl FnMut(usize, u128) -> bool,
 ) -> Result<WalkStats, AnalogError> {
     let mut stats = WalkStats::default();
-    let comps = {
-        let mut c = components(query);
-        c.sort_unstable();
-        c.dedup();
-        c.len()
-    };
+    let comps = component_count(query);
     let start = canonical(query, max_leaves)?.key();
     // key -> count vectors kept (one, the first, without limits)
     let mut seen: HashMap<u128, Vec<[u8; 6]>> = HashMap::new();
@@ -279,11 +274,9 @@ impl SkeletonGroups {
                                 let one = crate::smiles::skeleton_of_smiles(smi)
                                     .and_then(|g| {
                                         let key = canonical(&g, max_leaves)?.key();
-                                        let mut c = components(&g);
-                                        c.sort_unstable();
-                                        c.dedup();
-                                        let rings = g.bonds() + c.len() - g.atoms();
-                                        Ok((key, c.len(), g.atoms(), rings))
+                                        let comps = component_count(&g);
+                                        let rings = g.bonds() + comps - g.atoms();
+                                        Ok((key, comps, g.atoms(), rings))
                                     })
                                     .map_err(|e| e.to_string());
                                 (pos, one)

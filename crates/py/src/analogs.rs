@@ -20,11 +20,7 @@ fn canonical_skeleton<'py>(
     let canon = py
         .detach(|| Skeleton::new(n, &bonds).and_then(|g| canonical(&g, max_leaves)))
         .map_err(analog_err)?;
-    let bytes: Vec<u8> = canon
-        .certificate
-        .iter()
-        .flat_map(|x| x.to_le_bytes())
-        .collect();
+    let bytes = canon.certificate_bytes();
     Ok((canon.labels, PyBytes::new(py, &bytes)))
 }
 
@@ -55,7 +51,7 @@ fn skeleton_edits<'py>(
             let mut err = None;
             edits(&g, |kind, atoms, list| {
                 match Skeleton::new(atoms, list).and_then(|r| canonical(&r, max_leaves)) {
-                    Ok(c) => out.push((kind.name(), c.certificate)),
+                    Ok(c) => out.push((kind.name(), c.certificate_bytes())),
                     Err(e) => err = Some(e),
                 }
             });
@@ -64,10 +60,7 @@ fn skeleton_edits<'py>(
         .map_err(analog_err)?;
     Ok(found
         .into_iter()
-        .map(|(kind, cert)| {
-            let bytes: Vec<u8> = cert.iter().flat_map(|x| x.to_le_bytes()).collect();
-            (kind, PyBytes::new(py, &bytes))
-        })
+        .map(|(kind, bytes)| (kind, PyBytes::new(py, &bytes)))
         .collect())
 }
 
