@@ -125,19 +125,16 @@ def router(
 
 
 #: the GET search's query parameters, for the OpenAPI schema
-PARAMETERS = [
-    {"name": name, "in": "query", "required": False, "schema": {"type": kind}, "description": text}
-    for name, kind, text in (
-        ("db", "string", "database name (GET /api/v1/databases); optional with one database"),
-        ("query", "string", "SMILES (SMARTS for type=smarts)"),
-        ("type", "string", "similarity (default), substructure, smarts or exact"),
-        ("threshold", "number", "similarity: least Tanimoto score, 0 to 1 (0.7 without k)"),
-        ("k", "integer", "similarity: the k best"),
-        ("start", "integer", "first row of the page (default 0)"),
-        ("length", "integer", "rows in the page (default 100)"),
-        ("fmt", "string", "json (default), tsv, csv or ndjson (every hit from start)"),
-    )
-]
+PARAMETERS = queries.query_parameters(
+    ("db", "string", "database name (GET /api/v1/databases); optional with one database"),
+    ("query", "string", "SMILES (SMARTS for type=smarts)"),
+    ("type", "string", "similarity (default), substructure, smarts or exact"),
+    ("threshold", "number", "similarity: least Tanimoto score, 0 to 1 (0.7 without k)"),
+    ("k", "integer", "similarity: the k best"),
+    ("start", "integer", "first row of the page (default 0)"),
+    ("length", "integer", "rows in the page (default 100)"),
+    ("fmt", "string", "json (default), tsv, csv or ndjson (every hit from start)"),
+)
 
 
 def _ndjson(db, result, start: int):

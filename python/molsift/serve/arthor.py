@@ -126,17 +126,14 @@ def router(
 
 
 #: the search's query parameters, for the OpenAPI schema
-PARAMETERS = [
-    {"name": name, "in": "query", "required": False, "schema": {"type": kind}, "description": text}
-    for name, kind, text in (
-        ("query", "string", "SMILES (SMARTS for type=SMARTS or SMA)"),
-        ("type", "string", "Similarity (default), Substructure, SMARTS or SMA"),
-        ("start", "integer", "first row (default 0)"),
-        ("length", "integer", "rows (default 10)"),
-        ("draw", "integer", "DataTables' counter, echoed"),
-        ("fmt", "string", "json (the only one)"),
-    )
-]
+PARAMETERS = queries.query_parameters(
+    ("query", "string", "SMILES (SMARTS for type=SMARTS or SMA)"),
+    ("type", "string", "Similarity (default), Substructure, SMARTS or SMA"),
+    ("start", "integer", "first row (default 0)"),
+    ("length", "integer", "rows (default 10)"),
+    ("draw", "integer", "DataTables' counter, echoed"),
+    ("fmt", "string", "json (the only one)"),
+)
 
 
 def _texts(hits: list) -> list:
@@ -147,8 +144,7 @@ def _texts(hits: list) -> list:
         by_db.setdefault(id(db), (db, []))[1].append(pos)
     texts = {}
     for db, positions in by_db.values():
-        pairs = zip(db.store.smiles.take(positions), db.store.ids.take(positions))
-        texts[id(db)] = iter([f"{smi} {ident}" for smi, ident in pairs])
+        texts[id(db)] = iter(queries.smiles_ids(db, positions))
     return [(db, pos, score, next(texts[id(db)])) for db, pos, score in hits]
 
 

@@ -157,6 +157,13 @@ def page(db: Database, result: Result, start: int, length: int) -> list[dict]:
     return rows
 
 
+def smiles_ids(db: Database, positions) -> list[str]:
+    """ "SMILES ID" of each store position (as Arthor and SmallWorld show a hit), read in one
+    call per column."""
+    pairs = zip(db.store.smiles.take(positions), db.store.ids.take(positions))
+    return [f"{smi} {ident}" for smi, ident in pairs]
+
+
 def check_page(start: int | None, length: int | None, limits: Limits) -> tuple[int, int]:
     """(start, length) with defaults 0 and 100, or ServiceError."""
     start = 0 if start is None else start
@@ -179,3 +186,18 @@ def number(params, name: str, kind):
     except ValueError:
         what = "a whole number" if kind is int else "a number"
         raise ServiceError(400, f"{name}={text!r}: give {what}") from None
+
+
+def query_parameters(*rows: tuple[str, str, str]) -> list[dict]:
+    """OpenAPI entries of optional query parameters, one per (name, type, description), for
+    the endpoints that read their parameters themselves."""
+    return [
+        {
+            "name": name,
+            "in": "query",
+            "required": False,
+            "schema": {"type": kind},
+            "description": text,
+        }
+        for name, kind, text in rows
+    ]

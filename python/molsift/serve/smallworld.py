@@ -197,10 +197,9 @@ def router(
             buf = io.StringIO()
             buf.write("SMILES ID\tdist\tecfp4\tdaylight\ttopodist\tmces\tquery\n")
             for query, result in found:
-                positions = result.positions[:length]
-                texts = zip(base.store.smiles.take(positions), base.store.ids.take(positions))
-                for (smi, ident), score in zip(texts, result.scores[:length]):
-                    buf.write(f"{smi} {ident}\t\t{score}\t\t\t\t{query}\n")
+                texts = queries.smiles_ids(base, result.positions[:length])
+                for text, score in zip(texts, result.scores[:length]):
+                    buf.write(f"{text}\t\t{score}\t\t\t\t{query}\n")
             return Response(buf.getvalue(), media_type="text/tab-separated-values")
         data = []
         for query, result in found:
@@ -214,9 +213,8 @@ def router(
         base, _query, result = lists.get(hlid)
         buf = io.StringIO()
         buf.write("SMILES ID\tdist\tecfp4\tdaylight\ttopodist\tmces\n")
-        texts = zip(base.store.smiles.take(result.positions), base.store.ids.take(result.positions))
-        for (smi, ident), score in zip(texts, result.scores):
-            buf.write(f"{smi} {ident}\t\t{score}\t\t\t\n")
+        for text, score in zip(queries.smiles_ids(base, result.positions), result.scores):
+            buf.write(f"{text}\t\t{score}\t\t\t\n")
         return Response(
             buf.getvalue(),
             media_type="text/tab-separated-values",
@@ -246,15 +244,12 @@ def router(
 
 #: /search/view's query parameters, for the OpenAPI schema (DataTables' own are accepted and
 #: ignored: the rows come in rank order)
-VIEW_PARAMETERS = [
-    {"name": name, "in": "query", "required": False, "schema": {"type": kind}, "description": text}
-    for name, kind, text in (
-        ("hlid", "integer", "the result set /search/submit returned"),
-        ("start", "integer", "first row (default 0)"),
-        ("length", "integer", "rows (default 10); per query in the batch form"),
-        ("draw", "integer", "DataTables' counter, echoed"),
-        ("smi", "string", "batch form, instead of hlid: a query SMILES, up to 20 times"),
-        ("db", "string", "batch form: the database"),
-        ("fmt", "string", "batch form: json (default) or tsv"),
-    )
-]
+VIEW_PARAMETERS = queries.query_parameters(
+    ("hlid", "integer", "the result set /search/submit returned"),
+    ("start", "integer", "first row (default 0)"),
+    ("length", "integer", "rows (default 10); per query in the batch form"),
+    ("draw", "integer", "DataTables' counter, echoed"),
+    ("smi", "string", "batch form, instead of hlid: a query SMILES, up to 20 times"),
+    ("db", "string", "batch form: the database"),
+    ("fmt", "string", "batch form: json (default) or tsv"),
+)
