@@ -177,51 +177,27 @@ def test_meet_in_the_middle_equals_one_sided_search(limits):
         assert distances(query, targets, 3, limits) == want
 
 
-# The exact walk (crates/analogs/src/walk.rs) against the reference on the bundled data
+# The exact walk against the reference on the bundled data: tests/test_analogs_search.py
 
 
 @pytest.fixture(scope="module")
-def bundled_library(bundled_smi):
-    """(SkeletonLibrary of the bundled SMILES, their skeletons by position (None: unreadable),
-    reference skeletons by certificate, reference balls cache)."""
-    from molsift import _core
-
+def bundled_skeletons(bundled_smi):
+    """The skeletons of the bundled SMILES by position (None: unreadable)."""
     smiles = [line.split()[0] for line in bundled_smi.read_text().splitlines()[1:]]
-    library = _core.SkeletonLibrary(smiles, threads=2)
     skeletons = []
     for s in smiles:
         try:
             skeletons.append(skeleton_of_smiles(s))
         except ValueError:
             skeletons.append(None)
-    by_key = {s.certificate: s for s in skeletons if s is not None}
-    return library, skeletons, by_key, {}
+    return skeletons
 
 
-def cert(s: Skeleton) -> bytes:
-    return s.certificate
-
-
-def walk_distances(library, skeletons, query: Skeleton, max_dist: int, limits=None):
-    """{certificate: distance} of the walk's hits (each hit's molecules all of one skeleton)."""
-    caps = [255] * 6 if limits is None else [limits.get(k, 255) for k in KINDS]
-    hits, stats = library.walk(query.n, list(query.bonds), max_dist, caps)
-    out = {}
-    for dist, positions in hits:
-        keys = {skeletons[p].certificate for p in positions}
-        assert len(keys) == 1, "one skeleton per hit"
-        (key,) = keys
-        assert key not in out
-        out[key] = dist
-    assert [d for d, _ in hits] == sorted(d for d, _ in hits), "nearest first"
-    return out, dict(stats)
-
-
-def test_both_canonical_forms_split_whole_balls_alike(bundled_library):
+def test_both_canonical_forms_split_whole_balls_alike(bundled_skeletons):
     """The walk tests key the reference by molsift's certificate (for speed); here RDKit's
     canonical SMILES and the certificate must split every graph of radius-2 balls (molecules'
     neighbours, most of them not molecules) into the same classes."""
-    _library, skeletons, _by_key, _balls = bundled_library
+    skeletons = bundled_skeletons
     rng = random.Random(13)
     for query in rng.sample([s for s in skeletons if s is not None and 8 <= s.n <= 14], 3):
         graphs = [query]
@@ -230,40 +206,6 @@ def test_both_canonical_forms_split_whole_balls_alike(bundled_library):
             graphs.extend(two for _k, two in edits(one))
         pairs = {(g.key, g.certificate) for g in graphs}
         assert len({k for k, _ in pairs}) == len({c for _, c in pairs}) == len(pairs)
-
-
-def test_walk_equals_the_reference_on_bundled_data(bundled_library):
-    """30 bundled molecules as queries: every skeleton within D = 2 (and D = 3 for queries of
-    up to 8 heavy atoms) found by the walk at the reference's distance, and nothing else."""
-    library, skeletons, by_key, balls = bundled_library
-    rng = random.Random(11)
-    pool = [s for s in skeletons if s is not None and s.n >= 3]
-    small = [s for s in pool if s.n <= 8]
-    queries = [(q, 2) for q in rng.sample(pool, 24)] + [(q, 3) for q in rng.sample(small, 6)]
-    hits = 0
-    for query, dist in queries:
-        want = distances(query, by_key.values(), dist, balls=balls, key=cert)
-        got, stats = walk_distances(library, skeletons, query, dist)
-        assert got == want, (query.key, dist)
-        assert stats["nodes"] <= stats["edges"] and stats["first_hit_ns"] <= stats["ns"]
-        hits += len(got)
-        if got:  # stopping once a molecule is found still gives every hit of that distance
-            nearest = min(got.values())
-            part, _ = library.walk(query.n, list(query.bonds), dist, stop_after=1)
-            assert {d for d, _ in part} == {nearest}
-            assert len(part) == sum(1 for d in got.values() if d == nearest)
-    assert hits > 30
-
-
-def test_walk_keeps_per_kind_limits_exactly(bundled_library):
-    library, skeletons, by_key, balls = bundled_library
-    rng = random.Random(12)
-    pool = [s for s in skeletons if s is not None and 3 <= s.n <= 14]
-    for limits in ({"rup": 0}, {"tup": 0, "tdn": 1}, {"lup": 0, "ldn": 0, "rdn": 1}):
-        for query in rng.sample(pool, 4):
-            want = distances(query, by_key.values(), 2, limits, balls=balls, key=cert)
-            got, _ = walk_distances(library, skeletons, query, 2, limits)
-            assert got == want, (query.key, limits)
 
 
 def test_bridge_moves_detach_a_branch_and_attach_it_elsewhere():

@@ -4,6 +4,7 @@ tests/test_packaging.py checks it against the module, names and parameters."""
 
 import mmap
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -147,6 +148,8 @@ class Store:
         """Ids or SMILES of the molecules at `positions` (little-endian int64 bytes), checked."""
     def pattern_index(self) -> PatternIndex:
         """The substructure index of this very store (StoreError saying how to build one)."""
+    def analog_index(self) -> AnalogIndex:
+        """The analog index of this very store (StoreError saying how to build one)."""
 
 def open_store_manifest(path: _Path, full: bool = True) -> str:
     """Checks a store and returns its manifest as JSON text (StoreError naming what is wrong)."""
@@ -433,3 +436,38 @@ class SkeletonLibrary:
         """Library molecules within max_dist edits, nearest first: ([(distance, positions)],
         [("edges", n), ("pruned", n), ("nodes", n), ("first_hit_ns", n), ("ns", n)]);
         stop_after: end with the distance at which that many molecules are found."""
+
+class AnalogIndex:
+    """The analog index of an open store (`molsift index STORE --analogs`): its distinct
+    skeletons and their molecules, searched by the exact walk."""
+
+    def __init__(self, path: _Path) -> None:
+        """Opens the store at `path` (sizes checked) and its analog index."""
+    def __len__(self) -> int:
+        """Number of distinct skeletons."""
+    def header_json(self) -> str:
+        """The header (`analogs.json`) as JSON text."""
+    def walk(
+        self,
+        n: int,
+        bonds: list[tuple[int, int]],
+        max_dist: int,
+        limits: list[int] = ...,
+        stop_after: int = ...,
+        timeout_s: float | None = None,
+        on_level: Callable[[int, list[tuple[int, bytes, list[int]]]], object] | None = None,
+    ) -> tuple[list[tuple[int, bytes, list[int]]], list[tuple[str, int]]]:
+        """Indexed molecules within max_dist edits, nearest skeletons first: ([(distance, edits
+        by kind as 6 bytes, positions)], [(stat, value)]: edges, pruned, nodes, complete_to,
+        timed_out, first_hit_ns, ns). stop_after: end with the distance at which that many
+        molecules are found; timeout_s: stop there (timed_out 1); on_level(distance, hits):
+        called as each distance completes (then only an unfinished distance's hits return)."""
+
+def build_analog_index(
+    path: _Path,
+    threads: int = 1,
+    max_leaves: int = 100_000,
+    progress: Callable[[int], object] | None = None,
+) -> tuple[str, int]:
+    """Builds the analog index of the store at `path` on `threads` threads and renames it into
+    the store; progress(done) is called now and then. Returns (header JSON, bytes written)."""

@@ -206,6 +206,44 @@ class Store(_StoreBase):
             self, query, smarts=smarts, max_hits=max_hits, workers=workers, chirality=chirality
         )
 
+    def analogs(
+        self,
+        query,
+        max_dist: int = 2,
+        k: int | None = None,
+        limits: dict | None = None,
+        timeout: float | None = None,
+    ):
+        """Analog search by graph edit distance (docs/analogs.md): the molecules whose skeletons
+        are at most `max_dist` edits from the query's (SMILES or RDKit Mol), ranked by distance,
+        then Morgan Tanimoto to the query, then position, as an `Analogs` of numpy columns
+        (`position`, `distance`, `tanimoto`, edits by kind). `k`: the k best (the walk stops at
+        the distance where k molecules are reached); `limits`: the most edits of each kind
+        ({"rup": 0, ...}); `timeout`: seconds, after which the result is marked partial. Needs
+        the analog index (`molsift index STORE --analogs`)."""
+        from .analogs.search import analogs
+
+        return analogs(self, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout)
+
+    def iter_analogs(
+        self,
+        query,
+        max_dist: int = 2,
+        k: int | None = None,
+        limits: dict | None = None,
+        timeout: float | None = None,
+    ):
+        """As `analogs`, one `Analogs` per distance, each as soon as that distance has been
+        searched (nearest first)."""
+        from .analogs.search import iter_analogs
+
+        return iter_analogs(self, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout)
+
+    @property
+    def has_analog_index(self) -> bool:
+        """True when the store has an analog index (`molsift index STORE --analogs`)."""
+        return "analogs.json" in self.manifest["files"]
+
     @property
     def has_pattern_index(self) -> bool:
         """True when the store has a substructure index (ingest writes one by default,

@@ -8,6 +8,8 @@
 //! * [`skeleton_of_smiles`]: a skeleton read from a SMILES's topology, without a toolkit.
 //! * [`edits`]: every single edit of a skeleton, by [`Kind`].
 //! * [`walk`]: the exact search, breadth first from the query over every edit.
+//! * [`AnalogIndex`]: a store's distinct skeletons and their molecules, on disk
+//!   ([`write_index`]), the library a walk searches.
 //!
 //! ```
 //! use molsift_analogs::{canonical, Skeleton};
@@ -19,6 +21,7 @@
 
 pub mod canon;
 pub mod edits;
+pub mod index;
 pub mod skeleton;
 pub mod smiles;
 #[cfg(test)]
@@ -27,12 +30,14 @@ pub mod walk;
 
 pub use canon::{canonical, Canon};
 pub use edits::{edits, Kind};
+pub use index::{write_index, AnalogIndex};
 pub use skeleton::Skeleton;
 pub use smiles::skeleton_of_smiles;
-pub use walk::{walk, KeySet, Library, SkeletonGroups, WalkStats, UNLIMITED};
+pub use walk::{walk, Event, KeySet, Library, SkeletonGroups, WalkOptions, WalkStats, UNLIMITED};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AnalogError {
     /// A graph that is not a valid skeleton.
     #[error("invalid skeleton: {0}")]
@@ -40,4 +45,35 @@ pub enum AnalogError {
     /// A graph whose canonical form needs more search than allowed.
     #[error("the skeleton is too symmetric: its canonical form needs more than {0} search leaves")]
     TooSymmetric(usize),
+    /// An operating-system error on a file of the analog index.
+    #[error("{path}: {source}")]
+    Io {
+        /// the file
+        path: std::path::PathBuf,
+        /// the underlying error
+        source: std::io::Error,
+    },
+    /// The store has no analog index (its manifest lists none).
+    #[error("{0}: the store has no analog index: build it with `molsift index {0} --analogs`")]
+    NoIndex(std::path::PathBuf),
+    /// A file of the analog index that cannot be trusted (or does not fit the store).
+    #[error("{path}: bad analog index: {reason}; rebuild it with `molsift index STORE --analogs`")]
+    BadIndex {
+        /// the file
+        path: std::path::PathBuf,
+        /// what is wrong with it
+        reason: String,
+    },
+    /// The store itself is damaged or changed (its message names the file).
+    #[error(transparent)]
+    Store(#[from] molsift_store::StoreError),
+}
+
+impl AnalogError {
+    pub(crate) fn io(path: impl Into<std::path::PathBuf>, source: std::io::Error) -> Self {
+        AnalogError::Io {
+            path: path.into(),
+            source,
+        }
+    }
 }

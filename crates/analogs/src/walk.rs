@@ -39,14 +39,14 @@ pub struct KeySet {
 
 /// L1 distances to the nearest present (atoms, rings), for atoms `0..=amax`, rings `0..=rmax`.
 #[derive(Debug, Clone)]
-struct Grid {
+pub(crate) struct Grid {
     amax: usize,
     rmax: usize,
     cells: Vec<u32>,
 }
 
 impl Grid {
-    fn new(points: &[(usize, usize)]) -> Grid {
+    pub(crate) fn new(points: &[(usize, usize)]) -> Grid {
         let amax = points.iter().map(|p| p.0).max().unwrap_or(0);
         let rmax = points.iter().map(|p| p.1).max().unwrap_or(0);
         let (w, h) = (amax + 1, rmax + 1);
@@ -76,7 +76,7 @@ impl Grid {
         Grid { amax, rmax, cells }
     }
 
-    fn get(&self, atoms: usize, rings: usize) -> usize {
+    pub(crate) fn get(&self, atoms: usize, rings: usize) -> usize {
         let (a, r) = (atoms.min(self.amax), rings.min(self.rmax));
         (atoms - a) + (rings - r) + self.cells[r * (self.amax + 1) + a] as usize
     }
@@ -132,6 +132,11 @@ pub struct WalkStats {
     pub pruned: u64,
     /// distinct graphs reached (canonicalized and kept)
     pub nodes: u64,
+    /// the last distance searched completely: every hit up to it was reported (less than the
+    /// walk's `max_dist` when the deadline or `hit` ended it early)
+    pub complete_to: usize,
+    /// whether the deadline ended the walk (hits beyond `complete_to` may be missing)
+    pub timed_out: bool,
 }
 
 /// A limit per edit kind (`u8::MAX`: none), in [`Kind::ALL`] order.
@@ -144,18 +149,66 @@ fn dominated(seen: &[[u8; 6]], c: &[u8; 6]) -> bool {
     seen.iter().any(|s| s.iter().zip(c).all(|(a, b)| a <= b))
 }
 
-/// Walks from `query` to distance `max_dist`: `hit(distance, key)` once for each library
-/// skeleton reached, nearest first; when it returns true the walk ends with the distance it is
-/// at (so every hit at that distance is still reported: enough to rank the nearest k).
-/// `max_leaves` bounds each canonicalization.
+/// What a walk reports, in this order: the hits at distance 0, `Done(0)`, the hits at
+/// distance 1, `Done(1)`, and so on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// A library skeleton at `distance`, with the edits by kind ([`Kind::ALL`] order) of the
+    /// first shortest path the walk found to it.
+    Hit {
+        /// edits from the query
+        distance: usize,
+        /// its canonical key
+        key: u128,
+        /// edits by kind
+        counts: &'a [u8; 6],
+    },
+    /// Every hit at this distance (and below) has been reported.
+    Done(usize),
+}
+
+/// How far and how a walk searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkOptions {
+    /// the largest distance searched
+    pub max_dist: usize,
+    /// the most edits of each kind a path may use
+    pub limits: Limits,
+    /// bounds each canonicalization (a graph needing more is an error, never a wrong key)
+    pub max_leaves: usize,
+    /// when it passes, the walk stops where it is (checked every 256 edits) with `timed_out`
+    /// set; every hit up to `complete_to` was still reported
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl WalkOptions {
+    /// To `max_dist`, no limits, 100,000 leaves, no deadline.
+    pub fn new(max_dist: usize) -> WalkOptions {
+        WalkOptions {
+            max_dist,
+            limits: UNLIMITED,
+            max_leaves: 100_000,
+            deadline: None,
+        }
+    }
+}
+
+/// Walks from `query` to distance `opts.max_dist`, telling `on` each library skeleton reached
+/// (once, nearest first) and each distance completed ([`Event`]). When `on` returns true the
+/// walk ends with the distance it is at (every hit at that distance is still reported: enough
+/// to rank the nearest k).
 pub fn walk<L: Library>(
     query: &Skeleton,
-    max_dist: usize,
-    limits: Limits,
+    opts: &WalkOptions,
     library: &L,
-    max_leaves: usize,
-    mut hit: impl FnMut(usize, u128) -> bool,
+    mut on: impl FnMut(Event<'_>) -> bool,
 ) -> Result<WalkStats, AnalogError> {
+    let WalkOptions {
+        max_dist,
+        limits,
+        max_leaves,
+        deadline,
+    } = *opts;
     let mut stats = WalkStats::default();
     let comps = component_count(query);
     let start = canonical(query, max_leaves)?.key();
@@ -166,24 +219,39 @@ pub fn walk<L: Library>(
     let mut enough = false;
     if library.contains(start) {
         found.insert(start);
-        enough = hit(0, start);
+        enough = on(Event::Hit {
+            distance: 0,
+            key: start,
+            counts: &[0; 6],
+        });
     }
+    enough |= on(Event::Done(0));
     let limited = limits != UNLIMITED;
     let mut frontier: Vec<(Skeleton, [u8; 6])> = vec![(query.clone(), [0; 6])];
     for depth in 1..=max_dist {
-        if enough {
+        if enough || stats.timed_out {
             break;
         }
+        stats.complete_to = depth - 1;
         let left = max_dist - depth;
         let mut next = Vec::new();
         let mut error = None;
         for (g, counts) in &frontier {
+            if stats.timed_out {
+                break;
+            }
             let rings = g.bonds() + comps - g.atoms();
             edits(g, |kind: Kind, atoms, bonds| {
-                if error.is_some() {
+                if error.is_some() || stats.timed_out {
                     return;
                 }
                 stats.edges += 1;
+                if stats.edges % 256 == 0
+                    && deadline.is_some_and(|d| std::time::Instant::now() >= d)
+                {
+                    stats.timed_out = true;
+                    return;
+                }
                 let k = kind as usize;
                 if counts[k] >= limits[k] {
                     return;
@@ -227,7 +295,14 @@ pub fn walk<L: Library>(
                 }
                 kept.push(c);
                 stats.nodes += 1;
-                if library.contains(key) && found.insert(key) && hit(depth, key) {
+                if library.contains(key)
+                    && found.insert(key)
+                    && on(Event::Hit {
+                        distance: depth,
+                        key,
+                        counts: &c,
+                    })
+                {
                     enough = true;
                 }
                 if left > 0 {
@@ -238,7 +313,14 @@ pub fn walk<L: Library>(
         if let Some(e) = error {
             return Err(e);
         }
+        if !stats.timed_out {
+            stats.complete_to = depth;
+            enough |= on(Event::Done(depth));
+        }
         frontier = next;
+    }
+    if !enough && !stats.timed_out {
+        stats.complete_to = max_dist;
     }
     Ok(stats)
 }

@@ -74,10 +74,15 @@ pub fn rdkit_bits_err(e: molsift_fp::RdkitBitsError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-/// Converts an analog-search error (a graph that is not a skeleton, or one too symmetric to
-/// canonicalize within the limit) to `ValueError`.
+/// Converts an analog-search error: a graph that is not a skeleton, or one too symmetric to
+/// canonicalize within the limit, is `ValueError`; a missing or damaged analog index (or
+/// store) is `StoreError`.
 pub fn analog_err(e: molsift_analogs::AnalogError) -> PyErr {
-    PyValueError::new_err(e.to_string())
+    use molsift_analogs::AnalogError as E;
+    match e {
+        E::Invalid(_) | E::TooSymmetric(_) => PyValueError::new_err(e.to_string()),
+        other => StoreError::new_err(other.to_string()),
+    }
 }
 
 /// An `OSError` with errno, message and file name, as Python's own `open` raises.

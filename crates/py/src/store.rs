@@ -249,6 +249,11 @@ impl PyStore {
         crate::substructure::PyPatternIndex::over(py, Arc::clone(&self.inner))
     }
 
+    /// The analog index of this very store, or StoreError saying how to build one.
+    fn analog_index(&self, py: Python<'_>) -> PyResult<crate::analogs::PyAnalogIndex> {
+        crate::analogs::PyAnalogIndex::over(py, Arc::clone(&self.inner))
+    }
+
     /// A searcher over this very store (its column index opened through the same handle).
     fn searcher(&self, py: Python<'_>) -> PyResult<crate::search::PySearcher> {
         let store = Arc::clone(&self.inner);

@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from . import (
+    analogs,
     count,
     index,
     info,
@@ -32,6 +33,7 @@ VERBS = (
     ingest,
     search,
     substructure,
+    analogs,
     lookup,
     screen,
     report,

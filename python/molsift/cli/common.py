@@ -1,13 +1,15 @@
 """What several verbs share: the exit codes, sizes (`64KiB`), the input-format options,
-`--io-log`, defaults taken from the library, and the help layout (description, examples)."""
+`--io-log`, defaults taken from the library, the help layout (description, examples), and
+the query list and closing line of the query verbs."""
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Callable
 
 EXIT_NOT_FOUND = 1  # lookup: some queries are not in the store (as grep finding nothing)
@@ -182,3 +184,39 @@ def nothing_usable(verb: str, records_in: int, where: str) -> int:
         file=sys.stderr,
     )
     return EXIT_NOTHING_USABLE
+
+
+def read_query_lines(path: str) -> Iterator[tuple[int, str, str]]:
+    """(line number, query, name) of each query line of `path`: one query per line, optionally
+    followed by a name; blank lines and lines starting with # are skipped."""
+    from ..iostats import open_counted
+
+    with open_counted(path, "r") as f:
+        for number, line in enumerate(f, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            parts = text.split(None, 1)
+            yield number, parts[0], parts[1].strip() if len(parts) > 1 else parts[0]
+
+
+def query_list(args: argparse.Namespace) -> list[tuple[int | None, str, str]]:
+    """(line or None, query, name) of `-q` queries, then those of the `--queries` file."""
+    queries: list[tuple[int | None, str, str]] = [(None, q, q) for q in args.query or []]
+    if args.queries:
+        if not os.path.exists(args.queries):
+            raise ValueError(f"{args.queries}: no such query file")
+        queries += list(read_query_lines(args.queries))
+    return queries
+
+
+def query_summary(queries: int, failed: int, hits: int, seconds: float) -> int:
+    """Prints the closing line of a query verb on stderr; the exit status (EXIT_ERROR when a
+    query failed)."""
+    answered = queries - failed
+    print(
+        f"molsift: {answered} of {queries} queries answered, {hits:,} hits in "
+        f"{seconds * 1000:.1f} ms ({seconds * 1000 / max(1, answered):.1f} ms/query)",
+        file=sys.stderr,
+    )
+    return EXIT_ERROR if failed else 0

@@ -1,5 +1,6 @@
-"""`molsift index STORE`: (re)build a store's column index for similarity search, or with
-`--pattern` its substructure index (pattern planes)."""
+"""`molsift index STORE`: (re)build a store's column index for similarity search, with
+`--pattern` its substructure index (pattern planes), or with `--analogs` its analog index
+(distinct skeletons and their molecules)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ EXAMPLES = (
     "molsift index nci.store",
     "molsift index big.store   # after ingest --no-index, or to rebuild it",
     "molsift index old.store --pattern -j 8  # the substructure index (after ingest --no-pattern)",
+    "molsift index nci.store --analogs -j 8  # the analog index, for molsift analogs",
 )
 
 
@@ -16,8 +18,8 @@ def add_parser(subparsers):
     p = add_verb(
         subparsers,
         "index",
-        help="(re)build a store's column index (similarity) or, with --pattern, its "
-        "substructure index",
+        help="(re)build a store's column index (similarity), its substructure index "
+        "(--pattern) or its analog index (--analogs)",
         examples=EXAMPLES,
     )
     p.add_argument("store")
@@ -29,16 +31,27 @@ def add_parser(subparsers):
         "instead of the column index",
     )
     p.add_argument(
+        "--analogs",
+        action="store_true",
+        help="build the analog index (each molecule's skeleton, canonicalized, grouped by "
+        "skeleton; read from the stored SMILES without a toolkit) for `molsift analogs`",
+    )
+    p.add_argument(
         "-j",
         "--workers",
         type=int,
-        help="worker processes for --pattern (default: all cores; under mpirun, the ranks)",
+        help="worker processes for --pattern, threads for --analogs (default: all cores; "
+        "under mpirun, the ranks for --pattern)",
     )
     add_io_log(p)
     return p
 
 
 def run(args) -> int:
+    if args.pattern and args.analogs:
+        raise ValueError("give --pattern or --analogs, not both")
+    if args.analogs:
+        return _analogs(args)
     if args.pattern:
         from ..substructure import build_pattern_index
 
@@ -49,4 +62,39 @@ def run(args) -> int:
 
     size = build_column_index(args.store)
     print(f"column index written to {args.store}: {size:,} bytes")
+    return 0
+
+
+def _analogs(args) -> int:
+    import json
+    import os
+
+    from .._core import build_analog_index
+    from ..progress import Progress
+    from ..store import open_store
+
+    store = open_store(args.store, verify=False)
+    if not hasattr(store._core, "analog_index"):
+        raise ValueError(
+            f"{args.store}: the analog index is built on version-1 stores for now; "
+            "index the version-1 store, or ingest again"
+        )
+    threads = args.workers or os.cpu_count() or 1
+    if threads < 1:
+        raise ValueError(f"-j must be at least 1, not {threads}")
+    with Progress("skeletons", total=len(store)) as bar:
+        seen = [0]
+
+        def progress(done: int) -> None:
+            bar.update(max(done - seen[0], 0))
+            seen[0] = max(seen[0], done)
+
+        text, size = build_analog_index(args.store, threads, progress=progress)
+    header = json.loads(text)
+    n = max(header["molecules"], 1)
+    print(
+        f"analog index written to {args.store}: {header['skeletons']:,} distinct skeletons for "
+        f"{header['indexed']:,} molecules ({header['failed']:,} without a skeleton, listed in "
+        f"analogs.failed.tsv), {size:,} bytes ({size / n:.1f} B/molecule)"
+    )
     return 0

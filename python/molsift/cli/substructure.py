@@ -5,12 +5,10 @@ or a Parquet file; `--count` for the number of hits only."""
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
-from collections.abc import Iterator
 
-from .common import EXIT_ERROR, add_io_log, add_verb, at_least_one
+from .common import add_io_log, add_verb, at_least_one, query_list, query_summary
 
 EXAMPLES = (
     "molsift substructure nci.store -q 'c1ccc2[nH]ccc2c1'  # indoles (SMILES)",
@@ -74,24 +72,15 @@ def add_parser(subparsers):
     return p
 
 
-def read_query_lines(path: str) -> Iterator[tuple[int, str, str]]:
-    """(line number, query, name) of each query line of `path`."""
-    from ..iostats import open_counted
-
-    with open_counted(path, "r") as f:
-        for number, line in enumerate(f, 1):
-            text = line.strip()
-            if not text or text.startswith("#"):
-                continue
-            parts = text.split(None, 1)
-            yield number, parts[0], parts[1].strip() if len(parts) > 1 else parts[0]
-
-
 class _Writer:
-    """Hit rows to TSV (streamed) or Parquet (one row group per query)."""
+    """Hit rows to TSV (streamed) or Parquet (one row group per call of `rows`). Parquet column
+    types: `types[name]` ("int64", "float64" or "string"); by default int64 for position and
+    count, string for the rest."""
 
-    def __init__(self, path: str | None, columns: tuple[str, ...]):
+    def __init__(self, path: str | None, columns: tuple[str, ...], types: dict | None = None):
         self.columns = columns
+        self.types = {c: "int64" if c in ("position", "count") else "string" for c in columns}
+        self.types.update(types or {})
         self.parquet = path is not None and path.endswith(".parquet")
         self._stack = contextlib.ExitStack()
         if self.parquet:
@@ -116,7 +105,7 @@ class _Writer:
             cols = list(zip(*rows))
             table = pa.table(
                 {
-                    name: pa.array(list(c), pa.int64() if name in ("position", "count") else None)
+                    name: pa.array(list(c), getattr(pa, self.types[name])())
                     for name, c in zip(self.columns, cols)
                 }
             )
@@ -133,8 +122,7 @@ class _Writer:
                 import pyarrow as pa
                 import pyarrow.parquet as pq
 
-                types = {c: pa.int64() if c in ("position", "count") else pa.string()
-                         for c in self.columns}  # fmt: skip
+                types = {c: getattr(pa, self.types[c])() for c in self.columns}
                 pq.write_table(pa.table({c: pa.array([], types[c]) for c in self.columns}),
                                self._path)  # fmt: skip
             else:
@@ -151,11 +139,7 @@ def run(args) -> int:
         raise ValueError("give a query: -q QUERY or --queries FILE")
     store = open_store(args.store, verify=False)
     store._pattern_index()  # no index: one clear error before any query
-    queries = [(None, q, q) for q in args.query or []]
-    if args.queries:
-        if not os.path.exists(args.queries):
-            raise ValueError(f"{args.queries}: no such query file")
-        queries += list(read_query_lines(args.queries))
+    queries = query_list(args)
     writer = _Writer(args.output or None, COUNT_COLUMNS if args.count else HIT_COLUMNS)
     failed = hits_total = 0
     start = time.perf_counter()
@@ -202,11 +186,4 @@ def run(args) -> int:
     finally:
         writer.close()
         store.close()
-    seconds = time.perf_counter() - start
-    answered = len(queries) - failed
-    print(
-        f"molsift: {answered} of {len(queries)} queries answered, {hits_total:,} hits in "
-        f"{seconds * 1000:.1f} ms ({seconds * 1000 / max(1, answered):.1f} ms/query)",
-        file=sys.stderr,
-    )
-    return EXIT_ERROR if failed else 0
+    return query_summary(len(queries), failed, hits_total, time.perf_counter() - start)

@@ -1,0 +1,521 @@
+//! The analog index of a store (`molsift index STORE --analogs`): its distinct skeletons,
+//! sorted by canonical key, with each one's shape (components, atoms, rings) and molecules
+//! (store positions). [`write_index`] builds it on several threads from the stored SMILES and
+//! renames it into the store (listed in the manifest with sizes and checksums);
+//! [`AnalogIndex::open_in`] maps it, checks every file against its checksum, and is the
+//! [`Library`] a [`crate::walk`] searches.
+//!
+//! | file | content |
+//! |---|---|
+//! | `analogs.json` | [`IndexHeader`]: format, version, counts, `max_leaves`, each data file's size and XXH3 |
+//! | `analogs.keys.u128` | the canonical keys, ascending, 16 bytes little-endian each |
+//! | `analogs.shapes.u16` | per skeleton: components, atoms, rings (3 x u16) |
+//! | `analogs.offsets.u32` | per skeleton, where its molecules start in `analogs.positions.u32` (skeletons + 1 entries) |
+//! | `analogs.positions.u32` | the molecules of each skeleton, ascending store positions |
+//! | `analogs.failed.tsv` | molecules without a skeleton: `position<TAB>reason` |
+//!
+//! Counts add up: `molecules = indexed + failed`. Limits of this version: 2^32 - 1 molecules,
+//! 65,535 atoms per skeleton; the build holds 32 bytes per molecule in memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memmap2::Mmap;
+use molsift_store::{FileEntry, Store};
+use serde::{Deserialize, Serialize};
+
+use crate::canon::canonical;
+use crate::edits::component_count;
+use crate::smiles::skeleton_of_smiles;
+use crate::walk::{Grid, Library};
+use crate::AnalogError;
+
+/// Format name in `analogs.json`.
+pub const FORMAT_NAME: &str = "molsift-analog-index";
+/// Format version written and read.
+pub const FORMAT_VERSION: u32 = 1;
+/// The header.
+pub const HEADER_FILE: &str = "analogs.json";
+/// Canonical keys.
+pub const KEYS_FILE: &str = "analogs.keys.u128";
+/// Shapes.
+pub const SHAPES_FILE: &str = "analogs.shapes.u16";
+/// Offsets into the positions.
+pub const OFFSETS_FILE: &str = "analogs.offsets.u32";
+/// Store positions.
+pub const POSITIONS_FILE: &str = "analogs.positions.u32";
+/// Molecules without a skeleton.
+pub const FAILED_FILE: &str = "analogs.failed.tsv";
+/// The data files, in the order the header lists them.
+pub const DATA_FILES: [&str; 5] = [
+    KEYS_FILE,
+    SHAPES_FILE,
+    OFFSETS_FILE,
+    POSITIONS_FILE,
+    FAILED_FILE,
+];
+
+/// `analogs.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexHeader {
+    /// [`FORMAT_NAME`]
+    pub format: String,
+    /// [`FORMAT_VERSION`]
+    pub version: u32,
+    /// molecules of the store
+    pub molecules: u64,
+    /// distinct skeletons
+    pub skeletons: u64,
+    /// molecules with a skeleton (listed in the positions)
+    pub indexed: u64,
+    /// molecules without one (listed in the failed file)
+    pub failed: u64,
+    /// the canonical form's leaf limit the keys were computed with
+    pub max_leaves: usize,
+    /// each data file's size and XXH3-64
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+fn checksum(bytes: &[u8]) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
+}
+
+/// What [`write_index`] wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// the header written
+    pub header: IndexHeader,
+    /// bytes of all files, header included
+    pub bytes: u64,
+}
+
+/// One molecule's skeleton: key, shape, position.
+type Entry = (u128, [u16; 3], u32);
+/// What one build thread found: skeletons, and molecules without one (position, reason).
+type Part = (Vec<Entry>, Vec<(u32, String)>);
+
+/// Builds the analog index of `store` on `threads` threads and renames it into the store
+/// (replacing an earlier one). `progress(done)` is called now and then with the molecules read
+/// so far (from any thread).
+pub fn write_index(
+    store: &Store,
+    threads: usize,
+    max_leaves: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Written, AnalogError> {
+    let n = store.len();
+    if n > u32::MAX as usize {
+        return Err(AnalogError::Invalid(format!(
+            "{}: {n} molecules; an analog index holds at most {}",
+            store.path().display(),
+            u32::MAX
+        )));
+    }
+    const CHUNK: usize = 4096;
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let parts: Vec<Result<Part, AnalogError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    let (mut ok, mut failed) = (Vec::new(), Vec::new());
+                    loop {
+                        let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+                        if start >= n {
+                            return Ok((ok, failed));
+                        }
+                        for pos in start..(start + CHUNK).min(n) {
+                            let smiles = store.smiles(pos)?;
+                            match one(smiles, max_leaves) {
+                                Ok((key, shape)) => ok.push((key, shape, pos as u32)),
+                                Err(why) => failed.push((pos as u32, why)),
+                            }
+                        }
+                        let d = done.fetch_add((start + CHUNK).min(n) - start, Ordering::Relaxed);
+                        progress((d + (start + CHUNK).min(n) - start) as u64);
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("analog index thread"))
+            .collect()
+    });
+    let (mut entries, mut failed) = (Vec::with_capacity(n), Vec::new());
+    for part in parts {
+        let (ok, bad) = part?;
+        entries.extend(ok);
+        failed.extend(bad);
+    }
+    entries.sort_unstable_by_key(|e| (e.0, e.2));
+    failed.sort_unstable();
+    // the files' bytes
+    let (mut keys, mut shapes, mut offsets, mut positions) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::with_capacity(4 * entries.len()),
+    );
+    let mut last = None;
+    for (i, &(key, shape, pos)) in entries.iter().enumerate() {
+        if last != Some(key) {
+            last = Some(key);
+            keys.extend_from_slice(&key.to_le_bytes());
+            for v in shape {
+                shapes.extend_from_slice(&v.to_le_bytes());
+            }
+            offsets.extend_from_slice(&(i as u32).to_le_bytes());
+        }
+        positions.extend_from_slice(&pos.to_le_bytes());
+    }
+    offsets.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    let failed_text: String = failed
+        .iter()
+        .map(|(p, why)| format!("{p}\t{}\n", why.replace(['\t', '\n'], " ")))
+        .collect();
+    let data: [(&str, &[u8]); 5] = [
+        (KEYS_FILE, &keys),
+        (SHAPES_FILE, &shapes),
+        (OFFSETS_FILE, &offsets),
+        (POSITIONS_FILE, &positions),
+        (FAILED_FILE, failed_text.as_bytes()),
+    ];
+    let files: BTreeMap<String, FileEntry> = data
+        .iter()
+        .map(|(name, bytes)| {
+            (
+                name.to_string(),
+                FileEntry {
+                    bytes: bytes.len() as u64,
+                    xxh3: checksum(bytes),
+                },
+            )
+        })
+        .collect();
+    let header = IndexHeader {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        molecules: n as u64,
+        skeletons: (keys.len() / 16) as u64,
+        indexed: entries.len() as u64,
+        failed: failed.len() as u64,
+        max_leaves,
+        files: files.clone(),
+    };
+    let text = serde_json::to_string_pretty(&header).expect("header serializes") + "\n";
+    // temporary names, synced, then renamed into the store and listed in its manifest
+    let _lock = store.lock()?;
+    let dir = store.path();
+    let mut written = Vec::new();
+    for (name, bytes) in data.iter().copied().chain([(HEADER_FILE, text.as_bytes())]) {
+        let path = dir.join(name);
+        let tmp = molsift_store::replace::temporary_sibling(&path, "tmp");
+        molsift_iostats::write_file(&tmp, bytes, true).map_err(|e| AnalogError::io(&tmp, e))?;
+        written.push((tmp, path, name, bytes));
+    }
+    let mut entries_out = Vec::new();
+    let mut total = 0;
+    for (tmp, path, name, bytes) in written {
+        std::fs::rename(&tmp, &path).map_err(|e| AnalogError::io(&path, e))?;
+        total += bytes.len() as u64;
+        entries_out.push((
+            name.to_string(),
+            FileEntry {
+                bytes: bytes.len() as u64,
+                xxh3: checksum(bytes),
+            },
+        ));
+    }
+    store.register_files(entries_out)?;
+    Ok(Written {
+        header,
+        bytes: total,
+    })
+}
+
+/// The key and shape of one SMILES's skeleton, or why it has none.
+fn one(smiles: &str, max_leaves: usize) -> Result<(u128, [u16; 3]), String> {
+    let g = skeleton_of_smiles(smiles).map_err(|e| e.to_string())?;
+    let key = canonical(&g, max_leaves).map_err(|e| e.to_string())?.key();
+    let comps = component_count(&g);
+    let rings = g.bonds() + comps - g.atoms();
+    let fit = |v: usize, what: &str| {
+        u16::try_from(v).map_err(|_| format!("{v} {what}: an analog index holds at most 65,535"))
+    };
+    Ok((
+        key,
+        [
+            fit(comps, "components")?,
+            fit(g.atoms(), "atoms")?,
+            fit(rings, "rings")?,
+        ],
+    ))
+}
+
+/// An open analog index (memory-mapped, every file checked against its checksum at open).
+#[derive(Debug)]
+pub struct AnalogIndex {
+    dir: PathBuf,
+    header: IndexHeader,
+    keys: Option<Mmap>,
+    shapes: Option<Mmap>,
+    offsets: Option<Mmap>,
+    positions: Option<Mmap>,
+    /// per top 16 bits of a key, the first skeleton with those bits (65,537 entries)
+    prefix: Vec<u32>,
+    grids: HashMap<usize, Grid>,
+}
+
+impl AnalogIndex {
+    /// Opens the analog index of `store`; `NoIndex` when its manifest lists none, `BadIndex`
+    /// (naming the file) when a file is missing, of the wrong size, fails its checksum or
+    /// does not fit the store.
+    pub fn open_in(store: &Store) -> Result<AnalogIndex, AnalogError> {
+        let dir = store.path().to_path_buf();
+        let listed = &store.manifest().files;
+        if !listed.contains_key(HEADER_FILE) {
+            return Err(AnalogError::NoIndex(dir));
+        }
+        let header_path = dir.join(HEADER_FILE);
+        let bad = |path: &Path, reason: String| AnalogError::BadIndex {
+            path: path.to_path_buf(),
+            reason,
+        };
+        store.verify_file(HEADER_FILE)?;
+        let text = read_all(store, HEADER_FILE)?;
+        let header: IndexHeader =
+            serde_json::from_slice(&text).map_err(|e| bad(&header_path, e.to_string()))?;
+        if header.format != FORMAT_NAME || header.version != FORMAT_VERSION {
+            return Err(bad(
+                &header_path,
+                format!(
+                    "format {:?} version {}, this build reads {FORMAT_NAME:?} version \
+                     {FORMAT_VERSION}",
+                    header.format, header.version
+                ),
+            ));
+        }
+        let n = store.len() as u64;
+        let s = header.skeletons;
+        if header.molecules != n
+            || header.indexed + header.failed != n
+            || s > header.indexed
+            || (s == 0) != (header.indexed == 0)
+        {
+            return Err(bad(
+                &header_path,
+                format!(
+                    "{} molecules ({} indexed + {} failed) in {s} skeletons do not fit a store of \
+                     {n} molecules",
+                    header.molecules, header.indexed, header.failed
+                ),
+            ));
+        }
+        let want = |name: &str| -> u64 {
+            match name {
+                KEYS_FILE => 16 * s,
+                SHAPES_FILE => 6 * s,
+                OFFSETS_FILE => 4 * (s + 1),
+                POSITIONS_FILE => 4 * header.indexed,
+                _ => u64::MAX,
+            }
+        };
+        let mut maps: HashMap<&str, Option<Mmap>> = HashMap::new();
+        for name in DATA_FILES {
+            let path = dir.join(name);
+            let (Some(h), Some(m)) = (header.files.get(name), listed.get(name)) else {
+                return Err(bad(
+                    &path,
+                    "not listed in the header and the manifest".into(),
+                ));
+            };
+            if h != m || (want(name) != u64::MAX && h.bytes != want(name)) {
+                return Err(bad(
+                    &path,
+                    format!(
+                        "{} bytes ({}) in the header, {} ({}) in the manifest, {} expected",
+                        h.bytes,
+                        h.xxh3,
+                        m.bytes,
+                        m.xxh3,
+                        want(name)
+                    ),
+                ));
+            }
+            store.verify_file(name)?;
+            if name == FAILED_FILE {
+                continue;
+            }
+            let file = store.file(name)?;
+            let map = if h.bytes == 0 {
+                None
+            } else {
+                // SAFETY: index files are written once, renamed into place, then only read;
+                // the store checked this file's size and checksum just now.
+                Some(unsafe { file.map() }.map_err(|e| AnalogError::io(&path, e))?)
+            };
+            maps.insert(name, map);
+        }
+        let mut take = |name| maps.remove(name).flatten();
+        let index = AnalogIndex {
+            keys: take(KEYS_FILE),
+            shapes: take(SHAPES_FILE),
+            offsets: take(OFFSETS_FILE),
+            positions: take(POSITIONS_FILE),
+            prefix: Vec::new(),
+            grids: HashMap::new(),
+            header,
+            dir,
+        };
+        index.finish_open()
+    }
+
+    /// Checks the order and offsets, and builds the prefix table and the distance grids.
+    fn finish_open(mut self) -> Result<AnalogIndex, AnalogError> {
+        let s = self.len();
+        let mut prefix = vec![0u32; (1 << 16) + 1];
+        let mut shapes: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
+        let mut prev = None;
+        for i in 0..s {
+            let key = self.key(i);
+            if prev.is_some_and(|p| p >= key) {
+                return Err(AnalogError::BadIndex {
+                    path: self.dir.join(KEYS_FILE),
+                    reason: format!("keys not strictly ascending at skeleton {i}"),
+                });
+            }
+            prev = Some(key);
+            prefix[(key >> 112) as usize + 1] += 1;
+            let [c, a, r] = self.shape(i);
+            shapes
+                .entry(c as usize)
+                .or_default()
+                .push((a as usize, r as usize));
+        }
+        for t in 1..prefix.len() {
+            prefix[t] += prefix[t - 1];
+        }
+        let mut at = 0;
+        for i in 0..=s {
+            let o = self.offset(i);
+            if o < at || (i == 0 && o != 0) || (i == s && o as u64 != self.header.indexed) {
+                return Err(AnalogError::BadIndex {
+                    path: self.dir.join(OFFSETS_FILE),
+                    reason: format!("offset {o} of skeleton {i} out of order"),
+                });
+            }
+            if i < s && o == self.offset(i + 1) {
+                return Err(AnalogError::BadIndex {
+                    path: self.dir.join(OFFSETS_FILE),
+                    reason: format!("skeleton {i} has no molecule"),
+                });
+            }
+            at = o;
+        }
+        let n = self.header.molecules;
+        if let Some(p) = (0..self.header.indexed as usize)
+            .map(|j| self.position_at(j))
+            .find(|&p| u64::from(p) >= n)
+        {
+            return Err(AnalogError::BadIndex {
+                path: self.dir.join(POSITIONS_FILE),
+                reason: format!("position {p} outside a store of {n} molecules"),
+            });
+        }
+        self.prefix = prefix;
+        self.grids = shapes
+            .into_iter()
+            .map(|(c, points)| (c, Grid::new(&points)))
+            .collect();
+        Ok(self)
+    }
+
+    /// The header.
+    pub fn header(&self) -> &IndexHeader {
+        &self.header
+    }
+
+    /// Number of distinct skeletons.
+    pub fn len(&self) -> usize {
+        self.header.skeletons as usize
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn bytes(m: &Option<Mmap>) -> &[u8] {
+        m.as_deref().unwrap_or(&[])
+    }
+
+    /// Skeleton `i`'s canonical key.
+    pub fn key(&self, i: usize) -> u128 {
+        let k = Self::bytes(&self.keys);
+        u128::from_le_bytes(k[16 * i..16 * i + 16].try_into().expect("16 bytes"))
+    }
+
+    /// Skeleton `i`'s components, atoms and rings.
+    pub fn shape(&self, i: usize) -> [u16; 3] {
+        let b = &Self::bytes(&self.shapes)[6 * i..6 * i + 6];
+        let v = |j: usize| u16::from_le_bytes([b[2 * j], b[2 * j + 1]]);
+        [v(0), v(1), v(2)]
+    }
+
+    fn offset(&self, i: usize) -> usize {
+        let b = Self::bytes(&self.offsets);
+        u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize
+    }
+
+    fn position_at(&self, j: usize) -> u32 {
+        let b = Self::bytes(&self.positions);
+        u32::from_le_bytes(b[4 * j..4 * j + 4].try_into().expect("4 bytes"))
+    }
+
+    /// The skeleton with canonical key `key`, if the index has it.
+    pub fn find(&self, key: u128) -> Option<usize> {
+        if self.is_empty() {
+            return None;
+        }
+        let t = (key >> 112) as usize;
+        let (mut lo, mut hi) = (self.prefix[t] as usize, self.prefix[t + 1] as usize);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.key(mid).cmp(&key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// The store positions of skeleton `i`'s molecules, ascending.
+    pub fn positions(&self, i: usize) -> Vec<u32> {
+        (self.offset(i)..self.offset(i + 1))
+            .map(|j| self.position_at(j))
+            .collect()
+    }
+}
+
+impl Library for AnalogIndex {
+    fn contains(&self, key: u128) -> bool {
+        self.find(key).is_some()
+    }
+
+    fn bound(&self, components: usize, atoms: usize, rings: usize) -> Option<usize> {
+        self.grids.get(&components).map(|g| g.get(atoms, rings))
+    }
+}
+
+fn read_all(store: &Store, name: &str) -> Result<Vec<u8>, AnalogError> {
+    let f = store.file(name)?;
+    let path = store.path().join(name);
+    let len = f.metadata().map_err(|e| AnalogError::io(&path, e))?.len();
+    let mut out = vec![0u8; len as usize];
+    f.read_exact_at(&mut out, 0)
+        .map_err(|e| AnalogError::io(&path, e))?;
+    Ok(out)
+}

@@ -1,0 +1,227 @@
+"""Analog search over a store's analog index (`molsift index STORE --analogs`): the molecules
+whose skeletons are at most D edits from the query's (docs/analogs.md has the definition), found
+by the exact walk in Rust, ranked by distance, then Morgan Tanimoto to the query (the store's own
+fingerprints), then store position.
+
+`analogs` returns every hit at once (an `Analogs` of numpy columns); `iter_analogs` hands out the
+hits of each distance as soon as that distance has been searched completely, so the nearest
+arrive first. Both stop at the distance where `k` molecules are reached (all of that distance
+still come, so the k best by the ranking are among them), or at `timeout` seconds, marking the
+result partial: every hit up to `complete_to` is then still there."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .skeleton import KINDS, skeleton_of
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: the columns of an analog result, in order
+COLUMNS = ("position", "distance", "tanimoto", *KINDS)
+#: a walk bound: the largest distance accepted (each edit multiplies the work about 100-fold)
+MAX_DIST = 8
+
+
+@dataclass
+class Analogs:
+    """Hits of one analog query in rank order, as numpy columns: `position` (int64), `distance`
+    (int64), `tanimoto` (float64, Morgan to the query), and the edits by kind of one shortest
+    path (`tdn`, `tup`, `rdn`, `rup`, `ldn`, `lup`, int64). `complete_to`: every hit up to this
+    distance is present; `partial`: the timeout ended the search before `max_dist`."""
+
+    columns: dict
+    complete_to: int
+    partial: bool
+    stats: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.columns["position"])
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    def to_pandas(self):
+        """The columns as a pandas DataFrame (pandas must be installed)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns)
+
+
+def parse_limits(limits: Mapping[str, int] | None) -> list[int]:
+    """Per-kind limits as the walk takes them (255: none), or ValueError naming a bad one."""
+    out = [255] * len(KINDS)
+    for kind, n in (limits or {}).items():
+        if kind not in KINDS:
+            raise ValueError(f"unknown edit kind {kind!r}: the kinds are {', '.join(KINDS)}")
+        if n is None:
+            continue
+        if not isinstance(n, int) or not 0 <= n < 255:
+            raise ValueError(f"the limit of {kind} must be an integer from 0 to 254, not {n!r}")
+        out[KINDS.index(kind)] = n
+    return out
+
+
+def _check(max_dist: int, k: int | None, timeout: float | None) -> None:
+    if not isinstance(max_dist, int) or not 0 <= max_dist <= MAX_DIST:
+        raise ValueError(f"max_dist must be an integer from 0 to {MAX_DIST}, not {max_dist!r}")
+    if k is not None and (not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be at least 1, not {k!r}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+
+
+def _query(store, query):
+    """(RDKit Mol, skeleton) of a SMILES or Mol query; ValueError for SMILES RDKit cannot read
+    or a query without heavy atoms."""
+    if isinstance(query, str):
+        from ..chem import to_mol
+
+        mol, reason = to_mol(query)
+        if mol is None:
+            raise ValueError(f"invalid query SMILES {query!r}: {reason}")
+    else:
+        mol = query
+    skeleton = skeleton_of(mol)
+    if skeleton.n == 0:
+        raise ValueError("the query has no heavy atom: its skeleton is empty")
+    return mol, skeleton
+
+
+def _index(store):
+    """The store's analog index, opened once per open store."""
+    index = getattr(store, "_analog_obj", None)
+    if index is None:
+        if not hasattr(store._core, "analog_index"):
+            raise ValueError(
+                f"{store.path}: analog search needs a version-1 store for now (store version 2 "
+                "has no analog index yet)"
+            )
+        index = store._analog_obj = store._core.analog_index()
+    return index
+
+
+def _tanimoto(store, mol, positions: np.ndarray) -> np.ndarray:
+    """Morgan Tanimoto (the store's fingerprint spec) of the query to each stored molecule."""
+    import numpy as np
+
+    from ..search import fingerprinter_for
+
+    bits = fingerprinter_for(store).on_bits(mol)
+    words = store.fingerprints.shape[1]
+    q = np.zeros(words, dtype=np.uint64)
+    for b in bits:
+        q[b // 64] |= np.uint64(1) << np.uint64(b % 64)
+    if len(positions) == 0:
+        return np.zeros(0, dtype=np.float64)
+    rows = store.fingerprints[positions]
+    common = np.bitwise_count(rows & q).sum(axis=1, dtype=np.int64)
+    union = np.bitwise_count(rows | q).sum(axis=1, dtype=np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(union > 0, common / np.maximum(union, 1), 1.0)
+    return t.astype(np.float64)
+
+
+def _rank(store, mol, hits: list) -> dict:
+    """Columns of (distance, counts, positions) hits in rank order."""
+    import numpy as np
+
+    pos = [p for _, _, ps in hits for p in ps]
+    dist = [d for d, _, ps in hits for _ in ps]
+    counts = [c for _, c, ps in hits for _ in ps]
+    position = np.asarray(pos, dtype=np.int64)
+    distance = np.asarray(dist, dtype=np.int64)
+    tanimoto = _tanimoto(store, mol, position)
+    order = np.lexsort((position, -tanimoto, distance))
+    cols = {"position": position[order], "distance": distance[order], "tanimoto": tanimoto[order]}
+    # each path's edits by kind arrive as 6 bytes
+    by_kind = np.frombuffer(b"".join(counts), dtype=np.uint8).astype(np.int64)
+    by_kind = by_kind.reshape(-1, len(KINDS))
+    for j, kind in enumerate(KINDS):
+        cols[kind] = by_kind[order, j]
+    return cols
+
+
+def _prepare(store, query, max_dist, k, limits, timeout):
+    """(RDKit Mol, the walk's positional arguments, the index) after every check."""
+    _check(max_dist, k, timeout)
+    lim = parse_limits(limits)
+    mol, skeleton = _query(store, query)
+    stop_after = k if k is not None else 2**63 - 1
+    args = (skeleton.n, list(skeleton.bonds), max_dist, lim, stop_after, timeout)
+    return mol, args, _index(store)
+
+
+def analogs(
+    store,
+    query,
+    max_dist: int = 2,
+    k: int | None = None,
+    limits: Mapping[str, int] | None = None,
+    timeout: float | None = None,
+) -> Analogs:
+    """The molecules of `store` within `max_dist` edits of `query` (SMILES or RDKit Mol), in rank
+    order. `k`: stop at the distance where k molecules are reached and keep the k best;
+    `limits`: the most edits of each kind, e.g. {"rup": 0, "tdn": 2}; `timeout`: seconds, after
+    which the result is partial. ValueError for a bad query or argument, StoreError when the
+    store has no analog index."""
+    mol, args, index = _prepare(store, query, max_dist, k, limits, timeout)
+    hits, stats = index.walk(*args)
+    stats = dict(stats)
+    cols = _rank(store, mol, hits)
+    if k is not None:
+        cols = {name: c[:k] for name, c in cols.items()}
+    return Analogs(cols, int(stats["complete_to"]), bool(stats["timed_out"]), stats)
+
+
+def iter_analogs(
+    store,
+    query,
+    max_dist: int = 2,
+    k: int | None = None,
+    limits: Mapping[str, int] | None = None,
+    timeout: float | None = None,
+) -> Iterator[Analogs]:
+    """As `analogs`, one `Analogs` per distance (0, 1, 2, ...), each handed out as soon as that
+    distance has been searched completely (the walk goes on meanwhile). With `k`, the last
+    distance is cut to make k in all. The last one is marked partial if the timeout ended the
+    search (it then holds the hits found at the unfinished distance)."""
+    mol, args, index = _prepare(store, query, max_dist, k, limits, timeout)
+    out: queue.Queue = queue.Queue()
+
+    def run() -> None:
+        try:
+            level = lambda d, hits: out.put(("level", d, hits))  # noqa: E731
+            out.put(("end", index.walk(*args, on_level=level)))
+        except BaseException as exc:  # handed to the consumer, raised there
+            out.put(("error", exc))
+
+    worker = threading.Thread(target=run, name="molsift-analogs", daemon=True)
+    worker.start()
+    given = 0
+    while True:
+        item = out.get()
+        if item[0] == "error":
+            raise item[1]
+        if item[0] == "level":
+            _, d, hits = item
+            cols = _rank(store, mol, hits)
+            if k is not None:
+                cols = {name: c[: k - given] for name, c in cols.items()}
+            given += len(cols["position"])
+            yield Analogs(cols, d, False, {})
+            continue
+        rest, stats = item[1]
+        stats = dict(stats)
+        if stats["timed_out"]:
+            cols = _rank(store, mol, rest)
+            if k is not None:
+                cols = {name: c[: max(k - given, 0)] for name, c in cols.items()}
+            yield Analogs(cols, int(stats["complete_to"]), True, stats)
+        worker.join()
+        return

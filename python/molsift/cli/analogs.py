@@ -1,0 +1,146 @@
+"""`molsift analogs STORE -q SMILES --dist D`: analog search by graph edit distance (the
+molecules whose skeletons are at most D edits from the query's, docs/analogs.md), streamed
+distance by distance (the hits at distance 1 are written before distance 2 is searched) to
+stdout (TSV), a TSV file or a Parquet file."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from .common import add_io_log, add_verb, at_least_one, query_list, query_summary
+
+EXAMPLES = (
+    "molsift analogs nci.store -q 'c1ccccc1CCO' --dist 2  # after molsift index --analogs",
+    "molsift analogs nci.store -q 'c1ccc2[nH]ccc2c1' --dist 3 -k 100 --timeout 5",
+    "molsift analogs nci.store -q 'CC(=O)Nc1ccccc1' --dist 2 --rup 0 --rdn 0  # keep the rings",
+    "molsift analogs big.store --queries leads.smi --dist 2 -k 50 -o analogs.parquet",
+)
+KINDS = ("tdn", "tup", "rdn", "rup", "ldn", "lup")
+COLUMNS = ("query", "distance", "tanimoto", *KINDS, "position", "id", "smiles")
+TYPES = {"distance": "int64", "tanimoto": "float64", **{k: "int64" for k in KINDS}}
+KIND_HELP = {
+    "tdn": "terminal deletions (an atom of degree 1 and its bond)",
+    "tup": "terminal insertions (a new atom bonded to one atom)",
+    "rdn": "ring deletions (a bond on a cycle)",
+    "rup": "ring insertions (a bond between two atoms of one component)",
+    "ldn": "linker deletions (an atom of degree 2 removed, its neighbours joined)",
+    "lup": "linker insertions (a new atom in the middle of a bond)",
+}
+
+
+def add_parser(subparsers):
+    p = add_verb(
+        subparsers,
+        "analogs",
+        help="analog search by graph edit distance between skeletons (SmallWorld's search)",
+        description="Find the molecules whose skeletons (heavy atoms and bonds, every label "
+        "removed) are at most --dist edits from the query's. An edit adds or removes a terminal "
+        "atom, a ring bond or a linker atom (docs/analogs.md). The search is exact: a "
+        "breadth-first walk from the query over every edit, looked up in the store's analog "
+        "index (`molsift index STORE --analogs`). Hits come nearest first, each distance as "
+        "soon as it has been searched, ranked by distance, then Morgan Tanimoto to the query, "
+        "then position. Output: TSV query, distance, tanimoto, the edits by kind of one "
+        "shortest path, position, id, smiles.",
+        examples=EXAMPLES,
+    )
+    p.add_argument("store")
+    p.add_argument("-q", "--query", action="append", metavar="SMILES", help="a query (repeatable)")
+    p.add_argument(
+        "--queries",
+        metavar="FILE",
+        help="queries from a text file: one SMILES per line, optionally followed by a name; "
+        "blank lines and lines starting with # are skipped",
+    )
+    p.add_argument(
+        "--dist",
+        type=int,
+        default=2,
+        metavar="D",
+        help="the most edits (default 2; each edit costs about 100 times the one before: "
+        "3 takes seconds to minutes, so pair it with -k or --timeout)",
+    )
+    p.add_argument(
+        "-k",
+        type=at_least_one,
+        metavar="K",
+        help="the K best hits: the walk stops at the distance where K molecules are reached",
+    )
+    for kind, what in KIND_HELP.items():
+        p.add_argument(
+            f"--{kind}",
+            type=int,
+            metavar="N",
+            help=f"at most N {what} (default: no limit)",
+        )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop each query after this many seconds; its hits are complete up to the last "
+        "distance finished, and a note on stderr says so",
+    )
+    p.add_argument(
+        "-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout"
+    )
+    add_io_log(p)
+    return p
+
+
+def run(args) -> int:
+    from ..analogs.search import MAX_DIST, parse_limits
+    from ..store import open_store
+    from .substructure import _Writer
+
+    if not args.query and not args.queries:
+        raise ValueError("give a query: -q SMILES or --queries FILE")
+    if not 0 <= args.dist <= MAX_DIST:
+        raise ValueError(f"--dist must be from 0 to {MAX_DIST}, not {args.dist}")
+    limits = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
+    parse_limits(limits)  # a bad limit: one error before any query
+    store = open_store(args.store, verify=False)
+    if not getattr(store, "has_analog_index", False):
+        raise ValueError(
+            f"{args.store}: the store has no analog index: build it with "
+            f"`molsift index {args.store} --analogs`"
+        )
+    queries = query_list(args)
+    writer = _Writer(args.output or None, COLUMNS, TYPES)
+    failed = hits_total = 0
+    start = time.perf_counter()
+    try:
+        for line, text, name in queries:
+            where = f"{args.queries}:{line}: " if line is not None else ""
+            found = 0
+            try:
+                for level in store.iter_analogs(
+                    text, max_dist=args.dist, k=args.k, limits=limits, timeout=args.timeout
+                ):
+                    cols = level.columns
+                    positions = cols["position"].tolist()
+                    ids, smiles = store.ids.take(positions), store.smiles.take(positions)
+                    rows = zip(
+                        [name] * len(positions),
+                        cols["distance"].tolist(),
+                        [round(t, 6) for t in cols["tanimoto"].tolist()],
+                        *(cols[k].tolist() for k in KINDS),
+                        positions,
+                        ids,
+                        smiles,
+                    )
+                    writer.rows(list(rows))
+                    found += len(positions)
+                    if level.partial:
+                        print(
+                            f"molsift: {where}query {name!r}: --timeout {args.timeout} s ended "
+                            f"the search; hits are complete up to distance {level.complete_to}",
+                            file=sys.stderr,
+                        )
+            except ValueError as exc:
+                print(f"molsift: {where}{exc}", file=sys.stderr)
+                failed += 1
+                continue
+            hits_total += found
+    finally:
+        writer.close()
+    return query_summary(len(queries), failed, hits_total, time.perf_counter() - start)

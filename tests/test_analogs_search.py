@@ -1,0 +1,243 @@
+"""`molsift analogs` and `store.analogs` (issue 19) on the bundled data: the analog index groups
+molecules exactly by skeleton; every hit set and distance equals the brute-force reference
+(meet in the middle over the six edits, `analogs/reference.py`) for 30 queries at D = 2, 3 and
+4, and under per-kind limits; the ranking, Tanimoto, k, streaming, timeout, bad input and a
+damaged index behave as documented."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from rdkit import Chem, DataStructs, RDLogger
+from rdkit.Chem import rdFingerprintGenerator
+
+import molsift
+from molsift import _core
+from molsift.analogs import KINDS, skeleton_of_smiles
+from molsift.analogs.reference import distances
+
+RDLogger.DisableLog("rdApp.*")
+
+
+@pytest.fixture(scope="module")
+def analog_store(bundled_smi, tmp_path_factory):
+    """(open store with an analog index, the stored SMILES, each one's skeleton)."""
+    out = tmp_path_factory.mktemp("analogs") / "nci.store"
+    molsift.ingest(bundled_smi, out, workers=2, progress=False, pattern=False)
+    header, size = _core.build_analog_index(str(out), 2)
+    assert size > 0 and '"molsift-analog-index"' in header
+    store = molsift.open_store(out)
+    smiles = list(store.smiles)
+    return store, smiles, [skeleton_of_smiles(s) for s in smiles]
+
+
+def cert(s):
+    return s.certificate
+
+
+def reference(skeletons, query, max_dist, limits=None, balls=None):
+    """{position: distance} of every stored molecule within max_dist of query, by brute force."""
+    by_cert = {}
+    for s in skeletons:
+        by_cert.setdefault(s.certificate, s)
+    dist = distances(query, by_cert.values(), max_dist, limits, balls=balls, key=cert)
+    return {p: dist[s.certificate] for p, s in enumerate(skeletons) if s.certificate in dist}
+
+
+def test_index_groups_molecules_exactly_by_skeleton(analog_store):
+    store, smiles, skeletons = analog_store
+    index = store._core.analog_index()
+    header = __import__("json").loads(index.header_json())
+    assert header["indexed"] + header["failed"] == header["molecules"] == len(store)
+    # RDKit's canonical form of each skeleton, independent of molsift's
+    keys = [s.key for s in skeletons]
+    assert len(index) == len(set(keys))
+    rng = random.Random(3)
+    for p in rng.sample(range(len(store)), 40):
+        got = store.analogs(smiles[p], max_dist=0)
+        assert set(got["position"].tolist()) == {i for i, k in enumerate(keys) if k == keys[p]}
+        assert (got["distance"] == 0).all()
+
+
+def check_rows(store, smiles, query_smiles, got, limits=None):
+    """Rank order, each row's edit counts, and Tanimoto against RDKit's own."""
+    d, t, pos = got["distance"], got["tanimoto"], got["position"]
+    order = np.lexsort((pos, -t, d))
+    assert (order == np.arange(len(pos))).all(), "distance, then Tanimoto, then position"
+    counts = np.stack([got[k] for k in KINDS], axis=1)
+    assert (counts.sum(axis=1) == d).all(), "one path's edits by kind add up to the distance"
+    for kind, cap in (limits or {}).items():
+        assert (got[kind] <= cap).all()
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    q = gen.GetFingerprint(Chem.MolFromSmiles(query_smiles))
+    for p, score in zip(pos.tolist()[:50], t.tolist()[:50]):
+        want = DataStructs.TanimotoSimilarity(q, gen.GetFingerprint(Chem.MolFromSmiles(smiles[p])))
+        assert score == pytest.approx(want, abs=1e-12)
+
+
+def test_analogs_equal_the_reference(analog_store):
+    """30 bundled molecules as queries: 20 at D = 2, 6 at D = 3 (up to 8 heavy atoms) and 4 at
+    D = 4 (up to 6): every molecule within D found at the reference's distance, nothing else."""
+    store, smiles, skeletons = analog_store
+    rng = random.Random(11)
+    pool = [p for p, s in enumerate(skeletons) if s.n >= 3 and s.components == 1]
+    small = [p for p in pool if skeletons[p].n <= 8]
+    tiny = [p for p in pool if skeletons[p].n <= 6]
+    queries = (
+        [(p, 2) for p in rng.sample(pool, 20)]
+        + [(p, 3) for p in rng.sample(small, 6)]
+        + [(p, 4) for p in rng.sample(tiny, 4)]
+    )
+    balls: dict = {}
+    total = 0
+    for p, dist in queries:
+        want = reference(skeletons, skeletons[p], dist, balls=balls)
+        got = store.analogs(smiles[p], max_dist=dist)
+        assert not got.partial and got.complete_to == dist
+        assert dict(zip(got["position"].tolist(), got["distance"].tolist())) == want, (
+            smiles[p],
+            dist,
+        )
+        check_rows(store, smiles, smiles[p], got)
+        total += len(got)
+    assert total > 100
+
+
+def test_analogs_keep_per_kind_limits_exactly(analog_store):
+    store, smiles, skeletons = analog_store
+    rng = random.Random(12)
+    pool = [p for p, s in enumerate(skeletons) if 3 <= s.n <= 14 and s.components == 1]
+    balls: dict = {}
+    for limits in ({"rup": 0}, {"tup": 0, "tdn": 1}, {"lup": 0, "ldn": 0, "rdn": 1}):
+        for p in rng.sample(pool, 4):
+            want = reference(skeletons, skeletons[p], 2, limits, balls=balls)
+            got = store.analogs(smiles[p], max_dist=2, limits=limits)
+            assert dict(zip(got["position"].tolist(), got["distance"].tolist())) == want
+            check_rows(store, smiles, smiles[p], got, limits)
+
+
+def test_k_and_streaming_give_the_head_of_the_full_ranking(analog_store):
+    store, smiles, skeletons = analog_store
+    rng = random.Random(5)
+    pool = [p for p, s in enumerate(skeletons) if 6 <= s.n <= 12]
+    for p in rng.sample(pool, 5):
+        full = store.analogs(smiles[p], max_dist=2)
+        for k in (1, 5, 40):
+            top = store.analogs(smiles[p], max_dist=2, k=k)
+            n = min(k, len(full))
+            assert top["position"].tolist() == full["position"][:n].tolist()
+            assert top["tanimoto"].tolist() == full["tanimoto"][:n].tolist()
+        levels = list(store.iter_analogs(smiles[p], max_dist=2))
+        assert [lv.complete_to for lv in levels] == [0, 1, 2]
+        for lv in levels:
+            assert (lv["distance"] == lv.complete_to).all() and not lv.partial
+        joined = np.concatenate([lv["position"] for lv in levels])
+        assert joined.tolist() == full["position"].tolist()
+        streamed = sum(len(lv) for lv in store.iter_analogs(smiles[p], max_dist=2, k=7))
+        assert streamed == min(7, len(full))
+
+
+def test_timeout_marks_the_result_partial(analog_store):
+    store, smiles, skeletons = analog_store
+    big = max(range(len(skeletons)), key=lambda p: (skeletons[p].n, -p))
+    got = store.analogs(smiles[big], max_dist=6, timeout=0.05)
+    assert got.partial and got.complete_to < 6
+    exact = store.analogs(smiles[big], max_dist=got.complete_to)
+    head = got["distance"] <= got.complete_to
+    assert sorted(got["position"][head].tolist()) == sorted(exact["position"].tolist())
+    levels = list(store.iter_analogs(smiles[big], max_dist=6, timeout=0.05))
+    assert levels[-1].partial and not any(lv.partial for lv in levels[:-1])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"query": "c1ccccc1CC(", "max_dist": 1}, "invalid query SMILES"),
+        ({"query": "[Na+].[Cl-]", "max_dist": -1}, "max_dist"),
+        ({"query": "CCO", "max_dist": 9}, "max_dist"),
+        ({"query": "CCO", "limits": {"xyz": 1}}, "unknown edit kind"),
+        ({"query": "CCO", "limits": {"tdn": -1}}, "limit of tdn"),
+        ({"query": "CCO", "k": 0}, "k must be"),
+        ({"query": "CCO", "timeout": 0}, "timeout"),
+        ({"query": "[H][H]", "max_dist": 1}, "no heavy atom"),
+    ],
+)
+def test_bad_arguments_are_value_errors(analog_store, kwargs, message):
+    store = analog_store[0]
+    with pytest.raises(ValueError, match=message):
+        store.analogs(**kwargs)
+
+
+def test_a_store_without_index_and_a_damaged_index_say_so(bundled_smi, tmp_path):
+    out = tmp_path / "s.store"
+    lines = bundled_smi.read_text().splitlines()[:200]
+    (tmp_path / "s.smi").write_text("\n".join(lines) + "\n")
+    molsift.ingest(tmp_path / "s.smi", out, workers=1, progress=False, pattern=False)
+    with pytest.raises(molsift.StoreError, match="--analogs"):
+        molsift.open_store(out).analogs("CCO")
+    _core.build_analog_index(str(out), 1)
+    assert len(molsift.open_store(out).analogs("c1ccccc1", max_dist=1)) >= 0
+    keys = out / "analogs.keys.u128"
+    data = bytearray(keys.read_bytes())
+    data[5] ^= 0xFF
+    keys.write_bytes(bytes(data))
+    with pytest.raises(molsift.StoreError, match=r"analogs\.keys\.u128"):
+        molsift.open_store(out, verify=False).analogs("CCO")
+    keys.write_bytes(bytes(data[:-16]))
+    with pytest.raises(molsift.StoreError, match=r"analogs\.keys\.u128"):
+        molsift.open_store(out, verify=False).analogs("CCO")
+
+
+def test_cli_index_and_analogs(analog_store, tmp_path):
+    store, smiles, _skeletons = analog_store
+    cmd = [sys.executable, "-m", "molsift"]
+    r = subprocess.run(
+        [*cmd, "analogs", store.path, "-q", "c1ccccc1CCO", "--dist", "2", "-k", "5", "--rup", "0"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    rows = [line.split("\t") for line in r.stdout.splitlines()]
+    assert rows[0] == ["query", "distance", "tanimoto", *KINDS, "position", "id", "smiles"]
+    want = store.analogs("c1ccccc1CCO", max_dist=2, k=5, limits={"rup": 0})
+    assert [int(row[9]) for row in rows[1:]] == want["position"].tolist()
+    assert [row[11] for row in rows[1:]] == [smiles[p] for p in want["position"].tolist()]
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "a.parquet"
+    r = subprocess.run(
+        [*cmd, "analogs", store.path, "-q", "CCO", "-q", "c1ccncc1", "--dist", "1", "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    table = pq.read_table(out).to_pydict()
+    n = sum(len(store.analogs(q, max_dist=1)) for q in ("CCO", "c1ccncc1"))
+    assert len(table["position"]) == n
+    assert str(pq.read_schema(out).field("tanimoto").type) == "double"
+    r = subprocess.run(
+        [*cmd, "analogs", store.path, "-q", "C1CC", "-q", "CCO", "--dist", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "invalid query SMILES 'C1CC'" in r.stderr
+    assert "1 of 2 queries answered" in r.stderr
+
+
+def test_in_memory_library_walks_alike(analog_store):
+    """The benches' in-memory `SkeletonLibrary` gives the index's hits and distances."""
+    store, smiles, skeletons = analog_store
+    library = _core.SkeletonLibrary(smiles, threads=2)
+    assert len(library) == len(store._core.analog_index())
+    rng = random.Random(8)
+    for p in rng.sample(range(len(smiles)), 8):
+        q = skeletons[p]
+        hits, _stats = library.walk(q.n, list(q.bonds), 2)
+        got = {pos: d for d, ps in hits for pos in ps}
+        want = store.analogs(smiles[p], max_dist=2)
+        assert got == dict(zip(want["position"].tolist(), want["distance"].tolist()))
+        part, _ = library.walk(q.n, list(q.bonds), 2, stop_after=1)
+        assert {d for d, _ in part} == {min(got.values())}
