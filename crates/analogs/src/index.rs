@@ -13,9 +13,10 @@
 //! | `analogs.offsets.u32` | per skeleton, where its molecules start in `analogs.positions.u32` (skeletons + 1 entries) |
 //! | `analogs.positions.u32` | the molecules of each skeleton, ascending store positions |
 //! | `analogs.failed.tsv` | molecules without a skeleton: `position<TAB>reason` |
+//! | `analogs.wl.u64` | the distinct [`wl_hash`]es of the skeletons, ascending (the walk's filter) |
 //!
 //! Counts add up: `molecules = indexed + failed`. Limits of this version: 2^32 - 1 molecules,
-//! 65,535 atoms per skeleton; the build holds 32 bytes per molecule in memory.
+//! 65,535 atoms per skeleton; the build holds 48 bytes per molecule in memory.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -29,12 +30,13 @@ use crate::canon::canonical;
 use crate::edits::component_count;
 use crate::smiles::skeleton_of_smiles;
 use crate::walk::{Grid, Library};
+use crate::wl::{wl_hash, WlScratch, ROUNDS};
 use crate::AnalogError;
 
 /// Format name in `analogs.json`.
 pub const FORMAT_NAME: &str = "molsift-analog-index";
-/// Format version written and read.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format version written and read (2: the WL-hash filter).
+pub const FORMAT_VERSION: u32 = 2;
 /// The header.
 pub const HEADER_FILE: &str = "analogs.json";
 /// Canonical keys.
@@ -47,13 +49,16 @@ pub const OFFSETS_FILE: &str = "analogs.offsets.u32";
 pub const POSITIONS_FILE: &str = "analogs.positions.u32";
 /// Molecules without a skeleton.
 pub const FAILED_FILE: &str = "analogs.failed.tsv";
-/// The data files, in the order the header lists them.
-pub const DATA_FILES: [&str; 5] = [
+/// The skeletons' WL hashes.
+pub const WL_FILE: &str = "analogs.wl.u64";
+/// The data files.
+pub const DATA_FILES: [&str; 6] = [
     KEYS_FILE,
     SHAPES_FILE,
     OFFSETS_FILE,
     POSITIONS_FILE,
     FAILED_FILE,
+    WL_FILE,
 ];
 
 /// `analogs.json`.
@@ -73,6 +78,10 @@ pub struct IndexHeader {
     pub failed: u64,
     /// the canonical form's leaf limit the keys were computed with
     pub max_leaves: usize,
+    /// refinement rounds of the WL hashes
+    pub wl_rounds: u32,
+    /// distinct WL hashes
+    pub wl_hashes: u64,
     /// each data file's size and XXH3-64
     pub files: BTreeMap<String, FileEntry>,
 }
@@ -90,8 +99,8 @@ pub struct Written {
     pub bytes: u64,
 }
 
-/// One molecule's skeleton: key, shape, position.
-type Entry = (u128, [u16; 3], u32);
+/// One molecule's skeleton: key, WL hash, shape, position.
+type Entry = (u128, u64, [u16; 3], u32);
 /// What one build thread found: skeletons, and molecules without one (position, reason).
 type Part = (Vec<Entry>, Vec<(u32, String)>);
 
@@ -128,7 +137,7 @@ pub fn write_index(
                         for pos in start..(start + CHUNK).min(n) {
                             let smiles = store.smiles(pos)?;
                             match one(smiles, max_leaves) {
-                                Ok((key, shape)) => ok.push((key, shape, pos as u32)),
+                                Ok((key, wl, shape)) => ok.push((key, wl, shape, pos as u32)),
                                 Err(why) => failed.push((pos as u32, why)),
                             }
                         }
@@ -149,7 +158,7 @@ pub fn write_index(
         entries.extend(ok);
         failed.extend(bad);
     }
-    entries.sort_unstable_by_key(|e| (e.0, e.2));
+    entries.sort_unstable_by_key(|e| (e.0, e.3));
     failed.sort_unstable();
     // the files' bytes
     let (mut keys, mut shapes, mut offsets, mut positions) = (
@@ -159,7 +168,8 @@ pub fn write_index(
         Vec::with_capacity(4 * entries.len()),
     );
     let mut last = None;
-    for (i, &(key, shape, pos)) in entries.iter().enumerate() {
+    let mut wls: Vec<u64> = Vec::new();
+    for (i, &(key, wl, shape, pos)) in entries.iter().enumerate() {
         if last != Some(key) {
             last = Some(key);
             keys.extend_from_slice(&key.to_le_bytes());
@@ -167,20 +177,25 @@ pub fn write_index(
                 shapes.extend_from_slice(&v.to_le_bytes());
             }
             offsets.extend_from_slice(&(i as u32).to_le_bytes());
+            wls.push(wl);
         }
         positions.extend_from_slice(&pos.to_le_bytes());
     }
     offsets.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    wls.sort_unstable();
+    wls.dedup();
+    let wl_bytes: Vec<u8> = wls.iter().flat_map(|h| h.to_le_bytes()).collect();
     let failed_text: String = failed
         .iter()
         .map(|(p, why)| format!("{p}\t{}\n", why.replace(['\t', '\n'], " ")))
         .collect();
-    let data: [(&str, &[u8]); 5] = [
+    let data: [(&str, &[u8]); 6] = [
         (KEYS_FILE, &keys),
         (SHAPES_FILE, &shapes),
         (OFFSETS_FILE, &offsets),
         (POSITIONS_FILE, &positions),
         (FAILED_FILE, failed_text.as_bytes()),
+        (WL_FILE, &wl_bytes),
     ];
     let files: BTreeMap<String, FileEntry> = data
         .iter()
@@ -202,6 +217,8 @@ pub fn write_index(
         indexed: entries.len() as u64,
         failed: failed.len() as u64,
         max_leaves,
+        wl_rounds: ROUNDS,
+        wl_hashes: wls.len() as u64,
         files: files.clone(),
     };
     let text = serde_json::to_string_pretty(&header).expect("header serializes") + "\n";
@@ -235,10 +252,12 @@ pub fn write_index(
     })
 }
 
-/// The key and shape of one SMILES's skeleton, or why it has none.
-fn one(smiles: &str, max_leaves: usize) -> Result<(u128, [u16; 3]), String> {
+/// The key, WL hash and shape of one SMILES's skeleton, or why it has none.
+fn one(smiles: &str, max_leaves: usize) -> Result<(u128, u64, [u16; 3]), String> {
     let g = skeleton_of_smiles(smiles).map_err(|e| e.to_string())?;
     let key = canonical(&g, max_leaves).map_err(|e| e.to_string())?.key();
+    let bonds: Vec<(u32, u32)> = g.bond_list().collect();
+    let wl = wl_hash(g.atoms(), &bonds, &mut WlScratch::default());
     let comps = component_count(&g);
     let rings = g.bonds() + comps - g.atoms();
     let fit = |v: usize, what: &str| {
@@ -246,6 +265,7 @@ fn one(smiles: &str, max_leaves: usize) -> Result<(u128, [u16; 3]), String> {
     };
     Ok((
         key,
+        wl,
         [
             fit(comps, "components")?,
             fit(g.atoms(), "atoms")?,
@@ -263,8 +283,11 @@ pub struct AnalogIndex {
     shapes: Option<Mmap>,
     offsets: Option<Mmap>,
     positions: Option<Mmap>,
+    wl: Option<Mmap>,
     /// per top 16 bits of a key, the first skeleton with those bits (65,537 entries)
     prefix: Vec<u32>,
+    /// the same for the WL hashes
+    wl_prefix: Vec<u32>,
     grids: HashMap<usize, Grid>,
 }
 
@@ -287,13 +310,16 @@ impl AnalogIndex {
         let text = read_all(store, HEADER_FILE)?;
         let header: IndexHeader =
             serde_json::from_slice(&text).map_err(|e| bad(&header_path, e.to_string()))?;
-        if header.format != FORMAT_NAME || header.version != FORMAT_VERSION {
+        if header.format != FORMAT_NAME
+            || header.version != FORMAT_VERSION
+            || header.wl_rounds != ROUNDS
+        {
             return Err(bad(
                 &header_path,
                 format!(
-                    "format {:?} version {}, this build reads {FORMAT_NAME:?} version \
-                     {FORMAT_VERSION}",
-                    header.format, header.version
+                    "format {:?} version {} (WL rounds {}), this build reads {FORMAT_NAME:?} \
+                     version {FORMAT_VERSION} (WL rounds {ROUNDS})",
+                    header.format, header.version, header.wl_rounds
                 ),
             ));
         }
@@ -319,6 +345,7 @@ impl AnalogIndex {
                 SHAPES_FILE => 6 * s,
                 OFFSETS_FILE => 4 * (s + 1),
                 POSITIONS_FILE => 4 * header.indexed,
+                WL_FILE => 8 * header.wl_hashes,
                 _ => u64::MAX,
             }
         };
@@ -364,7 +391,9 @@ impl AnalogIndex {
             shapes: take(SHAPES_FILE),
             offsets: take(OFFSETS_FILE),
             positions: take(POSITIONS_FILE),
+            wl: take(WL_FILE),
             prefix: Vec::new(),
+            wl_prefix: Vec::new(),
             grids: HashMap::new(),
             header,
             dir,
@@ -414,6 +443,23 @@ impl AnalogIndex {
             }
             at = o;
         }
+        let mut wl_prefix = vec![0u32; (1 << 16) + 1];
+        let mut prev = None;
+        for i in 0..self.header.wl_hashes as usize {
+            let h = self.wl_at(i);
+            if prev.is_some_and(|p| p >= h) {
+                return Err(AnalogError::BadIndex {
+                    path: self.dir.join(WL_FILE),
+                    reason: format!("hashes not strictly ascending at {i}"),
+                });
+            }
+            prev = Some(h);
+            wl_prefix[(h >> 48) as usize + 1] += 1;
+        }
+        for t in 1..wl_prefix.len() {
+            wl_prefix[t] += wl_prefix[t - 1];
+        }
+        self.wl_prefix = wl_prefix;
         let n = self.header.molecules;
         if let Some(p) = (0..self.header.indexed as usize)
             .map(|j| self.position_at(j))
@@ -474,6 +520,11 @@ impl AnalogIndex {
         u32::from_le_bytes(b[4 * j..4 * j + 4].try_into().expect("4 bytes"))
     }
 
+    fn wl_at(&self, i: usize) -> u64 {
+        let b = Self::bytes(&self.wl);
+        u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes"))
+    }
+
     /// The skeleton with canonical key `key`, if the index has it.
     pub fn find(&self, key: u128) -> Option<usize> {
         if self.is_empty() {
@@ -507,6 +558,23 @@ impl Library for AnalogIndex {
 
     fn bound(&self, components: usize, atoms: usize, rings: usize) -> Option<usize> {
         self.grids.get(&components).map(|g| g.get(atoms, rings))
+    }
+
+    fn may_contain(&self, wl: u64) -> bool {
+        if self.wl_prefix.is_empty() {
+            return false;
+        }
+        let t = (wl >> 48) as usize;
+        let (mut lo, mut hi) = (self.wl_prefix[t] as usize, self.wl_prefix[t + 1] as usize);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.wl_at(mid).cmp(&wl) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return true,
+            }
+        }
+        false
     }
 }
 

@@ -27,6 +27,7 @@ pub mod smiles;
 #[cfg(test)]
 mod tests;
 pub mod walk;
+pub mod wl;
 
 pub use canon::{canonical, Canon};
 pub use edits::{edits, Kind};

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use crate::canon::canonical;
 use crate::edits::{component_count, edits, Kind};
 use crate::skeleton::Skeleton;
+use crate::wl::{wl_hash, WlScratch};
 use crate::AnalogError;
 
 /// The library side of a walk: which skeletons it holds (by canonical key) and how near in atom
@@ -23,6 +24,9 @@ pub trait Library {
     /// A lower bound of the edits from a graph of `components`, `atoms` and `rings` to any
     /// library skeleton (`None` when no skeleton has that many components).
     fn bound(&self, components: usize, atoms: usize, rings: usize) -> Option<usize>;
+    /// False only when no library skeleton has this [`wl_hash`] (so the graph is not one of
+    /// them); true lets the walk canonicalize the graph and look up its key.
+    fn may_contain(&self, wl: u64) -> bool;
 }
 
 /// A library held as a set of keys and, per number of components, a table of the least
@@ -32,6 +36,7 @@ pub trait Library {
 #[derive(Debug, Default, Clone)]
 pub struct KeySet {
     keys: std::collections::HashSet<u128>,
+    wl: std::collections::HashSet<u64>,
     /// components -> (atoms, rings) present
     shapes: HashMap<usize, Vec<(usize, usize)>>,
     grids: HashMap<usize, Grid>,
@@ -83,8 +88,10 @@ impl Grid {
 }
 
 impl KeySet {
-    /// Adds a skeleton (its key and shape); call [`finish`](KeySet::finish) after the last.
-    pub fn insert(&mut self, key: u128, components: usize, atoms: usize, rings: usize) {
+    /// Adds a skeleton (its key, [`wl_hash`] and shape); call [`finish`](KeySet::finish) after
+    /// the last.
+    pub fn insert(&mut self, key: u128, wl: u64, components: usize, atoms: usize, rings: usize) {
+        self.wl.insert(wl);
         if self.keys.insert(key) {
             self.shapes
                 .entry(components)
@@ -121,6 +128,10 @@ impl Library for KeySet {
     fn bound(&self, components: usize, atoms: usize, rings: usize) -> Option<usize> {
         self.grids.get(&components).map(|g| g.get(atoms, rings))
     }
+
+    fn may_contain(&self, wl: u64) -> bool {
+        self.wl.contains(&wl)
+    }
 }
 
 /// What a walk did.
@@ -130,6 +141,9 @@ pub struct WalkStats {
     pub edges: u64,
     /// edits pruned by the bound before canonicalizing
     pub pruned: u64,
+    /// edits at the last distance whose result no library skeleton's [`wl_hash`] matches
+    /// (not canonicalized)
+    pub filtered: u64,
     /// distinct graphs reached (canonicalized and kept)
     pub nodes: u64,
     /// the last distance searched completely: every hit up to it was reported (less than the
@@ -236,6 +250,7 @@ pub fn walk<L: Library>(
         let left = max_dist - depth;
         let mut next = Vec::new();
         let mut error = None;
+        let mut scratch = WlScratch::default();
         for (g, counts) in &frontier {
             if stats.timed_out {
                 break;
@@ -267,6 +282,11 @@ pub fn walk<L: Library>(
                         stats.pruned += 1;
                         return;
                     }
+                }
+                // at the last distance only library skeletons matter
+                if left == 0 && !library.may_contain(wl_hash(atoms, bonds, &mut scratch)) {
+                    stats.filtered += 1;
+                    return;
                 }
                 let result = match Skeleton::new(atoms, bonds) {
                     Ok(r) => r,
@@ -340,7 +360,7 @@ pub struct SkeletonGroups {
 impl SkeletonGroups {
     /// Reads and canonicalizes every SMILES on `threads` threads.
     pub fn build(smiles: &[&str], threads: usize, max_leaves: usize) -> SkeletonGroups {
-        type Part = Vec<(u32, Result<(u128, usize, usize, usize), String>)>;
+        type Part = Vec<(u32, Result<(u128, u64, usize, usize, usize), String>)>;
         let threads = threads.max(1);
         let chunk = smiles.len().div_ceil(threads).max(1);
         let parts: Vec<Part> = std::thread::scope(|s| {
@@ -358,7 +378,10 @@ impl SkeletonGroups {
                                         let key = canonical(&g, max_leaves)?.key();
                                         let comps = component_count(&g);
                                         let rings = g.bonds() + comps - g.atoms();
-                                        Ok((key, comps, g.atoms(), rings))
+                                        let bonds: Vec<_> = g.bond_list().collect();
+                                        let wl =
+                                            wl_hash(g.atoms(), &bonds, &mut WlScratch::default());
+                                        Ok((key, wl, comps, g.atoms(), rings))
                                     })
                                     .map_err(|e| e.to_string());
                                 (pos, one)
@@ -375,8 +398,8 @@ impl SkeletonGroups {
         let mut out = SkeletonGroups::default();
         for (pos, one) in parts.into_iter().flatten() {
             match one {
-                Ok((key, comps, atoms, rings)) => {
-                    out.keys.insert(key, comps, atoms, rings);
+                Ok((key, wl, comps, atoms, rings)) => {
+                    out.keys.insert(key, wl, comps, atoms, rings);
                     out.groups.entry(key).or_default().push(pos);
                 }
                 Err(why) => out.failed.push((pos, why)),

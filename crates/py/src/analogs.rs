@@ -202,6 +202,7 @@ fn stats_list(stats: &WalkStats, first: u64, total: u64) -> Vec<(&'static str, u
     vec![
         ("edges", stats.edges),
         ("pruned", stats.pruned),
+        ("filtered", stats.filtered),
         ("nodes", stats.nodes),
         ("complete_to", stats.complete_to as u64),
         ("timed_out", u64::from(stats.timed_out)),
