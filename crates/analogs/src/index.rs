@@ -51,6 +51,9 @@ pub const POSITIONS_FILE: &str = "analogs.positions.u32";
 pub const FAILED_FILE: &str = "analogs.failed.tsv";
 /// The skeletons' WL hashes.
 pub const WL_FILE: &str = "analogs.wl.u64";
+/// log2 of the bits of the in-memory WL bitmap (1 MiB).
+const BITMAP_BITS: u32 = 23;
+
 /// The data files.
 pub const DATA_FILES: [&str; 6] = [
     KEYS_FILE,
@@ -288,6 +291,9 @@ pub struct AnalogIndex {
     prefix: Vec<u32>,
     /// the same for the WL hashes
     wl_prefix: Vec<u32>,
+    /// bit `h >> (64 - BITMAP_BITS)` set for each WL hash `h` (in memory, a cache-sized first
+    /// filter before the binary search)
+    wl_bitmap: Vec<u64>,
     grids: HashMap<usize, Grid>,
 }
 
@@ -394,6 +400,7 @@ impl AnalogIndex {
             wl: take(WL_FILE),
             prefix: Vec::new(),
             wl_prefix: Vec::new(),
+            wl_bitmap: Vec::new(),
             grids: HashMap::new(),
             header,
             dir,
@@ -456,6 +463,12 @@ impl AnalogIndex {
             prev = Some(h);
             wl_prefix[(h >> 48) as usize + 1] += 1;
         }
+        let mut bitmap = vec![0u64; 1 << (BITMAP_BITS - 6)];
+        for i in 0..self.header.wl_hashes as usize {
+            let b = (self.wl_at(i) >> (64 - BITMAP_BITS)) as usize;
+            bitmap[b / 64] |= 1 << (b % 64);
+        }
+        self.wl_bitmap = bitmap;
         for t in 1..wl_prefix.len() {
             wl_prefix[t] += wl_prefix[t - 1];
         }
@@ -561,7 +574,12 @@ impl Library for AnalogIndex {
     }
 
     fn may_contain(&self, wl: u64) -> bool {
-        if self.wl_prefix.is_empty() {
+        let b = (wl >> (64 - BITMAP_BITS)) as usize;
+        if !self
+            .wl_bitmap
+            .get(b / 64)
+            .is_some_and(|w| w & (1 << (b % 64)) != 0)
+        {
             return false;
         }
         let t = (wl >> 48) as usize;

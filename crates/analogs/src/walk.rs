@@ -159,6 +159,15 @@ pub type Limits = [u8; 6];
 /// No limit on any kind.
 pub const UNLIMITED: Limits = [u8::MAX; 6];
 
+/// The ring count after an edit of `kind` on a graph of `rings` rings.
+fn shift_rings(kind: Kind, rings: usize) -> usize {
+    match kind {
+        Kind::Rdn => rings - 1,
+        Kind::Rup => rings + 1,
+        _ => rings,
+    }
+}
+
 fn dominated(seen: &[[u8; 6]], c: &[u8; 6]) -> bool {
     seen.iter().any(|s| s.iter().zip(c).all(|(a, b)| a <= b))
 }
@@ -193,6 +202,10 @@ pub struct WalkOptions {
     /// when it passes, the walk stops where it is (checked every 256 edits) with `timed_out`
     /// set; every hit up to `complete_to` was still reported
     pub deadline: Option<std::time::Instant>,
+    /// find each distance's hits before canonicalizing its graphs for the next distance
+    /// (cheap: only graphs the WL filter passes are canonicalized); pays when `on` is likely
+    /// to end the walk early (a top-k search), costs one more pass over the edits otherwise
+    pub probe: bool,
 }
 
 impl WalkOptions {
@@ -203,6 +216,7 @@ impl WalkOptions {
             limits: UNLIMITED,
             max_leaves: 100_000,
             deadline: None,
+            probe: false,
         }
     }
 }
@@ -222,6 +236,7 @@ pub fn walk<L: Library>(
         limits,
         max_leaves,
         deadline,
+        probe,
     } = *opts;
     let mut stats = WalkStats::default();
     let comps = component_count(query);
@@ -248,9 +263,66 @@ pub fn walk<L: Library>(
         }
         stats.complete_to = depth - 1;
         let left = max_dist - depth;
-        let mut next = Vec::new();
         let mut error = None;
         let mut scratch = WlScratch::default();
+        if left > 0 && probe {
+            // this distance's hits first, canonicalizing only the graphs the filter passes;
+            // the whole level is canonicalized below only if the walk goes on
+            for (g, counts) in &frontier {
+                if stats.timed_out || error.is_some() {
+                    break;
+                }
+                let rings = g.bonds() + comps - g.atoms();
+                edits(g, |kind: Kind, atoms, bonds| {
+                    if error.is_some() || stats.timed_out {
+                        return;
+                    }
+                    stats.edges += 1;
+                    if stats.edges % 256 == 0
+                        && deadline.is_some_and(|d| std::time::Instant::now() >= d)
+                    {
+                        stats.timed_out = true;
+                        return;
+                    }
+                    let k = kind as usize;
+                    if counts[k] >= limits[k]
+                        || library.bound(comps, atoms, shift_rings(kind, rings)) != Some(0)
+                    {
+                        return;
+                    }
+                    if !library.may_contain(wl_hash(atoms, bonds, &mut scratch)) {
+                        stats.filtered += 1;
+                        return;
+                    }
+                    let key =
+                        match Skeleton::new(atoms, bonds).and_then(|r| canonical(&r, max_leaves)) {
+                            Ok(c) => c.key(),
+                            Err(e) => {
+                                error = Some(e);
+                                return;
+                            }
+                        };
+                    if library.contains(key) && found.insert(key) {
+                        let mut c = *counts;
+                        c[k] += 1;
+                        enough |= on(Event::Hit {
+                            distance: depth,
+                            key,
+                            counts: &c,
+                        });
+                    }
+                });
+            }
+            if let Some(e) = error {
+                return Err(e);
+            }
+            if enough && !stats.timed_out {
+                stats.complete_to = depth;
+                on(Event::Done(depth));
+                break;
+            }
+        }
+        let mut next = Vec::new();
         for (g, counts) in &frontier {
             if stats.timed_out {
                 break;
@@ -271,12 +343,7 @@ pub fn walk<L: Library>(
                 if counts[k] >= limits[k] {
                     return;
                 }
-                let new_rings = match kind {
-                    Kind::Rdn => rings - 1,
-                    Kind::Rup => rings + 1,
-                    _ => rings,
-                };
-                match library.bound(comps, atoms, new_rings) {
+                match library.bound(comps, atoms, shift_rings(kind, rings)) {
                     Some(b) if b <= left => {}
                     _ => {
                         stats.pruned += 1;

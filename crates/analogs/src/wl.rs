@@ -25,6 +25,7 @@ fn mix(mut x: u64) -> u64 {
 pub struct WlScratch {
     colour: Vec<u64>,
     sum: Vec<u64>,
+    sent: Vec<u64>,
 }
 
 /// The hash of the graph of `atoms` atoms and `bonds` (pairs of atom indices below `atoms`).
@@ -36,16 +37,19 @@ pub fn wl_hash(atoms: usize, bonds: &[(u32, u32)], s: &mut WlScratch) -> u64 {
         s.colour[j as usize] += 1;
     }
     for round in 0..ROUNDS {
+        let salt = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(u64::from(round) + 1);
+        // what each atom sends its neighbours, mixed once per atom
+        s.sent.clear();
+        s.sent.extend(s.colour.iter().map(|&c| mix(c ^ salt)));
         s.sum.clear();
         s.sum.resize(atoms, 0);
-        let salt = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(u64::from(round) + 1);
         for &(i, j) in bonds {
             let (i, j) = (i as usize, j as usize);
-            s.sum[i] = s.sum[i].wrapping_add(mix(s.colour[j] ^ salt));
-            s.sum[j] = s.sum[j].wrapping_add(mix(s.colour[i] ^ salt));
+            s.sum[i] = s.sum[i].wrapping_add(s.sent[j]);
+            s.sum[j] = s.sum[j].wrapping_add(s.sent[i]);
         }
-        for (c, &t) in s.colour.iter_mut().zip(&s.sum) {
-            *c = mix(c.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ t);
+        for ((c, &t), &own) in s.colour.iter_mut().zip(&s.sum).zip(&s.sent) {
+            *c = mix(own.rotate_left(17) ^ t);
         }
     }
     let mut h = mix(((atoms as u64) << 32) ^ bonds.len() as u64);

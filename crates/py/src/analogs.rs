@@ -126,6 +126,7 @@ impl PySkeletonLibrary {
             limits,
             max_leaves,
             deadline: None,
+            probe: stop_after != usize::MAX,
         };
         let molecules = |key| lib.groups[&key].clone();
         let (hits, stats) =
@@ -277,6 +278,7 @@ impl PyAnalogIndex {
             limits,
             max_leaves: self.inner.header().max_leaves,
             deadline: deadline(timeout_s)?,
+            probe: stop_after != usize::MAX,
         };
         let index = &self.inner;
         let molecules = |key| {
