@@ -118,6 +118,9 @@ def test_analogs_keep_per_kind_limits_exactly(analog_store):
             got = store.analogs(smiles[p], max_dist=2, limits=limits)
             assert dict(zip(got["position"].tolist(), got["distance"].tolist())) == want
             check_rows(store, smiles, smiles[p], got, limits)
+            # k probes each distance first (walk.rs): the same head of the ranking
+            head = store.analogs(smiles[p], max_dist=2, limits=limits, k=3)
+            assert head["position"].tolist() == got["position"][:3].tolist()
 
 
 def test_k_and_streaming_give_the_head_of_the_full_ranking(analog_store):
