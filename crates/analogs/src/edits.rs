@@ -148,29 +148,45 @@ fn without_atom(g: &Skeleton, gone: u32, extra: Option<(u32, u32)>, out: &mut Ve
 
 /// Calls `f(kind, atoms, bonds)` for every single edit of `g` (results may repeat: symmetric
 /// atoms give isomorphic graphs; compare them by canonical form).
-pub fn edits(g: &Skeleton, mut f: impl FnMut(Kind, usize, &[(u32, u32)])) {
+pub fn edits(g: &Skeleton, f: impl FnMut(Kind, usize, &[(u32, u32)])) {
+    edits_of(g, ALL_KINDS, f)
+}
+
+/// Every kind, as a [`edits_of`] mask.
+pub const ALL_KINDS: u8 = 0b11_1111;
+/// The deletions (`tdn`, `rdn`, `ldn`), as a [`edits_of`] mask.
+pub const DELETIONS: u8 = 1 << Kind::Tdn as u8 | 1 << Kind::Rdn as u8 | 1 << Kind::Ldn as u8;
+
+/// [`edits`] of the kinds in `mask` only (bit `kind as u8` set for each kind wanted).
+pub fn edits_of(g: &Skeleton, mask: u8, mut f: impl FnMut(Kind, usize, &[(u32, u32)])) {
     let n = g.atoms();
     let bonds: Vec<(u32, u32)> = g.bond_list().collect();
     let mut out: Vec<(u32, u32)> = Vec::with_capacity(bonds.len() + 2);
-    for a in 0..n as u32 {
+    let want = |k: Kind| mask & (1 << k as u8) != 0;
+    for a in (0..n as u32).filter(|_| want(Kind::Tdn)) {
         if g.neighbours(a as usize).len() == 1 {
             without_atom(g, a, None, &mut out);
             f(Kind::Tdn, n - 1, &out);
         }
     }
-    for a in 0..n as u32 {
+    for a in (0..n as u32).filter(|_| want(Kind::Tup)) {
         out.clear();
         out.extend_from_slice(&bonds);
         out.push((a, n as u32));
         f(Kind::Tup, n + 1, &out);
     }
-    for bond in ring_bonds(g) {
+    let rings = if want(Kind::Rdn) {
+        ring_bonds(g)
+    } else {
+        Vec::new()
+    };
+    for bond in rings {
         out.clear();
         out.extend(bonds.iter().copied().filter(|&b| b != bond));
         f(Kind::Rdn, n, &out);
     }
     let comp = components(g);
-    for i in 0..n as u32 {
+    for i in (0..n as u32).filter(|_| want(Kind::Rup)) {
         for j in i + 1..n as u32 {
             if comp[i as usize] == comp[j as usize]
                 && g.neighbours(i as usize).binary_search(&j).is_err()
@@ -182,14 +198,14 @@ pub fn edits(g: &Skeleton, mut f: impl FnMut(Kind, usize, &[(u32, u32)])) {
             }
         }
     }
-    for a in 0..n as u32 {
+    for a in (0..n as u32).filter(|_| want(Kind::Ldn)) {
         let nb = g.neighbours(a as usize);
         if nb.len() == 2 && g.neighbours(nb[0] as usize).binary_search(&nb[1]).is_err() {
             without_atom(g, a, Some((nb[0], nb[1])), &mut out);
             f(Kind::Ldn, n - 1, &out);
         }
     }
-    for &(i, j) in &bonds {
+    for &(i, j) in bonds.iter().filter(|_| want(Kind::Lup)) {
         out.clear();
         out.extend(bonds.iter().copied().filter(|&b| b != (i, j)));
         out.push((i, n as u32));

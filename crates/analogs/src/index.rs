@@ -14,6 +14,7 @@
 //! | `analogs.positions.u32` | the molecules of each skeleton, ascending store positions |
 //! | `analogs.failed.tsv` | molecules without a skeleton: `position<TAB>reason` |
 //! | `analogs.wl.u64` | the distinct [`wl_hash`]es of the skeletons, ascending (the walk's filter) |
+//! | `analogs.deletions.bloom` | a [`Bloom`] filter of the WL hashes of every graph one deletion away from a skeleton (64 bits per molecule): the walk's last distance skips the insertions of a graph it lacks |
 //!
 //! Counts add up: `molecules = indexed + failed`. Limits of this version: 2^32 - 1 molecules,
 //! 65,535 atoms per skeleton; the build holds 48 bytes per molecule in memory.
@@ -26,8 +27,10 @@ use memmap2::Mmap;
 use molsift_store::{FileEntry, Store};
 use serde::{Deserialize, Serialize};
 
+use crate::bloom::Bloom;
 use crate::canon::canonical;
 use crate::edits::component_count;
+use crate::edits::{edits_of, DELETIONS};
 use crate::smiles::skeleton_of_smiles;
 use crate::walk::{Grid, Library};
 use crate::wl::{wl_hash, WlScratch, ROUNDS};
@@ -35,8 +38,8 @@ use crate::AnalogError;
 
 /// Format name in `analogs.json`.
 pub const FORMAT_NAME: &str = "molsift-analog-index";
-/// Format version written and read (2: the WL-hash filter).
-pub const FORMAT_VERSION: u32 = 2;
+/// Format version written and read (2: the WL-hash filter; 3: the deletions' Bloom filter).
+pub const FORMAT_VERSION: u32 = 3;
 /// The header.
 pub const HEADER_FILE: &str = "analogs.json";
 /// Canonical keys.
@@ -54,14 +57,19 @@ pub const WL_FILE: &str = "analogs.wl.u64";
 /// log2 of the bits of the in-memory WL bitmap (1 MiB).
 const BITMAP_BITS: u32 = 23;
 
+/// The Bloom filter of their deletions' WL hashes.
+pub const DELETIONS_FILE: &str = "analogs.deletions.bloom";
+/// Bits of the deletions' filter per molecule.
+pub const DELETION_BITS_PER_MOLECULE: u64 = 64;
 /// The data files.
-pub const DATA_FILES: [&str; 6] = [
+pub const DATA_FILES: [&str; 7] = [
     KEYS_FILE,
     SHAPES_FILE,
     OFFSETS_FILE,
     POSITIONS_FILE,
     FAILED_FILE,
     WL_FILE,
+    DELETIONS_FILE,
 ];
 
 /// `analogs.json`.
@@ -104,8 +112,9 @@ pub struct Written {
 
 /// One molecule's skeleton: key, WL hash, shape, position.
 type Entry = (u128, u64, [u16; 3], u32);
-/// What one build thread found: skeletons, and molecules without one (position, reason).
-type Part = (Vec<Entry>, Vec<(u32, String)>);
+/// What one build thread found: skeletons, molecules without one (position, reason), and the
+/// filter of its skeletons' deletions.
+type Part = (Vec<Entry>, Vec<(u32, String)>, Bloom<Vec<u64>>);
 
 /// Builds the analog index of `store` on `threads` threads and renames it into the store
 /// (replacing an earlier one). `progress(done)` is called now and then with the molecules read
@@ -132,14 +141,15 @@ pub fn write_index(
             .map(|_| {
                 s.spawn(|| {
                     let (mut ok, mut failed) = (Vec::new(), Vec::new());
+                    let mut dels = Bloom::with_bits(DELETION_BITS_PER_MOLECULE * n as u64);
                     loop {
                         let start = next.fetch_add(CHUNK, Ordering::Relaxed);
                         if start >= n {
-                            return Ok((ok, failed));
+                            return Ok((ok, failed, dels));
                         }
                         for pos in start..(start + CHUNK).min(n) {
                             let smiles = store.smiles(pos)?;
-                            match one(smiles, max_leaves) {
+                            match one(smiles, max_leaves, &mut dels) {
                                 Ok((key, wl, shape)) => ok.push((key, wl, shape, pos as u32)),
                                 Err(why) => failed.push((pos as u32, why)),
                             }
@@ -156,11 +166,17 @@ pub fn write_index(
             .collect()
     });
     let (mut entries, mut failed) = (Vec::with_capacity(n), Vec::new());
+    let mut dels: Option<Bloom<Vec<u64>>> = None;
     for part in parts {
-        let (ok, bad) = part?;
+        let (ok, bad, d) = part?;
         entries.extend(ok);
         failed.extend(bad);
+        match &mut dels {
+            None => dels = Some(d),
+            Some(all) => all.union(&d),
+        }
     }
+    let dels_bytes = dels.unwrap_or_else(|| Bloom::with_bits(0)).to_bytes();
     entries.sort_unstable_by_key(|e| (e.0, e.3));
     failed.sort_unstable();
     // the files' bytes
@@ -192,13 +208,14 @@ pub fn write_index(
         .iter()
         .map(|(p, why)| format!("{p}\t{}\n", why.replace(['\t', '\n'], " ")))
         .collect();
-    let data: [(&str, &[u8]); 6] = [
+    let data: [(&str, &[u8]); 7] = [
         (KEYS_FILE, &keys),
         (SHAPES_FILE, &shapes),
         (OFFSETS_FILE, &offsets),
         (POSITIONS_FILE, &positions),
         (FAILED_FILE, failed_text.as_bytes()),
         (WL_FILE, &wl_bytes),
+        (DELETIONS_FILE, &dels_bytes),
     ];
     let files: BTreeMap<String, FileEntry> = data
         .iter()
@@ -255,12 +272,21 @@ pub fn write_index(
     })
 }
 
-/// The key, WL hash and shape of one SMILES's skeleton, or why it has none.
-fn one(smiles: &str, max_leaves: usize) -> Result<(u128, u64, [u16; 3]), String> {
+/// The key, WL hash and shape of one SMILES's skeleton, or why it has none; the WL hashes of
+/// its deletions go into `dels`.
+fn one(
+    smiles: &str,
+    max_leaves: usize,
+    dels: &mut Bloom<Vec<u64>>,
+) -> Result<(u128, u64, [u16; 3]), String> {
     let g = skeleton_of_smiles(smiles).map_err(|e| e.to_string())?;
     let key = canonical(&g, max_leaves).map_err(|e| e.to_string())?.key();
     let bonds: Vec<(u32, u32)> = g.bond_list().collect();
-    let wl = wl_hash(g.atoms(), &bonds, &mut WlScratch::default());
+    let mut scratch = WlScratch::default();
+    let wl = wl_hash(g.atoms(), &bonds, &mut scratch);
+    edits_of(&g, DELETIONS, |_, atoms, bonds| {
+        dels.insert(wl_hash(atoms, bonds, &mut scratch))
+    });
     let comps = component_count(&g);
     let rings = g.bonds() + comps - g.atoms();
     let fit = |v: usize, what: &str| {
@@ -287,6 +313,7 @@ pub struct AnalogIndex {
     offsets: Option<Mmap>,
     positions: Option<Mmap>,
     wl: Option<Mmap>,
+    dels: Option<Mmap>,
     /// per top 16 bits of a key, the first skeleton with those bits (65,537 entries)
     prefix: Vec<u32>,
     /// the same for the WL hashes
@@ -352,6 +379,11 @@ impl AnalogIndex {
                 OFFSETS_FILE => 4 * (s + 1),
                 POSITIONS_FILE => 4 * header.indexed,
                 WL_FILE => 8 * header.wl_hashes,
+                DELETIONS_FILE => {
+                    64 * (DELETION_BITS_PER_MOLECULE * header.molecules)
+                        .div_ceil(512)
+                        .max(1)
+                }
                 _ => u64::MAX,
             }
         };
@@ -398,6 +430,7 @@ impl AnalogIndex {
             offsets: take(OFFSETS_FILE),
             positions: take(POSITIONS_FILE),
             wl: take(WL_FILE),
+            dels: take(DELETIONS_FILE),
             prefix: Vec::new(),
             wl_prefix: Vec::new(),
             wl_bitmap: Vec::new(),
@@ -571,6 +604,11 @@ impl Library for AnalogIndex {
 
     fn bound(&self, components: usize, atoms: usize, rings: usize) -> Option<usize> {
         self.grids.get(&components).map(|g| g.get(atoms, rings))
+    }
+
+    fn insertion_may_reach(&self, wl: u64) -> bool {
+        let bytes = Self::bytes(&self.dels);
+        Bloom::from_bytes(bytes).is_some_and(|b| b.may_contain(wl))
     }
 
     fn may_contain(&self, wl: u64) -> bool {

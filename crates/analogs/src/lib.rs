@@ -19,6 +19,7 @@
 //! assert_eq!(canonical(&a, 1000).unwrap().certificate, canonical(&b, 1000).unwrap().certificate);
 //! ```
 
+pub mod bloom;
 pub mod canon;
 pub mod edits;
 pub mod index;

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use crate::canon::canonical;
-use crate::edits::{component_count, edits, Kind};
+use crate::edits::{component_count, edits_of, Kind, ALL_KINDS, DELETIONS};
 use crate::skeleton::Skeleton;
 use crate::wl::{wl_hash, WlScratch};
 use crate::AnalogError;
@@ -27,6 +27,11 @@ pub trait Library {
     /// False only when no library skeleton has this [`wl_hash`] (so the graph is not one of
     /// them); true lets the walk canonicalize the graph and look up its key.
     fn may_contain(&self, wl: u64) -> bool;
+    /// False only when no graph one deletion away from a library skeleton has this
+    /// [`wl_hash`] (so no single insertion turns the graph into a library skeleton).
+    fn insertion_may_reach(&self, _wl: u64) -> bool {
+        true
+    }
 }
 
 /// A library held as a set of keys and, per number of components, a table of the least
@@ -144,6 +149,9 @@ pub struct WalkStats {
     /// edits at the last distance whose result no library skeleton's [`wl_hash`] matches
     /// (not canonicalized)
     pub filtered: u64,
+    /// graphs at the distance before the last whose insertions were not made (no library
+    /// skeleton is one insertion away)
+    pub insertions_skipped: u64,
     /// distinct graphs reached (canonicalized and kept)
     pub nodes: u64,
     /// the last distance searched completely: every hit up to it was reported (less than the
@@ -158,6 +166,23 @@ pub type Limits = [u8; 6];
 
 /// No limit on any kind.
 pub const UNLIMITED: Limits = [u8::MAX; 6];
+
+/// The edit kinds worth making from `g` when only library skeletons one edit away matter:
+/// all, or the deletions alone when no insertion can reach one (counted in `stats`).
+fn kinds_worth<L: Library>(
+    library: &L,
+    g: &Skeleton,
+    scratch: &mut WlScratch,
+    stats: &mut WalkStats,
+) -> u8 {
+    let bonds: Vec<(u32, u32)> = g.bond_list().collect();
+    if library.insertion_may_reach(wl_hash(g.atoms(), &bonds, scratch)) {
+        ALL_KINDS
+    } else {
+        stats.insertions_skipped += 1;
+        DELETIONS
+    }
+}
 
 /// The ring count after an edit of `kind` on a graph of `rings` rings.
 fn shift_rings(kind: Kind, rings: usize) -> usize {
@@ -273,7 +298,8 @@ pub fn walk<L: Library>(
                     break;
                 }
                 let rings = g.bonds() + comps - g.atoms();
-                edits(g, |kind: Kind, atoms, bonds| {
+                let mask = kinds_worth(library, g, &mut scratch, &mut stats);
+                edits_of(g, mask, |kind: Kind, atoms, bonds| {
                     if error.is_some() || stats.timed_out {
                         return;
                     }
@@ -328,7 +354,13 @@ pub fn walk<L: Library>(
                 break;
             }
             let rings = g.bonds() + comps - g.atoms();
-            edits(g, |kind: Kind, atoms, bonds| {
+            // at the last distance only library skeletons matter
+            let mask = if left == 0 {
+                kinds_worth(library, g, &mut scratch, &mut stats)
+            } else {
+                ALL_KINDS
+            };
+            edits_of(g, mask, |kind: Kind, atoms, bonds| {
                 if error.is_some() || stats.timed_out {
                     return;
                 }

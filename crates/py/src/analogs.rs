@@ -204,6 +204,7 @@ fn stats_list(stats: &WalkStats, first: u64, total: u64) -> Vec<(&'static str, u
         ("edges", stats.edges),
         ("pruned", stats.pruned),
         ("filtered", stats.filtered),
+        ("insertions_skipped", stats.insertions_skipped),
         ("nodes", stats.nodes),
         ("complete_to", stats.complete_to as u64),
         ("timed_out", u64::from(stats.timed_out)),
