@@ -29,6 +29,7 @@ _LAZY = {
     "StoreV2": "store",
     "upgrade": "store",
     "QueryError": "substructure.query",
+    "index_analogs": "analogs.search",
 }
 
 

@@ -53,6 +53,23 @@ class Analogs:
         return pd.DataFrame(self.columns)
 
 
+def index_analogs(store_path, workers: int | None = None, progress=None) -> dict:
+    """Builds the analog index of the (version-1) store at `store_path` on `workers` threads
+    (default: all cores) and renames it into the store, as `molsift index STORE --analogs`
+    does; `progress(done)` is called now and then with the molecules read. Returns the index
+    header (counts, files). Stores opened before see it once opened again."""
+    import json
+    import os
+
+    from .. import _core
+
+    threads = workers or os.cpu_count() or 1
+    if threads < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    text, _size = _core.build_analog_index(os.fspath(store_path), threads, progress=progress)
+    return json.loads(text)
+
+
 def parse_limits(limits: Mapping[str, int] | None) -> list[int]:
     """Per-kind limits as the walk takes them (255: none), or ValueError naming a bad one."""
     out = [255] * len(KINDS)

@@ -66,10 +66,9 @@ def run(args) -> int:
 
 
 def _analogs(args) -> int:
-    import json
     import os
 
-    from .._core import build_analog_index
+    from ..analogs.search import index_analogs
     from ..progress import Progress
     from ..store import open_store
 
@@ -89,8 +88,8 @@ def _analogs(args) -> int:
             bar.update(max(done - seen[0], 0))
             seen[0] = max(seen[0], done)
 
-        text, size = build_analog_index(args.store, threads, progress=progress)
-    header = json.loads(text)
+        header = index_analogs(args.store, threads, progress=progress)
+    size = sum(f["bytes"] for f in header["files"].values())
     n = max(header["molecules"], 1)
     print(
         f"analog index written to {args.store}: {header['skeletons']:,} distinct skeletons for "
