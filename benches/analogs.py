@@ -15,7 +15,8 @@ Peers in the same run:
   targets it would have to examine (said so in the table).
 
     .venv/bin/python benches/analogs.py --store MOSES.store [--dist 1,2] [--queries 100]
-        [--d3-queries 5] [--threads 2] [--reference-queries 3] [--json out.json]
+        [--d3-queries 5] [--d4-queries 0 --d4-timeout 60] [--threads 2]
+        [--reference-queries 3] [--json out.json]
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ def held_out(n: int) -> list[str]:
     return [line.split(",")[0] for line in lines[-n:]]
 
 
-def run(store, queries: list[str], dist: int) -> dict:
+def run(store, queries: list[str], dist: int, timeout: float | None = None) -> dict:
     first, top, found, nodes, rate, morgan_ms, missed = [], [], [], [], [], [], []
+    partial = 0
     for smi in queries:
         began = time.perf_counter()
-        got = store.analogs(smi, max_dist=dist, k=100)
+        got = store.analogs(smi, max_dist=dist, k=100, timeout=timeout)
+        partial += got.partial
         wall = (time.perf_counter() - began) * 1e3
         st = got.stats
         first.append(st["first_hit_ns"] / 1e6)
@@ -72,6 +75,8 @@ def run(store, queries: list[str], dist: int) -> dict:
         "morgan_top100_ms_p50": statistics.median(morgan_ms),
         "missed_by_morgan_p50": statistics.median(missed),
         "missed_by_morgan_share": sum(missed) / max(sum(found), 1),
+        "timeout_s": timeout,
+        "partial": partial,
     }
 
 
@@ -102,6 +107,8 @@ def main() -> None:
     ap.add_argument("--dist", default="1,2")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--d3-queries", type=int, default=5)
+    ap.add_argument("--d4-queries", type=int, default=0)
+    ap.add_argument("--d4-timeout", type=float, default=60.0, help="seconds per D=4 query")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--reference-queries", type=int, default=3)
     ap.add_argument("--reference-targets", type=int, default=20)
@@ -121,15 +128,19 @@ def main() -> None:
     rows = [run(store, queries, d) for d in (int(x) for x in args.dist.split(","))]
     if args.d3_queries:
         rows.append(run(store, queries[: args.d3_queries], 3))
+    if args.d4_queries:
+        rows.append(run(store, queries[: args.d4_queries], 4, args.d4_timeout))
     print("\n| D | queries | first hit p50 ms | top-100 p50 ms | top-100 max ms | molecules p50 | "
           "graphs reached p50 | edits/s p50 | Morgan top-100 p50 ms | analog hits Morgan "
           "top-100 misses |")  # fmt: skip
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
+        note = f" ({r['partial']} stopped at {r['timeout_s']:g} s)" if r["partial"] else ""
         print(f"| {r['dist']} | {r['queries']} | {r['first_hit_ms_p50']:.2f} | "
               f"{r['top100_ms_p50']:.1f} | {r['top100_ms_max']:.1f} | {r['molecules_p50']:g} | "
               f"{r['nodes_p50']:g} | {r['edges_per_s_p50'] / 1e6:.2f} M | "
-              f"{r['morgan_top100_ms_p50']:.2f} | {r['missed_by_morgan_share']:.0%} |")  # fmt: skip
+              f"{r['morgan_top100_ms_p50']:.2f} | "
+              f"{r['missed_by_morgan_share']:.0%} |{note}")  # fmt: skip
     ref = None
     if args.reference_queries:
         ref = reference_cost(store, queries[: args.reference_queries], 2, args.reference_targets)
