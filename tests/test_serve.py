@@ -40,6 +40,7 @@ def served(tmp_path_factory, bundled_smi):
     molsift.ingest(bundled_smi, v1, workers=2, progress=False)
     v2 = d / "nci.v2.store"
     molsift.upgrade(v1, v2, threads=2)
+    molsift.index_analogs(v1, workers=2)  # SmallWorld's submit on nci: analog search
     catalog = Catalog()
     catalog.add("nci", str(v1))
     catalog.add("nci2", str(v2))
@@ -455,8 +456,9 @@ def submit(live, smi, db="nci"):
 
 
 def test_smallworld_submit_view_export(served):
-    live, v1, _, _ = served
-    status, ctype, lines = submit(live, "CC(=O)Nc1ccc(O)cc1")
+    """On a database without an analog index (nci2): Tanimoto, and the answers say so."""
+    live, _, v1, _ = served  # the version-2 store, named v1 here for the shared checks
+    status, ctype, lines = submit(live, "CC(=O)Nc1ccc(O)cc1", db="nci2")
     assert status == 200 and ctype.startswith("text/event-stream")
     last = lines[-1][lines[-1].index("data:") + 5 :]
     assert " " not in last.split('"note"')[0]  # compact JSON
@@ -498,6 +500,39 @@ def test_smallworld_submit_view_export(served):
     status, body = api(live, "/search/maps")
     assert status == 200 and {m["name"] for m in body} == {"nci", "nci2"}
     assert all(m["numEntries"] > 0 and m["status"] == "Available" for m in body)
+
+
+def test_smallworld_submit_answers_dist_with_analog_search(served):
+    """On a database with an analog index (nci): the hits of store.analogs (dist and the
+    per-kind limits as sent, 10 for a kind not given), a MORE event per distance, rows and
+    export carrying dist, ecfp4 and the edits by kind."""
+    live, v1, _, _ = served
+    smi = "CC(=O)Nc1ccc(O)cc1"
+    params = {"smi": smi, "db": "nci", "dist": 2, "rup": 0, "tdn": 3}
+    status, ctype, raw = fetch(live.url("/search/submit", **params))
+    events = [
+        json.loads(x[x.index("data:") + 5 :]) for x in raw.decode().splitlines() if "data:" in x
+    ]
+    assert status == 200 and ctype.startswith("text/event-stream")
+    assert [e["status"] for e in events] == ["FIRST", "MORE", "MORE", "MORE", "END"]
+    assert [e.get("dist") for e in events[1:4]] == [0, 1, 2]
+    caps = {"tdn": 3, "tup": 10, "rdn": 10, "rup": 0, "ldn": 10, "lup": 10}
+    want = v1.analogs(smi, max_dist=2, limits=caps)
+    end = events[-1]
+    assert end["numHits"] == len(want) > 10 and not end["partial"] and "analog" in end["note"]
+    status, body = api(live, "/search/view", hlid=end["hlid"], start=0, length=len(want))
+    assert status == 200 and body["recordsTotal"] == len(want)
+    for row, i in zip(body["data"], range(len(want))):
+        pos = int(want["position"][i])
+        assert row[0]["hitSmiles"] == f"{v1.smiles[pos]} {v1.ids[pos]}"
+        assert row[1] == want["distance"][i] and row[2] == want["tanimoto"][i]
+        assert row[6:12] == [int(want[k][i]) for k in ("tdn", "tup", "rdn", "rup", "ldn", "lup")]
+        assert row[9] == 0 and row[6] <= 3  # rup 0, tdn at most 3
+    status, _ctype, raw = fetch(live.url("/search/export", hlid=end["hlid"]))
+    lines = raw.decode().splitlines()
+    assert [int(x.split("\t")[1]) for x in lines[1:]] == want["distance"].tolist()
+    status, _ctype, raw = fetch(live.url("/search/submit", smi=smi, db="nci", dist=99))
+    assert status == 200 and json.loads(raw.decode().split("data:")[-1])["status"] == "MISS"
 
 
 def test_smallworld_batch_view_searches_and_views_at_once(served):

@@ -11,6 +11,7 @@ result partial: every hit up to `complete_to` is then still there."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Iterator, Mapping
@@ -123,13 +124,11 @@ def _index(store):
     return index
 
 
-def _tanimoto(store, mol, positions: np.ndarray) -> np.ndarray:
-    """Morgan Tanimoto (the store's fingerprint spec) of the query to each stored molecule."""
+def _tanimoto(store, bits: list[int], positions: np.ndarray) -> np.ndarray:
+    """Morgan Tanimoto of the query (its on-bits in the store's fingerprint spec) to each stored
+    molecule."""
     import numpy as np
 
-    from ..search import fingerprinter_for
-
-    bits = fingerprinter_for(store).on_bits(mol)
     words = store.fingerprints.shape[1]
     q = np.zeros(words, dtype=np.uint64)
     for b in bits:
@@ -144,7 +143,7 @@ def _tanimoto(store, mol, positions: np.ndarray) -> np.ndarray:
     return t.astype(np.float64)
 
 
-def _rank(store, mol, hits: list) -> dict:
+def _rank(store, bits: list[int], hits: list) -> dict:
     """Columns of (distance, counts, positions) hits in rank order."""
     import numpy as np
 
@@ -153,7 +152,7 @@ def _rank(store, mol, hits: list) -> dict:
     counts = [c for _, c, ps in hits for _ in ps]
     position = np.asarray(pos, dtype=np.int64)
     distance = np.asarray(dist, dtype=np.int64)
-    tanimoto = _tanimoto(store, mol, position)
+    tanimoto = _tanimoto(store, bits, position)
     order = np.lexsort((position, -tanimoto, distance))
     cols = {"position": position[order], "distance": distance[order], "tanimoto": tanimoto[order]}
     # each path's edits by kind arrive as 6 bytes
@@ -164,14 +163,19 @@ def _rank(store, mol, hits: list) -> dict:
     return cols
 
 
-def _prepare(store, query, max_dist, k, limits, timeout):
-    """(RDKit Mol, the walk's positional arguments, the index) after every check."""
+def _prepare(store, query, max_dist, k, limits, timeout, lock):
+    """(the query's on-bits, the walk's positional arguments, the index) after every check;
+    the RDKit work under `lock`."""
+    from ..search import fingerprinter_for
+
     _check(max_dist, k, timeout)
     lim = parse_limits(limits)
-    mol, skeleton = _query(store, query)
+    with lock or contextlib.nullcontext():
+        mol, skeleton = _query(store, query)
+        bits = fingerprinter_for(store).on_bits(mol)
     stop_after = k if k is not None else 2**63 - 1
     args = (skeleton.n, list(skeleton.bonds), max_dist, lim, stop_after, timeout)
-    return mol, args, _index(store)
+    return bits, args, _index(store)
 
 
 def analogs(
@@ -181,16 +185,18 @@ def analogs(
     k: int | None = None,
     limits: Mapping[str, int] | None = None,
     timeout: float | None = None,
+    lock=None,
 ) -> Analogs:
     """The molecules of `store` within `max_dist` edits of `query` (SMILES or RDKit Mol), in rank
     order. `k`: stop at the distance where k molecules are reached and keep the k best;
     `limits`: the most edits of each kind, e.g. {"rup": 0, "tdn": 2}; `timeout`: seconds, after
-    which the result is partial. ValueError for a bad query or argument, StoreError when the
-    store has no analog index."""
-    mol, args, index = _prepare(store, query, max_dist, k, limits, timeout)
+    which the result is partial; `lock`: held around the RDKit work (a server sharing the store
+    between threads). ValueError for a bad query or argument, StoreError when the store has no
+    analog index."""
+    bits, args, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
     hits, stats = index.walk(*args)
     stats = dict(stats)
-    cols = _rank(store, mol, hits)
+    cols = _rank(store, bits, hits)
     if k is not None:
         cols = {name: c[:k] for name, c in cols.items()}
     return Analogs(cols, int(stats["complete_to"]), bool(stats["timed_out"]), stats)
@@ -203,12 +209,13 @@ def iter_analogs(
     k: int | None = None,
     limits: Mapping[str, int] | None = None,
     timeout: float | None = None,
+    lock=None,
 ) -> Iterator[Analogs]:
     """As `analogs`, one `Analogs` per distance (0, 1, 2, ...), each handed out as soon as that
     distance has been searched completely (the walk goes on meanwhile). With `k`, the last
     distance is cut to make k in all. The last one is marked partial if the timeout ended the
     search (it then holds the hits found at the unfinished distance)."""
-    mol, args, index = _prepare(store, query, max_dist, k, limits, timeout)
+    bits, args, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
     out: queue.Queue = queue.Queue()
 
     def run() -> None:
@@ -227,7 +234,7 @@ def iter_analogs(
             raise item[1]
         if item[0] == "level":
             _, d, hits = item
-            cols = _rank(store, mol, hits)
+            cols = _rank(store, bits, hits)
             if k is not None:
                 cols = {name: c[: k - given] for name, c in cols.items()}
             given += len(cols["position"])
@@ -236,7 +243,7 @@ def iter_analogs(
         rest, stats = item[1]
         stats = dict(stats)
         if stats["timed_out"]:
-            cols = _rank(store, mol, rest)
+            cols = _rank(store, bits, rest)
             if k is not None:
                 cols = {name: c[: max(k - given, 0)] for name, c in cols.items()}
             yield Analogs(cols, int(stats["complete_to"]), True, stats)

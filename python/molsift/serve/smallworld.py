@@ -2,20 +2,25 @@
 /search/submit` (a Server-Sent Events stream whose last `data:` line carries the `hlid` of the
 result set), `GET /search/view` (DataTables server-side JSON; or the batch form
 `?smi=S1&smi=S2...&db=DB&fmt=json|tsv`, search and view in one request), `GET /search/export`
-(TSV), `GET /search/config` and `GET /search/maps`. SmallWorld ranks by graph edit distance; until
-molsift's analog search lands, the answer is the molecules ranked by ECFP4-like Tanimoto
-similarity (the store's Morgan radius-2 fingerprint), and every answer says so (`note`):
-`ecfp4` holds that score, the graph-distance columns (`dist`, `topodist`, `mces`, ...) are
-null, never invented. A bad database is HTTP 400 (as SmallWorld), an unknown `hlid` 404."""
+(TSV), `GET /search/config` and `GET /search/maps`. SmallWorld ranks by graph edit distance: on a
+store with an analog index (`molsift index STORE --analogs`) `/search/submit` answers with
+molsift's exact analog search (`dist` and the per-kind limits `tdn` ... `lup`, 10 each by
+default as SmallWorld's), streaming a `MORE` event as each distance completes, and the rows
+carry `dist`, `ecfp4` (Morgan Tanimoto) and the edits by kind. On other stores the answer is the
+molecules ranked by ECFP4-like Tanimoto similarity. Every answer says which (`note`); columns
+molsift does not compute (`topodist`, `mces`, `maj`, ...) are null, never invented. A bad
+database is HTTP 400 (as SmallWorld), an unknown `hlid` 404."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import itertools
 import json
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
@@ -27,9 +32,20 @@ from .fast import FastRoutes
 from .limits import Limits, ServiceError
 
 NOTE = (
-    "ranked by Tanimoto similarity of Morgan radius-2 fingerprints (ECFP4-like); graph "
-    "edit distances are not computed by this server yet"
+    "ranked by Tanimoto similarity of Morgan radius-2 fingerprints (ECFP4-like); no graph edit "
+    "distance in this answer (analog search answers /search/submit on databases with an analog "
+    "index)"
 )
+ANALOG_NOTE = (
+    "ranked by graph edit distance between skeletons (molsift's exact analog search, "
+    "docs/analogs.md), then ECFP4-like Tanimoto; alignment, daylight, topodist, mces, mut, maj, "
+    "min, hyb and sub are not computed"
+)
+#: SmallWorld's per-kind limits when a request gives none
+DEFAULT_KIND_LIMIT = 10
+#: the distance searched when a request gives none
+DEFAULT_DIST = 4
+KINDS = ("tdn", "tup", "rdn", "rup", "ldn", "lup")
 #: the 17 DataTables columns SmallWorld clients send, in order
 COLUMNS = (
     "alignment",
@@ -56,6 +72,29 @@ DEPTH = 10_000
 KEEP = 1000
 #: queries in one batch view (`smi` given several times), as SmallWorld allows
 MAX_BATCH = 20
+
+
+@dataclass
+class AnalogHits:
+    """An analog result set as it grows (one distance at a time): positions, Tanimoto scores,
+    distances and edits by kind in rank order; `partial` once the time limit ended it."""
+
+    positions: list = field(default_factory=list)
+    scores: list = field(default_factory=list)
+    dist: list = field(default_factory=list)
+    counts: list = field(default_factory=list)
+    partial: bool = False
+
+    def extend(self, level) -> None:
+        cols = level.columns
+        self.positions += cols["position"].tolist()
+        self.scores += cols["tanimoto"].tolist()
+        self.dist += cols["distance"].tolist()
+        self.counts += list(zip(*(cols[k].tolist() for k in KINDS)))
+
+
+def has_analogs(db) -> bool:
+    return bool(getattr(db.store, "has_analog_index", False))
 
 
 class HitLists:
@@ -110,6 +149,8 @@ def router(
     async def submit(request: Request, smi: str | None = None, db: str | None = None):
         began = time.perf_counter()
         base = database(db)
+        if has_analogs(base):
+            return await analog_submit(request, base, smi, began)
         request.state.log = {"db": base.name, "type": "similarity"}
         try:
             req = queries.check(base, "similarity", smi, None, min(DEPTH, limits.max_k), limits)
@@ -128,6 +169,94 @@ def router(
             _event({"status": "END", "hlid": hlid, "numHits": n, "elap": elapsed, "note": NOTE}),
         ]
         return StreamingResponse(iter(events), media_type="text/event-stream")
+
+    def analog_request(base, q, smi: str | None) -> tuple[str, int, dict]:
+        """(query, dist, limits) of an analog submit, or ServiceError 400."""
+        from ..analogs.search import MAX_DIST
+        from ..chem import to_mol
+
+        query = queries.check(base, "similarity", smi, None, 1, limits).query
+        with base.chem_lock:
+            mol, reason = to_mol(query)
+        if mol is None or mol.GetNumHeavyAtoms() == 0:
+            raise ServiceError(400, f"invalid query SMILES {query!r}: {reason or 'no heavy atom'}")
+        dist = queries.number(q, "dist", int)
+        dist = DEFAULT_DIST if dist is None else dist
+        if not 0 <= dist <= MAX_DIST:
+            raise ServiceError(400, f"dist={dist}: give a value from 0 to {MAX_DIST}")
+        caps = {}
+        for kind in KINDS:
+            n = queries.number(q, kind, int)
+            n = DEFAULT_KIND_LIMIT if n is None else n
+            if not 0 <= n < 255:
+                raise ServiceError(400, f"{kind}={n}: give a value from 0 to 254")
+            caps[kind] = n
+        return query, dist, caps
+
+    async def analog_submit(request: Request, base, smi: str | None, began: float):
+        """Analog search behind the gate, a `MORE` event per completed distance, then `END`
+        (with `partial` when the time limit ended it)."""
+        request.state.log = log = {"db": base.name, "type": "analogs"}
+        try:
+            query, dist, caps = analog_request(base, request.query_params, smi)
+        except ServiceError as e:
+            if e.status != 400:
+                raise
+            miss = {"status": "MISS", "hlid": -1, "message": e.message, "note": ANALOG_NOTE}
+            return StreamingResponse(iter([_event(miss)]), media_type="text/event-stream")
+        hits = AnalogHits()
+        hlid = lists.add(base, query, hits)
+        loop = asyncio.get_running_loop()
+        levels: asyncio.Queue = asyncio.Queue()
+
+        def work() -> None:
+            from ..analogs.search import iter_analogs
+
+            # bounded by the walk's own timeout, inside the gate's limit; RDKit under the lock
+            found = iter_analogs(
+                base.store, query, max_dist=dist, k=DEPTH, limits=caps,
+                timeout=0.8 * limits.timeout_s, lock=base.chem_lock,
+            )  # fmt: skip
+            for level in found:
+                loop.call_soon_threadsafe(levels.put_nowait, level)
+
+        async def run() -> None:
+            try:
+                await searcher.gate.run(work)
+                await levels.put(None)
+            except Exception as e:  # every failure ends the stream with its message
+                await levels.put(e)
+
+        task = asyncio.ensure_future(run())
+
+        def event(status: str, **extra) -> str:
+            elapsed = round(time.perf_counter() - began, 3)
+            return _event({"status": status, "hlid": hlid, "numHits": len(hits.positions),
+                           "elap": elapsed, **extra, "note": ANALOG_NOTE})  # fmt: skip
+
+        async def stream():
+            yield event("FIRST")
+            while True:
+                item = await levels.get()
+                if item is None:
+                    break
+                if isinstance(item, Exception):
+                    message = getattr(item, "message", None) or str(item)
+                    if hits.positions:
+                        yield event("END", partial=True, message=message)
+                    else:
+                        miss = {"status": "MISS", "hlid": -1, "message": message}
+                        yield _event({**miss, "note": ANALOG_NOTE})
+                    await task
+                    return
+                hits.extend(item)
+                hits.partial = hits.partial or item.partial
+                yield event("MORE", dist=item.complete_to)
+            await task
+            log["hits"] = len(hits.positions)
+            yield event("END", partial=hits.partial)
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
 
     def rows(base, query, result, start: int, length: int) -> list:
         out = []
@@ -148,6 +277,10 @@ def router(
             }
             values = {name: None for name in COLUMNS[1:]}
             values["ecfp4"] = result.scores[rank]
+            if isinstance(result, AnalogHits):
+                first["note"] = ANALOG_NOTE
+                values["dist"] = result.dist[rank]
+                values.update(zip(KINDS, result.counts[rank]))
             out.append([first, *values.values()])
         return out
 
@@ -173,7 +306,7 @@ def router(
                 "recordsTotal": n,
                 "recordsFiltered": n,
                 "data": rows(base, query, result, start, length),
-                "note": NOTE,
+                "note": ANALOG_NOTE if isinstance(result, AnalogHits) else NOTE,
             }
         )
 
@@ -213,8 +346,10 @@ def router(
         base, _query, result = lists.get(hlid)
         buf = io.StringIO()
         buf.write("SMILES ID\tdist\tecfp4\tdaylight\ttopodist\tmces\n")
-        for text, score in zip(queries.smiles_ids(base, result.positions), result.scores):
-            buf.write(f"{text}\t\t{score}\t\t\t\n")
+        dists = getattr(result, "dist", None) or [""] * len(result.positions)
+        texts = queries.smiles_ids(base, result.positions)
+        for text, score, d in zip(texts, result.scores, dists):
+            buf.write(f"{text}\t{d}\t{score}\t\t\t\n")
         return Response(
             buf.getvalue(),
             media_type="text/tab-separated-values",
