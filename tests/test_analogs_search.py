@@ -179,6 +179,12 @@ def test_a_store_without_index_and_a_damaged_index_say_so(bundled_smi, tmp_path)
     out = tmp_path / "s.store"
     lines = bundled_smi.read_text().splitlines()[:200]
     (tmp_path / "s.smi").write_text("\n".join(lines) + "\n")
+    # ingest --analogs builds the index on the way
+    with_index = tmp_path / "a.store"
+    report = molsift.ingest(tmp_path / "s.smi", with_index, workers=1, progress=False,
+                            pattern=False, analogs=True)  # fmt: skip
+    assert report.analog_bytes > 0 and "analog index" in report.summary()
+    assert molsift.open_store(with_index).has_analog_index
     molsift.ingest(tmp_path / "s.smi", out, workers=1, progress=False, pattern=False)
     with pytest.raises(molsift.StoreError, match="--analogs"):
         molsift.open_store(out).analogs("CCO")

@@ -51,6 +51,7 @@ class IngestReport:
     store_bytes: int
     index_bytes: int = 0
     pattern_bytes: int = 0
+    analog_bytes: int = 0
     inputs: list[dict[str, Any]] = field(default_factory=list)
     allocator: str = "system"  # what the workers ran on (allocator.py), e.g. "tcmalloc"
 
@@ -82,6 +83,7 @@ class IngestReport:
             f"store {self.store}: {self.store_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
             + (f" + column index {self.index_bytes:,} bytes" if self.index_bytes else "")
             + (f" + substructure index {self.pattern_bytes:,} bytes" if self.pattern_bytes else "")
+            + (f" + analog index {self.analog_bytes:,} bytes" if self.analog_bytes else "")
         )
 
 
@@ -208,6 +210,7 @@ def ingest(
     verify_count: bool = False,
     index: bool = True,
     pattern: bool = True,
+    analogs: bool = False,
     progress: bool | None = None,
 ) -> IngestReport | None:
     """Reads every record of `inputs`, parses it with RDKit, and writes a store at `output`.
@@ -215,12 +218,13 @@ def ingest(
     Runs on `workers` local processes (default: all cores), or on MPI ranks when launched under
     `mpirun`. With `index` (the default) the store also gets its column index for similarity
     search, and with `pattern` (the default) its substructure index (RDKit pattern
-    fingerprints and atom features as bit planes, from the stored SMILES). With
-    `verify_count`, the inputs are also counted by an independent pass (reading them once
-    more) and the ingest fails loudly if its own count differs. Molecules whose canonical
-    SMILES an earlier record already gave are counted (`report.duplicates`); with `dedupe`
-    only the first is stored and the others are listed in `duplicates.tsv` against it. Returns
-    the report on the root (rank 0), None on other ranks."""
+    fingerprints and atom features as bit planes, from the stored SMILES); with `analogs` its
+    analog index (`molsift analogs`; built on the root's cores). With `verify_count`, the
+    inputs are also counted by an independent pass (reading them once more) and the ingest
+    fails loudly if its own count differs. Molecules whose canonical SMILES an earlier record
+    already gave are counted (`report.duplicates`); with `dedupe` only the first is stored and
+    the others are listed in `duplicates.tsv` against it. Returns the report on the root (rank
+    0), None on other ranks."""
     start = time.perf_counter()
     spec = fingerprint or FingerprintSpec()
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
@@ -273,6 +277,11 @@ def ingest(
             )
             if index:
                 report.index_bytes = _core.build_column_index(output)
+            if analogs:
+                from .analogs.search import index_analogs
+
+                header = index_analogs(output, workers if executor.name != "mpi" else None)
+                report.analog_bytes = sum(f["bytes"] for f in header["files"].values())
             if verify_count:
                 _verify_count(input_files, report)
         if pattern:  # every rank takes part

@@ -102,6 +102,12 @@ def add_parser(subparsers):
         "`molsift index STORE --pattern`)",
     )
     p.add_argument(
+        "--analogs",
+        action="store_true",
+        help="also build the analog index, for `molsift analogs` (as `molsift index STORE "
+        "--analogs` would afterwards)",
+    )
+    p.add_argument(
         "--verify-count",
         action="store_true",
         help="count the inputs again independently (one more read) and fail if the "
@@ -129,6 +135,7 @@ def run(args) -> int:
         verify_count=args.verify_count,
         index=not args.no_index,
         pattern=not args.no_pattern,
+        analogs=args.analogs,
         progress=False if args.quiet else None,
         **format_options(args),
     )
