@@ -154,8 +154,8 @@ pub fn write_index(
                                 Err(why) => failed.push((pos as u32, why)),
                             }
                         }
-                        let d = done.fetch_add((start + CHUNK).min(n) - start, Ordering::Relaxed);
-                        progress((d + (start + CHUNK).min(n) - start) as u64);
+                        let read = (start + CHUNK).min(n) - start;
+                        progress((done.fetch_add(read, Ordering::Relaxed) + read) as u64);
                     }
                 })
             })
@@ -257,13 +257,12 @@ pub fn write_index(
     for (tmp, path, name, bytes) in written {
         std::fs::rename(&tmp, &path).map_err(|e| AnalogError::io(&path, e))?;
         total += bytes.len() as u64;
-        entries_out.push((
-            name.to_string(),
-            FileEntry {
-                bytes: bytes.len() as u64,
-                xxh3: checksum(bytes),
-            },
-        ));
+        // the data files' entries were computed for the header; only the header's is new
+        let entry = files.get(name).cloned().unwrap_or_else(|| FileEntry {
+            bytes: bytes.len() as u64,
+            xxh3: checksum(bytes),
+        });
+        entries_out.push((name.to_string(), entry));
     }
     store.register_files(entries_out)?;
     Ok(Written {

@@ -1,6 +1,6 @@
-//! Analog search by graph edit distance (issue 19, in progress; `docs/analogs.md`): the
-//! anonymous graphs of molecules and their canonical form, the pieces the analog index and
-//! walk are built on.
+//! Analog search by graph edit distance (issue 19; `docs/analogs.md`): the anonymous graphs of
+//! molecules and their canonical form, the edits between them, a store's analog index and the
+//! exact walk.
 //!
 //! * [`Skeleton`]: a molecule's heavy atoms and bonds with every label removed.
 //! * [`canonical`]: a canonical labeling; [`Canon::certificate`] is equal for two skeletons

@@ -2,10 +2,13 @@
 //! canonicalizing each graph reached and looking it up among the library's skeletons; hits
 //! come out distance by distance (all of distance 1 before any of distance 2).
 //!
-//! This first walk visits the whole ball of radius D around the query (pruned only where no
-//! library skeleton can be reached in the edits left: the atom and ring counts bound the
-//! distance, `docs/analogs.md`), so it is exact by construction and its cost grows about 300-fold
-//! per distance for drug-sized molecules; `BENCHMARKS.md` has the figures. Per-kind limits keep,
+//! Every graph within D edits of the query is reached, except where a filter proves it cannot
+//! matter, so the walk is exact by construction (`docs/analogs.md`): the atom and ring counts
+//! bound the distance to any library skeleton; at the last distance a graph whose WL hash no
+//! library skeleton has is not canonicalized, and a graph no insertion can turn into a library
+//! skeleton makes its deletions only ([`Library::may_contain`],
+//! [`Library::insertion_may_reach`]); with [`WalkOptions::probe`] each distance's hits are found
+//! that way before the distance is canonicalized as the next frontier. Per-kind limits keep,
 //! for each graph, every count vector no other dominates.
 
 use std::collections::HashMap;
@@ -184,6 +187,19 @@ fn kinds_worth<L: Library>(
     }
 }
 
+/// Counts one edit considered; false once the walk is out of time (the deadline is read every
+/// 256 edits), and from then on.
+fn count_edit(stats: &mut WalkStats, deadline: Option<std::time::Instant>) -> bool {
+    if stats.timed_out {
+        return false;
+    }
+    stats.edges += 1;
+    if stats.edges % 256 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+        stats.timed_out = true;
+    }
+    !stats.timed_out
+}
+
 /// The ring count after an edit of `kind` on a graph of `rings` rings.
 fn shift_rings(kind: Kind, rings: usize) -> usize {
     match kind {
@@ -300,14 +316,7 @@ pub fn walk<L: Library>(
                 let rings = g.bonds() + comps - g.atoms();
                 let mask = kinds_worth(library, g, &mut scratch, &mut stats);
                 edits_of(g, mask, |kind: Kind, atoms, bonds| {
-                    if error.is_some() || stats.timed_out {
-                        return;
-                    }
-                    stats.edges += 1;
-                    if stats.edges % 256 == 0
-                        && deadline.is_some_and(|d| std::time::Instant::now() >= d)
-                    {
-                        stats.timed_out = true;
+                    if error.is_some() || !count_edit(&mut stats, deadline) {
                         return;
                     }
                     let k = kind as usize;
@@ -361,14 +370,7 @@ pub fn walk<L: Library>(
                 ALL_KINDS
             };
             edits_of(g, mask, |kind: Kind, atoms, bonds| {
-                if error.is_some() || stats.timed_out {
-                    return;
-                }
-                stats.edges += 1;
-                if stats.edges % 256 == 0
-                    && deadline.is_some_and(|d| std::time::Instant::now() >= d)
-                {
-                    stats.timed_out = true;
+                if error.is_some() || !count_edit(&mut stats, deadline) {
                     return;
                 }
                 let k = kind as usize;
@@ -445,7 +447,8 @@ pub fn walk<L: Library>(
 }
 
 /// The skeletons of a list of SMILES (a store's, by position): the key set a walk searches and
-/// the positions of each skeleton's molecules. In memory (the on-disk index comes next).
+/// the positions of each skeleton's molecules, in memory (a store's on-disk index is
+/// [`crate::AnalogIndex`]).
 #[derive(Debug, Default)]
 pub struct SkeletonGroups {
     /// the library a walk searches

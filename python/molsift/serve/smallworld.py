@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
+from ..analogs.skeleton import KINDS
 from . import queries
 from .catalog import Catalog
 from .encode import JSON
@@ -45,7 +46,6 @@ ANALOG_NOTE = (
 DEFAULT_KIND_LIMIT = 10
 #: the distance searched when a request gives none
 DEFAULT_DIST = 4
-KINDS = ("tdn", "tup", "rdn", "rup", "ldn", "lup")
 #: the 17 DataTables columns SmallWorld clients send, in order
 COLUMNS = (
     "alignment",
