@@ -1,0 +1,583 @@
+//! Exact, fast parsing of the whitespace-separated numbers of a cube's value area.
+//!
+//! One token is an optional sign, digits with an optional `.`, and an optional exponent
+//! (`E`, `e`, `D` or `d`, then a sign and digits; Fortran's `0.12345-100`, where the `E` is
+//! dropped for three-digit exponents, is read too). The value is exactly the `f64` (or `f32`)
+//! that Rust's `str::parse` gives for the same number: tokens of at most 19 digits whose
+//! mantissa is below 2^53 and whose decimal exponent is within +-22 take Clinger's fast path
+//! (one exact integer conversion and one correctly rounded multiply or divide); any other token
+//! is handed to `str::parse` itself. `f32` values come from the exact `f64` unless it lies
+//! exactly halfway between two `f32`s, when `str::parse::<f32>` decides (no double rounding).
+//! NaN, infinities and values out of the type's range are refused: a cube's values are finite.
+
+use crate::error::TokenError;
+
+/// Whitespace between tokens: space, tab, LF, CR (CRLF files), VT, FF. Anything else that is
+/// not part of a number is an error.
+static WS: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b' ' as usize] = true;
+    t[b'\t' as usize] = true;
+    t[b'\n' as usize] = true;
+    t[b'\r' as usize] = true;
+    t[0x0b] = true;
+    t[0x0c] = true;
+    t
+};
+
+/// Whether `c` separates tokens.
+#[inline(always)]
+pub fn is_ws(c: u8) -> bool {
+    WS[c as usize]
+}
+
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+const POW10_U64: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// An element type the parser can write: `f64` or `f32`.
+pub trait CubeFloat: Copy + Default + Send + Sync + 'static {
+    /// numpy's name for the type.
+    const NAME: &'static str;
+    /// Bytes per value.
+    const SIZE: usize;
+    /// The value of a token that took the fast path (`fast` is its exact `f64`), or of any
+    /// token through `str::parse` (`fast` is `None`). `text` is the token normalized for
+    /// `str::parse`. `None` when the value is not finite in this type.
+    fn convert(fast: Option<f64>, text: &str) -> Option<Self>;
+    /// The value as `f64`.
+    fn to_f64(self) -> f64;
+    /// Little-endian bytes.
+    fn write_le(self, out: &mut [u8]);
+}
+
+impl CubeFloat for f64 {
+    const NAME: &'static str = "float64";
+    const SIZE: usize = 8;
+    #[inline(always)]
+    fn convert(fast: Option<f64>, text: &str) -> Option<Self> {
+        let v = match fast {
+            Some(v) => v,
+            None => text.parse::<f64>().ok()?,
+        };
+        v.is_finite().then_some(v)
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn write_le(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
+}
+
+impl CubeFloat for f32 {
+    const NAME: &'static str = "float32";
+    const SIZE: usize = 4;
+    #[inline(always)]
+    fn convert(fast: Option<f64>, text: &str) -> Option<Self> {
+        let v = match fast {
+            // 29 low mantissa bits of exactly 1 followed by zeros: an f32 midpoint, where
+            // rounding the f64 again could differ from rounding the decimal once.
+            Some(v)
+                if v == 0.0
+                    || ((v.to_bits() & 0x1FFF_FFFF) != 0x1000_0000
+                        && v.abs() >= f32::MIN_POSITIVE as f64) =>
+            {
+                v as f32
+            }
+            _ => text.parse::<f32>().ok()?,
+        };
+        v.is_finite().then_some(v)
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn write_le(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
+}
+
+/// Leading decimal digits of the 8 bytes at `b[i..]` (0 to 8) and their value.
+#[inline(always)]
+fn eight_digits(b: &[u8], i: usize) -> (u32, u64) {
+    let w = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let sub = w.wrapping_sub(0x3030_3030_3030_3030);
+    // a byte's high bit is set unless the byte is within '0'..='9'
+    let bad = (w.wrapping_add(0x4646_4646_4646_4646) | sub) & 0x8080_8080_8080_8080;
+    let k = bad.trailing_zeros() / 8;
+    if k == 0 {
+        return (0, 0);
+    }
+    // the k digits moved to the top bytes; the bytes below them read as leading zeros
+    let v = if k == 8 { sub } else { sub << (8 * (8 - k)) };
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let v = ((v & 0x0000_00FF_0000_00FF)
+        .wrapping_mul(100 + (1_000_000 << 32))
+        .wrapping_add(((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32))))
+        >> 32;
+    (k, v)
+}
+
+/// Number of spaces (0 to 8) at the start of the 8 bytes at `b[i..]`.
+#[inline(always)]
+fn leading_spaces(b: &[u8], i: usize) -> usize {
+    let w = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let x = w ^ 0x2020_2020_2020_2020;
+    // high bit set in every byte of x that is not zero, exactly
+    let nz = (((x & 0x7f7f_7f7f_7f7f_7f7f).wrapping_add(0x7f7f_7f7f_7f7f_7f7f)) | x)
+        & 0x8080_8080_8080_8080;
+    (nz.trailing_zeros() / 8) as usize
+}
+
+/// Whether the bytes of `w` selected by `mask` (0xFF per byte) are all ASCII digits. Works
+/// per byte (no borrow or carry crosses bytes).
+#[inline(always)]
+fn all_digits(w: u64, mask: u64) -> bool {
+    let hi = w & 0xF0F0_F0F0_F0F0_F0F0 & mask;
+    let lo = w & 0x0F0F_0F0F_0F0F_0F0F & mask;
+    hi == 0x3030_3030_3030_3030 & mask
+        && (lo + (0x0606_0606_0606_0606 & mask)) & 0xF0F0_F0F0_F0F0_F0F0 == 0
+}
+
+/// `(mantissa, decimal exponent)` of a token `d.dddddE+dd` (or `e`) at `b[j..j + 11]` followed
+/// by whitespace; `None` for any other shape. Needs `b[j..j + 16]`.
+#[inline(always)]
+fn e13_shape(b: &[u8], j: usize) -> Option<(u64, i32)> {
+    let w0 = u64::from_le_bytes(b[j..j + 8].try_into().unwrap());
+    let w1 = u64::from_le_bytes(b[j + 8..j + 16].try_into().unwrap());
+    let sign = (w1 & 0xFF) as u8;
+    // digits: bytes 0 and 2..=6 of w0, bytes 1 and 2 of w1; '.' at 1 and 'E'/'e' at 7 of w0
+    if !all_digits(w0, 0x00FF_FFFF_FFFF_00FF)
+        || w0 & 0xDF00_0000_0000_FF00 != 0x4500_0000_0000_2E00
+        || !all_digits(w1, 0x0000_0000_00FF_FF00)
+        || (sign != b'+' && sign != b'-')
+        || !is_ws(((w1 >> 24) & 0xFF) as u8)
+    {
+        return None;
+    }
+    let d0 = w0 & 0x0F0F_0F0F_0F0F_0F0F;
+    // the five fraction digits as an eight-digit number with three leading zeros
+    let v = ((d0 >> 16) & 0xFF_FFFF_FFFF) << 24;
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let v = ((v & 0x0000_00FF_0000_00FF)
+        .wrapping_mul(100 + (1_000_000 << 32))
+        .wrapping_add(((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32))))
+        >> 32;
+    let m = (d0 & 0xFF) * 100_000 + v;
+    let e = ((w1 >> 8) & 0x0F) as i32 * 10 + ((w1 >> 16) & 0x0F) as i32;
+    let e = if sign == b'-' { -e } else { e };
+    Some((m, e - 5))
+}
+
+/// Reads a run of digits at `b[*i..]` into `m`; returns how many there were.
+#[inline(always)]
+fn digits(b: &[u8], i: &mut usize, m: &mut u64) -> usize {
+    let start = *i;
+    while *i + 8 <= b.len() {
+        let (k, v) = eight_digits(b, *i);
+        *m = m.wrapping_mul(POW10_U64[k as usize]).wrapping_add(v);
+        *i += k as usize;
+        if k < 8 {
+            return *i - start;
+        }
+    }
+    while let Some(&c) = b.get(*i) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        *m = m.wrapping_mul(10).wrapping_add(d as u64);
+        *i += 1;
+    }
+    *i - start
+}
+
+/// The token starting at `b[start]` up to the next whitespace, for messages.
+fn token_text(b: &[u8], start: usize) -> String {
+    let end = b[start..]
+        .iter()
+        .position(|&c| is_ws(c))
+        .map_or(b.len(), |p| start + p);
+    let shown = &b[start..end.min(start + 24)];
+    let mut s = String::from_utf8_lossy(shown).into_owned();
+    if end > start + 24 {
+        s.push('…');
+    }
+    s
+}
+
+fn bad_token(b: &[u8], start: usize, base: u64) -> TokenError {
+    let text = token_text(b, start);
+    let low = text.to_ascii_lowercase();
+    let reason = if low.trim_start_matches(['+', '-']).starts_with("nan")
+        || low.trim_start_matches(['+', '-']).starts_with("inf")
+    {
+        format!("non-finite value {text:?}: cube values must be finite numbers")
+    } else if b[start] < 0x20 || b[start] == 0x7f {
+        format!(
+            "unexpected byte 0x{:02x} where a number should start",
+            b[start]
+        )
+    } else {
+        format!("not a number: {text:?}")
+    };
+    TokenError {
+        offset: base + start as u64,
+        reason,
+    }
+}
+
+/// `str::parse` text for a token of `b[start..end]` (Fortran exponent forms rewritten).
+fn normalized(b: &[u8], start: usize, end: usize, mant_end: usize) -> String {
+    let mut s = String::with_capacity(end - start + 2);
+    // the token is ASCII: it passed the scanner
+    s.push_str(std::str::from_utf8(&b[start..mant_end]).unwrap_or("x"));
+    if mant_end < end {
+        s.push('e');
+        let exp = &b[mant_end..end];
+        let exp = if matches!(exp[0] | 0x20, b'e' | b'd') {
+            &exp[1..]
+        } else {
+            exp
+        };
+        s.push_str(std::str::from_utf8(exp).unwrap_or("x"));
+    }
+    s
+}
+
+/// What one call of [`parse_values`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parsed {
+    /// Values written to the front of `out`.
+    pub values: usize,
+    /// Position just after the last token read (the start of `b` when none was).
+    pub end: usize,
+}
+
+/// Parses tokens from `b` into `out` until `out` is full or `b` ends. `base` is `b[0]`'s
+/// absolute offset in the file (for errors).
+pub fn parse_values<T: CubeFloat>(
+    b: &[u8],
+    base: u64,
+    out: &mut [T],
+) -> Result<Parsed, TokenError> {
+    let len = b.len();
+    let mut i = 0usize;
+    let mut n = 0usize;
+    let mut end = 0usize;
+    while n < out.len() {
+        // a 13-column cell ` [ -]d.dddddE+dd` at a fixed place (after one line end at most):
+        // CP2K, Gaussian and PySCF rows, without searching for the token
+        if i + 19 <= len {
+            let k = (b[i] == b'\n') as usize;
+            let c = i + k;
+            let neg = b[c + 1] == b'-';
+            if b[c] == b' ' && (neg || b[c + 1] == b' ') {
+                if let Some((m, e10)) = e13_shape(b, c + 2) {
+                    if (-22..=22).contains(&e10) {
+                        let f = m as f64;
+                        let f = if e10 < 0 {
+                            f / POW10[(-e10) as usize]
+                        } else {
+                            f * POW10[e10 as usize]
+                        };
+                        let f = f64::from_bits(f.to_bits() | ((neg as u64) << 63));
+                        if let Some(v) = T::convert(Some(f), "") {
+                            out[n] = v;
+                            n += 1;
+                            i = c + 13;
+                            end = i;
+                            continue;
+                        }
+                    }
+                }
+            }
+        }
+        // spaces eight at a time, then any other whitespace one by one
+        loop {
+            if i + 8 <= len {
+                let k = leading_spaces(b, i);
+                i += k;
+                if k == 8 {
+                    continue;
+                }
+            }
+            if i < len && is_ws(b[i]) {
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        if i == len {
+            break;
+        }
+        let start = i;
+        // the 13-column cube shapes `d.dddddE+dd` (CP2K's `0.ddddd`, Gaussian's and PySCF's
+        // `d.ddddd`), with an optional minus sign, in a few word operations
+        if i + 17 <= len {
+            let neg = b[i] == b'-';
+            let j = i + neg as usize;
+            if let Some((m, e10)) = e13_shape(b, j) {
+                if (-22..=22).contains(&e10) {
+                    let f = m as f64;
+                    let f = if e10 < 0 {
+                        f / POW10[(-e10) as usize]
+                    } else {
+                        f * POW10[e10 as usize]
+                    };
+                    let f = f64::from_bits(f.to_bits() | ((neg as u64) << 63));
+                    if let Some(v) = T::convert(Some(f), "") {
+                        out[n] = v;
+                        n += 1;
+                        i = j + 11;
+                        end = i;
+                        continue;
+                    }
+                }
+            }
+        }
+        let c = b[i];
+        let neg = c == b'-';
+        if neg || c == b'+' {
+            i += 1;
+        }
+        let mut m = 0u64;
+        let int_digits = digits(b, &mut i, &mut m);
+        let mut frac_digits = 0;
+        if i < len && b[i] == b'.' {
+            i += 1;
+            frac_digits = digits(b, &mut i, &mut m);
+        }
+        let total = int_digits + frac_digits;
+        if total == 0 {
+            return Err(bad_token(b, start, base));
+        }
+        let mant_end = i;
+        let mut exp: i32 = 0;
+        if i < len && !is_ws(b[i]) {
+            let c = b[i];
+            let lower = c | 0x20;
+            if lower == b'e' || lower == b'd' || c == b'+' || c == b'-' {
+                if lower == b'e' || lower == b'd' {
+                    i += 1;
+                }
+                let mut eneg = false;
+                if i < len && (b[i] == b'+' || b[i] == b'-') {
+                    eneg = b[i] == b'-';
+                    i += 1;
+                }
+                let es = i;
+                while i < len && b[i].is_ascii_digit() {
+                    if exp < 100_000 {
+                        exp = exp * 10 + (b[i] - b'0') as i32;
+                    }
+                    i += 1;
+                }
+                if i == es {
+                    return Err(bad_token(b, start, base));
+                }
+                if eneg {
+                    exp = -exp;
+                }
+            }
+            if i < len && !is_ws(b[i]) {
+                return Err(bad_token(b, start, base));
+            }
+        }
+        let e10 = exp - frac_digits as i32;
+        let fast = if total <= 19 && m <= (1u64 << 53) && (-22..=22).contains(&e10) {
+            let f = m as f64;
+            let f = if e10 < 0 {
+                f / POW10[(-e10) as usize]
+            } else {
+                f * POW10[e10 as usize]
+            };
+            Some(if neg { -f } else { f })
+        } else {
+            None
+        };
+        let v = match fast {
+            Some(f) => T::convert(Some(f), ""),
+            None => T::convert(None, &normalized(b, start, i, mant_end)),
+        };
+        match v {
+            Some(v) => out[n] = v,
+            None => {
+                return Err(TokenError {
+                    offset: base + start as u64,
+                    reason: format!(
+                        "value {:?} is out of the range of {}",
+                        token_text(b, start),
+                        T::NAME
+                    ),
+                })
+            }
+        }
+        n += 1;
+        end = i;
+    }
+    Ok(Parsed { values: n, end })
+}
+
+/// Number of tokens (maximal runs of non-whitespace bytes) in `b`.
+pub fn count_tokens(b: &[u8]) -> u64 {
+    let mut n = 0u64;
+    let mut prev_ws = true;
+    for &c in b {
+        let ws = is_ws(c);
+        n += (prev_ws & !ws) as u64;
+        prev_ws = ws;
+    }
+    n
+}
+
+/// Offset within `b` of the token with 0-based index `k`, if `b` has that many.
+pub fn token_offset(b: &[u8], k: u64) -> Option<usize> {
+    let mut n = 0u64;
+    let mut prev_ws = true;
+    for (i, &c) in b.iter().enumerate() {
+        let ws = is_ws(c);
+        if prev_ws && !ws {
+            if n == k {
+                return Some(i);
+            }
+            n += 1;
+        }
+        prev_ws = ws;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn all<T: CubeFloat>(text: &str) -> Result<Vec<T>, TokenError> {
+        let mut out = vec![T::default(); text.len()];
+        let p = parse_values(text.as_bytes(), 0, &mut out)?;
+        out.truncate(p.values);
+        Ok(out)
+    }
+
+    #[test]
+    fn cube_styles() {
+        let v = all::<f64>(
+            "  0.12345E-01 -0.10000E+01\n 1.23456E-01 -1.5e3 7 .5 5. 0.12345-100 1.0D+02\r\n",
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            vec![
+                0.012345,
+                -1.0,
+                0.123456,
+                -1500.0,
+                7.0,
+                0.5,
+                5.0,
+                0.12345e-100,
+                100.0
+            ]
+        );
+    }
+
+    #[test]
+    fn refuses() {
+        for bad in [
+            "nan", "-Inf", "1.2.3", "1e", "abc", "1x", "-", ".", "1e400", "1,5", "\0",
+        ] {
+            let e = all::<f64>(&format!("1.0 {bad} 2.0")).unwrap_err();
+            assert_eq!(e.offset, 4, "{bad}: {e:?}");
+        }
+        assert!(all::<f64>("nan").unwrap_err().reason.contains("non-finite"));
+        assert!(all::<f32>("1e39").unwrap_err().reason.contains("float32"));
+    }
+
+    #[test]
+    fn cells() {
+        let line =
+            "  0.12345E-01 -0.99999E+00  1.23456E-01 -9.87654E+02  0.00000E+00  5.00000e-22\n";
+        let want = [0.012345, -0.99999, 0.123456, -987.654, 0.0, 5e-22];
+        let text = line.repeat(3);
+        for k in 1..=text.len() {
+            let v = all::<f64>(&text[..k]);
+            let ok: Result<Vec<f64>, _> = text[..k]
+                .split_ascii_whitespace()
+                .map(str::parse::<f64>)
+                .collect();
+            match ok {
+                Ok(ok) => assert_eq!(v.unwrap(), ok, "{k}"),
+                Err(_) => assert!(v.is_err(), "{k}"),
+            }
+        }
+        assert_eq!(all::<f64>(&text).unwrap()[..6], want);
+        assert_eq!(e13_shape(b"0.12345E-01 xxxxx", 0), Some((12345, -6)));
+        assert_eq!(e13_shape(b"1.23456E+03\nxxxxx", 0), Some((123456, -2)));
+        assert_eq!(e13_shape(b"1.23456E+03xxxxxx", 0), None);
+        assert_eq!(e13_shape(b"1.2345:E+03 xxxxx", 0), None);
+        assert_eq!(e13_shape(b"1,23456E+03 xxxxx", 0), None);
+    }
+
+    #[test]
+    fn stops_when_full() {
+        let mut out = [0f64; 2];
+        let p = parse_values(b" 1 2 3", 10, &mut out).unwrap();
+        assert_eq!(p, Parsed { values: 2, end: 4 });
+    }
+
+    #[test]
+    fn counts_tokens() {
+        assert_eq!(count_tokens(b"  1 2\n3\r\n  "), 3);
+        assert_eq!(token_offset(b"  1 2\n3\r\n  ", 2), Some(6));
+        assert_eq!(token_offset(b"1", 1), None);
+    }
+
+    proptest! {
+        #[test]
+        fn same_as_std(m in 0u64..10_000_000_000, frac in 0usize..12, exp in -340i32..320, neg: bool, style in 0u8..4) {
+            let digits = m.to_string();
+            let (int, fr) = if frac >= digits.len() { ("0".to_string(), format!("{digits:0>frac$}")) } else { (digits[..digits.len()-frac].to_string(), digits[digits.len()-frac..].to_string()) };
+            let sign = if neg { "-" } else { "" };
+            let text = match style {
+                0 => format!("{sign}{int}.{fr}E{exp:+03}"),
+                1 => format!("{sign}{int}.{fr}e{exp}"),
+                2 => format!("{sign}{int}.{fr}"),
+                _ => format!("{sign}{int}{fr}E{exp}"),
+            };
+            let want64: f64 = text.parse().unwrap();
+            match all::<f64>(&format!(" {text}\n")) {
+                Ok(v) => prop_assert_eq!(v[0].to_bits(), want64.to_bits(), "{}", text),
+                Err(_) => prop_assert!(!want64.is_finite(), "{}", text),
+            }
+            let want32: f32 = text.parse().unwrap();
+            match all::<f32>(&format!("{text} ")) {
+                Ok(v) => prop_assert_eq!(v[0].to_bits(), want32.to_bits(), "{}", text),
+                Err(_) => prop_assert!(!want32.is_finite(), "{}", text),
+            }
+        }
+
+        #[test]
+        fn round_trip_e13(v in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL) {
+            let text = format!("{v:.5e}");
+            let want: f64 = text.parse().unwrap();
+            let got = all::<f64>(&text).unwrap();
+            prop_assert_eq!(got[0].to_bits(), want.to_bits());
+        }
+    }
+}
