@@ -27,7 +27,7 @@ pub enum CubeError {
         reason: String,
     },
     /// A value cannot be used, or there are too many or too few values.
-    #[error("{path}: line {line} (byte {offset}): {reason}")]
+    #[error("{path}: {}byte {offset}: {reason}", line_part(*line))]
     Value {
         /// The file.
         path: PathBuf,
@@ -43,10 +43,31 @@ pub enum CubeError {
     Invalid(String),
 }
 
+fn line_part(line: u64) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!("line {line}, ")
+    }
+}
+
 impl CubeError {
     /// The same error with its file named and, for value errors, the line computed from the
     /// file's bytes (counted only on the error path).
     pub(crate) fn located(self, path: &std::path::Path, bytes: Option<&[u8]>) -> CubeError {
+        self.located_in(path, bytes, 0, 1)
+    }
+
+    /// The same error with its file named and, for value errors, the line computed from
+    /// `bytes`, which start at byte `base` of the file on line `first_line` (1-based; 0 when
+    /// unknown, and the message then gives the byte offset alone).
+    pub fn located_in(
+        self,
+        path: &std::path::Path,
+        bytes: Option<&[u8]>,
+        base: u64,
+        first_line: u64,
+    ) -> CubeError {
         match self {
             CubeError::Value {
                 line,
@@ -55,9 +76,9 @@ impl CubeError {
                 ..
             } => {
                 let line = match bytes {
-                    Some(b) if line == 0 => {
-                        let end = (offset as usize).min(b.len());
-                        1 + memchr::memchr_iter(b'\n', &b[..end]).count() as u64
+                    Some(b) if line == 0 && first_line > 0 && offset >= base => {
+                        let end = ((offset - base) as usize).min(b.len());
+                        first_line + memchr::memchr_iter(b'\n', &b[..end]).count() as u64
                     }
                     _ => line,
                 };

@@ -258,7 +258,7 @@ pub fn parse_header(b: &[u8], path: &std::path::Path) -> Result<Header, CubeErro
         let mut toks: Vec<&str> = text.split_ascii_whitespace().collect();
         let count: i64 =
             num(toks.first().copied(), "the orbital count").map_err(|r| l.err(line, off, r))?;
-        if count < 1 || count > 1_000_000 {
+        if !(1..=1_000_000).contains(&count) {
             return Err(l.err(
                 line,
                 off,

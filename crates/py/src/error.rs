@@ -85,6 +85,18 @@ pub fn analog_err(e: molsift_analogs::AnalogError) -> PyErr {
     }
 }
 
+/// Converts a cube-file error: a malformed or lying file is `InputError` (its message names
+/// the file, line and byte offset), arguments that cannot describe a cube are `ValueError`,
+/// and the operating system's refusals are `OSError`.
+pub fn cube_err(e: molsift_cube::CubeError) -> PyErr {
+    use molsift_cube::CubeError as E;
+    match e {
+        E::Io { path, source } => os_err(source, &path),
+        E::Invalid(_) => PyValueError::new_err(e.to_string()),
+        other => InputError::new_err(other.to_string()),
+    }
+}
+
 /// An `OSError` with errno, message and file name, as Python's own `open` raises.
 pub fn os_err(e: std::io::Error, path: &Path) -> PyErr {
     match e.raw_os_error() {

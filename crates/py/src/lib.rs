@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 
 mod analogs;
+mod cube;
 mod error;
 mod fp;
 mod iostats;
@@ -25,6 +26,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     search::register(m)?;
     substructure::register(m)?;
     analogs::register(m)?;
+    cube::register(m)?;
     fp::register(m)?;
     iostats::register(m)?;
     tracer::register(m)?;
