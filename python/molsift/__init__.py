@@ -30,6 +30,9 @@ _LAZY = {
     "upgrade": "store",
     "QueryError": "substructure.query",
     "index_analogs": "analogs.search",
+    "read_cube": "cube.io",
+    "write_cube": "cube.io",
+    "Cube": "cube.model",
 }
 
 

@@ -11,6 +11,7 @@ import sys
 from . import (
     analogs,
     count,
+    cube,
     index,
     info,
     ingest,
@@ -43,6 +44,7 @@ VERBS = (
     serve,
     profile,
     insights,
+    cube,
 )  # help order
 RDKIT_VERBS = (
     "ingest",

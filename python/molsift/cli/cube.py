@@ -1,0 +1,223 @@
+"""`molsift cube info|convert|stats|diff|slice`: Gaussian cube files (CP2K, Gaussian, PySCF
+grids) read and written in parallel. Under `mpirun`, `convert` to `.npy` reads with MPI-IO
+(each rank a block of x-planes) and writes the `.npy` collectively."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .common import add_verb
+
+EXAMPLES = (
+    "molsift cube info density.cube",
+    "molsift cube convert density.cube -o density.npy    # + density.npy.json (the header)",
+    "molsift cube convert density.npy -o copy.cube --layout gaussian",
+    "mpirun -n 4 molsift cube convert big.cube -o big.npy  # MPI-IO collective read and write",
+    "molsift cube stats density.cube                     # min, max, mean, integral, electrons",
+    "molsift cube diff a.cube b.cube -o a-b.cube          # density difference",
+    "molsift cube slice density.cube --plane xy --index 40 -o slice.png",
+)
+
+GRIDS = ".cube, .npy (with its .json header) or .h5"
+
+
+def add_parser(subparsers):
+    p = add_verb(
+        subparsers,
+        "cube",
+        help="read, convert, compare and draw Gaussian cube files (CP2K, Gaussian, PySCF grids)",
+        description="Gaussian cube files read and written in parallel, exactly (every value "
+        "the float Python's float() gives). Errors name the file, line and byte offset.",
+        examples=EXAMPLES,
+    )
+    sub = p.add_subparsers(dest="action", metavar="<action>", required=True)
+
+    def common(q, many_inputs: bool = False):
+        q.add_argument(
+            "-j", "--workers", type=int, default=None, help="threads (default: all cores)"
+        )
+        q.add_argument(
+            "--dtype",
+            choices=("float64", "float32"),
+            default="float64",
+            help="value type in memory (default: float64)",
+        )
+
+    q = sub.add_parser("info", help="the header: grid, units, atoms, layout")
+    q.add_argument("file", help="a .cube file")
+    q.add_argument("--json", action="store_true", help="print the header as JSON")
+
+    q = sub.add_parser("convert", help=f"convert between {GRIDS}")
+    q.add_argument("input", help=f"a {GRIDS} file")
+    q.add_argument("-o", "--output", required=True, help=f"a {GRIDS} file (by its suffix)")
+    q.add_argument(
+        "--layout",
+        choices=("cp2k", "gaussian"),
+        default="cp2k",
+        help="numbers of a written cube: cp2k 0.12345E-01, gaussian/PySCF 1.23456E-01 "
+        "(default: cp2k)",
+    )
+    common(q)
+
+    q = sub.add_parser("stats", help="min, max, mean, integral and electrons")
+    q.add_argument("file", help=f"a {GRIDS} file")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    common(q)
+
+    q = sub.add_parser("diff", help="A minus B on the same grid, written to -o")
+    q.add_argument("a")
+    q.add_argument("b")
+    q.add_argument("-o", "--output", required=True, help=f"the difference: a {GRIDS} file")
+    q.add_argument("--layout", choices=("cp2k", "gaussian"), default="cp2k")
+    q.add_argument("--json", action="store_true", help="print the difference's stats as JSON")
+    common(q)
+
+    q = sub.add_parser("slice", help="draw one plane as a PNG, atoms marked")
+    q.add_argument("file", help=f"a {GRIDS} file")
+    q.add_argument("--plane", choices=("xy", "xz", "yz"), default="xy")
+    q.add_argument("--index", type=int, default=None, help="grid index (default: the middle)")
+    q.add_argument("--value", type=int, default=1, help="which value per point (orbital), 1-based")
+    q.add_argument("--log", action="store_true", help="color by log10 |value| (densities)")
+    q.add_argument("-o", "--output", required=True, help="the PNG file")
+    common(q)
+    return p
+
+
+def run(args) -> int:
+    return {"info": _info, "convert": _convert, "stats": _stats, "diff": _diff, "slice": _slice}[
+        args.action
+    ](args)
+
+
+def _load(path: str, args):
+    from ..cube.formats import load
+
+    return load(path, dtype=args.dtype, workers=args.workers)
+
+
+def _info(args) -> int:
+    from ..cube.io import read_header
+
+    h = read_header(args.file)
+    if args.json:
+        print(json.dumps(h))
+        return 0
+    import numpy as np
+
+    axes = np.array(h["axes"])
+    n = "x".join(str(x) for x in h["shape"])
+    layout = (
+        f"fixed: {h['row_bytes']} bytes and {h['lines_per_row']} lines per row of z values"
+        if h["row_bytes"]
+        else "free-form (read by counting first)"
+    )
+    print(f"file      {args.file} ({h['file_bytes']:,} bytes)")
+    print(f"comments  {h['comments'][0]!r}")
+    print(f"          {h['comments'][1]!r}")
+    print(f"grid      {n} points x {h['nval']} value(s) = {h['value_count']:,} values")
+    print(f"units     {h['units']}")
+    print(f"origin    {' '.join(f'{x:.6f}' for x in h['origin'])}")
+    for i, name in enumerate("xyz"):
+        print(f"axis {name}    {' '.join(f'{x:.6f}' for x in axes[i])}")
+    print(f"voxel     {abs(float(np.linalg.det(axes))):.6g} {h['units']}^3")
+    print(f"atoms     {len(h['atoms'])}")
+    if h["orbitals"]:
+        print(f"orbitals  {' '.join(str(o) for o in h['orbitals'])}")
+    print(f"values    from byte {h['values_offset']} (line {h['header_lines'] + 1}); {layout}")
+    return 0
+
+
+def _convert(args) -> int:
+    import time
+
+    from ..cube.formats import kind_of, save
+    from ..parallel import launched_under_mpi
+
+    t = time.perf_counter()
+    src, dst = kind_of(args.input), kind_of(args.output)
+    if launched_under_mpi() and src == "cube" and dst == "npy":
+        return _convert_mpi(args)
+    cube = _load(args.input, args)
+    save(cube, args.output, layout=args.layout, workers=args.workers)
+    print(
+        f"{args.input} -> {args.output}: {'x'.join(str(n) for n in cube.values.shape)} values"
+        f" in {time.perf_counter() - t:.2f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _convert_mpi(args) -> int:
+    import time
+
+    from ..cube.mpi import describe, read_cube_block, write_npy_block
+    from ..parallel.mpi import world
+
+    comm = world()
+    t = time.perf_counter()
+    stats: dict = {}
+    block = read_cube_block(args.input, comm, dtype=args.dtype, stats=stats)
+    write_npy_block(block, args.output, comm)
+    if comm.Get_rank() == 0:
+        print(
+            f"{args.input} -> {args.output}: {'x'.join(str(n) for n in block.full_shape)} values"
+            f" in {time.perf_counter() - t:.2f} s ({describe(stats)})",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _print_stats(rows, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rows))
+        return
+    cols = ("value", "orbital", "points", "min", "max", "mean", "integral", "electrons")
+    print("\t".join(cols))
+    for r in rows:
+        print(
+            "\t".join(
+                f"{r[c]:.6g}" if isinstance(r[c], float) else ("" if r[c] is None else str(r[c]))
+                for c in cols
+            )
+        )
+    if rows:
+        print(
+            f"voxel volume {rows[0]['voxel_volume']:.6g} {rows[0]['units']}^3; electrons ="
+            " sum x voxel volume in bohr^3 (for a density in e/bohr^3)",
+            file=sys.stderr,
+        )
+
+
+def _stats(args) -> int:
+    from ..cube.analysis import stats
+
+    _print_stats(stats(_load(args.file, args)), args.json)
+    return 0
+
+
+def _diff(args) -> int:
+    from ..cube.analysis import diff, stats
+    from ..cube.formats import save
+
+    d = diff(_load(args.a, args), _load(args.b, args))
+    save(d, args.output, layout=args.layout, workers=args.workers)
+    _print_stats(stats(d), args.json)
+    return 0
+
+
+def _slice(args) -> int:
+    from ..cube.analysis import slice_png
+
+    cube = _load(args.file, args)
+    if not 1 <= args.value <= cube.nval:
+        raise ValueError(f"--value must be within 1..{cube.nval}")
+    done = slice_png(
+        cube, args.output, which=args.plane, index=args.index, value=args.value - 1, log=args.log
+    )
+    print(
+        f"{args.output}: {done['plane']} plane {done['index']} at {done['coordinate']:.4f}"
+        f" {cube.units}, values {done['min']:.4g} to {done['max']:.4g}",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,206 @@
+"""What users compute from a grid: statistics (min, max, mean, integral = sum x voxel volume,
+electrons for a density), differences of two grids on the same geometry, and a picture of
+one plane with the atoms marked (matplotlib)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .model import Cube
+
+PLANES = {"xy": 2, "xz": 1, "yz": 0}  # plane -> the axis its index runs along
+
+
+def stats(cube: Cube) -> list[dict[str, Any]]:
+    """One dict per value per point (one for most files): min, max, mean, sum, integral
+    (sum x voxel volume in the file's units cubed) and electrons (sum x voxel volume in
+    bohr^3: the number of electrons when the values are a density in e/bohr^3, as CP2K,
+    Gaussian and PySCF write densities), with the voxel volume and point count."""
+    v = cube.values if cube.values.ndim == 4 else cube.values[..., None]
+    out = []
+    for k in range(v.shape[3]):
+        a = v[..., k]
+        total = float(np.sum(a, dtype=np.float64))
+        out.append(
+            {
+                "value": k + 1,
+                "orbital": cube.orbitals[k] if cube.orbitals else None,
+                "points": int(a.size),
+                "min": float(a.min()),
+                "max": float(a.max()),
+                "mean": total / a.size,
+                "sum": total,
+                "voxel_volume": cube.voxel_volume,
+                "units": cube.units,
+                "integral": total * cube.voxel_volume,
+                "electrons": total * cube.voxel_volume_bohr3,
+            }
+        )
+    return out
+
+
+def same_grid(a: Cube, b: Cube, rtol: float = 1e-6) -> str | None:
+    """None when `a` and `b` share shape, origin, axes and units; else what differs."""
+    if a.values.shape != b.values.shape:
+        return f"shapes differ: {a.values.shape} and {b.values.shape}"
+    if a.units != b.units:
+        return f"units differ: {a.units} and {b.units}"
+    scale = max(1.0, float(np.abs(a.axes).max()))
+    if not np.allclose(a.origin, b.origin, rtol=0, atol=rtol * scale):
+        return f"origins differ: {a.origin.tolist()} and {b.origin.tolist()}"
+    if not np.allclose(a.axes, b.axes, rtol=0, atol=rtol * scale):
+        return f"axes differ: {a.axes.tolist()} and {b.axes.tolist()}"
+    return None
+
+
+def diff(a: Cube, b: Cube) -> Cube:
+    """`a - b` on the same grid, with `a`'s geometry and atoms (density differences)."""
+    why = same_grid(a, b)
+    if why is not None:
+        raise ValueError(f"the two cubes are not on the same grid: {why}")
+    return Cube(
+        values=np.subtract(a.values, b.values, dtype=np.float64),
+        origin=a.origin,
+        axes=a.axes,
+        atoms=a.atoms,
+        units=a.units,
+        comments=(
+            a.comments[0],
+            f"difference: {a.comments[1].strip()} minus {b.comments[1].strip()}"[:200],
+        ),
+        orbitals=a.orbitals,
+        nval_field=a.nval_field,
+    )
+
+
+def plane(cube: Cube, which: str, index: int, value: int = 0) -> np.ndarray:
+    """The 2-D slice `which` ("xy", "xz", "yz") at grid `index` along the remaining axis."""
+    if which not in PLANES:
+        raise ValueError(f"plane must be one of {', '.join(PLANES)}, not {which!r}")
+    axis = PLANES[which]
+    n = cube.values.shape[axis]
+    if not 0 <= index < n:
+        raise ValueError(f"index {index} is outside 0..{n - 1} along the {'xyz'[axis]} axis")
+    v = cube.values if cube.values.ndim == 3 else cube.values[..., value]
+    return np.take(v, index, axis=axis)
+
+
+def slice_png(
+    cube: Cube,
+    out: str,
+    which: str = "xy",
+    index: int | None = None,
+    value: int = 0,
+    log: bool = False,
+    title: str | None = None,
+) -> dict[str, Any]:
+    """Draws one plane (default: the middle one) as a PNG with the atoms near it marked.
+    Returns what was drawn (plane, index, coordinate of the plane, min and max)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    axis = PLANES.get(which)
+    if axis is None:
+        raise ValueError(f"plane must be one of {', '.join(PLANES)}, not {which!r}")
+    if index is None:
+        index = cube.values.shape[axis] // 2
+    data = plane(cube, which, index, value)
+    u, w = [i for i in range(3) if i != axis]
+    # in-plane coordinates of the grid (axes assumed orthogonal for the picture's extent)
+    step_u = float(np.linalg.norm(cube.axes[u]))
+    step_w = float(np.linalg.norm(cube.axes[w]))
+    extent = [
+        cube.origin[u],
+        cube.origin[u] + step_u * (data.shape[0] - 1),
+        cube.origin[w],
+        cube.origin[w] + step_w * (data.shape[1] - 1),
+    ]
+    shown = data.T
+    label = "value"
+    if log:
+        shown = np.log10(np.maximum(np.abs(shown), 1e-12))
+        label = "log10 |value|"
+    fig, ax = plt.subplots(figsize=(6, 5), dpi=120)
+    im = ax.imshow(
+        shown, origin="lower", extent=extent, cmap="viridis" if log else "RdBu_r", aspect="equal"
+    )
+    if not log:
+        lim = float(np.abs(data).max()) or 1.0
+        im.set_clim(-lim, lim) if data.min() < 0 else im.set_clim(0, lim)
+    fig.colorbar(im, ax=ax, label=label)
+    at = cube.origin[axis] + float(np.linalg.norm(cube.axes[axis])) * index
+    tol = float(np.linalg.norm(cube.axes[axis])) * 2
+    for a in cube.atoms:
+        p = a["position"]
+        near = abs(p[axis] - at) <= max(tol, 1.0)
+        ax.plot(p[u], p[w], "o", ms=9 if near else 5, mfc="white" if near else "none", mec="black")
+        ax.annotate(
+            _symbol(int(a["number"])),
+            (p[u], p[w]),
+            xytext=(4, 4),
+            textcoords="offset points",
+            fontsize=8,
+        )
+    names = "xyz"
+    ax.set_xlabel(f"{names[u]} ({cube.units})")
+    ax.set_ylabel(f"{names[w]} ({cube.units})")
+    ax.set_title(title or f"{which} plane {index} ({names[axis]} = {at:.3f} {cube.units})")
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return {
+        "plane": which,
+        "index": index,
+        "coordinate": at,
+        "min": float(data.min()),
+        "max": float(data.max()),
+    }
+
+
+_SYMBOLS = [
+    "X",
+    "H",
+    "He",
+    "Li",
+    "Be",
+    "B",
+    "C",
+    "N",
+    "O",
+    "F",
+    "Ne",
+    "Na",
+    "Mg",
+    "Al",
+    "Si",
+    "P",
+    "S",
+    "Cl",
+    "Ar",
+    "K",
+    "Ca",
+    "Sc",
+    "Ti",
+    "V",
+    "Cr",
+    "Mn",
+    "Fe",
+    "Co",
+    "Ni",
+    "Cu",
+    "Zn",
+    "Ga",
+    "Ge",
+    "As",
+    "Se",
+    "Br",
+    "Kr",
+]
+
+
+def _symbol(z: int) -> str:
+    return _SYMBOLS[z] if 0 <= z < len(_SYMBOLS) else str(z)
