@@ -359,7 +359,8 @@ pub fn parse_values<T: CubeFloat>(
         let mut m = 0u64;
         let int_digits = digits(b, &mut i, &mut m);
         let mut frac_digits = 0;
-        if i < len && b[i] == b'.' {
+        let saw_point = i < len && b[i] == b'.';
+        if saw_point {
             i += 1;
             frac_digits = digits(b, &mut i, &mut m);
         }
@@ -388,7 +389,10 @@ pub fn parse_values<T: CubeFloat>(
                     }
                     i += 1;
                 }
-                if i == es {
+                // Fortran drops the `E` only before a three-digit exponent of a number with a
+                // point (`0.12345-100`): `8-9` stays two numbers run together, an error
+                let marked = lower == b'e' || lower == b'd';
+                if i == es || (!marked && (i - es != 3 || !saw_point)) {
                     return Err(bad_token(b, start, base));
                 }
                 if eneg {

@@ -200,6 +200,11 @@ fn read_counting<T: CubeFloat>(
     let counts: Vec<usize> = counts.into_iter().map(AtomicUsize::into_inner).collect();
     let total: u64 = counts.iter().map(|&c| c as u64).sum();
     let want = out.len() as u64;
+    if total != want {
+        // a token that is not a number explains a wrong count best (two numbers run together,
+        // a stray word): report the first one, if any, before the count
+        first_bad_token::<T>(b, start)?;
+    }
     let dims = format!(
         "{}x{}x{}{}",
         h.shape[0],
@@ -245,6 +250,19 @@ fn read_counting<T: CubeFloat>(
         debug_assert_eq!(p.values, part.len());
         Ok(())
     })
+}
+
+/// The first token of `b[start..]` that does not parse, as an error.
+fn first_bad_token<T: CubeFloat>(b: &[u8], start: usize) -> Result<(), TokenError> {
+    let mut scratch = vec![T::default(); 4096];
+    let mut pos = start;
+    loop {
+        let p = parse_values(&b[pos..], pos as u64, &mut scratch)?;
+        if p.values < scratch.len() {
+            return Ok(());
+        }
+        pos += p.end;
+    }
 }
 
 /// Reads the values of a cube whose bytes are `b` and header `h` into `out`

@@ -56,7 +56,8 @@ class Cube:
     @property
     def nval(self) -> int:
         """Values per grid point."""
-        return 1 if self.values.ndim == 3 else int(self.values.shape[3])
+        full = self.full_shape or self.values.shape
+        return 1 if len(full) == 3 else int(full[3])
 
     @property
     def voxel_volume(self) -> float:

@@ -32,7 +32,9 @@ def main() -> None:
 
     cache: dict = {}
     write_pyscf_cube(os.path.join(HERE, "water_density_20.cube"), "water", "density", 20, cache)
-    write_pyscf_cube(os.path.join(HERE, "formaldehyde_mep_16.cube"), "formaldehyde", "mep", 16, cache)
+    write_pyscf_cube(
+        os.path.join(HERE, "formaldehyde_mep_16.cube"), "formaldehyde", "mep", 16, cache
+    )
     write_pyscf_cube(os.path.join(HERE, "water_orbital_16.cube"), "water", "orbital", 16, cache)
     density = mc.read_cube(os.path.join(HERE, "water_density_20.cube"))
     density.comments = ("-Quickstep-", " ELECTRON DENSITY (molsift, CP2K layout)")
