@@ -49,7 +49,9 @@ def write_pyscf_cube(path: str, name: str, kind: str, points: int, mf_cache: dic
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("outdir")
     ap.add_argument("--points", type=int, nargs="+", default=[80])
     ap.add_argument("--molecules", nargs="+", default=["water"], choices=sorted(MOLECULES))

@@ -144,8 +144,12 @@ def test_writer_numbers_match_c_and_fortran_formatting():
               1.2345e-101, 5e-324, 1.7976931348623157e308, 0.125, 0.0078125 * 3]  # fmt: skip
     for _ in range(20000):
         values.append(rng.uniform(-1, 1) * 10 ** rng.uniform(-40, 40))
-        # exact decimal ties at the rounding digit
+        # exact binary ties at the rounding digit
         values.append(rng.randrange(1, 2**20) / 2 ** rng.randrange(1, 30))
+        # one digit more than written, ending in 5: within 1e-12 of a decimal tie
+        for n in (5, 6):
+            digits = rng.randrange(10 ** (n - 1), 10**n)
+            values.append(float(f"-{digits}5e{rng.randrange(-40, 40)}"))
     for v in values:
         assert _core.cube_format_value(v, "gaussian") == f"{v:13.5E}", v
         assert _core.cube_format_value(v, "cp2k") == fortran_e13_5(v), v

@@ -41,6 +41,18 @@ fn pow10(k: i32) -> f64 {
     pow10_table()[(k + 300) as usize]
 }
 
+/// "00" to "99".
+static PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
 const P10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 
 /// `(d, e)` with `|a|` rounded to `n` significant digits equal to `d * 10^(e - n + 1)` and
@@ -51,8 +63,9 @@ fn sci_digits(a: f64, n: u32) -> (u64, i32) {
     let hi = P10[n as usize] as f64;
     if (1e-280..1e280).contains(&a) {
         let e2 = ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023;
-        // floor(e2 * log10(2)) in integers (exact for |e2| < 1700)
+        // floor(e2 * log10(2)) in integers (exact for |e2| < 1700), then floor(log10(a))
         let mut e = (e2 * 78_913) >> 18;
+        e += (a >= pow10(e + 1)) as i32;
         for _ in 0..3 {
             let s = a * pow10(n as i32 - 1 - e);
             if s >= hi {
@@ -60,13 +73,21 @@ fn sci_digits(a: f64, n: u32) -> (u64, i32) {
             } else if s < lo {
                 e -= 1;
             } else {
-                // s is positive: truncation is floor (no libm call)
-                let fl = s as u64;
+                // s is positive and below 2^63: truncation is floor (no libm call)
+                let fl = s as i64 as u64;
                 let frac = s - fl as f64;
-                if (frac - 0.5).abs() < 1e-7 {
-                    break;
-                }
-                let mut d = fl + (frac > 0.5) as u64;
+                let up = if (frac - 0.5).abs() < 1e-7 {
+                    // near a decimal tie: compare with it exactly, in integers
+                    match above_tie(a, fl, e - (n as i32 - 1)) {
+                        Some(std::cmp::Ordering::Greater) => true,
+                        Some(std::cmp::Ordering::Less) => false,
+                        Some(std::cmp::Ordering::Equal) => fl % 2 == 1,
+                        None => break,
+                    }
+                } else {
+                    frac > 0.5
+                };
+                let mut d = fl + up as u64;
                 if d == P10[n as usize] {
                     d = P10[n as usize - 1];
                     e += 1;
@@ -76,6 +97,35 @@ fn sci_digits(a: f64, n: u32) -> (u64, i32) {
         }
     }
     exact_digits(a, n)
+}
+
+/// How `a` (finite, positive) compares with the decimal tie `(d + 1/2) * 10^q`, exactly, when
+/// both sides fit 127-bit integers (else `None`).
+fn above_tie(a: f64, d: u64, q: i32) -> Option<std::cmp::Ordering> {
+    let bits = a.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    if exp == 0 {
+        return None; // subnormal: the slow path
+    }
+    let m = ((bits & ((1u64 << 52) - 1)) | (1u64 << 52)) as u128;
+    let e2 = exp - 1075; // a = m * 2^e2
+    let tie = 2 * d as u128 + 1; // t = tie / 2 * 10^q
+    let pow10 = |k: u32| -> Option<u128> { 10u128.checked_pow(k) };
+    let shl = |x: u128, k: i32| -> Option<u128> {
+        if !(0..=127).contains(&k) || x.leading_zeros() < k as u32 {
+            None
+        } else {
+            Some(x << k)
+        }
+    };
+    // compare 2 * m * 2^e2 with tie * 10^q, both scaled to integers
+    let (lhs, rhs) = match (q >= 0, e2 >= 0) {
+        (true, true) => (shl(m, e2 + 1)?, tie.checked_mul(pow10(q as u32)?)?),
+        (true, false) => (m << 1, shl(tie.checked_mul(pow10(q as u32)?)?, -e2)?),
+        (false, true) => (shl(m, e2 + 1)?.checked_mul(pow10((-q) as u32)?)?, tie),
+        (false, false) => ((m << 1).checked_mul(pow10((-q) as u32)?)?, shl(tie, -e2)?),
+    };
+    Some(lhs.cmp(&rhs))
 }
 
 /// The slow, exact path: Rust's exact expansion, rounded to `n` digits ties to even.
@@ -106,64 +156,71 @@ fn exact_digits(a: f64, n: u32) -> (u64, i32) {
 
 /// Writes `v` in 13 columns into `out` (right-aligned).
 pub fn format_value(v: f64, style: Style, out: &mut [u8; 13]) {
-    let n = style.digits();
-    let neg = v.is_sign_negative();
-    let (d, e) = if v == 0.0 { (0, 0) } else { sci_digits(v, n) };
-    let mut buf = [b' '; 16];
-    let mut k = 0;
-    if neg {
-        buf[k] = b'-';
-        k += 1;
-    }
-    let mut digits = [0u8; 8];
-    let mut x = d;
-    for i in (0..n as usize).rev() {
-        digits[i] = b'0' + (x % 10) as u8;
-        x /= 10;
-    }
+    let n = style.digits() as usize;
+    let (d, e) = if v == 0.0 {
+        (0, 0)
+    } else {
+        sci_digits(v, n as u32)
+    };
+    // written from the right: exponent, digits, point, sign; spaces before
+    *out = [b' '; 13];
     let exp = match style {
-        Style::Cp2k => {
-            buf[k] = b'0';
-            buf[k + 1] = b'.';
-            buf[k + 2..k + 2 + n as usize].copy_from_slice(&digits[..n as usize]);
-            k += 2 + n as usize;
-            if d == 0 {
-                0
-            } else {
-                e + 1
-            }
-        }
-        Style::Gaussian => {
-            buf[k] = digits[0];
-            buf[k + 1] = b'.';
-            buf[k + 2..k + 1 + n as usize].copy_from_slice(&digits[1..n as usize]);
-            k += 1 + n as usize;
-            e
-        }
+        Style::Cp2k if d != 0 => e + 1,
+        Style::Cp2k => 0,
+        Style::Gaussian => e,
     };
     let ea = exp.unsigned_abs();
     let esign = if exp < 0 { b'-' } else { b'+' };
+    let mut j = 13;
     if ea < 100 {
-        buf[k] = b'E';
-        buf[k + 1] = esign;
-        buf[k + 2] = b'0' + (ea / 10) as u8;
-        buf[k + 3] = b'0' + (ea % 10) as u8;
-        k += 4;
+        out[12] = b'0' + (ea % 10) as u8;
+        out[11] = b'0' + (ea / 10) as u8;
+        out[10] = esign;
+        out[9] = b'E';
+        j = 9;
     } else {
+        out[12] = b'0' + (ea % 10) as u8;
+        out[11] = b'0' + (ea / 10 % 10) as u8;
+        out[10] = b'0' + (ea / 100) as u8;
+        out[9] = esign;
+        j -= 4;
         if style == Style::Gaussian {
-            buf[k] = b'E';
-            k += 1;
+            out[8] = b'E';
+            j -= 1;
         }
-        buf[k] = esign;
-        buf[k + 1] = b'0' + (ea / 100) as u8;
-        buf[k + 2] = b'0' + (ea / 10 % 10) as u8;
-        buf[k + 3] = b'0' + (ea % 10) as u8;
-        k += 4;
     }
-    // k <= 13 for every finite value in both styles
-    let pad = 13 - k;
-    out[..pad].fill(b' ');
-    out[pad..].copy_from_slice(&buf[..k]);
+    // the n digits as three independent pairs (d < 10^6), no chain of divisions
+    let (p0, p1, p2) = (
+        (d / 10_000) as usize,
+        (d / 100 % 100) as usize,
+        (d % 100) as usize,
+    );
+    let mut digits = [0u8; 6];
+    digits[0..2].copy_from_slice(&PAIRS[2 * p0..2 * p0 + 2]);
+    digits[2..4].copy_from_slice(&PAIRS[2 * p1..2 * p1 + 2]);
+    digits[4..6].copy_from_slice(&PAIRS[2 * p2..2 * p2 + 2]);
+    let digits = &digits[6 - n..];
+    let lead = match style {
+        // 0.ddddd
+        Style::Cp2k => {
+            out[j - n..j].copy_from_slice(digits);
+            j -= n;
+            b'0'
+        }
+        // d.ddddd
+        Style::Gaussian => {
+            out[j - (n - 1)..j].copy_from_slice(&digits[1..]);
+            j -= n - 1;
+            digits[0]
+        }
+    };
+    j -= 1;
+    out[j] = b'.';
+    j -= 1;
+    out[j] = lead;
+    if v.is_sign_negative() {
+        out[j - 1] = b'-';
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +247,29 @@ mod tests {
         assert_eq!(f(0.00390625, Style::Cp2k), "  0.39062E-02");
         assert_eq!(f(0.0078125 * 3.0, Style::Cp2k), "  0.23438E-01");
         assert_eq!(f(f64::MIN_POSITIVE / 8.0, Style::Gaussian), " 2.78134E-309");
+    }
+
+    #[test]
+    fn near_decimal_ties_match_exact_path() {
+        // values one digit longer than written, ending in 5: within 1e-12 of a tie
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for n in [5u32, 6] {
+                let lo = P10[n as usize - 1];
+                let d = lo + x % (9 * lo);
+                let k = (x >> 40) as i32 % 60 - 30;
+                let v: f64 = format!("{d}5e{k}").parse().unwrap();
+                assert_eq!(sci_digits(v, n), exact_digits(v, n), "{v:e} {n}");
+            }
+        }
+        // exact binary ties: d + 1/2 representable
+        for d in [12345u64, 12346, 99999, 10000] {
+            let v = (d as f64 + 0.5) / 8.0;
+            assert_eq!(sci_digits(v, 5), exact_digits(v, 5), "{v:e}");
+        }
     }
 
     #[test]
