@@ -471,3 +471,58 @@ def build_analog_index(
 ) -> tuple[str, int]:
     """Builds the analog index of the store at `path` on `threads` threads and renames it into
     the store; progress(done) is called now and then. Returns (header JSON, bytes written)."""
+
+# cube files (crates/cube, glue crates/py/src/cube.rs): arrays cross as (address, bytes) of a
+# C-contiguous numpy array the caller allocates and keeps alive for the call (molsift/cube/io.py)
+
+def cube_header(path: _Path) -> dict[str, Any]:
+    """The header of the cube file at `path`: comments, natoms_field, origin, nval_field,
+    shape, shape_fields, axes, units, atoms [(Z, charge, x, y, z)], orbitals, nval,
+    values_offset, header_lines, value_count, file_bytes, and row_bytes / lines_per_row of the
+    fixed layout (None when rows differ). InputError naming the line for a malformed header."""
+
+def cube_read(
+    path: _Path,
+    addr: int,
+    nbytes: int,
+    dtype: str,
+    threads: int = 1,
+    slabs: int = 0,
+    fixed: bool = True,
+) -> dict[str, Any]:
+    """Reads every value into the array memory at `addr` ("float64" or "float32"); returns
+    fixed, row_bytes, slabs, threads, file_bytes. InputError naming file, line and byte."""
+
+def cube_parse_block(
+    path: _Path,
+    data_addr: int,
+    data_nbytes: int,
+    base: int,
+    first_line: int,
+    addr: int,
+    nbytes: int,
+    dtype: str,
+) -> None:
+    """Parses exactly nbytes/itemsize values from a piece of value text (at file offset
+    `base`, starting on line `first_line`, 0 when unknown) into the array at `addr`."""
+
+def cube_count_tokens(addr: int, nbytes: int) -> int:
+    """Whitespace-separated tokens in `nbytes` bytes at `addr`."""
+
+def cube_write(
+    path: _Path,
+    header: dict[str, Any],
+    addr: int,
+    nbytes: int,
+    dtype: str,
+    layout: str = "cp2k",
+    threads: int = 1,
+    sync: bool = True,
+) -> tuple[int, int]:
+    """Writes a cube (temporary name, synced, renamed); returns (file bytes, header bytes)."""
+
+def cube_header_text(header: dict[str, Any]) -> str:
+    """The header text the writer writes for `header`."""
+
+def cube_format_value(value: float, layout: str = "cp2k") -> str:
+    """One value in 13 columns as the writer formats it ("cp2k" or "gaussian")."""

@@ -184,6 +184,51 @@ fn e13_shape(b: &[u8], j: usize) -> Option<(u64, i32)> {
     Some((m, e - 5))
 }
 
+/// The value of the 13-column cell at `b[c..c + 13]` (` [ -]d.dddddE+dd`, CP2K's and
+/// Gaussian's shape) followed by whitespace, or `None` for any other cell. Needs
+/// `b[c..c + 18]`.
+#[inline(always)]
+fn cell<T: CubeFloat>(b: &[u8], c: usize) -> Option<T> {
+    let neg = b[c + 1] == b'-';
+    if b[c] != b' ' || !(neg || b[c + 1] == b' ') {
+        return None;
+    }
+    let (m, e10) = e13_shape(b, c + 2)?;
+    if !(-22..=22).contains(&e10) {
+        return None;
+    }
+    let f = m as f64;
+    let f = if e10 < 0 {
+        f / POW10[(-e10) as usize]
+    } else {
+        f * POW10[e10 as usize]
+    };
+    T::convert(Some(f64::from_bits(f.to_bits() | ((neg as u64) << 63))), "")
+}
+
+/// Parses a row written as 13-column cells, six to a line, each line ended by `\n` (CP2K,
+/// Gaussian, PySCF): the row starts at `b[a]` and holds `out.len()` values. The cells are at
+/// known places, so no search for tokens and no chain from one value to the next. Needs 5
+/// readable bytes past the row. `false` (with `out` partly written) when any cell or line end
+/// differs: the caller then parses the row the general way.
+pub fn parse_cells<T: CubeFloat>(b: &[u8], a: usize, out: &mut [T]) -> bool {
+    let mut c = a;
+    for line in out.chunks_mut(6) {
+        for v in line.iter_mut() {
+            match cell::<T>(b, c) {
+                Some(x) => *v = x,
+                None => return false,
+            }
+            c += 13;
+        }
+        if b[c] != b'\n' {
+            return false;
+        }
+        c += 1;
+    }
+    true
+}
+
 /// Reads a run of digits at `b[*i..]` into `m`; returns how many there were.
 #[inline(always)]
 fn digits(b: &[u8], i: &mut usize, m: &mut u64) -> usize {

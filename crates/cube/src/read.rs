@@ -6,7 +6,7 @@
 
 use crate::error::{CubeError, TokenError};
 use crate::header::{parse_header, Header};
-use crate::parse::{count_tokens, is_ws, parse_values, token_offset, CubeFloat};
+use crate::parse::{count_tokens, is_ws, parse_cells, parse_values, token_offset, CubeFloat};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -152,6 +152,8 @@ fn read_fixed<T: CubeFloat>(
         .zip(parts)
         .map(|(w, p)| (w[0], w[1], p))
         .collect();
+    // rows of 13-column cells, six to a line: parsed cell by cell where they are
+    let cells = rb == rv * 13 + rv.div_ceil(6);
     run_tasks(tasks, opts.threads, |(r0, r1, part)| {
         for (k, r) in (r0..r1).enumerate() {
             let a = start + r * rb;
@@ -160,6 +162,9 @@ fn read_fixed<T: CubeFloat>(
                 return Err(FixedFail::NotFixed);
             }
             let dst = &mut part[k * rv..(k + 1) * rv];
+            if cells && a + rb + 5 <= b.len() && parse_cells(b, a, dst) {
+                continue;
+            }
             match parse_values(row, a as u64, dst) {
                 Ok(p) if p.values == rv && row[p.end..].iter().all(|&c| is_ws(c)) => {}
                 _ => return Err(FixedFail::NotFixed),
@@ -328,16 +333,16 @@ impl CubeFile {
             path: path.to_path_buf(),
             source,
         };
-        let f = std::fs::File::open(path).map_err(io)?;
+        // opened through molsift's I/O counters: the map counts as one MMAPS
+        let f = molsift_iostats::CountedFile::open(path).map_err(io)?;
         let len = f.metadata().map_err(io)?.len();
         // an empty file cannot be mapped; its header error says what is missing
         let map = if len == 0 {
             None
         } else {
-            // SAFETY: the file is opened read-only; a file changed under a running read gives
-            // wrong values or an error, as with any reader, never memory unsafety in this
-            // process beyond SIGBUS on truncation (documented in the crate README).
-            Some(unsafe { memmap2::Mmap::map(&f) }.map_err(io)?)
+            // SAFETY: the map is only read. A file truncated by another process while it is
+            // read faults (SIGBUS), the usual contract of reading by mmap (crate README).
+            Some(unsafe { f.map() }.map_err(io)?)
         };
         let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
         let header = parse_header(bytes, path)?;

@@ -7,8 +7,6 @@ use crate::error::CubeError;
 use crate::format::{format_value, Style};
 use crate::header::Header;
 use crate::parse::CubeFloat;
-use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// How to write.
@@ -190,9 +188,9 @@ pub fn write_cube<T: CubeFloat>(
         source,
     };
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
+        let f = molsift_iostats::CountedFile::create(&tmp).map_err(io)?;
         f.set_len(total).map_err(io)?;
-        f.write_all(head.as_bytes()).map_err(io)?;
+        f.write_all_at(head.as_bytes(), 0).map_err(io)?;
         // about 4 MiB of text per task
         let per = (4 << 20) / row_bytes.max(1) + 1;
         let tasks: Vec<usize> = (0..rows).step_by(per).collect();
