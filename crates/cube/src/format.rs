@@ -5,8 +5,6 @@
 //! when the result lies within 1e-7 of a rounding tie, or the value is very large or small,
 //! the digits come from Rust's exact decimal expansion instead.
 
-use std::sync::OnceLock;
-
 /// The number style of a written cube.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -26,19 +24,9 @@ impl Style {
     }
 }
 
-fn pow10_table() -> &'static [f64] {
-    static T: OnceLock<Vec<f64>> = OnceLock::new();
-    // 10^k for k in -300..=300, each the correctly rounded f64
-    T.get_or_init(|| {
-        (-300..=300)
-            .map(|k| format!("1e{k}").parse::<f64>().unwrap())
-            .collect()
-    })
-}
-
 #[inline(always)]
 fn pow10(k: i32) -> f64 {
-    pow10_table()[(k + 300) as usize]
+    crate::pow10::POW10[(k + 300) as usize]
 }
 
 /// "00" to "99".
@@ -57,13 +45,50 @@ const P10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000
 
 /// `(d, e)` with `|a|` rounded to `n` significant digits equal to `d * 10^(e - n + 1)` and
 /// `10^(n-1) <= d < 10^n`, for finite nonzero `a`.
+#[inline(always)]
 fn sci_digits(a: f64, n: u32) -> (u64, i32) {
     let a = a.abs();
+    if (1e-280..1e280).contains(&a) {
+        let e2 = ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+        // floor(e2 * log10(2)) in integers (exact for |e2| < 1700), then floor(log10(a))
+        let mut e = (e2 * 78_913) >> 18;
+        e += (a >= pow10(e + 1)) as i32;
+        let s = a * pow10(n as i32 - 1 - e);
+        // s is positive and below 2^63: truncation is floor (no libm call, signed conversions)
+        let fl = s as i64;
+        let frac = s - fl as f64;
+        if s >= P10[n as usize - 1] as f64 && s < P10[n as usize] as f64 {
+            let up = if (frac - 0.5).abs() >= 1e-7 {
+                frac > 0.5
+            } else {
+                // near a decimal tie (values read from one digit more): exactly, in integers
+                match above_tie(a, fl as u64, e - (n as i32 - 1)) {
+                    Some(std::cmp::Ordering::Greater) => true,
+                    Some(std::cmp::Ordering::Less) => false,
+                    Some(std::cmp::Ordering::Equal) => fl % 2 == 1,
+                    None => return sci_digits_slow(a, n),
+                }
+            };
+            let mut d = (fl + up as i64) as u64;
+            if d == P10[n as usize] {
+                d = P10[n as usize - 1];
+                e += 1;
+            }
+            return (d, e);
+        }
+    }
+    sci_digits_slow(a, n)
+}
+
+/// The rare cases of [`sci_digits`]: a scale just off by one, a value near a decimal tie
+/// (decided exactly in integers), or one very large or small (Rust's exact expansion).
+#[cold]
+#[inline(never)]
+fn sci_digits_slow(a: f64, n: u32) -> (u64, i32) {
     let lo = P10[n as usize - 1] as f64;
     let hi = P10[n as usize] as f64;
     if (1e-280..1e280).contains(&a) {
         let e2 = ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023;
-        // floor(e2 * log10(2)) in integers (exact for |e2| < 1700), then floor(log10(a))
         let mut e = (e2 * 78_913) >> 18;
         e += (a >= pow10(e + 1)) as i32;
         for _ in 0..3 {
@@ -73,7 +98,6 @@ fn sci_digits(a: f64, n: u32) -> (u64, i32) {
             } else if s < lo {
                 e -= 1;
             } else {
-                // s is positive and below 2^63: truncation is floor (no libm call)
                 let fl = s as i64 as u64;
                 let frac = s - fl as f64;
                 let up = if (frac - 0.5).abs() < 1e-7 {
@@ -155,72 +179,89 @@ fn exact_digits(a: f64, n: u32) -> (u64, i32) {
 }
 
 /// Writes `v` in 13 columns into `out` (right-aligned).
+#[inline]
 pub fn format_value(v: f64, style: Style, out: &mut [u8; 13]) {
-    let n = style.digits() as usize;
+    match style {
+        Style::Cp2k => format_style::<true>(v, out),
+        Style::Gaussian => format_style::<false>(v, out),
+    }
+}
+
+/// [`format_value`] for one style, all sizes constant (no copies of run-time length).
+#[inline(always)]
+pub(crate) fn format_style<const CP2K: bool>(v: f64, out: &mut [u8; 13]) {
+    let n: usize = if CP2K { 5 } else { 6 };
     let (d, e) = if v == 0.0 {
         (0, 0)
     } else {
         sci_digits(v, n as u32)
     };
     // written from the right: exponent, digits, point, sign; spaces before
-    *out = [b' '; 13];
-    let exp = match style {
-        Style::Cp2k if d != 0 => e + 1,
-        Style::Cp2k => 0,
-        Style::Gaussian => e,
+    let exp = if !CP2K {
+        e
+    } else if d != 0 {
+        e + 1
+    } else {
+        0
     };
     let ea = exp.unsigned_abs();
     let esign = if exp < 0 { b'-' } else { b'+' };
+    let mut cell = [b' '; 13];
     let mut j = 13;
     if ea < 100 {
-        out[12] = b'0' + (ea % 10) as u8;
-        out[11] = b'0' + (ea / 10) as u8;
-        out[10] = esign;
-        out[9] = b'E';
+        cell[12] = b'0' + (ea % 10) as u8;
+        cell[11] = b'0' + (ea / 10) as u8;
+        cell[10] = esign;
+        cell[9] = b'E';
         j = 9;
     } else {
-        out[12] = b'0' + (ea % 10) as u8;
-        out[11] = b'0' + (ea / 10 % 10) as u8;
-        out[10] = b'0' + (ea / 100) as u8;
-        out[9] = esign;
+        cell[12] = b'0' + (ea % 10) as u8;
+        cell[11] = b'0' + (ea / 10 % 10) as u8;
+        cell[10] = b'0' + (ea / 100) as u8;
+        cell[9] = esign;
         j -= 4;
-        if style == Style::Gaussian {
-            out[8] = b'E';
+        if !CP2K {
+            cell[8] = b'E';
             j -= 1;
         }
     }
-    // the n digits as three independent pairs (d < 10^6), no chain of divisions
+    // the digits as three independent pairs (d < 10^6), no chain of divisions
     let (p0, p1, p2) = (
         (d / 10_000) as usize,
         (d / 100 % 100) as usize,
         (d % 100) as usize,
     );
-    let mut digits = [0u8; 6];
-    digits[0..2].copy_from_slice(&PAIRS[2 * p0..2 * p0 + 2]);
-    digits[2..4].copy_from_slice(&PAIRS[2 * p1..2 * p1 + 2]);
-    digits[4..6].copy_from_slice(&PAIRS[2 * p2..2 * p2 + 2]);
-    let digits = &digits[6 - n..];
-    let lead = match style {
-        // 0.ddddd
-        Style::Cp2k => {
-            out[j - n..j].copy_from_slice(digits);
-            j -= n;
-            b'0'
+    let digits: [u8; 6] = [
+        PAIRS[2 * p0],
+        PAIRS[2 * p0 + 1],
+        PAIRS[2 * p1],
+        PAIRS[2 * p1 + 1],
+        PAIRS[2 * p2],
+        PAIRS[2 * p2 + 1],
+    ];
+    let lead = if CP2K {
+        // 0.ddddd: digits[1..6]
+        for k in 0..5 {
+            cell[j - 5 + k] = digits[1 + k];
         }
+        j -= 5;
+        b'0'
+    } else {
         // d.ddddd
-        Style::Gaussian => {
-            out[j - (n - 1)..j].copy_from_slice(&digits[1..]);
-            j -= n - 1;
-            digits[0]
+        for k in 0..5 {
+            cell[j - 5 + k] = digits[1 + k];
         }
+        j -= 5;
+        digits[0]
     };
     j -= 1;
-    out[j] = b'.';
+    cell[j] = b'.';
     j -= 1;
-    out[j] = lead;
+    cell[j] = lead;
     if v.is_sign_negative() {
-        out[j - 1] = b'-';
+        cell[j - 1] = b'-';
     }
+    *out = cell;
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod error;
 mod format;
 mod header;
 mod parse;
+mod pow10;
 mod read;
 mod write;
 

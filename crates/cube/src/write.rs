@@ -4,7 +4,7 @@
 //! their offsets into a temporary file beside the target, which is synced and renamed.
 
 use crate::error::CubeError;
-use crate::format::{format_value, Style};
+use crate::format::{format_style, Style};
 use crate::header::Header;
 use crate::parse::CubeFloat;
 use std::path::Path;
@@ -136,8 +136,11 @@ fn format_rows<T: CubeFloat>(
     buf: &mut Vec<u8>,
 ) -> Result<(), usize> {
     let row_bytes = rv * 13 + rv.div_ceil(6);
-    buf.clear();
-    buf.resize((r1 - r0) * row_bytes, 0);
+    // every byte is written below: size the buffer without clearing it each time
+    let need = (r1 - r0) * row_bytes;
+    if buf.len() != need {
+        buf.resize(need, 0);
+    }
     let mut pos = 0;
     for r in r0..r1 {
         let row = &values[r * rv..(r + 1) * rv];
@@ -148,7 +151,10 @@ fn format_rows<T: CubeFloat>(
                     return Err(r * rv + l * 6 + j);
                 }
                 let cell: &mut [u8; 13] = (&mut buf[pos..pos + 13]).try_into().unwrap();
-                format_value(x, style, cell);
+                match style {
+                    Style::Cp2k => format_style::<true>(x, cell),
+                    Style::Gaussian => format_style::<false>(x, cell),
+                }
                 pos += 13;
             }
             buf[pos] = b'\n';
