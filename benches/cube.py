@@ -11,7 +11,8 @@ Each file is read once first (page cache warm), then, alternating:
   ragged rows of these grids: rows of n3 values in lines of six);
 - pandas `read_csv(sep=r"\\s+")` on the value text (rows padded with NaN, dropped);
 
-and molsift `write_cube` (CP2K layout) with 1 and 2 workers, to the page cache and with fsync.
+and molsift `write_cube` (CP2K layout) with 1 and 2 workers, to the page cache and with fsync,
+and `molsift cube convert` to `.npy` as whole commands: 2 threads, and `mpirun -n 2` (MPI-IO).
 Every peer's array is compared with molsift's (bit for bit). A cold row reads the file after
 dropping it from the page cache (posix_fadvise DONTNEED) and reports the device bytes read
 (/proc/self/io read_bytes) over the file size: the read amplification. Medians of --repeats
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,6 +36,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+MOLSIFT = str(Path(sys.executable).parent / "molsift")
+MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none"]
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
@@ -143,6 +148,30 @@ def bench_file(path: Path, args, row) -> None:
         row(name, n / 1e6, "molsift write_cube cp2k", workers, s, "page cache")
     s, n = median_time(lambda: molsift.write_cube(out, cube, workers=2, sync=True), 1)
     row(name, n / 1e6, "molsift write_cube cp2k+fsync", 2, s)
+    # convert to .npy: one process (threads) against mpirun ranks (MPI-IO collective read and
+    # .npy write), whole commands, each result compared with the first
+    if args.mpi and shutil.which("mpirun"):
+        npy = path.parent / f"converted_{name}.npy"
+        first = None
+        for label, cmd in (
+            (
+                "molsift cube convert -j 2",
+                [MOLSIFT, "cube", "convert", str(path), "-o", str(npy), "-j", "2"],
+            ),
+            (
+                "mpirun -n 2 ... convert",
+                [*MPIRUN, "-n", "2", MOLSIFT, "cube", "convert", str(path), "-o", str(npy)],
+            ),
+        ):
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, env=MPI_ENV)
+            s = time.perf_counter() - t
+            data = npy.read_bytes()
+            note = "" if first is None else ("same .npy" if data == first else ".npy DIFFERS")
+            first = first or data
+            row(name, mb, label, 2, s, f"whole command; {note}".rstrip("; "))
+        npy.unlink(missing_ok=True)
+        Path(f"{npy}.json").unlink(missing_ok=True)
     # cold read: the device bytes over the file size
     drop_from_cache(path)
     before = io_read_bytes()
@@ -165,6 +194,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--peer-repeats", type=int, default=1, help="for peers on files > 200 MB")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--no-mpi", dest="mpi", action="store_false", help="skip the mpirun rows")
     args = ap.parse_args()
 
     from cube_data import write_pyscf_cube
