@@ -1,7 +1,7 @@
 """Benchmark: reading and writing Gaussian cube files, molsift against the peers, in ONE run.
 
-Files are real: PySCF (`pyscf.tools.cubegen`) densities, orbitals and potentials of water
-(RHF/6-31G*) at 80^3, 200^3 and 400^3 points (`benches/cube_data.py` writes the ones missing
+Files are real: PySCF (`pyscf.tools.cubegen`) densities, orbitals and potentials of water and
+formaldehyde (RHF/6-31G*) at 80^3, 200^3 and 400^3 points (`benches/cube_data.py` writes the ones missing
 into --data; the electrostatic potential is slow in PySCF, so it is made up to 200^3 only).
 Each file is read once first (page cache warm), then, alternating:
 
@@ -190,6 +190,7 @@ def main() -> int:
     ap.add_argument("--data", default="/tmp/molsift-cube-bench")
     ap.add_argument("--sizes", type=int, nargs="+", default=[80, 200, 400])
     ap.add_argument("--kinds", nargs="+", default=["density", "orbital", "mep"])
+    ap.add_argument("--molecules", nargs="+", default=["water", "formaldehyde"])
     ap.add_argument("--mep-max", type=int, default=200, help="largest grid of the slow MEP")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--peer-repeats", type=int, default=1, help="for peers on files > 200 MB")
@@ -216,14 +217,15 @@ def main() -> int:
         )
 
     for size in args.sizes:
-        for kind in args.kinds:
-            if kind == "mep" and size > args.mep_max:
-                continue
-            path = data / f"water_{kind}_{size}.cube"
-            if not path.exists():
-                s = write_pyscf_cube(str(path), "water", kind, size, cache)
-                print(f"# generated {path} with PySCF in {s:.1f} s", flush=True)
-            bench_file(path, args, row)
+        for molecule in args.molecules:
+            for kind in args.kinds:
+                if kind == "mep" and size > args.mep_max:
+                    continue
+                path = data / f"{molecule}_{kind}_{size}.cube"
+                if not path.exists():
+                    s = write_pyscf_cube(str(path), molecule, kind, size, cache)
+                    print(f"# generated {path} with PySCF in {s:.1f} s", flush=True)
+                bench_file(path, args, row)
     return 0
 
 
