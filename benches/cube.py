@@ -1,8 +1,9 @@
 """Benchmark: reading and writing Gaussian cube files, molsift against the peers, in ONE run.
 
 Files are real: PySCF (`pyscf.tools.cubegen`) densities, orbitals and potentials of water and
-formaldehyde (RHF/6-31G*) at 80^3, 200^3 and 400^3 points (`benches/cube_data.py` writes the ones missing
-into --data; the electrostatic potential is slow in PySCF, so it is made up to 200^3 only).
+formaldehyde (RHF/6-31G*) at 80^3, 200^3 and 400^3 points (`benches/cube_data.py` writes the
+ones missing into --data; the electrostatic potential is slow in PySCF, so it is made up to
+200^3 only).
 Each file is read once first (page cache warm), then, alternating:
 
 - molsift `read_cube` with 1 and 2 workers (threads), float64;
@@ -211,7 +212,7 @@ def main() -> int:
     def row(file, mb, tool, workers, seconds, note=""):
         gbs = mb / 1e3 / seconds if seconds else float("nan")
         print(
-            f"{file:28s} {mb:8.1f} MB  {tool:30s} {workers!s:>3}  {seconds:9.3f} s"
+            f"{file:34s} {mb:8.1f} MB  {tool:30s} {workers!s:>3}  {seconds:9.3f} s"
             f"  {gbs:6.3f} GB/s  {note}",
             flush=True,
         )
