@@ -584,6 +584,87 @@ mod tests {
     }
 
     #[test]
+    fn cells_equal_general_parse() {
+        // rows of 20 values (three lines of six and one of two), both styles, mixed signs and
+        // exponents, then damaged copies that must be refused by the cell path
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut text = String::new();
+        for _ in 0..50 {
+            for line in 0..4 {
+                let k = if line == 3 { 2 } else { 6 };
+                for _ in 0..k {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let v = ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.3)
+                        * 10f64.powi((x % 24) as i32 - 12);
+                    let style = if x % 2 == 0 {
+                        crate::Style::Gaussian
+                    } else {
+                        crate::Style::Cp2k
+                    };
+                    let mut cell = [0u8; 13];
+                    crate::format_value(v, style, &mut cell);
+                    text.push_str(std::str::from_utf8(&cell).unwrap());
+                }
+                text.push('\n');
+            }
+        }
+        let b = text.as_bytes();
+        let mut want = vec![0f64; 1000];
+        let mut got = vec![0f64; 1000];
+        parse_values(b, 0, &mut want).unwrap();
+        let rb = 20 * 13 + 4;
+        let mut taken = 0;
+        for r in 0..49 {
+            if parse_cells(b, r * rb, &mut got[r * 20..(r + 1) * 20]) {
+                assert_eq!(
+                    &got[r * 20..(r + 1) * 20],
+                    &want[r * 20..(r + 1) * 20],
+                    "row {r}"
+                );
+                taken += 1;
+            }
+        }
+        assert!(taken >= 40, "{taken}");
+        // the cell path takes every row of the CP2K writer's own output
+        let mut cp2k = String::new();
+        for i in 0..20 {
+            let v = (i as f64 - 7.3) * 10f64.powi(i - 12);
+            let mut cell = [0u8; 13];
+            crate::format_value(v, crate::Style::Cp2k, &mut cell);
+            cp2k.push_str(std::str::from_utf8(&cell).unwrap());
+        }
+        let lines: Vec<String> = cp2k
+            .as_bytes()
+            .chunks(13 * 20)
+            .map(|row| {
+                row.chunks(13 * 6)
+                    .map(|l| format!("{}\n", std::str::from_utf8(l).unwrap()))
+                    .collect()
+            })
+            .collect();
+        let rows = lines.concat() + "padding";
+        let mut out = [0f64; 20];
+        assert!(parse_cells(rows.as_bytes(), 0, &mut out));
+        let mut again = [0f64; 20];
+        parse_values(rows.as_bytes(), 0, &mut again).unwrap();
+        assert_eq!(out, again);
+        for (i, bad) in [
+            (13 * 2 + 5, b'x'),
+            (13 * 6, b' '),
+            (13 * 3 + 1, b'+'),
+            (13 * 4 + 11, b'-'),
+            (13 * 5 + 9, b'D'),
+        ] {
+            let mut broken = rows.clone().into_bytes();
+            broken[i] = bad;
+            let mut o = [0f64; 20];
+            assert!(!parse_cells(&broken, 0, &mut o), "{i}");
+        }
+    }
+
+    #[test]
     fn stops_when_full() {
         let mut out = [0f64; 2];
         let p = parse_values(b" 1 2 3", 10, &mut out).unwrap();
