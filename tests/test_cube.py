@@ -419,3 +419,22 @@ def test_mpi_bad_file_fails_on_every_rank(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "not a number" in proc.stderr and str(broken) in proc.stderr
     assert not (tmp_path / "b.npy").exists()
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    cube = read_cube(DATA / "water_density_20.cube")
+    out = tmp_path / "out.cube"
+    write_cube(out, cube)
+    before = out.read_bytes()
+    bad_values = cube.values.copy()
+    bad_values[7, 3, 11] = np.nan
+    broken = Cube(values=bad_values, origin=cube.origin, axes=cube.axes, atoms=cube.atoms,
+                  comments=cube.comments)  # fmt: skip
+    with pytest.raises(ValueError, match=r"value 2871 \(flat C-order index\) is not finite"):
+        write_cube(out, broken, workers=3)
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.cube"]
+    with pytest.raises(ValueError, match="not finite"):
+        write_cube(tmp_path / "new.cube", broken)
+    assert not (tmp_path / "new.cube").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.cube"]
