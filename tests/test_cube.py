@@ -384,16 +384,26 @@ def test_mpi_read_and_convert_match_serial(tmp_path, ranks):
     script.write_text(MPI_SCRIPT)
     import sys
 
+    # a free-form file with ragged lines and runs of whitespace: numbers cut by every share end
+    src = DATA / "water_density_20.cube"
+    h = read_header(src)
+    lines = src.read_text().splitlines(keepends=True)
+    rng = random.Random(ranks)
+    ragged = "".join(lines[: h["header_lines"]])
+    for v in reference(src)[1]:
+        ragged += repr(float(v)) + (" " * rng.randrange(1, 4) if rng.random() < 0.8 else "\n")
+    (tmp_path / "ragged.cube").write_text(ragged + "\n")
+    paths = [*map(str, FILES), str(tmp_path / "ragged.cube")]
     proc = subprocess.run(
-        [*mpirun_cmd(ranks), sys.executable, str(script), *map(str, FILES)],
+        [*mpirun_cmd(ranks), sys.executable, str(script), *paths],
         env=mpi_env(), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines()]
-    assert len(rows) == len(FILES)
+    assert len(rows) == len(paths)
     for path, ok, fixed, amp in rows:
         assert ok == "True", path
-        assert (fixed == "True") == (not path.endswith(".ase.cube"))
+        assert (fixed == "True") == (not path.endswith((".ase.cube", "ragged.cube")))
         # each rank reads its own bytes: the value area once in the fixed layout; on the counting
         # path a share each plus 65 bytes around it (to finish numbers cut by the share's end)
         size = Path(path).stat().st_size

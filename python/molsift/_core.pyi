@@ -509,6 +509,9 @@ def cube_parse_block(
 def cube_count_tokens(addr: int, nbytes: int) -> int:
     """Whitespace-separated tokens in `nbytes` bytes at `addr`."""
 
+def cube_count_newlines(addr: int, nbytes: int) -> int:
+    """Line ends (`\\n`) in `nbytes` bytes at `addr`."""
+
 def cube_write(
     path: _Path,
     header: dict[str, Any],

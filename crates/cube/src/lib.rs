@@ -24,7 +24,9 @@ mod write;
 pub use error::{CubeError, TokenError};
 pub use format::{format_value, Style};
 pub use header::{parse_header, Atom, Header, Units, MAX_ATOMS, MAX_POINTS_PER_AXIS};
-pub use parse::{count_tokens, parse_cells, parse_values, token_offset, CubeFloat, Parsed};
+pub use parse::{
+    count_newlines, count_tokens, parse_cells, parse_values, token_offset, CubeFloat, Parsed,
+};
 pub use read::{
     detect_layout, parse_block, read_values, CubeFile, FixedLayout, ReadOptions, ReadStats,
 };

@@ -495,6 +495,11 @@ pub fn count_tokens(b: &[u8]) -> u64 {
     n
 }
 
+/// Number of `\n` bytes in `b`.
+pub fn count_newlines(b: &[u8]) -> u64 {
+    memchr::memchr_iter(b'\n', b).count() as u64
+}
+
 /// Offset within `b` of the token with 0-based index `k`, if `b` has that many.
 pub fn token_offset(b: &[u8], k: u64) -> Option<usize> {
     let mut n = 0u64;

@@ -233,6 +233,17 @@ fn cube_count_tokens(py: Python<'_>, addr: usize, nbytes: usize) -> PyResult<u64
     Ok(py.detach(|| molsift_cube::count_tokens(data)))
 }
 
+/// Number of `\n` bytes in `nbytes` bytes at `addr`.
+#[pyfunction]
+fn cube_count_newlines(py: Python<'_>, addr: usize, nbytes: usize) -> PyResult<u64> {
+    if nbytes == 0 {
+        return Ok(0);
+    }
+    // SAFETY: the caller's byte buffer lives through this call and is not written.
+    let data: &[u8] = unsafe { std::slice::from_raw_parts(addr as *const u8, nbytes) };
+    Ok(py.detach(|| molsift_cube::count_newlines(data)))
+}
+
 fn style_of(layout: &str) -> PyResult<Style> {
     match layout {
         "cp2k" => Ok(Style::Cp2k),
@@ -306,6 +317,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cube_read, m)?)?;
     m.add_function(wrap_pyfunction!(cube_parse_block, m)?)?;
     m.add_function(wrap_pyfunction!(cube_count_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(cube_count_newlines, m)?)?;
     m.add_function(wrap_pyfunction!(cube_write, m)?)?;
     m.add_function(wrap_pyfunction!(cube_header_text, m)?)?;
     m.add_function(wrap_pyfunction!(cube_format_value, m)?)?;

@@ -127,15 +127,42 @@ def _read_counting(fh, comm, path, header, values, i0, i1, plane_values, dtype) 
         fh.Read_at(hi, more)
         buf = np.concatenate([buf, more])
         hi += more.size
-    ws = np.isin(buf, WS)
-    prev_ws = np.empty_like(ws)
-    prev_ws[0] = True if lo == start else ws[0]
-    prev_ws[1:] = ws[:-1]
-    starts = np.flatnonzero(~ws & prev_ws)
-    if lo < a:  # the byte before `a` only says whether a number starts at `a`
-        starts = starts[starts >= 1]
-    own = starts[starts + lo < b]
-    count = int(own.size)
+    ws = frozenset(WS.tolist())
+    # this rank's numbers are those that start in [a, b): skip one running into a from before,
+    # take one running out of b
+    s0 = a - lo
+    if a > start and buf[s0 - 1] not in ws:
+        while s0 < buf.size and buf[s0] not in ws:
+            s0 += 1
+    stop = b - lo
+    if b < end and buf[stop - 1] not in ws and buf[stop] not in ws:
+        while stop < buf.size and buf[stop] not in ws:
+            stop += 1
+    piece = np.ascontiguousarray(buf[s0:stop]) if s0 < stop else np.empty(0, np.uint8)
+    count = int(_core.cube_count_tokens(piece.ctypes.data, piece.nbytes)) if piece.size else 0
+    # lines: those before this rank's share (an exclusive prefix sum), then up to the piece
+    share = np.ascontiguousarray(buf[a - lo : b - lo])
+    newlines_before = comm.exscan(_core.cube_count_newlines(share.ctypes.data, share.nbytes)) or 0
+    head = np.ascontiguousarray(buf[a - lo : max(a - lo, s0)])
+    first_line = (
+        header["header_lines"]
+        + 1
+        + newlines_before
+        + (_core.cube_count_newlines(head.ctypes.data, head.nbytes) if head.size else 0)
+    )
+    # every rank parses its numbers first: a token that is not a number is named before a
+    # wrong count, as on one machine
+    mine = np.empty(count, dtype=dtype)
+    error = None
+    if count:
+        try:
+            _core.cube_parse_block(
+                path, piece.ctypes.data, piece.nbytes, lo + s0, first_line,
+                mine.ctypes.data, mine.nbytes, dtype,
+            )  # fmt: skip
+        except BaseException as exc:
+            error = exc
+    _agree(comm, error)
     first = comm.exscan(count) or 0
     total = comm.allreduce(count)
     want = header["value_count"]
@@ -147,30 +174,6 @@ def _read_counting(fh, comm, path, header, values, i0, i1, plane_values, dtype) 
             f" ({'x'.join(str(n) for n in header['shape'])}"
             f"{'x' + str(header['nval']) if header['nval'] > 1 else ''})"
         )
-    _agree(comm, error)
-    mine = np.empty(count, dtype=dtype)
-    error = None
-    if count:
-        s0 = int(own[0])
-        e = int(own[-1])
-        stop = e + (int(np.argmax(ws[e:])) if ws[e:].any() else len(buf) - e)
-        piece = np.ascontiguousarray(buf[s0:stop])
-        newlines_before = comm.exscan(int(np.count_nonzero(buf[(a - lo) :][: b - a] == 0x0A))) or 0
-        first_line = (
-            header["header_lines"]
-            + 1
-            + newlines_before
-            + int(np.count_nonzero(buf[(a - lo) : s0] == 0x0A))
-        )
-        try:
-            _core.cube_parse_block(
-                path, piece.ctypes.data, piece.nbytes, lo + s0, first_line,
-                mine.ctypes.data, mine.nbytes, dtype,
-            )  # fmt: skip
-        except BaseException as exc:
-            error = exc
-    else:
-        comm.exscan(0)
     _agree(comm, error)
     # move every value to the rank owning its plane
     bounds = (
