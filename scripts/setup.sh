@@ -43,7 +43,7 @@ EXTRA=""
 [ "${MOLSIFT_WITH_MPI:-0}" = 1 ] && EXTRA="mpi4py>=3.1"
 .venv/bin/python -m pip install -q "maturin>=1.5,<2" "numpy>=1.22" "rdkit==2026.9.1" "tqdm>=4" "matplotlib>=3.5" \
   "fastapi>=0.110" "uvicorn>=0.29" "httptools>=0.6" "uvloop>=0.19" "swagger-ui-bundle>=1.1" "orjson>=3.9" \
-  "vina==1.2.7" "meeko==0.8.0" "scipy>=1.10" "gemmi==0.7.5" "pytest>=7" "hypothesis>=6" "selenium>=4.10" "ruff==0.17.6" $EXTRA
+  "vina==1.2.7" "meeko==0.8.0" "scipy>=1.10" "gemmi==0.7.5" "h5py>=3.8" "pytest>=7" "hypothesis>=6" "selenium>=4.10" "ruff==0.17.6" $EXTRA
 # rdkit is pinned: tests/data/golden_stores.json holds the exact stores (canonical SMILES) of this
 # version (tests/golden.py re-records them).
 # Build the Rust extension in release mode (with the C I/O tracer, crates/tracer: cc/gcc) and

@@ -83,10 +83,20 @@ def read_npy(path: str | os.PathLike, mmap: bool = True) -> Cube:
     return _from_json(header, values, side)
 
 
+def _h5py():
+    try:
+        import h5py
+    except ImportError:
+        raise ValueError(
+            "HDF5 files need h5py: pip install h5py (or molsift[hdf5]); .npy needs nothing"
+        ) from None
+    return h5py
+
+
 def to_hdf5(cube: Cube, path: str | os.PathLike, dataset: str = "values") -> None:
     """Writes an HDF5 file (h5py) with the values as `dataset` and the header as its JSON
     attribute `cube_header`, under a temporary name then renamed."""
-    import h5py
+    h5py = _h5py()
 
     path = os.fspath(path)
     tmp = f"{path}.tmp-{os.getpid()}"
@@ -99,7 +109,7 @@ def to_hdf5(cube: Cube, path: str | os.PathLike, dataset: str = "values") -> Non
 
 def read_hdf5(path: str | os.PathLike, dataset: str = "values") -> Cube:
     """A cube from an HDF5 file written by `to_hdf5`."""
-    import h5py
+    h5py = _h5py()
 
     path = os.fspath(path)
     with h5py.File(path, "r") as f:
