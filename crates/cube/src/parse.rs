@@ -54,10 +54,13 @@ pub trait CubeFloat: Copy + Default + Send + Sync + 'static {
     const NAME: &'static str;
     /// Bytes per value.
     const SIZE: usize;
-    /// The value of a token that took the fast path (`fast` is its exact `f64`), or of any
-    /// token through `str::parse` (`fast` is `None`). `text` is the token normalized for
-    /// `str::parse`. `None` when the value is not finite in this type.
-    fn convert(fast: Option<f64>, text: &str) -> Option<Self>;
+    /// The value of a token that took the fast path (`fast` is its correctly rounded `f64`),
+    /// or of any token through `str::parse` (`fast` is `None`). `text` gives the token
+    /// normalized for `str::parse`, called only when needed (no fast value, or an `f32` that
+    /// the `f64` cannot decide). `None` when the value is not finite in this type, or when it
+    /// needs the text and `text` gives none (the fast paths pass an empty text and then take
+    /// the general path for that token).
+    fn convert(fast: Option<f64>, text: impl FnOnce() -> String) -> Option<Self>;
     /// The value as `f64`.
     fn to_f64(self) -> f64;
     /// Little-endian bytes.
@@ -68,10 +71,10 @@ impl CubeFloat for f64 {
     const NAME: &'static str = "float64";
     const SIZE: usize = 8;
     #[inline(always)]
-    fn convert(fast: Option<f64>, text: &str) -> Option<Self> {
+    fn convert(fast: Option<f64>, text: impl FnOnce() -> String) -> Option<Self> {
         let v = match fast {
             Some(v) => v,
-            None => text.parse::<f64>().ok()?,
+            None => text().parse::<f64>().ok()?,
         };
         v.is_finite().then_some(v)
     }
@@ -88,7 +91,7 @@ impl CubeFloat for f32 {
     const NAME: &'static str = "float32";
     const SIZE: usize = 4;
     #[inline(always)]
-    fn convert(fast: Option<f64>, text: &str) -> Option<Self> {
+    fn convert(fast: Option<f64>, text: impl FnOnce() -> String) -> Option<Self> {
         let v = match fast {
             // 29 low mantissa bits of exactly 1 followed by zeros: an f32 midpoint, where
             // rounding the f64 again could differ from rounding the decimal once.
@@ -99,7 +102,7 @@ impl CubeFloat for f32 {
             {
                 v as f32
             }
-            _ => text.parse::<f32>().ok()?,
+            _ => text().parse::<f32>().ok()?,
         };
         v.is_finite().then_some(v)
     }
@@ -203,7 +206,10 @@ fn cell<T: CubeFloat>(b: &[u8], c: usize) -> Option<T> {
     } else {
         f * POW10[e10 as usize]
     };
-    T::convert(Some(f64::from_bits(f.to_bits() | ((neg as u64) << 63))), "")
+    T::convert(
+        Some(f64::from_bits(f.to_bits() | ((neg as u64) << 63))),
+        String::new,
+    )
 }
 
 /// Parses a row written as 13-column cells, six to a line, each line ended by `\n` (CP2K,
@@ -342,7 +348,7 @@ pub fn parse_values<T: CubeFloat>(
                             f * POW10[e10 as usize]
                         };
                         let f = f64::from_bits(f.to_bits() | ((neg as u64) << 63));
-                        if let Some(v) = T::convert(Some(f), "") {
+                        if let Some(v) = T::convert(Some(f), String::new) {
                             out[n] = v;
                             n += 1;
                             i = c + 13;
@@ -386,7 +392,7 @@ pub fn parse_values<T: CubeFloat>(
                         f * POW10[e10 as usize]
                     };
                     let f = f64::from_bits(f.to_bits() | ((neg as u64) << 63));
-                    if let Some(v) = T::convert(Some(f), "") {
+                    if let Some(v) = T::convert(Some(f), String::new) {
                         out[n] = v;
                         n += 1;
                         i = j + 11;
@@ -461,8 +467,8 @@ pub fn parse_values<T: CubeFloat>(
             None
         };
         let v = match fast {
-            Some(f) => T::convert(Some(f), ""),
-            None => T::convert(None, &normalized(b, start, i, mant_end)),
+            Some(f) => T::convert(Some(f), || normalized(b, start, i, mant_end)),
+            None => T::convert(None, || normalized(b, start, i, mant_end)),
         };
         match v {
             Some(v) => out[n] = v,
@@ -667,6 +673,20 @@ mod tests {
             let mut o = [0f64; 20];
             assert!(!parse_cells(&broken, 0, &mut o), "{i}");
         }
+    }
+
+    #[test]
+    fn f32_ties_are_decided_by_the_decimal() {
+        // 16786219 is exactly halfway between two f32s: ties to even, on every path
+        let v = all::<f32>("16786219 16786219.E+00 1.6786219E+07  0.16786E+08").unwrap();
+        assert_eq!(v, vec![16786220.0, 16786220.0, 16786220.0, 16786000.0]);
+        // a decimal just above or below a midpoint whose f64 rounds onto it
+        let above: f32 = "16786219.000000001".parse().unwrap();
+        assert_eq!(all::<f32>("16786219.000000001").unwrap(), vec![above]);
+        let mut out = [0f32; 6];
+        let line = "  1.67862E+07  1.67862E+07  1.67862E+07  1.67862E+07  1.67862E+07  1.67862E+07\npadding";
+        assert!(parse_cells(line.as_bytes(), 0, &mut out));
+        assert_eq!(out, [16786200.0; 6]);
     }
 
     #[test]
