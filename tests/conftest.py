@@ -14,6 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_SMI = ROOT / "data" / "nci_first_5k.smi"
+BUNDLED_CUBE = ROOT / "data" / "water_density_16.cube"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
@@ -38,16 +39,18 @@ def rdkit_sdf() -> Path:
 # one is an input, unless it follows an output option; a line runs only when its inputs exist
 # (bundled or made by an earlier line).
 PATHLIKE = re.compile(
-    r"^[\w./-]+\.(smi|csv|tsv|sdf|gz|zst|store|run|json|darshan|parquet|png)(/[\w.]+)?$"
+    r"^[\w./-]+\.(smi|csv|tsv|sdf|gz|zst|store|run|json|darshan|parquet|png|cube|npy|h5)(/[\w.]+)?$"
 )
 OUTPUT_OPTIONS = {"-o", "--output", "--io-log"}
 VENV_BIN = Path(sys.executable).parent
 
 
 def fresh_dir(tmp_path: Path) -> Path:
-    """A directory holding only data/nci_first_5k.smi, like a new clone's bundled data."""
+    """A directory holding only the bundled data (data/nci_first_5k.smi and
+    data/water_density_16.cube), like a new clone's."""
     (tmp_path / "data").mkdir()
     shutil.copy(BUNDLED_SMI, tmp_path / "data" / BUNDLED_SMI.name)
+    shutil.copy(BUNDLED_CUBE, tmp_path / "data" / BUNDLED_CUBE.name)
     return tmp_path
 
 

@@ -40,6 +40,7 @@ VERBS = [
     "serve",
     "profile",
     "insights",
+    "cube",
 ]
 
 
@@ -99,6 +100,7 @@ def test_help_examples_run_on_the_bundled_data(tmp_path):
         "lookup",
         "screen",
         "report",
+        "cube",
     )
     for verb in (*verbs, "insights"):
         for line in help_examples(verb):
@@ -144,8 +146,13 @@ def test_help_defaults_equal_the_code_defaults(verb):
     every option with a default value says it, and "(default: words)" only where the command
     line passes None on and the library decides."""
     checked = 0
-    parser = verb_parsers()[verb]
-    for action in parser._actions:
+    top = verb_parsers()[verb]
+    # a verb with actions (`molsift cube info|convert|...`): their options too
+    subs = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    parsers = [top, *(p for a in subs for p in a.choices.values())]
+    for parser, action in ((p, a) for p in parsers for a in p._actions):
+        if isinstance(action, argparse._SubParsersAction):
+            continue
         if action.default is argparse.SUPPRESS or isinstance(
             action, (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._HelpAction)
         ):

@@ -7,17 +7,24 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import add_verb
+from .common import HelpFormatter, add_verb
 
 EXAMPLES = (
-    "molsift cube info density.cube",
-    "molsift cube convert density.cube -o density.npy    # + density.npy.json (the header)",
-    "molsift cube convert density.npy -o copy.cube --layout gaussian",
+    "molsift cube info data/water_density_16.cube",
+    "molsift cube convert data/water_density_16.cube -o density.npy  # + density.npy.json",
     "mpirun -n 4 molsift cube convert big.cube -o big.npy  # MPI-IO collective read and write",
-    "molsift cube stats density.cube                     # min, max, mean, integral, electrons",
-    "molsift cube diff a.cube b.cube -o a-b.cube          # density difference",
-    "molsift cube slice density.cube --plane xy --index 40 -o slice.png",
+    "molsift cube slice data/water_density_16.cube --plane yz --log -o slice.png",
 )
+ACTION_EXAMPLES = {
+    "convert": (
+        "molsift cube convert density.cube -o density.npy  # + density.npy.json",
+        "molsift cube convert density.npy -o copy.cube --layout gaussian",
+        "molsift cube convert density.cube -o density.h5   # needs h5py",
+    ),
+    "stats": ("molsift cube stats density.cube --json",),
+    "diff": ("molsift cube diff a.cube b.cube -o a-b.cube   # density difference",),
+    "slice": ("molsift cube slice density.cube --plane yz --log -o slice.png",),
+}
 
 GRIDS = ".cube, .npy (with its .json header) or .h5"
 
@@ -33,7 +40,7 @@ def add_parser(subparsers):
     )
     sub = p.add_subparsers(dest="action", metavar="<action>", required=True)
 
-    def common(q, many_inputs: bool = False):
+    def common(q):
         q.add_argument(
             "-j", "--workers", type=int, default=None, help="threads (default: all cores)"
         )
@@ -41,14 +48,14 @@ def add_parser(subparsers):
             "--dtype",
             choices=("float64", "float32"),
             default="float64",
-            help="value type in memory (default: float64)",
+            help="value type in memory (default %(default)s)",
         )
 
-    q = sub.add_parser("info", help="the header: grid, units, atoms, layout")
+    q = _action(sub, "info", help="the header: grid, units, atoms, layout")
     q.add_argument("file", help="a .cube file")
     q.add_argument("--json", action="store_true", help="print the header as JSON")
 
-    q = sub.add_parser("convert", help=f"convert between {GRIDS}")
+    q = _action(sub, "convert", help=f"convert between {GRIDS}")
     q.add_argument("input", help=f"a {GRIDS} file")
     q.add_argument("-o", "--output", required=True, help=f"a {GRIDS} file (by its suffix)")
     q.add_argument(
@@ -56,32 +63,53 @@ def add_parser(subparsers):
         choices=("cp2k", "gaussian"),
         default="cp2k",
         help="numbers of a written cube: cp2k 0.12345E-01, gaussian/PySCF 1.23456E-01 "
-        "(default: cp2k)",
+        "(default %(default)s)",
     )
     common(q)
 
-    q = sub.add_parser("stats", help="min, max, mean, integral and electrons")
+    q = _action(sub, "stats", help="min, max, mean, integral and electrons")
     q.add_argument("file", help=f"a {GRIDS} file")
     q.add_argument("--json", action="store_true", help="print JSON")
     common(q)
 
-    q = sub.add_parser("diff", help="A minus B on the same grid, written to -o")
+    q = _action(sub, "diff", help="A minus B on the same grid, written to -o")
     q.add_argument("a")
     q.add_argument("b")
     q.add_argument("-o", "--output", required=True, help=f"the difference: a {GRIDS} file")
-    q.add_argument("--layout", choices=("cp2k", "gaussian"), default="cp2k")
+    q.add_argument(
+        "--layout",
+        choices=("cp2k", "gaussian"),
+        default="cp2k",
+        help="numbers of a written cube (default %(default)s)",
+    )
     q.add_argument("--json", action="store_true", help="print the difference's stats as JSON")
     common(q)
 
-    q = sub.add_parser("slice", help="draw one plane as a PNG, atoms marked")
+    q = _action(sub, "slice", help="draw one plane as a PNG, atoms marked")
     q.add_argument("file", help=f"a {GRIDS} file")
-    q.add_argument("--plane", choices=("xy", "xz", "yz"), default="xy")
+    q.add_argument(
+        "--plane", choices=("xy", "xz", "yz"), default="xy", help="(default %(default)s)"
+    )
     q.add_argument("--index", type=int, default=None, help="grid index (default: the middle)")
-    q.add_argument("--value", type=int, default=1, help="which value per point (orbital), 1-based")
+    q.add_argument(
+        "--value",
+        type=int,
+        default=1,
+        help="which value per point (orbital), 1-based (default %(default)s)",
+    )
     q.add_argument("--log", action="store_true", help="color by log10 |value| (densities)")
     q.add_argument("-o", "--output", required=True, help="the PNG file")
     common(q)
     return p
+
+
+def _action(sub, name: str, **kwargs):
+    """One action's parser, its help ending with its examples (ACTION_EXAMPLES)."""
+    lines = ACTION_EXAMPLES.get(name)
+    if lines:
+        kwargs["epilog"] = "examples:\n" + "\n".join(f"  {line}" for line in lines)
+        kwargs["formatter_class"] = HelpFormatter
+    return sub.add_parser(name, **kwargs)
 
 
 def run(args) -> int:

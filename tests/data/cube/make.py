@@ -9,6 +9,8 @@
   `0.12345E-01`), row length 20 (three full lines and one of two values per row).
 - `water_mos_12.cube`: two orbitals (HOMO and LUMO) per point, a negative atom count and the
   orbital line, as Gaussian writes orbital cubes (written by molsift, `gaussian` layout).
+- `../../../data/water_density_16.cube` (the repo's bundled data, used by `molsift cube --help`'s
+  examples): PySCF's density of water at 16^3.
 - `water_density_12.ase.cube`: written by ASE (`ase.io.write`), free-form values: no fixed
   layout, read by the counting path.
 """
@@ -36,6 +38,8 @@ def main() -> None:
         os.path.join(HERE, "formaldehyde_mep_16.cube"), "formaldehyde", "mep", 16, cache
     )
     write_pyscf_cube(os.path.join(HERE, "water_orbital_16.cube"), "water", "orbital", 16, cache)
+    bundled = os.path.join(HERE, "..", "..", "..", "data", "water_density_16.cube")
+    write_pyscf_cube(bundled, "water", "density", 16, cache)  # data/: the help examples' file
     density = mc.read_cube(os.path.join(HERE, "water_density_20.cube"))
     density.comments = ("-Quickstep-", " ELECTRON DENSITY (molsift, CP2K layout)")
     mc.write_cube(os.path.join(HERE, "water_density_20.cp2k.cube"), density, layout="cp2k")
