@@ -28,7 +28,6 @@ import argparse
 import io
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -41,15 +40,7 @@ MOLSIFT = str(Path(sys.executable).parent / "molsift")
 MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none"]
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-
-def median_time(fn, repeats: int):
-    times, out = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+from search import timed as median_time  # noqa: E402 (benches/ on the path first)
 
 
 def value_text(path: Path, header_lines: int) -> bytes:

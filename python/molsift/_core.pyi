@@ -524,8 +524,5 @@ def cube_write(
 ) -> tuple[int, int]:
     """Writes a cube (temporary name, synced, renamed); returns (file bytes, header bytes)."""
 
-def cube_header_text(header: dict[str, Any]) -> str:
-    """The header text the writer writes for `header`."""
-
 def cube_format_value(value: float, layout: str = "cp2k") -> str:
     """One value in 13 columns as the writer formats it ("cp2k" or "gaussian")."""

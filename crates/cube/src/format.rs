@@ -189,7 +189,7 @@ pub fn format_value(v: f64, style: Style, out: &mut [u8; 13]) {
 
 /// [`format_value`] for one style, all sizes constant (no copies of run-time length).
 #[inline(always)]
-pub(crate) fn format_style<const CP2K: bool>(v: f64, out: &mut [u8; 13]) {
+fn format_style<const CP2K: bool>(v: f64, out: &mut [u8; 13]) {
     let n: usize = if CP2K { 5 } else { 6 };
     let (d, e) = if v == 0.0 {
         (0, 0)
@@ -239,21 +239,13 @@ pub(crate) fn format_style<const CP2K: bool>(v: f64, out: &mut [u8; 13]) {
         PAIRS[2 * p2],
         PAIRS[2 * p2 + 1],
     ];
-    let lead = if CP2K {
-        // 0.ddddd: digits[1..6]
-        for k in 0..5 {
-            cell[j - 5 + k] = digits[1 + k];
-        }
-        j -= 5;
-        b'0'
-    } else {
-        // d.ddddd
-        for k in 0..5 {
-            cell[j - 5 + k] = digits[1 + k];
-        }
-        j -= 5;
-        digits[0]
-    };
+    // five digits after the point either way: CP2K's 0.ddddd (d < 10^5, digits[0] is 0) and
+    // Gaussian's d.ddddd (digits[0] before the point)
+    for k in 0..5 {
+        cell[j - 5 + k] = digits[1 + k];
+    }
+    j -= 5;
+    let lead = if CP2K { b'0' } else { digits[0] };
     j -= 1;
     cell[j] = b'.';
     j -= 1;
@@ -267,6 +259,14 @@ pub(crate) fn format_style<const CP2K: bool>(v: f64, out: &mut [u8; 13]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The next of a xorshift sequence (test values).
+    fn next(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
 
     fn f(v: f64, s: Style) -> String {
         let mut o = [0u8; 13];
@@ -295,9 +295,7 @@ mod tests {
         // values one digit longer than written, ending in 5: within 1e-12 of a tie
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         for _ in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            next(&mut x);
             for n in [5u32, 6] {
                 let lo = P10[n as usize - 1];
                 let d = lo + x % (9 * lo);
@@ -306,10 +304,16 @@ mod tests {
                 assert_eq!(sci_digits(v, n), exact_digits(v, n), "{v:e} {n}");
             }
         }
-        // exact binary ties: d + 1/2 representable
-        for d in [12345u64, 12346, 99999, 10000] {
-            let v = (d as f64 + 0.5) / 8.0;
-            assert_eq!(sci_digits(v, 5), exact_digits(v, 5), "{v:e}");
+        // exact ties, decimal and binary: d + 1/2 at the fifth digit go to the even neighbour
+        for (d, want) in [
+            (12345u64, (12346, 4)),
+            (12346, (12346, 4)),
+            (99999, (10000, 5)),
+            (10000, (10000, 4)),
+        ] {
+            let v = d as f64 + 0.5;
+            assert_eq!(sci_digits(v, 5), want, "{v:e}");
+            assert_eq!(exact_digits(v, 5), want, "{v:e}");
         }
     }
 
@@ -317,10 +321,7 @@ mod tests {
     fn matches_exact_path() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         for _ in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let v = f64::from_bits(x);
+            let v = f64::from_bits(next(&mut x));
             if !v.is_finite() || v == 0.0 {
                 continue;
             }

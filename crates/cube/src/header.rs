@@ -136,6 +136,15 @@ fn float(tok: Option<&str>, what: &str) -> Result<f64, String> {
     }
 }
 
+/// Three finite numbers, named `names` in errors (a position, an origin, a step vector).
+fn xyz<'a>(t: &mut impl Iterator<Item = &'a str>, names: [&str; 3]) -> Result<[f64; 3], String> {
+    Ok([
+        float(t.next(), names[0])?,
+        float(t.next(), names[1])?,
+        float(t.next(), names[2])?,
+    ])
+}
+
 /// Largest point count per axis accepted (larger is a header that lies or a damaged file).
 pub const MAX_POINTS_PER_AXIS: i64 = 1 << 20;
 /// Largest atom count accepted.
@@ -156,11 +165,7 @@ pub fn parse_header(b: &[u8], path: &std::path::Path) -> Result<Header, CubeErro
     let mut t = text.split_ascii_whitespace();
     let parsed = (|| {
         let natoms: i64 = num(t.next(), "the atom count")?;
-        let o = [
-            float(t.next(), "origin x")?,
-            float(t.next(), "origin y")?,
-            float(t.next(), "origin z")?,
-        ];
+        let o = xyz(&mut t, ["origin x", "origin y", "origin z"])?;
         let nval: Option<i64> = match t.next() {
             None => None,
             Some(tok) => Some(num(Some(tok), "the values per point (fifth field)")?),
@@ -190,11 +195,7 @@ pub fn parse_header(b: &[u8], path: &std::path::Path) -> Result<Header, CubeErro
         let mut t = text.split_ascii_whitespace();
         let r = (|| {
             let n: i64 = num(t.next(), "the point count")?;
-            let v = [
-                float(t.next(), "vx")?,
-                float(t.next(), "vy")?,
-                float(t.next(), "vz")?,
-            ];
+            let v = xyz(&mut t, ["vx", "vy", "vz"])?;
             if let Some(extra) = t.next() {
                 return Err(format!("unexpected field {extra:?}"));
             }
@@ -234,11 +235,7 @@ pub fn parse_header(b: &[u8], path: &std::path::Path) -> Result<Header, CubeErro
                 }
             };
             let charge = float(t.next(), "the charge")?;
-            let p = [
-                float(t.next(), "x")?,
-                float(t.next(), "y")?,
-                float(t.next(), "z")?,
-            ];
+            let p = xyz(&mut t, ["x", "y", "z"])?;
             if let Some(extra) = t.next() {
                 return Err(format!("unexpected field {extra:?}"));
             }

@@ -187,6 +187,23 @@ fn e13_shape(b: &[u8], j: usize) -> Option<(u64, i32)> {
     Some((m, e - 5))
 }
 
+/// `m * 10^e10` with the sign, correctly rounded, by Clinger's fast path: `m` below 2^53
+/// (exact as `f64`) and `|e10| <= 22` (10^|e10| exact), so one multiply or divide rounds once.
+/// `None` outside the fast path.
+#[inline(always)]
+fn clinger(m: u64, e10: i32, neg: bool) -> Option<f64> {
+    if m > (1u64 << 53) || !(-22..=22).contains(&e10) {
+        return None;
+    }
+    let f = m as f64;
+    let f = if e10 < 0 {
+        f / POW10[(-e10) as usize]
+    } else {
+        f * POW10[e10 as usize]
+    };
+    Some(f64::from_bits(f.to_bits() | ((neg as u64) << 63)))
+}
+
 /// The value of the 13-column cell at `b[c..c + 13]` (` [ -]d.dddddE+dd`, CP2K's and
 /// Gaussian's shape) followed by whitespace, or `None` for any other cell. Needs
 /// `b[c..c + 18]`.
@@ -197,19 +214,7 @@ fn cell<T: CubeFloat>(b: &[u8], c: usize) -> Option<T> {
         return None;
     }
     let (m, e10) = e13_shape(b, c + 2)?;
-    if !(-22..=22).contains(&e10) {
-        return None;
-    }
-    let f = m as f64;
-    let f = if e10 < 0 {
-        f / POW10[(-e10) as usize]
-    } else {
-        f * POW10[e10 as usize]
-    };
-    T::convert(
-        Some(f64::from_bits(f.to_bits() | ((neg as u64) << 63))),
-        String::new,
-    )
+    T::convert(Some(clinger(m, e10, neg)?), String::new)
 }
 
 /// Parses a row written as 13-column cells, six to a line, each line ended by `\n` (CP2K,
@@ -335,28 +340,13 @@ pub fn parse_values<T: CubeFloat>(
         // a 13-column cell ` [ -]d.dddddE+dd` at a fixed place (after one line end at most):
         // CP2K, Gaussian and PySCF rows, without searching for the token
         if i + 19 <= len {
-            let k = (b[i] == b'\n') as usize;
-            let c = i + k;
-            let neg = b[c + 1] == b'-';
-            if b[c] == b' ' && (neg || b[c + 1] == b' ') {
-                if let Some((m, e10)) = e13_shape(b, c + 2) {
-                    if (-22..=22).contains(&e10) {
-                        let f = m as f64;
-                        let f = if e10 < 0 {
-                            f / POW10[(-e10) as usize]
-                        } else {
-                            f * POW10[e10 as usize]
-                        };
-                        let f = f64::from_bits(f.to_bits() | ((neg as u64) << 63));
-                        if let Some(v) = T::convert(Some(f), String::new) {
-                            out[n] = v;
-                            n += 1;
-                            i = c + 13;
-                            end = i;
-                            continue;
-                        }
-                    }
-                }
+            let c = i + (b[i] == b'\n') as usize;
+            if let Some(v) = cell::<T>(b, c) {
+                out[n] = v;
+                n += 1;
+                i = c + 13;
+                end = i;
+                continue;
             }
         }
         // spaces eight at a time, then any other whitespace one by one
@@ -383,23 +373,15 @@ pub fn parse_values<T: CubeFloat>(
         if i + 17 <= len {
             let neg = b[i] == b'-';
             let j = i + neg as usize;
-            if let Some((m, e10)) = e13_shape(b, j) {
-                if (-22..=22).contains(&e10) {
-                    let f = m as f64;
-                    let f = if e10 < 0 {
-                        f / POW10[(-e10) as usize]
-                    } else {
-                        f * POW10[e10 as usize]
-                    };
-                    let f = f64::from_bits(f.to_bits() | ((neg as u64) << 63));
-                    if let Some(v) = T::convert(Some(f), String::new) {
-                        out[n] = v;
-                        n += 1;
-                        i = j + 11;
-                        end = i;
-                        continue;
-                    }
-                }
+            let value = e13_shape(b, j)
+                .and_then(|(m, e10)| clinger(m, e10, neg))
+                .and_then(|f| T::convert(Some(f), String::new));
+            if let Some(v) = value {
+                out[n] = v;
+                n += 1;
+                i = j + 11;
+                end = i;
+                continue;
             }
         }
         let c = b[i];
@@ -455,22 +437,13 @@ pub fn parse_values<T: CubeFloat>(
             }
         }
         let e10 = exp - frac_digits as i32;
-        let fast = if total <= 19 && m <= (1u64 << 53) && (-22..=22).contains(&e10) {
-            let f = m as f64;
-            let f = if e10 < 0 {
-                f / POW10[(-e10) as usize]
-            } else {
-                f * POW10[e10 as usize]
-            };
-            Some(if neg { -f } else { f })
+        // more than 19 digits: `m` wrapped, only `str::parse` can tell
+        let fast = if total <= 19 {
+            clinger(m, e10, neg)
         } else {
             None
         };
-        let v = match fast {
-            Some(f) => T::convert(Some(f), || normalized(b, start, i, mant_end)),
-            None => T::convert(None, || normalized(b, start, i, mant_end)),
-        };
-        match v {
+        match T::convert(fast, || normalized(b, start, i, mant_end)) {
             Some(v) => out[n] = v,
             None => {
                 return Err(TokenError {

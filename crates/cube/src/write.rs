@@ -4,7 +4,7 @@
 //! their offsets into a temporary file beside the target, which is synced and renamed.
 
 use crate::error::CubeError;
-use crate::format::{format_style, Style};
+use crate::format::{format_value, Style};
 use crate::header::Header;
 use crate::parse::CubeFloat;
 use std::path::Path;
@@ -151,10 +151,7 @@ fn format_rows<T: CubeFloat>(
                     return Err(r * rv + l * 6 + j);
                 }
                 let cell: &mut [u8; 13] = (&mut buf[pos..pos + 13]).try_into().unwrap();
-                match style {
-                    Style::Cp2k => format_style::<true>(x, cell),
-                    Style::Gaussian => format_style::<false>(x, cell),
-                }
+                format_value(x, style, cell);
                 pos += 13;
             }
             buf[pos] = b'\n';

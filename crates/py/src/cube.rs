@@ -33,6 +33,45 @@ unsafe fn slice_at<'a, T: CubeFloat>(addr: usize, nbytes: usize) -> PyResult<&'a
     Ok(unsafe { std::slice::from_raw_parts_mut(addr as *mut T, nbytes / T::SIZE) })
 }
 
+/// `nbytes` read-only bytes at `addr` (empty for 0 bytes).
+///
+/// # Safety
+/// `addr` must point at `nbytes` bytes that stay valid and unwritten for `'a`.
+unsafe fn bytes_at<'a>(addr: usize, nbytes: usize) -> PyResult<&'a [u8]> {
+    if nbytes == 0 {
+        return Ok(&[]);
+    }
+    if addr == 0 {
+        return Err(PyValueError::new_err("no data"));
+    }
+    // SAFETY: as promised by the caller.
+    Ok(unsafe { std::slice::from_raw_parts(addr as *const u8, nbytes) })
+}
+
+/// Evaluates `$body` with `$v` the array memory at (`$addr`, `$nbytes`) as a slice of the
+/// numpy dtype named `$dtype` ("float64" or "float32"); any other name is a `ValueError`.
+macro_rules! with_values {
+    ($dtype:expr, $addr:expr, $nbytes:expr, |$v:ident| $body:expr) => {
+        match $dtype {
+            "float64" => {
+                // SAFETY: the Python caller holds the array of `nbytes` bytes through the call.
+                let $v = unsafe { slice_at::<f64>($addr, $nbytes)? };
+                $body
+            }
+            "float32" => {
+                // SAFETY: as above.
+                let $v = unsafe { slice_at::<f32>($addr, $nbytes)? };
+                $body
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "dtype must be float64 or float32, not {other:?}"
+                )))
+            }
+        }
+    };
+}
+
 fn header_dict<'py>(py: Python<'py>, h: &Header) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("comments", h.comments.to_vec())?;
@@ -131,7 +170,8 @@ fn cube_header<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 }
 
 /// Reads every value of the cube at `path` into the array memory at `addr` (`nbytes` bytes of
-/// `dtype` "float64" or "float32"). Returns (header dict, stats dict).
+/// `dtype` "float64" or "float32"). Returns what the read did (fixed layout, row bytes,
+/// slabs, threads, file bytes).
 #[pyfunction]
 #[pyo3(signature = (path, addr, nbytes, dtype, threads=1, slabs=0, fixed=true))]
 #[allow(clippy::too_many_arguments)]
@@ -150,23 +190,8 @@ fn cube_read<'py>(
         slabs,
         fixed,
     };
-    let stats = match dtype {
-        "float64" => {
-            // SAFETY: the caller's array of nbytes lives through this call.
-            let out = unsafe { slice_at::<f64>(addr, nbytes)? };
-            py.detach(|| CubeFile::open(&path)?.read_into(out, &opts))
-        }
-        "float32" => {
-            // SAFETY: as above.
-            let out = unsafe { slice_at::<f32>(addr, nbytes)? };
-            py.detach(|| CubeFile::open(&path)?.read_into(out, &opts))
-        }
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "dtype must be float64 or float32, not {other:?}"
-            )))
-        }
-    }
+    let stats = with_values!(dtype, addr, nbytes, |out| py
+        .detach(|| CubeFile::open(&path)?.read_into(out, &opts)))
     .map_err(cube_err)?;
     let d = PyDict::new(py);
     d.set_item("fixed", stats.fixed.is_some())?;
@@ -193,54 +218,26 @@ fn cube_parse_block(
     nbytes: usize,
     dtype: &str,
 ) -> PyResult<()> {
-    if data_addr == 0 && data_nbytes > 0 {
-        return Err(PyValueError::new_err("no data"));
-    }
     // SAFETY: the caller's byte buffer lives through this call and is not written.
-    let data: &[u8] = if data_nbytes == 0 {
-        &[]
-    } else {
-        unsafe { std::slice::from_raw_parts(data_addr as *const u8, data_nbytes) }
-    };
-    let res = match dtype {
-        "float64" => {
-            // SAFETY: the caller's array lives through this call.
-            let out = unsafe { slice_at::<f64>(addr, nbytes)? };
-            py.detach(|| parse_block(data, base, out))
-        }
-        "float32" => {
-            // SAFETY: as above.
-            let out = unsafe { slice_at::<f32>(addr, nbytes)? };
-            py.detach(|| parse_block(data, base, out))
-        }
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "dtype must be float64 or float32, not {other:?}"
-            )))
-        }
-    };
+    let data = unsafe { bytes_at(data_addr, data_nbytes)? };
+    let res = with_values!(dtype, addr, nbytes, |out| py
+        .detach(|| parse_block(data, base, out)));
     res.map_err(|e| cube_err(e.located_in(&path, Some(data), base, first_line)))
 }
 
 /// Number of whitespace-separated tokens in `nbytes` bytes at `addr`.
 #[pyfunction]
 fn cube_count_tokens(py: Python<'_>, addr: usize, nbytes: usize) -> PyResult<u64> {
-    if nbytes == 0 {
-        return Ok(0);
-    }
     // SAFETY: the caller's byte buffer lives through this call and is not written.
-    let data: &[u8] = unsafe { std::slice::from_raw_parts(addr as *const u8, nbytes) };
+    let data = unsafe { bytes_at(addr, nbytes)? };
     Ok(py.detach(|| molsift_cube::count_tokens(data)))
 }
 
 /// Number of `\n` bytes in `nbytes` bytes at `addr`.
 #[pyfunction]
 fn cube_count_newlines(py: Python<'_>, addr: usize, nbytes: usize) -> PyResult<u64> {
-    if nbytes == 0 {
-        return Ok(0);
-    }
     // SAFETY: the caller's byte buffer lives through this call and is not written.
-    let data: &[u8] = unsafe { std::slice::from_raw_parts(addr as *const u8, nbytes) };
+    let data = unsafe { bytes_at(addr, nbytes)? };
     Ok(py.detach(|| molsift_cube::count_newlines(data)))
 }
 
@@ -276,31 +273,10 @@ fn cube_write(
         threads: threads.max(1),
         sync,
     };
-    let stats = match dtype {
-        "float64" => {
-            // SAFETY: the caller's array lives through this call (read only).
-            let v = unsafe { slice_at::<f64>(addr, nbytes)? };
-            py.detach(|| molsift_cube::write_cube(&path, &h, v, &opts))
-        }
-        "float32" => {
-            // SAFETY: as above.
-            let v = unsafe { slice_at::<f32>(addr, nbytes)? };
-            py.detach(|| molsift_cube::write_cube(&path, &h, v, &opts))
-        }
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "dtype must be float64 or float32, not {other:?}"
-            )))
-        }
-    }
+    let stats = with_values!(dtype, addr, nbytes, |v| py
+        .detach(|| molsift_cube::write_cube(&path, &h, v, &opts)))
     .map_err(cube_err)?;
     Ok((stats.bytes, stats.header_bytes))
-}
-
-/// The header text the writer would write for `header`.
-#[pyfunction]
-fn cube_header_text(header: &Bound<'_, PyDict>) -> PyResult<String> {
-    molsift_cube::header_text(&header_from(header)?).map_err(cube_err)
 }
 
 /// One value in 13 columns, as the writer formats it in `layout`.
@@ -319,7 +295,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cube_count_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(cube_count_newlines, m)?)?;
     m.add_function(wrap_pyfunction!(cube_write, m)?)?;
-    m.add_function(wrap_pyfunction!(cube_header_text, m)?)?;
     m.add_function(wrap_pyfunction!(cube_format_value, m)?)?;
     Ok(())
 }

@@ -34,10 +34,6 @@ def header_json(cube: Cube) -> dict[str, Any]:
     return h
 
 
-def _replace(tmp: str, path: str) -> None:
-    os.replace(tmp, path)
-
-
 def to_npy(cube: Cube, path: str | os.PathLike) -> None:
     """Writes `path` (.npy, the values) and `path.json` (the header), each under a temporary
     name then renamed."""
@@ -48,7 +44,7 @@ def to_npy(cube: Cube, path: str | os.PathLike) -> None:
         f.flush()
         os.fsync(f.fileno())
     write_side_header(cube, path)
-    _replace(tmp, path)
+    os.replace(tmp, path)
 
 
 def write_side_header(cube: Cube, npy_path: str) -> None:
@@ -57,7 +53,7 @@ def write_side_header(cube: Cube, npy_path: str) -> None:
     with open(tmp, "w") as f:
         json.dump(header_json(cube), f, indent=1)
         f.write("\n")
-    _replace(tmp, f"{npy_path}.json")
+    os.replace(tmp, f"{npy_path}.json")
 
 
 def _from_json(header: dict[str, Any], values: np.ndarray, where: str) -> Cube:
@@ -104,7 +100,7 @@ def to_hdf5(cube: Cube, path: str | os.PathLike, dataset: str = "values") -> Non
         d = f.create_dataset(dataset, data=cube.values)
         d.attrs["cube_header"] = json.dumps(header_json(cube))
         d.attrs["units"] = cube.units
-    _replace(tmp, path)
+    os.replace(tmp, path)
 
 
 def read_hdf5(path: str | os.PathLike, dataset: str = "values") -> Cube:

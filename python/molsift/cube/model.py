@@ -118,8 +118,3 @@ class Cube:
         }
         fields.update(extra)
         return cls(**fields)
-
-    def grid_shape(self) -> tuple[int, ...]:
-        """`values`' whole shape: `(n1, n2, n3)` or `(n1, n2, n3, nval)`."""
-        n = self.shape
-        return n if self.nval == 1 else (*n, self.nval)

@@ -95,7 +95,7 @@ def read_cube_block(
             _agree(comm, error)
             fixed = True
         else:
-            bytes_read = _read_counting(fh, comm, path, header, values, i0, i1, plane_values, dtype)
+            bytes_read = _read_counting(fh, comm, path, header, values, plane_values, dtype)
             fixed = False
     finally:
         fh.Close()
@@ -109,7 +109,7 @@ def read_cube_block(
     return Cube.from_header(header, values, x_range=(i0, i1), full_shape=(n1, n2, n3, *tail))
 
 
-def _read_counting(fh, comm, path, header, values, i0, i1, plane_values, dtype) -> int:
+def _read_counting(fh, comm, path, header, values, plane_values, dtype) -> int:
     """The counting path (see the module doc). Returns the bytes this rank read."""
     from mpi4py import MPI
 
