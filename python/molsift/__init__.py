@@ -9,16 +9,15 @@ Submodules (and numpy, RDKit) are imported on first use, so `molsift count` star
 """
 
 from importlib import import_module
-from typing import Any
 
 from ._core import InputError, MolsiftError, StoreError, __version__
-from .spec import FingerprintSpec
 
 for _exc in (MolsiftError, InputError, StoreError):
     _exc.__module__ = "molsift"  # so errors pickle across worker processes and MPI ranks
 del _exc
 
 _LAZY = {
+    "FingerprintSpec": "spec",
     "ingest": "ingestion",
     "IngestReport": "ingestion",
     "count_records": "inputs",
@@ -36,7 +35,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'molsift' has no attribute {name!r}")
@@ -45,4 +44,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["__version__", "MolsiftError", "InputError", "StoreError", "FingerprintSpec", *_LAZY]
+__all__ = ["__version__", "MolsiftError", "InputError", "StoreError", *_LAZY]

@@ -58,9 +58,11 @@ class RecordSource:
         """Bytes read, read calls, records, oversized records and decompressed bytes so far."""
 
 def count_records(
-    path: _Path, format: str, threads: int = 1, header: bool = False
-) -> dict[str, int]:
-    """Records, bytes, bytes_read and read_calls of a file, counted on `threads` threads."""
+    path: _Path, format: str, threads: int = 1, header: bool = False, io: str = "auto"
+) -> dict[str, int | str]:
+    """Records, bytes, bytes_read, read_calls, io (how the file was read: mmap, pread, uring,
+    direct or stream) and io_reason of a file, counted on `threads` threads; `io`: auto, mmap,
+    pread, uring or direct."""
 
 def split_slabs(len: int, n: int) -> list[tuple[int, int]]:
     """Byte ranges of `n` near-equal slabs covering a file of `len` bytes."""

@@ -1,7 +1,10 @@
-//! Times `count_records` (memory map vs positioned reads) and the slab
-//! readers on one file; prints GB/s and read amplification.
+//! Times `count_records` by each read method (memory map, positioned reads, io_uring buffered
+//! and direct, with a few read sizes and depths) and the slab readers on one file; prints GB/s
+//! and read amplification.
 //!
 //! Usage: `cargo run --release -p molsift-io --example count_bench -- FILE [line|sdf] [THREADS] [RUNS]`
+//! `BENCH_DROP=1` drops the page cache before every run (root); `BENCH_ONLY=direct` runs only
+//! the configurations whose name (`direct1048576d8`) starts with it.
 
 use molsift_io::{
     count_records_with, read_amplification, split_slabs, CountOptions, ReadCounters, ReadMethod,
@@ -60,15 +63,21 @@ fn main() {
     let runs: usize = args.get(4).map_or(3, |s| s.parse().unwrap());
     let len = std::fs::metadata(&path).unwrap().len();
     println!("file {} bytes, {threads} threads", len);
-    for (method, chunk) in [
-        (ReadMethod::Mmap, 1 << 20),
-        (ReadMethod::Pread, 256 << 10),
-        (ReadMethod::Pread, 1 << 20),
-        (ReadMethod::Pread, 4 << 20),
+    let cold = std::env::var("BENCH_DROP").is_ok_and(|v| v == "1");
+    for (method, chunk, depth) in [
+        (ReadMethod::Mmap, 1 << 20, 8),
+        (ReadMethod::Pread, 1 << 20, 8),
+        (ReadMethod::Pread, 4 << 20, 4),
+        (ReadMethod::Uring, 1 << 20, 8),
+        (ReadMethod::Uring, 4 << 20, 4),
+        (ReadMethod::Direct, 1 << 20, 8),
+        (ReadMethod::Direct, 1 << 20, 16),
+        (ReadMethod::Direct, 4 << 20, 4),
+        (ReadMethod::Direct, 4 << 20, 8),
     ] {
         let only = std::env::var("BENCH_ONLY").unwrap_or_default();
         if !only.is_empty()
-            && !format!("{method:?}{chunk}")
+            && !format!("{method:?}{chunk}d{depth}")
                 .to_lowercase()
                 .starts_with(&only)
         {
@@ -79,10 +88,14 @@ fn main() {
             skip_header: true,
             method,
             chunk_size: chunk,
+            depth,
         };
         let mut speeds = Vec::new();
         let mut last = None;
         for _ in 0..runs {
+            if cold {
+                drop_caches();
+            }
             let t = Instant::now();
             let r = count_records_with(&path, kind, &opts).unwrap();
             speeds.push(len as f64 / t.elapsed().as_secs_f64() / 1e9);
@@ -90,7 +103,7 @@ fn main() {
         }
         let r = last.unwrap();
         println!(
-            "count {method:?} chunk {chunk}: median {:.2} GB/s (runs {:?}) records {} newlines {} bytes_read {} read_calls {}",
+            "count {method:?} chunk {chunk} depth {depth}: median {:.2} GB/s (runs {:?}) records {} newlines {} bytes_read {} read_calls {}",
             median(speeds.clone()),
             speeds.iter().map(|s| format!("{s:.2}")).collect::<Vec<_>>(),
             r.records,
@@ -113,4 +126,14 @@ fn main() {
             c.read_calls
         );
     }
+}
+
+/// Writes back dirty pages and drops the page cache (root only; `BENCH_DROP=1`).
+fn drop_caches() {
+    let ok = std::process::Command::new("sync").status().is_ok()
+        && std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok();
+    assert!(
+        ok,
+        "BENCH_DROP=1 needs root (writes /proc/sys/vm/drop_caches)"
+    );
 }

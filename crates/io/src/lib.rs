@@ -48,6 +48,8 @@
 
 #![deny(missing_docs)]
 
+mod access;
+mod ahead;
 mod count;
 mod counters;
 mod error;
@@ -62,9 +64,11 @@ mod source;
 mod stream;
 mod window;
 
+pub use access::{
+    auto_choice, resident_fraction, ReadMethod, AUTO_CACHED, AUTO_COLD, AUTO_MAP_BELOW,
+};
 pub use count::{
     count_newlines, count_records, count_records_with, slab_first_lines, CountOptions, CountReport,
-    ReadMethod,
 };
 pub use counters::{read_amplification, ReadCounters};
 pub use error::{FieldError, IoError, OptionError};

@@ -73,6 +73,10 @@ mod avx2 {
     /// Bytes per group: 64 steps of 32 bytes, so per-lane newline counts
     /// (at most 64) fit in a byte.
     const GROUP: usize = 64 * 32;
+    /// Bytes ahead of the scan asked into the cache (`prefetch`, every 64 bytes): the hardware
+    /// prefetcher alone left a cached 2 GB file counted at 11 GB/s on 2 cores, this at 16-19
+    /// (BENCHMARKS.md). A prefetch past the end of the data is a hint, never a fault.
+    const PREFETCH: usize = 4096;
 
     /// The constant vectors: the special table and `\n` in every lane.
     ///
@@ -132,6 +136,12 @@ mod avx2 {
                 let mut count = _mm256_setzero_si256();
                 let mut odd = _mm256_setzero_si256();
                 for i in 0..GROUP / 32 {
+                    if i % 2 == 0 {
+                        _mm_prefetch(
+                            p.wrapping_add(g + 32 * i + PREFETCH) as *const i8,
+                            _MM_HINT_T0,
+                        );
+                    }
                     let (is_nl, nl_special) = step(p.add(g + 32 * i), special, nl);
                     count = _mm256_sub_epi8(count, is_nl);
                     odd = _mm256_or_si256(odd, nl_special);

@@ -252,6 +252,7 @@ pub(crate) fn count_stream(
         newlines: reader.engine.window.source().newlines,
         bytes_read: c.bytes_read,
         read_calls: c.read_calls,
+        ..crate::CountReport::default()
     })
 }
 

@@ -183,16 +183,18 @@ fn check(
         "count_records, {threads} threads"
     );
     assert_eq!(count.newlines, newlines_before(data, data.len()));
-    let pread = CountOptions {
-        threads,
-        skip_header,
-        method: ReadMethod::Pread,
-        chunk_size: 1 + buffer % 97,
-    };
-    assert_eq!(
-        count_records_with(f.path(), kind, &pread).unwrap().records,
-        expected.len() as u64
-    );
+    for method in [ReadMethod::Pread, ReadMethod::Uring, ReadMethod::Direct] {
+        let opts = CountOptions {
+            threads,
+            skip_header,
+            method,
+            chunk_size: 1 + buffer % 97,
+            depth: 1 + buffer % 5,
+        };
+        let r = count_records_with(f.path(), kind, &opts).unwrap();
+        assert_eq!(r.records, expected.len() as u64, "{method}");
+        assert_eq!(r.newlines, count.newlines, "{method}");
+    }
 }
 
 /// One line of a SMILES file, without its ending.

@@ -221,6 +221,22 @@ impl CountedFile {
         })
     }
 
+    /// The counters' clock now, to pass to [`count_read`](Self::count_read) when a read made
+    /// another way (an io_uring request on this descriptor) completes.
+    #[inline]
+    pub fn tick(&self) -> u64 {
+        now()
+    }
+
+    /// Counts one read this file's descriptor served outside `read_at` (an io_uring request):
+    /// `n` bytes at `offset` into `buf`, submitted at `started` (a [`tick`](Self::tick)) and
+    /// complete now. Requests in flight together each count their whole wait as read time.
+    pub fn count_read(&self, offset: u64, n: usize, buf: *const u8, started: u64) {
+        if let Some(rec) = self.record() {
+            rec.io(Op::Read, n, offset, buf, started, now());
+        }
+    }
+
     /// Writes at `offset` without moving the file offset (one `pwrite`).
     #[inline]
     pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use molsift_io::{Compression, InputFormat, ReadCounters, ReaderOptions, RecordSource};
+use molsift_io::{
+    Compression, CountOptions, InputFormat, ReadCounters, ReadMethod, ReaderOptions, RecordSource,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -89,26 +91,41 @@ impl PyRecordSource {
     }
 }
 
-/// Counts the records of a file with `threads` threads (plain files) or one streaming decoder
-/// (gzip, zstd); returns a dict with records, bytes, bytes_read, read_calls.
+/// Counts the records of a file with `threads` threads (plain files, read as `io` says: auto,
+/// mmap, pread, uring or direct) or one streaming decoder (gzip, zstd); returns a dict with
+/// records, bytes, bytes_read, read_calls, io (the way the file was read) and io_reason.
 #[pyfunction]
-#[pyo3(signature = (path, format, threads=1, header=false))]
+#[pyo3(signature = (path, format, threads=1, header=false, io="auto"))]
 fn count_records<'py>(
     py: Python<'py>,
     path: PathBuf,
     format: &str,
     threads: usize,
     header: bool,
+    io: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = InputFormat::named(format, header, None, None, None).map_err(option_err)?;
+    let method = ReadMethod::named(io).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "io must be one of auto, mmap, pread, uring, direct, not {io:?}"
+        ))
+    })?;
+    let opts = CountOptions {
+        threads: threads.max(1),
+        skip_header: format.skips_header(),
+        method,
+        ..CountOptions::default()
+    };
     let report = py
-        .detach(|| molsift_io::count_input(&path, &format, threads.max(1)))
+        .detach(|| molsift_io::count_records_with(&path, format.record_kind(), &opts))
         .map_err(input_err)?;
     let d = PyDict::new(py);
     d.set_item("records", report.records)?;
     d.set_item("bytes", report.bytes)?;
     d.set_item("bytes_read", report.bytes_read)?;
     d.set_item("read_calls", report.read_calls)?;
+    d.set_item("io", report.io)?;
+    d.set_item("io_reason", report.io_reason)?;
     Ok(d)
 }
 

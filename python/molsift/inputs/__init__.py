@@ -1,7 +1,9 @@
 """The input model: every verb that reads molecule files goes through here.
 
+- `counting`: `count_records` (the Rust counter from Python) and `probe` (format and header of
+  a file), importing nothing heavy so that `molsift count` starts in milliseconds.
 - `files`: `InputFile` and `describe_input` (what a file is: size, compression, record format),
-  `read_records` and `count_records` (the Rust readers from Python).
+  `read_records` (the Rust readers from Python).
 - `tasks`: the task planner shared by ingest and screen: byte-range slabs of plain files, each
   with its first line from one pre-pass, and record chunks cut from one streaming decoder for
   gzip/zstd.
@@ -9,19 +11,30 @@
   RDKit (imported only there).
 """
 
-from .files import InputFile, PathLike, count_records, describe_input, read_records
-from .molecules import Molecule, read_molecules
-from .tasks import ChunkPlanner, cut_slabs, slab_tasks
+from importlib import import_module
 
-__all__ = [
-    "ChunkPlanner",
-    "InputFile",
-    "Molecule",
-    "PathLike",
-    "count_records",
-    "cut_slabs",
-    "describe_input",
-    "read_molecules",
-    "read_records",
-    "slab_tasks",
-]
+# Exports load their module on first use: `molsift count` imports `counting` alone.
+_LAZY = {
+    "ChunkPlanner": "tasks",
+    "InputFile": "files",
+    "Molecule": "molecules",
+    "PathLike": "files",
+    "count_records": "counting",
+    "cut_slabs": "tasks",
+    "describe_input": "files",
+    "read_molecules": "molecules",
+    "read_records": "files",
+    "slab_tasks": "tasks",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = sorted(_LAZY)

@@ -1,15 +1,15 @@
 """What an input file is (`InputFile`, `describe_input`: size, compression, record format) and
-its records from Python (`read_records`, `count_records`: the Rust readers and counter)."""
+its records from Python (`read_records`: the Rust readers)."""
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Union
 
 from .. import _core
+from .counting import probe
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -68,13 +68,7 @@ def describe_input(
     delimiter: str | None = None,
 ) -> InputFile:
     """Checks that `path` is a readable file and works out its compression and format."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise _core.InputError(f"{path}: no such file")
-    detected, detected_header = _core.detect_format(path)
-    fmt = format or detected
-    if header is None:
-        header = detected_header if fmt == detected else fmt == "csv"
+    path, fmt, header = probe(path, format, header)
     return InputFile(
         path,
         os.path.getsize(path),
@@ -101,27 +95,3 @@ def read_records(
     inp = describe_input(path, format, **fields)
     reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes}
     yield from inp.records(reader, slab, batch)
-
-
-def count_records(
-    path: PathLike,
-    format: str | None = None,
-    threads: int | None = None,
-    header: bool | None = None,
-) -> dict:
-    """Records (not newlines) in a file: dict with records, bytes, bytes_read, read_calls,
-    seconds. Plain files are counted by `threads` threads in parallel slabs; gzip and zstd by one
-    streaming decoder."""
-    from ..parallel import default_workers
-
-    inp = describe_input(path, format, header)
-    start = time.perf_counter()
-    out = dict(
-        _core.count_records(
-            inp.path, inp.format, threads=threads or default_workers(), header=inp.header
-        )
-    )
-    out["seconds"] = time.perf_counter() - start
-    out["format"] = inp.format
-    out["compression"] = inp.compression
-    return out

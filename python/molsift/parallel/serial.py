@@ -3,8 +3,10 @@ executors must agree with."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Callable
+TYPE_CHECKING = False  # typing costs milliseconds at start-up: imported for the checkers only
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 
 class SerialExecutor:

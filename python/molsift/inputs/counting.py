@@ -1,0 +1,55 @@
+"""What an input file is, at the least cost (`probe`: format, header, compression), and
+`count_records`, the Rust counter from Python. Imports only `os`, `time` and `_core`, so that
+`molsift count` starts counting a few milliseconds after Python starts."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from .. import _core
+
+IO_METHODS = ("auto", "mmap", "pread", "uring", "direct")
+
+
+def probe(
+    path: str | os.PathLike[str], format: str | None = None, header: bool | None = None
+) -> tuple[str, str, bool]:
+    """(path, format, header) of an input: checks that it is a readable file and guesses what
+    is not given from its name and first line."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise _core.InputError(f"{path}: no such file")
+    detected, detected_header = _core.detect_format(path)
+    fmt = format or detected
+    if header is None:
+        header = detected_header if fmt == detected else fmt == "csv"
+    return path, fmt, header
+
+
+def count_records(
+    path: str | os.PathLike[str],
+    format: str | None = None,
+    threads: int | None = None,
+    header: bool | None = None,
+    io: str = "auto",
+) -> dict:
+    """Records (not newlines) in a file: dict with records, bytes, bytes_read, read_calls,
+    seconds, format, compression, io (how the file was read: mmap, pread, uring, direct or
+    stream) and io_reason (what `auto` saw, or why another way than asked).
+
+    Plain files are counted by `threads` threads in parallel slabs, read as `io` says
+    (docs/reading.md); gzip and zstd by one streaming decoder."""
+    if io not in IO_METHODS:
+        raise ValueError(f"io must be one of {', '.join(IO_METHODS)}, not {io!r}")
+    if threads is None:
+        from ..parallel import default_workers
+
+        threads = default_workers()
+    path, fmt, header = probe(path, format, header)
+    start = time.perf_counter()
+    out = dict(_core.count_records(path, fmt, threads=threads, header=header, io=io))
+    out["seconds"] = time.perf_counter() - start
+    out["format"] = fmt
+    out["compression"] = "none" if out["io"] != "stream" else _core.file_compression(path)
+    return out
