@@ -57,6 +57,12 @@ class RecordSource:
     def counters(self) -> dict[str, int]:
         """Bytes read, read calls, records, oversized records and decompressed bytes so far."""
 
+IO_AUTO_CACHED: float
+IO_AUTO_COLD: float
+IO_AUTO_MAP_BELOW: int
+IO_CHUNK: int
+IO_DEPTH: int
+
 def count_records(
     path: _Path, format: str, threads: int = 1, header: bool = False, io: str = "auto"
 ) -> dict[str, int | str]:

@@ -210,6 +210,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "DEFAULT_MAX_SDF_RECORD_BYTES",
         molsift_io::DEFAULT_MAX_SDF_RECORD_BYTES,
     )?;
+    // How `count` reads (the --io help quotes them).
+    m.add("IO_AUTO_CACHED", molsift_io::AUTO_CACHED)?;
+    m.add("IO_AUTO_COLD", molsift_io::AUTO_COLD)?;
+    m.add("IO_AUTO_MAP_BELOW", molsift_io::AUTO_MAP_BELOW)?;
+    m.add("IO_CHUNK", CountOptions::default().chunk_size)?;
+    m.add("IO_DEPTH", CountOptions::default().depth)?;
     m.add_function(wrap_pyfunction!(count_records, m)?)?;
     m.add_function(wrap_pyfunction!(split_slabs, m)?)?;
     m.add_function(wrap_pyfunction!(guided_slabs, m)?)?;

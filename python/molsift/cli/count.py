@@ -15,14 +15,22 @@ EXAMPLES = (
     "molsift count data/nci_first_5k.smi --io direct  # bypass the page cache (O_DIRECT)",
 )
 
-IO_HELP = (
-    "how to read a plain file (default %(default)s): auto maps it when at least 90%% of it is in the page "
-    "cache (or it is under 8 MiB), reads it direct when at most 10%% is, buffered io_uring "
-    "between; mmap: memory map; pread: one read at a time per thread, read-ahead advised; "
-    "uring: 8 buffered 1 MiB reads in flight per thread (io_uring); direct: the same with "
-    "O_DIRECT, bypassing the page cache. A filesystem refusing O_DIRECT gets uring, a kernel "
-    "refusing io_uring pread; the report says which path ran and why"
-)
+
+def io_help() -> str:
+    """The --io help, quoting the core's own thresholds and read sizes."""
+    from .._core import IO_AUTO_CACHED, IO_AUTO_COLD, IO_AUTO_MAP_BELOW, IO_CHUNK, IO_DEPTH
+
+    return (
+        "how to read a plain file (default %(default)s): auto maps it when at least "
+        f"{IO_AUTO_CACHED * 100:.0f}%% of it is in the page cache or it is under "
+        f"{IO_AUTO_MAP_BELOW >> 20} MiB, reads it direct when at most "
+        f"{IO_AUTO_COLD * 100:.0f}%% is, "
+        "by buffered io_uring in between; mmap: memory map; pread: one read at a time per "
+        f"thread, read-ahead advised; uring: {IO_DEPTH} buffered reads of {IO_CHUNK >> 20} MiB "
+        "in flight per thread (io_uring); direct: the same with O_DIRECT, bypassing the page "
+        "cache. A filesystem refusing O_DIRECT gets uring, a kernel refusing io_uring gets "
+        "pread; the report says which way ran and why"
+    )
 
 
 def add_parser(subparsers):
@@ -43,7 +51,7 @@ def add_parser(subparsers):
         help="threads (default: all cores)",
     )
     p.add_argument(
-        "--io", choices=IO_METHODS, default=default_of(count_records, "io"), help=IO_HELP
+        "--io", choices=IO_METHODS, default=default_of(count_records, "io"), help=io_help()
     )
     p.add_argument("--json", action="store_true", help="print the counters as JSON")
     add_format_options(p)
