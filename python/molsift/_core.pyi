@@ -50,12 +50,15 @@ class RecordSource:
         buffer_size: int | None = None,
         max_record_bytes: int | None = None,
         first_line: int | None = None,
+        io: str | None = None,
     ) -> None:
-        """Opens `path` as `format` (smiles, csv, sdf); `slab`: only records starting there."""
+        """Opens `path` as `format` (smiles, csv, sdf); `slab`: only records starting there;
+        `io`: how a slab is read (auto, mmap, pread, uring, direct; None: auto)."""
     def next_batch(self, n: int) -> list[_Record]:
         """Up to `n` records as (text, id, line, offset, problem); empty at the end."""
-    def counters(self) -> dict[str, int]:
-        """Bytes read, read calls, records, oversized records and decompressed bytes so far."""
+    def counters(self) -> dict[str, int | str]:
+        """Bytes read, read calls, records, oversized records and decompressed bytes so far,
+        and io (pread, mmap, uring, direct or stream) and io_reason."""
 
 IO_AUTO_CACHED: float
 IO_AUTO_COLD: float

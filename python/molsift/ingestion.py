@@ -59,6 +59,11 @@ class IngestReport:
     def read_amplification(self) -> float:
         return self.bytes_read / self.bytes_in if self.bytes_in else 0.0
 
+    def _read_by(self) -> str:
+        """ ", read by direct": how the inputs were read (every way their slabs took)."""
+        ways = sorted({w for i in self.inputs for w in i.get("io", "").split("+") if w})
+        return f", read by {'+'.join(ways)}" if ways else ""
+
     @property
     def molecules_per_second(self) -> float:
         return self.molecules / self.seconds if self.seconds else 0.0
@@ -79,7 +84,7 @@ class IngestReport:
             f"{self.seconds:.1f} s, {self.molecules_per_second:,.0f} molecules/s on {self.workers}"
             f" worker(s) ({self.executor}, allocator {self.allocator}), {self.tasks} task(s)\n"
             f"read {self.bytes_read:,} bytes of {self.bytes_in:,} in {self.read_calls:,} calls:"
-            f" read amplification {self.read_amplification:.4f}x\n"
+            f" read amplification {self.read_amplification:.4f}x{self._read_by()}\n"
             f"store {self.store}: {self.store_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
             + (f" + column index {self.index_bytes:,} bytes" if self.index_bytes else "")
             + (f" + substructure index {self.pattern_bytes:,} bytes" if self.pattern_bytes else "")
@@ -200,6 +205,7 @@ def ingest(
     chunk_records: int = 10_000,
     buffer_size: int | None = None,
     max_record_bytes: int | None = None,
+    io: str | None = None,
     format: str | None = None,
     header: bool | None = None,
     smiles_col: str | None = None,
@@ -248,7 +254,7 @@ def ingest(
         input_files, workdir = plan["inputs"], plan["workdir"]
         if executor.is_root:
             cleanup = workdir  # removed however the ingest ends (a kill -9 leaves it to the sweep)
-        reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes}
+        reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes, "io": io}
         stream_reads: dict[str, dict] = {}
         show = progress if executor.name != "mpi" else False  # ranks would draw over each other
         total = sum(i.bytes for i in input_files)
@@ -366,6 +372,7 @@ def _finish(
                 "bytes_read": b,
                 "read_calls": c,
                 "read_amplification": b / inp.bytes if inp.bytes else 0.0,
+                "io": "+".join(sorted({r["io"] for r in reads if r.get("io")})),
                 "records_in": sum(r["counts"]["records_in"] for r in mine),
             }
         )

@@ -1,9 +1,16 @@
 //! Owns how a plain file is read: the [`ReadMethod`] a caller asks for (`auto`, `mmap`,
-//! `pread`, `uring`, `direct`), and what `auto` decides from how much of the file is in the
-//! page cache ([`resident_fraction`], by `mincore` on a sample of the file's pages).
+//! `pread`, `uring`, `direct`), what `auto` decides from how much of the file is in the page
+//! cache ([`resident_fraction`], by `mincore` on a sample of the file's pages), and the file
+//! opened that way with the fallbacks applied ([`Opened`], shared by the counter and the slab
+//! reader).
 
-use memmap2::Mmap;
+use crate::ahead::uring_available;
+use crate::error::IoError;
+use memmap2::{Advice, Mmap};
+use molsift_iostats::CountedFile;
 use std::fmt;
+use std::ops::Range;
+use std::path::Path;
 
 /// How a plain file is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -67,28 +74,20 @@ pub const AUTO_CACHED: f64 = 0.9;
 /// `auto` reads a file direct when at most this share of its sampled pages is cached.
 pub const AUTO_COLD: f64 = 0.1;
 
-/// What `auto` decides for a file of `len` bytes of which `cached` (0 to 1) is in the page
-/// cache (`None`: unknown), and why, in words for the report.
-pub fn auto_choice(len: u64, cached: Option<f64>) -> (ReadMethod, String) {
+/// What `auto` decides for `len` bytes of a file of which `cached` (0 to 1) is in the page
+/// cache (`None`: unknown), and why, in words for the report. `warm` is the way for cached
+/// or small data: `Mmap` for the counter, `Pread` for the slab reader (its parse sets the pace,
+/// and a copy per buffer costs nothing next to it).
+pub fn auto_choice(len: u64, cached: Option<f64>, warm: ReadMethod) -> (ReadMethod, String) {
     if len < AUTO_MAP_BELOW {
-        return (
-            ReadMethod::Mmap,
-            format!("auto: under {} MiB", AUTO_MAP_BELOW >> 20),
-        );
+        return (warm, format!("auto: under {} MiB", AUTO_MAP_BELOW >> 20));
     }
+    let why = |f: f64| format!("auto: {:.0}% cached", f * 100.0);
     match cached {
-        None => (
-            ReadMethod::Mmap,
-            "auto: page cache unknown (mincore failed)".into(),
-        ),
-        Some(f) if f >= AUTO_CACHED => {
-            (ReadMethod::Mmap, format!("auto: {:.0}% cached", f * 100.0))
-        }
-        Some(f) if f <= AUTO_COLD => (
-            ReadMethod::Direct,
-            format!("auto: {:.0}% cached", f * 100.0),
-        ),
-        Some(f) => (ReadMethod::Uring, format!("auto: {:.0}% cached", f * 100.0)),
+        None => (warm, "auto: page cache unknown (mincore failed)".into()),
+        Some(f) if f >= AUTO_CACHED => (warm, why(f)),
+        Some(f) if f <= AUTO_COLD => (ReadMethod::Direct, why(f)),
+        Some(f) => (ReadMethod::Uring, why(f)),
     }
 }
 
@@ -96,25 +95,27 @@ pub fn auto_choice(len: u64, cached: Option<f64>) -> (ReadMethod, String) {
 const WINDOW_PAGES: usize = 256;
 const WINDOWS: usize = 256;
 
-/// The share of the mapped file's pages that are in the page cache, from `mincore` on the
-/// whole file when it has at most 64 Ki pages, else on 256 evenly spaced 1 MiB windows.
-/// Touches no page. `None` if `mincore` fails.
-pub fn resident_fraction(map: &Mmap) -> Option<f64> {
+/// The share of the pages of `range` of the mapped file that are in the page cache, from
+/// `mincore` on the whole range when it has at most 64 Ki pages, else on 256 evenly spaced
+/// 1 MiB windows. Touches no page. `None` if `mincore` fails.
+pub fn resident_fraction(map: &Mmap, range: Range<u64>) -> Option<f64> {
     // SAFETY: sysconf has no preconditions.
     let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
         p if p > 0 => p as usize,
         _ => 4096,
     };
-    let pages = map.len().div_ceil(page);
+    let end = (range.end as usize).min(map.len());
+    let first = (range.start as usize).min(end) / page;
+    let pages = end.div_ceil(page).saturating_sub(first);
     if pages == 0 {
         return Some(1.0);
     }
     let windows: Vec<(usize, usize)> = if pages <= WINDOW_PAGES * WINDOWS {
-        vec![(0, pages)]
+        vec![(first, pages)]
     } else {
         let step = pages / WINDOWS;
         (0..WINDOWS)
-            .map(|w| (w * step, WINDOW_PAGES.min(pages - w * step)))
+            .map(|w| (first + w * step, WINDOW_PAGES.min(pages - w * step)))
             .collect()
     };
     let mut vec = vec![0u8; windows.iter().map(|w| w.1).max().unwrap_or(0)];
@@ -139,6 +140,128 @@ pub fn resident_fraction(map: &Mmap) -> Option<f64> {
     Some(resident as f64 / seen as f64)
 }
 
+/// A file opened for reading as a [`ReadMethod`] says, `auto` decided and fallbacks applied.
+pub(crate) struct Opened {
+    /// The file, buffered (small reads, and every read but direct ones).
+    pub file: CountedFile,
+    /// The file opened `O_DIRECT`, for `Direct`.
+    pub direct: Option<CountedFile>,
+    pub len: u64,
+    /// The whole file mapped, for `Mmap`.
+    pub map: Option<Mmap>,
+    /// How to read: `Mmap`, `Pread`, `Uring` or `Direct`, never `Auto`.
+    pub how: ReadMethod,
+    /// Why (what `auto` saw, a fallback and its cause); empty when as asked.
+    pub reason: String,
+    /// Reads go through io_uring (`Uring`, `Direct`).
+    pub uring: bool,
+}
+
+impl Opened {
+    /// Opens `path` to read `range` of it (`None`: all of it) as `method` says; `warm`: what
+    /// `auto` takes for cached or small data (see [`auto_choice`]).
+    pub(crate) fn open(
+        path: &Path,
+        method: ReadMethod,
+        range: Option<Range<u64>>,
+        warm: ReadMethod,
+    ) -> Result<Opened, IoError> {
+        let open_err = |source| IoError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = CountedFile::open(path).map_err(open_err)?;
+        let len = file.metadata().map_err(open_err)?.len();
+        let mut o = Opened {
+            file,
+            direct: None,
+            len,
+            map: None,
+            how: method,
+            reason: String::new(),
+            uring: false,
+        };
+        if len == 0 {
+            o.how = ReadMethod::Mmap;
+            return Ok(o);
+        }
+        if method == ReadMethod::Auto {
+            let range = range.unwrap_or(0..len);
+            let map = o.map_file();
+            let cached = map
+                .as_ref()
+                .and_then(|m| resident_fraction(m, range.clone()));
+            let span = range.end.min(len) - range.start.min(len);
+            let (how, reason) = auto_choice(span, cached, warm);
+            (o.how, o.reason) = (how, reason);
+            if how == ReadMethod::Mmap {
+                o.map = map;
+            }
+        }
+        if o.how == ReadMethod::Mmap && o.map.is_none() {
+            o.map = o.map_file();
+            if o.map.is_none() {
+                o.fall_back(ReadMethod::Pread, "the file could not be mapped");
+            }
+        }
+        if o.how == ReadMethod::Direct {
+            match CountedFile::open_flags(path, libc::O_RDONLY | libc::O_DIRECT, 0) {
+                Ok(f) => o.direct = Some(f),
+                Err(e) => o.fall_back(
+                    ReadMethod::Uring,
+                    &format!("the filesystem refused O_DIRECT ({e})"),
+                ),
+            }
+        }
+        if matches!(o.how, ReadMethod::Uring | ReadMethod::Direct) {
+            match uring_available() {
+                Ok(()) => o.uring = true,
+                Err(e) if o.how == ReadMethod::Uring => {
+                    o.fall_back(ReadMethod::Pread, &format!("io_uring unavailable ({e})"))
+                }
+                Err(e) => o.note(&format!(
+                    "io_uring unavailable ({e}): one direct read at a time per thread"
+                )),
+            }
+        }
+        if let Some(m) = &o.map {
+            let _ = m.advise(Advice::Sequential);
+        }
+        Ok(o)
+    }
+
+    /// Maps the whole file, or `None` if the system refuses.
+    fn map_file(&self) -> Option<Mmap> {
+        // SAFETY: the map is only read; if another process truncates the file while it is
+        // mapped, reads past the new end fault. This is the usual contract of reading a file
+        // by mmap. Counted as one MMAPS: bytes read through the map are not counted as reads.
+        unsafe { self.file.map() }.ok()
+    }
+
+    /// Adds `why` to the reason for the way the file is read.
+    fn note(&mut self, why: &str) {
+        if !self.reason.is_empty() {
+            self.reason.push_str("; ");
+        }
+        self.reason.push_str(why);
+    }
+
+    /// Reads the file `to` instead of the way decided so far, because of `why`.
+    fn fall_back(&mut self, to: ReadMethod, why: &str) {
+        let from = self.how;
+        self.note(&format!("{from} asked, {why}: {to} instead"));
+        self.how = to;
+    }
+
+    /// The file direct reads go to when `how` is `Direct`, else the buffered one.
+    pub(crate) fn reading_file(&self) -> &CountedFile {
+        match (&self.direct, self.how) {
+            (Some(f), ReadMethod::Direct) => f,
+            _ => &self.file,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,23 +277,35 @@ mod tests {
     #[test]
     fn auto_decides_by_size_and_cache() {
         let big = 1 << 30;
-        assert_eq!(auto_choice(1 << 20, Some(0.0)).0, ReadMethod::Mmap);
-        assert_eq!(auto_choice(big, Some(0.95)).0, ReadMethod::Mmap);
-        assert_eq!(auto_choice(big, Some(0.5)).0, ReadMethod::Uring);
-        assert_eq!(auto_choice(big, Some(0.02)).0, ReadMethod::Direct);
-        assert_eq!(auto_choice(big, None).0, ReadMethod::Mmap);
-        assert!(auto_choice(big, Some(0.5)).1.contains("50% cached"));
+        let m = ReadMethod::Mmap;
+        assert_eq!(auto_choice(1 << 20, Some(0.0), m).0, ReadMethod::Mmap);
+        assert_eq!(auto_choice(big, Some(0.95), m).0, ReadMethod::Mmap);
+        assert_eq!(
+            auto_choice(big, Some(0.95), ReadMethod::Pread).0,
+            ReadMethod::Pread
+        );
+        assert_eq!(auto_choice(big, Some(0.5), m).0, ReadMethod::Uring);
+        assert_eq!(auto_choice(big, Some(0.02), m).0, ReadMethod::Direct);
+        assert_eq!(auto_choice(big, None, m).0, ReadMethod::Mmap);
+        assert!(auto_choice(big, Some(0.5), m).1.contains("50% cached"));
     }
 
     #[test]
-    fn a_file_just_written_is_resident() {
+    fn a_file_just_written_is_resident_and_a_dropped_one_is_not() {
         use std::io::Write;
+        use std::os::fd::AsRawFd;
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(&vec![b'x'; 3 << 20]).unwrap();
         f.flush().unwrap();
         // SAFETY: the test's own file, not changed while mapped.
         let map = unsafe { Mmap::map(f.as_file()) }.unwrap();
-        let got = resident_fraction(&map).unwrap();
+        let got = resident_fraction(&map, 0..3 << 20).unwrap();
         assert!(got > 0.5, "{got}");
+        // Written back and dropped from the cache: (nearly) none of it is resident.
+        f.as_file().sync_all().unwrap();
+        // SAFETY: advice on the test's own open file.
+        unsafe { libc::posix_fadvise(f.as_file().as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let got = resident_fraction(&map, 0..3 << 20).unwrap();
+        assert!(got < 0.1, "{got}");
     }
 }

@@ -10,9 +10,9 @@ use io_uring::{opcode, types, IoUring};
 use molsift_iostats::CountedFile;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::VecDeque;
-use std::ops::Range;
+use std::ops::{Deref, Range};
 use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Alignment of direct reads: offsets, lengths and buffer addresses (the page size, which
 /// every device's logical block divides).
@@ -39,8 +39,11 @@ struct AlignedBuf {
     len: usize,
 }
 
-// SAFETY: the buffer is owned memory, handed to the kernel only while its read is in flight.
+// SAFETY: the buffer is owned memory, handed to the kernel only while its read is in flight;
+// it is written only through `&mut self` (or by the kernel, before its completion is reaped).
 unsafe impl Send for AlignedBuf {}
+// SAFETY: as above: shared references only read it.
+unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
     fn new(len: usize) -> AlignedBuf {
@@ -90,10 +93,11 @@ pub(crate) struct Chunk<'a> {
     pub buf: &'a mut [u8],
 }
 
-/// Reads `range` of a file in order, `depth` chunks ahead of the caller.
-pub(crate) struct ReadAhead<'f> {
-    file: &'f CountedFile,
-    path: &'f Path,
+/// Reads `range` of a file in order, `depth` chunks ahead of the caller. `F` holds the file:
+/// `&CountedFile` or an owner of one.
+pub(crate) struct ReadAhead<F: Deref<Target = CountedFile>> {
+    file: F,
+    path: PathBuf,
     ring: Option<IoUring>,
     opts: AheadOptions,
     /// Bytes handed out end here (reads may go past, to finish a direct block).
@@ -106,8 +110,9 @@ pub(crate) struct ReadAhead<'f> {
     bufs: Vec<AlignedBuf>,
     free: Vec<usize>,
     queue: VecDeque<Slot>,
-    /// The buffer the caller holds, free again at the next call.
+    /// The buffer the caller holds, free again at the next call, and its data's length.
     held: Option<usize>,
+    held_len: usize,
     /// Up to where `posix_fadvise(WILLNEED)` has been asked (pread engine).
     advised: u64,
     /// Bytes the reads brought in (for direct reads: whole blocks, past the end of file too).
@@ -126,16 +131,16 @@ fn round_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
 
-impl<'f> ReadAhead<'f> {
+impl<F: Deref<Target = CountedFile>> ReadAhead<F> {
     /// Reads `range` of `file` (of `file_len` bytes) with `opts`. A direct read starts at the
     /// block boundary at or below `range.start`.
     pub(crate) fn new(
-        file: &'f CountedFile,
-        path: &'f Path,
+        file: F,
+        path: &Path,
         file_len: u64,
         range: Range<u64>,
         opts: AheadOptions,
-    ) -> Result<ReadAhead<'f>, IoError> {
+    ) -> Result<ReadAhead<F>, IoError> {
         let mut opts = opts;
         opts.depth = opts.depth.max(1);
         opts.chunk = opts.chunk.max(1);
@@ -178,7 +183,7 @@ impl<'f> ReadAhead<'f> {
         }
         Ok(ReadAhead {
             file,
-            path,
+            path: path.to_path_buf(),
             ring,
             opts,
             end,
@@ -189,6 +194,7 @@ impl<'f> ReadAhead<'f> {
             free: (0..nbufs).rev().collect(),
             queue: VecDeque::new(),
             held: None,
+            held_len: 0,
             advised: start,
             bytes_read: 0,
             read_calls: 0,
@@ -219,6 +225,7 @@ impl<'f> ReadAhead<'f> {
         self.held = Some(slot.buf);
         let skip = std::mem::take(&mut self.skip).min(slot.got);
         let len = (slot.got as u64).min(self.end.saturating_sub(slot.offset)) as usize;
+        self.held_len = len.saturating_sub(skip);
         if len <= skip {
             return Ok(Some(Chunk {
                 offset: slot.offset + skip as u64,
@@ -236,6 +243,17 @@ impl<'f> ReadAhead<'f> {
             len: len - skip,
             buf: &mut buf[..HEAD + len - skip],
         }))
+    }
+
+    /// The data of the chunk last handed out (empty before the first).
+    pub(crate) fn held_data(&self) -> &[u8] {
+        match self.held {
+            // SAFETY: the held buffer's read is complete; HEAD + held_len is inside it.
+            Some(b) => unsafe {
+                std::slice::from_raw_parts(self.bufs[b].ptr.add(HEAD), self.held_len)
+            },
+            None => &[],
+        }
     }
 
     /// Bytes to ask for at `next`: a chunk, or what is left (whole blocks for direct reads).
@@ -271,7 +289,7 @@ impl<'f> ReadAhead<'f> {
         if pushed {
             let ring = self.ring.as_mut().expect("uring engine");
             ring.submit().map_err(|source| IoError::Read {
-                path: self.path.to_path_buf(),
+                path: self.path.clone(),
                 offset: self.next,
                 source,
             })?;
@@ -294,7 +312,7 @@ impl<'f> ReadAhead<'f> {
         // SAFETY: the entry points at memory valid until its completion (see above).
         while unsafe { ring.submission().push(&sqe) }.is_err() {
             ring.submit().map_err(|source| IoError::Read {
-                path: self.path.to_path_buf(),
+                path: self.path.clone(),
                 offset: slot.offset,
                 source,
             })?;
@@ -311,7 +329,7 @@ impl<'f> ReadAhead<'f> {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(source) => {
                     return Err(IoError::Read {
-                        path: self.path.to_path_buf(),
+                        path: self.path.clone(),
                         offset: self.queue[0].offset,
                         source,
                     })
@@ -336,7 +354,7 @@ impl<'f> ReadAhead<'f> {
                     continue;
                 }
                 return Err(IoError::Read {
-                    path: self.path.to_path_buf(),
+                    path: self.path.clone(),
                     offset: at,
                     source: std::io::Error::from_raw_os_error(-res),
                 });
@@ -360,7 +378,7 @@ impl<'f> ReadAhead<'f> {
                 self.push_read(&slot)?;
                 let ring = self.ring.as_mut().expect("uring engine");
                 ring.submit().map_err(|source| IoError::Read {
-                    path: self.path.to_path_buf(),
+                    path: self.path.clone(),
                     offset: at,
                     source,
                 })?;
@@ -415,7 +433,7 @@ impl<'f> ReadAhead<'f> {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(source) => {
                         return Err(IoError::Read {
-                            path: self.path.to_path_buf(),
+                            path: self.path.clone(),
                             offset: offset + got as u64,
                             source,
                         })
@@ -435,7 +453,7 @@ impl<'f> ReadAhead<'f> {
     }
 }
 
-impl Drop for ReadAhead<'_> {
+impl<F: Deref<Target = CountedFile>> Drop for ReadAhead<F> {
     fn drop(&mut self) {
         // Reap every read in flight before the buffers go: the kernel still writes into them.
         if let Some(ring) = self.ring.as_mut() {

@@ -2,14 +2,14 @@
 //! speed, one thread per slab, by memory map, positioned reads or reads kept in flight by
 //! io_uring, buffered or direct), [`count_newlines`] and [`slab_first_lines`].
 
-use crate::access::{auto_choice, resident_fraction, ReadMethod};
-use crate::ahead::{uring_available, AheadOptions, ReadAhead, ALIGN, HEAD};
+use crate::access::{Opened, ReadMethod};
+use crate::ahead::{AheadOptions, ReadAhead, ALIGN, HEAD};
 use crate::error::IoError;
 use crate::record::{is_sdf_terminator, is_sdf_ws, line_at_is_record, SDF_TERM_MAX};
 use crate::scan::{scan_line_starts, LineScan};
 use crate::slab::{split_slabs, RecordKind};
 use crate::stream::{count_stream, Compression};
-use memmap2::{Advice, Mmap};
+use memmap2::Mmap;
 use molsift_iostats::CountedFile;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -264,10 +264,8 @@ struct Tally {
 
 /// The file being counted: mapped, or read in chunks ([`ReadAhead`]).
 struct Input {
-    /// The file, buffered (small reads, and every read but direct ones).
-    file: CountedFile,
-    /// The file opened `O_DIRECT`, for `Direct`.
-    direct: Option<CountedFile>,
+    /// How the slabs are read, and the files for it (`opened.file`: buffered, for small reads).
+    opened: Opened,
     path: PathBuf,
     len: u64,
     map: Option<Mmap>,
@@ -275,112 +273,42 @@ struct Input {
     how: ReadMethod,
     /// Why (see [`CountReport::io_reason`]).
     reason: String,
-    /// Reads go through io_uring (`Uring`, `Direct`).
-    uring: bool,
     depth: usize,
 }
 
 impl Input {
     fn open(path: &Path, method: ReadMethod, depth: usize) -> Result<Input, IoError> {
-        let open_err = |source| IoError::Open {
+        let mut opened = Opened::open(path, method, None, ReadMethod::Mmap)?;
+        Ok(Input {
             path: path.to_path_buf(),
-            source,
-        };
-        let file = CountedFile::open(path).map_err(open_err)?;
-        let len = file.metadata().map_err(open_err)?.len();
-        let mut input = Input {
-            file,
-            direct: None,
-            path: path.to_path_buf(),
-            len,
-            map: None,
-            how: method,
-            reason: String::new(),
-            uring: false,
+            len: opened.len,
+            map: opened.map.take(),
+            how: opened.how,
+            reason: std::mem::take(&mut opened.reason),
+            opened,
             depth,
-        };
-        if len == 0 {
-            input.how = ReadMethod::Mmap;
-            return Ok(input);
-        }
-        if method == ReadMethod::Auto {
-            let map = input.map_file();
-            let cached = map.as_ref().and_then(resident_fraction);
-            let (how, reason) = auto_choice(len, cached);
-            (input.how, input.reason) = (how, reason);
-            if how == ReadMethod::Mmap {
-                input.map = map;
-            }
-        }
-        if input.how == ReadMethod::Mmap && input.map.is_none() {
-            input.map = input.map_file();
-            if input.map.is_none() {
-                input.fall_back(ReadMethod::Pread, "the file could not be mapped");
-            }
-        }
-        if input.how == ReadMethod::Direct {
-            match CountedFile::open_flags(path, libc::O_RDONLY | libc::O_DIRECT, 0) {
-                Ok(f) => input.direct = Some(f),
-                Err(e) => input.fall_back(
-                    ReadMethod::Uring,
-                    &format!("the filesystem refused O_DIRECT ({e})"),
-                ),
-            }
-        }
-        if matches!(input.how, ReadMethod::Uring | ReadMethod::Direct) {
-            match uring_available() {
-                Ok(()) => input.uring = true,
-                Err(e) if input.how == ReadMethod::Uring => {
-                    input.fall_back(ReadMethod::Pread, &format!("io_uring unavailable ({e})"))
-                }
-                Err(e) => input.note(&format!(
-                    "io_uring unavailable ({e}): one direct read at a time per thread"
-                )),
-            }
-        }
-        if let Some(m) = &input.map {
-            let _ = m.advise(Advice::Sequential);
-        }
-        Ok(input)
-    }
-
-    /// Maps the whole file, or `None` if the system refuses.
-    fn map_file(&self) -> Option<Mmap> {
-        // SAFETY: the map is only read; if another process truncates the file while it is
-        // mapped, reads past the new end fault. This is the usual contract of reading a file
-        // by mmap. Counted as one MMAPS: bytes read through the map are not counted as reads.
-        unsafe { self.file.map() }.ok()
-    }
-
-    /// Adds `why` to the reason for the way the file is read.
-    fn note(&mut self, why: &str) {
-        if !self.reason.is_empty() {
-            self.reason.push_str("; ");
-        }
-        self.reason.push_str(why);
-    }
-
-    /// Reads the file `to` instead of the way decided so far, because of `why`.
-    fn fall_back(&mut self, to: ReadMethod, why: &str) {
-        let from = self.how;
-        self.note(&format!("{from} asked, {why}: {to} instead"));
-        self.how = to;
+        })
     }
 
     /// A reader of `range` in chunks of `chunk` bytes, as `how` says.
-    fn read_ahead(&self, range: Range<u64>, chunk: usize) -> Result<ReadAhead<'_>, IoError> {
-        let direct = self.how == ReadMethod::Direct;
-        let file = match (&self.direct, direct) {
-            (Some(f), true) => f,
-            _ => &self.file,
-        };
+    fn read_ahead(
+        &self,
+        range: Range<u64>,
+        chunk: usize,
+    ) -> Result<ReadAhead<&CountedFile>, IoError> {
         let opts = AheadOptions {
             chunk,
             depth: self.depth,
-            uring: self.uring,
-            direct,
+            uring: self.opened.uring,
+            direct: self.how == ReadMethod::Direct,
         };
-        ReadAhead::new(file, &self.path, self.len, range, opts)
+        ReadAhead::new(
+            self.opened.reading_file(),
+            &self.path,
+            self.len,
+            range,
+            opts,
+        )
     }
 
     /// Fills `buf` from `offset`, stopping early only at the end of the file.
@@ -388,7 +316,7 @@ impl Input {
         let mut got = 0;
         while got < buf.len() {
             let at = offset + got as u64;
-            match self.file.read_at(&mut buf[got..], at) {
+            match self.opened.file.read_at(&mut buf[got..], at) {
                 Ok(0) => break,
                 Ok(n) => {
                     got += n;

@@ -1,6 +1,7 @@
-//! Owns [`ReaderOptions`]: read buffer size, the record size limit and the
-//! header flag shared by the slab and stream readers.
+//! Owns [`ReaderOptions`]: read buffer size, the record size limit, the
+//! header flag shared by the slab and stream readers, and how slabs are read.
 
+use crate::access::ReadMethod;
 use crate::error::OptionError;
 use crate::slab::RecordKind;
 
@@ -30,6 +31,9 @@ pub struct ReaderOptions {
     pub max_record_bytes: usize,
     /// The line at offset 0 of the file is a header, not a record. Line kind only.
     pub skip_header: bool,
+    /// How a slab of a plain file is read. Default `Auto`: by `pread` when the slab is cached
+    /// or under 8 MiB, direct when it is cold, buffered io_uring in between.
+    pub io: ReadMethod,
 }
 
 impl ReaderOptions {
@@ -42,6 +46,7 @@ impl ReaderOptions {
                 RecordKind::Sdf => DEFAULT_MAX_SDF_RECORD_BYTES,
             },
             skip_header: false,
+            io: ReadMethod::Auto,
         }
     }
 

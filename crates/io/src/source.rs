@@ -264,6 +264,19 @@ impl RecordSource {
         }))
     }
 
+    /// How the input is read: `pread`, `mmap`, `uring` or `direct` for a slab of a plain file
+    /// (see [`ReaderOptions::io`]), `stream` for a whole file read from its start; and why,
+    /// when `auto` decided or a fallback was taken.
+    pub fn read_method(&self) -> (&'static str, &str) {
+        match &self.inner {
+            Inner::Slab(r) => {
+                let (how, why) = r.read_method();
+                (how.name(), why)
+            }
+            Inner::Stream(_) => ("stream", ""),
+        }
+    }
+
     /// What the reader has read and yielded so far.
     pub fn counters(&self) -> &ReadCounters {
         match &self.inner {

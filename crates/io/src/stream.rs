@@ -266,7 +266,7 @@ pub fn read_first_line(path: &Path, max_bytes: usize) -> Result<Vec<u8>, IoError
     let opts = ReaderOptions {
         buffer_size: max_bytes.clamp(1, 4096),
         max_record_bytes: max_bytes,
-        skip_header: false,
+        ..ReaderOptions::default()
     };
     // Every line, blank or comment too, is wanted: read raw through the window.
     let mut reader = StreamReader::open(path, RecordKind::Line, opts)?;

@@ -112,7 +112,7 @@ fn oversized_line_is_streamed_over() {
         let opts = ReaderOptions {
             buffer_size: buffer,
             max_record_bytes: max,
-            skip_header: false,
+            ..ReaderOptions::default()
         };
         let (recs, counters, biggest) = read_all(f.path(), RecordKind::Line, n, &opts);
         assert_eq!(recs.len(), 4, "{n} slabs, buffer {buffer}");
@@ -155,7 +155,7 @@ fn oversized_sdf_block_is_streamed_over() {
     let opts = ReaderOptions {
         buffer_size: 4096,
         max_record_bytes: 64 << 10,
-        skip_header: false,
+        ..ReaderOptions::default()
     };
     for n in [1, 4, 33] {
         let (recs, counters, biggest) = read_all(f.path(), RecordKind::Sdf, n, &opts);

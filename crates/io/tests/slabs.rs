@@ -1,6 +1,6 @@
 //! Property tests of the slab convention: for random SMILES and SDF files,
-//! any slab count and any read buffer size, all slabs together yield exactly
-//! the records of a plain reference reader, and `count_records` agrees.
+//! any slab count, any read buffer size and every read method, all slabs together yield
+//! exactly the records of a plain reference reader, and `count_records` agrees.
 
 use molsift_io::{
     count_newlines, count_records, count_records_with, split_slabs, CountOptions, ReadMethod,
@@ -165,12 +165,22 @@ fn check(
         buffer_size: buffer,
         max_record_bytes: max,
         skip_header,
+        io: ReadMethod::Pread,
     };
-    assert_eq!(
-        read_slabs(f.path(), kind, n, &opts),
-        expected,
-        "{n} slabs, buffer {buffer}"
-    );
+    for io in [
+        ReadMethod::Pread,
+        ReadMethod::Mmap,
+        ReadMethod::Uring,
+        ReadMethod::Direct,
+        ReadMethod::Auto,
+    ] {
+        let opts = ReaderOptions { io, ..opts.clone() };
+        assert_eq!(
+            read_slabs(f.path(), kind, n, &opts),
+            expected,
+            "{n} slabs, buffer {buffer}, {io}"
+        );
+    }
     let whole = ReaderOptions {
         buffer_size: data.len() + 10,
         ..opts

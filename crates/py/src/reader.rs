@@ -38,7 +38,7 @@ impl PyRecordSource {
     /// `first_line`: newlines before the slab, when known (`slab_first_lines` gives every slab's
     /// in one pass); by default they are counted, which reads the file up to the slab.
     #[new]
-    #[pyo3(signature = (path, format, slab=None, header=false, smiles_col=None, id_col=None, delimiter=None, buffer_size=None, max_record_bytes=None, first_line=None))]
+    #[pyo3(signature = (path, format, slab=None, header=false, smiles_col=None, id_col=None, delimiter=None, buffer_size=None, max_record_bytes=None, first_line=None, io=None))]
     // One Python constructor with keyword arguments: the arguments are Python's signature.
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -53,11 +53,16 @@ impl PyRecordSource {
         buffer_size: Option<usize>,
         max_record_bytes: Option<usize>,
         first_line: Option<u64>,
+        io: Option<&str>,
     ) -> PyResult<Self> {
         let format = InputFormat::named(format, header, smiles_col, id_col, delimiter.as_deref())
             .map_err(option_err)?;
-        let opts = ReaderOptions::with_sizes(format.record_kind(), buffer_size, max_record_bytes)
-            .map_err(option_err)?;
+        let mut opts =
+            ReaderOptions::with_sizes(format.record_kind(), buffer_size, max_record_bytes)
+                .map_err(option_err)?;
+        if let Some(io) = io {
+            opts.io = read_method(io)?;
+        }
         let inner = py
             .detach(|| match slab {
                 Some((start, end)) => {
@@ -85,9 +90,14 @@ impl PyRecordSource {
         .map_err(input_err)
     }
 
-    /// Bytes read, read calls, records, oversized records and decompressed bytes so far.
+    /// Bytes read, read calls, records, oversized records and decompressed bytes so far, and
+    /// how the input is read (io: pread, mmap, uring, direct or stream; io_reason).
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        counters_dict(py, self.inner.counters())
+        let d = counters_dict(py, self.inner.counters())?;
+        let (how, why) = self.inner.read_method();
+        d.set_item("io", how)?;
+        d.set_item("io_reason", why)?;
+        Ok(d)
     }
 }
 
@@ -105,11 +115,7 @@ fn count_records<'py>(
     io: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = InputFormat::named(format, header, None, None, None).map_err(option_err)?;
-    let method = ReadMethod::named(io).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "io must be one of auto, mmap, pread, uring, direct, not {io:?}"
-        ))
-    })?;
+    let method = read_method(io)?;
     let opts = CountOptions {
         threads: threads.max(1),
         skip_header: format.skips_header(),
@@ -127,6 +133,15 @@ fn count_records<'py>(
     d.set_item("io", report.io)?;
     d.set_item("io_reason", report.io_reason)?;
     Ok(d)
+}
+
+/// The read method called `name`, or a ValueError naming the choices.
+fn read_method(name: &str) -> PyResult<ReadMethod> {
+    ReadMethod::named(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "io must be one of auto, mmap, pread, uring, direct, not {name:?}"
+        ))
+    })
 }
 
 /// Byte ranges of `n` near-equal slabs covering a file of `len` bytes.

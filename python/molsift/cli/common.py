@@ -130,13 +130,16 @@ def size_text(n: int) -> str:
 
 
 def add_reader_options(p: argparse.ArgumentParser, metavar: str | None = None) -> None:
-    """--read-buffer and --max-record-bytes; None is passed on, and the Rust reader's defaults
-    (shown in the help, from the core: one place for the numbers) apply."""
+    """--read-buffer, --max-record-bytes and --io; None is passed on, and the Rust reader's
+    defaults (shown in the help, from the core: one place for the numbers) apply."""
     from .._core import (
         DEFAULT_MAX_LINE_RECORD_BYTES,
         DEFAULT_MAX_SDF_RECORD_BYTES,
         DEFAULT_READ_BUFFER,
+        IO_AUTO_COLD,
+        IO_AUTO_MAP_BELOW,
     )
+    from ..inputs.counting import IO_METHODS
 
     p.add_argument(
         "--read-buffer",
@@ -149,6 +152,14 @@ def add_reader_options(p: argparse.ArgumentParser, metavar: str | None = None) -
         type=parse_size,
         help=f"longer records are rejected (default {size_text(DEFAULT_MAX_LINE_RECORD_BYTES)} "
         f"for SMILES and CSV lines, {size_text(DEFAULT_MAX_SDF_RECORD_BYTES)} for SDF blocks)",
+    )
+    p.add_argument(
+        "--io",
+        choices=IO_METHODS,
+        help="how each slab of a plain file is read (default: auto: by pread when the slab is "
+        f"cached or under {IO_AUTO_MAP_BELOW >> 20} MiB, O_DIRECT reads by io_uring when at "
+        f"most {IO_AUTO_COLD * 100:.0f}%% of it is cached, buffered io_uring in between; "
+        "the choices are those of molsift count --io)",
     )
 
 

@@ -130,6 +130,7 @@ def run(args) -> int:
         chunk_records=args.chunk_records,
         buffer_size=args.read_buffer,
         max_record_bytes=args.max_record_bytes,
+        io=args.io,
         overwrite=args.overwrite,
         dedupe=args.dedupe,
         verify_count=args.verify_count,

@@ -132,6 +132,7 @@ def run(args) -> int:
         write_buffer=args.write_buffer,
         read_buffer=args.read_buffer,
         max_record_bytes=args.max_record_bytes,
+        io=args.io,
         slabs=args.slabs,
         chunk_records=args.chunk_records,
         standardize=args.standardize,

@@ -43,7 +43,7 @@ class InputFile:
 
     def source(self, reader: dict | None = None, **where) -> _core.RecordSource:
         """A reader of this file's records: the whole stream, or with `slab=(start, end)` and
-        `first_line` one slab of a plain file. `reader`: buffer_size, max_record_bytes."""
+        `first_line` one slab of a plain file. `reader`: buffer_size, max_record_bytes, io."""
         return _core.RecordSource(self.path, **where, **self.format_args(), **(reader or {}))
 
     def records(
@@ -88,10 +88,11 @@ def read_records(
     buffer_size: int | None = None,
     max_record_bytes: int | None = None,
     batch: int = 4096,
+    io: str | None = None,
     **fields,
 ) -> Iterator[tuple]:
     """Yields (text, id, line, offset, problem) for every record of `path` (or of the byte range
     `slab` of a plain file). `problem` is None or the reason the record cannot be used."""
     inp = describe_input(path, format, **fields)
-    reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes}
+    reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes, "io": io}
     yield from inp.records(reader, slab, batch)

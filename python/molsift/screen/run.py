@@ -183,6 +183,7 @@ def screen(
     write_buffer: int = 1 << 20,
     read_buffer: int | None = None,
     max_record_bytes: int | None = None,
+    io: str | None = None,
     slabs: int | None = None,
     chunk_records: int = 2000,
     standardize: bool = False,
@@ -211,7 +212,7 @@ def screen(
         "writers": writers,
         "write_buffer": write_buffer,
         "standardize": standardize,
-        "reader": {"buffer_size": read_buffer, "max_record_bytes": max_record_bytes},
+        "reader": {"buffer_size": read_buffer, "max_record_bytes": max_record_bytes, "io": io},
         "chunk_records": chunk_records,
         "threads": default_workers() if comm else size,
         "fmt": fmt,
@@ -324,6 +325,7 @@ def _finish(
         "bytes_read": lib["bytes_read"],
         "read_calls": lib["reads"],
         "read_amplification": _read_amplification(lib),
+        "read_by": "+".join(sorted({m for w in workers for m in w.get("io", [])})),
         "prepass": plan["prepass"],
         "write_buffer": plan["write_buffer"],
         "read_buffer": plan["reader"]["buffer_size"],
@@ -393,6 +395,7 @@ def summary(report: dict) -> str:
         f"read {report['bytes_read']:,} of {report['input_bytes']:,} bytes in "
         f"{report['read_calls']:,} calls: "
         f"read amplification {amplification_text(report['read_amplification'])}"
+        + (f", read by {report['read_by']}" if report.get("read_by") else "")
         + (" (plus one line-number pre-pass at memory speed)" if report["prepass"] else ""),
         *([io_text(report["io"])] if report.get("io") else []),
         f"results {report['output']}; rejects {report['rejects']}",

@@ -178,6 +178,7 @@ class Screener:
             "flushes": 0,
             "bytes_read": 0,
             "read_calls": 0,
+            "io": [],  # how this worker's slabs were read: pread, mmap, uring, direct, stream
             "read_wait_s": 0.0,
             "prepare_s": 0.0,
             "score_s": 0.0,
@@ -230,6 +231,8 @@ class Screener:
         c = src.counters()
         self.stats["bytes_read"] += c["bytes_read"]
         self.stats["read_calls"] += c["read_calls"]
+        if c["io"] not in self.stats["io"]:
+            self.stats["io"].append(c["io"])
 
     @staticmethod
     def _chunk_batches(task: dict, prog: dict | None) -> Iterator[list]:
