@@ -253,6 +253,7 @@ def test_count_imports_nothing_it_does_not_need(bundled_smi):
     loaded = set(proc.stdout.split("\n")[-2].split())
     assert "molsift.inputs.counting" in loaded
     heavy = {
+        "argparse",
         "numpy",
         "rdkit",
         "typing",
@@ -265,3 +266,49 @@ def test_count_imports_nothing_it_does_not_need(bundled_smi):
         "molsift.spec",
     }
     assert not heavy & loaded, sorted(heavy & loaded)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["lib.smi"],
+        ["lib.smi", "-j", "3"],
+        ["--threads", "2", "lib.smi", "--json"],
+        ["lib.smi", "--io", "direct", "--format", "csv", "--no-header"],
+        ["--header", "lib.smi", "--io", "mmap", "-j", "1", "--format", "sdf"],
+    ],
+)
+def test_count_fast_arguments_equal_argparse(words):
+    """`molsift count` reads its usual command lines without argparse: the same values."""
+    from molsift.cli import build_parser
+    from molsift.cli.count import fast_args
+
+    fast = vars(fast_args(words))
+    slow = vars(build_parser("count").parse_args(["count", *words]))
+    assert fast.pop("func") is slow.pop("func")
+    assert fast == slow
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        [],
+        ["-h"],
+        ["lib.smi", "--help"],
+        ["lib.smi", "other.smi"],
+        ["lib.smi", "-j"],
+        ["lib.smi", "-j", "two"],
+        ["lib.smi", "-j", "-1"],
+        ["lib.smi", "--io", "fast"],
+        ["lib.smi", "--io=direct"],
+        ["lib.smi", "-j4"],
+        ["lib.smi", "--smiles-col", "s"],
+        ["lib.smi", "--io-log", "log.json"],
+        ["-"],
+        ["--", "lib.smi"],
+    ],
+)
+def test_count_leaves_other_command_lines_to_argparse(words):
+    from molsift.cli.count import fast_args
+
+    assert fast_args(words) is None

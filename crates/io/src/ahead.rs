@@ -115,6 +115,8 @@ pub(crate) struct ReadAhead<F: Deref<Target = CountedFile>> {
     held_len: usize,
     /// Up to where `posix_fadvise(WILLNEED)` has been asked (pread engine).
     advised: u64,
+    /// Why this range is read by pread although io_uring was asked, if it is.
+    pub fallback: Option<String>,
     /// Bytes the reads brought in (for direct reads: whole blocks, past the end of file too).
     pub bytes_read: u64,
     /// Read requests made.
@@ -153,13 +155,19 @@ impl<F: Deref<Target = CountedFile>> ReadAhead<F> {
             skip = (start - aligned) as usize;
             start = aligned;
         }
+        let mut fallback = None;
         let ring = if opts.uring {
             let entries = (opts.depth as u32).next_power_of_two();
-            Some(IoUring::new(entries).map_err(|source| IoError::Read {
-                path: path.to_path_buf(),
-                offset: start,
-                source,
-            })?)
+            match IoUring::new(entries) {
+                Ok(ring) => Some(ring),
+                Err(e) => {
+                    // The kernel took io_uring when asked at open, but not here (rings are
+                    // per thread: a limit on locked memory or on rings): this range by pread.
+                    fallback = Some(format!("an io_uring could not be set up ({e}): pread"));
+                    opts.uring = false;
+                    None
+                }
+            }
         } else {
             None
         };
@@ -196,6 +204,7 @@ impl<F: Deref<Target = CountedFile>> ReadAhead<F> {
             held: None,
             held_len: 0,
             advised: start,
+            fallback,
             bytes_read: 0,
             read_calls: 0,
         })

@@ -137,6 +137,15 @@ pub fn count_records_with(
         io_reason: input.reason.clone(),
         ..CountReport::default()
     };
+    if let Some(why) = tallies.iter().find_map(|t| t.fallback.as_ref()) {
+        let n = tallies.iter().filter(|t| t.fallback.is_some()).count();
+        let sep = if report.io_reason.is_empty() {
+            ""
+        } else {
+            "; "
+        };
+        report.io_reason += &format!("{sep}{n} of {} slabs: {why}", tallies.len());
+    }
     for t in &tallies {
         report.records += t.records;
         report.newlines += t.newlines;
@@ -260,6 +269,8 @@ struct Tally {
     read_calls: u64,
     /// Sdf: offset just past the slab's last `$$$$` line.
     last_end: Option<u64>,
+    /// Why this slab was read by pread although io_uring was asked, if it was.
+    fallback: Option<String>,
 }
 
 /// The file being counted: mapped, or read in chunks ([`ReadAhead`]).
@@ -476,6 +487,7 @@ impl Input {
         }
         t.bytes_read += ahead.bytes_read;
         t.read_calls += ahead.read_calls;
+        t.fallback = ahead.fallback.take();
         Ok(())
     }
 

@@ -168,7 +168,7 @@ impl SlabReader {
         // Parsing, not reading, sets a reader's pace: a cached slab is read by pread, whose
         // copy costs nothing next to the parse; a cold one as the counter reads it.
         let mut opened = Opened::open(path, opts.io, Some(from..slab.end), ReadMethod::Pread)?;
-        let (how, reason) = (opened.how, std::mem::take(&mut opened.reason));
+        let (how, mut reason) = (opened.how, std::mem::take(&mut opened.reason));
         let direct_file = opened.direct.take();
         let map = opened.map.take();
         let file = Arc::new(opened.file);
@@ -194,7 +194,12 @@ impl SlabReader {
                     (true, Some(d)) => Arc::new(d),
                     _ => file,
                 };
-                let ahead = ReadAhead::new(reading, path, opened.len, from..slab.end, ahead_opts)?;
+                let mut ahead =
+                    ReadAhead::new(reading, path, opened.len, from..slab.end, ahead_opts)?;
+                if let Some(why) = ahead.fallback.take() {
+                    reason += if reason.is_empty() { "" } else { "; " };
+                    reason += &why;
+                }
                 SlabSource::Ahead {
                     ahead: Box::new(ahead),
                     used: 0,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 
 from ..inputs.counting import IO_METHODS, count_records
-from .common import add_format_options, add_io_log, add_verb, default_of
 
 EXAMPLES = (
     "molsift count data/nci_first_5k.smi",
@@ -34,6 +33,8 @@ def io_help() -> str:
 
 
 def add_parser(subparsers):
+    from .common import add_format_options, add_io_log, add_verb, default_of
+
     p = add_verb(
         subparsers,
         "count",
@@ -57,6 +58,58 @@ def add_parser(subparsers):
     add_format_options(p)
     add_io_log(p)
     return p
+
+
+# The options `fast_args` reads, with the value each takes: a whole number, one of a list, or
+# none (a flag: the value it sets).
+FAST_OPTIONS = {
+    "-j": ("threads", int),
+    "--threads": ("threads", int),
+    "--io": ("io", IO_METHODS),
+    "--format": ("format", ("smiles", "csv", "sdf")),
+    "--json": ("json", True),
+    "--header": ("header", True),
+    "--no-header": ("header", False),
+}
+
+
+def fast_args(words: list[str]):
+    """The usual command lines of `molsift count` (a file, -j/--threads N, --io WAY,
+    --format F, --json, --header/--no-header), read without argparse, whose import is a
+    third of count's start-up; None for anything else (help, an error, another option, `=`
+    forms), which argparse then reads. tests/test_cli.py checks both give the same values."""
+    from types import SimpleNamespace
+
+    args = {"file": None, "threads": None, "io": "auto", "json": False, "format": None,
+            "header": None, "smiles_col": None, "id_col": None, "delimiter": None}  # fmt: skip
+    at = 0
+    while at < len(words):
+        word = words[at]
+        if word in FAST_OPTIONS:
+            dest, value = FAST_OPTIONS[word]
+            if isinstance(value, bool):
+                args[dest] = value
+            else:
+                at += 1
+                if at == len(words):
+                    return None
+                given = words[at]
+                if value is int:
+                    if not given.isdigit():
+                        return None
+                    args[dest] = int(given)
+                elif given in value:
+                    args[dest] = given
+                else:
+                    return None
+        elif word.startswith("-") or args["file"] is not None:
+            return None
+        else:
+            args["file"] = word
+        at += 1
+    if args["file"] is None:
+        return None
+    return SimpleNamespace(verb="count", io_log=None, func=run, **args)
 
 
 def run(args) -> int:
