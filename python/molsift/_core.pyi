@@ -61,10 +61,15 @@ class RecordSource:
         and io (pread, mmap, uring, direct or stream) and io_reason."""
 
 IO_AUTO_CACHED: float
+"""`io="auto"` maps (count) or preads (readers) a file at least this share of which is cached."""
 IO_AUTO_COLD: float
+"""`io="auto"` reads a file direct when at most this share of it is cached."""
 IO_AUTO_MAP_BELOW: int
+"""`io="auto"` maps (count) or preads (readers) files or slabs smaller than this many bytes."""
 IO_CHUNK: int
+"""Bytes per read of count's pread, uring and direct ways."""
 IO_DEPTH: int
+"""Reads in flight per thread of count's uring and direct ways."""
 
 def count_records(
     path: _Path, format: str, threads: int = 1, header: bool = False, io: str = "auto"

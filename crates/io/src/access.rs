@@ -146,6 +146,7 @@ pub(crate) struct Opened {
     pub file: CountedFile,
     /// The file opened `O_DIRECT`, for `Direct`.
     pub direct: Option<CountedFile>,
+    /// The file's size (0, not looked up, for the pread of a given range).
     pub len: u64,
     /// The whole file mapped, for `Mmap`.
     pub map: Option<Mmap>,
@@ -171,6 +172,26 @@ impl Opened {
             source,
         };
         let file = CountedFile::open(path).map_err(open_err)?;
+        // A small slab that `auto` reads by pread (or any slab read by pread) needs neither the
+        // file's size nor its page-cache state: no stat, no map, as before `--io` existed.
+        let small = matches!(&range, Some(r) if r.end.saturating_sub(r.start) < AUTO_MAP_BELOW);
+        let plain = method == ReadMethod::Pread
+            || (method == ReadMethod::Auto && small && warm == ReadMethod::Pread);
+        if range.is_some() && plain {
+            let reason = match method {
+                ReadMethod::Auto => format!("auto: under {} MiB", AUTO_MAP_BELOW >> 20),
+                _ => String::new(),
+            };
+            return Ok(Opened {
+                file,
+                direct: None,
+                len: 0,
+                map: None,
+                how: ReadMethod::Pread,
+                reason,
+                uring: false,
+            });
+        }
         let len = file.metadata().map_err(open_err)?.len();
         let mut o = Opened {
             file,
