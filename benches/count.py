@@ -9,7 +9,9 @@ of --sizes GB. For every file it alternates the tools --repeats times and prints
   (`--bs=1M --iodepth=16 --ioengine=io_uring --direct=1`: the device's limit);
 - cached (the file read once before): the same but fio;
 - with --cgroup-mib N (root, cgroup v1 or v2): cold runs of each tool inside a memory cgroup of
-  N MiB, smaller than the file.
+  N MiB, smaller than the file;
+- with --startup: only the start-up, `molsift count` of the small bundled file against
+  `python -c pass` and `wc -l` (medians of 21).
 
 Whole-process wall time is measured for every tool; molsift's own counting time is shown too.
 Every tool must count the same lines (MOSES has one record per line after its header).
@@ -158,6 +160,26 @@ def table(label: str, path: Path, size: int, got: dict, records: int) -> None:
         )
 
 
+def startup(molsift: str, runs: int = 21) -> None:
+    """Median whole-process time of `molsift count` on the small bundled file, against Python's
+    own start and `wc -l`: what the process costs before and after the counting."""
+    small = str(ROOT / "data/nci_first_5k.smi")
+    cmds = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "molsift count data/nci_first_5k.smi": [molsift, "count", small],
+        "wc -l data/nci_first_5k.smi": ["wc", "-l", small],
+    }
+    print(f"\n### start-up: median of {runs} whole processes, alternated\n")
+    print("| command | median ms |")
+    print("|---|---|")
+    times: dict[str, list[float]] = {name: [] for name in cmds}
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            times[name].append(run(cmd)[0])
+    for name, ts in times.items():
+        print(f"| {name} | {statistics.median(ts) * 1e3:.1f} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -170,7 +192,12 @@ def main() -> int:
     ap.add_argument("--cgroup-mib", type=int, default=0, help="also run in a memory cgroup")
     ap.add_argument("--no-cold", action="store_true", help="cached runs only (no root needed)")
     ap.add_argument("--keep", action="store_true", help="keep the big files")
+    ap.add_argument("--startup", action="store_true", help="only time the start-up, then exit")
     args = ap.parse_args()
+    molsift = str(Path(sys.executable).with_name("molsift"))
+    if args.startup:
+        startup(molsift)
+        return 0
 
     cold = not args.no_cold
     if cold and os.geteuid() != 0:
@@ -178,7 +205,6 @@ def main() -> int:
     if cold and not shutil.which("fio"):
         print("fio not found (apt-get install fio): the device's limit is not measured",
               file=sys.stderr)  # fmt: skip
-    molsift = str(Path(sys.executable).with_name("molsift"))
     where = Path(args.dir)
     where.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()
