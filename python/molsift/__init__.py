@@ -8,9 +8,8 @@
 Submodules (and numpy, RDKit) are imported on first use, so `molsift count` starts fast.
 """
 
-from importlib import import_module
-
 from ._core import InputError, MolsiftError, StoreError, __version__
+from ._lazy import lazy_getattr
 
 for _exc in (MolsiftError, InputError, StoreError):
     _exc.__module__ = "molsift"  # so errors pickle across worker processes and MPI ranks
@@ -35,13 +34,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'molsift' has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = ["__version__", "MolsiftError", "InputError", "StoreError", *_LAZY]

@@ -60,6 +60,8 @@ class RecordSource:
         """Bytes read, read calls, records, oversized records and decompressed bytes so far,
         and io (pread, mmap, uring, direct or stream) and io_reason."""
 
+IO_METHODS: tuple[str, ...]
+"""The ways a plain file can be read, as `io=` and `--io` take them (auto first)."""
 IO_AUTO_CACHED: float
 """`io="auto"` maps (count) or preads (readers) a file at least this share of which is cached."""
 IO_AUTO_COLD: float

@@ -140,6 +140,14 @@ pub fn resident_fraction(map: &Mmap, range: Range<u64>) -> Option<f64> {
     Some(resident as f64 / seen as f64)
 }
 
+/// Adds `why` to a report's reason for the way a file was read (`; ` between reasons).
+pub(crate) fn add_reason(reason: &mut String, why: &str) {
+    if !reason.is_empty() {
+        reason.push_str("; ");
+    }
+    reason.push_str(why);
+}
+
 /// A file opened for reading as a [`ReadMethod`] says, `auto` decided and fallbacks applied.
 pub(crate) struct Opened {
     /// The file, buffered (small reads, and every read but direct ones).
@@ -261,10 +269,7 @@ impl Opened {
 
     /// Adds `why` to the reason for the way the file is read.
     fn note(&mut self, why: &str) {
-        if !self.reason.is_empty() {
-            self.reason.push_str("; ");
-        }
-        self.reason.push_str(why);
+        add_reason(&mut self.reason, why);
     }
 
     /// Reads the file `to` instead of the way decided so far, because of `why`.

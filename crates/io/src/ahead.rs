@@ -234,23 +234,17 @@ impl<F: Deref<Target = CountedFile>> ReadAhead<F> {
         self.held = Some(slot.buf);
         let skip = std::mem::take(&mut self.skip).min(slot.got);
         let len = (slot.got as u64).min(self.end.saturating_sub(slot.offset)) as usize;
-        self.held_len = len.saturating_sub(skip);
-        if len <= skip {
-            return Ok(Some(Chunk {
-                offset: slot.offset + skip as u64,
-                len: 0,
-                buf: &mut self.bufs[slot.buf].slice_mut()[..HEAD],
-            }));
-        }
+        let data = len.saturating_sub(skip);
+        self.held_len = data;
         let buf = self.bufs[slot.buf].slice_mut();
-        if skip > 0 {
+        if skip > 0 && data > 0 {
             // Move the chunk's own bytes to the front, so its data starts at HEAD as always.
             buf.copy_within(HEAD + skip..HEAD + len, HEAD);
         }
         Ok(Some(Chunk {
             offset: slot.offset + skip as u64,
-            len: len - skip,
-            buf: &mut buf[..HEAD + len - skip],
+            len: data,
+            buf: &mut buf[..HEAD + data],
         }))
     }
 

@@ -2,14 +2,13 @@
 //! speed, one thread per slab, by memory map, positioned reads or reads kept in flight by
 //! io_uring, buffered or direct), [`count_newlines`] and [`slab_first_lines`].
 
-use crate::access::{Opened, ReadMethod};
+use crate::access::{add_reason, Opened, ReadMethod};
 use crate::ahead::{AheadOptions, ReadAhead, ALIGN, HEAD};
 use crate::error::IoError;
 use crate::record::{is_sdf_terminator, is_sdf_ws, line_at_is_record, SDF_TERM_MAX};
 use crate::scan::{scan_line_starts, LineScan};
 use crate::slab::{split_slabs, RecordKind};
 use crate::stream::{count_stream, Compression};
-use memmap2::Mmap;
 use molsift_iostats::CountedFile;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -98,17 +97,17 @@ pub fn count_records_with(
         });
     }
     let input = Input::open(path, opts.method, opts.depth)?;
-    let len = input.len;
+    let len = input.opened.len;
     if len == 0 {
         return Ok(CountReport {
-            io: input.how.name(),
-            io_reason: input.reason,
+            io: input.opened.how.name(),
+            io_reason: input.opened.reason,
             ..CountReport::default()
         });
     }
     let mut buf = [0u8; 4];
     let mut probe = Tally::default();
-    let head = match &input.map {
+    let head = match &input.opened.map {
         Some(m) => &m[..m.len().min(4)],
         None => {
             let n = input.read_at(&mut buf, 0, &mut probe)?;
@@ -121,7 +120,7 @@ pub fn count_records_with(
         report.io_reason = "compressed: decoded from its start".into();
         return Ok(report);
     }
-    let slabs = match input.how {
+    let slabs = match input.opened.how {
         // Slabs on block boundaries, so that no block is read by two direct readers.
         ReadMethod::Direct => aligned_slabs(len, opts.threads.max(1)),
         _ => split_slabs(len, opts.threads.max(1)),
@@ -133,18 +132,14 @@ pub fn count_records_with(
     })?;
     let mut report = CountReport {
         bytes: len,
-        io: input.how.name(),
-        io_reason: input.reason.clone(),
+        io: input.opened.how.name(),
+        io_reason: input.opened.reason.clone(),
         ..CountReport::default()
     };
     if let Some(why) = tallies.iter().find_map(|t| t.fallback.as_ref()) {
         let n = tallies.iter().filter(|t| t.fallback.is_some()).count();
-        let sep = if report.io_reason.is_empty() {
-            ""
-        } else {
-            "; "
-        };
-        report.io_reason += &format!("{sep}{n} of {} slabs: {why}", tallies.len());
+        let why = format!("{n} of {} slabs: {why}", tallies.len());
+        add_reason(&mut report.io_reason, &why);
     }
     for t in &tallies {
         report.records += t.records;
@@ -275,28 +270,18 @@ struct Tally {
 
 /// The file being counted: mapped, or read in chunks ([`ReadAhead`]).
 struct Input {
-    /// How the slabs are read, and the files for it (`opened.file`: buffered, for small reads).
+    /// The file as opened: its size, its map (`Mmap`), how the slabs are read (`how`, never
+    /// `Auto`) and why, and the files for it (`file`: buffered, for small reads).
     opened: Opened,
     path: PathBuf,
-    len: u64,
-    map: Option<Mmap>,
-    /// How the slabs are read: `Mmap`, `Pread`, `Uring` or `Direct`, never `Auto`.
-    how: ReadMethod,
-    /// Why (see [`CountReport::io_reason`]).
-    reason: String,
     depth: usize,
 }
 
 impl Input {
     fn open(path: &Path, method: ReadMethod, depth: usize) -> Result<Input, IoError> {
-        let mut opened = Opened::open(path, method, None, ReadMethod::Mmap)?;
         Ok(Input {
+            opened: Opened::open(path, method, None, ReadMethod::Mmap)?,
             path: path.to_path_buf(),
-            len: opened.len,
-            map: opened.map.take(),
-            how: opened.how,
-            reason: std::mem::take(&mut opened.reason),
-            opened,
             depth,
         })
     }
@@ -311,12 +296,12 @@ impl Input {
             chunk,
             depth: self.depth,
             uring: self.opened.uring,
-            direct: self.how == ReadMethod::Direct,
+            direct: self.opened.how == ReadMethod::Direct,
         };
         ReadAhead::new(
             self.opened.reading_file(),
             &self.path,
-            self.len,
+            self.opened.len,
             range,
             opts,
         )
@@ -348,7 +333,7 @@ impl Input {
     }
 
     fn byte_at(&self, offset: u64, t: &mut Tally) -> Result<u8, IoError> {
-        if let Some(m) = &self.map {
+        if let Some(m) = &self.opened.map {
             return Ok(m[offset as usize]);
         }
         let mut b = [0u8];
@@ -358,7 +343,7 @@ impl Input {
 
     /// Whether the line starting at `offset` is a record line (Line kind).
     fn line_is_record(&self, offset: u64, t: &mut Tally) -> Result<bool, IoError> {
-        if let Some(m) = &self.map {
+        if let Some(m) = &self.opened.map {
             return Ok(line_at_is_record(&m[offset as usize..]).unwrap_or(false));
         }
         let mut buf = [0u8; 256];
@@ -377,7 +362,7 @@ impl Input {
 
     /// Whether `[from, len)` holds a byte other than SDF whitespace.
     fn has_non_ws(&self, from: u64, t: &mut Tally) -> Result<bool, IoError> {
-        if let Some(m) = &self.map {
+        if let Some(m) = &self.opened.map {
             let rest = &m[from as usize..];
             t.bytes_read += rest
                 .iter()
@@ -387,7 +372,7 @@ impl Input {
         }
         let mut buf = vec![0u8; 64 << 10];
         let mut at = from;
-        while at < self.len {
+        while at < self.opened.len {
             let n = self.read_at(&mut buf, at, t)?;
             if n == 0 {
                 break;
@@ -401,11 +386,14 @@ impl Input {
     }
 
     fn newlines(&self, range: Range<u64>) -> Result<u64, IoError> {
-        let (a, b) = (range.start.min(self.len), range.end.min(self.len));
+        let (a, b) = (
+            range.start.min(self.opened.len),
+            range.end.min(self.opened.len),
+        );
         if a >= b {
             return Ok(0);
         }
-        if let Some(m) = &self.map {
+        if let Some(m) = &self.opened.map {
             return Ok(memchr::memchr_iter(b'\n', &m[a as usize..b as usize]).count() as u64);
         }
         let mut buf = vec![0u8; (1 << 20).min((b - a) as usize)];
@@ -429,7 +417,7 @@ impl Input {
         if slab.start >= slab.end {
             return Ok(t);
         }
-        if let Some(m) = &self.map {
+        if let Some(m) = &self.opened.map {
             let a = slab.start.saturating_sub(1) as usize;
             let seg = &m[a..slab.end as usize];
             let mut slow =
@@ -497,9 +485,9 @@ impl Input {
         if slab.start >= slab.end {
             return Ok(t);
         }
-        if let Some(m) = &self.map {
+        if let Some(m) = &self.opened.map {
             let mut extra = Tally::default();
-            sdf_terminators(m, 0, slab.clone(), self.len, &mut t, &mut |x| {
+            sdf_terminators(m, 0, slab.clone(), self.opened.len, &mut t, &mut |x| {
                 self.sdf_terminator_at(x, &mut extra)
             })?;
             t.newlines = memchr::memchr_iter(b'\n', &m[slab.start as usize..slab.end as usize])
@@ -510,7 +498,7 @@ impl Input {
         let mut extra = Tally::default();
         self.each_view(slab, chunk, &mut t, |view, a, range, t| {
             let own = &view[(range.start - a) as usize..];
-            sdf_terminators(view, a, range, self.len, t, &mut |x| {
+            sdf_terminators(view, a, range, self.opened.len, t, &mut |x| {
                 self.sdf_terminator_at(x, &mut extra)
             })?;
             t.newlines += memchr::memchr_iter(b'\n', own).count() as u64;
@@ -528,10 +516,11 @@ impl Input {
         let n = self.read_at(&mut buf, x, t)?;
         let line_end = match memchr::memchr(b'\n', &buf[..n]) {
             Some(i) => i,
-            None if x + n as u64 == self.len => n,
+            None if x + n as u64 == self.opened.len => n,
             None => return Ok(None),
         };
-        Ok(is_sdf_terminator(&buf[..line_end]).then(|| (x + line_end as u64 + 1).min(self.len)))
+        Ok(is_sdf_terminator(&buf[..line_end])
+            .then(|| (x + line_end as u64 + 1).min(self.opened.len)))
     }
 }
 

@@ -3,7 +3,7 @@
 //! by positioned reads (`pread`), from a memory map, or from reads kept in flight (io_uring,
 //! buffered or direct), as [`ReaderOptions::io`] says.
 
-use crate::access::{Opened, ReadMethod};
+use crate::access::{add_reason, Opened, ReadMethod};
 use crate::ahead::{AheadOptions, ReadAhead};
 use crate::counters::ReadCounters;
 use crate::error::IoError;
@@ -197,8 +197,7 @@ impl SlabReader {
                 let mut ahead =
                     ReadAhead::new(reading, path, opened.len, from..slab.end, ahead_opts)?;
                 if let Some(why) = ahead.fallback.take() {
-                    reason += if reason.is_empty() { "" } else { "; " };
-                    reason += &why;
+                    add_reason(&mut reason, &why);
                 }
                 SlabSource::Ahead {
                     ahead: Box::new(ahead),

@@ -8,7 +8,7 @@ use molsift_io::{
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 
 use crate::error::{input_err, option_err};
 
@@ -135,11 +135,17 @@ fn count_records<'py>(
     Ok(d)
 }
 
+/// The names of the read methods, as `io=` takes them.
+fn read_method_names() -> Vec<&'static str> {
+    ReadMethod::ALL.iter().map(|m| m.name()).collect()
+}
+
 /// The read method called `name`, or a ValueError naming the choices.
 fn read_method(name: &str) -> PyResult<ReadMethod> {
     ReadMethod::named(name).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "io must be one of auto, mmap, pread, uring, direct, not {name:?}"
+            "io must be one of {}, not {name:?}",
+            read_method_names().join(", ")
         ))
     })
 }
@@ -225,7 +231,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "DEFAULT_MAX_SDF_RECORD_BYTES",
         molsift_io::DEFAULT_MAX_SDF_RECORD_BYTES,
     )?;
-    // How `count` reads (the --io help quotes them).
+    // How `count` reads (the --io choices and help come from here).
+    m.add("IO_METHODS", PyTuple::new(m.py(), read_method_names())?)?;
     m.add("IO_AUTO_CACHED", molsift_io::AUTO_CACHED)?;
     m.add("IO_AUTO_COLD", molsift_io::AUTO_COLD)?;
     m.add("IO_AUTO_MAP_BELOW", molsift_io::AUTO_MAP_BELOW)?;

@@ -11,7 +11,7 @@
   RDKit (imported only there).
 """
 
-from importlib import import_module
+from .._lazy import lazy_getattr
 
 # Exports load their module on first use: `molsift count` imports `counting` alone.
 _LAZY = {
@@ -28,13 +28,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = sorted(_LAZY)
