@@ -2,8 +2,11 @@
 //! Python's `%` do): CP2K's Fortran `E13.5` (`  0.12345E-01`, five significant digits, the
 //! `E` dropped for three-digit exponents as Fortran does) or C's `%13.5E` (` 1.23456E-01`, six
 //! significant digits: Gaussian and PySCF). A fast path scales by a power of ten in `f64`;
-//! when the result lies within 1e-7 of a rounding tie, or the value is very large or small,
-//! the digits come from Rust's exact decimal expansion instead.
+//! when the result lies within 1e-7 of a rounding tie it is compared with the tie exactly
+//! (Dekker's two-product when the power of ten is exact, else in 128-bit integers), and a value
+//! very large or small takes Rust's exact decimal expansion. The writer's cells
+//! ([`put_cell`]) are composed as two 8-byte words: the digits by packed multiply-shift
+//! division, no table and no branch on the sign.
 
 /// The number style of a written cube.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,8 +64,14 @@ fn sci_digits(a: f64, n: u32) -> (u64, i32) {
             let up = if (frac - 0.5).abs() >= 1e-7 {
                 frac > 0.5
             } else {
-                // near a decimal tie (values read from one digit more): exactly, in integers
-                match above_tie(a, fl as u64, e - (n as i32 - 1)) {
+                // near a decimal tie (values read from one digit more): exactly
+                let k = n as i32 - 1 - e;
+                let side = if (0..=22).contains(&k) {
+                    Some(tie_side(a, pow10(k), s, fl as f64))
+                } else {
+                    above_tie(a, fl as u64, e - (n as i32 - 1))
+                };
+                match side {
                     Some(std::cmp::Ordering::Greater) => true,
                     Some(std::cmp::Ordering::Less) => false,
                     Some(std::cmp::Ordering::Equal) => fl % 2 == 1,
@@ -121,6 +130,33 @@ fn sci_digits_slow(a: f64, n: u32) -> (u64, i32) {
         }
     }
     exact_digits(a, n)
+}
+
+/// How `a * p` compares with `fl + 1/2`, exactly, where `p` is an exact power of ten (10^0 to
+/// 10^22), `s` the rounded product, within 1e-7 of that tie, and `fl` an integer of 5 or 6
+/// digits. Dekker's two-product gives the product's rounding error exactly (every partial
+/// product is a normal number here); `s - (fl + 1/2)` is exact (Sterbenz), and the rounded
+/// sum of two numbers has the sign of their exact sum.
+#[inline(never)]
+fn tie_side(a: f64, p: f64, s: f64, fl: f64) -> std::cmp::Ordering {
+    const SPLIT: f64 = 134_217_729.0; // 2^27 + 1
+    let split = |x: f64| {
+        let c = SPLIT * x;
+        let h = c - (c - x);
+        (h, x - h)
+    };
+    let (ah, al) = split(a);
+    let (ph, pl) = split(p);
+    let err = ((ah * ph - s) + ah * pl + al * ph) + al * pl;
+    let diff = s - (fl + 0.5);
+    let t = diff + err;
+    if t > 0.0 {
+        std::cmp::Ordering::Greater
+    } else if t < 0.0 {
+        std::cmp::Ordering::Less
+    } else {
+        std::cmp::Ordering::Equal
+    }
 }
 
 /// How `a` (finite, positive) compares with the decimal tie `(d + 1/2) * 10^q`, exactly, when
@@ -256,6 +292,93 @@ fn format_style<const CP2K: bool>(v: f64, out: &mut [u8; 13]) {
     *out = cell;
 }
 
+/// "00" to "99" as little-endian `u16`s (the tens digit in the low byte, first in memory).
+static PAIRS16: [u16; 100] = {
+    let mut t = [0u16; 100];
+    let mut i = 0;
+    while i < 100 {
+        t[i] = (b'0' + (i / 10) as u8) as u16 | (((b'0' + (i % 10) as u8) as u16) << 8);
+        i += 1;
+    }
+    t
+};
+
+/// The 8 decimal digits of `n < 10^8` as ASCII, the most significant in the low byte (first
+/// in memory): `n` split into two 4-digit lanes, each into two 2-digit lanes, each into two
+/// digits, by multiply-shift divisions done on all lanes of one 64-bit word at once.
+#[inline(always)]
+fn ascii8(n: u32) -> u64 {
+    // lanes of 32 bits: the high four digits, the low four
+    let x = (n / 10_000) as u64 | (((n % 10_000) as u64) << 32);
+    // x / 100 per lane (exact below 10^4: 10486 / 2^20 overestimates 1/100 by 2.3e-7)
+    let q = ((x * 10_486) >> 20) & 0x0000_007F_0000_007F;
+    // lanes of 16 bits: the four 2-digit pairs in order
+    let y = q | ((x - 100 * q) << 16);
+    // y / 10 per lane (exact below 179)
+    let t = ((y * 103) >> 10) & 0x000F_000F_000F_000F;
+    // bytes: tens digit, then ones digit, of each pair
+    (t | ((y - 10 * t) << 8)) | 0x3030_3030_3030_3030
+}
+
+/// Largest magnitude whose exponent still has two digits after rounding (|exp| < 100 in
+/// both styles), and the smallest: the fast path's range.
+const FAST_MAX: f64 = 1e90;
+const FAST_MIN: f64 = 1e-90;
+
+/// The cell of `v` as two little-endian words: bytes 0..8 and bytes 5..13 (they agree where
+/// they overlap). `None` for a value the fast path does not take (very large or small, not
+/// finite, or a scale found off by one): the caller formats it with [`format_value`].
+#[inline(always)]
+fn cell_words<const CP2K: bool>(v: f64) -> Option<(u64, u64)> {
+    let neg = v.to_bits() >> 63;
+    let a = v.abs();
+    let n: u32 = if CP2K { 5 } else { 6 };
+    let (d, exp) = if a == 0.0 {
+        (0u64, 0i32)
+    } else {
+        if !(FAST_MIN..=FAST_MAX).contains(&a) {
+            return None;
+        }
+        let (d, e) = sci_digits(a, n);
+        (d, if CP2K { e + 1 } else { e })
+    };
+    let dw = ascii8(d as u32);
+    // ' ', sign, lead, '.', then four digits
+    let sign = 0x20 + 0x0D * neg; // ' ' or '-'
+    let w0 = if CP2K {
+        // "0." then d's five digits (bytes 3..8 of dw)
+        0x2E30_0020 | (sign << 8) | ((dw >> 24) << 32)
+    } else {
+        // d's first digit, ".", then the next four (d has six: bytes 2..8 of dw)
+        0x2E00_0020 | (sign << 8) | (((dw >> 16) & 0xFF) << 16) | ((dw >> 24) << 32)
+    };
+    let ea = exp.unsigned_abs() as usize;
+    let esign = 0x2B + 2 * (exp < 0) as u64; // '+' or '-'
+    let tail = b'E' as u64 | (esign << 8) | ((PAIRS16[ea.min(99)] as u64) << 16);
+    // the last four digits, then "E+dd"
+    let w1 = (dw >> 32) | (tail << 32);
+    Some((w0, w1))
+}
+
+/// Writes `v` as a 13-column cell at `buf[at..at + 13]` (the same bytes as [`format_value`]).
+#[inline(always)]
+pub fn put_cell(v: f64, style: Style, buf: &mut [u8], at: usize) {
+    let words = match style {
+        Style::Cp2k => cell_words::<true>(v),
+        Style::Gaussian => cell_words::<false>(v),
+    };
+    match words {
+        Some((w0, w1)) => {
+            buf[at..at + 8].copy_from_slice(&w0.to_le_bytes());
+            buf[at + 5..at + 13].copy_from_slice(&w1.to_le_bytes());
+        }
+        None => {
+            let cell: &mut [u8; 13] = (&mut buf[at..at + 13]).try_into().unwrap();
+            format_value(v, style, cell);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,6 +437,61 @@ mod tests {
             let v = d as f64 + 0.5;
             assert_eq!(sci_digits(v, 5), want, "{v:e}");
             assert_eq!(exact_digits(v, 5), want, "{v:e}");
+        }
+    }
+
+    #[test]
+    fn ascii8_all_small_and_sampled() {
+        for n in (0..1_000_000u32).chain((0..100_000_000).step_by(9_973)) {
+            assert_eq!(
+                ascii8(n).to_le_bytes(),
+                *format!("{n:08}").as_bytes(),
+                "{n}"
+            );
+        }
+    }
+
+    /// The fast cell is the same bytes as the general formatter, for random bit patterns and
+    /// for values near decimal ties (read from one digit more than written).
+    #[test]
+    fn put_cell_matches_format_value() {
+        let mut x = 0x1234_5678_9ABC_DEF1u64;
+        let check = |v: f64| {
+            for style in [Style::Cp2k, Style::Gaussian] {
+                let mut want = [0u8; 13];
+                format_value(v, style, &mut want);
+                let mut buf = [b'#'; 32];
+                put_cell(v, style, &mut buf, 3);
+                assert_eq!(&buf[3..16], &want, "{v:e} {style:?}");
+                assert!(buf[..3].iter().chain(&buf[16..]).all(|&c| c == b'#'));
+            }
+        };
+        for _ in 0..200_000 {
+            next(&mut x);
+            let r = f64::from_bits(x);
+            if r.is_finite() {
+                check(r);
+            }
+            let d = 100_000 + x % 900_000;
+            let k = (x >> 40) as i32 % 40 - 25;
+            let v: f64 = format!("{}{d}5e{k}", if x & 1 == 1 { "-" } else { "" })
+                .parse()
+                .unwrap();
+            check(v);
+            check(v / 7.0);
+        }
+        for v in [
+            0.0,
+            -0.0,
+            1e90,
+            1e-90,
+            9.999995e89,
+            1.0,
+            0.5,
+            99999.5,
+            999999.5,
+        ] {
+            check(v);
         }
     }
 

@@ -13,6 +13,7 @@
 //!
 //! Errors ([`CubeError`]) name the file, the line and the byte offset.
 
+mod cells;
 mod error;
 mod format;
 mod header;
@@ -22,10 +23,11 @@ mod read;
 mod write;
 
 pub use error::{CubeError, TokenError};
-pub use format::{format_value, Style};
+pub use format::{format_value, put_cell, Style};
 pub use header::{parse_header, Atom, Header, Units, MAX_ATOMS, MAX_POINTS_PER_AXIS};
 pub use parse::{
-    count_newlines, count_tokens, parse_cells, parse_values, token_offset, CubeFloat, Parsed,
+    count_newlines, count_tokens, parse_cells, parse_cells_scalar, parse_values, token_offset,
+    CubeFloat, Parsed,
 };
 pub use read::{
     detect_layout, parse_block, read_values, CubeFile, FixedLayout, ReadOptions, ReadStats,

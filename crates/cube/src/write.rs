@@ -4,7 +4,7 @@
 //! their offsets into a temporary file beside the target, which is synced and renamed.
 
 use crate::error::CubeError;
-use crate::format::{format_value, Style};
+use crate::format::{put_cell, Style};
 use crate::header::Header;
 use crate::parse::CubeFloat;
 use std::path::Path;
@@ -150,8 +150,7 @@ fn format_rows<T: CubeFloat>(
                 if !x.is_finite() {
                     return Err(r * rv + l * 6 + j);
                 }
-                let cell: &mut [u8; 13] = (&mut buf[pos..pos + 13]).try_into().unwrap();
-                format_value(x, style, cell);
+                put_cell(x, style, buf, pos);
                 pos += 13;
             }
             buf[pos] = b'\n';
@@ -194,8 +193,8 @@ pub fn write_cube<T: CubeFloat>(
         let f = molsift_iostats::CountedFile::create(&tmp).map_err(io)?;
         f.set_len(total).map_err(io)?;
         f.write_all_at(head.as_bytes(), 0).map_err(io)?;
-        // about 4 MiB of text per task
-        let per = (4 << 20) / row_bytes.max(1) + 1;
+        // about 256 KiB of text per task: formatted and copied to the kernel while in cache
+        let per = (256 << 10) / row_bytes.max(1) + 1;
         let tasks: Vec<usize> = (0..rows).step_by(per).collect();
         let next = std::sync::atomic::AtomicUsize::new(0);
         let err: std::sync::Mutex<Option<CubeError>> = std::sync::Mutex::new(None);
