@@ -49,7 +49,7 @@ const P10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000
 /// `(d, e)` with `|a|` rounded to `n` significant digits equal to `d * 10^(e - n + 1)` and
 /// `10^(n-1) <= d < 10^n`, for finite nonzero `a`.
 #[inline(always)]
-fn sci_digits(a: f64, n: u32) -> (u64, i32) {
+pub(crate) fn sci_digits(a: f64, n: u32) -> (u64, i32) {
     let a = a.abs();
     if (1e-280..1e280).contains(&a) {
         let e2 = ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023;
@@ -322,27 +322,36 @@ fn ascii8(n: u32) -> u64 {
 
 /// Largest magnitude whose exponent still has two digits after rounding (|exp| < 100 in
 /// both styles), and the smallest: the fast path's range.
-const FAST_MAX: f64 = 1e90;
-const FAST_MIN: f64 = 1e-90;
+pub(crate) const FAST_MAX: f64 = 1e90;
+/// See [`FAST_MAX`].
+pub(crate) const FAST_MIN: f64 = 1e-90;
 
 /// The cell of `v` as two little-endian words: bytes 0..8 and bytes 5..13 (they agree where
 /// they overlap). `None` for a value the fast path does not take (very large or small, not
 /// finite, or a scale found off by one): the caller formats it with [`format_value`].
 #[inline(always)]
 fn cell_words<const CP2K: bool>(v: f64) -> Option<(u64, u64)> {
-    let neg = v.to_bits() >> 63;
     let a = v.abs();
     let n: u32 = if CP2K { 5 } else { 6 };
-    let (d, exp) = if a == 0.0 {
-        (0u64, 0i32)
+    let (d, e) = if a == 0.0 {
+        // written with exponent 0 in both styles
+        (0u64, if CP2K { -1 } else { 0 })
     } else {
         if !(FAST_MIN..=FAST_MAX).contains(&a) {
             return None;
         }
-        let (d, e) = sci_digits(a, n);
-        (d, if CP2K { e + 1 } else { e })
+        sci_digits(a, n)
     };
-    let dw = ascii8(d as u32);
+    Some(compose::<CP2K>(d as u32, e, v.to_bits() >> 63))
+}
+
+/// The two words of a cell from its digits `d` (`n` significant digits, as [`sci_digits`]
+/// gives them), its exponent `e` (of the first digit) and its sign bit.
+#[inline(always)]
+pub(crate) fn compose<const CP2K: bool>(d: u32, e: i32, neg: u64) -> (u64, u64) {
+    // CP2K writes 0.ddddd: one more in the exponent
+    let exp = if CP2K { e + 1 } else { e };
+    let dw = ascii8(d);
     // ' ', sign, lead, '.', then four digits
     let sign = 0x20 + 0x0D * neg; // ' ' or '-'
     let w0 = if CP2K {
@@ -357,7 +366,48 @@ fn cell_words<const CP2K: bool>(v: f64) -> Option<(u64, u64)> {
     let tail = b'E' as u64 | (esign << 8) | ((PAIRS16[ea.min(99)] as u64) << 16);
     // the last four digits, then "E+dd"
     let w1 = (dw >> 32) | (tail << 32);
-    Some((w0, w1))
+    (w0, w1)
+}
+
+/// Stores a cell's two words at `buf[at..at + 13]`.
+#[inline(always)]
+pub(crate) fn store(buf: &mut [u8], at: usize, (w0, w1): (u64, u64)) {
+    buf[at..at + 8].copy_from_slice(&w0.to_le_bytes());
+    buf[at + 5..at + 13].copy_from_slice(&w1.to_le_bytes());
+}
+
+/// Formats one (x, y) row of finite values as lines of six cells, each line ended by `\n`,
+/// into `buf` (exactly `13 * len + ceil(len / 6)` bytes). Four values at a time take the
+/// AVX2 scale and round where the CPU has it ([`crate::digits`]); the same bytes as
+/// [`format_value`] cell by cell.
+pub fn put_row(row: &[f64], style: Style, buf: &mut [u8]) {
+    match style {
+        Style::Cp2k => put_row_style::<true>(row, buf),
+        Style::Gaussian => put_row_style::<false>(row, buf),
+    }
+}
+
+#[inline(always)]
+fn put_row_style<const CP2K: bool>(row: &[f64], buf: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    let simd = crate::cells::have_avx2();
+    #[cfg(not(target_arch = "x86_64"))]
+    let simd = false;
+    if simd {
+        // SAFETY: the CPU supports AVX2, checked just above
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            crate::digits::avx2::put_row::<CP2K>(row, buf)
+        };
+    } else {
+        let style = if CP2K { Style::Cp2k } else { Style::Gaussian };
+        for (k, &v) in row.iter().enumerate() {
+            put_cell(v, style, buf, k / 6 * 79 + k % 6 * 13);
+        }
+    }
+    for l in 0..row.len().div_ceil(6) {
+        buf[l * 79 + (row.len() - 6 * l).min(6) * 13] = b'\n';
+    }
 }
 
 /// Writes `v` as a 13-column cell at `buf[at..at + 13]` (the same bytes as [`format_value`]).
@@ -368,10 +418,7 @@ pub fn put_cell(v: f64, style: Style, buf: &mut [u8], at: usize) {
         Style::Gaussian => cell_words::<false>(v),
     };
     match words {
-        Some((w0, w1)) => {
-            buf[at..at + 8].copy_from_slice(&w0.to_le_bytes());
-            buf[at + 5..at + 13].copy_from_slice(&w1.to_le_bytes());
-        }
+        Some(w) => store(buf, at, w),
         None => {
             let cell: &mut [u8; 13] = (&mut buf[at..at + 13]).try_into().unwrap();
             format_value(v, style, cell);
@@ -492,6 +539,95 @@ mod tests {
             999999.5,
         ] {
             check(v);
+        }
+    }
+
+    /// Whole rows (every length up to 20, four values at a time where AVX2 runs) are the
+    /// cells of [`format_value`] with a line end after every sixth and the last.
+    #[test]
+    fn put_row_matches_format_value() {
+        let mut x = 0x5DEE_CE66_D1CE_4E5Bu64;
+        for round in 0..20_000 {
+            let len = 1 + round % 20;
+            let row: Vec<f64> = (0..len)
+                .map(|_| {
+                    next(&mut x);
+                    match x % 8 {
+                        0 => 0.0,
+                        1 => -(x as f64) * 1e-95,
+                        2 => {
+                            // read from one digit more: near a tie of five digits
+                            let d = 100_000 + x % 900_000;
+                            format!("{d}5e{}", (x >> 40) as i32 % 40 - 25)
+                                .parse()
+                                .unwrap()
+                        }
+                        _ => {
+                            let v = f64::from_bits(x);
+                            if v.is_finite() {
+                                v
+                            } else {
+                                1.5
+                            }
+                        }
+                    }
+                })
+                .collect();
+            for style in [Style::Cp2k, Style::Gaussian] {
+                let mut want = Vec::new();
+                for (i, &v) in row.iter().enumerate() {
+                    let mut c = [0u8; 13];
+                    format_value(v, style, &mut c);
+                    want.extend_from_slice(&c);
+                    if i % 6 == 5 || i == len - 1 {
+                        want.push(b'\n');
+                    }
+                }
+                let mut got = vec![b'#'; want.len()];
+                put_row(&row, style, &mut got);
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want),
+                    "{row:?}"
+                );
+            }
+        }
+        // rows of ordinary cube values (where the four-at-once path runs throughout), then of
+        // values at or near a decimal tie of five or six digits (exact powers of ten or not),
+        // and exact binary ties
+        let mut rows = vec![(0..4000)
+            .map(|i| (i as f64 - 1234.5) * 1.37e-5)
+            .collect::<Vec<f64>>()];
+        for _ in 0..20 {
+            rows.push(
+                (0..4000)
+                    .map(|i| {
+                        next(&mut x);
+                        let sign = if x & 1 == 1 { "-" } else { "" };
+                        let k = (x >> 40) as i32 % 50 - 35;
+                        match i % 3 {
+                            0 => format!("{sign}{}5e{k}", 10_000 + x % 90_000),
+                            1 => format!("{sign}{}5e{k}", 100_000 + x % 900_000),
+                            _ => format!("{sign}{}", (x % 2_000_000) as f64 / 256.0 + 1.0 / 512.0),
+                        }
+                        .parse()
+                        .unwrap()
+                    })
+                    .collect(),
+            );
+        }
+        for (row, style) in rows
+            .iter()
+            .flat_map(|r| [(r, Style::Cp2k), (r, Style::Gaussian)])
+        {
+            let mut got = vec![0u8; 4000 * 13 + 667];
+            put_row(row, style, &mut got);
+            for (i, &v) in row.iter().enumerate() {
+                let mut c = [0u8; 13];
+                format_value(v, style, &mut c);
+                let at = i / 6 * 79 + i % 6 * 13;
+                assert_eq!(&got[at..at + 13], &c, "{v:e}");
+            }
         }
     }
 

@@ -14,6 +14,7 @@
 //! Errors ([`CubeError`]) name the file, the line and the byte offset.
 
 mod cells;
+mod digits;
 mod error;
 mod format;
 mod header;
@@ -23,7 +24,7 @@ mod read;
 mod write;
 
 pub use error::{CubeError, TokenError};
-pub use format::{format_value, put_cell, Style};
+pub use format::{format_value, put_cell, put_row, Style};
 pub use header::{parse_header, Atom, Header, Units, MAX_ATOMS, MAX_POINTS_PER_AXIS};
 pub use parse::{
     count_newlines, count_tokens, parse_cells, parse_cells_scalar, parse_values, token_offset,

@@ -4,7 +4,7 @@
 //! their offsets into a temporary file beside the target, which is synced and renamed.
 
 use crate::error::CubeError;
-use crate::format::{put_cell, Style};
+use crate::format::{put_row, Style};
 use crate::header::Header;
 use crate::parse::CubeFloat;
 use std::path::Path;
@@ -141,21 +141,16 @@ fn format_rows<T: CubeFloat>(
     if buf.len() != need {
         buf.resize(need, 0);
     }
-    let mut pos = 0;
-    for r in r0..r1 {
+    let mut row64 = vec![0f64; rv];
+    for (k, r) in (r0..r1).enumerate() {
         let row = &values[r * rv..(r + 1) * rv];
-        for (l, line) in row.chunks(6).enumerate() {
-            for (j, v) in line.iter().enumerate() {
-                let x = v.to_f64();
-                if !x.is_finite() {
-                    return Err(r * rv + l * 6 + j);
-                }
-                put_cell(x, style, buf, pos);
-                pos += 13;
+        for (j, (x, v)) in row64.iter_mut().zip(row).enumerate() {
+            *x = v.to_f64();
+            if !x.is_finite() {
+                return Err(r * rv + j);
             }
-            buf[pos] = b'\n';
-            pos += 1;
         }
+        put_row(&row64, style, &mut buf[k * row_bytes..(k + 1) * row_bytes]);
     }
     Ok(())
 }
