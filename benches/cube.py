@@ -6,7 +6,8 @@ ones missing into --data; the electrostatic potential is slow in PySCF, so it is
 200^3 only).
 Each file is read once first (page cache warm), then, alternating:
 
-- molsift `read_cube` with 1 and 2 workers (threads), float64;
+- molsift `read_cube` with 1 and 2 workers (threads), float64; and one thread forced onto the
+  counting path (the path of files whose rows differ in bytes), into an array already made;
 - ASE `ase.io.cube.read_cube_data` (a `float()` per value);
 - numpy `fromstring(text, sep=" ")` on the value text, and `loadtxt` (which refuses the
   ragged rows of these grids: rows of n3 values in lines of six);
@@ -107,6 +108,18 @@ def bench_file(path: Path, args, row) -> None:
         times[workers] = s
         row(name, mb, "molsift read_cube", workers, s)
     ours = cube.values
+    # the counting path (what a file whose rows differ in bytes takes), forced on this one
+    from molsift import _core
+
+    into = np.empty_like(ours)
+    s, _ = median_time(
+        lambda: _core.cube_read(
+            str(path), into.ctypes.data, into.nbytes, "float64", threads=1, fixed=False
+        ),
+        reps,
+    )
+    note = "identical" if np.array_equal(into, ours) else "DIFFERS"
+    row(name, mb, "molsift read_cube, counting path", 1, s, f"into one array; {note}")
     if not args.no_peers:
         from ase.io.cube import read_cube_data
 

@@ -58,7 +58,7 @@ pub(crate) mod avx2 {
     }
 
     /// The constant registers.
-    struct Consts {
+    pub(crate) struct Consts {
         t1: __m256i,
         t2: __m256i,
         lower: __m256i,
@@ -77,9 +77,10 @@ pub(crate) mod avx2 {
     }
 
     impl Consts {
+        /// The registers.
         #[inline]
         #[target_feature(enable = "avx2")]
-        fn new() -> Consts {
+        pub(crate) fn new() -> Consts {
             Consts {
                 t1: both(&T1),
                 t2: both(&T2),
@@ -232,6 +233,74 @@ pub(crate) mod avx2 {
             _mm256_storeu_pd(vals.as_mut_ptr().add(4), f2);
         }
         Some(true)
+    }
+
+    /// The six cells of a line at `c` (its `\n` at `c + 78`) into `out[..6]`, for the general
+    /// parser; `false` (nothing written) for any other shape, a cell beyond the fast path, or
+    /// fewer than 81 bytes from `c`.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn line_of_six<T: CubeFloat>(
+        b: &[u8],
+        c: usize,
+        k: &Consts,
+        out: &mut [T],
+    ) -> bool {
+        if c + 81 > b.len() || out.len() < 6 {
+            return false;
+        }
+        let mut vals = [0f64; 8];
+        // SAFETY: AVX2 (this function's feature) and `c + 81 <= b.len()`
+        if unsafe { line6(b, c, k, &mut vals) } != Some(true) {
+            return false;
+        }
+        let mut got = [T::default(); 6];
+        for (g, &f) in got.iter_mut().zip(&vals) {
+            match T::convert(Some(f), String::new) {
+                Some(x) => *g = x,
+                None => return false,
+            }
+        }
+        out[..6].copy_from_slice(&got);
+        true
+    }
+
+    /// Tokens (maximal runs of bytes that are not whitespace) in `b`, 32 bytes at a time;
+    /// `prev_ws` says whether the byte before `b` was whitespace (or `b` starts the text).
+    /// Returns the count and whether `b`'s last byte is whitespace.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn count_tokens(b: &[u8], mut prev_ws: bool) -> (u64, bool) {
+        let space = _mm256_set1_epi8(b' ' as i8);
+        let tab = _mm256_set1_epi8(9);
+        let four = _mm256_set1_epi8(4);
+        let mut n = 0u64;
+        let mut chunks = b.chunks_exact(32);
+        for ch in &mut chunks {
+            // SAFETY: 32 readable bytes
+            let v = unsafe { _mm256_loadu_si256(ch.as_ptr() as *const __m256i) };
+            // space, or 9..=13 (tab, LF, VT, FF, CR): the parser's whitespace
+            let d = _mm256_sub_epi8(v, tab);
+            let ws = _mm256_or_si256(
+                _mm256_cmpeq_epi8(v, space),
+                _mm256_cmpeq_epi8(_mm256_min_epu8(d, four), d),
+            );
+            let ws = _mm256_movemask_epi8(ws) as u32 as u64;
+            // a token starts where a byte is not whitespace and the one before it is
+            let before = (ws << 1) | prev_ws as u64;
+            n += u64::from((!ws & before & 0xFFFF_FFFF).count_ones());
+            prev_ws = ws >> 31 != 0;
+        }
+        for &c in chunks.remainder() {
+            let ws = crate::parse::is_ws(c);
+            n += (prev_ws & !ws) as u64;
+            prev_ws = ws;
+        }
+        (n, prev_ws)
     }
 
     /// [`crate::parse_cells`] with AVX2: the same contract and the same values.

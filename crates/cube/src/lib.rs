@@ -27,8 +27,8 @@ pub use error::{CubeError, TokenError};
 pub use format::{format_value, put_cell, put_row, Style};
 pub use header::{parse_header, Atom, Header, Units, MAX_ATOMS, MAX_POINTS_PER_AXIS};
 pub use parse::{
-    count_newlines, count_tokens, parse_cells, parse_cells_scalar, parse_values, token_offset,
-    CubeFloat, Parsed,
+    count_newlines, count_tokens, count_tokens_scalar, parse_cells, parse_cells_scalar,
+    parse_values, token_offset, CubeFloat, Parsed,
 };
 pub use read::{
     detect_layout, parse_block, read_values, CubeFile, FixedLayout, ReadOptions, ReadStats,

@@ -349,7 +349,22 @@ pub fn parse_values<T: CubeFloat>(
     let mut i = 0usize;
     let mut n = 0usize;
     let mut end = 0usize;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY (the call): AVX2 present, checked first
+    let simd = crate::cells::have_avx2().then(|| unsafe { crate::cells::avx2::Consts::new() });
     while n < out.len() {
+        // a whole line of six 13-column cells, at once (AVX2)
+        #[cfg(target_arch = "x86_64")]
+        if let Some(k) = &simd {
+            let c = i + (i < len && b[i] == b'\n') as usize;
+            // SAFETY: AVX2, checked when `simd` was made
+            if unsafe { crate::cells::avx2::line_of_six(b, c, k, &mut out[n..]) } {
+                n += 6;
+                i = c + 78;
+                end = i;
+                continue;
+            }
+        }
         // a 13-column cell ` [ -]d.dddddE+dd` at a fixed place (after one line end at most):
         // CP2K, Gaussian and PySCF rows, without searching for the token
         if i + 19 <= len {
@@ -477,6 +492,18 @@ pub fn parse_values<T: CubeFloat>(
 
 /// Number of tokens (maximal runs of non-whitespace bytes) in `b`.
 pub fn count_tokens(b: &[u8]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::cells::have_avx2() {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { crate::cells::avx2::count_tokens(b, true).0 };
+        }
+    }
+    count_tokens_scalar(b)
+}
+
+/// [`count_tokens`] a byte at a time, for any CPU.
+pub fn count_tokens_scalar(b: &[u8]) -> u64 {
     let mut n = 0u64;
     let mut prev_ws = true;
     for &c in b {
@@ -661,10 +688,10 @@ mod tests {
         }
     }
 
-    /// The AVX2 cell path (where the CPU has it) against the scalar one and the general parser,
+    /// The AVX2 cell path (where the CPU has it) against the scalar one and `str::parse`,
     /// on rows of every line length, exponents beyond Clinger's range, negative zeros, and
     /// copies with one byte changed: it takes every row the scalar path takes, and every row it
-    /// takes has exactly the general parser's values.
+    /// takes has exactly the values of `str::parse` on its tokens.
     #[test]
     fn cell_paths_agree() {
         fn check<T: CubeFloat + PartialEq + std::fmt::Debug>(row: &[u8], rv: usize) -> bool {
@@ -740,6 +767,81 @@ mod tests {
         // by the AVX2 path; the scalar path refuses those with an exponent beyond +-22
         if crate::cells::have_avx2() {
             assert_eq!(clean, 6000);
+        }
+    }
+
+    /// The general parser (which reads whole lines of six cells at once where AVX2 runs) on
+    /// rows of cells, in windows of every size from 1 to 20 values, continued from each call's
+    /// end: the values of `str::parse` on the tokens, bit for bit.
+    #[test]
+    fn general_parser_in_windows_equals_reference() {
+        let mut x = 0xC0FF_EE12_3456_789Bu64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..300 {
+            let rv = 1 + (next() % 30) as usize;
+            let rows = 1 + (next() % 5) as usize;
+            let mut text = String::new();
+            for _ in 0..rows {
+                for i in 0..rv {
+                    let r = next();
+                    let v = ((r >> 11) as f64 / (1u64 << 53) as f64 - 0.4)
+                        * 10f64.powi((r % 70) as i32 - 40);
+                    let style = if r & 64 == 0 {
+                        crate::Style::Gaussian
+                    } else {
+                        crate::Style::Cp2k
+                    };
+                    let mut cell = [0u8; 13];
+                    crate::format_value(v, style, &mut cell);
+                    text.push_str(std::str::from_utf8(&cell).unwrap());
+                    if i % 6 == 5 || i == rv - 1 {
+                        text.push('\n');
+                    }
+                }
+            }
+            let want: Vec<f64> = text
+                .split_ascii_whitespace()
+                .map(|t| t.parse().unwrap())
+                .collect();
+            let b = text.as_bytes();
+            let mut got = vec![0f64; want.len()];
+            let (mut pos, mut n) = (0usize, 0usize);
+            while n < want.len() {
+                let w = (1 + (next() % 20) as usize).min(want.len() - n);
+                let p = parse_values(&b[pos..], pos as u64, &mut got[n..n + w]).unwrap();
+                assert_eq!(p.values, w);
+                pos += p.end;
+                n += w;
+            }
+            assert!(b[pos..].iter().all(|&c| is_ws(c)));
+            let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want));
+        }
+    }
+
+    #[test]
+    fn token_counts_agree() {
+        let alphabet = b" \t\n\r\x0b\x0c1.E-x";
+        let mut x = 0x1357_9BDF_2468_ACE0u64;
+        for len in 0..300usize {
+            for _ in 0..20 {
+                let text: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        alphabet[(x % alphabet.len() as u64) as usize]
+                    })
+                    .collect();
+                assert_eq!(count_tokens(&text), count_tokens_scalar(&text), "{text:?}");
+                let want = text.split(|&c| is_ws(c)).filter(|t| !t.is_empty()).count();
+                assert_eq!(count_tokens(&text) as usize, want);
+            }
         }
     }
 
