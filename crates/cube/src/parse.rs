@@ -688,6 +688,31 @@ mod tests {
         }
     }
 
+    /// A xorshift sequence (test data).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// Appends a row of `rv` 13-column cells, six to a line, each value and style from `cell`.
+    fn push_row(out: &mut Vec<u8>, rv: usize, mut cell: impl FnMut() -> (f64, crate::Style)) {
+        for i in 0..rv {
+            let (v, style) = cell();
+            let mut c = [0u8; 13];
+            crate::format_value(v, style, &mut c);
+            out.extend_from_slice(&c);
+            if i % 6 == 5 || i == rv - 1 {
+                out.push(b'\n');
+            }
+        }
+    }
+
     /// The AVX2 cell path (where the CPU has it) against the scalar one and `str::parse`,
     /// on rows of every line length, exponents beyond Clinger's range, negative zeros, and
     /// copies with one byte changed: it takes every row the scalar path takes, and every row it
@@ -702,8 +727,13 @@ mod tests {
             let s = parse_cells_scalar(row, 0, &mut scalar);
             assert!(!s || a, "{:?}", String::from_utf8_lossy(row));
             if a {
-                let p = parse_values(&row[..row.len() - 40], 0, &mut general).unwrap();
-                assert_eq!(p.values, rv);
+                // the reference: the row's tokens through `str::parse`
+                let text = std::str::from_utf8(&row[..row.len() - 40]).unwrap();
+                let tokens: Vec<&str> = text.split_ascii_whitespace().collect();
+                assert_eq!(tokens.len(), rv, "{text:?}");
+                for (g, t) in general.iter_mut().zip(&tokens) {
+                    *g = T::convert(None, || t.to_string()).unwrap();
+                }
                 let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
                 assert_eq!(
                     bits(&simd),
@@ -718,18 +748,13 @@ mod tests {
             a
         }
         let mut clean = 0;
-        let mut x = 0x0DDB_1A5E_5BAD_5EEDu64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = Rng(0x0DDB_1A5E_5BAD_5EED);
         for round in 0..3000 {
-            let rv = 1 + (next() % 20) as usize;
+            let rv = 1 + (rng.next() % 20) as usize;
             let mut row = Vec::new();
-            for i in 0..rv {
-                let r = next();
+            let mut cells = Rng(rng.next() | 1);
+            push_row(&mut row, rv, || {
+                let r = cells.next();
                 let v = match r % 16 {
                     0 => 0.0,
                     1 => -0.0,
@@ -744,21 +769,16 @@ mod tests {
                 } else {
                     crate::Style::Cp2k
                 };
-                let mut cell = [0u8; 13];
-                crate::format_value(v, style, &mut cell);
-                row.extend_from_slice(&cell);
-                if i % 6 == 5 || i == rv - 1 {
-                    row.push(b'\n');
-                }
-            }
+                (v, style)
+            });
             // the next row's bytes, as in the middle of a file
             row.extend_from_slice(&[b' '; 40]);
             clean += check::<f64>(&row, rv) as usize;
             clean += check::<f32>(&row, rv) as usize;
             if round % 2 == 0 {
-                let at = (next() % (row.len() as u64 - 5)) as usize;
+                let at = (rng.next() % (row.len() as u64 - 5)) as usize;
                 let bytes = b" -+.0123456789eEdD\n\rx";
-                row[at] = bytes[(next() % bytes.len() as u64) as usize];
+                row[at] = bytes[(rng.next() % bytes.len() as u64) as usize];
                 check::<f64>(&row, rv);
                 check::<f32>(&row, rv);
             }
@@ -775,20 +795,15 @@ mod tests {
     /// end: the values of `str::parse` on the tokens, bit for bit.
     #[test]
     fn general_parser_in_windows_equals_reference() {
-        let mut x = 0xC0FF_EE12_3456_789Bu64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = Rng(0xC0FF_EE12_3456_789B);
         for _ in 0..300 {
-            let rv = 1 + (next() % 30) as usize;
-            let rows = 1 + (next() % 5) as usize;
-            let mut text = String::new();
+            let rv = 1 + (rng.next() % 30) as usize;
+            let rows = 1 + (rng.next() % 5) as usize;
+            let mut bytes = Vec::new();
+            let mut cells = Rng(rng.next() | 1);
             for _ in 0..rows {
-                for i in 0..rv {
-                    let r = next();
+                push_row(&mut bytes, rv, || {
+                    let r = cells.next();
                     let v = ((r >> 11) as f64 / (1u64 << 53) as f64 - 0.4)
                         * 10f64.powi((r % 70) as i32 - 40);
                     let style = if r & 64 == 0 {
@@ -796,14 +811,10 @@ mod tests {
                     } else {
                         crate::Style::Cp2k
                     };
-                    let mut cell = [0u8; 13];
-                    crate::format_value(v, style, &mut cell);
-                    text.push_str(std::str::from_utf8(&cell).unwrap());
-                    if i % 6 == 5 || i == rv - 1 {
-                        text.push('\n');
-                    }
-                }
+                    (v, style)
+                });
             }
+            let text = String::from_utf8(bytes).unwrap();
             let want: Vec<f64> = text
                 .split_ascii_whitespace()
                 .map(|t| t.parse().unwrap())
@@ -812,7 +823,7 @@ mod tests {
             let mut got = vec![0f64; want.len()];
             let (mut pos, mut n) = (0usize, 0usize);
             while n < want.len() {
-                let w = (1 + (next() % 20) as usize).min(want.len() - n);
+                let w = (1 + (rng.next() % 20) as usize).min(want.len() - n);
                 let p = parse_values(&b[pos..], pos as u64, &mut got[n..n + w]).unwrap();
                 assert_eq!(p.values, w);
                 pos += p.end;
@@ -827,16 +838,11 @@ mod tests {
     #[test]
     fn token_counts_agree() {
         let alphabet = b" \t\n\r\x0b\x0c1.E-x";
-        let mut x = 0x1357_9BDF_2468_ACE0u64;
+        let mut rng = Rng(0x1357_9BDF_2468_ACE0);
         for len in 0..300usize {
             for _ in 0..20 {
                 let text: Vec<u8> = (0..len)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        alphabet[(x % alphabet.len() as u64) as usize]
-                    })
+                    .map(|_| alphabet[(rng.next() % alphabet.len() as u64) as usize])
                     .collect();
                 assert_eq!(count_tokens(&text), count_tokens_scalar(&text), "{text:?}");
                 let want = text.split(|&c| is_ws(c)).filter(|t| !t.is_empty()).count();
