@@ -122,14 +122,12 @@ pub(crate) mod avx2 {
             _mm256_and_si256(fixed_ok, k.fixed),
             _mm256_and_si256(is_digit, k.digit),
         );
-        let neg = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, k.minus)) as u32;
+        let minus = _mm256_cmpeq_epi8(v, k.minus);
+        let neg = _mm256_movemask_epi8(minus) as u32;
         let g = _mm256_shuffle_epi8(d, k.gather);
         let pairs = _mm256_maddubs_epi16(g, k.tens);
         // the exponent negated where its sign is `-` (-1 or 1 in every word)
-        let sign = _mm256_or_si256(
-            _mm256_shuffle_epi8(_mm256_cmpeq_epi8(v, k.minus), k.esign),
-            k.one,
-        );
+        let sign = _mm256_or_si256(_mm256_shuffle_epi8(minus, k.esign), k.one);
         let pairs = _mm256_sign_epi16(pairs, sign);
         let quads = _mm256_madd_epi16(pairs, k.hundreds);
         (quads, _mm256_movemask_epi8(ok) as u32, neg)
@@ -312,33 +310,18 @@ pub(crate) mod avx2 {
         let k = Consts::new();
         let mut c = a;
         let mut ms = [0i32; 8];
-        let mut vals = [0f64; 8];
         for line in out.chunks_mut(6) {
             let n = line.len();
             let end = c + 13 * n;
-            if n == 6 && c + 81 <= b.len() {
-                // SAFETY: AVX2 (this function's feature) and the bound just checked
-                match unsafe { line6(b, c, &k, &mut vals) } {
-                    None => return false,
-                    Some(true) => {
-                        let mut all = true;
-                        for (v, &f) in line.iter_mut().zip(&vals) {
-                            match T::convert(Some(f), String::new) {
-                                Some(x) => *v = x,
-                                None => all = false,
-                            }
-                        }
-                        if all {
-                            c = end + 1;
-                            continue;
-                        }
-                    }
-                    // a cell beyond the fast path: the line again, cell by cell
-                    Some(false) => {}
-                }
+            // SAFETY: AVX2 (this function's feature)
+            if n == 6 && unsafe { line_of_six(b, c, &k, line) } {
+                c = end + 1;
+                continue;
             }
-            // the last pair reads 29 bytes from its first cell (past the line's end when the
-            // line holds an odd number of cells): at the file's end, one cell at a time
+            // a short line, or a cell beyond the fast path (any other shape is refused below):
+            // the line pair by pair. The last pair reads 29 bytes from its first cell (past the
+            // line's end when the line holds an odd number of cells): at the file's end, one
+            // cell at a time
             if c + 13 * (2 * ((n - 1) / 2)) + 29 <= b.len() {
                 for (j, two) in line.chunks_mut(2).enumerate() {
                     let at = c + 26 * j;

@@ -7,24 +7,21 @@
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx2 {
-    use crate::format::{put_cell, sci_digits, Style, FAST_MAX, FAST_MIN};
+    use crate::format::{cell_offset, put_cell, sci_digits, Style, FAST_MAX, FAST_MIN};
     use crate::pow10::POW10;
     use std::arch::x86_64::*;
 
-    /// `(d, e)` of the four values of `v` rounded to `N` (5 or 6) significant digits, as
+    /// `(d, e)` of the four values `x` (those of `v`) rounded to `N` (5 or 6) significant digits, as
     /// `sci_digits` gives them, as `f64` lanes (exact integers). `None` when a value is zero,
     /// not finite or outside `FAST_MIN..=FAST_MAX`, or a scale falls out of range: the caller
     /// then formats the four one by one.
     ///
     /// # Safety
-    /// The CPU supports AVX2; `v` holds at least four values.
+    /// The CPU supports AVX2.
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn sci4<const N: u32>(v: &[f64]) -> Option<(__m256d, __m256d)> {
-        assert!(v.len() >= 4);
+    unsafe fn sci4<const N: u32>(x: __m256d, v: &[f64]) -> Option<(__m256d, __m256d)> {
         let n = N;
-        // SAFETY: four readable values, just checked
-        let x = unsafe { _mm256_loadu_pd(v.as_ptr()) };
         let a = _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);
         let inside = _mm256_and_pd(
             _mm256_cmp_pd::<_CMP_GE_OQ>(a, _mm256_set1_pd(FAST_MIN)),
@@ -252,26 +249,24 @@ pub(crate) mod avx2 {
     /// The CPU supports AVX2.
     #[target_feature(enable = "avx2")]
     pub(crate) unsafe fn put_row<const CP2K: bool>(row: &[f64], buf: &mut [u8]) {
-        let at = |k: usize| k / 6 * 79 + k % 6 * 13;
+        let at = cell_offset;
         let style = if CP2K { Style::Cp2k } else { Style::Gaussian };
         let sel = Selectors::new(CP2K);
         let mut k = 0;
         while k < row.len() {
             let quad = &row[k..(k + 4).min(row.len())];
-            let fast = if quad.len() < 4 {
-                None
-            } else if CP2K {
-                // SAFETY: AVX2 (this function's feature), four values
-                unsafe { sci4::<5>(quad) }
-            } else {
+            // SAFETY (the load): four readable values
+            let x = (quad.len() == 4).then(|| unsafe { _mm256_loadu_pd(quad.as_ptr()) });
+            let fast = match x {
+                None => None,
+                // SAFETY: AVX2 (this function's feature)
+                Some(x) if CP2K => unsafe { sci4::<5>(x, quad) }.map(|de| (x, de)),
                 // SAFETY: as above
-                unsafe { sci4::<6>(quad) }
+                Some(x) => unsafe { sci4::<6>(x, quad) }.map(|de| (x, de)),
             };
             match fast {
                 // the last cell's 16-byte store may not pass the buffer's end
-                Some((dd, ee)) if at(k + 3) + 16 <= buf.len() => {
-                    // SAFETY: four readable values
-                    let x = unsafe { _mm256_loadu_pd(quad.as_ptr()) };
+                Some((x, (dd, ee))) if at(k + 3) + 16 <= buf.len() => {
                     let cells = cells4::<CP2K>(x, dd, ee, &sel);
                     for (j, c) in cells.into_iter().enumerate() {
                         let p = at(k + j);

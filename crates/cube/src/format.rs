@@ -292,17 +292,6 @@ fn format_style<const CP2K: bool>(v: f64, out: &mut [u8; 13]) {
     *out = cell;
 }
 
-/// "00" to "99" as little-endian `u16`s (the tens digit in the low byte, first in memory).
-static PAIRS16: [u16; 100] = {
-    let mut t = [0u16; 100];
-    let mut i = 0;
-    while i < 100 {
-        t[i] = (b'0' + (i / 10) as u8) as u16 | (((b'0' + (i % 10) as u8) as u16) << 8);
-        i += 1;
-    }
-    t
-};
-
 /// The 8 decimal digits of `n < 10^8` as ASCII, the most significant in the low byte (first
 /// in memory): `n` split into two 4-digit lanes, each into two 2-digit lanes, each into two
 /// digits, by multiply-shift divisions done on all lanes of one 64-bit word at once.
@@ -348,7 +337,7 @@ fn cell_words<const CP2K: bool>(v: f64) -> Option<(u64, u64)> {
 /// The two words of a cell from its digits `d` (`n` significant digits, as [`sci_digits`]
 /// gives them), its exponent `e` (of the first digit) and its sign bit.
 #[inline(always)]
-pub(crate) fn compose<const CP2K: bool>(d: u32, e: i32, neg: u64) -> (u64, u64) {
+fn compose<const CP2K: bool>(d: u32, e: i32, neg: u64) -> (u64, u64) {
     // CP2K writes 0.ddddd: one more in the exponent
     let exp = if CP2K { e + 1 } else { e };
     let dw = ascii8(d);
@@ -363,7 +352,9 @@ pub(crate) fn compose<const CP2K: bool>(d: u32, e: i32, neg: u64) -> (u64, u64) 
     };
     let ea = exp.unsigned_abs() as usize;
     let esign = 0x2B + 2 * (exp < 0) as u64; // '+' or '-'
-    let tail = b'E' as u64 | (esign << 8) | ((PAIRS16[ea.min(99)] as u64) << 16);
+    let ea = ea.min(99);
+    let pair = u16::from_le_bytes([PAIRS[2 * ea], PAIRS[2 * ea + 1]]);
+    let tail = b'E' as u64 | (esign << 8) | ((pair as u64) << 16);
     // the last four digits, then "E+dd"
     let w1 = (dw >> 32) | (tail << 32);
     (w0, w1)
@@ -371,9 +362,15 @@ pub(crate) fn compose<const CP2K: bool>(d: u32, e: i32, neg: u64) -> (u64, u64) 
 
 /// Stores a cell's two words at `buf[at..at + 13]`.
 #[inline(always)]
-pub(crate) fn store(buf: &mut [u8], at: usize, (w0, w1): (u64, u64)) {
+fn store(buf: &mut [u8], at: usize, (w0, w1): (u64, u64)) {
     buf[at..at + 8].copy_from_slice(&w0.to_le_bytes());
     buf[at + 5..at + 13].copy_from_slice(&w1.to_le_bytes());
+}
+
+/// Where cell `k` of a row starts: lines of six 13-byte cells and a `\n` (79 bytes).
+#[inline(always)]
+pub(crate) fn cell_offset(k: usize) -> usize {
+    k / 6 * 79 + k % 6 * 13
 }
 
 /// Formats one (x, y) row of finite values as lines of six cells, each line ended by `\n`,
@@ -402,7 +399,7 @@ fn put_row_style<const CP2K: bool>(row: &[f64], buf: &mut [u8]) {
     } else {
         let style = if CP2K { Style::Cp2k } else { Style::Gaussian };
         for (k, &v) in row.iter().enumerate() {
-            put_cell(v, style, buf, k / 6 * 79 + k % 6 * 13);
+            put_cell(v, style, buf, cell_offset(k));
         }
     }
     for l in 0..row.len().div_ceil(6) {
@@ -625,7 +622,7 @@ mod tests {
             for (i, &v) in row.iter().enumerate() {
                 let mut c = [0u8; 13];
                 format_value(v, style, &mut c);
-                let at = i / 6 * 79 + i % 6 * 13;
+                let at = cell_offset(i);
                 assert_eq!(&got[at..at + 13], &c, "{v:e}");
             }
         }

@@ -353,9 +353,13 @@ pub fn parse_values<T: CubeFloat>(
     // SAFETY (the call): AVX2 present, checked first
     let simd = crate::cells::have_avx2().then(|| unsafe { crate::cells::avx2::Consts::new() });
     while n < out.len() {
-        // a whole line of six 13-column cells, at once (AVX2)
+        // a whole line of six 13-column cells, at once (AVX2), tried where a line starts only
+        // (so that a file of other numbers pays one try per line, not per number)
         #[cfg(target_arch = "x86_64")]
-        if let Some(k) = &simd {
+        if let Some(k) = simd
+            .as_ref()
+            .filter(|_| i == 0 || b[i - 1] == b'\n' || b.get(i) == Some(&b'\n'))
+        {
             let c = i + (i < len && b[i] == b'\n') as usize;
             // SAFETY: AVX2, checked when `simd` was made
             if unsafe { crate::cells::avx2::line_of_six(b, c, k, &mut out[n..]) } {
