@@ -160,6 +160,8 @@ def main() -> int:
         ("lookups, every candidate confirmed (Rust)",
          f"{r['confirmed_lookups_per_s'] / 1e3:,.0f} k/s"),
         ("decode one SMILES (Rust, warm)", f"{r['decode_one_us']:.2f} us"),
+        ("  the same, whole block into a new buffer (before 2026-11-27)",
+         f"{r['decode_one_whole_block_us']:.2f} us"),
         ("decode the SMILES column (one thread)",
          f"{r['decode_all_bytes_per_s'] / 1e9:.2f} GB/s"),
         ("RDKit canonicalization alone, one process", f"{f['rdkit_canonical_per_s']:,.0f} /s"),

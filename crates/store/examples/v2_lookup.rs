@@ -84,15 +84,26 @@ fn main() {
     for &i in &picks[..5000] {
         store.smiles(i).unwrap();
     }
-    let t = Instant::now();
-    for &i in &picks {
-        store.smiles(i).unwrap();
-    }
-    println!(
-        "decode_one_us: {:.2}",
-        t.elapsed().as_secs_f64() * 1e6 / picks.len() as f64
-    );
     let col = store.smiles_column();
+    // medians of 5 alternating runs: `store.smiles(i)` (the block expanded up to the string,
+    // in a buffer kept per thread), and the whole block expanded into a new buffer each time
+    let (mut one, mut whole) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let t = Instant::now();
+        for &i in &picks {
+            store.smiles(i).unwrap();
+        }
+        one.push(t.elapsed().as_secs_f64() * 1e6 / picks.len() as f64);
+        let t = Instant::now();
+        for &i in &picks {
+            let mut buf = Block::default();
+            col.decode_block(i / col.block_len(), &mut buf).unwrap();
+            std::hint::black_box(buf.get(i % col.block_len()).to_string());
+        }
+        whole.push(t.elapsed().as_secs_f64() * 1e6 / picks.len() as f64);
+    }
+    println!("decode_one_us: {:.2}", median(one));
+    println!("decode_one_whole_block_us: {:.2}", median(whole));
     let rates: Vec<f64> = (0..5)
         .map(|_| {
             let mut text = 0usize;

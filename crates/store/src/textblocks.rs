@@ -327,10 +327,13 @@ fn newlines(chunk: &[u8; 16]) -> u32 {
 /// Expands front-coded `fc` (of `count` strings, with at least [`SLACK`] readable bytes after
 /// its end in `fc_buf`) into `out` (resized to `text_len + SLACK`, then cut to `text_len`):
 /// the strings, each followed by `\n`. `ends` receives where each string ends in `out`.
+/// With `upto < count` only the first `upto` strings are expanded (a string needs only the
+/// ones before it) and `out` is cut after the last of them.
 fn front_decode(
     fc_buf: &[u8],
     fc_len: usize,
     count: usize,
+    upto: usize,
     text_len: usize,
     out: &mut Vec<u8>,
     ends: &mut Vec<u32>,
@@ -343,7 +346,7 @@ fn front_decode(
     ends.clear();
     let fc = &fc_buf[..fc_len];
     let (mut at, mut w, mut prev, mut prev_len) = (0usize, 0usize, 0usize, 0usize);
-    for _ in 0..count {
+    for _ in 0..upto.min(count) {
         let k = *fc.get(at).ok_or("front-coded text ends early")? as usize;
         at += 1;
         if k > prev_len || w + k > text_len {
@@ -378,6 +381,10 @@ fn front_decode(
         prev = start;
         prev_len = w - 1 - start;
         ends.push((w - 1) as u32);
+    }
+    if upto < count {
+        out.truncate(w);
+        return Ok(());
     }
     if at != fc_len || w != text_len {
         return Err(format!("{} bytes left after {count} strings", fc_len - at));
@@ -654,6 +661,19 @@ impl TextBlocks {
     /// Decodes block `b` into `out`: its strings, checked against the block's check value.
     /// Returns the number of strings.
     pub fn decode_block(&self, b: usize, out: &mut Block) -> Result<usize, StoreError> {
+        self.decode_first(b, usize::MAX, out)
+    }
+
+    /// [`TextBlocks::decode_block`] that stops after the block's first `upto` strings where
+    /// the block allows (front-coded blocks: a string needs only the ones before it; the
+    /// whole block is still decompressed and checked against its check value). Returns the
+    /// number of strings in `out`.
+    pub fn decode_first(
+        &self,
+        b: usize,
+        upto: usize,
+        out: &mut Block,
+    ) -> Result<usize, StoreError> {
         out.ends.clear();
         if b >= self.blocks {
             return Err(StoreError::Invalid(format!(
@@ -684,7 +704,7 @@ impl TextBlocks {
         let (blk, check) = data[start..end].split_at(end - start - 4);
         let count = (self.n - b * self.block).min(self.block);
         let result = match blk[0] {
-            KIND_ZSTD => self.decode_zstd(&blk[1..], count, check, out),
+            KIND_ZSTD => self.decode_zstd(&blk[1..], count, upto, check, out),
             k @ (KIND_NUMBERED | KIND_ARITHMETIC) => {
                 out.text.clear();
                 decode_numbered(&blk[1..], k == KIND_ARITHMETIC, count, &mut out.text).and_then(
@@ -707,16 +727,22 @@ impl TextBlocks {
             out.ends.clear();
             return Err(self.bad(format!("block {b}: {r}")));
         }
-        if out.ends.len() != count || !is_utf8(&out.text) {
+        let want = if blk[0] == KIND_ZSTD {
+            upto.min(count)
+        } else {
+            count
+        };
+        if out.ends.len() != want || !is_utf8(&out.text) {
             return Err(self.bad(format!("block {b} is not {count} strings of UTF-8")));
         }
-        Ok(count)
+        Ok(want)
     }
 
     fn decode_zstd(
         &self,
         blk: &[u8],
         count: usize,
+        upto: usize,
         check: &[u8],
         out: &mut Block,
     ) -> Result<(), String> {
@@ -752,7 +778,15 @@ impl TextBlocks {
             }
             Ok(_) => {
                 fc.resize(fc_len + SLACK, 0);
-                front_decode(&fc, fc_len, count, text_len, &mut out.text, &mut out.ends)
+                front_decode(
+                    &fc,
+                    fc_len,
+                    count,
+                    upto,
+                    text_len,
+                    &mut out.text,
+                    &mut out.ends,
+                )
             }
         };
         if let Ok(mut p) = self.pool.lock() {
@@ -770,9 +804,12 @@ impl TextBlocks {
                 self.n
             )));
         }
-        let mut buf = Block::default();
-        self.decode_block(i / self.block, &mut buf)?;
-        Ok(buf.get(i % self.block).to_string())
+        ONE.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            let k = i % self.block;
+            self.decode_first(i / self.block, k + 1, &mut buf)?;
+            Ok(buf.get(k).to_string())
+        })
     }
 
     /// Calls `f(i, s)` for every string of blocks `from .. to`, in order.
@@ -790,6 +827,11 @@ impl TextBlocks {
         }
         Ok(())
     }
+}
+
+thread_local! {
+    /// Per thread: the block buffer of [`TextBlocks::get`], kept from call to call.
+    static ONE: std::cell::RefCell<Block> = std::cell::RefCell::new(Block::default());
 }
 
 /// One decoded block: its strings (checked UTF-8), reusable from block to block.
@@ -972,12 +1014,17 @@ mod tests {
             let mut bad = good.clone();
             bad[k] ^= 0x55;
             let t = open(&bad).unwrap();
-            match t.get(last) {
-                Ok(v) => assert_eq!(
-                    v, s[last],
-                    "byte {k}: a flip may only land where zstd ignores it"
-                ),
-                Err(e) => assert!(e.to_string().contains("smiles.blocks"), "{e}"),
+            // the block's last string, and its first, which `get` expands alone: the whole
+            // block is still checked
+            let first = last / t.block_len() * t.block_len();
+            for i in [last, first] {
+                match t.get(i) {
+                    Ok(v) => assert_eq!(
+                        v, s[i],
+                        "byte {k}: a flip may only land where zstd ignores it"
+                    ),
+                    Err(e) => assert!(e.to_string().contains("smiles.blocks"), "{e}"),
+                }
             }
         }
     }
