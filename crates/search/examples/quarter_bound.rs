@@ -94,7 +94,78 @@ fn main() {
             }
         }
     }
+    // best-first: blocks visited in order of the best score their bound allows (the codes'
+    // bound, or the 32-slot part bound), the bar the 10th best score found so far; a block is
+    // counted (with its non-empty query containers) when its bound can still reach the bar
+    let mut visited = [[0u64; 2]; 2];
+    for on in &queries {
+        let q = on.len() as u32;
+        let score = |c: u32, p: u32| {
+            let u = p + q - c;
+            if u == 0 {
+                0.0
+            } else {
+                f64::from(c) / f64::from(u)
+            }
+        };
+        // per block: (codes bound score, part bound score, non-empty containers, slot scores)
+        let mut blocks: Vec<(f64, f64, u32, Vec<f64>)> = Vec::new();
+        for b in &header.buckets {
+            for blk in b.first_block..b.first_block + b.blocks {
+                let blk = blk as usize;
+                let (mut nonempty, mut part) = (0u32, [0u32; 8]);
+                let mut per_slot = vec![0u32; BLOCK];
+                for &p in on {
+                    let lane = planes.container(p as usize, blk).lane();
+                    nonempty += u32::from(lane != [0; 4]);
+                    for (r, c) in part.iter_mut().enumerate() {
+                        *c += u32::from((lane[r / 2] >> (32 * (r % 2))) as u32 != 0);
+                    }
+                    for r in 0..4 {
+                        let mut x = lane[r];
+                        while x != 0 {
+                            per_slot[r * 64 + x.trailing_zeros() as usize] += 1;
+                            x &= x - 1;
+                        }
+                    }
+                }
+                let real = (blk - b.first_block as usize) * BLOCK;
+                let slots = (b.count as usize).saturating_sub(real).min(BLOCK);
+                let pb = *part.iter().max().unwrap();
+                blocks.push((
+                    score(nonempty.min(b.popcount).min(q), b.popcount),
+                    score(pb.min(b.popcount).min(q), b.popcount),
+                    nonempty,
+                    per_slot[..slots].iter().map(|&c| score(c, b.popcount)).collect(),
+                ));
+            }
+        }
+        for (v, by_part) in [false, true].into_iter().enumerate() {
+            let key = |x: &(f64, f64, u32, Vec<f64>)| if by_part { x.1 } else { x.0 };
+            let mut order: Vec<usize> = (0..blocks.len()).collect();
+            order.sort_by(|&a, &b| key(&blocks[b]).total_cmp(&key(&blocks[a])));
+            let mut best: Vec<f64> = Vec::new();
+            for &i in &order {
+                let bar = if best.len() == 10 { best[9] } else { 0.0 };
+                if best.len() == 10 && key(&blocks[i]) < bar {
+                    break;
+                }
+                visited[v][0] += 1;
+                visited[v][1] += u64::from(blocks[i].2);
+                best.extend(blocks[i].3.iter().copied());
+                best.sort_by(|a, b| b.total_cmp(a));
+                best.truncate(10);
+            }
+        }
+    }
     let k = queries.len() as u64;
+    println!(
+        "best-first, per query: by the codes' bound {} blocks ({} non-empty containers); by the 32-slot part bound {} blocks ({})",
+        visited[0][0] / k,
+        visited[0][1] / k,
+        visited[1][0] / k,
+        visited[1][1] / k
+    );
     println!(
         "per query at the final top-10 bar: blocks passing the bound per block {} (non-empty query containers in them {}); per 64-slot part {} ({}); per 32-slot part {} ({}); per 16-slot part {} ({}); blocks holding a molecule at the bar {}",
         tot_block[0] / k,
