@@ -30,7 +30,12 @@ fn main() {
     )
     .unwrap();
     let file = |f: &str| std::fs::read(dir.path().join(f)).unwrap();
-    let (codes, cps, data, order) = (file(FILES[1]), file(FILES[2]), file(FILES[3]), file(FILES[4]));
+    let (codes, cps, data, order) = (
+        file(FILES[1]),
+        file(FILES[2]),
+        file(FILES[3]),
+        file(FILES[4]),
+    );
     let planes = Planes::new(dir.path(), &header, &codes, &cps, &data, &order).unwrap();
     let queries: Vec<Vec<u32>> = std::fs::read_to_string(&args[2])
         .unwrap()
@@ -66,7 +71,11 @@ fn main() {
                         for part in 0..BLOCK / width {
                             let w = lane[part * width / 64];
                             let shift = (part * width) % 64;
-                            let m = if width == 64 { w } else { (w >> shift) & ((1u64 << width) - 1) };
+                            let m = if width == 64 {
+                                w
+                            } else {
+                                (w >> shift) & ((1u64 << width) - 1)
+                            };
                             parts[g][part] += u32::from(m != 0);
                         }
                     }
@@ -136,7 +145,10 @@ fn main() {
                     score(nonempty.min(b.popcount).min(q), b.popcount),
                     score(pb.min(b.popcount).min(q), b.popcount),
                     nonempty,
-                    per_slot[..slots].iter().map(|&c| score(c, b.popcount)).collect(),
+                    per_slot[..slots]
+                        .iter()
+                        .map(|&c| score(c, b.popcount))
+                        .collect(),
                 ));
             }
         }
