@@ -53,6 +53,7 @@ def column_sizes(store) -> dict:
                 "planes.json",
             ],
             "popcount order (slot -> position)": ["planes.order"],
+            "part masks (a bound per 32 slots)": ["planes.parts.u8"],
             "SMILES": ["smiles.blocks"],
             "ids": ["ids.blocks"],
             "lookup index": ["smiles.lookup", "ids.lookup"],

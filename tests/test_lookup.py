@@ -122,7 +122,13 @@ def test_damaged_or_truncated_files_refused_by_name(stores, tmp_path):
     _, v2 = stores
     copy = tmp_path / "copy.store"
     shutil.copytree(v2.path, copy)
-    for name in ("smiles.blocks", "smiles.lookup", "planes.data.u8", "input_order.packed"):
+    for name in (
+        "smiles.blocks",
+        "smiles.lookup",
+        "planes.data.u8",
+        "planes.parts.u8",
+        "input_order.packed",
+    ):
         path = copy / name
         good = path.read_bytes()
         path.write_bytes(good[:-1])

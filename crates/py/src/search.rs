@@ -99,6 +99,8 @@ impl PySearcher {
             .detach(|| {
                 let files = molsift_store::planes::FILES
                     .iter()
+                    // stores upgraded before the part masks have none
+                    .filter(|f| **f != molsift_store::planes::PARTS_FILE || path.join(f).exists())
                     .map(|f| {
                         let p = path.join(f);
                         molsift_iostats::CountedFile::open(&p)

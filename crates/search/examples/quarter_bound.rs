@@ -30,13 +30,14 @@ fn main() {
     )
     .unwrap();
     let file = |f: &str| std::fs::read(dir.path().join(f)).unwrap();
-    let (codes, cps, data, order) = (
+    let (codes, cps, data, order, parts) = (
         file(FILES[1]),
         file(FILES[2]),
         file(FILES[3]),
         file(FILES[4]),
+        file(FILES[5]),
     );
-    let planes = Planes::new(dir.path(), &header, &codes, &cps, &data, &order).unwrap();
+    let planes = Planes::new(dir.path(), &header, &codes, &cps, &data, &order, &parts).unwrap();
     let queries: Vec<Vec<u32>> = std::fs::read_to_string(&args[2])
         .unwrap()
         .lines()

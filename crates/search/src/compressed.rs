@@ -6,7 +6,9 @@
 //!    share at most as many bits with the query as the query has non-empty planes in its block,
 //!    so blocks with fewer non-empty planes than the bar are settled without reading a payload
 //!    byte. For a query unlike the database (its rare bits absent from most blocks) that is
-//!    most blocks.
+//!    most blocks. Planes of format 2 also have part masks (a bit per 32 slots: any of them has
+//!    the bit), counted for the whole run as bit-sliced counters (`part_bound`): a block none of
+//!    whose parts has as many non-empty query planes as the bar needs is settled too.
 //! 2. **Counting.** Queries of fewer than 256 on-bits (all of MOSES's) add each non-empty
 //!    container of the surviving blocks, plane by plane (a plane's containers for a run are
 //!    contiguous), to per-slot byte counters (`scan_counts`). Denser queries decode the
@@ -46,6 +48,13 @@ pub(crate) struct Compressed {
     order: Option<Mmap>,
     plane_checked: Vec<AtomicBool>,
     order_checked: OnceLock<Result<(), String>>,
+    parts: Option<Mmap>,
+}
+
+/// The part bound's switch (on unless `MOLSIFT_NO_PARTS` is set: for measurements).
+pub(crate) fn parts_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("MOLSIFT_NO_PARTS").is_none())
 }
 
 fn bytes(m: &Option<Mmap>) -> &[u8] {
@@ -62,6 +71,7 @@ impl Compressed {
             bytes(&self.checkpoints),
             bytes(&self.data),
             bytes(&self.order),
+            bytes(&self.parts),
         )
         .expect("checked at open")
     }
@@ -107,6 +117,12 @@ impl ColumnIndex {
         let c = Compressed {
             dir: dir.to_path_buf(),
             plane_checked: (0..header.bits).map(|_| AtomicBool::new(false)).collect(),
+            // planes of format version 1 have no part masks
+            parts: if header.format_version >= 2 {
+                m(planes::PARTS_FILE)?
+            } else {
+                None
+            },
             order_checked: OnceLock::new(),
             codes: m(planes::CODES_FILE)?,
             checkpoints: m(planes::CHECKPOINTS_FILE)?,
@@ -122,6 +138,7 @@ impl ColumnIndex {
             bytes(&c.checkpoints),
             bytes(&c.data),
             bytes(&c.order),
+            bytes(&c.parts),
         )?;
         crate::layout::check_bits(c.header.bits)?;
         let h = &c.header;
@@ -209,6 +226,8 @@ impl SlotOrder<'_> {
 pub(crate) struct CPlane<'a> {
     p: usize,
     codes: &'a [u8],
+    /// part masks, one byte per block (empty when the part bound is off)
+    pub(crate) parts: &'a [u8],
     data: &'a [u8],
     /// the whole payload (with its slack) and where this plane starts in it
     all: &'a [u8],
@@ -220,6 +239,11 @@ impl<'a> CPlane<'a> {
         let (all, base) = planes.data_all(p);
         CPlane {
             p,
+            parts: if parts_enabled() {
+                planes.parts(p)
+            } else {
+                &[]
+            },
             codes: planes.codes(p),
             data: planes.data(p),
             all,
@@ -349,6 +373,147 @@ unsafe fn run_codes_avx2(codes: &[u8; RUN], nonempty: &mut [u8; RUN]) -> (u64, u
         }
     }
     (full, sum)
+}
+
+/// The blocks (bit `k`: block `blk + k`, `k < len <= RUN`) that have a part of 32 slots in
+/// which at least `m` of the query planes `cp` are non-empty (their part masks): a molecule
+/// cannot share more bits with the query than its part has non-empty planes.
+fn part_bound(cp: &[CPlane<'_>], blk: usize, len: usize, m: u32) -> u64 {
+    if m > 255 || cp.len() < m as usize {
+        return 0;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && crate::scan::simd_enabled() {
+        // SAFETY: AVX2 is present.
+        return unsafe {
+            if cp.len() < 64 {
+                part_bound_avx2::<6>(cp, blk, len, m)
+            } else {
+                part_bound_avx2::<8>(cp, blk, len, m)
+            }
+        };
+    }
+    part_bound_portable(cp, blk, len, m)
+}
+
+/// The part masks of a run of one plane as 8 words (word `w`: blocks `8w .. 8w + 8`).
+#[inline(always)]
+fn part_words(parts: &[u8], blk: usize, len: usize) -> [u64; 8] {
+    let mut b = [0u8; RUN];
+    b[..len].copy_from_slice(&parts[blk..blk + len]);
+    let mut c = [0u64; 8];
+    for (w, cw) in c.iter_mut().enumerate() {
+        *cw = u64::from_le_bytes(b[8 * w..8 * w + 8].try_into().expect("8"));
+    }
+    c
+}
+
+/// Blocks with a non-zero byte in `x` (8 words, a byte per block).
+#[inline(always)]
+fn nonzero_bytes(x: &[u64; 8], len: usize) -> u64 {
+    let mut out = 0u64;
+    for k in 0..len {
+        out |= u64::from((x[k / 8] >> (8 * (k % 8))) & 0xFF != 0) << k;
+    }
+    out
+}
+
+fn part_bound_portable(cp: &[CPlane<'_>], blk: usize, len: usize, m: u32) -> u64 {
+    // bit-sliced counters of the 64 x 8 part bits
+    let mut sl = [[0u64; 8]; 8];
+    for plane in cp {
+        let mut c = part_words(plane.parts, blk, len);
+        for s in sl.iter_mut() {
+            for w in 0..8 {
+                let t = s[w] & c[w];
+                s[w] ^= c[w];
+                c[w] = t;
+            }
+        }
+    }
+    let mut ge = [0u64; 8];
+    for w in 0..8 {
+        let (mut gt, mut eq) = (0u64, u64::MAX);
+        for i in (0..8).rev() {
+            if (m >> i) & 1 == 1 {
+                eq &= sl[i][w];
+            } else {
+                gt |= eq & sl[i][w];
+                eq &= !sl[i][w];
+            }
+        }
+        ge[w] = gt | eq;
+    }
+    nonzero_bytes(&ge, len)
+}
+
+/// [`part_bound`] with AVX2: `L`-bit sliced counters (`cp.len() < 2^L`) in two 256-bit halves.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::needless_range_loop)] // h picks the same half of every slice
+unsafe fn part_bound_avx2<const L: usize>(
+    cp: &[CPlane<'_>],
+    blk: usize,
+    len: usize,
+    m: u32,
+) -> u64 {
+    use std::arch::x86_64::*;
+    if m >= 1 << L {
+        return 0;
+    }
+    let zero = _mm256_setzero_si256();
+    let mut s = [[zero; 2]; L];
+    for plane in cp {
+        let (a, b) = if len == RUN {
+            let p = plane.parts[blk..blk + RUN].as_ptr();
+            // SAFETY: RUN = 64 readable bytes from p.
+            unsafe {
+                (
+                    _mm256_loadu_si256(p as *const __m256i),
+                    _mm256_loadu_si256(p.add(32) as *const __m256i),
+                )
+            }
+        } else {
+            let w = part_words(plane.parts, blk, len);
+            // SAFETY: w holds 64 bytes.
+            unsafe {
+                (
+                    _mm256_loadu_si256(w.as_ptr() as *const __m256i),
+                    _mm256_loadu_si256(w.as_ptr().add(4) as *const __m256i),
+                )
+            }
+        };
+        let mut c = [a, b];
+        for si in s.iter_mut() {
+            for h in 0..2 {
+                let t = _mm256_and_si256(si[h], c[h]);
+                si[h] = _mm256_xor_si256(si[h], c[h]);
+                c[h] = t;
+            }
+        }
+    }
+    let mut out = 0u64;
+    for h in 0..2 {
+        let (mut gt, mut eq) = (zero, _mm256_set1_epi8(-1));
+        for i in (0..L).rev() {
+            if (m >> i) & 1 == 1 {
+                eq = _mm256_and_si256(eq, s[i][h]);
+            } else {
+                gt = _mm256_or_si256(gt, _mm256_and_si256(eq, s[i][h]));
+                eq = _mm256_andnot_si256(s[i][h], eq);
+            }
+        }
+        let ge = _mm256_or_si256(gt, eq);
+        let zero_bytes = _mm256_movemask_epi8(_mm256_cmpeq_epi8(ge, zero)) as u32;
+        out |= u64::from(!zero_bytes) << (32 * h);
+    }
+    if len < RUN {
+        out &= (1u64 << len) - 1;
+    }
+    out
 }
 
 /// Byte counters per block: one per slot.
@@ -602,11 +767,17 @@ fn scan_counts<S: Sink>(
         // the live blocks as a bit mask; per live block, the query planes still to read that
         // are non-empty in it (a slot can gain at most that many more bits), and how many
         // planes it took since its largest count was last computed
+        // blocks where some part of 32 slots has at least m non-empty query planes
+        let pass = if cp.first().is_some_and(|p| !p.parts.is_empty()) {
+            part_bound(cp, blk, len, m)
+        } else {
+            u64::MAX
+        };
         let mut live = 0u64;
         let mut rem = [0u8; RUN];
         let mut max = [0u8; RUN];
         for (k, &z) in nonempty[..len].iter().enumerate() {
-            if u32::from(z) >= m {
+            if u32::from(z) >= m && (pass >> k) & 1 == 1 {
                 live |= 1 << k;
                 cnt[k] = [0; CNT];
                 rem[k] = z;

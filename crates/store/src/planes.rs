@@ -45,8 +45,8 @@ pub const DENSE: u8 = 32;
 pub const DATA_SLACK: usize = 32;
 /// Format name in `planes.json`.
 pub const FORMAT_NAME: &str = "molsift-planes";
-/// Format version written.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format version written (2: with the part masks of [`PARTS_FILE`]).
+pub const FORMAT_VERSION: u32 = 2;
 /// The header.
 pub const HEADER_FILE: &str = "planes.json";
 /// Codes.
@@ -57,13 +57,19 @@ pub const CHECKPOINTS_FILE: &str = "planes.checkpoints.u32";
 pub const DATA_FILE: &str = "planes.data.u8";
 /// Sorted order.
 pub const ORDER_FILE: &str = "planes.order";
+/// Part masks: per plane and block one byte, bit `r` set when any of slots `32 r .. 32 r + 32`
+/// has the bit (a bound per 32 slots, sharper than the codes' per block).
+pub const PARTS_FILE: &str = "planes.parts.u8";
+/// Slots per part.
+pub const PART: usize = 32;
 /// Every file, header first.
-pub const FILES: [&str; 5] = [
+pub const FILES: [&str; 6] = [
     HEADER_FILE,
     CODES_FILE,
     CHECKPOINTS_FILE,
     DATA_FILE,
     ORDER_FILE,
+    PARTS_FILE,
 ];
 
 /// The molecules of one popcount: a run of whole blocks in sorted order.
@@ -213,6 +219,7 @@ where
     let mut codes_f = std::io::BufWriter::new(create(CODES_FILE)?);
     let mut ckpt_f = std::io::BufWriter::new(create(CHECKPOINTS_FILE)?);
     let mut data_f = std::io::BufWriter::new(create(DATA_FILE)?);
+    let mut parts_f = std::io::BufWriter::new(create(PARTS_FILE)?);
     let mut plane_base = vec![0u64];
     let mut plane_xxh3 = Vec::with_capacity(bits_us);
     let checkpoints = blocks.div_ceil(CHECKPOINT_BLOCKS) + 1;
@@ -228,6 +235,7 @@ where
         }
         let g = hi - lo;
         let mut codes = vec![0u8; g * blocks];
+        let mut parts = vec![0u8; g * blocks];
         let mut data: Vec<Vec<u8>> = (0..g).map(|k| Vec::with_capacity(bound(lo + k))).collect();
         let mut lanes = vec![[0u64; 4]; g];
         for blk in 0..blocks {
@@ -257,6 +265,7 @@ where
             }
             for (j, lane) in lanes.iter().enumerate() {
                 let c: u32 = lane.iter().map(|w| w.count_ones()).sum();
+                parts[j * blocks + blk] = part_mask(lane);
                 let out = &mut data[j];
                 if c >= u32::from(DENSE) {
                     codes[j * blocks + blk] = DENSE;
@@ -299,7 +308,10 @@ where
             h.update(plane_codes);
             h.update(&ck_bytes);
             h.update(&data[j]);
+            let plane_parts = &parts[j * blocks..(j + 1) * blocks];
+            h.update(plane_parts);
             plane_xxh3.push(to_hex(h.digest()));
+            parts_f.write_all(plane_parts).map_err(io(PARTS_FILE))?;
             codes_f.write_all(plane_codes).map_err(io(CODES_FILE))?;
             ckpt_f.write_all(&ck_bytes).map_err(io(CHECKPOINTS_FILE))?;
             data_f.write_all(&data[j]).map_err(io(DATA_FILE))?;
@@ -314,6 +326,7 @@ where
         (codes_f, CODES_FILE),
         (ckpt_f, CHECKPOINTS_FILE),
         (data_f, DATA_FILE),
+        (parts_f, PARTS_FILE),
     ] {
         f.into_inner()
             .map_err(|e| StoreError::io(dir.join(name), e.into_error()))?
@@ -350,6 +363,51 @@ where
     molsift_iostats::write_file(&dir.join(HEADER_FILE), text.as_bytes(), true)
         .map_err(io(HEADER_FILE))?;
     Ok(header)
+}
+
+/// Rewrites the planes in `dir` as format version 1, without the part masks (removes
+/// [`PARTS_FILE`], recomputes each plane's checksum and the header): what stores upgraded
+/// before the masks hold. For tests of that format and for measuring the part bound.
+#[doc(hidden)]
+pub fn strip_parts(dir: &Path) -> Result<PlanesHeader, StoreError> {
+    let read =
+        |name: &str| std::fs::read(dir.join(name)).map_err(|e| StoreError::io(dir.join(name), e));
+    let mut header: PlanesHeader =
+        serde_json::from_slice(&read(HEADER_FILE)?).map_err(|e| StoreError::Inconsistent {
+            path: dir.join(HEADER_FILE),
+            reason: e.to_string(),
+        })?;
+    let (codes, ck, data) = (read(CODES_FILE)?, read(CHECKPOINTS_FILE)?, read(DATA_FILE)?);
+    let (bits, blocks, cps) = (
+        header.bits as usize,
+        header.blocks as usize,
+        header.checkpoints(),
+    );
+    for p in 0..bits {
+        let mut h = Xxh3::new();
+        h.update(&codes[p * blocks..(p + 1) * blocks]);
+        h.update(&ck[4 * p * cps..4 * (p + 1) * cps]);
+        h.update(&data[header.plane_base[p] as usize..header.plane_base[p + 1] as usize]);
+        header.plane_xxh3[p] = to_hex(h.digest());
+    }
+    std::fs::remove_file(dir.join(PARTS_FILE))
+        .map_err(|e| StoreError::io(dir.join(PARTS_FILE), e))?;
+    header.files.remove(PARTS_FILE);
+    header.format_version = 1;
+    let text = serde_json::to_string(&header).expect("header serializes");
+    molsift_iostats::write_file(&dir.join(HEADER_FILE), text.as_bytes(), true)
+        .map_err(|e| StoreError::io(dir.join(HEADER_FILE), e))?;
+    Ok(header)
+}
+
+/// A block's part mask: bit `r` set when any of slots `32 r .. 32 r + 32` is set in `lane`.
+#[inline]
+pub fn part_mask(lane: &[u64; 4]) -> u8 {
+    let mut m = 0u8;
+    for r in 0..BLOCK / PART {
+        m |= u8::from((lane[r / 2] >> (PART * (r % 2))) as u32 != 0) << r;
+    }
+    m
 }
 
 /// One container of a plane.
@@ -392,6 +450,7 @@ pub struct Planes<'a> {
     checkpoints: &'a [u8],
     data: &'a [u8],
     order: crate::packed::Packed<'a>,
+    parts: &'a [u8],
 }
 
 impl<'a> Planes<'a> {
@@ -404,16 +463,17 @@ impl<'a> Planes<'a> {
         checkpoints: &'a [u8],
         data: &'a [u8],
         order: &'a [u8],
+        parts: &'a [u8],
     ) -> Result<Planes<'a>, StoreError> {
         let bad = |name: &str, reason: String| StoreError::Inconsistent {
             path: dir.join(name),
             reason,
         };
-        if header.format != FORMAT_NAME || header.format_version != FORMAT_VERSION {
+        if header.format != FORMAT_NAME || !(1..=FORMAT_VERSION).contains(&header.format_version) {
             return Err(bad(
                 HEADER_FILE,
                 format!(
-                    "format {} version {} (this molsift reads {FORMAT_NAME} {FORMAT_VERSION})",
+                    "format {} version {} (this molsift reads {FORMAT_NAME} 1 to {FORMAT_VERSION})",
                     header.format, header.format_version
                 ),
             ));
@@ -453,6 +513,16 @@ impl<'a> Planes<'a> {
                 data.len(),
                 header.plane_base[bits] as usize + DATA_SLACK,
             ),
+            (
+                PARTS_FILE,
+                parts.len(),
+                // version 1 (before the part masks) has none
+                if header.format_version >= 2 {
+                    bits * blocks
+                } else {
+                    0
+                },
+            ),
         ] {
             if got != want {
                 return Err(bad(
@@ -471,7 +541,19 @@ impl<'a> Planes<'a> {
             checkpoints,
             data,
             order,
+            parts,
         })
+    }
+
+    /// Plane `p`'s part masks, one byte per block ([`PARTS_FILE`]); empty for planes of
+    /// format version 1, which have none.
+    #[inline]
+    pub fn parts(&self, p: usize) -> &'a [u8] {
+        if self.parts.is_empty() {
+            return &[];
+        }
+        let blocks = self.header.blocks as usize;
+        &self.parts[p * blocks..(p + 1) * blocks]
     }
 
     /// The header.
@@ -544,6 +626,7 @@ impl<'a> Planes<'a> {
         h.update(self.codes(p));
         h.update(ck);
         h.update(self.data(p));
+        h.update(self.parts(p));
         let found = to_hex(h.digest());
         if found != self.header.plane_xxh3[p] {
             return Err(StoreError::Corrupted {
@@ -694,21 +777,25 @@ mod tests {
         (dir, h, r)
     }
 
-    /// The written files of planes in `dir`: codes, checkpoints, payload, order.
-    fn files(dir: &Path) -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
+    /// Codes, checkpoints, payload, order, parts.
+    type Files = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>);
+
+    /// The written files of planes in `dir`.
+    fn files(dir: &Path) -> Files {
         let read = |n: &str| std::fs::read(dir.join(n)).unwrap();
         (
             read(CODES_FILE),
             read(CHECKPOINTS_FILE),
             read(DATA_FILE),
             read(ORDER_FILE),
+            read(PARTS_FILE),
         )
     }
 
     fn open_and_check(dir: &Path, h: &PlanesHeader, r: &[u64], bits: u32) {
         let words = bits.div_ceil(64) as usize;
-        let (c, k, d, o) = files(dir);
-        let planes = Planes::new(dir, h, &c, &k, &d, &o).unwrap();
+        let (c, k, d, o, pm) = files(dir);
+        let planes = Planes::new(dir, h, &c, &k, &d, &o, &pm).unwrap();
         let mut out = vec![0u64; h.molecules as usize * words];
         planes.decode_rows(&mut out, words);
         assert_eq!(out, r);
@@ -720,6 +807,8 @@ mod tests {
             for blk in b.first_block..b.first_block + b.blocks {
                 for p in (0..bits as usize).step_by(7) {
                     let lane = planes.container(p, blk as usize).lane();
+                    // the part mask is the lane's, 32 slots per bit
+                    assert_eq!(planes.parts(p)[blk as usize], part_mask(&lane));
                     for s in 0..BLOCK {
                         let k = (blk - b.first_block) as usize * BLOCK + s;
                         let has = lane[s / 64] >> (s % 64) & 1 == 1;
@@ -733,11 +822,12 @@ mod tests {
             }
         }
         if !c.is_empty() {
-            assert!(Planes::new(dir, h, &c[1..], &k, &d, &o).is_err());
-            assert!(Planes::new(dir, h, &c, &k[4..], &d, &o).is_err());
+            assert!(Planes::new(dir, h, &c[1..], &k, &d, &o, &pm).is_err());
+            assert!(Planes::new(dir, h, &c, &k[4..], &d, &o, &pm).is_err());
+            assert!(Planes::new(dir, h, &c, &k, &d, &o, &pm[1..]).is_err());
         }
         if !d.is_empty() {
-            assert!(Planes::new(dir, h, &c, &k, &d[..d.len() - 1], &o).is_err());
+            assert!(Planes::new(dir, h, &c, &k, &d[..d.len() - 1], &o, &pm).is_err());
         }
     }
 
@@ -759,6 +849,32 @@ mod tests {
         open_and_check(dir.path(), &h, &r, 64);
         let (dir, h, r) = build(0, 128, usize::MAX);
         open_and_check(dir.path(), &h, &r, 128);
+    }
+
+    #[test]
+    fn planes_of_format_1_without_part_masks_still_open() {
+        let (dir, h2, r) = build(3000, 256, usize::MAX);
+        let (c, k, d, o, pm) = files(dir.path());
+        // the masks are part of each plane's checksum: a flipped mask byte is found
+        let mut bad = pm.clone();
+        bad[5] ^= 1;
+        let planes = Planes::new(dir.path(), &h2, &c, &k, &d, &o, &bad).unwrap();
+        assert!(planes.verify_plane(0, dir.path()).is_err());
+        let h1 = strip_parts(dir.path()).unwrap();
+        assert_eq!(h1.format_version, 1);
+        assert!(!dir.path().join(PARTS_FILE).exists());
+        // a version-1 header with masks, or a version-2 one without, is refused
+        assert!(Planes::new(dir.path(), &h1, &c, &k, &d, &o, &pm).is_err());
+        assert!(Planes::new(dir.path(), &h2, &c, &k, &d, &o, &[]).is_err());
+        let planes = Planes::new(dir.path(), &h1, &c, &k, &d, &o, &[]).unwrap();
+        assert!(planes.parts(0).is_empty());
+        let words = 4;
+        let mut out = vec![0u64; h1.molecules as usize * words];
+        planes.decode_rows(&mut out, words);
+        assert_eq!(out, r);
+        for p in 0..256 {
+            planes.verify_plane(p, dir.path()).unwrap();
+        }
     }
 
     #[test]
@@ -784,8 +900,8 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let h = write_planes(dir.path(), 64, n, |_| 10, |i, out| out[0] = family(i), 0).unwrap();
-        let (c, k, d, o) = files(dir.path());
-        let planes = Planes::new(dir.path(), &h, &c, &k, &d, &o).unwrap();
+        let (c, k, d, o, pm) = files(dir.path());
+        let planes = Planes::new(dir.path(), &h, &c, &k, &d, &o, &pm).unwrap();
         for blk in 0..2 {
             let first = family(planes.position(blk * BLOCK) as usize);
             for s in 0..BLOCK {

@@ -1,4 +1,4 @@
-"""`molsift upgrade STORE -o NEW`: write the version-2 form of a version-1 store (about a twelfth
+"""`molsift upgrade STORE -o NEW`: write the version-2 form of a version-1 store (about a tenth
 of the bytes, with the exact-match index `molsift lookup` needs)."""
 
 from __future__ import annotations

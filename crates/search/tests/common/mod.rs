@@ -167,6 +167,16 @@ pub fn brute(set: &Set, query: &Query, threshold: Option<f64>, k: Option<usize>)
 /// index needs it: it is returned too).
 #[allow(dead_code)]
 pub fn compressed_index(set: &Set) -> (tempfile::TempDir, molsift_search::ColumnIndex) {
+    compressed_index_of_format(set, 2)
+}
+
+/// [`compressed_index`] with the planes of format `version`: 2 (with the part masks), or 1
+/// (without, as stores upgraded before them).
+#[allow(dead_code)]
+pub fn compressed_index_of_format(
+    set: &Set,
+    version: u32,
+) -> (tempfile::TempDir, molsift_search::ColumnIndex) {
     let dir = tempfile::tempdir().unwrap();
     molsift_store::planes::write_planes(
         dir.path(),
@@ -177,8 +187,12 @@ pub fn compressed_index(set: &Set) -> (tempfile::TempDir, molsift_search::Column
         usize::MAX,
     )
     .unwrap();
+    if version == 1 {
+        molsift_store::planes::strip_parts(dir.path()).unwrap();
+    }
     let files: Vec<(String, molsift_iostats::CountedFile)> = molsift_store::planes::FILES
         .iter()
+        .filter(|f| dir.path().join(f).exists())
         .map(|f| {
             (
                 f.to_string(),
