@@ -865,7 +865,10 @@ mod tests {
         // the planes as written before the masks (format 1), and a manifest without them
         let p2 = d.path().join("v2.store");
         planes::strip_parts(&p2).unwrap();
-        assert!(StoreV2::open(&p2, false).is_err(), "the manifest still lists the masks");
+        assert!(
+            StoreV2::open(&p2, false).is_err(),
+            "the manifest still lists the masks"
+        );
         let text = std::fs::read(p2.join(crate::layout::MANIFEST)).unwrap();
         let mut manifest: Manifest = serde_json::from_slice(&text).unwrap();
         manifest.files.remove(planes::PARTS_FILE);
