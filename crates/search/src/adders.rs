@@ -50,7 +50,7 @@ fn csa(a: Lane, b: Lane, c: Lane) -> (Lane, Lane) {
 
 /// Adds `carry` (weight `2^from`) into `s[from..]`, ripple style.
 #[inline(always)]
-fn ripple<const L: usize>(s: &mut [Lane; L], from: usize, mut carry: Lane) {
+pub(crate) fn ripple<const L: usize>(s: &mut [Lane; L], from: usize, mut carry: Lane) {
     for slot in s.iter_mut().skip(from) {
         let t = and(*slot, carry);
         *slot = xor(*slot, carry);

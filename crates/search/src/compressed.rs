@@ -26,7 +26,9 @@ use memmap2::Mmap;
 use molsift_iostats::CountedFile;
 use molsift_store::planes::{self, Planes, PlanesHeader, BLOCK, CHECKPOINT_BLOCKS, DENSE};
 
-use crate::adders::{add_planes, count_at, ge_mask, mask_and, prefix_mask, Gate, Lane, ZERO};
+use crate::adders::{
+    add_planes, count_at, ge_mask, mask_and, prefix_mask, ripple, Gate, Lane, ZERO,
+};
 use crate::layout::{Bucket, ColumnIndex, Words};
 use crate::scan::{phase1_planes, Read, Sink};
 use crate::threshold::UNREACHABLE;
@@ -377,138 +379,68 @@ unsafe fn run_codes_avx2(codes: &[u8; RUN], nonempty: &mut [u8; RUN]) -> (u64, u
 
 /// The blocks (bit `k`: block `blk + k`, `k < len <= RUN`) that have a part of 32 slots in
 /// which at least `m` of the query planes `cp` are non-empty (their part masks): a molecule
-/// cannot share more bits with the query than its part has non-empty planes.
+/// cannot share more bits with the query than its part has non-empty planes. The run's 64 x 8
+/// part bits are two lanes, counted with the adders' ripple and compared with their `ge_mask`
+/// (256-bit instructions inside [`scan_counts_avx2`], portable otherwise).
+#[inline(always)]
 fn part_bound(cp: &[CPlane<'_>], blk: usize, len: usize, m: u32) -> u64 {
     if m > 255 || cp.len() < m as usize {
         return 0;
     }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && crate::scan::simd_enabled() {
-        // SAFETY: AVX2 is present.
-        return unsafe {
-            if cp.len() < 64 {
-                part_bound_avx2::<6>(cp, blk, len, m)
-            } else {
-                part_bound_avx2::<8>(cp, blk, len, m)
-            }
-        };
+    if cp.len() < 64 {
+        part_bound_sliced::<6>(cp, blk, len, m)
+    } else {
+        part_bound_sliced::<8>(cp, blk, len, m)
     }
-    part_bound_portable(cp, blk, len, m)
 }
 
-/// The part masks of a run of one plane as 8 words (word `w`: blocks `8w .. 8w + 8`).
+/// Bit `k` set for each non-zero byte `k` of `x`: the high bit of each byte says whether it is
+/// non-zero, and one multiplication gathers the eight high bits.
 #[inline(always)]
-fn part_words(parts: &[u8], blk: usize, len: usize) -> [u64; 8] {
-    let mut b = [0u8; RUN];
-    b[..len].copy_from_slice(&parts[blk..blk + len]);
-    let mut c = [0u64; 8];
-    for (w, cw) in c.iter_mut().enumerate() {
-        *cw = u64::from_le_bytes(b[8 * w..8 * w + 8].try_into().expect("8"));
-    }
-    c
+fn nonzero_bytes(x: u64) -> u64 {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    let high = (((x & LOW7) + LOW7) | x) & !LOW7;
+    (high >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
 
-/// Blocks with a non-zero byte in `x` (8 words, a byte per block).
+/// [`part_bound`] with `L`-bit counters (`cp.len() < 2^L`).
 #[inline(always)]
-fn nonzero_bytes(x: &[u64; 8], len: usize) -> u64 {
-    let mut out = 0u64;
-    for k in 0..len {
-        out |= u64::from((x[k / 8] >> (8 * (k % 8))) & 0xFF != 0) << k;
-    }
-    out
-}
-
-fn part_bound_portable(cp: &[CPlane<'_>], blk: usize, len: usize, m: u32) -> u64 {
-    // bit-sliced counters of the 64 x 8 part bits
-    let mut sl = [[0u64; 8]; 8];
-    for plane in cp {
-        let mut c = part_words(plane.parts, blk, len);
-        for s in sl.iter_mut() {
-            for w in 0..8 {
-                let t = s[w] & c[w];
-                s[w] ^= c[w];
-                c[w] = t;
-            }
-        }
-    }
-    let mut ge = [0u64; 8];
-    for w in 0..8 {
-        let (mut gt, mut eq) = (0u64, u64::MAX);
-        for i in (0..8).rev() {
-            if (m >> i) & 1 == 1 {
-                eq &= sl[i][w];
-            } else {
-                gt |= eq & sl[i][w];
-                eq &= !sl[i][w];
-            }
-        }
-        ge[w] = gt | eq;
-    }
-    nonzero_bytes(&ge, len)
-}
-
-/// [`part_bound`] with AVX2: `L`-bit sliced counters (`cp.len() < 2^L`) in two 256-bit halves.
-///
-/// # Safety
-/// The CPU must have AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[allow(clippy::needless_range_loop)] // h picks the same half of every slice
-unsafe fn part_bound_avx2<const L: usize>(
-    cp: &[CPlane<'_>],
-    blk: usize,
-    len: usize,
-    m: u32,
-) -> u64 {
-    use std::arch::x86_64::*;
-    if m >= 1 << L {
-        return 0;
-    }
-    let zero = _mm256_setzero_si256();
-    let mut s = [[zero; 2]; L];
-    for plane in cp {
-        let (a, b) = if len == RUN {
-            let p = plane.parts[blk..blk + RUN].as_ptr();
-            // SAFETY: RUN = 64 readable bytes from p.
-            unsafe {
-                (
-                    _mm256_loadu_si256(p as *const __m256i),
-                    _mm256_loadu_si256(p.add(32) as *const __m256i),
-                )
-            }
-        } else {
-            let w = part_words(plane.parts, blk, len);
-            // SAFETY: w holds 64 bytes.
-            unsafe {
-                (
-                    _mm256_loadu_si256(w.as_ptr() as *const __m256i),
-                    _mm256_loadu_si256(w.as_ptr().add(4) as *const __m256i),
-                )
-            }
-        };
-        let mut c = [a, b];
-        for si in s.iter_mut() {
-            for h in 0..2 {
-                let t = _mm256_and_si256(si[h], c[h]);
-                si[h] = _mm256_xor_si256(si[h], c[h]);
-                c[h] = t;
-            }
-        }
-    }
+fn part_bound_sliced<const L: usize>(cp: &[CPlane<'_>], blk: usize, len: usize, m: u32) -> u64 {
+    // half h: blocks 32h .. 32h + 32, a byte each (bit r: part r), counted one half at a time
+    // so that the L slices stay in registers
     let mut out = 0u64;
     for h in 0..2 {
-        let (mut gt, mut eq) = (zero, _mm256_set1_epi8(-1));
-        for i in (0..L).rev() {
-            if (m >> i) & 1 == 1 {
-                eq = _mm256_and_si256(eq, s[i][h]);
-            } else {
-                gt = _mm256_or_si256(gt, _mm256_and_si256(eq, s[i][h]));
-                eq = _mm256_andnot_si256(s[i][h], eq);
-            }
+        let mut s = [ZERO; L];
+        // the run's blocks in this half; bytes past them (the next bucket's) are masked off
+        let valid = len.saturating_sub(32 * h).min(32);
+        if valid == 0 {
+            break;
         }
-        let ge = _mm256_or_si256(gt, eq);
-        let zero_bytes = _mm256_movemask_epi8(_mm256_cmpeq_epi8(ge, zero)) as u32;
-        out |= u64::from(!zero_bytes) << (32 * h);
+        let keep = |i: usize| match valid.saturating_sub(8 * i) {
+            n if n >= 8 => !0u64,
+            n => (1u64 << (8 * n)) - 1,
+        };
+        let keep = [keep(0), keep(1), keep(2), keep(3)];
+        let at = blk + 32 * h;
+        for plane in cp {
+            let lane = if at + 32 <= plane.parts.len() {
+                let b: &[u8; 32] = plane.parts[at..at + 32].try_into().expect("32");
+                let w = |i: usize| {
+                    u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8")) & keep[i]
+                };
+                [w(0), w(1), w(2), w(3)]
+            } else {
+                // the plane's last blocks
+                let mut b = [0u8; 32];
+                b[..valid].copy_from_slice(&plane.parts[at..at + valid]);
+                let w = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8"));
+                [w(0), w(1), w(2), w(3)]
+            };
+            ripple(&mut s, 0, lane);
+        }
+        for (i, &word) in ge_mask(&s, m).iter().enumerate() {
+            out |= nonzero_bytes(word) << (32 * h + 8 * i);
+        }
     }
     if len < RUN {
         out &= (1u64 << len) - 1;
@@ -966,4 +898,31 @@ fn scan_runs<const L: usize, S: Sink>(
         blk += len;
     }
     read
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nonzero_bytes;
+
+    #[test]
+    fn nonzero_bytes_marks_exactly_the_nonzero_bytes() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // zero some bytes, keep others (including bytes with only the high or low bit)
+            let word = x & (x >> 8).wrapping_mul(0xFF) | (x >> 60 & 1) << 63;
+            let want = (0..8).fold(0u64, |a, k| {
+                a | u64::from((word >> (8 * k)) & 0xFF != 0) << k
+            });
+            assert_eq!(nonzero_bytes(word), want, "{word:#018x}");
+        }
+        for k in 0..8 {
+            for v in [1u64, 0x80, 0x7F, 0xFF] {
+                assert_eq!(nonzero_bytes(v << (8 * k)), 1 << k);
+            }
+        }
+        assert_eq!(nonzero_bytes(0), 0);
+    }
 }
