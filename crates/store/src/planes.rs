@@ -304,13 +304,8 @@ where
                 )));
             }
             let ck_bytes: Vec<u8> = ck.iter().flat_map(|&c| (c as u32).to_le_bytes()).collect();
-            let mut h = Xxh3::new();
-            h.update(plane_codes);
-            h.update(&ck_bytes);
-            h.update(&data[j]);
             let plane_parts = &parts[j * blocks..(j + 1) * blocks];
-            h.update(plane_parts);
-            plane_xxh3.push(to_hex(h.digest()));
+            plane_xxh3.push(plane_digest(plane_codes, &ck_bytes, &data[j], plane_parts));
             parts_f.write_all(plane_parts).map_err(io(PARTS_FILE))?;
             codes_f.write_all(plane_codes).map_err(io(CODES_FILE))?;
             ckpt_f.write_all(&ck_bytes).map_err(io(CHECKPOINTS_FILE))?;
@@ -384,11 +379,12 @@ pub fn strip_parts(dir: &Path) -> Result<PlanesHeader, StoreError> {
         header.checkpoints(),
     );
     for p in 0..bits {
-        let mut h = Xxh3::new();
-        h.update(&codes[p * blocks..(p + 1) * blocks]);
-        h.update(&ck[4 * p * cps..4 * (p + 1) * cps]);
-        h.update(&data[header.plane_base[p] as usize..header.plane_base[p + 1] as usize]);
-        header.plane_xxh3[p] = to_hex(h.digest());
+        header.plane_xxh3[p] = plane_digest(
+            &codes[p * blocks..(p + 1) * blocks],
+            &ck[4 * p * cps..4 * (p + 1) * cps],
+            &data[header.plane_base[p] as usize..header.plane_base[p + 1] as usize],
+            &[],
+        );
     }
     std::fs::remove_file(dir.join(PARTS_FILE))
         .map_err(|e| StoreError::io(dir.join(PARTS_FILE), e))?;
@@ -398,6 +394,16 @@ pub fn strip_parts(dir: &Path) -> Result<PlanesHeader, StoreError> {
     molsift_iostats::write_file(&dir.join(HEADER_FILE), text.as_bytes(), true)
         .map_err(|e| StoreError::io(dir.join(HEADER_FILE), e))?;
     Ok(header)
+}
+
+/// A plane's checksum in the header: XXH3-64 of its codes, checkpoints, payload and part masks
+/// (none in format 1), in that order.
+fn plane_digest(codes: &[u8], checkpoints: &[u8], data: &[u8], parts: &[u8]) -> String {
+    let mut h = Xxh3::new();
+    for bytes in [codes, checkpoints, data, parts] {
+        h.update(bytes);
+    }
+    to_hex(h.digest())
 }
 
 /// A block's part mask: bit `r` set when any of slots `32 r .. 32 r + 32` is set in `lane`.
@@ -622,12 +628,7 @@ impl<'a> Planes<'a> {
     pub fn verify_plane(&self, p: usize, dir: &Path) -> Result<(), StoreError> {
         let cps = self.header.checkpoints();
         let ck = &self.checkpoints[4 * p * cps..4 * (p + 1) * cps];
-        let mut h = Xxh3::new();
-        h.update(self.codes(p));
-        h.update(ck);
-        h.update(self.data(p));
-        h.update(self.parts(p));
-        let found = to_hex(h.digest());
+        let found = plane_digest(self.codes(p), ck, self.data(p), self.parts(p));
         if found != self.header.plane_xxh3[p] {
             return Err(StoreError::Corrupted {
                 path: dir.join(DATA_FILE),
