@@ -6,9 +6,12 @@
 //!   bound, exactly in integers) are skipped. Threads take contiguous shares of the blocks.
 //! * Top-k: buckets by their best possible score `min(p, q) / max(p, q)`, best first, so good
 //!   scores arrive early; `m` rises to the current k-th best as the heap fills, and buckets that
-//!   cannot reach it are skipped. On compressed planes (store version 2, whose buckets are
-//!   sorted for similarity) the few blocks of the first buckets whose codes promise the best
-//!   score are read first (`Plan::seeds`), which raises the bar before the rest is read once.
+//!   cannot reach it are skipped. On compressed planes with part masks (store version 2) the
+//!   blocks are visited best bound first instead, across buckets (`compressed::bestfirst`),
+//!   and the search ends at the first block whose bound is below the k-th best found. On
+//!   planes without them (format 1) the few blocks of the first buckets whose codes promise
+//!   the best score are read first (`Plan::seeds`), which raises the bar before the rest is
+//!   read once.
 //!   Each thread takes a share of every bucket and keeps its own
 //!   heap; the threads share their best k-th score (`SharedBar`); the heaps are merged at the
 //!   end.
@@ -242,6 +245,12 @@ impl ColumnIndex {
                 let run = |i: usize| {
                     let mut sink =
                         TopKSink::new(self.slot_order(), t, q, k, (threads > 1).then_some(&shared));
+                    // compressed planes with part masks: blocks best bound first
+                    let mine = |b: &Bucket| share(b.block_range(), threads, i);
+                    if let Some((read, buckets)) = plan.top_k_best_first(&visit, &mine, &mut sink) {
+                        let candidates = sink.candidates;
+                        return (sink.heap.into_vec(), read, buckets, candidates);
+                    }
                     let mut read = Read::default();
                     let mut buckets = 0;
                     // the most promising blocks of the first buckets first (compressed

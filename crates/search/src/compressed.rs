@@ -16,6 +16,10 @@
 //!    they read the dense planes: phase 1 the rarest planes up to the gate for every surviving
 //!    block, phase 2 the rest for the blocks still alive (`scan_runs`).
 
+mod bestfirst;
+
+pub(crate) use bestfirst::{top_k as top_k_best_first, usable as best_first_usable, Work};
+
 use std::cell::RefCell;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -57,6 +61,13 @@ pub(crate) struct Compressed {
 pub(crate) fn parts_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("MOLSIFT_NO_PARTS").is_none())
+}
+
+/// The best-first top-k's switch (on unless `MOLSIFT_NO_BEST_FIRST` is set: for
+/// measurements; top-k then scans buckets in order as on planes without part masks).
+pub(crate) fn best_first_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("MOLSIFT_NO_BEST_FIRST").is_none())
 }
 
 fn bytes(m: &Option<Mmap>) -> &[u8] {
@@ -234,6 +245,8 @@ pub(crate) struct CPlane<'a> {
     /// the whole payload (with its slack) and where this plane starts in it
     all: &'a [u8],
     base: usize,
+    /// the plane's checkpoints (`Planes::checkpoint_row`)
+    cps: &'a [u8],
 }
 
 impl<'a> CPlane<'a> {
@@ -250,7 +263,14 @@ impl<'a> CPlane<'a> {
             data: planes.data(p),
             all,
             base,
+            cps: planes.checkpoint_row(p),
         }
+    }
+
+    /// Where block `c * CHECKPOINT_BLOCKS`'s container starts in the plane's payload.
+    #[inline(always)]
+    fn checkpoint(&self, c: usize) -> usize {
+        u32::from_le_bytes(self.cps[4 * c..4 * c + 4].try_into().expect("4")) as usize
     }
 
     /// The plane's codes, one per block.

@@ -214,6 +214,30 @@ impl<'a> Plan<'a> {
         found.into_iter().map(|(_, _, s, b)| (s, b)).collect()
     }
 
+    /// A thread's top-k search of its `share` of each bucket of `visit` (best bucket bound
+    /// first), visiting blocks best part bound first (`compressed::bestfirst`); `None` when
+    /// the plan cannot (dense index, planes without part masks, 256 query bits or more).
+    /// Returns what it read and how many buckets it counted blocks of.
+    pub(crate) fn top_k_best_first<S: Sink>(
+        &self,
+        visit: &[usize],
+        share: &dyn Fn(&Bucket) -> Range<u64>,
+        sink: &mut S,
+    ) -> Option<(Read, u32)> {
+        let (_, cp) = self.compressed.as_ref()?;
+        if !crate::compressed::best_first_enabled() || !crate::compressed::best_first_usable(cp) {
+            return None;
+        }
+        let work = crate::compressed::Work {
+            cp,
+            buckets: self.index.buckets(),
+            visit,
+            share,
+            q: self.q,
+        };
+        Some(crate::compressed::top_k_best_first(&work, sink))
+    }
+
     /// Scans `blocks` (inside `bucket`), feeding `sink`; returns what it read.
     pub(crate) fn scan<S: Sink>(&self, bucket: &Bucket, blocks: Range<u64>, sink: &mut S) -> Read {
         assert!(

@@ -131,6 +131,50 @@ fn zero_on_bit_query_scores_zero_everywhere() {
 }
 
 #[test]
+fn best_first_top_k_reads_blocks_whose_bound_equals_the_bar() {
+    // Compressed planes with part masks answer top-k best bound first: a block must be read
+    // when its bound equals the bar, not only above it. Most molecules share no bit with the
+    // query (bound 0: when k is larger than the rest, they fill the top-k by index), a few
+    // score exactly 1/2 (bound = a threshold of 0.5), one scores 1.
+    let mut rng = common::Rng(31);
+    let mut set = Set::new(2048);
+    let query: Vec<u32> = (0..20).collect();
+    for i in 0..3000u32 {
+        let on: Vec<u32> = match i % 700 {
+            // 10 of the query's 20 bits and nothing else: 10 / 20 = 1/2 exactly
+            5 => (0..10).map(|b| (b + i) % 20).collect(),
+            // the query itself
+            650 => query.clone(),
+            _ => (0..15).map(|_| 1000 + rng.below(1048) as u32).collect(),
+        };
+        set.push(&on);
+    }
+    let (_dir, cidx) = common::compressed_index(&set);
+    let q = Query::from_on_bits(2048, &query).unwrap();
+    for o in [
+        SearchOptions::top_k(3),
+        SearchOptions::top_k(20),
+        SearchOptions::top_k(2999),
+        SearchOptions {
+            threshold: Some(0.5),
+            k: Some(4),
+            threads: 1,
+        },
+        SearchOptions {
+            threshold: Some(0.5),
+            k: Some(100),
+            threads: 1,
+        },
+    ] {
+        let want = brute(&set, &q, o.threshold, o.k);
+        for threads in [1, 2] {
+            let o = o.with_threads(threads);
+            assert_eq!(cidx.search(&q, &o).unwrap(), want, "{o:?}");
+        }
+    }
+}
+
+#[test]
 fn ties_at_the_kth_place_go_to_lower_indices() {
     // 40 copies of one fingerprint scattered among others: the query equals it, so the top-k
     // cuts through a group of 40 molecules scoring exactly 1.0

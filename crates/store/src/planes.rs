@@ -587,18 +587,30 @@ impl<'a> Planes<'a> {
         (self.data, self.header.plane_base[p] as usize)
     }
 
+    /// Where block `c * CHECKPOINT_BLOCKS`'s container starts in plane `p`'s payload.
+    #[inline]
+    pub fn checkpoint(&self, p: usize, c: usize) -> usize {
+        let row = self.checkpoint_row(p);
+        u32::from_le_bytes(row[4 * c..4 * c + 4].try_into().expect("4")) as usize
+    }
+
+    /// Plane `p`'s checkpoints ([`Planes::checkpoint`]), four little-endian bytes each.
+    #[inline]
+    pub fn checkpoint_row(&self, p: usize) -> &'a [u8] {
+        let n = 4 * self.header.checkpoints();
+        &self.checkpoints[p * n..(p + 1) * n]
+    }
+
     /// Where block `b`'s container starts in plane `p`'s payload.
     #[inline]
     pub fn offset(&self, p: usize, b: usize) -> usize {
         let c = b / CHECKPOINT_BLOCKS;
-        let at = 4 * (p * self.header.checkpoints() + c);
-        let base = u32::from_le_bytes(self.checkpoints[at..at + 4].try_into().expect("4"));
+        let base = self.checkpoint(p, c);
         let codes = self.codes(p);
-        base as usize
-            + codes[c * CHECKPOINT_BLOCKS..b]
-                .iter()
-                .map(|&x| x as usize)
-                .sum::<usize>()
+        base + codes[c * CHECKPOINT_BLOCKS..b]
+            .iter()
+            .map(|&x| x as usize)
+            .sum::<usize>()
     }
 
     /// Block `b`'s container of plane `p`, at payload offset `off` (from [`Planes::offset`]).

@@ -1,0 +1,378 @@
+//! Top-k over compressed planes with part masks, blocks visited best bound first.
+//!
+//! A molecule cannot share more bits with the query than the query has non-empty planes in its
+//! part of 32 slots (the part masks), nor more than its popcount `p` or the query's `q`. So a
+//! block's molecules score at most `c / (p + q - c)` with `c = min(largest part count, p, q)`.
+//! The search keeps the blocks in groups of equal bound (one bucket, one `c`) in a heap, best
+//! first, and counts blocks group by group; a bucket's groups are computed only when its own
+//! bound (`min(p, q) / max(p, q)`) could still beat the best group waiting. The first group
+//! whose bound falls below the k-th best score found so far ends the search: nothing left can
+//! reach it. The k-th best therefore reaches its final value after the few blocks that hold
+//! the nearest molecules, and only the blocks whose bound reaches it are counted, where a scan
+//! in bucket order counts every block that passes the bar as it stood while it was rising.
+//!
+//! A block is counted as a run's block is in `scan_counts` (containers rarest plane first into
+//! per-slot byte counters, dropped as soon as no slot can reach the bar with the planes left),
+//! with one more cut from the part masks: only parts where enough query planes have a bit can
+//! hold a hit ("open" parts), and only the planes with a bit in an open part are read. The
+//! slots of open parts get exact counts; the others stay below the bar. Exact: the sink sees
+//! every molecule that reaches the bar, with its count.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::ops::Range;
+
+use molsift_store::planes::{BLOCK, CHECKPOINT_BLOCKS};
+
+use super::{ge_mask_counts, CPlane, CNT};
+use crate::adders::{mask_and, prefix_mask};
+use crate::layout::Bucket;
+use crate::scan::{Read, Sink};
+use crate::threshold::{cmp_ratio, UNREACHABLE};
+
+/// Blocks in a chunk of the bound pass (one 256-bit register of part bytes per plane).
+const CHUNK: usize = 32;
+
+/// The blocks of one bucket (the thread's share of it) whose bound is `c` of `u`:
+/// `arena[at .. at + len]`, each as its place in the share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Group {
+    c: u32,
+    u: u32,
+    /// the bucket's place in the visit order
+    visit: u32,
+    at: u32,
+    len: u32,
+}
+
+impl Ord for Group {
+    /// Greater is visited first: the better bound, then the bucket visited first.
+    fn cmp(&self, o: &Group) -> Ordering {
+        cmp_ratio(self.c, self.u, o.c, o.u).then(o.visit.cmp(&self.visit))
+    }
+}
+
+impl PartialOrd for Group {
+    fn partial_cmp(&self, o: &Group) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// Whether a top-k search of these query planes can go best first: every plane has part
+/// masks (planes of format 2, bound not turned off) and byte counters cannot overflow.
+pub(crate) fn usable(cp: &[CPlane<'_>]) -> bool {
+    !cp.is_empty() && cp.len() < 256 && cp.iter().all(|p| !p.parts.is_empty())
+}
+
+/// What one thread's best-first top-k searches: the query planes `cp` (rarest first, see
+/// [`usable`]), the index's `buckets`, the order to expand them in (`visit`: bucket indices,
+/// best bound first, as `topk_order` gives them), the thread's `share` of a bucket, and the
+/// query's popcount `q`.
+pub(crate) struct Work<'a, 'p> {
+    pub(crate) cp: &'a [CPlane<'p>],
+    pub(crate) buckets: &'a [Bucket],
+    pub(crate) visit: &'a [usize],
+    pub(crate) share: &'a dyn Fn(&Bucket) -> Range<u64>,
+    pub(crate) q: u32,
+}
+
+/// The search: returns what it read and how many buckets it counted blocks of.
+pub(crate) fn top_k<S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Read, u32) {
+    debug_assert!(usable(w.cp));
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && crate::scan::simd_enabled() {
+        // SAFETY: AVX2 is present.
+        return unsafe { top_k_avx2(w, sink) };
+    }
+    top_k_impl::<false, S>(w, sink)
+}
+
+/// [`top_k_impl`] compiled with AVX2 (the bound pass and the counters vectorize).
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn top_k_avx2<S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Read, u32) {
+    top_k_impl::<true, S>(w, sink)
+}
+
+/// The search; `AVX2`: compiled inside [`top_k_avx2`] (the offsets' code sums use it).
+#[inline(always)]
+fn top_k_impl<const AVX2: bool, S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Read, u32) {
+    let Work {
+        cp,
+        buckets,
+        visit,
+        share,
+        q,
+    } = *w;
+    let mut read = Read::default();
+    let mut heap: BinaryHeap<Group> = BinaryHeap::new();
+    let mut arena: Vec<u32> = Vec::new();
+    let mut bound: Vec<u8> = Vec::new();
+    let shares: Vec<Range<u64>> = visit.iter().map(|&b| share(&buckets[b])).collect();
+    let mut counted = vec![false; visit.len()];
+    let mut cnt = [0u8; CNT];
+    let mut next = 0;
+    loop {
+        // the buckets whose own bound is at least the best group's: their groups first
+        while let Some(&b) = visit.get(next) {
+            let bucket = &buckets[b];
+            let p = bucket.popcount;
+            let (bc, bu) = (p.min(q), p.max(q));
+            if heap
+                .peek()
+                .is_some_and(|top| cmp_ratio(bc, bu, top.c, top.u).is_lt())
+            {
+                break;
+            }
+            let v = next;
+            next += 1;
+            sink.enter(p);
+            let need = sink.need();
+            if need == UNREACHABLE || bc < need || shares[v].is_empty() {
+                continue;
+            }
+            part_max(cp, shares[v].clone(), &mut bound);
+            // the blocks by bound, best first (a counting sort), those that can reach `need`
+            let mut hist = [0u32; 256];
+            for &x in &bound {
+                hist[usize::from(x).min(bc as usize)] += 1;
+            }
+            let mut start = [0u32; 256];
+            let mut at = arena.len() as u32;
+            for c in (need..=bc).rev() {
+                let len = hist[c as usize];
+                if len > 0 {
+                    start[c as usize] = at;
+                    heap.push(Group {
+                        c,
+                        u: p + q - c,
+                        visit: v as u32,
+                        at,
+                        len,
+                    });
+                    at += len;
+                }
+            }
+            arena.resize(at as usize, 0);
+            for (k, &x) in bound.iter().enumerate() {
+                let c = u32::from(x).min(bc);
+                if c >= need {
+                    // the block's place in the share
+                    arena[start[c as usize] as usize] = k as u32;
+                    start[c as usize] += 1;
+                }
+            }
+        }
+        let Some(g) = heap.pop() else {
+            // every block that could reach the bar is counted
+            return (read, counted.iter().filter(|&&c| c).count() as u32);
+        };
+        // every bucket not yet expanded, and every group left, is bounded by `g`'s score
+        let v = g.visit as usize;
+        let bucket = &buckets[visit[v]];
+        sink.enter(bucket.popcount);
+        let ks = &arena[g.at as usize..(g.at + g.len) as usize];
+        for &k in ks {
+            sink.poll();
+            if g.c < sink.need() {
+                // the bar (or the threshold) is above this bound and so above all the rest
+                return (read, counted.iter().filter(|&&c| c).count() as u32);
+            }
+            counted[v] = true;
+            let blk = shares[v].start as usize + k as usize;
+            count_block::<AVX2, S>(cp, bucket, blk, &mut cnt, sink, &mut read);
+        }
+    }
+}
+
+/// Per block of `blocks`, the largest number of query planes non-empty in one of its parts,
+/// into `out`: per chunk of 32 blocks, a byte counter per block and part.
+#[inline(always)]
+fn part_max(cp: &[CPlane<'_>], blocks: Range<u64>, out: &mut Vec<u8>) {
+    out.clear();
+    let (mut blk, end) = (blocks.start as usize, blocks.end as usize);
+    while blk < end {
+        let len = CHUNK.min(end - blk);
+        let mut cnt = [[0u8; CHUNK]; 8];
+        for plane in cp {
+            // 40-odd planes are more streams than the hardware follows: asked for 8 chunks ahead
+            if (blk - blocks.start as usize) % (2 * CHUNK) == 0 {
+                if let Some(ahead) = plane.parts.get(blk + 8 * CHUNK..) {
+                    crate::adders::prefetch(ahead.as_ptr() as *const u64);
+                }
+            }
+            let src = &plane.parts[blk..];
+            let b: [u8; CHUNK] = match src.get(..CHUNK) {
+                Some(b) => b.try_into().expect("CHUNK bytes"),
+                None => {
+                    let mut b = [0u8; CHUNK];
+                    b[..src.len()].copy_from_slice(src);
+                    b
+                }
+            };
+            for (r, c) in cnt.iter_mut().enumerate() {
+                for i in 0..CHUNK {
+                    c[i] += (b[i] >> r) & 1;
+                }
+            }
+        }
+        let mut m = cnt[0];
+        for c in &cnt[1..] {
+            for i in 0..CHUNK {
+                m[i] = m[i].max(c[i]);
+            }
+        }
+        out.extend_from_slice(&m[..len]);
+        blk += len;
+    }
+}
+
+/// Containers of a block located (and their payload asked for) ahead of the one counted.
+const LOOK: usize = 3;
+
+/// Bit `r` of a byte as byte `r` of a word: per-part counts, eight at once.
+const SPREAD: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut r = 0;
+        while r < 8 {
+            t[b] |= ((b as u64 >> r) & 1) << (8 * r);
+            r += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// The sum of `codes[from..to]` (`from` a checkpoint's block, `to - from < 64`).
+#[inline(always)]
+fn code_sum<const AVX2: bool>(codes: &[u8], from: usize, to: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        if let Some(w) = codes.get(from..from + 64) {
+            // SAFETY: AVX2 is present (AVX2 is set only inside `top_k_avx2`); 64 bytes.
+            return unsafe { code_sum_avx2(w.try_into().expect("64"), to - from) };
+        }
+    }
+    codes[from..to].iter().map(|&x| x as usize).sum()
+}
+
+/// The sum of `w[..n]`, `n < 64`: the bytes past `n` masked off, then two sums of absolute
+/// differences.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn code_sum_avx2(w: &[u8; 64], n: usize) -> usize {
+    use std::arch::x86_64::*;
+    const IDX: [i8; 64] = {
+        let mut a = [0i8; 64];
+        let mut i = 0;
+        while i < 64 {
+            a[i] = i as i8;
+            i += 1;
+        }
+        a
+    };
+    let nv = _mm256_set1_epi8(n as i8);
+    let zero = _mm256_setzero_si256();
+    let mut sum = zero;
+    for h in 0..2 {
+        // SAFETY: 32 * h + 32 <= 64 for both arrays.
+        let (v, i) = unsafe {
+            (
+                _mm256_loadu_si256(w[32 * h..].as_ptr() as *const __m256i),
+                _mm256_loadu_si256(IDX[32 * h..].as_ptr() as *const __m256i),
+            )
+        };
+        // byte i kept when i < n
+        let keep = _mm256_cmpgt_epi8(nv, i);
+        sum = _mm256_add_epi64(sum, _mm256_sad_epu8(_mm256_and_si256(v, keep), zero));
+    }
+    let lo = _mm256_castsi256_si128(sum);
+    let hi = _mm256_extracti128_si256(sum, 1);
+    let s = _mm_add_epi64(lo, hi);
+    (_mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1)) as usize
+}
+
+/// Counts block `blk` of `bucket`: the query's non-empty containers, rarest plane first, into
+/// byte counters per slot; the block is dropped once no slot can reach the bar with the
+/// non-empty planes left, else its slots at or above the bar go to `sink`.
+#[inline(always)]
+fn count_block<const AVX2: bool, S: Sink>(
+    cp: &[CPlane<'_>],
+    bucket: &Bucket,
+    blk: usize,
+    cnt: &mut [u8; CNT],
+    sink: &mut S,
+    read: &mut Read,
+) {
+    let need = sink.need();
+    read.blocks += 1;
+    // per part, how many query planes have a bit in it (a byte lane each); only the parts
+    // where that reaches the bar can hold a hit
+    let mut bytes = [0u8; 256];
+    let mut lanes = 0u64;
+    for (b, plane) in bytes.iter_mut().zip(cp) {
+        *b = plane.parts[blk];
+        lanes += SPREAD[usize::from(*b)];
+    }
+    let mut open = 0u8;
+    for r in 0..8 {
+        open |= u8::from((lanes >> (8 * r)) & 0xFF >= u64::from(need)) << r;
+    }
+    // the planes with a bit in one of those parts (no branch per plane): the others add
+    // nothing to any slot of them. The counts of other slots stay below the bar.
+    let mut nonempty = [0u8; 256];
+    let mut n = 0;
+    for (j, &b) in bytes[..cp.len()].iter().enumerate() {
+        nonempty[n] = j as u8;
+        n += usize::from(b & open != 0);
+    }
+    let mut rem = n as u32;
+    if open == 0 || rem < need {
+        return;
+    }
+    *cnt = [0; CNT];
+    let mut max = 0u8;
+    let c = blk / CHECKPOINT_BLOCKS;
+    let from = c * CHECKPOINT_BLOCKS;
+    // containers located LOOK planes ahead of the one counted, their payload asked for
+    let locate = |j: u8| {
+        let plane = &cp[usize::from(j)];
+        let off = plane.checkpoint(c) + code_sum::<AVX2>(plane.codes, from, blk);
+        crate::adders::prefetch(plane.all[plane.base + off..].as_ptr() as *const u64);
+        off as u32
+    };
+    let mut offs = [0u32; 256];
+    for i in 0..n.min(LOOK) {
+        offs[i] = locate(nonempty[i]);
+    }
+    for i in 0..n {
+        if i + LOOK < n {
+            offs[i + LOOK] = locate(nonempty[i + LOOK]);
+        }
+        let plane = &cp[usize::from(nonempty[i])];
+        max = plane.add_counts(blk, offs[i] as usize, cnt, max);
+        read.plane_blocks += 1;
+        rem -= 1;
+        if u32::from(max) + rem < need {
+            return;
+        }
+    }
+    let mut mask = ge_mask_counts(cnt, need);
+    let tail = (bucket.count - (bucket.blocks - 1) * BLOCK as u64) as usize;
+    if blk as u64 == bucket.first_block + bucket.blocks - 1 && tail < BLOCK {
+        mask = mask_and(mask, prefix_mask(tail));
+    }
+    for (w, &word) in mask.iter().enumerate() {
+        let mut x = word;
+        while x != 0 {
+            let slot = w * 64 + x.trailing_zeros() as usize;
+            sink.accept(blk * BLOCK + slot, u32::from(cnt[slot]));
+            x &= x - 1;
+        }
+    }
+}
