@@ -143,6 +143,18 @@ def test_damaged_or_truncated_files_refused_by_name(stores, tmp_path):
     molsift.open_store(copy, verify=True)
 
 
+def test_upgrade_overwrites_a_version_2_store(stores, tmp_path):
+    """`--overwrite` replaces a store of either version: every file an upgrade writes (the
+    part masks included) is known as a store file."""
+    v1, v2 = stores
+    out = tmp_path / "again.store"
+    shutil.copytree(v2.path, out)
+    assert (out / "planes.parts.u8").exists()
+    again = molsift.upgrade(v1.path, out, overwrite=True)
+    assert len(again) == len(v1)
+    molsift.open_store(out, verify=True)
+
+
 def test_killed_upgrade_leaves_nothing_that_opens(stores, tmp_path):
     """Killed at several moments: a store that appears is whole; at least one kill lands
     before the end, and then nothing opens (and the next upgrade sweeps its leftovers)."""

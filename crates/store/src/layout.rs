@@ -63,7 +63,7 @@ pub fn expected_size(file: &str, n: u64, fp: &FingerprintLayout) -> Option<u64> 
 
 /// The files of a version-2 store besides its manifest (`crate::v2`); `ids.lookup` and the
 /// substructure index's files may be absent.
-pub const V2_FILES: [&str; 12] = [
+pub const V2_FILES: [&str; 13] = [
     "smiles.blocks",
     "ids.blocks",
     "input_order.packed",
@@ -76,4 +76,5 @@ pub const V2_FILES: [&str; 12] = [
     "planes.checkpoints.u32",
     "planes.data.u8",
     "planes.order",
+    "planes.parts.u8",
 ];
