@@ -42,6 +42,8 @@ use crate::SearchError;
 const RUN: usize = 64;
 /// Planes ahead whose run payload is prefetched.
 const AHEAD: usize = 4;
+/// Runs ahead whose codes and part masks are prefetched.
+const RUNS_AHEAD: usize = 2;
 
 /// The mapped files of compressed planes and what this process has checked of them.
 #[derive(Debug)]
@@ -774,11 +776,16 @@ fn scan_counts<S: Sink>(
                 }
             }
         }
-        // the next run's offsets, and its codes asked for ahead
+        // the next run's offsets; the codes and part masks of the run RUNS_AHEAD on asked
+        // for (two streams per query plane: more than the hardware follows)
+        let ahead = blk + RUNS_AHEAD * RUN;
         for (j, plane) in cp.iter().enumerate() {
             run_off[j] += sums[j];
-            if blk + len < end {
-                crate::adders::prefetch(plane.codes[blk + len..].as_ptr() as *const u64);
+            if ahead < end {
+                crate::adders::prefetch(plane.codes[ahead..].as_ptr() as *const u64);
+                if let Some(parts) = plane.parts.get(ahead..) {
+                    crate::adders::prefetch(parts.as_ptr() as *const u64);
+                }
             }
         }
         while live != 0 {
