@@ -311,8 +311,8 @@ impl<'a> CPlane<'a> {
         let mut m = max;
         // the first eight always (most containers a query reads hold no more), then four at
         // a time: the loop's exit is the branch that mispredicts
-        for j in 0..8 {
-            let k = win[j] as usize;
+        for (j, &k) in win[..8].iter().enumerate() {
+            let k = k as usize;
             let v = cnt[k].wrapping_add(u8::from(j < c));
             cnt[k] = v;
             m = m.max(v);
