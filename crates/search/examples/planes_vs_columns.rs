@@ -8,6 +8,17 @@
 //!
 //! Queries: a file of on-bit lists (one query per line, bits separated by spaces), or else 100
 //! fingerprints of the store itself (every 15,000th molecule).
+//!
+//! Modes, by environment variable:
+//! * `ONLY=t=0.7` or `ONLY=top-10`: that search only.
+//! * `TIMEIT=N`: N rounds, each a dense pass then a compressed pass over all queries; prints
+//!   the minimum and median ms/query of each and their ratios (a slow moment of a shared
+//!   machine falls on both; the dense pass between leaves the caches as a real query finds
+//!   them). With `WARM=1` each query is searched once untimed just before its timed search.
+//! * `GRIND=1`: one untimed pass of each kernel (`REPS=N` compressed passes), for cachegrind or
+//!   perf: `GRIND=1 ONLY=top-10 valgrind --tool=cachegrind --cache-sim=no --branch-sim=yes
+//!   target/release/examples/planes_vs_columns STORE QUERIES.onbits`, then `cg_annotate`
+//!   (divide the kernels' counts by the number of queries).
 
 use std::time::Instant;
 
@@ -85,6 +96,64 @@ fn main() {
         ("t=0.7", SearchOptions::threshold(0.7)),
         ("top-10", SearchOptions::top_k(10)),
     ] {
+        if std::env::var("ONLY").is_ok_and(|o| o != label) {
+            continue;
+        }
+        if let Some(n) = std::env::var("TIMEIT")
+            .ok()
+            .and_then(|r| r.parse::<usize>().ok())
+        {
+            let pass = |idx: &ColumnIndex| {
+                if std::env::var_os("WARM").is_some() {
+                    // each query searched once untimed, then timed: its data in cache
+                    let mut s = 0.0;
+                    for q in &queries {
+                        idx.search(q, &opts).unwrap();
+                        let t = Instant::now();
+                        idx.search(q, &opts).unwrap();
+                        s += t.elapsed().as_secs_f64();
+                    }
+                    return s * 1e3 / queries.len() as f64;
+                }
+                let t = Instant::now();
+                for q in &queries {
+                    idx.search(q, &opts).unwrap();
+                }
+                t.elapsed().as_secs_f64() * 1e3 / queries.len() as f64
+            };
+            pass(&dense);
+            pass(&comp);
+            let (mut d, mut c) = (Vec::new(), Vec::new());
+            for _ in 0..n {
+                d.push(pass(&dense));
+                c.push(pass(&comp));
+            }
+            let mut r: Vec<f64> = c.iter().zip(&d).map(|(c, d)| c / d).collect();
+            for v in [&mut d, &mut c, &mut r] {
+                v.sort_by(f64::total_cmp);
+            }
+            println!(
+                "{label}: dense min {:.3} med {:.3}; compressed min {:.3} med {:.3}; ratio of mins {:.2}, median ratio {:.2}",
+                d[0], d[n / 2], c[0], c[n / 2], c[0] / d[0], r[n / 2]
+            );
+            continue;
+        }
+        if std::env::var_os("GRIND").is_some() {
+            // one pass of each kernel, for cachegrind
+            for q in &queries {
+                dense.search(q, &opts).unwrap();
+            }
+            let reps: usize = std::env::var("REPS")
+                .ok()
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(1);
+            for _ in 0..reps {
+                for q in &queries {
+                    comp.search(q, &opts).unwrap();
+                }
+            }
+            continue;
+        }
         // warm both, and compare every result
         for q in queries
             .iter()
