@@ -180,7 +180,8 @@ impl<'a> Plan<'a> {
             .will_need(from, (blocks.end - blocks.start) as usize * BLOCK_WORDS);
     }
 
-    /// Blocks a top-k search reads first (compressed planes only; none for the dense index):
+    /// Blocks a top-k search reads first (compressed planes without part masks, or with the
+    /// best-first order turned off; none for the dense index):
     /// of `blocks` of each `(bucket, blocks)` given, the `count` whose codes promise the best
     /// score (a molecule of popcount `p` can share with the query at most as many bits as the
     /// query has non-empty planes in its block), best first, as `(index into scans, block)`.
