@@ -272,7 +272,7 @@ impl<'a> CPlane<'a> {
     /// Where block `c * CHECKPOINT_BLOCKS`'s container starts in the plane's payload.
     #[inline(always)]
     fn checkpoint(&self, c: usize) -> usize {
-        u32::from_le_bytes(self.cps[4 * c..4 * c + 4].try_into().expect("4")) as usize
+        planes::checkpoint_in(self.cps, c)
     }
 
     /// The plane's codes, one per block.
@@ -553,6 +553,25 @@ unsafe fn ge_mask_avx2(cnt: &[u8; CNT], m: u8) -> Lane {
     out
 }
 
+/// Hands `sink` the slots of block `blk` (of `bucket`) whose count `cnt` reaches `m`, the
+/// padding after the bucket's last molecule left out.
+#[inline(always)]
+fn report_block<S: Sink>(bucket: &Bucket, blk: usize, cnt: &[u8; CNT], m: u32, sink: &mut S) {
+    let mut mask = ge_mask_counts(cnt, m);
+    let tail = (bucket.count - (bucket.blocks - 1) * BLOCK as u64) as usize;
+    if blk as u64 == bucket.first_block + bucket.blocks - 1 && tail < BLOCK {
+        mask = mask_and(mask, prefix_mask(tail));
+    }
+    for (w, &word) in mask.iter().enumerate() {
+        let mut x = word;
+        while x != 0 {
+            let slot = w * 64 + x.trailing_zeros() as usize;
+            sink.accept(blk * BLOCK + slot, u32::from(cnt[slot]));
+            x &= x - 1;
+        }
+    }
+}
+
 /// The largest count of a block's 256 slots.
 #[inline(always)]
 fn max_count(cnt: &[u8; CNT]) -> u8 {
@@ -696,8 +715,6 @@ fn scan_counts<S: Sink>(
     cnt: &mut [[u8; CNT]],
 ) -> Read {
     let n = cp.len();
-    let last = bucket.first_block + bucket.blocks - 1;
-    let tail = (bucket.count - (bucket.blocks - 1) * BLOCK as u64) as usize;
     let mut read = Read::default();
     let mut blk = blocks.start as usize;
     let end = blocks.end as usize;
@@ -724,15 +741,15 @@ fn scan_counts<S: Sink>(
             fulls[j] = full;
             sums[j] = sum;
         }
-        // the live blocks as a bit mask; per live block, the query planes still to read that
-        // are non-empty in it (a slot can gain at most that many more bits), and how many
-        // planes it took since its largest count was last computed
         // blocks where some part of 32 slots has at least m non-empty query planes
         let pass = if cp.first().is_some_and(|p| !p.parts.is_empty()) {
             part_bound(cp, blk, len, m)
         } else {
             u64::MAX
         };
+        // the live blocks as a bit mask; per live block, the query planes still to read that
+        // are non-empty in it (a slot can gain at most that many more bits), and its largest
+        // count so far
         let mut live = 0u64;
         let mut rem = [0u8; RUN];
         let mut max = [0u8; RUN];
@@ -802,18 +819,7 @@ fn scan_counts<S: Sink>(
             if m == UNREACHABLE {
                 return read;
             }
-            let mut mask = ge_mask_counts(&cnt[k], m);
-            if b as u64 == last && tail < BLOCK {
-                mask = mask_and(mask, prefix_mask(tail));
-            }
-            for (w, &word) in mask.iter().enumerate() {
-                let mut x = word;
-                while x != 0 {
-                    let slot = w * 64 + x.trailing_zeros() as usize;
-                    sink.accept(b * BLOCK + slot, u32::from(cnt[k][slot]));
-                    x &= x - 1;
-                }
-            }
+            report_block(bucket, b, &cnt[k], m, sink);
         }
         blk += len;
     }

@@ -60,21 +60,3 @@ pub fn expected_size(file: &str, n: u64, fp: &FingerprintLayout) -> Option<u64> 
         _ => None,
     }
 }
-
-/// The files of a version-2 store besides its manifest (`crate::v2`); `ids.lookup` and the
-/// substructure index's files may be absent.
-pub const V2_FILES: [&str; 13] = [
-    "smiles.blocks",
-    "ids.blocks",
-    "input_order.packed",
-    "source_lines.packed",
-    "smiles.lookup",
-    "ids.lookup",
-    REJECTS,
-    "planes.json",
-    "planes.codes.u8",
-    "planes.checkpoints.u32",
-    "planes.data.u8",
-    "planes.order",
-    "planes.parts.u8",
-];

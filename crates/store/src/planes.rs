@@ -416,6 +416,13 @@ pub fn part_mask(lane: &[u64; 4]) -> u8 {
     m
 }
 
+/// Checkpoint `c` of a plane's row of checkpoints ([`Planes::checkpoint_row`]): where block
+/// `c * CHECKPOINT_BLOCKS`'s container starts in the plane's payload.
+#[inline]
+pub fn checkpoint_in(row: &[u8], c: usize) -> usize {
+    u32::from_le_bytes(row[4 * c..4 * c + 4].try_into().expect("4")) as usize
+}
+
 /// One container of a plane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Container<'a> {
@@ -590,8 +597,7 @@ impl<'a> Planes<'a> {
     /// Where block `c * CHECKPOINT_BLOCKS`'s container starts in plane `p`'s payload.
     #[inline]
     pub fn checkpoint(&self, p: usize, c: usize) -> usize {
-        let row = self.checkpoint_row(p);
-        u32::from_le_bytes(row[4 * c..4 * c + 4].try_into().expect("4")) as usize
+        checkpoint_in(self.checkpoint_row(p), c)
     }
 
     /// Plane `p`'s checkpoints ([`Planes::checkpoint`]), four little-endian bytes each.

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use molsift_iostats as iostats;
 
-use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST, OPTIONAL_FILES, PATTERN_FILES, V2_FILES};
+use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST, OPTIONAL_FILES, PATTERN_FILES};
 use crate::StoreError;
+use crate::{planes, v2};
 
 /// `DIR/.NAME.KIND-PID-NANOS@HOST` next to `path`: same file system, so a rename is atomic,
 /// and the creator (host and process) can be told later from the name alone.
@@ -128,28 +129,27 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
     if !meta.is_dir() {
         return Err(refuse("is not a directory".into()));
     }
+    // every file either version of a store may hold, from the modules that write them
+    let store_files = || {
+        [MANIFEST, v2::IDS_LOOKUP]
+            .into_iter()
+            .chain(DATA_FILES)
+            .chain(INDEX_FILES)
+            .chain(PATTERN_FILES)
+            .chain(v2::REQUIRED)
+            .chain(planes::FILES)
+            .chain(OPTIONAL_FILES)
+    };
     let entries = std::fs::read_dir(path).map_err(|e| StoreError::io(path, e))?;
     let mut has_manifest = false;
     let mut empty = true;
     for entry in entries {
         let entry = entry.map_err(|e| StoreError::io(path, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let known = name == MANIFEST
-            || DATA_FILES.contains(&name.as_str())
-            || INDEX_FILES.contains(&name.as_str())
-            || PATTERN_FILES.contains(&name.as_str())
-            || V2_FILES.contains(&name.as_str())
-            || OPTIONAL_FILES.contains(&name.as_str());
+        let known = store_files().any(|f| f == name);
         let ours = creator(&name, None).is_some_and(|_| {
             let stem = name.trim_start_matches('.');
-            [MANIFEST]
-                .iter()
-                .chain(&DATA_FILES)
-                .chain(&INDEX_FILES)
-                .chain(&PATTERN_FILES)
-                .chain(&V2_FILES)
-                .chain(&OPTIONAL_FILES)
-                .any(|f| stem.starts_with(&format!("{f}.")))
+            store_files().any(|f| stem.starts_with(&format!("{f}.")))
         });
         let kind = entry.file_type().ok();
         let is_file = kind.is_some_and(|t| t.is_file());

@@ -22,10 +22,9 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::ops::Range;
 
-use molsift_store::planes::{BLOCK, CHECKPOINT_BLOCKS};
+use molsift_store::planes::CHECKPOINT_BLOCKS;
 
-use super::{ge_mask_counts, CPlane, CNT};
-use crate::adders::{mask_and, prefix_mask};
+use super::{report_block, CPlane, CNT};
 use crate::layout::Bucket;
 use crate::scan::{Read, Sink};
 use crate::threshold::{cmp_ratio, UNREACHABLE};
@@ -115,7 +114,7 @@ fn top_k_impl<const AVX2: bool, S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Rea
     let mut counted = vec![false; visit.len()];
     let mut cnt = [0u8; CNT];
     let mut next = 0;
-    loop {
+    'search: loop {
         // the buckets whose own bound is at least the best group's: their groups first
         while let Some(&b) = visit.get(next) {
             let bucket = &buckets[b];
@@ -167,8 +166,7 @@ fn top_k_impl<const AVX2: bool, S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Rea
             }
         }
         let Some(g) = heap.pop() else {
-            // every block that could reach the bar is counted
-            return (read, counted.iter().filter(|&&c| c).count() as u32);
+            break; // every block that could reach the bar is counted
         };
         // every bucket not yet expanded, and every group left, is bounded by `g`'s score
         let v = g.visit as usize;
@@ -179,13 +177,14 @@ fn top_k_impl<const AVX2: bool, S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Rea
             sink.poll();
             if g.c < sink.need() {
                 // the bar (or the threshold) is above this bound and so above all the rest
-                return (read, counted.iter().filter(|&&c| c).count() as u32);
+                break 'search;
             }
             counted[v] = true;
             let blk = shares[v].start as usize + k as usize;
             count_block::<AVX2, S>(cp, bucket, blk, &mut cnt, sink, &mut read);
         }
     }
+    (read, counted.iter().filter(|&&c| c).count() as u32)
 }
 
 /// Per block of `blocks`, the largest number of query planes non-empty in one of its parts,
@@ -197,9 +196,11 @@ fn part_max(cp: &[CPlane<'_>], blocks: Range<u64>, out: &mut Vec<u8>) {
     while blk < end {
         let len = CHUNK.min(end - blk);
         let mut cnt = [[0u8; CHUNK]; 8];
+        // 40-odd planes are more streams than the hardware follows: asked for 8 chunks ahead,
+        // a cache line every other chunk
+        let ask = (blk - blocks.start as usize) % (2 * CHUNK) == 0;
         for plane in cp {
-            // 40-odd planes are more streams than the hardware follows: asked for 8 chunks ahead
-            if (blk - blocks.start as usize) % (2 * CHUNK) == 0 {
+            if ask {
                 if let Some(ahead) = plane.parts.get(blk + 8 * CHUNK..) {
                     crate::adders::prefetch(ahead.as_ptr() as *const u64);
                 }
@@ -297,9 +298,9 @@ unsafe fn code_sum_avx2(w: &[u8; 64], n: usize) -> usize {
     (_mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1)) as usize
 }
 
-/// Counts block `blk` of `bucket`: the query's non-empty containers, rarest plane first, into
-/// byte counters per slot; the block is dropped once no slot can reach the bar with the
-/// non-empty planes left, else its slots at or above the bar go to `sink`.
+/// Counts block `blk` of `bucket`: the containers of the query planes chosen for it (below),
+/// rarest plane first, into byte counters per slot; the block is dropped once no slot can
+/// reach the bar with the chosen planes left, else its slots at or above the bar go to `sink`.
 #[inline(always)]
 fn count_block<const AVX2: bool, S: Sink>(
     cp: &[CPlane<'_>],
@@ -325,10 +326,10 @@ fn count_block<const AVX2: bool, S: Sink>(
     }
     // the planes with a bit in one of those parts (no branch per plane): the others add
     // nothing to any slot of them. The counts of other slots stay below the bar.
-    let mut nonempty = [0u8; 256];
+    let mut chosen = [0u8; 256];
     let mut n = 0;
     for (j, &b) in bytes[..cp.len()].iter().enumerate() {
-        nonempty[n] = j as u8;
+        chosen[n] = j as u8;
         n += usize::from(b & open != 0);
     }
     let mut rem = n as u32;
@@ -348,13 +349,13 @@ fn count_block<const AVX2: bool, S: Sink>(
     };
     let mut offs = [0u32; 256];
     for i in 0..n.min(LOOK) {
-        offs[i] = locate(nonempty[i]);
+        offs[i] = locate(chosen[i]);
     }
     for i in 0..n {
         if i + LOOK < n {
-            offs[i + LOOK] = locate(nonempty[i + LOOK]);
+            offs[i + LOOK] = locate(chosen[i + LOOK]);
         }
-        let plane = &cp[usize::from(nonempty[i])];
+        let plane = &cp[usize::from(chosen[i])];
         max = plane.add_counts(blk, offs[i] as usize, cnt, max);
         read.plane_blocks += 1;
         rem -= 1;
@@ -362,17 +363,5 @@ fn count_block<const AVX2: bool, S: Sink>(
             return;
         }
     }
-    let mut mask = ge_mask_counts(cnt, need);
-    let tail = (bucket.count - (bucket.blocks - 1) * BLOCK as u64) as usize;
-    if blk as u64 == bucket.first_block + bucket.blocks - 1 && tail < BLOCK {
-        mask = mask_and(mask, prefix_mask(tail));
-    }
-    for (w, &word) in mask.iter().enumerate() {
-        let mut x = word;
-        while x != 0 {
-            let slot = w * 64 + x.trailing_zeros() as usize;
-            sink.accept(blk * BLOCK + slot, u32::from(cnt[slot]));
-            x &= x - 1;
-        }
-    }
+    report_block(bucket, blk, cnt, need, sink);
 }
