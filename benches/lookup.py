@@ -162,8 +162,12 @@ def main() -> int:
         ("decode one SMILES (Rust, warm)", f"{r['decode_one_us']:.2f} us"),
         ("  the same, whole block into a new buffer (before 2026-11-27)",
          f"{r['decode_one_whole_block_us']:.2f} us"),
+        ("  the same, dictionary apart and portable front decoding (the way before)",
+         f"{r['decode_one_before_us']:.2f} us"),
         ("decode the SMILES column (one thread)",
          f"{r['decode_all_bytes_per_s'] / 1e9:.2f} GB/s"),
+        ("  the same, dictionary apart and portable front decoding (the way before)",
+         f"{r['decode_all_before_bytes_per_s'] / 1e9:.2f} GB/s"),
         ("RDKit canonicalization alone, one process", f"{f['rdkit_canonical_per_s']:,.0f} /s"),
         ("`store.lookup` end to end, one process", f"{f['lookup_one_process_per_s']:,.0f} /s "
          f"({f['lookup_one_process_per_s'] / f['rdkit_canonical_per_s']:.2f} of RDKit's rate)"),

@@ -3,10 +3,11 @@
 //! rate, probes per second.
 //!
 //! ```text
-//! cargo run --release -p molsift-store --example text_columns -- STORE [--level L] [--block B] [--threads T]
+//! cargo run --release -p molsift-store --example text_columns -- STORE [--level L] [--block B] [--threads T] [--dict BYTES]
 //! ```
 //!
-//! `REPS=N` times the full decode N times (default 5) and prints the median and the best.
+//! `REPS=N` times the full decode N times (default 5) and prints the median and the best;
+//! `DECODE_ONLY=1` stops after it (for profiles).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -38,6 +39,7 @@ fn main() {
         block,
         level: level as i32,
         threads,
+        dict_bytes: opt("--dict", molsift_store::textblocks::DEFAULT_DICT_BYTES),
         ..TextOptions::default()
     };
     let t = Instant::now();
@@ -50,9 +52,10 @@ fn main() {
     )
     .unwrap();
     println!(
-        "smiles: {:.3} B/mol, written in {:.1} s ({threads} threads, level {level}, block {block})",
+        "smiles: {:.3} B/mol, written in {:.1} s ({threads} threads, level {level}, block {block}, dictionary {} bytes)",
         size as f64 / n as f64,
-        t.elapsed().as_secs_f64()
+        t.elapsed().as_secs_f64(),
+        opts.dict_bytes
     );
     let ids_path = dir.path().join("ids.blocks");
     let ids_size = write_text_blocks(
@@ -102,27 +105,46 @@ fn main() {
         cols.for_each_in_blocks(0..cols.blocks(), |_, _| Ok(()))
             .unwrap();
     }
-    let mut times = Vec::new();
+    // the full decode: the fastest way, and the ways before it, alternating
+    let ways = [
+        ("full decode", false, false),
+        ("full decode, portable front decoding", true, false),
+        (
+            "full decode, portable front decoding, dictionary apart",
+            true,
+            true,
+        ),
+    ];
     let mut text = 0usize;
     let reps: usize = std::env::var("REPS").map_or(5, |v| v.parse().expect("REPS: a number"));
+    let mut times = vec![Vec::new(); ways.len()];
     for _ in 0..reps {
-        text = 0;
-        let t = Instant::now();
-        cols.for_each_in_blocks(0..cols.blocks(), |_, s| {
-            text += s.len() + 1;
-            Ok(())
-        })
-        .unwrap();
-        times.push(t.elapsed().as_secs_f64());
+        for (slot, &(_, portable, apart)) in ways.iter().enumerate() {
+            molsift_store::textblocks::set_decode_path(portable, apart);
+            text = 0;
+            let t = Instant::now();
+            cols.for_each_in_blocks(0..cols.blocks(), |_, s| {
+                text += s.len() + 1;
+                Ok(())
+            })
+            .unwrap();
+            times[slot].push(t.elapsed().as_secs_f64());
+        }
     }
-    times.sort_by(f64::total_cmp);
-    println!(
-        "full decode: {:.2} GB/s of SMILES text ({} bytes in {:.3} s, median of {reps}, one thread); best {:.2} GB/s",
-        text as f64 / times[reps / 2] / 1e9,
-        text,
-        times[reps / 2],
-        text as f64 / times[0] / 1e9
-    );
+    molsift_store::textblocks::set_decode_path(false, false);
+    for (times, (name, _, _)) in times.iter_mut().zip(ways) {
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{name}: {:.2} GB/s of SMILES text ({} bytes in {:.3} s, median of {reps}, one thread); best {:.2} GB/s",
+            text as f64 / times[reps / 2] / 1e9,
+            text,
+            times[reps / 2],
+            text as f64 / times[0] / 1e9
+        );
+    }
+    if std::env::var_os("DECODE_ONLY").is_some() {
+        return;
+    }
     // the exact-match index: first block of each distinct SMILES
     let t = Instant::now();
     let mut entries = Vec::with_capacity(n);

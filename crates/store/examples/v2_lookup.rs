@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use molsift_store::lookup::{key_hash, LookupIndex};
-use molsift_store::textblocks::Block;
+use molsift_store::textblocks::{set_decode_path, Block};
 use molsift_store::v2::StoreV2;
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -85,10 +85,12 @@ fn main() {
         store.smiles(i).unwrap();
     }
     let col = store.smiles_column();
-    // medians of 5 alternating runs: `store.smiles(i)` (the block expanded up to the string,
-    // in a buffer kept per thread), and the whole block expanded into a new buffer each time
-    let (mut one, mut whole) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
+    // medians of 11 alternating runs: `store.smiles(i)` (the block expanded up to the string,
+    // in a buffer kept per thread), the whole block expanded into a new buffer each time, and
+    // `store.smiles(i)` the way blocks were decoded before 2026-11-27's second change
+    // (dictionary apart from the output, portable front decoding)
+    let (mut one, mut whole, mut one_before) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..11 {
         let t = Instant::now();
         for &i in &picks {
             store.smiles(i).unwrap();
@@ -101,11 +103,22 @@ fn main() {
             std::hint::black_box(buf.get(i % col.block_len()).to_string());
         }
         whole.push(t.elapsed().as_secs_f64() * 1e6 / picks.len() as f64);
+        set_decode_path(true, true);
+        let t = Instant::now();
+        for &i in &picks {
+            store.smiles(i).unwrap();
+        }
+        one_before.push(t.elapsed().as_secs_f64() * 1e6 / picks.len() as f64);
+        set_decode_path(false, false);
     }
     println!("decode_one_us: {:.2}", median(one));
     println!("decode_one_whole_block_us: {:.2}", median(whole));
-    let rates: Vec<f64> = (0..5)
-        .map(|_| {
+    println!("decode_one_before_us: {:.2}", median(one_before));
+    // the full column, the same ways alternating
+    let (mut rates, mut rates_before) = (Vec::new(), Vec::new());
+    for _ in 0..11 {
+        for before in [false, true] {
+            set_decode_path(before, before);
             let mut text = 0usize;
             let t = Instant::now();
             col.for_each_in_blocks(0..col.blocks(), |_, s| {
@@ -113,8 +126,15 @@ fn main() {
                 Ok(())
             })
             .unwrap();
-            text as f64 / t.elapsed().as_secs_f64()
-        })
-        .collect();
+            let rate = text as f64 / t.elapsed().as_secs_f64();
+            if before {
+                rates_before.push(rate);
+            } else {
+                rates.push(rate);
+            }
+        }
+    }
+    set_decode_path(false, false);
     println!("decode_all_bytes_per_s: {:.0}", median(rates));
+    println!("decode_all_before_bytes_per_s: {:.0}", median(rates_before));
 }

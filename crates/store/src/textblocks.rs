@@ -329,7 +329,7 @@ fn newlines(chunk: &[u8; 16]) -> u32 {
 /// the strings, each followed by `\n`. `ends` receives where each string ends in `out`.
 /// With `upto < count` only the first `upto` strings are expanded (a string needs only the
 /// ones before it) and `out` is cut after the last of them.
-fn front_decode(
+fn front_decode_portable(
     fc_buf: &[u8],
     fc_len: usize,
     count: usize,
@@ -391,6 +391,211 @@ fn front_decode(
     }
     out.truncate(text_len);
     Ok(())
+}
+
+/// Set by [`set_decode_path`]: decode with [`front_decode_portable`] even where the CPU has
+/// AVX2.
+static PORTABLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Set by [`set_decode_path`]: give zstd the dictionary apart from the output (as before
+/// [`Decoder`] kept it in front of the output).
+static DICT_APART: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every decode in this process take the portable front decoding (`portable`) and a
+/// dictionary apart from the output (`dict_apart`), the ways blocks were decoded before, or
+/// the fastest ways (both false, the default). For benchmarks comparing them, and tests.
+#[doc(hidden)]
+pub fn set_decode_path(portable: bool, dict_apart: bool) {
+    PORTABLE.store(portable, std::sync::atomic::Ordering::Relaxed);
+    DICT_APART.store(dict_apart, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// [`front_decode_portable`], with AVX2 where the CPU has it; `Ok(true)` when the text is
+/// known to be ASCII (so UTF-8) on the way, `Ok(false)` when it still needs the check. `nl` is
+/// scratch space. Anything the fast path does not take (damage, a CPU without AVX2) goes
+/// through the portable decoder, so errors read the same on every CPU.
+fn front_decode(
+    fc_buf: &[u8],
+    fc_len: usize,
+    count: usize,
+    upto: usize,
+    text_len: usize,
+    out: &mut Block,
+    nl: &mut Vec<u64>,
+) -> Result<bool, String> {
+    #[cfg(target_arch = "x86_64")]
+    if !PORTABLE.load(std::sync::atomic::Ordering::Relaxed)
+        && std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("bmi1")
+    {
+        assert!(fc_buf.len() >= fc_len + SLACK);
+        // SAFETY: the CPU has AVX2 and BMI1, and fc_buf holds SLACK bytes past fc_len.
+        if let Some(ascii) = unsafe {
+            front_decode_avx2(
+                fc_buf,
+                fc_len,
+                count,
+                upto,
+                text_len,
+                &mut out.text,
+                &mut out.ends,
+                nl,
+            )
+        } {
+            return Ok(ascii);
+        }
+    }
+    let _ = nl;
+    front_decode_portable(
+        fc_buf,
+        fc_len,
+        count,
+        upto,
+        text_len,
+        &mut out.text,
+        &mut out.ends,
+    )
+    .map(|()| false)
+}
+
+/// [`front_decode_portable`] with AVX2, without its serial dependencies: the `\n`s of the
+/// front-coded text are found first, all at once, as a bitmap (`nl`), so finding where a
+/// string ends is a shift and a bit count; and a string of fewer than 64 bytes is built in two
+/// registers from the one before (its prefix) and one 64-byte load of `fc` placed so that the
+/// rest lands after the prefix, then stored whole, `\n` included: the next string never reads
+/// back what was just written. Longer strings are copied through memory. Returns whether the
+/// text is ASCII, or `None` (with `out` in any state) for anything the portable decoder must
+/// judge: inconsistent lengths, a string running past the block.
+///
+/// # Safety
+/// The CPU must have AVX2 and BMI1, and `fc_buf.len() >= fc_len + SLACK`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1")]
+#[allow(clippy::too_many_arguments)] // front_decode_portable's, plus the scratch bitmap
+unsafe fn front_decode_avx2(
+    fc_buf: &[u8],
+    fc_len: usize,
+    count: usize,
+    upto: usize,
+    text_len: usize,
+    out: &mut Vec<u8>,
+    ends: &mut Vec<u32>,
+    nl: &mut Vec<u64>,
+) -> Option<bool> {
+    use std::arch::x86_64::*;
+    debug_assert!(fc_buf.len() >= fc_len + SLACK);
+    let fp = fc_buf.as_ptr();
+    // bit i of nl: fc[i] is a `\n` (i < fc_len), and two words of zeros after the last
+    let words = fc_len.div_ceil(64);
+    nl.clear();
+    nl.resize(words + 2, 0);
+    let nlv = _mm256_set1_epi8(b'\n' as i8);
+    for (i, word) in nl[..words].iter_mut().enumerate() {
+        // SAFETY: 64 * words < fc_len + 64 <= fc_buf.len()
+        let (a, b) = unsafe {
+            (
+                _mm256_loadu_si256(fp.add(64 * i) as *const __m256i),
+                _mm256_loadu_si256(fp.add(64 * i + 32) as *const __m256i),
+            )
+        };
+        let lo = _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, nlv)) as u32 as u64;
+        let hi = _mm256_movemask_epi8(_mm256_cmpeq_epi8(b, nlv)) as u32 as u64;
+        *word = lo | hi << 32;
+    }
+    if fc_len % 64 != 0 {
+        nl[words - 1] &= (1u64 << (fc_len % 64)) - 1;
+    }
+    let nlb = nl.as_ptr() as *const u8;
+    // the first `\n` at or after byte s of fc (s <= fc_len), if any
+    let next_nl = |s: usize| -> Option<usize> {
+        // SAFETY: s / 8 + 8 <= 8 * words + 8 < the bitmap's 8 * (words + 2) bytes
+        let v = unsafe { (nlb.add(s >> 3) as *const u64).read_unaligned() } >> (s & 7);
+        if v != 0 {
+            return Some(s + v.trailing_zeros() as usize);
+        }
+        // a rest of 57 bytes or more: word by word
+        let mut j = s;
+        while j < fc_len {
+            let m = nl[j >> 6] >> (j & 63);
+            if m != 0 {
+                return Some(j + m.trailing_zeros() as usize);
+            }
+            j = ((j >> 6) + 1) << 6;
+        }
+        None
+    };
+    out.truncate(text_len + SLACK);
+    out.resize(text_len + SLACK, 0);
+    ends.clear();
+    let op = out.as_mut_ptr();
+    let iota_lo = _mm256_setr_epi8(
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
+        25, 26, 27, 28, 29, 30, 31,
+    );
+    let iota_hi = _mm256_add_epi8(iota_lo, _mm256_set1_epi8(32));
+    let (mut prev_lo, mut prev_hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+    // s: where the rest of the current string starts in fc (after its prefix length byte)
+    let (mut s, mut w, mut prev_start, mut prev_len) = (1usize, 0usize, 0usize, 0usize);
+    let mut high = 0u64;
+    for _ in 0..upto.min(count) {
+        if s > fc_len {
+            return None;
+        }
+        // SAFETY: s - 1 < fc_len
+        let k = unsafe { *fp.add(s - 1) } as usize;
+        // s - k >= 1 whenever every prefix fits the string before (by induction: each string
+        // adds its rest and two bytes to fc, and its prefix at most its rest to the next)
+        if k > prev_len || k >= s {
+            return None;
+        }
+        let t = next_nl(s)?;
+        let len = k + (t - s);
+        if w + len + 1 > text_len {
+            return None;
+        }
+        // SAFETY (this block): w + len + 1 <= text_len, so every store below ends before
+        // w + 64 <= text_len + SLACK; loads of fc end before t + 64 <= fc_len + SLACK; the
+        // prefix lies in the string before (prev_start + k <= w).
+        unsafe {
+            let dst = op.add(w);
+            if len < 64 {
+                let src = fp.add(s - k);
+                let ra = _mm256_loadu_si256(src as *const __m256i);
+                let rb = _mm256_loadu_si256(src.add(32) as *const __m256i);
+                let kv = _mm256_set1_epi8(k as i8);
+                let ca = _mm256_blendv_epi8(ra, prev_lo, _mm256_cmpgt_epi8(kv, iota_lo));
+                let cb = _mm256_blendv_epi8(rb, prev_hi, _mm256_cmpgt_epi8(kv, iota_hi));
+                _mm256_storeu_si256(dst as *mut __m256i, ca);
+                _mm256_storeu_si256(dst.add(32) as *mut __m256i, cb);
+                let m = _mm256_movemask_epi8(ca) as u32 as u64
+                    | (_mm256_movemask_epi8(cb) as u32 as u64) << 32;
+                high |= m & ((1u64 << len) - 1);
+                prev_lo = ca;
+                prev_hi = cb;
+            } else {
+                wild_copy(op.add(prev_start), dst, k);
+                wild_copy(fp.add(s), dst.add(k), t - s + 1);
+                if !std::slice::from_raw_parts(fp.add(s), t - s).is_ascii() {
+                    high |= 1;
+                }
+                prev_lo = _mm256_loadu_si256(dst as *const __m256i);
+                prev_hi = _mm256_loadu_si256(dst.add(32) as *const __m256i);
+            }
+        }
+        ends.push((w + len) as u32);
+        prev_start = w;
+        prev_len = len;
+        w += len + 1;
+        s = t + 2;
+    }
+    if upto < count {
+        out.truncate(w);
+        return Some(high == 0);
+    }
+    if s - 1 != fc_len || w != text_len {
+        return None;
+    }
+    out.truncate(text_len);
+    Some(high == 0)
 }
 
 /// Whether `text` is UTF-8: a whole-word test for ASCII (SMILES and ids almost always are),
@@ -557,8 +762,83 @@ pub struct TextBlocks {
     blocks: usize,
     offsets_at: usize,
     data_at: usize,
+    /// where the dictionary lies in the file (empty: none)
+    dict: std::ops::Range<usize>,
+    pool: Mutex<Vec<Decoder>>,
+}
+
+/// A block decoder of the pool, one per thread decoding at a time: a zstd context, and a
+/// buffer holding the column's dictionary followed by the room each block decompresses into.
+/// zstd reads a dictionary that ends where the output begins as the text just before it, and
+/// copies its matches with its own inline copies; from a dictionary elsewhere it copies every
+/// match with a call to `memmove` (9% of a full decode's time, measured).
+struct Decoder {
+    ctx: zstd_safe::DCtx<'static>,
+    /// refers to `buf[..dict_len]` (declared before `buf`, so dropped before it)
     ddict: Option<zstd_safe::DDict<'static>>,
-    pool: Mutex<Vec<(zstd_safe::DCtx<'static>, Vec<u8>)>>,
+    /// a copy of the dictionary, for [`set_decode_path`]'s `dict_apart`
+    ddict_apart: Option<zstd_safe::DDict<'static>>,
+    /// the dictionary, then room for a block's front-coded text and [`SLACK`]
+    buf: Vec<u8>,
+    dict_len: usize,
+    /// scratch of [`front_decode`]
+    nl: Vec<u64>,
+}
+
+impl Decoder {
+    fn new(dict: &[u8]) -> Decoder {
+        let mut ctx = zstd_safe::DCtx::create();
+        let _ = ctx.set_parameter(zstd_safe::DParameter::Format(
+            zstd_safe::FrameFormat::Magicless,
+        ));
+        Decoder {
+            ctx,
+            ddict: None,
+            ddict_apart: None,
+            buf: dict.to_vec(),
+            dict_len: dict.len(),
+            nl: Vec::new(),
+        }
+    }
+
+    /// Decompresses the zstd frame `src` into the room after the dictionary (`len` bytes
+    /// of it; the bytes after what the frame holds are left as they were). Returns the
+    /// number of bytes written and the room, or zstd's error code.
+    fn decompress(&mut self, src: &[u8], len: usize) -> Result<(usize, &mut [u8]), usize> {
+        if self.buf.len() < self.dict_len + len {
+            // growing may move the dictionary: the DDict that refers to it goes first
+            self.ddict = None;
+            self.buf
+                .resize((self.dict_len + len).next_power_of_two(), 0);
+        }
+        if self.ddict.is_none() && self.dict_len > 0 {
+            // SAFETY: the DDict refers to buf[..dict_len], which stays where it is and as it
+            // is while the DDict lives: buf only grows after the DDict is dropped, only bytes
+            // after dict_len are written, and the DDict is dropped before buf.
+            let dict: &'static [u8] =
+                unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), self.dict_len) };
+            self.ddict = Some(zstd_safe::DDict::create_by_reference(dict));
+        }
+        let apart = DICT_APART.load(std::sync::atomic::Ordering::Relaxed);
+        if self.dict_len > 0 && self.ddict_apart.is_none() && apart {
+            self.ddict_apart = Some(zstd_safe::DDict::create(&self.buf[..self.dict_len]));
+        }
+        // SAFETY: dict_len + len <= buf.len(), and this is the only reference to those bytes
+        // (`as_mut_ptr` makes no reference to the whole buffer).
+        let room = unsafe {
+            std::slice::from_raw_parts_mut(self.buf.as_mut_ptr().add(self.dict_len), len)
+        };
+        let ddict = if apart {
+            self.ddict_apart.as_ref()
+        } else {
+            self.ddict.as_ref()
+        };
+        let got = match ddict {
+            Some(d) => self.ctx.decompress_using_ddict(&mut *room, src, d),
+            None => self.ctx.decompress(&mut *room, src),
+        };
+        got.map(|k| (k, room))
+    }
 }
 
 impl std::fmt::Debug for TextBlocks {
@@ -612,8 +892,6 @@ impl TextBlocks {
                 bytes.len()
             )));
         }
-        let ddict =
-            (dict_len > 0).then(|| zstd_safe::DDict::create(&bytes[HEADER..HEADER + dict_len]));
         Ok(TextBlocks {
             path: path.to_path_buf(),
             map,
@@ -622,7 +900,7 @@ impl TextBlocks {
             blocks,
             offsets_at,
             data_at,
-            ddict,
+            dict: HEADER..HEADER + dict_len,
             pool: Mutex::new(Vec::new()),
         })
     }
@@ -707,22 +985,22 @@ impl TextBlocks {
             KIND_ZSTD => self.decode_zstd(&blk[1..], count, upto, check, out),
             k @ (KIND_NUMBERED | KIND_ARITHMETIC) => {
                 out.text.clear();
-                decode_numbered(&blk[1..], k == KIND_ARITHMETIC, count, &mut out.text).and_then(
-                    |()| {
+                decode_numbered(&blk[1..], k == KIND_ARITHMETIC, count, &mut out.text)
+                    .and_then(|()| {
                         out.ends
                             .extend(memchr::memchr_iter(b'\n', &out.text).map(|e| e as u32));
                         (check_value(&out.text).to_le_bytes() == check)
                             .then_some(())
                             .ok_or_else(|| "does not match its check value (damaged)".to_string())
-                    },
-                )
+                    })
+                    .map(|()| false)
             }
             k => {
                 out.text.clear();
                 Err(format!("unknown block kind {k}"))
             }
         };
-        if let Err(r) = result {
+        if let Err(r) = &result {
             out.text.clear();
             out.ends.clear();
             return Err(self.bad(format!("block {b}: {r}")));
@@ -732,7 +1010,9 @@ impl TextBlocks {
         } else {
             count
         };
-        if out.ends.len() != want || !is_utf8(&out.text) {
+        // the zstd path may have seen on the way that the text is ASCII
+        let ascii = matches!(result, Ok(true));
+        if out.ends.len() != want || !(ascii || is_utf8(&out.text)) {
             return Err(self.bad(format!("block {b} is not {count} strings of UTF-8")));
         }
         Ok(want)
@@ -745,52 +1025,34 @@ impl TextBlocks {
         upto: usize,
         check: &[u8],
         out: &mut Block,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         let mut at = 0;
         let fc_len = get_varint(blk, &mut at)? as usize;
         let text_len = get_varint(blk, &mut at)? as usize;
         if fc_len > 64 << 20 || text_len > 256 << 20 {
             return Err(format!("lengths {fc_len} and {text_len}"));
         }
-        let (mut ctx, mut fc) = self
+        let mut dec = self
             .pool
             .lock()
             .map(|mut p| p.pop())
             .unwrap_or(None)
-            .unwrap_or_else(|| {
-                let mut c = zstd_safe::DCtx::create();
-                let _ = c.set_parameter(zstd_safe::DParameter::Format(
-                    zstd_safe::FrameFormat::Magicless,
-                ));
-                (c, Vec::new())
-            });
-        fc.clear();
-        fc.reserve(fc_len + SLACK);
-        let got = match &self.ddict {
-            Some(d) => ctx.decompress_using_ddict(&mut fc, &blk[at..], d),
-            None => ctx.decompress(&mut fc, &blk[at..]),
-        };
-        let result = match got {
-            Ok(k) if k != fc_len => Err(format!("decompressed to {k} bytes, not {fc_len}")),
+            .unwrap_or_else(|| Decoder::new(&self.bytes()[self.dict.clone()]));
+        let mut nl = std::mem::take(&mut dec.nl);
+        let result = match dec.decompress(&blk[at..], fc_len + SLACK) {
+            Ok((k, _)) if k != fc_len => Err(format!("decompressed to {k} bytes, not {fc_len}")),
             Err(code) => Err(format!("zstd: {}", zstd_safe::get_error_name(code))),
-            Ok(_) if check_value(&fc).to_le_bytes() != check => {
+            Ok((_, fc)) if check_value(&fc[..fc_len]).to_le_bytes() != check => {
                 Err("does not match its check value (damaged)".to_string())
             }
-            Ok(_) => {
-                fc.resize(fc_len + SLACK, 0);
-                front_decode(
-                    &fc,
-                    fc_len,
-                    count,
-                    upto,
-                    text_len,
-                    &mut out.text,
-                    &mut out.ends,
-                )
+            Ok((_, fc)) => {
+                fc[fc_len..].fill(0);
+                front_decode(fc, fc_len, count, upto, text_len, out, &mut nl)
             }
         };
+        dec.nl = nl;
         if let Ok(mut p) = self.pool.lock() {
-            p.push((ctx, fc));
+            p.push(dec);
         }
         result
     }
@@ -882,6 +1144,115 @@ mod tests {
             good.insert(at, '\u{e9}');
             assert!(is_utf8(good.as_bytes()), "{at}");
         }
+    }
+
+    /// Strings each made from the one before: cut at a random length (so shared prefixes of
+    /// every length, 10 among them: the `\n` byte), then a random rest, sometimes long (past
+    /// 64 and 255 bytes), sometimes empty, sometimes not ASCII.
+    fn chained_strings(seed: u64, count: usize) -> Vec<Vec<u8>> {
+        let mut x = seed | 1;
+        let mut rnd = move |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n.max(1) as u64) as usize
+        };
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut prev: Vec<u8> = Vec::new();
+        for _ in 0..count {
+            let mut s = prev[..rnd(prev.len() + 1)].to_vec();
+            let rest = match rnd(10) {
+                0 => 0,
+                1 => 60 + rnd(250),
+                _ => rnd(40),
+            };
+            for _ in 0..rest {
+                match rnd(50) {
+                    0 => s.extend_from_slice("\u{e9}".as_bytes()),
+                    _ => s.push(b"CNOc1()=#[]@+-23"[rnd(16)]),
+                }
+            }
+            prev = s.clone();
+            out.push(s);
+        }
+        out
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_front_decoding_gives_what_the_portable_one_gives() {
+        if !(std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("bmi1")) {
+            eprintln!("this CPU has no AVX2: only the portable front decoding runs here");
+            return;
+        }
+        let mut fast_paths = 0;
+        for seed in 0..400u64 {
+            let strings = chained_strings(seed + 1, 1 + (seed as usize * 7) % 300);
+            let mut text = Vec::new();
+            for s in &strings {
+                text.extend_from_slice(s);
+                text.push(b'\n');
+            }
+            let fc = front_code(&text);
+            let count = strings.len();
+            // the text as written, then damaged: one byte changed, or a length off by one
+            for damage in 0..4 {
+                let mut buf = fc.clone();
+                let (mut fc_len, mut text_len) = (fc.len(), text.len());
+                match damage {
+                    0 => {}
+                    1 => {
+                        let at = (seed as usize * 31) % fc.len();
+                        buf[at] = [b'\n', 0, 200, 10, b'C'][seed as usize % 5];
+                    }
+                    2 => fc_len -= 1,
+                    _ => text_len += 1,
+                }
+                buf.resize(fc_len + SLACK, 0);
+                buf[fc_len..].fill(0);
+                for upto in [count, (seed as usize * 13) % (count + 1)] {
+                    let (mut a, mut a_ends) = (Vec::new(), Vec::new());
+                    let want = front_decode_portable(
+                        &buf,
+                        fc_len,
+                        count,
+                        upto,
+                        text_len,
+                        &mut a,
+                        &mut a_ends,
+                    );
+                    let (mut b, mut b_ends, mut nl) = (b"garbage".to_vec(), vec![7], Vec::new());
+                    // SAFETY: the CPU has AVX2 and BMI1; buf holds SLACK bytes past fc_len
+                    let got = unsafe {
+                        front_decode_avx2(
+                            &buf,
+                            fc_len,
+                            count,
+                            upto,
+                            text_len,
+                            &mut b,
+                            &mut b_ends,
+                            &mut nl,
+                        )
+                    };
+                    assert_eq!(
+                        got.is_some(),
+                        want.is_ok(),
+                        "seed {seed} damage {damage} upto {upto}"
+                    );
+                    if let Some(ascii) = got {
+                        fast_paths += 1;
+                        assert_eq!(a, b, "seed {seed} damage {damage} upto {upto}");
+                        assert_eq!(a_ends, b_ends, "seed {seed} damage {damage} upto {upto}");
+                        assert_eq!(ascii, a.is_ascii(), "seed {seed} damage {damage}");
+                        if damage == 0 && upto == count {
+                            assert_eq!(a, text);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(fast_paths > 800, "{fast_paths}");
     }
 
     fn roundtrip(strings: &[String], opts: &TextOptions) -> (TextBlocks, u64) {
