@@ -38,6 +38,19 @@ impl Canon {
 
     /// A 128-bit hash of the certificate (an index key; confirm a match on the certificate).
     pub fn key(&self) -> u128 {
+        #[cfg(target_endian = "little")]
+        {
+            // SAFETY: u32s are 4 plain bytes each, little-endian here: the bytes
+            // `certificate_bytes` would collect, read in place.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(
+                    self.certificate.as_ptr() as *const u8,
+                    4 * self.certificate.len(),
+                )
+            };
+            xxh3_128(bytes)
+        }
+        #[cfg(not(target_endian = "little"))]
         xxh3_128(&self.certificate_bytes())
     }
 }

@@ -132,18 +132,113 @@ pub fn ring_bonds(g: &Skeleton) -> Vec<(u32, u32)> {
         .collect()
 }
 
-/// `g` less atom `gone` and its bonds, plus `extra` bonds (in `g`'s numbering).
-fn without_atom(g: &Skeleton, gone: u32, extra: Option<(u32, u32)>, out: &mut Vec<(u32, u32)>) {
-    let renumber = |a: u32| a - u32::from(a > gone);
-    out.clear();
-    out.extend(
-        g.bond_list()
-            .filter(|&(i, j)| i != gone && j != gone)
-            .map(|(i, j)| (renumber(i), renumber(j))),
-    );
-    if let Some((u, v)) = extra {
-        out.push((renumber(u), renumber(v)));
+/// One single edit of a graph, as [`edit_list`] gives them: its kind and the atoms it works on.
+/// `tdn`, `ldn`: `a` is the atom deleted; `tup`: `a` is the atom the new one bonds to; `rdn`,
+/// `lup`: `(a, b)` is the bond deleted or split; `rup`: `(a, b)` is the new bond. [`apply`]
+/// gives the bond list of the result; a walk hashes most results without building them
+/// (`crate::wl::WlBits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edit {
+    /// what the edit does
+    pub kind: Kind,
+    /// the atom it works on (the first of two)
+    pub a: u32,
+    /// the second atom, where there is one
+    pub b: u32,
+}
+
+impl Edit {
+    /// The atom count after the edit, of a graph of `n` atoms.
+    pub fn atoms_after(&self, n: usize) -> usize {
+        match self.kind {
+            Kind::Tdn | Kind::Ldn => n - 1,
+            Kind::Tup | Kind::Lup => n + 1,
+            Kind::Rdn | Kind::Rup => n,
+        }
     }
+}
+
+/// Every single edit of `g` of the kinds in `mask` (bit `kind as u8` set for each kind
+/// wanted), into `out`, in the order [`edits_of`] makes them: `tdn` by atom, `tup` by atom,
+/// `rdn` by bond, `rup` by atom pair, `ldn` by atom, `lup` by bond.
+pub fn edit_list(g: &Skeleton, mask: u8, out: &mut Vec<Edit>) {
+    out.clear();
+    let n = g.atoms() as u32;
+    let want = |k: Kind| mask & (1 << k as u8) != 0;
+    let one = |kind, a, b| Edit { kind, a, b };
+    if want(Kind::Tdn) {
+        out.extend(
+            (0..n)
+                .filter(|&a| g.neighbours(a as usize).len() == 1)
+                .map(|a| one(Kind::Tdn, a, 0)),
+        );
+    }
+    if want(Kind::Tup) {
+        out.extend((0..n).map(|a| one(Kind::Tup, a, 0)));
+    }
+    if want(Kind::Rdn) {
+        out.extend(ring_bonds(g).into_iter().map(|(a, b)| one(Kind::Rdn, a, b)));
+    }
+    if want(Kind::Rup) {
+        let comp = components(g);
+        for i in 0..n {
+            for j in i + 1..n {
+                if comp[i as usize] == comp[j as usize]
+                    && g.neighbours(i as usize).binary_search(&j).is_err()
+                {
+                    out.push(one(Kind::Rup, i, j));
+                }
+            }
+        }
+    }
+    if want(Kind::Ldn) {
+        for a in 0..n {
+            let nb = g.neighbours(a as usize);
+            if nb.len() == 2 && g.neighbours(nb[0] as usize).binary_search(&nb[1]).is_err() {
+                out.push(one(Kind::Ldn, a, 0));
+            }
+        }
+    }
+    if want(Kind::Lup) {
+        out.extend(g.bond_list().map(|(a, b)| one(Kind::Lup, a, b)));
+    }
+}
+
+/// The bond list of the graph `e` makes of `g` into `out` (atoms above a deleted one move down
+/// by one; a new atom is number `g.atoms()`); returns its atom count.
+pub fn apply(g: &Skeleton, e: Edit, out: &mut Vec<(u32, u32)>) -> usize {
+    let n = g.atoms() as u32;
+    out.clear();
+    match e.kind {
+        Kind::Tdn | Kind::Ldn => {
+            let gone = e.a;
+            let renumber = |x: u32| x - u32::from(x > gone);
+            out.extend(
+                g.bond_list()
+                    .filter(|&(i, j)| i != gone && j != gone)
+                    .map(|(i, j)| (renumber(i), renumber(j))),
+            );
+            if e.kind == Kind::Ldn {
+                let nb = g.neighbours(gone as usize);
+                out.push((renumber(nb[0]), renumber(nb[1])));
+            }
+        }
+        Kind::Tup => {
+            out.extend(g.bond_list());
+            out.push((e.a, n));
+        }
+        Kind::Rdn => out.extend(g.bond_list().filter(|&b| b != (e.a, e.b))),
+        Kind::Rup => {
+            out.extend(g.bond_list());
+            out.push((e.a, e.b));
+        }
+        Kind::Lup => {
+            out.extend(g.bond_list().filter(|&b| b != (e.a, e.b)));
+            out.push((e.a, n));
+            out.push((e.b, n));
+        }
+    }
+    e.atoms_after(n as usize)
 }
 
 /// Calls `f(kind, atoms, bonds)` for every single edit of `g` (results may repeat: symmetric
@@ -159,57 +254,11 @@ pub const DELETIONS: u8 = 1 << Kind::Tdn as u8 | 1 << Kind::Rdn as u8 | 1 << Kin
 
 /// [`edits`] of the kinds in `mask` only (bit `kind as u8` set for each kind wanted).
 pub fn edits_of(g: &Skeleton, mask: u8, mut f: impl FnMut(Kind, usize, &[(u32, u32)])) {
-    let n = g.atoms();
-    let bonds: Vec<(u32, u32)> = g.bond_list().collect();
-    let mut out: Vec<(u32, u32)> = Vec::with_capacity(bonds.len() + 2);
-    let want = |k: Kind| mask & (1 << k as u8) != 0;
-    for a in (0..n as u32).filter(|_| want(Kind::Tdn)) {
-        if g.neighbours(a as usize).len() == 1 {
-            without_atom(g, a, None, &mut out);
-            f(Kind::Tdn, n - 1, &out);
-        }
-    }
-    for a in (0..n as u32).filter(|_| want(Kind::Tup)) {
-        out.clear();
-        out.extend_from_slice(&bonds);
-        out.push((a, n as u32));
-        f(Kind::Tup, n + 1, &out);
-    }
-    let rings = if want(Kind::Rdn) {
-        ring_bonds(g)
-    } else {
-        Vec::new()
-    };
-    for bond in rings {
-        out.clear();
-        out.extend(bonds.iter().copied().filter(|&b| b != bond));
-        f(Kind::Rdn, n, &out);
-    }
-    let comp = components(g);
-    for i in (0..n as u32).filter(|_| want(Kind::Rup)) {
-        for j in i + 1..n as u32 {
-            if comp[i as usize] == comp[j as usize]
-                && g.neighbours(i as usize).binary_search(&j).is_err()
-            {
-                out.clear();
-                out.extend_from_slice(&bonds);
-                out.push((i, j));
-                f(Kind::Rup, n, &out);
-            }
-        }
-    }
-    for a in (0..n as u32).filter(|_| want(Kind::Ldn)) {
-        let nb = g.neighbours(a as usize);
-        if nb.len() == 2 && g.neighbours(nb[0] as usize).binary_search(&nb[1]).is_err() {
-            without_atom(g, a, Some((nb[0], nb[1])), &mut out);
-            f(Kind::Ldn, n - 1, &out);
-        }
-    }
-    for &(i, j) in bonds.iter().filter(|_| want(Kind::Lup)) {
-        out.clear();
-        out.extend(bonds.iter().copied().filter(|&b| b != (i, j)));
-        out.push((i, n as u32));
-        out.push((j, n as u32));
-        f(Kind::Lup, n + 1, &out);
+    let mut list = Vec::new();
+    edit_list(g, mask, &mut list);
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(g.bonds() + 2);
+    for e in list {
+        let atoms = apply(g, e, &mut out);
+        f(e.kind, atoms, &out);
     }
 }

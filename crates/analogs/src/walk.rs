@@ -14,9 +14,9 @@
 use std::collections::HashMap;
 
 use crate::canon::canonical;
-use crate::edits::{component_count, edits_of, Kind, ALL_KINDS, DELETIONS};
+use crate::edits::{apply, component_count, edit_list, Edit, Kind, ALL_KINDS, DELETIONS};
 use crate::skeleton::Skeleton;
-use crate::wl::{wl_hash, WlScratch};
+use crate::wl::{wl_hash, WlBits, WlScratch};
 use crate::AnalogError;
 
 /// The library side of a walk: which skeletons it holds (by canonical key) and how near in atom
@@ -172,18 +172,55 @@ pub const UNLIMITED: Limits = [u8::MAX; 6];
 
 /// The edit kinds worth making from `g` when only library skeletons one edit away matter:
 /// all, or the deletions alone when no insertion can reach one (counted in `stats`).
-fn kinds_worth<L: Library>(
-    library: &L,
-    g: &Skeleton,
-    scratch: &mut WlScratch,
-    stats: &mut WalkStats,
-) -> u8 {
-    let bonds: Vec<(u32, u32)> = g.bond_list().collect();
-    if library.insertion_may_reach(wl_hash(g.atoms(), &bonds, scratch)) {
+fn kinds_worth<L: Library>(library: &L, g: &mut Graph<'_>, stats: &mut WalkStats) -> u8 {
+    if library.insertion_may_reach(g.hash()) {
         ALL_KINDS
     } else {
         stats.insertions_skipped += 1;
         DELETIONS
+    }
+}
+
+/// A graph of the walk with what hashing it and its edits takes: its bitsets when it has room
+/// for them (the fast way), its bond list and the scratch of [`wl_hash`] otherwise.
+struct Graph<'g> {
+    g: &'g Skeleton,
+    bits: Option<WlBits>,
+    scratch: WlScratch,
+    bonds: Vec<(u32, u32)>,
+}
+
+impl<'g> Graph<'g> {
+    fn new(g: &'g Skeleton) -> Graph<'g> {
+        Graph {
+            g,
+            bits: WlBits::new(g),
+            scratch: WlScratch::default(),
+            bonds: Vec::new(),
+        }
+    }
+
+    /// [`wl_hash`] of the graph.
+    fn hash(&mut self) -> u64 {
+        match &self.bits {
+            Some(b) => b.hash(),
+            None => {
+                self.bonds.clear();
+                self.bonds.extend(self.g.bond_list());
+                wl_hash(self.g.atoms(), &self.bonds, &mut self.scratch)
+            }
+        }
+    }
+
+    /// [`wl_hash`] of the graph `e` makes of it.
+    fn hash_after(&mut self, e: Edit) -> u64 {
+        match &self.bits {
+            Some(b) => b.hash_after(e),
+            None => {
+                let atoms = apply(self.g, e, &mut self.bonds);
+                wl_hash(atoms, &self.bonds, &mut self.scratch)
+            }
+        }
     }
 }
 
@@ -305,7 +342,7 @@ pub fn walk<L: Library>(
         stats.complete_to = depth - 1;
         let left = max_dist - depth;
         let mut error = None;
-        let mut scratch = WlScratch::default();
+        let (mut list, mut bonds) = (Vec::new(), Vec::new());
         if left > 0 && probe {
             // this distance's hits first, canonicalizing only the graphs the filter passes;
             // the whole level is canonicalized below only if the walk goes on
@@ -314,29 +351,34 @@ pub fn walk<L: Library>(
                     break;
                 }
                 let rings = g.bonds() + comps - g.atoms();
-                let mask = kinds_worth(library, g, &mut scratch, &mut stats);
-                edits_of(g, mask, |kind: Kind, atoms, bonds| {
-                    if error.is_some() || !count_edit(&mut stats, deadline) {
-                        return;
+                let mut graph = Graph::new(g);
+                let mask = kinds_worth(library, &mut graph, &mut stats);
+                edit_list(g, mask, &mut list);
+                for &e in &list {
+                    if !count_edit(&mut stats, deadline) {
+                        break;
                     }
-                    let k = kind as usize;
+                    let k = e.kind as usize;
+                    let atoms = e.atoms_after(g.atoms());
                     if counts[k] >= limits[k]
-                        || library.bound(comps, atoms, shift_rings(kind, rings)) != Some(0)
+                        || library.bound(comps, atoms, shift_rings(e.kind, rings)) != Some(0)
                     {
-                        return;
+                        continue;
                     }
-                    if !library.may_contain(wl_hash(atoms, bonds, &mut scratch)) {
+                    if !library.may_contain(graph.hash_after(e)) {
                         stats.filtered += 1;
-                        return;
+                        continue;
                     }
-                    let key =
-                        match Skeleton::new(atoms, bonds).and_then(|r| canonical(&r, max_leaves)) {
-                            Ok(c) => c.key(),
-                            Err(e) => {
-                                error = Some(e);
-                                return;
-                            }
-                        };
+                    apply(g, e, &mut bonds);
+                    let key = match Skeleton::new(atoms, &bonds)
+                        .and_then(|r| canonical(&r, max_leaves))
+                    {
+                        Ok(c) => c.key(),
+                        Err(err) => {
+                            error = Some(err);
+                            break;
+                        }
+                    };
                     if library.contains(key) && found.insert(key) {
                         let mut c = *counts;
                         c[k] += 1;
@@ -346,7 +388,7 @@ pub fn walk<L: Library>(
                             counts: &c,
                         });
                     }
-                });
+                }
             }
             if let Some(e) = error {
                 return Err(e);
@@ -359,48 +401,52 @@ pub fn walk<L: Library>(
         }
         let mut next = Vec::new();
         for (g, counts) in &frontier {
-            if stats.timed_out {
+            if stats.timed_out || error.is_some() {
                 break;
             }
             let rings = g.bonds() + comps - g.atoms();
+            let mut graph = Graph::new(g);
             // at the last distance only library skeletons matter
             let mask = if left == 0 {
-                kinds_worth(library, g, &mut scratch, &mut stats)
+                kinds_worth(library, &mut graph, &mut stats)
             } else {
                 ALL_KINDS
             };
-            edits_of(g, mask, |kind: Kind, atoms, bonds| {
-                if error.is_some() || !count_edit(&mut stats, deadline) {
-                    return;
+            edit_list(g, mask, &mut list);
+            for &e in &list {
+                if !count_edit(&mut stats, deadline) {
+                    break;
                 }
-                let k = kind as usize;
+                let k = e.kind as usize;
                 if counts[k] >= limits[k] {
-                    return;
+                    continue;
                 }
-                match library.bound(comps, atoms, shift_rings(kind, rings)) {
+                let atoms = e.atoms_after(g.atoms());
+                match library.bound(comps, atoms, shift_rings(e.kind, rings)) {
                     Some(b) if b <= left => {}
                     _ => {
                         stats.pruned += 1;
-                        return;
+                        continue;
                     }
                 }
                 // at the last distance only library skeletons matter
-                if left == 0 && !library.may_contain(wl_hash(atoms, bonds, &mut scratch)) {
+                if left == 0 && !library.may_contain(graph.hash_after(e)) {
                     stats.filtered += 1;
-                    return;
+                    continue;
                 }
-                let result = match Skeleton::new(atoms, bonds) {
+                apply(g, e, &mut bonds);
+                let result = match Skeleton::new(atoms, &bonds) {
                     Ok(r) => r,
-                    Err(e) => {
-                        error = Some(e);
-                        return;
+                    Err(err) => {
+                        error = Some(err);
+                        break;
                     }
                 };
                 let key = match canonical(&result, max_leaves) {
                     Ok(c) => c.key(),
-                    Err(e) => {
-                        error = Some(e);
-                        return;
+                    Err(err) => {
+                        error = Some(err);
+                        break;
                     }
                 };
                 let mut c = *counts;
@@ -408,11 +454,11 @@ pub fn walk<L: Library>(
                 let kept = seen.entry(key).or_default();
                 if limited {
                     if dominated(kept, &c) {
-                        return;
+                        continue;
                     }
                     kept.retain(|s| !c.iter().zip(s).all(|(a, b)| a <= b));
                 } else if !kept.is_empty() {
-                    return;
+                    continue;
                 }
                 kept.push(c);
                 stats.nodes += 1;
@@ -429,7 +475,7 @@ pub fn walk<L: Library>(
                 if left > 0 {
                     next.push((result, c));
                 }
-            });
+            }
         }
         if let Some(e) = error {
             return Err(e);

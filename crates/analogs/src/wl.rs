@@ -7,6 +7,9 @@
 //! skeleton, so its canonical form (about 30 times the cost) is never computed; a graph that
 //! passes is still canonicalized and looked up by its exact key.
 
+use crate::edits::{Edit, Kind};
+use crate::skeleton::Skeleton;
+
 /// Refinement rounds.
 pub const ROUNDS: u32 = 3;
 
@@ -59,6 +62,305 @@ pub fn wl_hash(atoms: usize, bonds: &[(u32, u32)], s: &mut WlScratch) -> u64 {
     h
 }
 
+/// A graph of at most 63 atoms as adjacency bitsets, to hash it ([`WlBits::hash`]) and each of
+/// its single edits ([`WlBits::hash_after`]) without building their bond lists: the same values
+/// as [`wl_hash`] of the bond lists [`crate::edits::apply`] gives (an atom deleted stays a hole
+/// here, a new atom takes the next slot: the hash does not depend on the numbering). A walk
+/// hashes every edit at its last distance and canonicalizes few of them.
+#[derive(Debug, Clone)]
+pub struct WlBits {
+    adj: [u64; 64],
+    /// each atom's neighbours, [`NONE`] in the places left; valid when `table`
+    nbr: [[u8; 4]; 64],
+    deg: [u8; 64],
+    /// every atom has at most four neighbours: hashes go through `nbr` (a fixed number of
+    /// steps per atom, no branch on the degree), else through the bitsets
+    table: bool,
+    /// atoms in use (slots `0..slots`)
+    slots: usize,
+    bonds: usize,
+}
+
+/// An empty place in [`WlBits`]'s neighbour table (`sent[NONE]` is zero).
+const NONE: u8 = 64;
+
+impl WlBits {
+    /// The bitsets of `g`, or `None` when it has more than 63 atoms (an edit may add one).
+    pub fn new(g: &Skeleton) -> Option<WlBits> {
+        let n = g.atoms();
+        if n > 63 {
+            return None;
+        }
+        let mut adj = [0u64; 64];
+        let mut nbr = [[NONE; 4]; 64];
+        let mut deg = [0u8; 64];
+        let mut table = true;
+        for a in 0..n {
+            let list = g.neighbours(a);
+            table &= list.len() <= 4;
+            for (k, &b) in list.iter().enumerate() {
+                adj[a] |= 1 << b;
+                if k < 4 {
+                    nbr[a][k] = b as u8;
+                }
+            }
+            deg[a] = list.len().min(255) as u8;
+        }
+        Some(WlBits {
+            adj,
+            nbr,
+            deg,
+            table,
+            slots: n,
+            bonds: g.bonds(),
+        })
+    }
+
+    /// [`wl_hash`] of the graph.
+    pub fn hash(&self) -> u64 {
+        let present = low_bits(self.slots);
+        if self.table {
+            return wl_table(&self.nbr, &self.deg, self.slots, present, self.bonds);
+        }
+        wl_bits(&self.adj, present, self.bonds)
+    }
+
+    /// [`wl_hash`] of the graph `e` makes of this one.
+    pub fn hash_after(&self, e: Edit) -> u64 {
+        if self.table {
+            if let Some(h) = self.table_after(e) {
+                return h;
+            }
+        }
+        self.bits_after(e)
+    }
+
+    /// [`WlBits::hash_after`] through the neighbour table; `None` when the edit gives an atom
+    /// a fifth neighbour.
+    fn table_after(&self, e: Edit) -> Option<u64> {
+        let mut nbr = self.nbr;
+        let mut deg = self.deg;
+        let mut present = low_bits(self.slots);
+        let mut slots = self.slots;
+        let mut bonds = self.bonds;
+        let (a, b) = (e.a as usize, e.b as usize);
+        let new = self.slots;
+        let swap = |nbr: &mut [[u8; 4]; 64], x: usize, from: u8, to: u8| {
+            let row = &mut nbr[x];
+            for v in row.iter_mut() {
+                if *v == from {
+                    *v = to;
+                    return;
+                }
+            }
+        };
+        // adds y to x's neighbours: false when x has four already
+        let add = |nbr: &mut [[u8; 4]; 64], deg: &mut [u8; 64], x: usize, y: usize| {
+            if deg[x] >= 4 {
+                return false;
+            }
+            swap(nbr, x, NONE, y as u8);
+            deg[x] += 1;
+            true
+        };
+        let remove = |nbr: &mut [[u8; 4]; 64], deg: &mut [u8; 64], x: usize, y: usize| {
+            swap(nbr, x, y as u8, NONE);
+            deg[x] -= 1;
+        };
+        match e.kind {
+            Kind::Tdn | Kind::Ldn => {
+                let row = nbr[a];
+                for &x in row.iter().filter(|&&x| x != NONE) {
+                    remove(&mut nbr, &mut deg, usize::from(x), a);
+                }
+                bonds -= usize::from(deg[a]);
+                deg[a] = 0;
+                nbr[a] = [NONE; 4];
+                present &= !(1 << a);
+                if e.kind == Kind::Ldn {
+                    let mut two = row.iter().filter(|&&x| x != NONE);
+                    let (x, y) = (usize::from(*two.next()?), usize::from(*two.next()?));
+                    add(&mut nbr, &mut deg, x, y);
+                    add(&mut nbr, &mut deg, y, x);
+                    bonds += 1;
+                }
+            }
+            Kind::Tup => {
+                if !add(&mut nbr, &mut deg, a, new) {
+                    return None;
+                }
+                nbr[new] = [a as u8, NONE, NONE, NONE];
+                deg[new] = 1;
+                present |= 1 << new;
+                slots += 1;
+                bonds += 1;
+            }
+            Kind::Rdn => {
+                remove(&mut nbr, &mut deg, a, b);
+                remove(&mut nbr, &mut deg, b, a);
+                bonds -= 1;
+            }
+            Kind::Rup => {
+                if deg[a] >= 4 || deg[b] >= 4 {
+                    return None;
+                }
+                add(&mut nbr, &mut deg, a, b);
+                add(&mut nbr, &mut deg, b, a);
+                bonds += 1;
+            }
+            Kind::Lup => {
+                swap(&mut nbr, a, b as u8, new as u8);
+                swap(&mut nbr, b, a as u8, new as u8);
+                nbr[new] = [a as u8, b as u8, NONE, NONE];
+                deg[new] = 2;
+                present |= 1 << new;
+                slots += 1;
+                bonds += 1;
+            }
+        }
+        Some(wl_table(&nbr, &deg, slots, present, bonds))
+    }
+
+    /// [`WlBits::hash_after`] through the bitsets.
+    fn bits_after(&self, e: Edit) -> u64 {
+        let mut adj = self.adj;
+        let mut present = low_bits(self.slots);
+        let mut bonds = self.bonds;
+        let (a, b) = (e.a as usize, e.b as usize);
+        let new = self.slots;
+        match e.kind {
+            Kind::Tdn | Kind::Ldn => {
+                let nb = adj[a];
+                let mut m = nb;
+                while m != 0 {
+                    adj[m.trailing_zeros() as usize] &= !(1 << a);
+                    m &= m - 1;
+                }
+                adj[a] = 0;
+                present &= !(1 << a);
+                bonds -= nb.count_ones() as usize;
+                if e.kind == Kind::Ldn {
+                    let (x, y) = (
+                        nb.trailing_zeros() as usize,
+                        63 - nb.leading_zeros() as usize,
+                    );
+                    adj[x] |= 1 << y;
+                    adj[y] |= 1 << x;
+                    bonds += 1;
+                }
+            }
+            Kind::Tup => {
+                adj[a] |= 1 << new;
+                adj[new] = 1 << a;
+                present |= 1 << new;
+                bonds += 1;
+            }
+            Kind::Rdn => {
+                adj[a] &= !(1 << b);
+                adj[b] &= !(1 << a);
+                bonds -= 1;
+            }
+            Kind::Rup => {
+                adj[a] |= 1 << b;
+                adj[b] |= 1 << a;
+                bonds += 1;
+            }
+            Kind::Lup => {
+                adj[a] = (adj[a] & !(1 << b)) | 1 << new;
+                adj[b] = (adj[b] & !(1 << a)) | 1 << new;
+                adj[new] = 1 << a | 1 << b;
+                present |= 1 << new;
+                bonds += 1;
+            }
+        }
+        wl_bits(&adj, present, bonds)
+    }
+}
+
+/// [`wl_hash`] of a graph given as a neighbour table (`slots` rows, [`NONE`] for an empty
+/// place, `deg` the degrees) whose atoms are the bits of `present` (the other rows are holes
+/// no row refers to): the same rounds, each atom's four places summed without a branch.
+fn wl_table(nbr: &[[u8; 4]; 64], deg: &[u8; 64], slots: usize, present: u64, bonds: usize) -> u64 {
+    let mut colour = [0u64; 64];
+    let mut sent = [0u64; 65];
+    for i in 0..slots {
+        colour[i] = u64::from(deg[i]);
+    }
+    for round in 0..ROUNDS {
+        let salt = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(u64::from(round) + 1);
+        for i in 0..slots {
+            sent[i] = mix(colour[i] ^ salt);
+        }
+        for i in 0..slots {
+            let [p, q, r, t] = nbr[i];
+            let sum = sent[usize::from(p)]
+                .wrapping_add(sent[usize::from(q)])
+                .wrapping_add(sent[usize::from(r)])
+                .wrapping_add(sent[usize::from(t)]);
+            colour[i] = mix(sent[i].rotate_left(17) ^ sum);
+        }
+    }
+    let atoms = u64::from(present.count_ones());
+    let mut h = mix((atoms << 32) ^ bonds as u64);
+    for (i, &c) in colour.iter().enumerate().take(slots) {
+        let keep = 0u64.wrapping_sub((present >> i) & 1);
+        h = h.wrapping_add(mix(c ^ 0x5851_f42d_4c95_7f2d) & keep);
+    }
+    h
+}
+
+/// Bits `0..n` set (`n <= 64`).
+fn low_bits(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// [`wl_hash`] of the graph whose atoms are the bits of `present` and whose bonds are `adj`
+/// (`bonds` of them): the same rounds, neighbours read from the bitsets.
+fn wl_bits(adj: &[u64; 64], present: u64, bonds: usize) -> u64 {
+    let mut colour = [0u64; 64];
+    let mut sent = [0u64; 64];
+    let mut m = present;
+    while m != 0 {
+        let i = m.trailing_zeros() as usize;
+        colour[i] = u64::from(adj[i].count_ones());
+        m &= m - 1;
+    }
+    for round in 0..ROUNDS {
+        let salt = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(u64::from(round) + 1);
+        let mut m = present;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            sent[i] = mix(colour[i] ^ salt);
+            m &= m - 1;
+        }
+        let mut m = present;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            let mut t = 0u64;
+            let mut nb = adj[i];
+            while nb != 0 {
+                t = t.wrapping_add(sent[nb.trailing_zeros() as usize]);
+                nb &= nb - 1;
+            }
+            colour[i] = mix(sent[i].rotate_left(17) ^ t);
+            m &= m - 1;
+        }
+    }
+    let atoms = present.count_ones() as u64;
+    let mut h = mix((atoms << 32) ^ bonds as u64);
+    let mut m = present;
+    while m != 0 {
+        let i = m.trailing_zeros() as usize;
+        h = h.wrapping_add(mix(colour[i] ^ 0x5851_f42d_4c95_7f2d));
+        m &= m - 1;
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +402,63 @@ mod tests {
         let h = wl_hash(8, &ortho, &mut s);
         assert_eq!(h, wl_hash(8, &renum, &mut s));
         assert_ne!(h, wl_hash(8, &para, &mut s));
+    }
+
+    #[test]
+    fn bitset_hashes_of_every_edit_equal_the_bond_list_hashes() {
+        use crate::edits::{apply, edit_list, ALL_KINDS};
+        let mut s = WlScratch::default();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let (mut edits, mut out) = (Vec::new(), Vec::new());
+        let (mut checked, mut tables) = (0, 0);
+        for case in 0..300 {
+            // random graphs of 1 to 63 atoms, sparse and dense, some in pieces
+            let n = 1 + rnd(if case % 3 == 0 { 63 } else { 25 }) as u32;
+            let mut bonds = Vec::new();
+            for i in 1..n {
+                if rnd(8) != 0 {
+                    bonds.push((rnd(u64::from(i)) as u32, i));
+                }
+            }
+            for _ in 0..rnd(u64::from(n)) {
+                let (i, j) = (rnd(u64::from(n)) as u32, rnd(u64::from(n)) as u32);
+                if i != j
+                    && !bonds.contains(&(i.min(j), i.max(j)))
+                    && !bonds.contains(&(i.max(j), i.min(j)))
+                {
+                    bonds.push((i.min(j), i.max(j)));
+                }
+            }
+            let g = Skeleton::new(n as usize, &bonds).unwrap();
+            let w = WlBits::new(&g).unwrap();
+            tables += usize::from(w.table);
+            let all: Vec<_> = g.bond_list().collect();
+            assert_eq!(w.hash(), wl_hash(g.atoms(), &all, &mut s), "case {case}");
+            edit_list(&g, ALL_KINDS, &mut edits);
+            for &e in &edits {
+                let atoms = apply(&g, e, &mut out);
+                assert_eq!(
+                    w.hash_after(e),
+                    wl_hash(atoms, &out, &mut s),
+                    "case {case} {e:?}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+        // both ways of hashing were taken: the neighbour table (atoms of at most four
+        // neighbours) and the bitsets
+        assert!(
+            tables > 50 && tables < 250,
+            "{tables} of 300 through the table"
+        );
+        let big = Skeleton::new(64, &[]).unwrap();
+        assert!(WlBits::new(&big).is_none());
     }
 }
