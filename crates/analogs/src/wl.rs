@@ -289,8 +289,9 @@ fn wl_table(nbr: &[[u8; 4]; 64], deg: &[u8; 64], slots: usize, present: u64, bon
     wl_table_portable(nbr, deg, slots, present, bonds)
 }
 
-/// [`wl_table`] with eight atoms' mixes per AVX-512 instruction (the mixes are most of the
-/// work: two per atom and round).
+/// [`wl_table`] compiled for AVX-512F/DQ: the mixes (most of the work: two per atom and round)
+/// written eight lanes at a time, which the compiler turns into one vector instruction per step
+/// (64-bit multiplies are AVX-512DQ's).
 ///
 /// # Safety
 /// The CPU must have AVX-512F and AVX-512DQ.
@@ -303,66 +304,51 @@ unsafe fn wl_table_avx512(
     present: u64,
     bonds: usize,
 ) -> u64 {
-    use std::arch::x86_64::*;
-    #[repr(align(64))]
-    struct Lanes<const N: usize>([u64; N]);
-    let mut colour = Lanes([0u64; 64]);
+    let mut colour = [0u64; 64];
     // sent[NONE] stays zero: the chunks below write at most the first 64
-    let mut sent = Lanes([0u64; 72]);
-    let mut sum = Lanes([0u64; 64]);
+    let mut sent = [0u64; 72];
+    let mut sum = [0u64; 64];
     let chunks = slots.div_ceil(8);
-    let m1 = _mm512_set1_epi64(0xbf58_476d_1ce4_e5b9u64 as i64);
-    let m2 = _mm512_set1_epi64(0x94d0_49bb_1331_11ebu64 as i64);
-    let vmix = |mut x: __m512i| {
-        x = _mm512_xor_si512(x, _mm512_srli_epi64::<30>(x));
-        x = _mm512_mullo_epi64(x, m1);
-        x = _mm512_xor_si512(x, _mm512_srli_epi64::<27>(x));
-        x = _mm512_mullo_epi64(x, m2);
-        _mm512_xor_si512(x, _mm512_srli_epi64::<31>(x))
-    };
     for i in 0..slots {
-        colour.0[i] = u64::from(deg[i]);
+        colour[i] = u64::from(deg[i]);
     }
-    let cp = colour.0.as_mut_ptr();
-    let sp = sent.0.as_mut_ptr();
-    let tp = sum.0.as_ptr();
     for round in 0..ROUNDS {
-        let salt =
-            _mm512_set1_epi64(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(u64::from(round) + 1) as i64);
+        let salt = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(u64::from(round) + 1);
         for c in 0..chunks {
-            // SAFETY: 8 * c + 8 <= 64 lanes of colour and sent.
-            unsafe {
-                let v = _mm512_load_si512(cp.add(8 * c) as *const _);
-                _mm512_store_si512(sp.add(8 * c) as *mut _, vmix(_mm512_xor_si512(v, salt)));
+            let (from, to) = (&colour[8 * c..8 * c + 8], &mut sent[8 * c..8 * c + 8]);
+            for l in 0..8 {
+                to[l] = mix(from[l] ^ salt);
             }
         }
         for i in 0..slots {
             let [p, q, r, t] = nbr[i];
-            sum.0[i] = sent.0[usize::from(p)]
-                .wrapping_add(sent.0[usize::from(q)])
-                .wrapping_add(sent.0[usize::from(r)])
-                .wrapping_add(sent.0[usize::from(t)]);
+            sum[i] = sent[usize::from(p)]
+                .wrapping_add(sent[usize::from(q)])
+                .wrapping_add(sent[usize::from(r)])
+                .wrapping_add(sent[usize::from(t)]);
         }
         for c in 0..chunks {
-            // SAFETY: as above.
-            unsafe {
-                let v = _mm512_load_si512(sp.add(8 * c) as *const _);
-                let t = _mm512_load_si512(tp.add(8 * c) as *const _);
-                let x = _mm512_xor_si512(_mm512_rol_epi64::<17>(v), t);
-                _mm512_store_si512(cp.add(8 * c) as *mut _, vmix(x));
+            let (own, t, to) = (
+                &sent[8 * c..8 * c + 8],
+                &sum[8 * c..8 * c + 8],
+                &mut colour[8 * c..8 * c + 8],
+            );
+            for l in 0..8 {
+                to[l] = mix(own[l].rotate_left(17) ^ t[l]);
             }
         }
     }
     let atoms = u64::from(present.count_ones());
-    let mut acc = _mm512_setzero_si512();
-    let tag = _mm512_set1_epi64(0x5851_f42d_4c95_7f2d);
+    let mut acc = [0u64; 8];
     for c in 0..chunks {
-        // SAFETY: as above.
-        let v = unsafe { _mm512_load_si512(cp.add(8 * c) as *const _) };
-        let keep = ((present >> (8 * c)) & 0xFF) as __mmask8;
-        acc = _mm512_mask_add_epi64(acc, keep, acc, vmix(_mm512_xor_si512(v, tag)));
+        let from = &colour[8 * c..8 * c + 8];
+        for l in 0..8 {
+            let keep = 0u64.wrapping_sub((present >> (8 * c + l)) & 1);
+            acc[l] = acc[l].wrapping_add(mix(from[l] ^ 0x5851_f42d_4c95_7f2d) & keep);
+        }
     }
-    mix((atoms << 32) ^ bonds as u64).wrapping_add(_mm512_reduce_add_epi64(acc) as u64)
+    acc.iter()
+        .fold(mix((atoms << 32) ^ bonds as u64), |h, &x| h.wrapping_add(x))
 }
 
 /// [`wl_table`] one atom at a time.
