@@ -188,42 +188,108 @@ fn top_k_impl<const AVX2: bool, S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Rea
 }
 
 /// Per block of `blocks`, the largest number of query planes non-empty in one of its parts,
-/// into `out`: per chunk of 32 blocks, a byte counter per block and part.
+/// into `out` (see [`part_max_of`]).
 #[inline(always)]
 fn part_max(cp: &[CPlane<'_>], blocks: Range<u64>, out: &mut Vec<u8>) {
+    part_max_of(cp.len(), |j| cp[j].parts, blocks, out)
+}
+
+/// 256 one-bit lanes: bit `r` of byte `i` is part `r` of block `i` of a chunk.
+type Lanes = [u8; CHUNK];
+
+#[inline(always)]
+fn zip(a: &Lanes, b: &Lanes, f: impl Fn(u8, u8) -> u8) -> Lanes {
+    let mut o = [0u8; CHUNK];
+    for i in 0..CHUNK {
+        o[i] = f(a[i], b[i]);
+    }
+    o
+}
+
+/// Carry-save adder: `(carry, sum)` of three one-bit lanes each.
+#[inline(always)]
+fn csa(a: &Lanes, b: &Lanes, c: &Lanes) -> (Lanes, Lanes) {
+    let u = zip(a, b, |x, y| x ^ y);
+    let sum = zip(&u, c, |x, y| x ^ y);
+    let carry = zip(
+        &zip(a, b, |x, y| x & y),
+        &zip(&u, c, |x, y| x & y),
+        |x, y| x | y,
+    );
+    (carry, sum)
+}
+
+/// [`part_max`] of `planes` query planes whose part masks `parts(j)` gives. Per chunk of 32
+/// blocks, each plane's 32 part bytes are 256 one-bit lanes (block, part); the planes are added
+/// into a bit-sliced counter per lane (a carry-save tree per eight planes, then the carries
+/// ripple into the high bits: about six vector operations per plane), and each block's largest
+/// part count is read from the bit slices, high bit first.
+#[inline(always)]
+fn part_max_of<'a>(
+    planes: usize,
+    parts: impl Fn(usize) -> &'a [u8],
+    blocks: Range<u64>,
+    out: &mut Vec<u8>,
+) {
     out.clear();
     let (mut blk, end) = (blocks.start as usize, blocks.end as usize);
+    let zero = [0u8; CHUNK];
     while blk < end {
         let len = CHUNK.min(end - blk);
-        let mut cnt = [[0u8; CHUNK]; 8];
         // 40-odd planes are more streams than the hardware follows: asked for 8 chunks ahead,
         // a cache line every other chunk
         let ask = (blk - blocks.start as usize) % (2 * CHUNK) == 0;
-        for plane in cp {
+        let lanes = |j: usize| -> Lanes {
+            let p = parts(j);
             if ask {
-                if let Some(ahead) = plane.parts.get(blk + 8 * CHUNK..) {
+                if let Some(ahead) = p.get(blk + 8 * CHUNK..) {
                     crate::adders::prefetch(ahead.as_ptr() as *const u64);
                 }
             }
-            let src = &plane.parts[blk..];
-            let b: [u8; CHUNK] = match src.get(..CHUNK) {
+            let src = &p[blk..];
+            match src.get(..CHUNK) {
                 Some(b) => b.try_into().expect("CHUNK bytes"),
                 None => {
                     let mut b = [0u8; CHUNK];
                     b[..src.len()].copy_from_slice(src);
                     b
                 }
-            };
-            for (r, c) in cnt.iter_mut().enumerate() {
-                for i in 0..CHUNK {
-                    c[i] += (b[i] >> r) & 1;
-                }
             }
+        };
+        // bit k of each lane's count in slice k (planes < 256: eight slices hold it)
+        let mut slice = [[0u8; CHUNK]; 8];
+        let mut j = 0;
+        while j < planes {
+            let x: [Lanes; 8] =
+                std::array::from_fn(|t| if j + t < planes { lanes(j + t) } else { zero });
+            let (ones, twos, fours) = (slice[0], slice[1], slice[2]);
+            let (ta, ones) = csa(&ones, &x[0], &x[1]);
+            let (tb, ones) = csa(&ones, &x[2], &x[3]);
+            let (fa, twos) = csa(&twos, &ta, &tb);
+            let (ta, ones) = csa(&ones, &x[4], &x[5]);
+            let (tb, ones) = csa(&ones, &x[6], &x[7]);
+            let (fb, twos) = csa(&twos, &ta, &tb);
+            let (mut carry, fours) = csa(&fours, &fa, &fb);
+            slice[0] = ones;
+            slice[1] = twos;
+            slice[2] = fours;
+            for s in &mut slice[3..] {
+                let c = zip(s, &carry, |x, y| x & y);
+                *s = zip(s, &carry, |x, y| x ^ y);
+                carry = c;
+            }
+            j += 8;
         }
-        let mut m = cnt[0];
-        for c in &cnt[1..] {
+        // per block, the largest of its eight part counts: high bit first, keep the parts
+        // that have the bit wherever one does
+        let mut cand = [0xFFu8; CHUNK];
+        let mut m = [0u8; CHUNK];
+        for k in (0..8).rev() {
             for i in 0..CHUNK {
-                m[i] = m[i].max(c[i]);
+                let t = slice[k][i] & cand[i];
+                let any = 0u8.wrapping_sub(u8::from(t != 0));
+                cand[i] = (t & any) | (cand[i] & !any);
+                m[i] |= any & (1 << k);
             }
         }
         out.extend_from_slice(&m[..len]);
@@ -364,4 +430,60 @@ fn count_block<const AVX2: bool, S: Sink>(
         }
     }
     report_block(bucket, blk, cnt, need, sink);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bit-sliced part bound against a count part by part, on random masks of 1 to 255
+    /// planes, with share edges inside and across chunks.
+    #[test]
+    fn part_max_is_the_largest_part_count() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for case in 0..200 {
+            let planes = if case % 8 == 0 {
+                128 + rnd(128) as usize // nearly all ones: counts past 127
+            } else {
+                1 + rnd(if case % 4 == 0 { 255 } else { 60 }) as usize
+            };
+            let blocks = 1 + rnd(200) as usize;
+            // dense and sparse planes, some all ones (counts up to the plane count)
+            let masks: Vec<Vec<u8>> = (0..planes)
+                .map(|j| {
+                    (0..blocks)
+                        .map(|_| match (j + case) % 5 {
+                            _ if case % 8 == 0 => !(rnd(16) as u8 & 1),
+                            0 => 0xFF,
+                            1 => 0,
+                            2 => rnd(256) as u8 & rnd(256) as u8,
+                            _ => rnd(256) as u8,
+                        })
+                        .collect()
+                })
+                .collect();
+            let from = rnd(blocks as u64);
+            let to = from + rnd(blocks as u64 - from + 1);
+            let mut got = Vec::new();
+            part_max_of(planes, |j| &masks[j], from..to, &mut got);
+            let want: Vec<u8> = (from as usize..to as usize)
+                .map(|b| {
+                    (0..8)
+                        .map(|r| masks.iter().filter(|m| m[b] >> r & 1 == 1).count())
+                        .max()
+                        .unwrap() as u8
+                })
+                .collect();
+            assert_eq!(
+                got, want,
+                "case {case}: {planes} planes, blocks {from}..{to}"
+            );
+        }
+    }
 }
