@@ -289,15 +289,38 @@ fn wl_table(nbr: &[[u8; 4]; 64], deg: &[u8; 64], slots: usize, present: u64, bon
     wl_table_portable(nbr, deg, slots, present, bonds)
 }
 
-/// [`wl_table`] compiled for AVX-512F/DQ: the mixes (most of the work: two per atom and round)
-/// written eight lanes at a time, which the compiler turns into one vector instruction per step
-/// (64-bit multiplies are AVX-512DQ's).
+/// [`wl_table_body`] compiled for AVX-512F/DQ, where its eight-lane loops become one vector
+/// instruction per step (64-bit multiplies are AVX-512DQ's).
 ///
 /// # Safety
 /// The CPU must have AVX-512F and AVX-512DQ.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq")]
 unsafe fn wl_table_avx512(
+    nbr: &[[u8; 4]; 64],
+    deg: &[u8; 64],
+    slots: usize,
+    present: u64,
+    bonds: usize,
+) -> u64 {
+    wl_table_body(nbr, deg, slots, present, bonds)
+}
+
+/// [`wl_table`] for any CPU.
+fn wl_table_portable(
+    nbr: &[[u8; 4]; 64],
+    deg: &[u8; 64],
+    slots: usize,
+    present: u64,
+    bonds: usize,
+) -> u64 {
+    wl_table_body(nbr, deg, slots, present, bonds)
+}
+
+/// [`wl_table`]'s work, the mixes (most of it: two per atom and round) written eight lanes at a
+/// time so that a vector unit takes them together.
+#[inline(always)]
+fn wl_table_body(
     nbr: &[[u8; 4]; 64],
     deg: &[u8; 64],
     slots: usize,
@@ -349,42 +372,6 @@ unsafe fn wl_table_avx512(
     }
     acc.iter()
         .fold(mix((atoms << 32) ^ bonds as u64), |h, &x| h.wrapping_add(x))
-}
-
-/// [`wl_table`] one atom at a time.
-fn wl_table_portable(
-    nbr: &[[u8; 4]; 64],
-    deg: &[u8; 64],
-    slots: usize,
-    present: u64,
-    bonds: usize,
-) -> u64 {
-    let mut colour = [0u64; 64];
-    let mut sent = [0u64; 65];
-    for i in 0..slots {
-        colour[i] = u64::from(deg[i]);
-    }
-    for round in 0..ROUNDS {
-        let salt = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(u64::from(round) + 1);
-        for i in 0..slots {
-            sent[i] = mix(colour[i] ^ salt);
-        }
-        for i in 0..slots {
-            let [p, q, r, t] = nbr[i];
-            let sum = sent[usize::from(p)]
-                .wrapping_add(sent[usize::from(q)])
-                .wrapping_add(sent[usize::from(r)])
-                .wrapping_add(sent[usize::from(t)]);
-            colour[i] = mix(sent[i].rotate_left(17) ^ sum);
-        }
-    }
-    let atoms = u64::from(present.count_ones());
-    let mut h = mix((atoms << 32) ^ bonds as u64);
-    for (i, &c) in colour.iter().enumerate().take(slots) {
-        let keep = 0u64.wrapping_sub((present >> i) & 1);
-        h = h.wrapping_add(mix(c ^ 0x5851_f42d_4c95_7f2d) & keep);
-    }
-    h
 }
 
 /// Bits `0..n` set (`n <= 64`).
