@@ -114,6 +114,35 @@ fn cell_end(colors: &[u32], lab: &[u32], p: usize) -> usize {
             .count()
 }
 
+/// The cell starts of a colouring of at most 64 atoms as a bitmask: colours are cell starts,
+/// so position `k` of `lab` starts a cell exactly when its atom's colour is `k`.
+fn cell_starts(colors: &[u32], lab: &[u32]) -> u64 {
+    let mut m = 0u64;
+    for (k, &v) in lab.iter().enumerate() {
+        m |= u64::from(colors[v as usize] == k as u32) << k;
+    }
+    m
+}
+
+/// The end of the cell starting at `p`: from `starts` ([`cell_starts`]) where the atoms fit
+/// in it (`n <= 64`), else as [`cell_end`] finds it.
+#[inline(always)]
+fn next_cell(starts: u64, colors: &[u32], lab: &[u32], p: usize) -> usize {
+    let n = lab.len();
+    if n > 64 {
+        return cell_end(colors, lab, p);
+    }
+    if p + 1 >= n {
+        return n;
+    }
+    let m = starts >> (p + 1);
+    if m == 0 {
+        n
+    } else {
+        p + 1 + m.trailing_zeros() as usize
+    }
+}
+
 /// Refines `colors` until stable; colours are cell starts (the number of atoms of a smaller
 /// colour), so a discrete colouring is a labeling. `lab` lists the atoms by colour (each cell
 /// contiguous) and is kept so. Each round gives every atom of a cell of several the hash of its
@@ -125,10 +154,11 @@ fn refine(g: &Skeleton, colors: &mut [u32], lab: &mut [u32], s: &mut Scratch) ->
     s.hash.resize(n, 0);
     loop {
         // hashes of the atoms in cells of several, from this round's colours
+        let starts = if n <= 64 { cell_starts(colors, lab) } else { 0 };
         let mut p = 0;
         let mut cells = 0;
         while p < n {
-            let q = cell_end(colors, lab, p);
+            let q = next_cell(starts, colors, lab, p);
             cells += 1;
             if q - p > 1 {
                 for &v in &lab[p..q] {
@@ -148,7 +178,7 @@ fn refine(g: &Skeleton, colors: &mut [u32], lab: &mut [u32], s: &mut Scratch) ->
         let mut new_cells = 0;
         p = 0;
         while p < n {
-            let q = cell_end(colors, lab, p);
+            let q = next_cell(starts, colors, lab, p);
             new_cells += 1;
             if q - p > 1 {
                 let hash = &s.hash;
@@ -176,20 +206,23 @@ fn refine(g: &Skeleton, colors: &mut [u32], lab: &mut [u32], s: &mut Scratch) ->
 }
 
 fn certificate(g: &Skeleton, labels: &[u32]) -> Vec<u32> {
-    let mut pairs: Vec<(u32, u32)> = g
-        .bond_list()
-        .map(|(i, j)| {
-            let (a, b) = (labels[i as usize], labels[j as usize]);
-            (a.min(b), a.max(b))
-        })
-        .collect();
+    // each bond as one sortable word: (smaller label, larger label)
+    let mut pairs: Vec<u64> = Vec::with_capacity(g.bonds());
+    for (i, &li) in labels.iter().enumerate() {
+        for &j in g.neighbours(i) {
+            if j as usize > i {
+                let lj = labels[j as usize];
+                pairs.push(u64::from(li.min(lj)) << 32 | u64::from(li.max(lj)));
+            }
+        }
+    }
     pairs.sort_unstable();
     let mut out = Vec::with_capacity(2 + 2 * pairs.len());
     out.push(g.atoms() as u32);
     out.push(pairs.len() as u32);
-    for (a, b) in pairs {
-        out.push(a);
-        out.push(b);
+    for p in pairs {
+        out.push((p >> 32) as u32);
+        out.push(p as u32);
     }
     out
 }
