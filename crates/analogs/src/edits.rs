@@ -136,7 +136,7 @@ pub fn ring_bonds(g: &Skeleton) -> Vec<(u32, u32)> {
 /// `tdn`, `ldn`: `a` is the atom deleted; `tup`: `a` is the atom the new one bonds to; `rdn`,
 /// `lup`: `(a, b)` is the bond deleted or split; `rup`: `(a, b)` is the new bond. [`apply`]
 /// gives the bond list of the result; a walk hashes most results without building them
-/// (`crate::wl::WlBits`).
+/// (`crate::wl::WlTable`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Edit {
     /// what the edit does

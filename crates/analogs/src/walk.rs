@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use crate::canon::canonical;
 use crate::edits::{apply, component_count, edit_list, Edit, Kind, ALL_KINDS, DELETIONS};
 use crate::skeleton::Skeleton;
-use crate::wl::{wl_hash, WlBits, WlScratch};
+use crate::wl::{wl_hash, WlScratch, WlTable};
 use crate::AnalogError;
 
 /// The library side of a walk: which skeletons it holds (by canonical key) and how near in atom
@@ -181,11 +181,13 @@ fn kinds_worth<L: Library>(library: &L, g: &mut Graph<'_>, stats: &mut WalkStats
     }
 }
 
-/// A graph of the walk with what hashing it and its edits takes: its bitsets when it has room
-/// for them (the fast way), its bond list and the scratch of [`wl_hash`] otherwise.
+/// A graph of the walk with what hashing it and its edits takes: its neighbour table
+/// ([`WlTable`], made at the first hash: graphs of the distances before the last are never
+/// hashed) where the table holds it, its bond list and the scratch of [`wl_hash`] otherwise.
 struct Graph<'g> {
     g: &'g Skeleton,
-    bits: Option<WlBits>,
+    /// `None` until the first hash
+    table: Option<Option<WlTable>>,
     scratch: WlScratch,
     bonds: Vec<(u32, u32)>,
 }
@@ -194,33 +196,34 @@ impl<'g> Graph<'g> {
     fn new(g: &'g Skeleton) -> Graph<'g> {
         Graph {
             g,
-            bits: WlBits::new(g),
+            table: None,
             scratch: WlScratch::default(),
             bonds: Vec::new(),
         }
     }
 
+    fn table(&mut self) -> Option<&WlTable> {
+        let g = self.g;
+        self.table.get_or_insert_with(|| WlTable::new(g)).as_ref()
+    }
+
     /// [`wl_hash`] of the graph.
     fn hash(&mut self) -> u64 {
-        match &self.bits {
-            Some(b) => b.hash(),
-            None => {
-                self.bonds.clear();
-                self.bonds.extend(self.g.bond_list());
-                wl_hash(self.g.atoms(), &self.bonds, &mut self.scratch)
-            }
+        if let Some(h) = self.table().map(WlTable::hash) {
+            return h;
         }
+        self.bonds.clear();
+        self.bonds.extend(self.g.bond_list());
+        wl_hash(self.g.atoms(), &self.bonds, &mut self.scratch)
     }
 
     /// [`wl_hash`] of the graph `e` makes of it.
     fn hash_after(&mut self, e: Edit) -> u64 {
-        match &self.bits {
-            Some(b) => b.hash_after(e),
-            None => {
-                let atoms = apply(self.g, e, &mut self.bonds);
-                wl_hash(atoms, &self.bonds, &mut self.scratch)
-            }
+        if let Some(h) = self.table().and_then(|t| t.hash_after(e)) {
+            return h;
         }
+        let atoms = apply(self.g, e, &mut self.bonds);
+        wl_hash(atoms, &self.bonds, &mut self.scratch)
     }
 }
 

@@ -62,55 +62,48 @@ pub fn wl_hash(atoms: usize, bonds: &[(u32, u32)], s: &mut WlScratch) -> u64 {
     h
 }
 
-/// A graph of at most 63 atoms as adjacency bitsets, to hash it ([`WlBits::hash`]) and each of
-/// its single edits ([`WlBits::hash_after`]) without building their bond lists: the same values
-/// as [`wl_hash`] of the bond lists [`crate::edits::apply`] gives (an atom deleted stays a hole
-/// here, a new atom takes the next slot: the hash does not depend on the numbering). A walk
-/// hashes every edit at its last distance and canonicalizes few of them.
+/// A graph of at most 63 atoms of at most four neighbours each as a neighbour table, to hash it
+/// ([`WlTable::hash`]) and each of its single edits ([`WlTable::hash_after`]) without building
+/// their bond lists: the same values as [`wl_hash`] of the bond lists [`crate::edits::apply`]
+/// gives (an atom deleted stays a hole here, a new atom takes the next slot: the hash does not
+/// depend on the numbering). A walk hashes every edit at its last distance and canonicalizes
+/// few of them; what the table cannot hold goes through [`wl_hash`].
 #[derive(Debug, Clone)]
-pub struct WlBits {
-    adj: [u64; 64],
-    /// each atom's neighbours, [`NONE`] in the places left; valid when `table`
+pub struct WlTable {
+    /// each atom's neighbours, [`NONE`] in the places left
     nbr: [[u8; 4]; 64],
     deg: [u8; 64],
-    /// every atom has at most four neighbours: hashes go through `nbr` (a fixed number of
-    /// steps per atom, no branch on the degree), else through the bitsets
-    table: bool,
     /// atoms in use (slots `0..slots`)
     slots: usize,
     bonds: usize,
 }
 
-/// An empty place in [`WlBits`]'s neighbour table (`sent[NONE]` is zero).
+/// An empty place in [`WlTable`]'s neighbour table (`sent[NONE]` is zero).
 const NONE: u8 = 64;
 
-impl WlBits {
-    /// The bitsets of `g`, or `None` when it has more than 63 atoms (an edit may add one).
-    pub fn new(g: &Skeleton) -> Option<WlBits> {
+impl WlTable {
+    /// The table of `g`, or `None` when it has more than 63 atoms (an edit may add one) or an
+    /// atom with more than four neighbours.
+    pub fn new(g: &Skeleton) -> Option<WlTable> {
         let n = g.atoms();
         if n > 63 {
             return None;
         }
-        let mut adj = [0u64; 64];
         let mut nbr = [[NONE; 4]; 64];
         let mut deg = [0u8; 64];
-        let mut table = true;
         for a in 0..n {
             let list = g.neighbours(a);
-            table &= list.len() <= 4;
-            for (k, &b) in list.iter().enumerate() {
-                adj[a] |= 1 << b;
-                if k < 4 {
-                    nbr[a][k] = b as u8;
-                }
+            if list.len() > 4 {
+                return None;
             }
-            deg[a] = list.len().min(255) as u8;
+            for (k, &b) in list.iter().enumerate() {
+                nbr[a][k] = b as u8;
+            }
+            deg[a] = list.len() as u8;
         }
-        Some(WlBits {
-            adj,
+        Some(WlTable {
             nbr,
             deg,
-            table,
             slots: n,
             bonds: g.bonds(),
         })
@@ -118,26 +111,18 @@ impl WlBits {
 
     /// [`wl_hash`] of the graph.
     pub fn hash(&self) -> u64 {
-        let present = low_bits(self.slots);
-        if self.table {
-            return wl_table(&self.nbr, &self.deg, self.slots, present, self.bonds);
-        }
-        wl_bits(&self.adj, present, self.bonds)
+        wl_table(
+            &self.nbr,
+            &self.deg,
+            self.slots,
+            low_bits(self.slots),
+            self.bonds,
+        )
     }
 
-    /// [`wl_hash`] of the graph `e` makes of this one.
-    pub fn hash_after(&self, e: Edit) -> u64 {
-        if self.table {
-            if let Some(h) = self.table_after(e) {
-                return h;
-            }
-        }
-        self.bits_after(e)
-    }
-
-    /// [`WlBits::hash_after`] through the neighbour table; `None` when the edit gives an atom
-    /// a fifth neighbour.
-    fn table_after(&self, e: Edit) -> Option<u64> {
+    /// [`wl_hash`] of the graph `e` makes of this one; `None` when the edit gives an atom a
+    /// fifth neighbour.
+    pub fn hash_after(&self, e: Edit) -> Option<u64> {
         let mut nbr = self.nbr;
         let mut deg = self.deg;
         let mut present = low_bits(self.slots);
@@ -219,61 +204,6 @@ impl WlBits {
             }
         }
         Some(wl_table(&nbr, &deg, slots, present, bonds))
-    }
-
-    /// [`WlBits::hash_after`] through the bitsets.
-    fn bits_after(&self, e: Edit) -> u64 {
-        let mut adj = self.adj;
-        let mut present = low_bits(self.slots);
-        let mut bonds = self.bonds;
-        let (a, b) = (e.a as usize, e.b as usize);
-        let new = self.slots;
-        match e.kind {
-            Kind::Tdn | Kind::Ldn => {
-                let nb = adj[a];
-                let mut m = nb;
-                while m != 0 {
-                    adj[m.trailing_zeros() as usize] &= !(1 << a);
-                    m &= m - 1;
-                }
-                adj[a] = 0;
-                present &= !(1 << a);
-                bonds -= nb.count_ones() as usize;
-                if e.kind == Kind::Ldn {
-                    let (x, y) = (
-                        nb.trailing_zeros() as usize,
-                        63 - nb.leading_zeros() as usize,
-                    );
-                    adj[x] |= 1 << y;
-                    adj[y] |= 1 << x;
-                    bonds += 1;
-                }
-            }
-            Kind::Tup => {
-                adj[a] |= 1 << new;
-                adj[new] = 1 << a;
-                present |= 1 << new;
-                bonds += 1;
-            }
-            Kind::Rdn => {
-                adj[a] &= !(1 << b);
-                adj[b] &= !(1 << a);
-                bonds -= 1;
-            }
-            Kind::Rup => {
-                adj[a] |= 1 << b;
-                adj[b] |= 1 << a;
-                bonds += 1;
-            }
-            Kind::Lup => {
-                adj[a] = (adj[a] & !(1 << b)) | 1 << new;
-                adj[b] = (adj[b] & !(1 << a)) | 1 << new;
-                adj[new] = 1 << a | 1 << b;
-                present |= 1 << new;
-                bonds += 1;
-            }
-        }
-        wl_bits(&adj, present, bonds)
     }
 }
 
@@ -383,49 +313,6 @@ fn low_bits(n: usize) -> u64 {
     }
 }
 
-/// [`wl_hash`] of the graph whose atoms are the bits of `present` and whose bonds are `adj`
-/// (`bonds` of them): the same rounds, neighbours read from the bitsets.
-fn wl_bits(adj: &[u64; 64], present: u64, bonds: usize) -> u64 {
-    let mut colour = [0u64; 64];
-    let mut sent = [0u64; 64];
-    let mut m = present;
-    while m != 0 {
-        let i = m.trailing_zeros() as usize;
-        colour[i] = u64::from(adj[i].count_ones());
-        m &= m - 1;
-    }
-    for round in 0..ROUNDS {
-        let salt = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(u64::from(round) + 1);
-        let mut m = present;
-        while m != 0 {
-            let i = m.trailing_zeros() as usize;
-            sent[i] = mix(colour[i] ^ salt);
-            m &= m - 1;
-        }
-        let mut m = present;
-        while m != 0 {
-            let i = m.trailing_zeros() as usize;
-            let mut t = 0u64;
-            let mut nb = adj[i];
-            while nb != 0 {
-                t = t.wrapping_add(sent[nb.trailing_zeros() as usize]);
-                nb &= nb - 1;
-            }
-            colour[i] = mix(sent[i].rotate_left(17) ^ t);
-            m &= m - 1;
-        }
-    }
-    let atoms = present.count_ones() as u64;
-    let mut h = mix((atoms << 32) ^ bonds as u64);
-    let mut m = present;
-    while m != 0 {
-        let i = m.trailing_zeros() as usize;
-        h = h.wrapping_add(mix(colour[i] ^ 0x5851_f42d_4c95_7f2d));
-        m &= m - 1;
-    }
-    h
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,7 +357,7 @@ mod tests {
     }
 
     #[test]
-    fn bitset_hashes_of_every_edit_equal_the_bond_list_hashes() {
+    fn table_hashes_of_every_edit_equal_the_bond_list_hashes() {
         use crate::edits::{apply, edit_list, ALL_KINDS};
         let mut s = WlScratch::default();
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -481,7 +368,7 @@ mod tests {
             x % n
         };
         let (mut edits, mut out) = (Vec::new(), Vec::new());
-        let (mut checked, mut tables) = (0, 0);
+        let (mut checked, mut tables, mut fifth) = (0, 0, 0);
         for case in 0..300 {
             // random graphs of 1 to 63 atoms, sparse and dense, some in pieces
             let n = 1 + rnd(if case % 3 == 0 { 63 } else { 25 }) as u32;
@@ -501,29 +388,50 @@ mod tests {
                 }
             }
             let g = Skeleton::new(n as usize, &bonds).unwrap();
-            let w = WlBits::new(&g).unwrap();
-            tables += usize::from(w.table);
+            let Some(w) = WlTable::new(&g) else {
+                assert!(
+                    (0..g.atoms()).any(|a| g.neighbours(a).len() > 4),
+                    "case {case}"
+                );
+                continue;
+            };
+            tables += 1;
             let all: Vec<_> = g.bond_list().collect();
             assert_eq!(w.hash(), wl_hash(g.atoms(), &all, &mut s), "case {case}");
+            // the vector and the portable table hashes, side by side
+            let present = low_bits(w.slots);
+            assert_eq!(
+                wl_table_portable(&w.nbr, &w.deg, w.slots, present, w.bonds),
+                w.hash(),
+                "case {case}"
+            );
             edit_list(&g, ALL_KINDS, &mut edits);
             for &e in &edits {
                 let atoms = apply(&g, e, &mut out);
-                assert_eq!(
-                    w.hash_after(e),
-                    wl_hash(atoms, &out, &mut s),
-                    "case {case} {e:?}"
-                );
+                match w.hash_after(e) {
+                    Some(h) => assert_eq!(h, wl_hash(atoms, &out, &mut s), "case {case} {e:?}"),
+                    None => {
+                        // only an edit that gives an atom a fifth neighbour is refused
+                        let mut degree = vec![0; atoms];
+                        for &(i, j) in &out {
+                            degree[i as usize] += 1;
+                            degree[j as usize] += 1;
+                        }
+                        assert!(degree.iter().any(|&d| d > 4), "case {case} {e:?}");
+                        fifth += 1;
+                    }
+                }
                 checked += 1;
             }
         }
-        assert!(checked > 10_000, "{checked}");
-        // both ways of hashing were taken: the neighbour table (atoms of at most four
-        // neighbours) and the bitsets
+        assert!(checked > 5_000, "{checked}");
+        // graphs the table holds and graphs it does not, edits it refuses
         assert!(
             tables > 50 && tables < 250,
             "{tables} of 300 through the table"
         );
+        assert!(fifth > 0);
         let big = Skeleton::new(64, &[]).unwrap();
-        assert!(WlBits::new(&big).is_none());
+        assert!(WlTable::new(&big).is_none());
     }
 }
