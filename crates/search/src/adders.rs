@@ -48,6 +48,21 @@ fn csa(a: Lane, b: Lane, c: Lane) -> (Lane, Lane) {
     (or(and(a, b), and(u, c)), xor(u, c))
 }
 
+/// Eight lanes `d(0) .. d(7)` added into the three low slices `low` (ones, twos, fours) by a
+/// carry-save tree: returns the three and the carry of weight 8 (for [`ripple`] from slice 3).
+#[inline(always)]
+pub(crate) fn csa8(low: [Lane; 3], d: impl Fn(usize) -> Lane) -> ([Lane; 3], Lane) {
+    let [ones, twos, fours] = low;
+    let (twos_a, o) = csa(ones, d(0), d(1));
+    let (twos_b, o) = csa(o, d(2), d(3));
+    let (fours_a, t) = csa(twos, twos_a, twos_b);
+    let (twos_a, o) = csa(o, d(4), d(5));
+    let (twos_b, o) = csa(o, d(6), d(7));
+    let (fours_b, t) = csa(t, twos_a, twos_b);
+    let (eights, f) = csa(fours, fours_a, fours_b);
+    ([o, t, f], eights)
+}
+
 /// Adds `carry` (weight `2^from`) into `s[from..]`, ripple style.
 #[inline(always)]
 pub(crate) fn ripple<const L: usize>(s: &mut [Lane; L], from: usize, mut carry: Lane) {
@@ -136,13 +151,7 @@ pub(crate) unsafe fn add_planes<const L: usize>(
     for ch in &mut chunks {
         // SAFETY (all loads): guaranteed by the caller.
         let d = |i: usize| unsafe { load(ch[i], word) };
-        let (twos_a, o) = csa(ones, d(0), d(1));
-        let (twos_b, o) = csa(o, d(2), d(3));
-        let (fours_a, t) = csa(twos, twos_a, twos_b);
-        let (twos_a, o) = csa(o, d(4), d(5));
-        let (twos_b, o) = csa(o, d(6), d(7));
-        let (fours_b, t) = csa(t, twos_a, twos_b);
-        let (eights, f) = csa(fours, fours_a, fours_b);
+        let ([o, t, f], eights) = csa8([ones, twos, fours], d);
         ones = o;
         twos = t;
         fours = f;

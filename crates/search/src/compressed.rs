@@ -31,7 +31,7 @@ use molsift_iostats::CountedFile;
 use molsift_store::planes::{self, Planes, PlanesHeader, BLOCK, CHECKPOINT_BLOCKS, DENSE};
 
 use crate::adders::{
-    add_planes, count_at, ge_mask, mask_and, prefix_mask, ripple, Gate, Lane, ZERO,
+    add_planes, count_at, csa8, ge_mask, mask_and, prefix_mask, ripple, Gate, Lane, ZERO,
 };
 use crate::layout::{Bucket, ColumnIndex, Words};
 use crate::scan::{phase1_planes, Read, Sink};
@@ -438,34 +438,11 @@ fn part_bound_sliced<const L: usize>(cp: &[CPlane<'_>], blk: usize, len: usize, 
     // so that the L slices stay in registers
     let mut out = 0u64;
     for h in 0..2 {
-        let mut s = [ZERO; L];
-        // the run's blocks in this half; bytes past them (the next bucket's) are masked off
         let valid = len.saturating_sub(32 * h).min(32);
         if valid == 0 {
             break;
         }
-        let keep = |i: usize| match valid.saturating_sub(8 * i) {
-            n if n >= 8 => !0u64,
-            n => (1u64 << (8 * n)) - 1,
-        };
-        let keep = [keep(0), keep(1), keep(2), keep(3)];
-        let at = blk + 32 * h;
-        for plane in cp {
-            let lane = if at + 32 <= plane.parts.len() {
-                let b: &[u8; 32] = plane.parts[at..at + 32].try_into().expect("32");
-                let w = |i: usize| {
-                    u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8")) & keep[i]
-                };
-                [w(0), w(1), w(2), w(3)]
-            } else {
-                // the plane's last blocks
-                let mut b = [0u8; 32];
-                b[..valid].copy_from_slice(&plane.parts[at..at + valid]);
-                let w = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8"));
-                [w(0), w(1), w(2), w(3)]
-            };
-            ripple(&mut s, 0, lane);
-        }
+        let s = part_slices::<L>(cp.len(), |j| cp[j].parts, blk + 32 * h, valid);
         for (i, &word) in ge_mask(&s, m).iter().enumerate() {
             out |= nonzero_bytes(word) << (32 * h + 8 * i);
         }
@@ -474,6 +451,54 @@ fn part_bound_sliced<const L: usize>(cp: &[CPlane<'_>], blk: usize, len: usize, 
         out &= (1u64 << len) - 1;
     }
     out
+}
+
+/// How many of `planes` query planes (part masks `parts(j)`) are non-empty in each part of the
+/// 32 blocks from `at`, bit-sliced: bit `8 * i + r` of slice `k` is bit `k` of the count for
+/// part `r` of block `at + i`. Only the first `valid` blocks count (the bytes after them, the
+/// next bucket's or past the plane's end, are masked off); `planes < 2^L`, `L >= 3`. Eight
+/// planes at a time through the adders' carry-save tree.
+#[inline(always)]
+pub(crate) fn part_slices<'a, const L: usize>(
+    planes: usize,
+    parts: impl Fn(usize) -> &'a [u8],
+    at: usize,
+    valid: usize,
+) -> [Lane; L] {
+    let keep = |i: usize| match valid.saturating_sub(8 * i) {
+        n if n >= 8 => !0u64,
+        n => (1u64 << (8 * n)) - 1,
+    };
+    let keep = [keep(0), keep(1), keep(2), keep(3)];
+    let lane = |j: usize| -> Lane {
+        let p = parts(j);
+        if at + 32 <= p.len() {
+            let b: &[u8; 32] = p[at..at + 32].try_into().expect("32");
+            let w =
+                |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8")) & keep[i];
+            [w(0), w(1), w(2), w(3)]
+        } else {
+            // the plane's last blocks
+            let mut b = [0u8; 32];
+            b[..valid].copy_from_slice(&p[at..at + valid]);
+            let w = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8"));
+            [w(0), w(1), w(2), w(3)]
+        }
+    };
+    let mut s = [ZERO; L];
+    let mut low = [ZERO; 3];
+    let mut j = 0;
+    while j + 8 <= planes {
+        let (l, eights) = csa8(low, |i| lane(j + i));
+        low = l;
+        ripple(&mut s, 3, eights);
+        j += 8;
+    }
+    s[..3].copy_from_slice(&low);
+    for j in j..planes {
+        ripple(&mut s, 0, lane(j));
+    }
+    s
 }
 
 /// Byte counters per block: one per slot.

@@ -24,7 +24,7 @@ use std::ops::Range;
 
 use molsift_store::planes::CHECKPOINT_BLOCKS;
 
-use super::{report_block, CPlane, CNT};
+use super::{part_slices, report_block, CPlane, CNT};
 use crate::layout::Bucket;
 use crate::scan::{Read, Sink};
 use crate::threshold::{cmp_ratio, UNREACHABLE};
@@ -194,36 +194,10 @@ fn part_max(cp: &[CPlane<'_>], blocks: Range<u64>, out: &mut Vec<u8>) {
     part_max_of(cp.len(), |j| cp[j].parts, blocks, out)
 }
 
-/// 256 one-bit lanes: bit `r` of byte `i` is part `r` of block `i` of a chunk.
-type Lanes = [u8; CHUNK];
-
-#[inline(always)]
-fn zip(a: &Lanes, b: &Lanes, f: impl Fn(u8, u8) -> u8) -> Lanes {
-    let mut o = [0u8; CHUNK];
-    for i in 0..CHUNK {
-        o[i] = f(a[i], b[i]);
-    }
-    o
-}
-
-/// Carry-save adder: `(carry, sum)` of three one-bit lanes each.
-#[inline(always)]
-fn csa(a: &Lanes, b: &Lanes, c: &Lanes) -> (Lanes, Lanes) {
-    let u = zip(a, b, |x, y| x ^ y);
-    let sum = zip(&u, c, |x, y| x ^ y);
-    let carry = zip(
-        &zip(a, b, |x, y| x & y),
-        &zip(&u, c, |x, y| x & y),
-        |x, y| x | y,
-    );
-    (carry, sum)
-}
-
-/// [`part_max`] of `planes` query planes whose part masks `parts(j)` gives. Per chunk of 32
-/// blocks, each plane's 32 part bytes are 256 one-bit lanes (block, part); the planes are added
-/// into a bit-sliced counter per lane (a carry-save tree per eight planes, then the carries
-/// ripple into the high bits: about six vector operations per plane), and each block's largest
-/// part count is read from the bit slices, high bit first.
+/// [`part_max`] of `planes` query planes whose part masks `parts(j)` gives: per chunk of 32
+/// blocks, the part counts bit-sliced ([`part_slices`]: the adders' carry-save tree, about six
+/// vector operations per plane), and each block's largest part count read from the slices,
+/// high bit first.
 #[inline(always)]
 fn part_max_of<'a>(
     planes: usize,
@@ -233,53 +207,26 @@ fn part_max_of<'a>(
 ) {
     out.clear();
     let (mut blk, end) = (blocks.start as usize, blocks.end as usize);
-    let zero = [0u8; CHUNK];
     while blk < end {
         let len = CHUNK.min(end - blk);
         // 40-odd planes are more streams than the hardware follows: asked for 8 chunks ahead,
         // a cache line every other chunk
-        let ask = (blk - blocks.start as usize) % (2 * CHUNK) == 0;
-        let lanes = |j: usize| -> Lanes {
-            let p = parts(j);
-            if ask {
-                if let Some(ahead) = p.get(blk + 8 * CHUNK..) {
+        if (blk - blocks.start as usize) % (2 * CHUNK) == 0 {
+            for j in 0..planes {
+                if let Some(ahead) = parts(j).get(blk + 8 * CHUNK..) {
                     crate::adders::prefetch(ahead.as_ptr() as *const u64);
                 }
             }
-            let src = &p[blk..];
-            match src.get(..CHUNK) {
-                Some(b) => b.try_into().expect("CHUNK bytes"),
-                None => {
-                    let mut b = [0u8; CHUNK];
-                    b[..src.len()].copy_from_slice(src);
-                    b
-                }
-            }
-        };
-        // bit k of each lane's count in slice k (planes < 256: eight slices hold it)
-        let mut slice = [[0u8; CHUNK]; 8];
-        let mut j = 0;
-        while j < planes {
-            let x: [Lanes; 8] =
-                std::array::from_fn(|t| if j + t < planes { lanes(j + t) } else { zero });
-            let (ones, twos, fours) = (slice[0], slice[1], slice[2]);
-            let (ta, ones) = csa(&ones, &x[0], &x[1]);
-            let (tb, ones) = csa(&ones, &x[2], &x[3]);
-            let (fa, twos) = csa(&twos, &ta, &tb);
-            let (ta, ones) = csa(&ones, &x[4], &x[5]);
-            let (tb, ones) = csa(&ones, &x[6], &x[7]);
-            let (fb, twos) = csa(&twos, &ta, &tb);
-            let (mut carry, fours) = csa(&fours, &fa, &fb);
-            slice[0] = ones;
-            slice[1] = twos;
-            slice[2] = fours;
-            for s in &mut slice[3..] {
-                let c = zip(s, &carry, |x, y| x & y);
-                *s = zip(s, &carry, |x, y| x ^ y);
-                carry = c;
-            }
-            j += 8;
         }
+        // bit k of each (block, part) count in slice k (planes < 256: eight slices hold it)
+        let slices = part_slices::<8>(planes, &parts, blk, len);
+        let slice: [[u8; CHUNK]; 8] = slices.map(|lane| {
+            let mut b = [0u8; CHUNK];
+            for (w, word) in lane.iter().enumerate() {
+                b[8 * w..8 * w + 8].copy_from_slice(&word.to_le_bytes());
+            }
+            b
+        });
         // per block, the largest of its eight part counts: high bit first, keep the parts
         // that have the bit wherever one does
         let mut cand = [0xFFu8; CHUNK];
