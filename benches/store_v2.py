@@ -55,7 +55,7 @@ def column_sizes(store) -> dict:
                 "planes.json",
             ],
             "popcount order (slot -> position)": ["planes.order"],
-            "part masks (a bound per 32 slots)": ["planes.parts.u8"],
+            "part masks (bounds per 32 and per 16 slots)": ["planes.parts.u8"],
             "SMILES": ["smiles.blocks"],
             "ids": ["ids.blocks"],
             "lookup index": ["smiles.lookup", "ids.lookup"],

@@ -6,9 +6,10 @@
 //!    share at most as many bits with the query as the query has non-empty planes in its block,
 //!    so blocks with fewer non-empty planes than the bar are settled without reading a payload
 //!    byte. For a query unlike the database (its rare bits absent from most blocks) that is
-//!    most blocks. Planes of format 2 also have part masks (a bit per 32 slots: any of them has
-//!    the bit), counted for the whole run as bit-sliced counters (`part_bound`): a block none of
-//!    whose parts has as many non-empty query planes as the bar needs is settled too.
+//!    most blocks. Planes of format 2 and 3 also have part masks (a bit per 32 slots: any of
+//!    them has the bit), counted for the whole run as bit-sliced counters (`part_bound`): a
+//!    block none of whose parts has as many non-empty query planes as the bar needs is settled
+//!    too. (Format 3's masks of 16 slots serve top-k: `bestfirst`.)
 //! 2. **Counting.** Queries of fewer than 256 on-bits (all of MOSES's) add each non-empty
 //!    container of the surviving blocks, plane by plane (a plane's containers for a run are
 //!    contiguous), to per-slot byte counters (`scan_counts`). Denser queries decode the
@@ -63,6 +64,14 @@ pub(crate) struct Compressed {
 pub(crate) fn parts_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("MOLSIFT_NO_PARTS").is_none())
+}
+
+/// The switch of the part masks of 16 slots (on unless `MOLSIFT_NO_PARTS16` is set: for
+/// measurements; best-first top-k then orders blocks by the masks of 32 slots, as on planes of
+/// format 2).
+pub(crate) fn parts16_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("MOLSIFT_NO_PARTS16").is_none())
 }
 
 /// The best-first top-k's switch (on unless `MOLSIFT_NO_BEST_FIRST` is set: for
@@ -243,6 +252,9 @@ pub(crate) struct CPlane<'a> {
     codes: &'a [u8],
     /// part masks, one byte per block (empty when the part bound is off)
     pub(crate) parts: &'a [u8],
+    /// part masks of 16 slots, two bytes per block (empty for planes of format 1 and 2, or
+    /// when the part bound is off)
+    pub(crate) parts16: &'a [u8],
     data: &'a [u8],
     /// the whole payload (with its slack) and where this plane starts in it
     all: &'a [u8],
@@ -258,6 +270,11 @@ impl<'a> CPlane<'a> {
             p,
             parts: if parts_enabled() {
                 planes.parts(p)
+            } else {
+                &[]
+            },
+            parts16: if parts_enabled() && parts16_enabled() {
+                planes.parts16(p)
             } else {
                 &[]
             },
@@ -346,6 +363,28 @@ impl<'a> CPlane<'a> {
                 }
                 l
             }
+        }
+    }
+}
+
+#[cfg(test)]
+impl<'a> CPlane<'a> {
+    /// A plane of the given part masks, codes and payload (for kernel tests).
+    pub(crate) fn for_test(
+        parts: &'a [u8],
+        parts16: &'a [u8],
+        codes: &'a [u8],
+        data: &'a [u8],
+    ) -> CPlane<'a> {
+        CPlane {
+            p: 0,
+            codes,
+            parts,
+            parts16,
+            data,
+            all: data,
+            base: 0,
+            cps: &[],
         }
     }
 }

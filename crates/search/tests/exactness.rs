@@ -23,8 +23,10 @@ fn check_all(set: &Set, queries: &[Query], ks: &[usize]) {
     let idx = index(set);
     let rs = rows(set);
     let (_dir, cidx) = common::compressed_index(set);
-    // planes without the part masks (stores upgraded before them) search the same
+    // planes without the part masks, or with those of 32 slots only (stores written by older
+    // versions), search the same
     let (_dir1, cidx1) = common::compressed_index_of_format(set, 1);
+    let (_dir2, cidx2) = common::compressed_index_of_format(set, 2);
     let mut opts = Vec::new();
     for &t in &THRESHOLDS {
         opts.push(SearchOptions::threshold(t));
@@ -51,6 +53,8 @@ fn check_all(set: &Set, queries: &[Query], ks: &[usize]) {
                 assert_eq!(got, want, "compressed q={} {o:?}", q.popcount());
                 let got = cidx1.search(q, &o).unwrap();
                 assert_eq!(got, want, "compressed, format 1, q={} {o:?}", q.popcount());
+                let got = cidx2.search(q, &o).unwrap();
+                assert_eq!(got, want, "compressed, format 2, q={} {o:?}", q.popcount());
             }
         }
     }
@@ -330,25 +334,28 @@ fn portable_and_simd_kernels_agree() {
     let portable: Vec<_> = queries.iter().map(|q| idx.search(q, &o).unwrap()).collect();
     molsift_search::set_simd(true);
     assert_eq!(simd, portable);
-    // compressed planes: the part bound and the counting kernel, both ways, against brute force
-    let (_dir, cidx) = common::compressed_index(&set);
-    for o in [SearchOptions::top_k(20), SearchOptions::threshold(0.6)] {
-        let want: Vec<_> = queries
-            .iter()
-            .map(|q| brute(&set, q, o.threshold, o.k))
-            .collect();
-        let simd: Vec<_> = queries
-            .iter()
-            .map(|q| cidx.search(q, &o).unwrap())
-            .collect();
-        molsift_search::set_simd(false);
-        let portable: Vec<_> = queries
-            .iter()
-            .map(|q| cidx.search(q, &o).unwrap())
-            .collect();
-        molsift_search::set_simd(true);
-        assert_eq!(simd, want);
-        assert_eq!(portable, want);
+    // compressed planes: the part bounds and the counting kernel, both ways, against brute
+    // force, with the part masks of 16 slots (format 3) and of 32 only (format 2)
+    for format in [3, 2] {
+        let (_dir, cidx) = common::compressed_index_of_format(&set, format);
+        for o in [SearchOptions::top_k(20), SearchOptions::threshold(0.6)] {
+            let want: Vec<_> = queries
+                .iter()
+                .map(|q| brute(&set, q, o.threshold, o.k))
+                .collect();
+            let simd: Vec<_> = queries
+                .iter()
+                .map(|q| cidx.search(q, &o).unwrap())
+                .collect();
+            molsift_search::set_simd(false);
+            let portable: Vec<_> = queries
+                .iter()
+                .map(|q| cidx.search(q, &o).unwrap())
+                .collect();
+            molsift_search::set_simd(true);
+            assert_eq!(simd, want, "format {format} {o:?}");
+            assert_eq!(portable, want, "format {format} {o:?}");
+        }
     }
 }
 

@@ -18,11 +18,18 @@
 //!
 //! | file | content |
 //! |---|---|
-//! | `planes.json` | [`PlanesHeader`]: format, version, bits, molecules, blocks, buckets, per-bit counts, each plane's first byte in the data file and XXH3 (codes, checkpoints and payload), each file's size and XXH3 |
+//! | `planes.json` | [`PlanesHeader`]: format, version, bits, molecules, blocks, buckets, per-bit counts, each plane's first byte in the data file and XXH3 (codes, checkpoints, payload and part masks), each file's size and XXH3 |
 //! | `planes.codes.u8` | `bits` runs of `blocks` codes, plane-major |
 //! | `planes.checkpoints.u32` | `bits` runs of `ceil(blocks / 64) + 1` checkpoints |
 //! | `planes.data.u8` | the planes' containers, plane after plane, block after block, then 32 zero bytes |
 //! | `planes.order` | [`crate::packed`]: the store position of each molecule in sorted order (padding slots are not listed: a bucket's slot `k` is rank `first_rank + k`) |
+//! | `planes.parts.u8` | the part masks, plane after plane: per block one byte (bit `r`: any of slots `32 r .. 32 r + 32` has the bit), then (format 3) per block two bytes, little-endian (bit `r`: slots `16 r .. 16 r + 16`) |
+//!
+//! Format versions: 1 had no part masks; 2 the masks of 32 slots; 3 (written) those of 32 and of
+//! 16 slots. The masks of 32 slots bound a threshold search's blocks (one byte a block is cheap to
+//! count for every block); those of 16 slots, twice as many bytes but a bound about 2.4 times as
+//! sharp, order a top-k search's blocks (it counts only the few blocks whose bound beats the k-th
+//! best score). Older versions still open and search.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -45,8 +52,9 @@ pub const DENSE: u8 = 32;
 pub const DATA_SLACK: usize = 32;
 /// Format name in `planes.json`.
 pub const FORMAT_NAME: &str = "molsift-planes";
-/// Format version written (2: with the part masks of [`PARTS_FILE`]).
-pub const FORMAT_VERSION: u32 = 2;
+/// Format version written (2: with the part masks of 32 slots in [`PARTS_FILE`]; 3: also those
+/// of 16 slots).
+pub const FORMAT_VERSION: u32 = 3;
 /// The header.
 pub const HEADER_FILE: &str = "planes.json";
 /// Codes.
@@ -57,11 +65,23 @@ pub const CHECKPOINTS_FILE: &str = "planes.checkpoints.u32";
 pub const DATA_FILE: &str = "planes.data.u8";
 /// Sorted order.
 pub const ORDER_FILE: &str = "planes.order";
-/// Part masks: per plane and block one byte, bit `r` set when any of slots `32 r .. 32 r + 32`
-/// has the bit (a bound per 32 slots, sharper than the codes' per block).
+/// Part masks, per plane: per block one byte, bit `r` set when any of slots `32 r .. 32 r + 32`
+/// has the bit (a bound per 32 slots, sharper than the codes' per block); then, in format 3,
+/// per block a little-endian `u16`, bit `r` for slots `16 r .. 16 r + 16`.
 pub const PARTS_FILE: &str = "planes.parts.u8";
-/// Slots per part.
+/// Slots per part of the one-byte masks.
 pub const PART: usize = 32;
+/// Slots per part of the two-byte masks (format 3).
+pub const PART16: usize = 16;
+
+/// Bytes of part masks per plane and block in planes of format `version`.
+pub fn part_bytes(version: u32) -> usize {
+    match version {
+        0 | 1 => 0,
+        2 => 1,
+        _ => 3,
+    }
+}
 /// Every file, header first.
 pub const FILES: [&str; 6] = [
     HEADER_FILE,
@@ -235,7 +255,8 @@ where
         }
         let g = hi - lo;
         let mut codes = vec![0u8; g * blocks];
-        let mut parts = vec![0u8; g * blocks];
+        // per plane: a byte per block (32 slots a bit), then two per block (16 slots a bit)
+        let mut parts = vec![0u8; g * 3 * blocks];
         let mut data: Vec<Vec<u8>> = (0..g).map(|k| Vec::with_capacity(bound(lo + k))).collect();
         let mut lanes = vec![[0u64; 4]; g];
         for blk in 0..blocks {
@@ -265,7 +286,9 @@ where
             }
             for (j, lane) in lanes.iter().enumerate() {
                 let c: u32 = lane.iter().map(|w| w.count_ones()).sum();
-                parts[j * blocks + blk] = part_mask(lane);
+                parts[3 * j * blocks + blk] = part_mask(lane);
+                let at = 3 * j * blocks + blocks + 2 * blk;
+                parts[at..at + 2].copy_from_slice(&part_mask16(lane).to_le_bytes());
                 let out = &mut data[j];
                 if c >= u32::from(DENSE) {
                     codes[j * blocks + blk] = DENSE;
@@ -304,7 +327,7 @@ where
                 )));
             }
             let ck_bytes: Vec<u8> = ck.iter().flat_map(|&c| (c as u32).to_le_bytes()).collect();
-            let plane_parts = &parts[j * blocks..(j + 1) * blocks];
+            let plane_parts = &parts[3 * j * blocks..3 * (j + 1) * blocks];
             plane_xxh3.push(plane_digest(plane_codes, &ck_bytes, &data[j], plane_parts));
             parts_f.write_all(plane_parts).map_err(io(PARTS_FILE))?;
             codes_f.write_all(plane_codes).map_err(io(CODES_FILE))?;
@@ -360,11 +383,12 @@ where
     Ok(header)
 }
 
-/// Rewrites the planes in `dir` as format version 1, without the part masks (removes
-/// [`PARTS_FILE`], recomputes each plane's checksum and the header): what stores upgraded
-/// before the masks hold. For tests of that format and for measuring the part bound.
+/// Rewrites the planes in `dir` (format 3) as format version `to`: 1 without the part masks
+/// (removes [`PARTS_FILE`]), 2 with the masks of 32 slots only; recomputes each plane's
+/// checksum and the header. What stores written by older versions hold: for tests of those
+/// formats and for measuring the part bounds.
 #[doc(hidden)]
-pub fn strip_parts(dir: &Path) -> Result<PlanesHeader, StoreError> {
+pub fn strip_parts(dir: &Path, to: u32) -> Result<PlanesHeader, StoreError> {
     let read =
         |name: &str| std::fs::read(dir.join(name)).map_err(|e| StoreError::io(dir.join(name), e));
     let mut header: PlanesHeader =
@@ -372,24 +396,48 @@ pub fn strip_parts(dir: &Path) -> Result<PlanesHeader, StoreError> {
             path: dir.join(HEADER_FILE),
             reason: e.to_string(),
         })?;
+    if header.format_version != FORMAT_VERSION || !(1..FORMAT_VERSION).contains(&to) {
+        return Err(StoreError::Invalid(format!(
+            "planes of format {} rewritten as format {to}",
+            header.format_version
+        )));
+    }
     let (codes, ck, data) = (read(CODES_FILE)?, read(CHECKPOINTS_FILE)?, read(DATA_FILE)?);
+    let parts = read(PARTS_FILE)?;
     let (bits, blocks, cps) = (
         header.bits as usize,
         header.blocks as usize,
         header.checkpoints(),
     );
+    let (from_w, to_w) = (part_bytes(FORMAT_VERSION), part_bytes(to));
+    let mut kept = Vec::with_capacity(bits * blocks * to_w);
     for p in 0..bits {
+        // the masks of 32 slots come first in each plane's masks
+        let plane_parts = &parts[p * from_w * blocks..][..to_w * blocks];
+        kept.extend_from_slice(plane_parts);
         header.plane_xxh3[p] = plane_digest(
             &codes[p * blocks..(p + 1) * blocks],
             &ck[4 * p * cps..4 * (p + 1) * cps],
             &data[header.plane_base[p] as usize..header.plane_base[p + 1] as usize],
-            &[],
+            plane_parts,
         );
     }
-    std::fs::remove_file(dir.join(PARTS_FILE))
-        .map_err(|e| StoreError::io(dir.join(PARTS_FILE), e))?;
-    header.files.remove(PARTS_FILE);
-    header.format_version = 1;
+    let parts_path = dir.join(PARTS_FILE);
+    if to_w == 0 {
+        std::fs::remove_file(&parts_path).map_err(|e| StoreError::io(&parts_path, e))?;
+        header.files.remove(PARTS_FILE);
+    } else {
+        molsift_iostats::write_file(&parts_path, &kept, true)
+            .map_err(|e| StoreError::io(&parts_path, e))?;
+        header.files.insert(
+            PARTS_FILE.to_string(),
+            FileEntry {
+                bytes: kept.len() as u64,
+                xxh3: to_hex(xxhash_rust::xxh3::xxh3_64(&kept)),
+            },
+        );
+    }
+    header.format_version = to;
     let text = serde_json::to_string(&header).expect("header serializes");
     molsift_iostats::write_file(&dir.join(HEADER_FILE), text.as_bytes(), true)
         .map_err(|e| StoreError::io(dir.join(HEADER_FILE), e))?;
@@ -412,6 +460,17 @@ pub fn part_mask(lane: &[u64; 4]) -> u8 {
     let mut m = 0u8;
     for r in 0..BLOCK / PART {
         m |= u8::from((lane[r / 2] >> (PART * (r % 2))) as u32 != 0) << r;
+    }
+    m
+}
+
+/// A block's mask of 16-slot parts: bit `r` set when any of slots `16 r .. 16 r + 16` is set
+/// in `lane`.
+#[inline]
+pub fn part_mask16(lane: &[u64; 4]) -> u16 {
+    let mut m = 0u16;
+    for r in 0..BLOCK / PART16 {
+        m |= u16::from((lane[r / 4] >> (PART16 * (r % 4))) as u16 != 0) << r;
     }
     m
 }
@@ -530,11 +589,7 @@ impl<'a> Planes<'a> {
                 PARTS_FILE,
                 parts.len(),
                 // version 1 (before the part masks) has none
-                if header.format_version >= 2 {
-                    bits * blocks
-                } else {
-                    0
-                },
+                part_bytes(header.format_version) * bits * blocks,
             ),
         ] {
             if got != want {
@@ -558,15 +613,29 @@ impl<'a> Planes<'a> {
         })
     }
 
-    /// Plane `p`'s part masks, one byte per block ([`PARTS_FILE`]); empty for planes of
-    /// format version 1, which have none.
+    /// Plane `p`'s part masks of 32 slots, one byte per block ([`PARTS_FILE`]); empty for
+    /// planes of format version 1, which have none.
     #[inline]
     pub fn parts(&self, p: usize) -> &'a [u8] {
-        if self.parts.is_empty() {
+        let all = self.plane_parts(p);
+        &all[..all.len().min(self.header.blocks as usize)]
+    }
+
+    /// Plane `p`'s part masks of 16 slots, two bytes per block (little-endian; bit `r`: slots
+    /// `16 r .. 16 r + 16`); empty for planes of format versions 1 and 2, which have none.
+    #[inline]
+    pub fn parts16(&self, p: usize) -> &'a [u8] {
+        if part_bytes(self.header.format_version) < 3 {
             return &[];
         }
-        let blocks = self.header.blocks as usize;
-        &self.parts[p * blocks..(p + 1) * blocks]
+        &self.plane_parts(p)[self.header.blocks as usize..]
+    }
+
+    /// All of plane `p`'s part masks (what its checksum covers).
+    #[inline]
+    fn plane_parts(&self, p: usize) -> &'a [u8] {
+        let n = part_bytes(self.header.format_version) * self.header.blocks as usize;
+        &self.parts[p * n..(p + 1) * n]
     }
 
     /// The header.
@@ -646,7 +715,7 @@ impl<'a> Planes<'a> {
     pub fn verify_plane(&self, p: usize, dir: &Path) -> Result<(), StoreError> {
         let cps = self.header.checkpoints();
         let ck = &self.checkpoints[4 * p * cps..4 * (p + 1) * cps];
-        let found = plane_digest(self.codes(p), ck, self.data(p), self.parts(p));
+        let found = plane_digest(self.codes(p), ck, self.data(p), self.plane_parts(p));
         if found != self.header.plane_xxh3[p] {
             return Err(StoreError::Corrupted {
                 path: dir.join(DATA_FILE),
@@ -826,8 +895,10 @@ mod tests {
             for blk in b.first_block..b.first_block + b.blocks {
                 for p in (0..bits as usize).step_by(7) {
                     let lane = planes.container(p, blk as usize).lane();
-                    // the part mask is the lane's, 32 slots per bit
+                    // the part masks are the lane's, 32 and 16 slots per bit
                     assert_eq!(planes.parts(p)[blk as usize], part_mask(&lane));
+                    let b16 = &planes.parts16(p)[2 * blk as usize..][..2];
+                    assert_eq!(u16::from_le_bytes([b16[0], b16[1]]), part_mask16(&lane));
                     for s in 0..BLOCK {
                         let k = (blk - b.first_block) as usize * BLOCK + s;
                         let has = lane[s / 64] >> (s % 64) & 1 == 1;
@@ -871,29 +942,65 @@ mod tests {
     }
 
     #[test]
-    fn planes_of_format_1_without_part_masks_still_open() {
-        let (dir, h2, r) = build(3000, 256, usize::MAX);
-        let (c, k, d, o, pm) = files(dir.path());
-        // the masks are part of each plane's checksum: a flipped mask byte is found
-        let mut bad = pm.clone();
-        bad[5] ^= 1;
-        let planes = Planes::new(dir.path(), &h2, &c, &k, &d, &o, &bad).unwrap();
-        assert!(planes.verify_plane(0, dir.path()).is_err());
-        let h1 = strip_parts(dir.path()).unwrap();
-        assert_eq!(h1.format_version, 1);
-        assert!(!dir.path().join(PARTS_FILE).exists());
-        // a version-1 header with masks, or a version-2 one without, is refused
-        assert!(Planes::new(dir.path(), &h1, &c, &k, &d, &o, &pm).is_err());
-        assert!(Planes::new(dir.path(), &h2, &c, &k, &d, &o, &[]).is_err());
-        let planes = Planes::new(dir.path(), &h1, &c, &k, &d, &o, &[]).unwrap();
-        assert!(planes.parts(0).is_empty());
-        let words = 4;
-        let mut out = vec![0u64; h1.molecules as usize * words];
-        planes.decode_rows(&mut out, words);
-        assert_eq!(out, r);
-        for p in 0..256 {
-            planes.verify_plane(p, dir.path()).unwrap();
+    fn part_masks_cover_their_slots() {
+        for s in 0..BLOCK {
+            let mut lane = [0u64; 4];
+            lane[s / 64] |= 1 << (s % 64);
+            assert_eq!(part_mask(&lane), 1 << (s / PART), "slot {s}");
+            assert_eq!(part_mask16(&lane), 1 << (s / PART16), "slot {s}");
         }
+        assert_eq!(part_mask(&[!0; 4]), 0xFF);
+        assert_eq!(part_mask16(&[!0; 4]), 0xFFFF);
+    }
+
+    /// Planes rewritten as format 1 (no part masks) and 2 (masks of 32 slots only), as stores
+    /// written by older versions hold them, still open, decode and verify; each format's
+    /// header refuses the other formats' masks.
+    #[test]
+    fn planes_of_formats_1_and_2_still_open() {
+        let (dir3, h3, r) = build(3000, 256, usize::MAX);
+        let (c, k, d, o, pm) = files(dir3.path());
+        assert_eq!(pm.len(), 3 * 256 * h3.blocks as usize);
+        // the masks are part of each plane's checksum: a flipped mask byte is found, in the
+        // masks of 32 slots and in those of 16
+        for at in [5, h3.blocks as usize + 5] {
+            let mut bad = pm.clone();
+            bad[at] ^= 1;
+            let planes = Planes::new(dir3.path(), &h3, &c, &k, &d, &o, &bad).unwrap();
+            assert!(planes.verify_plane(0, dir3.path()).is_err(), "byte {at}");
+        }
+        let mut seen = Vec::new();
+        for to in [2, 1] {
+            let (dir, _, _) = build(3000, 256, usize::MAX);
+            let h = strip_parts(dir.path(), to).unwrap();
+            assert_eq!(h.format_version, to);
+            assert!(
+                strip_parts(dir.path(), 1).is_err(),
+                "only format 3 is rewritten"
+            );
+            let pm_old = std::fs::read(dir.path().join(PARTS_FILE)).unwrap_or_default();
+            assert_eq!(pm_old.len(), part_bytes(to) * 256 * h.blocks as usize);
+            assert_eq!(dir.path().join(PARTS_FILE).exists(), to == 2);
+            // another format's masks are refused
+            assert!(Planes::new(dir.path(), &h, &c, &k, &d, &o, &pm).is_err());
+            assert!(Planes::new(dir.path(), &h3, &c, &k, &d, &o, &pm_old).is_err());
+            let planes = Planes::new(dir.path(), &h, &c, &k, &d, &o, &pm_old).unwrap();
+            assert!(planes.parts16(0).is_empty());
+            assert_eq!(planes.parts(0).is_empty(), to == 1);
+            let p3 = Planes::new(dir3.path(), &h3, &c, &k, &d, &o, &pm).unwrap();
+            for p in 0..256 {
+                planes.verify_plane(p, dir.path()).unwrap();
+                if to == 2 {
+                    assert_eq!(planes.parts(p), p3.parts(p));
+                }
+            }
+            let words = 4;
+            let mut out = vec![0u64; h.molecules as usize * words];
+            planes.decode_rows(&mut out, words);
+            assert_eq!(out, r);
+            seen.push(h);
+        }
+        assert_ne!(seen[0].plane_xxh3, seen[1].plane_xxh3);
     }
 
     #[test]

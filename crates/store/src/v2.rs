@@ -858,33 +858,44 @@ mod tests {
     }
 
     #[test]
-    fn a_store_upgraded_before_the_part_masks_still_opens() {
-        let (d, v2, want) = stores(500, |i| format!("m{i}"), &UpgradeOptions::default());
-        assert!(!v2.planes().unwrap().parts(0).is_empty());
-        drop(v2);
-        // the planes as written before the masks (format 1), and a manifest without them
-        let p2 = d.path().join("v2.store");
-        planes::strip_parts(&p2).unwrap();
-        assert!(
-            StoreV2::open(&p2, false).is_err(),
-            "the manifest still lists the masks"
-        );
-        let text = std::fs::read(p2.join(crate::layout::MANIFEST)).unwrap();
-        let mut manifest: Manifest = serde_json::from_slice(&text).unwrap();
-        manifest.files.remove(planes::PARTS_FILE);
-        let header = std::fs::read(p2.join(planes::HEADER_FILE)).unwrap();
-        manifest.files.insert(
-            planes::HEADER_FILE.to_string(),
-            FileEntry {
-                bytes: header.len() as u64,
-                xxh3: to_hex(xxhash_rust::xxh3::xxh3_64(&header)),
-            },
-        );
-        manifest.sealed().write(&p2).unwrap();
-        let v2 = StoreV2::open(&p2, true).unwrap();
-        assert_eq!(v2.planes().unwrap().header().format_version, 1);
-        assert!(v2.planes().unwrap().parts(0).is_empty());
-        check(&v2, &want);
+    fn a_store_written_before_the_part_masks_of_16_slots_still_opens() {
+        for to in [2, 1] {
+            let (d, v2, want) = stores(500, |i| format!("m{i}"), &UpgradeOptions::default());
+            assert!(!v2.planes().unwrap().parts16(0).is_empty());
+            drop(v2);
+            // the planes as older versions wrote them (format 2: masks of 32 slots only;
+            // format 1: no masks), and a manifest that lists their files
+            let p2 = d.path().join("v2.store");
+            planes::strip_parts(&p2, to).unwrap();
+            assert!(
+                StoreV2::open(&p2, false).is_err(),
+                "the manifest still lists the format-3 files"
+            );
+            let text = std::fs::read(p2.join(crate::layout::MANIFEST)).unwrap();
+            let mut manifest: Manifest = serde_json::from_slice(&text).unwrap();
+            manifest.files.remove(planes::PARTS_FILE);
+            let mut relist = vec![planes::HEADER_FILE];
+            if to == 2 {
+                relist.push(planes::PARTS_FILE);
+            }
+            for name in relist {
+                let bytes = std::fs::read(p2.join(name)).unwrap();
+                manifest.files.insert(
+                    name.to_string(),
+                    FileEntry {
+                        bytes: bytes.len() as u64,
+                        xxh3: to_hex(xxhash_rust::xxh3::xxh3_64(&bytes)),
+                    },
+                );
+            }
+            manifest.sealed().write(&p2).unwrap();
+            let v2 = StoreV2::open(&p2, true).unwrap();
+            let planes = v2.planes().unwrap();
+            assert_eq!(planes.header().format_version, to);
+            assert!(planes.parts16(0).is_empty());
+            assert_eq!(planes.parts(0).is_empty(), to == 1);
+            check(&v2, &want);
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Top-k over compressed planes with part masks, blocks visited best bound first.
 //!
 //! A molecule cannot share more bits with the query than the query has non-empty planes in its
-//! part of 32 slots (the part masks), nor more than its popcount `p` or the query's `q`. So a
+//! part of 16 slots (the part masks of planes of format 3; of 32 slots in format 2), nor more
+//! than its popcount `p` or the query's `q`. So a
 //! block's molecules score at most `c / (p + q - c)` with `c = min(largest part count, p, q)`.
 //! The search keeps the blocks in groups of equal bound (one bucket, one `c`) in a heap, best
 //! first, and counts blocks group by group; a bucket's groups are computed only when its own
@@ -10,6 +11,8 @@
 //! reach it. The k-th best therefore reaches its final value after the few blocks that hold
 //! the nearest molecules, and only the blocks whose bound reaches it are counted, where a scan
 //! in bucket order counts every block that passes the bar as it stood while it was rising.
+//! Parts of 16 slots cut the blocks counted on MOSES from about 700 per held-out query to
+//! about 290 (BENCHMARKS.md): the blocks are read at scattered places, so each one saved counts.
 //!
 //! A block is counted as a run's block is in `scan_counts` (containers rarest plane first into
 //! per-slot byte counters, dropped as soon as no slot can reach the bar with the planes left),
@@ -83,7 +86,15 @@ pub(crate) fn top_k<S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Read, u32) {
         // SAFETY: AVX2 is present.
         return unsafe { top_k_avx2(w, sink) };
     }
-    top_k_impl::<false, S>(w, sink)
+    if has_parts16(w.cp) {
+        return top_k_impl::<false, true, S>(w, sink);
+    }
+    top_k_impl::<false, false, S>(w, sink)
+}
+
+/// Whether every query plane has part masks of 16 slots (planes of format 3).
+fn has_parts16(cp: &[CPlane<'_>]) -> bool {
+    cp.iter().all(|p| !p.parts16.is_empty())
 }
 
 /// [`top_k_impl`] compiled with AVX2 (the bound pass and the counters vectorize).
@@ -93,12 +104,19 @@ pub(crate) fn top_k<S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Read, u32) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn top_k_avx2<S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Read, u32) {
-    top_k_impl::<true, S>(w, sink)
+    if has_parts16(w.cp) {
+        return top_k_impl::<true, true, S>(w, sink);
+    }
+    top_k_impl::<true, false, S>(w, sink)
 }
 
-/// The search; `AVX2`: compiled inside [`top_k_avx2`] (the offsets' code sums use it).
+/// The search; `AVX2`: compiled inside [`top_k_avx2`] (the offsets' code sums use it);
+/// `P16`: with the part masks of 16 slots (else of 32).
 #[inline(always)]
-fn top_k_impl<const AVX2: bool, S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Read, u32) {
+fn top_k_impl<const AVX2: bool, const P16: bool, S: Sink>(
+    w: &Work<'_, '_>,
+    sink: &mut S,
+) -> (Read, u32) {
     let Work {
         cp,
         buckets,
@@ -110,6 +128,7 @@ fn top_k_impl<const AVX2: bool, S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Rea
     let mut heap: BinaryHeap<Group> = BinaryHeap::new();
     let mut arena: Vec<u32> = Vec::new();
     let mut bound: Vec<u8> = Vec::new();
+    let mut half: Vec<u8> = Vec::new();
     let shares: Vec<Range<u64>> = visit.iter().map(|&b| share(&buckets[b])).collect();
     let mut counted = vec![false; visit.len()];
     let mut cnt = [0u8; CNT];
@@ -133,7 +152,11 @@ fn top_k_impl<const AVX2: bool, S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Rea
             if need == UNREACHABLE || bc < need || shares[v].is_empty() {
                 continue;
             }
-            part_max(cp, shares[v].clone(), &mut bound);
+            if P16 {
+                part_max16(cp, shares[v].clone(), &mut bound, &mut half);
+            } else {
+                part_max(cp, shares[v].clone(), &mut bound);
+            }
             // the blocks by bound, best first (a counting sort), those that can reach `need`
             let mut hist = [0u32; 256];
             for &x in &bound {
@@ -181,7 +204,7 @@ fn top_k_impl<const AVX2: bool, S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Rea
             }
             counted[v] = true;
             let blk = shares[v].start as usize + k as usize;
-            count_block::<AVX2, S>(cp, bucket, blk, &mut cnt, sink, &mut read);
+            count_block::<AVX2, P16, S>(cp, bucket, blk, &mut cnt, sink, &mut read);
         }
     }
     (read, counted.iter().filter(|&&c| c).count() as u32)
@@ -192,6 +215,21 @@ fn top_k_impl<const AVX2: bool, S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Rea
 #[inline(always)]
 fn part_max(cp: &[CPlane<'_>], blocks: Range<u64>, out: &mut Vec<u8>) {
     part_max_of(cp.len(), |j| cp[j].parts, blocks, out)
+}
+
+/// [`part_max`] with the part masks of 16 slots: each block's two bytes of masks (eight
+/// parts each) counted as two blocks of [`part_max_of`] into `half`, then the larger of each
+/// block's two into `out`.
+#[inline(always)]
+fn part_max16(cp: &[CPlane<'_>], blocks: Range<u64>, out: &mut Vec<u8>, half: &mut Vec<u8>) {
+    part_max_of(
+        cp.len(),
+        |j| cp[j].parts16,
+        2 * blocks.start..2 * blocks.end,
+        half,
+    );
+    out.clear();
+    out.extend(half.chunks_exact(2).map(|h| h[0].max(h[1])));
 }
 
 /// [`part_max`] of `planes` query planes whose part masks `parts(j)` gives: per chunk of 32
@@ -311,11 +349,47 @@ unsafe fn code_sum_avx2(w: &[u8; 64], n: usize) -> usize {
     (_mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1)) as usize
 }
 
+/// The parts of a block that can hold a hit and the query planes to read for them: per part,
+/// how many query planes have a bit in it (`B` bytes of masks per plane, `masks(plane)`,
+/// eight parts a byte; counted a byte lane per part), and the parts where that reaches `need`
+/// ("open", bit `8 i + r` for bit `r` of byte `i`). The planes with a bit in an open part go
+/// to `chosen[..n]` (no branch per plane): the others add nothing to any slot of those parts,
+/// and the slots of the other parts stay below the bar. Returns `(open, n)`.
+#[inline(always)]
+fn choose_planes<'a, 'p: 'a, const B: usize>(
+    cp: &'a [CPlane<'p>],
+    masks: impl Fn(&'a CPlane<'p>) -> &'p [u8],
+    need: u32,
+    chosen: &mut [u8; 256],
+) -> (u32, usize) {
+    let mut bytes = [[0u8; B]; 256];
+    let mut lanes = [0u64; B];
+    for (b, plane) in bytes.iter_mut().zip(cp) {
+        b.copy_from_slice(masks(plane));
+        for i in 0..B {
+            lanes[i] += SPREAD[usize::from(b[i])];
+        }
+    }
+    let mut open = [0u8; B];
+    for i in 0..B {
+        for r in 0..8 {
+            open[i] |= u8::from((lanes[i] >> (8 * r)) & 0xFF >= u64::from(need)) << r;
+        }
+    }
+    let mut n = 0;
+    for (j, b) in bytes[..cp.len()].iter().enumerate() {
+        chosen[n] = j as u8;
+        n += usize::from((0..B).any(|i| b[i] & open[i] != 0));
+    }
+    let open = (0..B).fold(0u32, |o, i| o | u32::from(open[i]) << (8 * i));
+    (open, n)
+}
+
 /// Counts block `blk` of `bucket`: the containers of the query planes chosen for it (below),
 /// rarest plane first, into byte counters per slot; the block is dropped once no slot can
 /// reach the bar with the chosen planes left, else its slots at or above the bar go to `sink`.
 #[inline(always)]
-fn count_block<const AVX2: bool, S: Sink>(
+fn count_block<const AVX2: bool, const P16: bool, S: Sink>(
     cp: &[CPlane<'_>],
     bucket: &Bucket,
     blk: usize,
@@ -325,26 +399,12 @@ fn count_block<const AVX2: bool, S: Sink>(
 ) {
     let need = sink.need();
     read.blocks += 1;
-    // per part, how many query planes have a bit in it (a byte lane each); only the parts
-    // where that reaches the bar can hold a hit
-    let mut bytes = [0u8; 256];
-    let mut lanes = 0u64;
-    for (b, plane) in bytes.iter_mut().zip(cp) {
-        *b = plane.parts[blk];
-        lanes += SPREAD[usize::from(*b)];
-    }
-    let mut open = 0u8;
-    for r in 0..8 {
-        open |= u8::from((lanes >> (8 * r)) & 0xFF >= u64::from(need)) << r;
-    }
-    // the planes with a bit in one of those parts (no branch per plane): the others add
-    // nothing to any slot of them. The counts of other slots stay below the bar.
     let mut chosen = [0u8; 256];
-    let mut n = 0;
-    for (j, &b) in bytes[..cp.len()].iter().enumerate() {
-        chosen[n] = j as u8;
-        n += usize::from(b & open != 0);
-    }
+    let (open, n) = if P16 {
+        choose_planes::<2>(cp, |p| &p.parts16[2 * blk..2 * blk + 2], need, &mut chosen)
+    } else {
+        choose_planes::<1>(cp, |p| &p.parts[blk..blk + 1], need, &mut chosen)
+    };
     let mut rem = n as u32;
     if open == 0 || rem < need {
         return;
@@ -383,17 +443,138 @@ fn count_block<const AVX2: bool, S: Sink>(
 mod tests {
     use super::*;
 
-    /// The bit-sliced part bound against a count part by part, on random masks of 1 to 255
-    /// planes, with share edges inside and across chunks.
-    #[test]
-    fn part_max_is_the_largest_part_count() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = move |n: u64| {
+    fn rng(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut x = seed;
+        move |n: u64| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x % n
-        };
+        }
+    }
+
+    /// Random part masks: `planes` runs of `len` bytes, dense and sparse planes, some all
+    /// ones (counts up to the plane count; every byte's low bit cleared in one case of 8).
+    fn random_masks(
+        rnd: &mut impl FnMut(u64) -> u64,
+        planes: usize,
+        len: usize,
+        case: usize,
+    ) -> Vec<Vec<u8>> {
+        (0..planes)
+            .map(|j| {
+                (0..len)
+                    .map(|_| match (j + case) % 5 {
+                        _ if case % 8 == 0 => !(rnd(16) as u8 & 1),
+                        0 => 0xFF,
+                        1 => 0,
+                        2 => rnd(256) as u8 & rnd(256) as u8,
+                        _ => rnd(256) as u8,
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The most planes of `masks` (`width` bytes per block) that have a bit in one part of
+    /// block `b`, counted part by part.
+    fn largest_part_count(masks: &[Vec<u8>], width: usize, b: usize) -> u8 {
+        (0..8 * width)
+            .map(|r| {
+                masks
+                    .iter()
+                    .filter(|m| m[width * b + r / 8] >> (r % 8) & 1 == 1)
+                    .count()
+            })
+            .max()
+            .unwrap() as u8
+    }
+
+    /// `got` (a bound per block of `blocks`) against [`largest_part_count`].
+    fn check_bound(got: &[u8], masks: &[Vec<u8>], width: usize, blocks: Range<u64>, case: usize) {
+        let want: Vec<u8> = (blocks.start as usize..blocks.end as usize)
+            .map(|b| largest_part_count(masks, width, b))
+            .collect();
+        assert_eq!(
+            got,
+            want,
+            "case {case}: {} planes, blocks {blocks:?}",
+            masks.len()
+        );
+    }
+
+    /// The bound of 16-slot parts against a count part by part: random two-byte masks of 1 to
+    /// 120 planes, shares starting and ending anywhere.
+    #[test]
+    fn part_max16_is_the_largest_count_of_16_slot_parts() {
+        let mut rnd = rng(0x2545_f491_4f6c_dd1d);
+        let (codes, data) = (vec![0u8; 1], vec![0u8; 64]);
+        for case in 0..100 {
+            let planes = 1 + rnd(120) as usize;
+            let blocks = 1 + rnd(150) as usize;
+            let masks = random_masks(&mut rnd, planes, 2 * blocks, case);
+            let cps: Vec<CPlane<'_>> = masks
+                .iter()
+                .map(|m| CPlane::for_test(&[], m, &codes, &data))
+                .collect();
+            let from = rnd(blocks as u64);
+            let to = from + rnd(blocks as u64 - from + 1);
+            let (mut got, mut half) = (Vec::new(), Vec::new());
+            part_max16(&cps, from..to, &mut got, &mut half);
+            check_bound(&got, &masks, 2, from..to, case);
+        }
+    }
+
+    /// The open parts and chosen planes of a block against their definitions, for masks of one
+    /// and of two bytes.
+    #[test]
+    fn choose_planes_opens_the_parts_that_reach_the_bar() {
+        let mut rnd = rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..300 {
+            let planes = 1 + rnd(100) as usize;
+            let masks: Vec<[u8; 2]> = (0..planes)
+                .map(|_| [rnd(256) as u8 & rnd(256) as u8, rnd(256) as u8])
+                .collect();
+            let need = 1 + rnd(planes as u64 / 2 + 2) as u32;
+            let check = |width: usize, open: u32, chosen: &[u8]| {
+                let count = |r: usize| {
+                    masks
+                        .iter()
+                        .filter(|m| m[r / 8] >> (r % 8) & 1 == 1)
+                        .count() as u32
+                };
+                let want_open = (0..8 * width)
+                    .filter(|&r| count(r) >= need)
+                    .fold(0u32, |o, r| o | 1 << r);
+                assert_eq!(open, want_open, "case {case}, {width} bytes");
+                let want: Vec<u8> = (0..planes)
+                    .filter(|&j| {
+                        (0..8 * width)
+                            .any(|r| open >> r & 1 == 1 && masks[j][r / 8] >> (r % 8) & 1 == 1)
+                    })
+                    .map(|j| j as u8)
+                    .collect();
+                assert_eq!(chosen, want, "case {case}, {width} bytes");
+            };
+            let (codes, data) = (vec![0u8; 1], vec![0u8; 64]);
+            // planes whose only content is their part masks
+            let cps: Vec<CPlane<'_>> = masks
+                .iter()
+                .map(|m| CPlane::for_test(&m[..1], &m[..], &codes, &data))
+                .collect();
+            let mut chosen = [0u8; 256];
+            let (open, n) = choose_planes::<2>(&cps, |p| &p.parts16[..2], need, &mut chosen);
+            check(2, open, &chosen[..n]);
+            let (open, n) = choose_planes::<1>(&cps, |p| &p.parts[..1], need, &mut chosen);
+            check(1, open, &chosen[..n]);
+        }
+    }
+
+    /// The bit-sliced part bound against a count part by part, on random masks of 1 to 255
+    /// planes, with share edges inside and across chunks.
+    #[test]
+    fn part_max_is_the_largest_part_count() {
+        let mut rnd = rng(0x9e37_79b9_7f4a_7c15);
         for case in 0..200 {
             let planes = if case % 8 == 0 {
                 128 + rnd(128) as usize // nearly all ones: counts past 127
@@ -401,36 +582,12 @@ mod tests {
                 1 + rnd(if case % 4 == 0 { 255 } else { 60 }) as usize
             };
             let blocks = 1 + rnd(200) as usize;
-            // dense and sparse planes, some all ones (counts up to the plane count)
-            let masks: Vec<Vec<u8>> = (0..planes)
-                .map(|j| {
-                    (0..blocks)
-                        .map(|_| match (j + case) % 5 {
-                            _ if case % 8 == 0 => !(rnd(16) as u8 & 1),
-                            0 => 0xFF,
-                            1 => 0,
-                            2 => rnd(256) as u8 & rnd(256) as u8,
-                            _ => rnd(256) as u8,
-                        })
-                        .collect()
-                })
-                .collect();
+            let masks = random_masks(&mut rnd, planes, blocks, case);
             let from = rnd(blocks as u64);
             let to = from + rnd(blocks as u64 - from + 1);
             let mut got = Vec::new();
             part_max_of(planes, |j| &masks[j], from..to, &mut got);
-            let want: Vec<u8> = (from as usize..to as usize)
-                .map(|b| {
-                    (0..8)
-                        .map(|r| masks.iter().filter(|m| m[b] >> r & 1 == 1).count())
-                        .max()
-                        .unwrap() as u8
-                })
-                .collect();
-            assert_eq!(
-                got, want,
-                "case {case}: {planes} planes, blocks {from}..{to}"
-            );
+            check_bound(&got, &masks, 1, from..to, case);
         }
     }
 }

@@ -167,11 +167,11 @@ pub fn brute(set: &Set, query: &Query, threshold: Option<f64>, k: Option<usize>)
 /// index needs it: it is returned too).
 #[allow(dead_code)]
 pub fn compressed_index(set: &Set) -> (tempfile::TempDir, molsift_search::ColumnIndex) {
-    compressed_index_of_format(set, 2)
+    compressed_index_of_format(set, molsift_store::planes::FORMAT_VERSION)
 }
 
-/// [`compressed_index`] with the planes of format `version`: 2 (with the part masks), or 1
-/// (without, as stores upgraded before them).
+/// [`compressed_index`] with the planes of format `version`: 3 (with part masks of 32 and of
+/// 16 slots), 2 (of 32 slots only) or 1 (none), as stores written by older versions hold them.
 #[allow(dead_code)]
 pub fn compressed_index_of_format(
     set: &Set,
@@ -187,8 +187,8 @@ pub fn compressed_index_of_format(
         usize::MAX,
     )
     .unwrap();
-    if version == 1 {
-        molsift_store::planes::strip_parts(dir.path()).unwrap();
+    if version < molsift_store::planes::FORMAT_VERSION {
+        molsift_store::planes::strip_parts(dir.path(), version).unwrap();
     }
     let files: Vec<(String, molsift_iostats::CountedFile)> = molsift_store::planes::FILES
         .iter()
