@@ -1,15 +1,16 @@
 //! Search over the compressed bit planes of store version 2 (`molsift_store::planes`): the
 //! same buckets, bars, gate and adders as the dense column index, with two differences.
 //!
-//! 1. **Codes first.** Each run of 64 blocks starts by reading the query planes' one-byte
-//!    codes (a container's size: 0 when no molecule of the block has the bit). A molecule can
-//!    share at most as many bits with the query as the query has non-empty planes in its block,
-//!    so blocks with fewer non-empty planes than the bar are settled without reading a payload
-//!    byte. For a query unlike the database (its rare bits absent from most blocks) that is
-//!    most blocks. Planes of format 2 and 3 also have part masks (a bit per 32 slots: any of
-//!    them has the bit), counted for the whole run as bit-sliced counters (`part_bound`): a
-//!    block none of whose parts has as many non-empty query planes as the bar needs is settled
-//!    too. (Format 3's masks of 16 slots serve top-k: `bestfirst`.)
+//! 1. **Bounds first.** Each run of 64 blocks starts from what the query planes say without a
+//!    payload byte. Their one-byte codes (a container's size: 0 when no molecule of the block
+//!    has the bit): a molecule can share at most as many bits with the query as the query has
+//!    non-empty planes in its block, so blocks with fewer non-empty planes than the bar are
+//!    settled. Planes of format 2 and 3 also have part masks (a bit per 32 slots: any of them
+//!    has the bit), counted for the whole run as bit-sliced counters (`part_bound`): a block
+//!    none of whose parts has as many non-empty query planes as the bar needs is settled. That
+//!    test is the sharper, so it comes first, and a run where no block passes it (most runs of
+//!    a t = 0.7 search) is settled without reading its codes; the next run read finds its
+//!    offsets from the checkpoints. (Format 3's masks of 16 slots serve top-k: `bestfirst`.)
 //! 2. **Counting.** Queries of fewer than 256 on-bits (all of MOSES's) add each non-empty
 //!    container of the surviving blocks, plane by plane (a plane's containers for a run are
 //!    contiguous), to per-slot byte counters (`scan_counts`). Denser queries decode the
@@ -789,6 +790,9 @@ fn scan_counts<S: Sink>(
     }
     let mut fulls = vec![0u64; n];
     let mut sums = vec![0u32; n];
+    let has_parts = cp.first().is_some_and(|p| !p.parts.is_empty());
+    // whether `run_off` holds block `blk`'s offsets (not after a run whose codes were skipped)
+    let mut at_blk = true;
     while blk < end {
         let len = RUN.min(end - blk);
         sink.poll();
@@ -797,6 +801,32 @@ fn scan_counts<S: Sink>(
             return read;
         }
         read.blocks += len as u64;
+        // blocks where some part of 32 slots has at least m non-empty query planes: a sharper
+        // test than the codes' (a part's planes are non-empty in its block), so a run where no
+        // block passes is settled without reading its codes
+        let pass = if has_parts {
+            part_bound(cp, blk, len, m)
+        } else {
+            u64::MAX
+        };
+        if pass == 0 {
+            let ahead = blk + RUNS_AHEAD * RUN;
+            if ahead < end {
+                for plane in cp {
+                    crate::adders::prefetch(plane.parts[ahead..].as_ptr() as *const u64);
+                }
+            }
+            at_blk = false;
+            blk += len;
+            continue;
+        }
+        if !at_blk {
+            // after skipped runs: from the checkpoints
+            for (j, plane) in cp.iter().enumerate() {
+                run_off[j] = planes.offset(plane.p, blk) as u32;
+            }
+            at_blk = true;
+        }
         // per block, how many query planes are non-empty in it (n < 256: bytes suffice);
         // per plane, its non-empty containers in the run and the run's payload bytes
         let mut nonempty = [0u8; RUN];
@@ -805,12 +835,6 @@ fn scan_counts<S: Sink>(
             fulls[j] = full;
             sums[j] = sum;
         }
-        // blocks where some part of 32 slots has at least m non-empty query planes
-        let pass = if cp.first().is_some_and(|p| !p.parts.is_empty()) {
-            part_bound(cp, blk, len, m)
-        } else {
-            u64::MAX
-        };
         // the live blocks as a bit mask; per live block, the query planes still to read that
         // are non-empty in it (a slot can gain at most that many more bits), and its largest
         // count so far
