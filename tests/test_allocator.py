@@ -121,3 +121,23 @@ def test_ingest_on_either_allocator_writes_the_same_store(tmp_path):
         ]
     assert all(files[("auto", 1)])
     assert files[("auto", 1)] == files[("auto", 2)] == files[("system", 2)]
+
+
+def test_workers_started_from_the_api_leave_the_callers_environment_alone(tmp_path, monkeypatch):
+    """The allocator is in LD_PRELOAD only while molsift starts its workers: a program that
+    calls the API and then starts processes of its own does not pass tcmalloc on to them (it
+    once stayed in os.environ, so a later `MOLSIFT_ALLOCATOR=system` run inherited it)."""
+    _tcmalloc()
+    import molsift
+
+    monkeypatch.setenv("MOLSIFT_ALLOCATOR", "auto")
+    lib = tmp_path / "lib.smi"
+    lib.write_text("\n".join(BUNDLED_SMI.read_text().splitlines()[:50]) + "\n")
+    for before in (None, "/nonexistent/libmine.so"):
+        if before is None:
+            monkeypatch.delenv("LD_PRELOAD", raising=False)
+        else:
+            monkeypatch.setenv("LD_PRELOAD", before)
+        report = molsift.ingest(lib, tmp_path / f"{before is None}.store", workers=2)
+        assert report.allocator == "tcmalloc"
+        assert os.environ.get("LD_PRELOAD") == before

@@ -8,9 +8,11 @@ An allocator can only be preloaded when a process starts, so:
 - `reexec(argv)`: the `molsift ingest` and `molsift screen` commands restart themselves once with
   the allocator preloaded (same PID, so MPI ranks are unaffected); LD_PRELOAD is then set back to
   what it was, so programs molsift starts later do not inherit it;
-- `spawn_context()`: the multiprocessing context molsift starts its own workers from; the
-  allocator is first added to LD_PRELOAD in os.environ, so the workers (spawned Python
-  processes) start with it.
+- `spawn_context()` and `preloaded()`: the multiprocessing context molsift starts its own
+  workers from, and the block they are started in: the allocator is in LD_PRELOAD in
+  os.environ while the block runs, so the workers (spawned Python processes) start with it,
+  and LD_PRELOAD is set back after it, so a program that calls molsift's API and later
+  starts other processes does not pass the allocator on to them.
 
 MOLSIFT_ALLOCATOR chooses: `auto` (default: tcmalloc, else jemalloc, else the system's),
 `tcmalloc`, `jemalloc`, `system` (never preload), or a path to a shared library.
@@ -18,6 +20,7 @@ MOLSIFT_ALLOCATOR chooses: `auto` (default: tcmalloc, else jemalloc, else the sy
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -80,18 +83,34 @@ def _with(preload: str, lib: str) -> str:
 
 
 def spawn_context():
-    """The "spawn" multiprocessing context for molsift's workers, with the allocator added to
-    LD_PRELOAD in os.environ first so that the processes it starts run on it. Raises
-    bootstrap.SpawnError (one sentence) when the user's script lacks its `__main__` guard."""
+    """The "spawn" multiprocessing context for molsift's workers: start them inside
+    `preloaded()` so that they run on the allocator. Raises bootstrap.SpawnError (one
+    sentence) when the user's script lacks its `__main__` guard."""
     import multiprocessing as mp
 
     from .bootstrap import check_can_spawn
 
     check_can_spawn()
-    lib = library()
-    if lib is not None:
-        os.environ["LD_PRELOAD"] = _with(os.environ.get("LD_PRELOAD", ""), lib)
     return mp.get_context("spawn")
+
+
+@contextlib.contextmanager
+def preloaded():
+    """The allocator added to LD_PRELOAD in os.environ while the block runs (processes
+    started in it run on the allocator), then LD_PRELOAD as it was before."""
+    lib = library()
+    if lib is None:
+        yield
+        return
+    before = os.environ.get("LD_PRELOAD")
+    os.environ["LD_PRELOAD"] = _with(before or "", lib)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("LD_PRELOAD", None)
+        else:
+            os.environ["LD_PRELOAD"] = before
 
 
 def describe(names: Iterable[str]) -> str:

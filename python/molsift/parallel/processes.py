@@ -1,8 +1,10 @@
 """`ProcessWorkers`: molsift's one engine for worker processes on this machine. Ingest, screen
 (on one machine, and the workers of each MPI rank with `-j`) and every later job run on it.
 
-- Workers are started with the spawn method from `allocator.spawn_context()` (RDKit work runs on
-  tcmalloc when it is installed), after `bootstrap`'s check of the user's `__main__` guard.
+- Workers are started with the spawn method from `allocator.spawn_context()`, inside
+  `allocator.preloaded()` (RDKit work runs on tcmalloc when it is installed; the caller's
+  LD_PRELOAD is put back once they have started), after `bootstrap`'s check of the user's
+  `__main__` guard.
 - Each worker dies with the process that started it (`lifetime.die_with_parent`), so a killed
   run never leaves workers behind.
 - A worker builds its job once (`make_job(ctx)`: load a scorer, open a reader), runs it on every
@@ -243,8 +245,11 @@ class ProcessWorkers:
         """Runs every task of `tasks` (an iterable read by a feeder thread) on the workers;
         `on_message(outbox, message)` handles what they send. Returns the workers' stats in
         worker order, or raises `WorkerError` (the other workers are then killed)."""
-        for p in self._procs:
-            p.start()
+        from ..allocator import preloaded
+
+        with preloaded():  # the workers start on the allocator; LD_PRELOAD is put back
+            for p in self._procs:
+                p.start()
         feeder = threading.Thread(target=self._feed, args=(tasks,), daemon=True)
         feeder.start()
         handlers = []

@@ -2,8 +2,8 @@
 //!
 //! A molecule cannot share more bits with the query than the query has non-empty planes in its
 //! part of 16 slots (the part masks of planes of format 3; of 32 slots in format 2), nor more
-//! than its popcount `p` or the query's `q`. So a
-//! block's molecules score at most `c / (p + q - c)` with `c = min(largest part count, p, q)`.
+//! than its popcount `p` or the query's `q`. So a block's molecules score at most
+//! `c / (p + q - c)` with `c = min(largest part count, p, q)`.
 //! The search keeps the blocks in groups of equal bound (one bucket, one `c`) in a heap, best
 //! first, and counts blocks group by group; a bucket's groups are computed only when its own
 //! bound (`min(p, q) / max(p, q)`) could still beat the best group waiting. The first group
@@ -453,8 +453,9 @@ mod tests {
         }
     }
 
-    /// Random part masks: `planes` runs of `len` bytes, dense and sparse planes, some all
-    /// ones (counts up to the plane count; every byte's low bit cleared in one case of 8).
+    /// Random part masks: `planes` runs of `len` bytes, dense, sparse, empty and all-ones
+    /// planes (counts up to the plane count), and in one case of 8 every byte all ones but
+    /// perhaps its low bit (counts near the plane count in every part).
     fn random_masks(
         rnd: &mut impl FnMut(u64) -> u64,
         planes: usize,
