@@ -783,16 +783,14 @@ fn scan_counts<S: Sink>(
     let mut read = Read::default();
     let mut blk = blocks.start as usize;
     let end = blocks.end as usize;
-    // per plane: the payload offset of block `blk` (advanced run by run)
+    // per plane: the payload offset of block `blk`, found from the checkpoints at the first
+    // run read and after skipped runs, advanced run by run in between
     let run_off = &mut offs[..n];
-    for (j, plane) in cp.iter().enumerate() {
-        run_off[j] = planes.offset(plane.p, blk) as u32;
-    }
     let mut fulls = vec![0u64; n];
     let mut sums = vec![0u32; n];
     let has_parts = cp.first().is_some_and(|p| !p.parts.is_empty());
-    // whether `run_off` holds block `blk`'s offsets (not after a run whose codes were skipped)
-    let mut at_blk = true;
+    // whether `run_off` holds block `blk`'s offsets
+    let mut at_blk = false;
     while blk < end {
         let len = RUN.min(end - blk);
         sink.poll();
@@ -821,7 +819,6 @@ fn scan_counts<S: Sink>(
             continue;
         }
         if !at_blk {
-            // after skipped runs: from the checkpoints
             for (j, plane) in cp.iter().enumerate() {
                 run_off[j] = planes.offset(plane.p, blk) as u32;
             }

@@ -256,7 +256,8 @@ where
         let g = hi - lo;
         let mut codes = vec![0u8; g * blocks];
         // per plane: a byte per block (32 slots a bit), then two per block (16 slots a bit)
-        let mut parts = vec![0u8; g * 3 * blocks];
+        let pw = part_bytes(FORMAT_VERSION);
+        let mut parts = vec![0u8; g * pw * blocks];
         let mut data: Vec<Vec<u8>> = (0..g).map(|k| Vec::with_capacity(bound(lo + k))).collect();
         let mut lanes = vec![[0u64; 4]; g];
         for blk in 0..blocks {
@@ -286,8 +287,8 @@ where
             }
             for (j, lane) in lanes.iter().enumerate() {
                 let c: u32 = lane.iter().map(|w| w.count_ones()).sum();
-                parts[3 * j * blocks + blk] = part_mask(lane);
-                let at = 3 * j * blocks + blocks + 2 * blk;
+                parts[pw * j * blocks + blk] = part_mask(lane);
+                let at = pw * j * blocks + blocks + 2 * blk;
                 parts[at..at + 2].copy_from_slice(&part_mask16(lane).to_le_bytes());
                 let out = &mut data[j];
                 if c >= u32::from(DENSE) {
@@ -327,7 +328,7 @@ where
                 )));
             }
             let ck_bytes: Vec<u8> = ck.iter().flat_map(|&c| (c as u32).to_le_bytes()).collect();
-            let plane_parts = &parts[3 * j * blocks..3 * (j + 1) * blocks];
+            let plane_parts = &parts[pw * j * blocks..pw * (j + 1) * blocks];
             plane_xxh3.push(plane_digest(plane_codes, &ck_bytes, &data[j], plane_parts));
             parts_f.write_all(plane_parts).map_err(io(PARTS_FILE))?;
             codes_f.write_all(plane_codes).map_err(io(CODES_FILE))?;
