@@ -211,10 +211,13 @@ def test_cli_index_and_analogs(analog_store, tmp_path):
     )
     assert r.returncode == 0, r.stderr
     rows = [line.split("\t") for line in r.stdout.splitlines()]
-    assert rows[0] == ["query", "distance", "tanimoto", *KINDS, "position", "id", "smiles"]
+    assert rows[0] == [
+        "query", "distance", "tanimoto", *KINDS, "mut", "position", "id", "smiles"
+    ]  # fmt: skip
     want = store.analogs("c1ccccc1CCO", max_dist=2, k=5, limits={"rup": 0})
-    assert [int(row[9]) for row in rows[1:]] == want["position"].tolist()
-    assert [row[11] for row in rows[1:]] == [smiles[p] for p in want["position"].tolist()]
+    assert [int(row[10]) for row in rows[1:]] == want["position"].tolist()
+    assert [int(row[9]) for row in rows[1:]] == want["mut"].tolist()
+    assert [row[12] for row in rows[1:]] == [smiles[p] for p in want["position"].tolist()]
     pq = pytest.importorskip("pyarrow.parquet")
     out = tmp_path / "a.parquet"
     r = subprocess.run(
@@ -250,3 +253,144 @@ def test_in_memory_library_walks_alike(analog_store):
         assert got == dict(zip(want["position"].tolist(), want["distance"].tolist()))
         part, _ = library.walk(q.n, list(q.bonds), 2, stop_after=1)
         assert {d for d, _ in part} == {min(got.values())}
+
+
+def _anon(n, bonds):
+    """An RDKit graph of dummy atoms and single bonds (isomorphisms by substructure match)."""
+    mol = Chem.RWMol()
+    for _ in range(n):
+        atom = Chem.Atom(0)
+        atom.SetNoImplicit(True)
+        mol.AddAtom(atom)
+    for i, j in bonds:
+        mol.AddBond(int(i), int(j), Chem.BondType.SINGLE)
+    mol.UpdatePropertyCache(strict=False)
+    return mol
+
+
+def _least_changes(n, bonds, origin, query_elements, hit_smiles):
+    """By brute force: the least element differences over every isomorphism of the graph
+    (n, bonds) onto the hit's skeleton, atom i of the graph carrying query_elements[origin[i]]
+    (None: a new atom); None when the graphs are not isomorphic."""
+    hit = Chem.MolFromSmiles(hit_smiles)
+    heavy = [a for a in hit.GetAtoms() if a.GetAtomicNum() > 1]
+    if len(heavy) != n:
+        return None
+    sk = skeleton_of_smiles(hit_smiles)
+    if len(sk.bonds) != len(bonds):
+        return None
+    symbols = [a.GetSymbol() for a in heavy]
+    matches = _anon(sk.n, sk.bonds).GetSubstructMatches(
+        _anon(n, bonds), uniquify=False, maxMatches=1_000_000
+    )
+    best = None
+    for m in matches:
+        d = sum(
+            1 for i, o in enumerate(origin) if o is not None and query_elements[o] != symbols[m[i]]
+        )
+        best = d if best is None else min(best, d)
+    return best
+
+
+def _one_edit_paths(s):
+    """(kind, n, bonds, origin) of every single edit of skeleton s, origin mapping each atom of
+    the result to the atom of s it was (None for a new atom), numbered as walk.rs numbers."""
+    from molsift.analogs.skeleton import edits
+
+    out = []
+    for kind, r in edits(s):
+        out.append((kind, r))
+    # edits() renumbers as walk.rs does: a deleted atom's successors move down by one, a new
+    # atom is last; recover each result's origin from the kind and the atom counts
+    paths = []
+    adj = s.neighbours
+    leaves = [a for a in range(s.n) if len(adj[a]) == 1]
+    linkers = [
+        a
+        for a in range(s.n)
+        if len(adj[a]) == 2 and sorted(adj[a])[1] not in adj[sorted(adj[a])[0]]
+    ]
+    gone = iter(leaves + linkers)
+    for kind, r in out:
+        if kind in ("tdn", "ldn"):
+            a = next(gone)
+            origin = [x for x in range(s.n) if x != a]
+        elif kind in ("tup", "lup"):
+            origin = [*range(s.n), None]
+        else:
+            origin = list(range(s.n))
+        paths.append((kind, r.n, r.bonds, origin))
+    return paths
+
+
+def test_element_changes_equal_brute_force_at_distance_0_and_1(analog_store):
+    """`mut` of every hit within one edit equals the least element differences over every
+    one-edit path from the query and every isomorphism (RDKit's substructure matches)."""
+    store, smiles, skeletons = analog_store
+    from molsift.analogs import elements_of
+
+    rng = random.Random(21)
+    pool = [p for p, s in enumerate(skeletons) if 4 <= s.n <= 16 and s.components == 1]
+    checked = nonzero = 0
+    for p in rng.sample(pool, 12):
+        q = skeletons[p]
+        qe = elements_of(Chem.MolFromSmiles(smiles[p]))
+        got = store.analogs(smiles[p], max_dist=1)
+        paths = _one_edit_paths(q)
+        for pos, d, m in zip(
+            got["position"].tolist(), got["distance"].tolist(), got["mut"].tolist()
+        ):
+            if d == 0:
+                want = _least_changes(q.n, q.bonds, list(range(q.n)), qe, smiles[pos])
+            else:
+                cands = [
+                    _least_changes(n, bonds, origin, qe, smiles[pos])
+                    for _kind, n, bonds, origin in paths
+                    if n == skeletons[pos].n and len(bonds) == len(skeletons[pos].bonds)
+                ]
+                want = min(c for c in cands if c is not None)
+            assert m == want, (smiles[p], smiles[pos], d)
+            checked += 1
+            nonzero += m > 0
+    assert checked > 30 and nonzero > 5
+
+
+def test_element_changes_are_those_of_a_real_path_at_distance_2(analog_store):
+    """At distance 2 `mut` is counted along a path the walk kept: never below the least over
+    every two-edit path and isomorphism (brute force), never above the atoms kept, and the
+    rows' edit counts are that path's; k and streaming give the same values."""
+    store, smiles, skeletons = analog_store
+    from molsift.analogs import elements_of
+
+    rng = random.Random(22)
+    pool = [p for p, s in enumerate(skeletons) if 4 <= s.n <= 7 and s.components == 1]
+    checked = 0
+    for p in rng.sample(pool, 3):
+        q = skeletons[p]
+        qe = elements_of(Chem.MolFromSmiles(smiles[p]))
+        got = store.analogs(smiles[p], max_dist=2)
+        check_rows(store, smiles, smiles[p], got)
+        two = []
+        for _k1, n1, b1, o1 in _one_edit_paths(q):
+            mid = molsift.analogs.Skeleton(n1, tuple(b1))
+            for _k2, n2, b2, o2 in _one_edit_paths(mid):
+                two.append((n2, b2, [None if o is None else o1[o] for o in o2]))
+        for pos, d, m in zip(
+            got["position"].tolist(), got["distance"].tolist(), got["mut"].tolist()
+        ):
+            if d != 2:
+                continue
+            t = skeletons[pos]
+            cands = [
+                _least_changes(n, b, o, qe, smiles[pos])
+                for n, b, o in two
+                if n == t.n and len(b) == len(t.bonds)
+            ]
+            least = min(c for c in cands if c is not None)
+            assert least <= m <= t.n, (smiles[p], smiles[pos])
+            checked += 1
+        head = store.analogs(smiles[p], max_dist=2, k=10)
+        assert head["mut"].tolist() == got["mut"][:10].tolist()
+        streamed = np.concatenate([lv["mut"] for lv in store.iter_analogs(smiles[p], max_dist=2)])
+        assert streamed.tolist() == got["mut"].tolist()
+    assert checked > 10

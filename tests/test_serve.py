@@ -505,7 +505,7 @@ def test_smallworld_submit_view_export(served):
 def test_smallworld_submit_answers_dist_with_analog_search(served):
     """On a database with an analog index (nci): the hits of store.analogs (dist and the
     per-kind limits as sent, 10 for a kind not given), a MORE event per distance, rows and
-    export carrying dist, ecfp4 and the edits by kind."""
+    export carrying dist, ecfp4, the edits by kind and mut."""
     live, v1, _, _ = served
     smi = "CC(=O)Nc1ccc(O)cc1"
     params = {"smi": smi, "db": "nci", "dist": 2, "rup": 0, "tdn": 3}
@@ -528,6 +528,7 @@ def test_smallworld_submit_answers_dist_with_analog_search(served):
         assert row[1] == want["distance"][i] and row[2] == want["tanimoto"][i]
         assert row[6:12] == [int(want[k][i]) for k in ("tdn", "tup", "rdn", "rup", "ldn", "lup")]
         assert row[9] == 0 and row[6] <= 3  # rup 0, tdn at most 3
+        assert row[12] == int(want["mut"][i]) >= 0  # element changes (docs/analogs.md)
     status, _ctype, raw = fetch(live.url("/search/export", hlid=end["hlid"]))
     lines = raw.decode().splitlines()
     assert [int(x.split("\t")[1]) for x in lines[1:]] == want["distance"].tolist()

@@ -455,6 +455,16 @@ class SkeletonLibrary:
         [("edges", n), ("pruned", n), ("nodes", n), ("first_hit_ns", n), ("ns", n)]);
         stop_after: end with the distance at which that many molecules are found."""
 
+class HitPaths:
+    """The paths an analog walk found to each of its hits (in the order of its hit list), kept
+    so that `AnalogIndex.element_changes` computes the element changes of the rows a caller
+    keeps."""
+
+    def __init__(self) -> None:
+        """No paths (a walk returns the ones it found)."""
+    def __len__(self) -> int:
+        """Number of hits."""
+
 class AnalogIndex:
     """The analog index of an open store (`molsift index STORE --analogs`): its distinct
     skeletons and their molecules, searched by the exact walk."""
@@ -473,13 +483,22 @@ class AnalogIndex:
         limits: list[int] = ...,
         stop_after: int = ...,
         timeout_s: float | None = None,
-        on_level: Callable[[int, list[tuple[int, bytes, list[int]]]], object] | None = None,
-    ) -> tuple[list[tuple[int, bytes, list[int]]], list[tuple[str, int]]]:
+        on_level: Callable[[int, list[tuple[int, bytes, list[int]]], HitPaths], object]
+        | None = None,
+        elements: list[str] | None = None,
+    ) -> tuple[list[tuple[int, bytes, list[int]]], HitPaths, list[tuple[str, int]]]:
         """Indexed molecules within max_dist edits, nearest skeletons first: ([(distance, edits
-        by kind as 6 bytes, positions)], [(stat, value)]: edges, pruned, nodes, complete_to,
-        timed_out, first_hit_ns, ns). stop_after: end with the distance at which that many
-        molecules are found; timeout_s: stop there (timed_out 1); on_level(distance, hits):
-        called as each distance completes (then only an unfinished distance's hits return)."""
+        by kind as 6 bytes, positions)], the paths to each hit (none without elements, the
+        query atoms' symbols), [(stat, value)]: edges, pruned, nodes, complete_to, timed_out,
+        first_hit_ns, ns). stop_after: end with the distance at which that many molecules are
+        found; timeout_s: stop there (timed_out 1); on_level(distance, hits, paths): called as
+        each distance completes (then only an unfinished distance's hits return)."""
+    def element_changes(
+        self, paths: HitPaths, rows: list[tuple[int, int]]
+    ) -> tuple[list[int], list[bytes]]:
+        """For each (hit, position) row: the atoms whose element differs from the query atom
+        they come from, under the best isomorphism, over the hit's paths (-1 where unknown),
+        and the edits by kind of the path that gives it (6 bytes)."""
 
 def build_analog_index(
     path: _Path,

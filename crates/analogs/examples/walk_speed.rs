@@ -35,10 +35,13 @@ fn main() {
         let mut found = 0usize;
         let began = Instant::now();
         let stats = walk(&q, &opts, &index, |e| match e {
-            Event::Hit { key, .. } => {
+            Event::Hit {
+                key, again: false, ..
+            } => {
                 found += index.find(key).map_or(0, |i| index.positions(i).len());
                 found >= k
             }
+            Event::Hit { .. } => found >= k,
             Event::Done(_) => false,
         })
         .expect("walk");

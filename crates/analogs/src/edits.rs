@@ -241,6 +241,28 @@ pub fn apply(g: &Skeleton, e: Edit, out: &mut Vec<(u32, u32)>) -> usize {
     e.atoms_after(n as usize)
 }
 
+/// An atom that no query atom became (one an insertion made), in an origin list ([`carry`]).
+pub const NEW_ATOM: u16 = u16::MAX;
+
+/// Where each atom of the graph `e` makes of a graph of `n` atoms comes from, given where the
+/// graph's own atoms come from (`origin`, one entry per atom: a query atom or [`NEW_ATOM`]),
+/// into `out`: [`apply`]'s numbering, a deleted atom gone, a new atom [`NEW_ATOM`].
+pub fn carry(origin: &[u16], e: Edit, out: &mut Vec<u16>) {
+    out.clear();
+    match e.kind {
+        Kind::Tdn | Kind::Ldn => {
+            let gone = e.a as usize;
+            out.extend_from_slice(&origin[..gone]);
+            out.extend_from_slice(&origin[gone + 1..]);
+        }
+        Kind::Tup | Kind::Lup => {
+            out.extend_from_slice(origin);
+            out.push(NEW_ATOM);
+        }
+        Kind::Rdn | Kind::Rup => out.extend_from_slice(origin),
+    }
+}
+
 /// Calls `f(kind, atoms, bonds)` for every single edit of `g` (results may repeat: symmetric
 /// atoms give isomorphic graphs; compare them by canonical form).
 pub fn edits(g: &Skeleton, f: impl FnMut(Kind, usize, &[(u32, u32)])) {

@@ -6,6 +6,8 @@
 //! * [`canonical`]: a canonical labeling; [`Canon::certificate`] is equal for two skeletons
 //!   exactly when they are isomorphic.
 //! * [`skeleton_of_smiles`]: a skeleton read from a SMILES's topology, without a toolkit.
+//! * [`element_changes`]: the atoms of a hit whose element differs from the query atom they
+//!   come from, under the best isomorphism.
 //! * [`edits`]: every single edit of a skeleton, by [`Kind`].
 //! * [`walk`]: the exact search, breadth first from the query over every edit.
 //! * [`AnalogIndex`]: a store's distinct skeletons and their molecules, on disk
@@ -23,6 +25,7 @@ pub mod bloom;
 pub mod canon;
 pub mod edits;
 pub mod index;
+pub mod mapping;
 pub mod skeleton;
 pub mod smiles;
 #[cfg(test)]
@@ -33,8 +36,9 @@ pub mod wl;
 pub use canon::{canonical, Canon};
 pub use edits::{edits, Kind};
 pub use index::{write_index, AnalogIndex};
+pub use mapping::element_changes;
 pub use skeleton::Skeleton;
-pub use smiles::skeleton_of_smiles;
+pub use smiles::{element_code, skeleton_and_elements, skeleton_of_smiles};
 pub use walk::{walk, Event, KeySet, Library, SkeletonGroups, WalkOptions, WalkStats, UNLIMITED};
 
 /// Errors of this crate.

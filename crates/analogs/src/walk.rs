@@ -10,11 +10,19 @@
 //! [`Library::insertion_may_reach`]); with [`WalkOptions::probe`] each distance's hits are found
 //! that way before the distance is canonicalized as the next frontier. Per-kind limits keep,
 //! for each graph, every count vector no other dominates.
+//!
+//! Each graph kept also carries where its atoms come from (the query atom each one was, along
+//! the path that reached it first: [`carry`]); a hit hands its graph and that origin to the
+//! caller, which maps the query's elements onto the hit ([`crate::mapping`]). Every edit that
+//! reaches a library skeleton at its distance is handed out (the first one first), so the
+//! caller can keep the path whose mapping it likes best.
 
 use std::collections::HashMap;
 
 use crate::canon::canonical;
-use crate::edits::{apply, component_count, edit_list, Edit, Kind, ALL_KINDS, DELETIONS};
+use crate::edits::{
+    apply, carry, component_count, edit_list, Edit, Kind, ALL_KINDS, DELETIONS, NEW_ATOM,
+};
 use crate::skeleton::Skeleton;
 use crate::wl::{wl_hash, WlScratch, WlTable};
 use crate::AnalogError;
@@ -249,6 +257,26 @@ fn shift_rings(kind: Kind, rings: usize) -> usize {
     }
 }
 
+/// The [`Event::Hit`] of a path to `key` at `distance`, marking `key` handed out (`again` when
+/// it was before).
+fn hit_event<'a>(
+    distance: usize,
+    key: u128,
+    counts: &'a [u8; 6],
+    graph: &'a Skeleton,
+    origin: &'a [u16],
+    reported: &mut std::collections::HashSet<u128>,
+) -> Event<'a> {
+    Event::Hit {
+        distance,
+        key,
+        counts,
+        graph,
+        origin,
+        again: !reported.insert(key),
+    }
+}
+
 fn dominated(seen: &[[u8; 6]], c: &[u8; 6]) -> bool {
     seen.iter().any(|s| s.iter().zip(c).all(|(a, b)| a <= b))
 }
@@ -257,8 +285,10 @@ fn dominated(seen: &[[u8; 6]], c: &[u8; 6]) -> bool {
 /// distance 1, `Done(1)`, and so on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event<'a> {
-    /// A library skeleton at `distance`, with the edits by kind ([`Kind::ALL`] order) of the
-    /// first shortest path the walk found to it.
+    /// A library skeleton at `distance`, reached by a path with these edits by kind
+    /// ([`Kind::ALL`] order). The first `Hit` of a key is the first shortest path the walk
+    /// found to it; later ones (same distance, `again`) are other paths of the same length
+    /// through the graphs the walk kept.
     Hit {
         /// edits from the query
         distance: usize,
@@ -266,6 +296,14 @@ pub enum Event<'a> {
         key: u128,
         /// edits by kind
         counts: &'a [u8; 6],
+        /// the graph the path ends at (isomorphic to the library skeleton), in the walk's
+        /// numbering
+        graph: &'a Skeleton,
+        /// for each atom of `graph`, the query atom it comes from along the path, or
+        /// [`NEW_ATOM`]
+        origin: &'a [u16],
+        /// whether this key was handed out before (at this distance)
+        again: bool,
     },
     /// Every hit at this distance (and below) has been reported.
     Done(usize),
@@ -320,24 +358,37 @@ pub fn walk<L: Library>(
         probe,
     } = *opts;
     let mut stats = WalkStats::default();
+    if query.atoms() >= NEW_ATOM as usize {
+        return Err(AnalogError::Invalid(format!(
+            "a query of {} atoms (the walk takes at most {})",
+            query.atoms(),
+            NEW_ATOM - 1
+        )));
+    }
     let comps = component_count(query);
     let start = canonical(query, max_leaves)?.key();
+    let identity: Vec<u16> = (0..query.atoms() as u16).collect();
     // key -> count vectors kept (one, the first, without limits)
     let mut seen: HashMap<u128, Vec<[u8; 6]>> = HashMap::new();
     seen.insert(start, vec![[0; 6]]);
-    let mut found: std::collections::HashSet<u128> = std::collections::HashSet::new();
+    // key -> the distance it was found at
+    let mut found: HashMap<u128, usize> = HashMap::new();
     let mut enough = false;
     if library.contains(start) {
-        found.insert(start);
+        found.insert(start, 0);
         enough = on(Event::Hit {
             distance: 0,
             key: start,
             counts: &[0; 6],
+            graph: query,
+            origin: &identity,
+            again: false,
         });
     }
     enough |= on(Event::Done(0));
     let limited = limits != UNLIMITED;
-    let mut frontier: Vec<(Skeleton, [u8; 6])> = vec![(query.clone(), [0; 6])];
+    let mut frontier: Vec<(Skeleton, [u8; 6], Vec<u16>)> = vec![(query.clone(), [0; 6], identity)];
+    let mut origin = Vec::new();
     for depth in 1..=max_dist {
         if enough || stats.timed_out {
             break;
@@ -345,11 +396,14 @@ pub fn walk<L: Library>(
         stats.complete_to = depth - 1;
         let left = max_dist - depth;
         let mut error = None;
+        // keys handed out at this distance
+        let mut reported: std::collections::HashSet<u128> = std::collections::HashSet::new();
         let (mut list, mut bonds) = (Vec::new(), Vec::new());
-        if left > 0 && probe {
+        let probed = left > 0 && probe;
+        if probed {
             // this distance's hits first, canonicalizing only the graphs the filter passes;
             // the whole level is canonicalized below only if the walk goes on
-            for (g, counts) in &frontier {
+            for (g, counts, from) in &frontier {
                 if stats.timed_out || error.is_some() {
                     break;
                 }
@@ -373,23 +427,24 @@ pub fn walk<L: Library>(
                         continue;
                     }
                     apply(g, e, &mut bonds);
-                    let key = match Skeleton::new(atoms, &bonds)
-                        .and_then(|r| canonical(&r, max_leaves))
+                    let (result, key) = match Skeleton::new(atoms, &bonds)
+                        .and_then(|r| canonical(&r, max_leaves).map(|c| (r, c.key())))
                     {
-                        Ok(c) => c.key(),
+                        Ok(rk) => rk,
                         Err(err) => {
                             error = Some(err);
                             break;
                         }
                     };
-                    if library.contains(key) && found.insert(key) {
-                        let mut c = *counts;
-                        c[k] += 1;
-                        enough |= on(Event::Hit {
-                            distance: depth,
-                            key,
-                            counts: &c,
-                        });
+                    if library.contains(key) {
+                        let at = *found.entry(key).or_insert(depth);
+                        if at == depth {
+                            let mut c = *counts;
+                            c[k] += 1;
+                            carry(from, e, &mut origin);
+                            let event = hit_event(depth, key, &c, &result, &origin, &mut reported);
+                            enough |= on(event);
+                        }
                     }
                 }
             }
@@ -403,7 +458,7 @@ pub fn walk<L: Library>(
             }
         }
         let mut next = Vec::new();
-        for (g, counts) in &frontier {
+        for (g, counts, from) in &frontier {
             if stats.timed_out || error.is_some() {
                 break;
             }
@@ -454,6 +509,15 @@ pub fn walk<L: Library>(
                 };
                 let mut c = *counts;
                 c[k] += 1;
+                // a library skeleton first found at this distance: every path to it is handed
+                // out (unless the probe above handed them out already)
+                let hit = library.contains(key) && *found.entry(key).or_insert(depth) == depth;
+                if hit || left > 0 {
+                    carry(from, e, &mut origin);
+                }
+                if hit && !probed {
+                    enough |= on(hit_event(depth, key, &c, &result, &origin, &mut reported));
+                }
                 let kept = seen.entry(key).or_default();
                 if limited {
                     if dominated(kept, &c) {
@@ -465,18 +529,8 @@ pub fn walk<L: Library>(
                 }
                 kept.push(c);
                 stats.nodes += 1;
-                if library.contains(key)
-                    && found.insert(key)
-                    && on(Event::Hit {
-                        distance: depth,
-                        key,
-                        counts: &c,
-                    })
-                {
-                    enough = true;
-                }
                 if left > 0 {
-                    next.push((result, c));
+                    next.push((result, c, origin.clone()));
                 }
             }
         }

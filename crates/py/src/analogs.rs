@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use molsift_analogs::mapping::{colours, element_changes_below};
 use molsift_analogs::walk::{Limits, WalkStats};
 use molsift_analogs::{
-    canonical, edits, skeleton_of_smiles, walk, write_index, AnalogIndex, Event, Skeleton,
-    SkeletonGroups, WalkOptions,
+    canonical, edits, element_code, skeleton_and_elements, skeleton_of_smiles, walk, write_index,
+    AnalogIndex, Event, Skeleton, SkeletonGroups, WalkOptions,
 };
 use molsift_store::{Store, Verify};
 use pyo3::prelude::*;
@@ -129,18 +130,139 @@ impl PySkeletonLibrary {
             probe: stop_after != usize::MAX,
         };
         let molecules = |key| lib.groups[&key].clone();
-        let (hits, stats) =
-            timed_walk(py, n, &bonds, &opts, &lib.keys, stop_after, molecules, None)?;
+        let (hits, _, stats) = timed_walk(
+            py, n, &bonds, &opts, &lib.keys, stop_after, molecules, None, None,
+        )?;
         let hits = hits.into_iter().map(|(d, _, p)| (d, p)).collect();
         Ok((hits, stats))
     }
 }
 
+/// Hits as the walk's callers get them: (distance, edits by kind of the first path, positions).
 type Hits = Vec<(usize, [u8; 6], Vec<u32>)>;
+
+/// A molecule's skeleton and elements by store position (None: its SMILES cannot be read).
+type Target<'a> = dyn Fn(u32) -> Option<(Skeleton, Vec<u16>)> + Sync + 'a;
+
+/// Search nodes allowed per element mapping (`mut` is -1 past it).
+const MAPPING_NODES: usize = 10_000;
+/// Paths kept per hit for its element changes (the first ones the walk hands out).
+const PATHS_PER_HIT: usize = 64;
+
+fn element_codes(elements: Option<&[String]>) -> Option<Vec<u16>> {
+    elements.map(|e| e.iter().map(|s| element_code(s)).collect())
+}
+
+/// A hit molecule as the mapping reads it: skeleton, elements, stable colours (None: its
+/// SMILES cannot be read).
+type Molecule = Option<(Skeleton, Vec<u16>, Vec<u64>)>;
+
+/// The paths to each hit, in the order of its hit list.
+type Paths = Vec<Vec<HitPath>>;
+
+/// A walk's stats as (name, value) pairs.
+type Stats = Vec<(&'static str, u64)>;
+
+/// One path to a hit: its edits by kind, the graph it ends at and where that graph's atoms
+/// come from.
+struct HitPath {
+    counts: [u8; 6],
+    graph: Skeleton,
+    origin: Vec<u16>,
+}
+
+/// The paths a walk found to each of its hits (in the order of its hit list), kept so that
+/// the element changes (`mut`) of the rows a caller keeps can be computed afterwards
+/// (`AnalogIndex.element_changes`), not those of every hit.
+#[pyclass(name = "HitPaths", module = "molsift._core", frozen)]
+pub struct PyHitPaths {
+    /// the query atoms' element codes
+    query: Vec<u16>,
+    hits: Vec<Vec<HitPath>>,
+}
+
+#[pymethods]
+impl PyHitPaths {
+    /// No paths (a walk returns the ones it found).
+    #[new]
+    fn new() -> Self {
+        PyHitPaths {
+            query: Vec::new(),
+            hits: Vec::new(),
+        }
+    }
+
+    /// Number of hits.
+    fn __len__(&self) -> usize {
+        self.hits.len()
+    }
+}
+
+impl PyHitPaths {
+    /// For each (hit, position) row: (its element changes, -1 where unknown; the edits by kind
+    /// of the path they were counted along): of the hit's paths, the one with the fewest
+    /// changes for this molecule, the first on a tie. `target` reads a molecule.
+    fn changes(
+        &self,
+        rows: &[(usize, u32)],
+        target: &Target<'_>,
+    ) -> PyResult<(Vec<i32>, Vec<[u8; 6]>)> {
+        let mut molecules: std::collections::HashMap<u32, Molecule> = Default::default();
+        let mut graphs: std::collections::HashMap<(usize, usize), Vec<u64>> = Default::default();
+        let (mut muts, mut counts) = (Vec::with_capacity(rows.len()), Vec::new());
+        for &(hit, pos) in rows {
+            let paths = self.hits.get(hit).ok_or_else(|| {
+                pyo3::exceptions::PyIndexError::new_err(format!("hit {hit} of {}", self.hits.len()))
+            })?;
+            let mol = molecules.entry(pos).or_insert_with(|| {
+                target(pos).map(|(t, te)| {
+                    let tc = colours(&t);
+                    (t, te, tc)
+                })
+            });
+            let mut best: Option<(u32, [u8; 6])> = None;
+            if let Some((t, te, tc)) = mol {
+                for (k, path) in paths.iter().enumerate() {
+                    let gc = graphs
+                        .entry((hit, k))
+                        .or_insert_with(|| colours(&path.graph));
+                    let below = best.map_or(u32::MAX, |b| b.0);
+                    if let Some(m) = element_changes_below(
+                        (&path.graph, gc),
+                        &path.origin,
+                        &self.query,
+                        (t, tc),
+                        te,
+                        MAPPING_NODES,
+                        below,
+                    ) {
+                        best = Some((m, path.counts));
+                        if m == 0 {
+                            break;
+                        }
+                    }
+                }
+            }
+            let first = paths.first().map_or([0; 6], |p| p.counts);
+            match best {
+                Some((m, c)) => {
+                    muts.push(m as i32);
+                    counts.push(c);
+                }
+                None => {
+                    muts.push(-1);
+                    counts.push(first);
+                }
+            }
+        }
+        Ok((muts, counts))
+    }
+}
 
 /// Runs a walk without the GIL: the hits (distance, edits by kind, molecules from
 /// `molecules(key)`) nearest first, ending with the distance at which `stop_after` molecules
-/// are found, and the stats as (name, value) pairs. With `on_level`, each distance's hits are
+/// are found, the paths to each hit (with `elements`, the query's element codes: the first
+/// [`PATHS_PER_HIT`] the walk hands out; none without), and the stats as (name, value) pairs. With `on_level`, each distance's hits are
 /// handed to `on_level(distance, hits)` (with the GIL) as soon as that distance is complete,
 /// and only those of an unfinished distance (after a timeout) are returned; an exception in
 /// `on_level` ends the walk and is raised.
@@ -153,34 +275,74 @@ fn timed_walk<L: molsift_analogs::Library + Sync>(
     library: &L,
     stop_after: usize,
     molecules: impl Fn(u128) -> Vec<u32> + Send + Sync,
+    elements: Option<&[u16]>,
     on_level: Option<&Py<PyAny>>,
-) -> PyResult<(Hits, Vec<(&'static str, u64)>)> {
-    let (rest, stats, first, total) = py.detach(|| {
+) -> PyResult<(Hits, Paths, Stats)> {
+    let (rest, rest_paths, stats, first, total) = py.detach(|| {
         let began = Instant::now();
         let mut first = None;
         let q = Skeleton::new(n, bonds).map_err(analog_err)?;
+        if let Some(codes) = elements {
+            if codes.len() != n {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "{} elements for a query of {n} atoms",
+                    codes.len()
+                )));
+            }
+        }
         let mut hits: Hits = Vec::new();
+        let mut paths: Paths = Vec::new();
+        // this distance's hits by key
+        let mut at: std::collections::HashMap<u128, usize> = Default::default();
         let mut found = 0usize;
         let mut failed = None;
         let stats = walk(&q, opts, library, |event| match (event, on_level) {
             (
                 Event::Hit {
-                    distance,
+                    again,
                     key,
+                    distance,
                     counts,
+                    origin,
+                    graph,
                 },
                 _,
             ) => {
                 first.get_or_insert_with(|| began.elapsed().as_nanos() as u64);
-                let group = molecules(key);
-                found += group.len();
-                hits.push((distance, *counts, group));
+                let path = || HitPath {
+                    counts: *counts,
+                    graph: graph.clone(),
+                    origin: origin.to_vec(),
+                };
+                if !again {
+                    let group = molecules(key);
+                    found += group.len();
+                    at.insert(key, hits.len());
+                    hits.push((distance, *counts, group));
+                    paths.push(if elements.is_some() {
+                        vec![path()]
+                    } else {
+                        Vec::new()
+                    });
+                } else if let (Some(_), Some(&i)) = (elements, at.get(&key)) {
+                    if paths[i].len() < PATHS_PER_HIT {
+                        paths[i].push(path());
+                    }
+                }
                 found >= stop_after
             }
-            (Event::Done(_), None) => false,
+            (Event::Done(_), None) => {
+                at.clear();
+                false
+            }
             (Event::Done(d), Some(callback)) => {
+                at.clear();
                 let level = std::mem::take(&mut hits);
-                Python::attach(|py| match callback.call1(py, (d, level)) {
+                let level_paths = PyHitPaths {
+                    query: elements.unwrap_or_default().to_vec(),
+                    hits: std::mem::take(&mut paths),
+                };
+                Python::attach(|py| match callback.call1(py, (d, level, level_paths)) {
                     Ok(_) => false,
                     Err(e) => {
                         failed = Some(e);
@@ -194,9 +356,13 @@ fn timed_walk<L: molsift_analogs::Library + Sync>(
             return Err(e);
         }
         let total = began.elapsed().as_nanos() as u64;
-        Ok::<_, PyErr>((hits, stats, first, total))
+        Ok::<_, PyErr>((hits, paths, stats, first, total))
     })?;
-    Ok((rest, stats_list(&stats, first.unwrap_or(total), total)))
+    Ok((
+        rest,
+        rest_paths,
+        stats_list(&stats, first.unwrap_or(total), total),
+    ))
 }
 
 fn stats_list(stats: &WalkStats, first: u64, total: u64) -> Vec<(&'static str, u64)> {
@@ -255,13 +421,15 @@ impl PyAnalogIndex {
     }
 
     /// Every indexed molecule within `max_dist` edits of the skeleton of `n` atoms and `bonds`,
-    /// nearest skeletons first: ([(distance, edits by kind, positions)], [(stat, value)]).
+    /// nearest skeletons first: ([(distance, edits by kind, positions)], the paths to each hit
+    /// (`HitPaths`, for `element_changes`; empty without `elements`, the query atoms' element
+    /// symbols), [(stat, value)]).
     /// `limits`: the most edits of each kind (tdn tup rdn rup ldn lup; 255: none);
     /// `stop_after`: end with the distance at which that many molecules are found;
     /// `timeout_s`: stop there (stats `timed_out` 1; hits up to `complete_to` are complete);
     /// `on_level(distance, hits)`: called as each distance completes, with its hits (then only
     /// the hits of an unfinished distance are returned).
-    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None))]
+    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None, elements=None))]
     #[allow(clippy::type_complexity, clippy::too_many_arguments)] // the Python signature
     fn walk(
         &self,
@@ -273,7 +441,8 @@ impl PyAnalogIndex {
         stop_after: usize,
         timeout_s: Option<f64>,
         on_level: Option<Py<PyAny>>,
-    ) -> PyResult<(Hits, Vec<(&'static str, u64)>)> {
+        elements: Option<Vec<String>>,
+    ) -> PyResult<(Hits, PyHitPaths, Vec<(&'static str, u64)>)> {
         let opts = WalkOptions {
             max_dist,
             limits,
@@ -288,7 +457,8 @@ impl PyAnalogIndex {
                 .map(|i| index.positions(i))
                 .unwrap_or_default()
         };
-        timed_walk(
+        let codes = element_codes(elements.as_deref());
+        let (hits, paths, stats) = timed_walk(
             py,
             n,
             &bonds,
@@ -296,8 +466,35 @@ impl PyAnalogIndex {
             index,
             stop_after,
             molecules,
+            codes.as_deref(),
             on_level.as_ref(),
-        )
+        )?;
+        let paths = PyHitPaths {
+            query: codes.unwrap_or_default(),
+            hits: paths,
+        };
+        Ok((hits, paths, stats))
+    }
+
+    /// The element changes of hit rows: for each (hit, position), with `paths` from the walk
+    /// that found them, (the atoms whose element differs from the query atom they come from,
+    /// under the best isomorphism, over the hit's paths; -1 where unknown) and the edits by
+    /// kind of the path that gives it (6 bytes).
+    #[allow(clippy::type_complexity)] // the Python signature
+    fn element_changes(
+        &self,
+        py: Python<'_>,
+        paths: &PyHitPaths,
+        rows: Vec<(usize, u32)>,
+    ) -> PyResult<(Vec<i32>, Vec<[u8; 6]>)> {
+        let store = &self._store;
+        let target = |pos: u32| {
+            store
+                .smiles(pos as usize)
+                .ok()
+                .and_then(|s| skeleton_and_elements(s).ok())
+        };
+        py.detach(|| paths.changes(&rows, &target))
     }
 }
 
@@ -349,6 +546,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(skeleton_edits, m)?)?;
     m.add_class::<PySkeletonLibrary>()?;
     m.add_class::<PyAnalogIndex>()?;
+    m.add_class::<PyHitPaths>()?;
     m.add_function(wrap_pyfunction!(build_analog_index, m)?)?;
     Ok(())
 }

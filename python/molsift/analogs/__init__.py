@@ -11,6 +11,7 @@ from .skeleton import (
     Skeleton,
     canonical_key,
     edits,
+    elements_of,
     skeleton_of,
     skeleton_of_smiles,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "Skeleton",
     "canonical_key",
     "edits",
+    "elements_of",
     "skeleton_of",
     "skeleton_of_smiles",
 ]

@@ -18,23 +18,29 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .skeleton import KINDS, skeleton_of
+from .skeleton import KINDS, elements_of, skeleton_of
 
 if TYPE_CHECKING:
     import numpy as np
 
 #: the columns of an analog result, in order
-COLUMNS = ("position", "distance", "tanimoto", *KINDS)
+COLUMNS = ("position", "distance", "tanimoto", *KINDS, "mut")
 #: a walk bound: the largest distance accepted (each edit multiplies the work about 100-fold)
 MAX_DIST = 8
+#: the most heavy atoms a query may have (the walk numbers each graph's atoms' origins in 16
+#: bits)
+MAX_ATOMS = 65_534
 
 
 @dataclass
 class Analogs:
     """Hits of one analog query in rank order, as numpy columns: `position` (int64), `distance`
     (int64), `tanimoto` (float64, Morgan to the query), and the edits by kind of one shortest
-    path (`tdn`, `tup`, `rdn`, `rup`, `ldn`, `lup`, int64). `complete_to`: every hit up to this
-    distance is present; `partial`: the timeout ended the search before `max_dist`."""
+    path (`tdn`, `tup`, `rdn`, `rup`, `ldn`, `lup`, int64), and `mut` (int64): the atoms
+    whose element differs from the query atom they come from along that path, under the
+    isomorphism with the fewest (docs/analogs.md, "Element changes"; -1 where unknown).
+    `complete_to`: every hit up to this distance is present; `partial`: the timeout ended the
+    search before `max_dist`."""
 
     columns: dict
     complete_to: int
@@ -96,7 +102,7 @@ def _check(max_dist: int, k: int | None, timeout: float | None) -> None:
 
 def _query(store, query):
     """(RDKit Mol, skeleton) of a SMILES or Mol query; ValueError for SMILES RDKit cannot read
-    or a query without heavy atoms."""
+    or a query without heavy atoms (or too many for the walk)."""
     if isinstance(query, str):
         from ..chem import to_mol
 
@@ -108,6 +114,10 @@ def _query(store, query):
     skeleton = skeleton_of(mol)
     if skeleton.n == 0:
         raise ValueError("the query has no heavy atom: its skeleton is empty")
+    if skeleton.n > MAX_ATOMS:
+        raise ValueError(
+            f"the query has {skeleton.n} heavy atoms: analog search takes at most {MAX_ATOMS}"
+        )
     return mol, skeleton
 
 
@@ -143,23 +153,34 @@ def _tanimoto(store, bits: list[int], positions: np.ndarray) -> np.ndarray:
     return t.astype(np.float64)
 
 
-def _rank(store, bits: list[int], hits: list) -> dict:
-    """Columns of (distance, counts, positions) hits in rank order."""
+def _rank(store, bits: list[int], hits: list, index=None, paths=None, k=None) -> dict:
+    """Columns of (distance, counts, positions) hits in rank order, the first `k` (all when
+    None); with `index` and `paths` (the walk's), each kept row's element changes (`mut`) and
+    the edits by kind of the path they were counted along."""
     import numpy as np
 
     pos = [p for _, _, ps in hits for p in ps]
     dist = [d for d, _, ps in hits for _ in ps]
     counts = [c for _, c, ps in hits for _ in ps]
+    hit = [h for h, (_, _, ps) in enumerate(hits) for _ in ps]
     position = np.asarray(pos, dtype=np.int64)
     distance = np.asarray(dist, dtype=np.int64)
     tanimoto = _tanimoto(store, bits, position)
-    order = np.lexsort((position, -tanimoto, distance))
+    order = np.lexsort((position, -tanimoto, distance))[:k]
     cols = {"position": position[order], "distance": distance[order], "tanimoto": tanimoto[order]}
+    mut = np.full(len(order), -1, dtype=np.int64)
+    if index is not None and paths is not None and len(paths) and len(order):
+        rows = [(hit[i], pos[i]) for i in order.tolist()]
+        muts, counts = index.element_changes(paths, rows)
+        mut = np.asarray(muts, dtype=np.int64)
+    else:
+        counts = [counts[i] for i in order.tolist()]
     # each path's edits by kind arrive as 6 bytes
     by_kind = np.frombuffer(b"".join(counts), dtype=np.uint8).astype(np.int64)
     by_kind = by_kind.reshape(-1, len(KINDS))
     for j, kind in enumerate(KINDS):
-        cols[kind] = by_kind[order, j]
+        cols[kind] = by_kind[:, j]
+    cols["mut"] = mut
     return cols
 
 
@@ -173,9 +194,10 @@ def _prepare(store, query, max_dist, k, limits, timeout, lock):
     with lock or contextlib.nullcontext():
         mol, skeleton = _query(store, query)
         bits = fingerprinter_for(store).on_bits(mol)
+        elements = elements_of(mol)
     stop_after = k if k is not None else 2**63 - 1
     args = (skeleton.n, list(skeleton.bonds), max_dist, lim, stop_after, timeout)
-    return bits, args, _index(store)
+    return bits, args, elements, _index(store)
 
 
 def analogs(
@@ -193,12 +215,10 @@ def analogs(
     which the result is partial; `lock`: held around the RDKit work (a server sharing the store
     between threads). ValueError for a bad query or argument, StoreError when the store has no
     analog index."""
-    bits, args, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
-    hits, stats = index.walk(*args)
+    bits, args, elements, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
+    hits, paths, stats = index.walk(*args, elements=elements)
     stats = dict(stats)
-    cols = _rank(store, bits, hits)
-    if k is not None:
-        cols = {name: c[:k] for name, c in cols.items()}
+    cols = _rank(store, bits, hits, index, paths, k)
     return Analogs(cols, int(stats["complete_to"]), bool(stats["timed_out"]), stats)
 
 
@@ -215,13 +235,13 @@ def iter_analogs(
     distance has been searched completely (the walk goes on meanwhile). With `k`, the last
     distance is cut to make k in all. The last one is marked partial if the timeout ended the
     search (it then holds the hits found at the unfinished distance)."""
-    bits, args, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
+    bits, args, elements, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
     out: queue.Queue = queue.Queue()
 
     def run() -> None:
         try:
-            level = lambda d, hits: out.put(("level", d, hits))  # noqa: E731
-            out.put(("end", index.walk(*args, on_level=level)))
+            level = lambda d, hits, paths: out.put(("level", d, hits, paths))  # noqa: E731
+            out.put(("end", index.walk(*args, on_level=level, elements=elements)))
         except BaseException as exc:  # handed to the consumer, raised there
             out.put(("error", exc))
 
@@ -233,19 +253,15 @@ def iter_analogs(
         if item[0] == "error":
             raise item[1]
         if item[0] == "level":
-            _, d, hits = item
-            cols = _rank(store, bits, hits)
-            if k is not None:
-                cols = {name: c[: k - given] for name, c in cols.items()}
+            _, d, hits, paths = item
+            cols = _rank(store, bits, hits, index, paths, None if k is None else k - given)
             given += len(cols["position"])
             yield Analogs(cols, d, False, {})
             continue
-        rest, stats = item[1]
+        rest, paths, stats = item[1]
         stats = dict(stats)
         if stats["timed_out"]:
-            cols = _rank(store, bits, rest)
-            if k is not None:
-                cols = {name: c[: max(k - given, 0)] for name, c in cols.items()}
+            cols = _rank(store, bits, rest, index, paths, None if k is None else max(k - given, 0))
             yield Analogs(cols, int(stats["complete_to"]), True, stats)
         worker.join()
         return

@@ -139,6 +139,11 @@ def skeleton_of(mol) -> Skeleton:
     return Skeleton.of(len(heavy), bonds)
 
 
+def elements_of(mol) -> list[str]:
+    """The element symbols of an RDKit molecule's heavy atoms, in `skeleton_of`'s atom order."""
+    return [a.GetSymbol() for a in mol.GetAtoms() if a.GetAtomicNum() > 1]
+
+
 def skeleton_of_smiles(smiles: str) -> Skeleton:
     """The skeleton of a SMILES; ValueError when RDKit cannot read it."""
     from ..chem import to_mol

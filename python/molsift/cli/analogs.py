@@ -19,8 +19,8 @@ EXAMPLES = (
 # the edit kinds as analogs/skeleton.py orders them, written out: importing that module here
 # would add about 5 ms to the start of every verb (the parser imports each verb module)
 KINDS = ("tdn", "tup", "rdn", "rup", "ldn", "lup")
-COLUMNS = ("query", "distance", "tanimoto", *KINDS, "position", "id", "smiles")
-TYPES = {"distance": "int64", "tanimoto": "float64", **{k: "int64" for k in KINDS}}
+COLUMNS = ("query", "distance", "tanimoto", *KINDS, "mut", "position", "id", "smiles")
+TYPES = {"distance": "int64", "tanimoto": "float64", **{k: "int64" for k in (*KINDS, "mut")}}
 KIND_HELP = {
     "tdn": "terminal deletions (an atom of degree 1 and its bond)",
     "tup": "terminal insertions (a new atom bonded to one atom)",
@@ -43,7 +43,8 @@ def add_parser(subparsers):
         "index (`molsift index STORE --analogs`). Hits come nearest first, each distance as "
         "soon as it has been searched, ranked by distance, then Morgan Tanimoto to the query, "
         "then position. Output: TSV query, distance, tanimoto, the edits by kind of one "
-        "shortest path, position, id, smiles.",
+        "shortest path, mut (the hit's atoms whose element differs from the query atom they "
+        "come from along that path; -1 where unknown), position, id, smiles.",
         examples=EXAMPLES,
     )
     p.add_argument("store")
@@ -126,6 +127,7 @@ def run(args) -> int:
                         cols["distance"].tolist(),
                         [round(t, 6) for t in cols["tanimoto"].tolist()],
                         *(cols[k].tolist() for k in KINDS),
+                        cols["mut"].tolist(),
                         positions,
                         ids,
                         smiles,

@@ -6,7 +6,9 @@ result set), `GET /search/view` (DataTables server-side JSON; or the batch form
 store with an analog index (`molsift index STORE --analogs`) `/search/submit` answers with
 molsift's exact analog search (`dist` and the per-kind limits `tdn` ... `lup`, 10 each by
 default as SmallWorld's), streaming a `MORE` event as each distance completes, and the rows
-carry `dist`, `ecfp4` (Morgan Tanimoto) and the edits by kind. On other stores the answer is the
+carry `dist`, `ecfp4` (Morgan Tanimoto), the edits by kind and `mut` (molsift's element changes:
+the hit's atoms whose element differs from the query atom they come from, docs/analogs.md).
+On other stores the answer is the
 molecules ranked by ECFP4-like Tanimoto similarity. Every answer says which (`note`); columns
 molsift does not compute (`topodist`, `mces`, `maj`, ...) are null, never invented. A bad
 database is HTTP 400 (as SmallWorld), an unknown `hlid` 404."""
@@ -39,8 +41,9 @@ NOTE = (
 )
 ANALOG_NOTE = (
     "ranked by graph edit distance between skeletons (molsift's exact analog search, "
-    "docs/analogs.md), then ECFP4-like Tanimoto; alignment, daylight, topodist, mces, mut, maj, "
-    "min, hyb and sub are not computed"
+    "docs/analogs.md), then ECFP4-like Tanimoto; mut counts the hit's atoms whose element differs "
+    "from the query atom they come from along the path (molsift's mapping, docs/analogs.md); "
+    "alignment, daylight, topodist, mces, maj, min, hyb and sub are not computed"
 )
 #: SmallWorld's per-kind limits when a request gives none
 DEFAULT_KIND_LIMIT = 10
@@ -83,6 +86,7 @@ class AnalogHits:
     scores: list = field(default_factory=list)
     dist: list = field(default_factory=list)
     counts: list = field(default_factory=list)
+    mut: list = field(default_factory=list)
     partial: bool = False
 
     def extend(self, level) -> None:
@@ -91,6 +95,7 @@ class AnalogHits:
         self.scores += cols["tanimoto"].tolist()
         self.dist += cols["distance"].tolist()
         self.counts += list(zip(*(cols[k].tolist() for k in KINDS)))
+        self.mut += [m if m >= 0 else None for m in cols["mut"].tolist()]
 
 
 def has_analogs(db) -> bool:
@@ -281,6 +286,7 @@ def router(
                 first["note"] = ANALOG_NOTE
                 values["dist"] = result.dist[rank]
                 values.update(zip(KINDS, result.counts[rank]))
+                values["mut"] = result.mut[rank]
             out.append([first, *values.values()])
         return out
 
