@@ -512,7 +512,7 @@ pub fn walk<L: Library>(
                 // a library skeleton first found at this distance: every path to it is handed
                 // out (unless the probe above handed them out already)
                 let hit = library.contains(key) && *found.entry(key).or_insert(depth) == depth;
-                if hit || left > 0 {
+                if hit {
                     carry(from, e, &mut origin);
                 }
                 if hit && !probed {
@@ -530,6 +530,9 @@ pub fn walk<L: Library>(
                 kept.push(c);
                 stats.nodes += 1;
                 if left > 0 {
+                    if !hit {
+                        carry(from, e, &mut origin);
+                    }
                     next.push((result, c, origin.clone()));
                 }
             }
