@@ -27,13 +27,14 @@ pub fn element_changes(
     target_elements: &[u16],
     max_nodes: usize,
 ) -> Option<u32> {
-    element_changes_coloured(
+    element_changes_below(
         (graph, &colours(graph)),
         origin,
         query_elements,
         (target, &colours(target)),
         target_elements,
         max_nodes,
+        u32::MAX,
     )
 }
 
@@ -54,28 +55,9 @@ pub fn colours(g: &Skeleton) -> Vec<u64> {
     }
 }
 
-/// [`element_changes`] with each side's [`colours`] given.
-pub fn element_changes_coloured(
-    graph: (&Skeleton, &[u64]),
-    origin: &[u16],
-    query_elements: &[u16],
-    target: (&Skeleton, &[u64]),
-    target_elements: &[u16],
-    max_nodes: usize,
-) -> Option<u32> {
-    element_changes_below(
-        graph,
-        origin,
-        query_elements,
-        target,
-        target_elements,
-        max_nodes,
-        u32::MAX,
-    )
-}
-
-/// [`element_changes_coloured`] when it is less than `below` (`None` otherwise: a caller
-/// comparing several paths cuts the search of the later ones at the best so far).
+/// [`element_changes`] with each side's [`colours`] given, when it is less than `below`
+/// (`None` otherwise: a caller comparing several paths cuts the search of the later ones at
+/// the best so far; `u32::MAX` for no cut).
 pub fn element_changes_below(
     (graph, graph_colours): (&Skeleton, &[u64]),
     origin: &[u16],
@@ -102,7 +84,7 @@ pub fn element_changes_below(
         target,
         want,
         have: target_elements,
-        best: (below != u32::MAX).then_some(below),
+        best: below,
         nodes: 0,
         max_nodes,
         tmp: Vec::with_capacity(n),
@@ -113,7 +95,7 @@ pub fn element_changes_below(
         return None;
     }
     search.visit(g, t).ok()?;
-    search.best.filter(|&b| b < below)
+    (search.best < below).then_some(search.best)
 }
 
 struct Search<'a> {
@@ -122,19 +104,17 @@ struct Search<'a> {
     /// the query element each atom of `graph` comes with (None: a new atom)
     want: Vec<Option<u16>>,
     have: &'a [u16],
-    best: Option<u32>,
+    /// the fewest differences of a leaf found so far, or the caller's `below`
+    best: u32,
     nodes: usize,
     max_nodes: usize,
     tmp: Vec<u64>,
     sorted: Vec<u64>,
 }
 
-/// A strong 64-bit mix.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// A strong 64-bit mix (splitmix64: a step, then [`crate::wl`]'s finalizer).
+fn mix(z: u64) -> u64 {
+    crate::wl::mix(z.wrapping_add(0x9E37_79B9_7F4A_7C15))
 }
 
 /// The colour an individualized atom gets (the same on both sides).
@@ -230,7 +210,7 @@ impl Search<'_> {
             return Err(TooLong);
         }
         let lb = self.bound(&g, &t);
-        if self.best.is_some_and(|b| lb >= b) {
+        if lb >= self.best {
             return Ok(());
         }
         let n = self.n();
@@ -264,8 +244,8 @@ impl Search<'_> {
                     .binary_search(&image(j))
                     .is_ok()
             });
-            if iso && self.best.map_or(true, |b| lb < b) {
-                self.best = Some(lb);
+            if iso && lb < self.best {
+                self.best = lb;
             }
             return Ok(());
         };
@@ -284,7 +264,7 @@ impl Search<'_> {
             if self.refine(&mut g2, &mut t2) {
                 self.visit(g2, t2)?;
             }
-            if self.best == Some(lb) {
+            if self.best == lb {
                 break; // no isomorphism does better than the bound
             }
         }

@@ -512,10 +512,9 @@ pub fn walk<L: Library>(
                 // a library skeleton first found at this distance: every path to it is handed
                 // out (unless the probe above handed them out already)
                 let hit = library.contains(key) && *found.entry(key).or_insert(depth) == depth;
-                if hit {
+                let emit = hit && !probed;
+                if emit {
                     carry(from, e, &mut origin);
-                }
-                if hit && !probed {
                     enough |= on(hit_event(depth, key, &c, &result, &origin, &mut reported));
                 }
                 let kept = seen.entry(key).or_default();
@@ -530,7 +529,7 @@ pub fn walk<L: Library>(
                 kept.push(c);
                 stats.nodes += 1;
                 if left > 0 {
-                    if !hit {
+                    if !emit {
                         carry(from, e, &mut origin);
                     }
                     next.push((result, c, origin.clone()));

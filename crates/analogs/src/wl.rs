@@ -13,9 +13,9 @@ use crate::skeleton::Skeleton;
 /// Refinement rounds.
 pub const ROUNDS: u32 = 3;
 
+/// splitmix64's finalizer (also `crate::mapping`'s colour mix).
 #[inline]
-fn mix(mut x: u64) -> u64 {
-    // splitmix64's finalizer
+pub(crate) fn mix(mut x: u64) -> u64 {
     x ^= x >> 30;
     x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x ^= x >> 27;

@@ -262,10 +262,11 @@ impl PyHitPaths {
 /// Runs a walk without the GIL: the hits (distance, edits by kind, molecules from
 /// `molecules(key)`) nearest first, ending with the distance at which `stop_after` molecules
 /// are found, the paths to each hit (with `elements`, the query's element codes: the first
-/// [`PATHS_PER_HIT`] the walk hands out; none without), and the stats as (name, value) pairs. With `on_level`, each distance's hits are
-/// handed to `on_level(distance, hits)` (with the GIL) as soon as that distance is complete,
-/// and only those of an unfinished distance (after a timeout) are returned; an exception in
-/// `on_level` ends the walk and is raised.
+/// [`PATHS_PER_HIT`] the walk hands out; none without), and the stats as (name, value) pairs.
+/// With `on_level`, each distance's hits and their paths are handed to `on_level(distance,
+/// hits, paths)` (with the GIL) as soon as that distance is complete, and only those of an
+/// unfinished distance (after a timeout) are returned; an exception in `on_level` ends the
+/// walk and is raised.
 #[allow(clippy::too_many_arguments)] // the walk's knobs, passed through
 fn timed_walk<L: molsift_analogs::Library + Sync>(
     py: Python<'_>,
