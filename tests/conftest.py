@@ -89,6 +89,18 @@ def molsift_cmd() -> list:
     return [sys.executable, "-m", "molsift"]
 
 
+def molsift_run(*args, env=None, cwd=None, timeout=300) -> subprocess.CompletedProcess:
+    """`molsift ARGS` in a subprocess, to completion, with text stdout and stderr."""
+    return subprocess.run(
+        molsift_cmd() + [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
 def mpirun_cmd(n: int) -> list:
     mpirun = shutil.which("mpirun")
     if mpirun is None:

@@ -17,22 +17,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import molsift_run
 
 import molsift
 from molsift import _core
 
 QUERIES = ["CC(=O)Nc1ccc(O)cc1", "c1ccccc1O", "CCN(CC)CC"]
-
-
-def molsift_run(*args, env=None, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "molsift", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=300,
-    )
 
 
 def small_library(path: Path, bundled_smi: Path, start: int, n: int) -> Path:

@@ -220,6 +220,8 @@ class StoreV2:
         """Checks one file's checksum (once per process)."""
     def verify_all(self) -> None:
         """Checks every file's checksum."""
+    def searcher(self) -> Searcher:
+        """The searcher over this store's planes, through the files the store opened."""
 
 def upgrade_store(
     src: _Path,
@@ -240,9 +242,6 @@ class Searcher:
     @staticmethod
     def from_index(path: _Path) -> Searcher:
         """Opens a bare column index directory (hits are index positions)."""
-    @staticmethod
-    def from_planes(path: _Path) -> Searcher:
-        """Opens the compressed bit planes of a version-2 store (hits are store positions)."""
     def __len__(self) -> int:
         """Molecules in the index."""
     @property

@@ -244,6 +244,14 @@ class Store(_StoreBase):
         """True when the store has an analog index (`molsift index STORE --analogs`)."""
         return "analogs.json" in self.manifest["files"]
 
+    def missing_index(self, what: str) -> str:
+        """How to build the index `what` ("substructure" or "analogs") needs, in one sentence."""
+        flag = "--pattern" if what == "substructure" else "--analogs"
+        return (
+            f"{self.path}: the store has no {'substructure' if flag == '--pattern' else 'analog'}"
+            f" index: build it with `molsift index {self.path} {flag}`"
+        )
+
     @property
     def has_pattern_index(self) -> bool:
         """True when the store has a substructure index (ingest writes one by default,
@@ -389,12 +397,28 @@ class StoreV2(_StoreBase):
 
     def _searcher(self):
         if getattr(self, "_searcher_obj", None) is None:
-            self._searcher_obj = _core.Searcher.from_planes(self.path)
+            self._searcher_obj = self._core.searcher()
         return self._searcher_obj
 
     @property
     def has_pattern_index(self) -> bool:
         return False
+
+    @property
+    def has_analog_index(self) -> bool:
+        return False
+
+    def missing_index(self, what: str) -> str:
+        """Why `what` ("substructure" or "analogs") cannot run on this store, in one sentence."""
+        return (
+            f"{self.path}: a version-2 store (written by `molsift upgrade`) holds no "
+            f"{'substructure' if what == 'substructure' else 'analog'} index yet: run "
+            f"`molsift {what}` on the version-1 store it was upgraded from (`molsift ingest` "
+            "writes one)"
+        )
+
+    def _pattern_index(self):
+        raise _core.StoreError(self.missing_index("substructure"))
 
     @property
     def has_column_index(self) -> bool:

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use molsift_search::{ColumnIndex, Query, SearchOptions, SearchStats, StoreSearcher};
+use molsift_store::planes;
+use molsift_store::v2::StoreV2;
 use molsift_store::Store;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -67,6 +69,22 @@ fn stats_dict<'py>(py: Python<'py>, s: &SearchStats) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
+impl PySearcher {
+    /// The searcher over the compressed planes of an open version-2 store (hits are store
+    /// positions; every query takes the planes), its files the ones the store opened.
+    pub(crate) fn from_store_v2(py: Python<'_>, store: &StoreV2) -> PyResult<Self> {
+        let columns = py
+            .detach(|| {
+                store.verify_file(planes::HEADER_FILE)?;
+                ColumnIndex::open_planes(store.path(), |name| Ok(store.file(name)?))
+            })
+            .map_err(search_err)?;
+        Ok(PySearcher {
+            target: Target::Bare(columns),
+        })
+    }
+}
+
 #[pymethods]
 impl PySearcher {
     /// Opens the store at `path` (sizes checked) and its column index; a store without one gets
@@ -86,37 +104,6 @@ impl PySearcher {
     #[staticmethod]
     fn from_index(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let columns = py.detach(|| ColumnIndex::open(&path)).map_err(search_err)?;
-        Ok(PySearcher {
-            target: Target::Bare(columns),
-        })
-    }
-
-    /// Opens the compressed bit planes of the version-2 store at `path` (hits are store
-    /// positions; every query takes the planes).
-    #[staticmethod]
-    fn from_planes(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let columns = py
-            .detach(|| {
-                let files = molsift_store::planes::FILES
-                    .iter()
-                    // stores upgraded before the part masks have none
-                    .filter(|f| **f != molsift_store::planes::PARTS_FILE || path.join(f).exists())
-                    .map(|f| {
-                        let p = path.join(f);
-                        molsift_iostats::CountedFile::open(&p)
-                            .map(|c| (f.to_string(), c))
-                            .map_err(|e| molsift_search::SearchError::io(&p, e))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                ColumnIndex::open_planes(&path, |name| {
-                    Ok(&files
-                        .iter()
-                        .find(|(n, _)| n == name)
-                        .expect("a planes file")
-                        .1)
-                })
-            })
-            .map_err(search_err)?;
         Ok(PySearcher {
             target: Target::Bare(columns),
         })

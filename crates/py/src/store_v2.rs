@@ -49,17 +49,16 @@ impl PyStoreV2 {
 
     /// The SMILES of block `b` of the SMILES column (positions `b * block_len ..`).
     fn smiles_block(&self, py: Python<'_>, b: usize) -> PyResult<Vec<String>> {
-        let col = self.inner.smiles_column();
         let mut buf = Block::default();
         let n = py
-            .detach(|| col.decode_block(b, &mut buf))
+            .detach(|| self.inner.smiles_column()?.decode_block(b, &mut buf))
             .map_err(store_err)?;
         Ok((0..n).map(|k| buf.get(k).to_string()).collect())
     }
 
     /// Strings per block of the SMILES column.
-    fn block_len(&self) -> usize {
-        self.inner.smiles_column().block_len()
+    fn block_len(&self) -> PyResult<usize> {
+        Ok(self.inner.smiles_column().map_err(store_err)?.block_len())
     }
 
     /// Id of store position `i`.
@@ -81,13 +80,13 @@ impl PyStoreV2 {
     }
 
     /// Input rank of store position `i`.
-    fn input_rank(&self, i: usize) -> usize {
-        self.inner.input_rank(i)
+    fn input_rank(&self, i: usize) -> PyResult<usize> {
+        self.inner.input_rank(i).map_err(store_err)
     }
 
     /// 1-based source line of store position `i`.
-    fn source_line(&self, i: usize) -> u64 {
-        self.inner.source_line(i)
+    fn source_line(&self, i: usize) -> PyResult<u64> {
+        self.inner.source_line(i).map_err(store_err)
     }
 
     /// Store positions of each (already canonical) SMILES, ascending; empty when absent.
@@ -125,10 +124,18 @@ impl PyStoreV2 {
     }
 
     /// Store position of each input rank (`len` little-endian `u32`).
-    fn positions_by_input<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        let pos = py.detach(|| self.inner.positions_by_input().to_vec());
+    fn positions_by_input<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let pos = py
+            .detach(|| self.inner.positions_by_input().map(<[u32]>::to_vec))
+            .map_err(store_err)?;
         let bytes: Vec<u8> = pos.iter().flat_map(|w| w.to_le_bytes()).collect();
-        PyBytes::new(py, &bytes)
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// The searcher over this store's compressed planes, opened through the files the store
+    /// opened (the same generation as its ids and SMILES), the planes' header checked first.
+    fn searcher(&self, py: Python<'_>) -> PyResult<crate::search::PySearcher> {
+        crate::search::PySearcher::from_store_v2(py, &self.inner)
     }
 
     /// Bytes of each file of the store.

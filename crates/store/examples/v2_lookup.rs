@@ -84,7 +84,7 @@ fn main() {
     for &i in &picks[..5000] {
         store.smiles(i).unwrap();
     }
-    let col = store.smiles_column();
+    let col = store.smiles_column().unwrap();
     // medians of 11 alternating runs: `store.smiles(i)` (the block expanded up to the string,
     // in a buffer kept per thread), the whole block expanded into a new buffer each time, and
     // `store.smiles(i)` the way blocks were decoded before 2026-11-27's second change

@@ -59,19 +59,11 @@ impl Store {
     /// Opens the store at `path`, refusing anything incomplete, truncated or (with
     /// [`Verify::Full`]) corrupted, with an error naming the file.
     pub fn open(path: &Path, verify: Verify) -> Result<Store, StoreError> {
-        let mut tries = 0;
-        loop {
-            match Self::open_once(path) {
-                Err(StoreError::Replaced(_)) if tries < 5 => tries += 1,
-                Ok(store) => {
-                    if verify == Verify::Full {
-                        store.verify_all()?;
-                    }
-                    return Ok(store);
-                }
-                Err(e) => return Err(e),
-            }
+        let store = open_retrying(|| Self::open_once(path))?;
+        if verify == Verify::Full {
+            store.verify_all()?;
         }
+        Ok(store)
     }
 
     fn open_once(path: &Path) -> Result<Store, StoreError> {
@@ -470,7 +462,19 @@ fn map(file: &CountedFile, len: u64) -> Result<Option<Mmap>, StoreError> {
 
 /// `error`, or [`StoreError::Replaced`] when `path` no longer names the directory open as
 /// `dir` (a swap happened while opening: the caller opens again).
-fn replaced_or(path: &Path, dir: &CountedFile, error: StoreError) -> StoreError {
+/// `open()`, started again (a few times at most) while it fails because the store was swapped
+/// for a new generation during the open ([`StoreError::Replaced`]).
+pub(crate) fn open_retrying<T>(open: impl Fn() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    let mut tries = 0;
+    loop {
+        match open() {
+            Err(StoreError::Replaced(_)) if tries < 5 => tries += 1,
+            other => return other,
+        }
+    }
+}
+
+pub(crate) fn replaced_or(path: &Path, dir: &CountedFile, error: StoreError) -> StoreError {
     if was_replaced(path, dir) {
         StoreError::Replaced(path.to_path_buf())
     } else {

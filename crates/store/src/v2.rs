@@ -323,11 +323,19 @@ fn ids_ascending(v1: &Store) -> Result<bool, StoreError> {
     Ok(fixed_width || no_zeros)
 }
 
+/// A file's checksum check: Ok, or the expected and the found checksum.
+type Checked = Result<(), (String, String)>;
+
 /// An open version-2 store.
+///
+/// Every file is opened once, through one handle on the store's directory, and mapped at
+/// open: a reader sees one generation of the store while `upgrade --overwrite` swaps a new one
+/// into place. Each file's checksum is checked against the manifest at its first use in the
+/// process, before any answer that depends on it is given (the permutation, the exact-match
+/// indexes, the text columns, the planes' header): a damaged file, or the same file from
+/// another store, is an error naming it, never a wrong id or a false "absent".
 pub struct StoreV2 {
     path: PathBuf,
-    /// the store's directory, opened once: every file is read relative to it
-    dir: CountedFile,
     manifest: Manifest,
     smiles: TextBlocks,
     ids: TextBlocks,
@@ -337,9 +345,13 @@ pub struct StoreV2 {
     ids_lookup: Option<Mmap>,
     planes_header: PlanesHeader,
     planes_maps: Vec<Option<Mmap>>,
+    /// every file the manifest lists, opened through the directory handle at open
+    files: BTreeMap<String, CountedFile>,
     /// input rank -> store position, built on first use
-    inverse: OnceLock<Vec<u32>>,
-    checked: std::sync::Mutex<std::collections::HashSet<String>>,
+    inverse: OnceLock<Result<Vec<u32>, String>>,
+    /// per file the manifest lists: its checksum checked (once per process): Ok, or why not
+    /// (the expected and the found checksum)
+    checked: BTreeMap<String, OnceLock<Checked>>,
 }
 
 impl std::fmt::Debug for StoreV2 {
@@ -348,19 +360,11 @@ impl std::fmt::Debug for StoreV2 {
     }
 }
 
-fn open_map(
-    dir: &CountedFile,
-    path: &Path,
-    name: &str,
-    want: u64,
-) -> Result<Option<Mmap>, StoreError> {
-    let p = path.join(name);
-    let f =
-        CountedFile::open_at(dir, name, libc::O_RDONLY, 0).map_err(|e| StoreError::io(&p, e))?;
-    let found = f.metadata().map_err(|e| StoreError::io(&p, e))?.len();
+fn map_file(file: &CountedFile, path: &Path, want: u64) -> Result<Option<Mmap>, StoreError> {
+    let found = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
     if found != want {
         return Err(StoreError::WrongSize {
-            path: p,
+            path: path.to_path_buf(),
             expected: want,
             found,
         });
@@ -369,17 +373,30 @@ fn open_map(
         return Ok(None);
     }
     // SAFETY: store files are read-only once written; the size was checked just now.
-    unsafe { f.map() }
+    unsafe { file.map() }
         .map(Some)
-        .map_err(|e| StoreError::io(&p, e))
+        .map_err(|e| StoreError::io(path, e))
 }
 
 impl StoreV2 {
     /// Opens the version-2 store at `path`: the manifest and its checksum, every file present
-    /// with its size, every header; with `verify` also every file's checksum.
+    /// with its size, every header; with `verify` also every file's checksum. An open that
+    /// races with a swap of the store (`upgrade --overwrite`) starts again on the new one.
     pub fn open(path: &Path, verify: bool) -> Result<StoreV2, StoreError> {
-        let dir = CountedFile::open_dir(path).map_err(|e| StoreError::io(path, e))?;
-        let manifest = Manifest::read_in(&dir, path)?;
+        let store = crate::reader::open_retrying(|| Self::open_once(path))?;
+        if verify {
+            store.verify_all()?;
+        }
+        Ok(store)
+    }
+
+    fn open_once(path: &Path) -> Result<StoreV2, StoreError> {
+        let dir = CountedFile::open_dir(path).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOTDIR) => StoreError::NotAStore(path.to_path_buf()),
+            _ => StoreError::io(path, e),
+        })?;
+        let replaced = |e: StoreError| crate::reader::replaced_or(path, &dir, e);
+        let manifest = Manifest::read_in(&dir, path).map_err(replaced)?;
         if manifest.format_version != VERSION {
             return Err(StoreError::UnsupportedVersion {
                 path: path.to_path_buf(),
@@ -397,72 +414,57 @@ impl StoreV2 {
                 ),
             });
         }
-        let size = |name: &str| -> Result<u64, StoreError> {
-            manifest
-                .files
-                .get(name)
-                .map(|e| e.bytes)
-                .ok_or_else(|| StoreError::BadManifest {
+        for name in REQUIRED {
+            if !manifest.files.contains_key(name) {
+                return Err(StoreError::BadManifest {
                     path: path.join(crate::layout::MANIFEST),
                     reason: format!("no entry for {name}"),
-                })
-        };
-        let m = |name: &str| -> Result<Option<Mmap>, StoreError> {
-            open_map(&dir, path, name, size(name)?)
-        };
-        let need = |name: &str| -> Result<Mmap, StoreError> {
-            m(name)?.ok_or_else(|| StoreError::Inconsistent {
+                });
+            }
+        }
+        // every file listed: opened once through the directory, present, with its size (a
+        // truncated file shows at once), and mapped
+        let mut files = BTreeMap::new();
+        let mut maps = BTreeMap::new();
+        for (name, entry) in &manifest.files {
+            let p = path.join(name);
+            let f = CountedFile::open_at(&dir, name, libc::O_RDONLY, 0)
+                .map_err(|e| replaced(StoreError::io(&p, e)))?;
+            maps.insert(name.clone(), map_file(&f, &p, entry.bytes)?);
+            files.insert(name.clone(), f);
+        }
+        let mut m = |name: &str| -> Option<Mmap> { maps.remove(name).flatten() };
+        let need = |map: Option<Mmap>, name: &str| -> Result<Mmap, StoreError> {
+            map.ok_or_else(|| StoreError::Inconsistent {
                 path: path.join(name),
                 reason: "empty".into(),
             })
         };
-        // every file listed: present, with its size (a truncated file shows at once)
-        for (name, entry) in &manifest.files {
-            let p = path.join(name);
-            let f = CountedFile::open_at(&dir, name, libc::O_RDONLY, 0)
-                .map_err(|e| StoreError::io(&p, e))?;
-            let found = f.metadata().map_err(|e| StoreError::io(&p, e))?.len();
-            if found != entry.bytes {
-                return Err(StoreError::WrongSize {
-                    path: p,
-                    expected: entry.bytes,
-                    found,
-                });
-            }
-        }
-        for name in REQUIRED {
-            size(name)?;
-        }
-        let smiles = TextBlocks::open(&path.join(SMILES), m(SMILES)?)?;
-        let ids = TextBlocks::open(&path.join(IDS), m(IDS)?)?;
-        let input_order = need(INPUT_ORDER)?;
-        let source_lines = m(SOURCE_LINES)?;
-        let smiles_lookup = need(SMILES_LOOKUP)?;
+        let smiles = TextBlocks::open(&path.join(SMILES), m(SMILES))?;
+        let ids = TextBlocks::open(&path.join(IDS), m(IDS))?;
+        let input_order = need(m(INPUT_ORDER), INPUT_ORDER)?;
+        let source_lines = m(SOURCE_LINES);
+        let smiles_lookup = need(m(SMILES_LOOKUP), SMILES_LOOKUP)?;
         let ids_lookup = if manifest.files.contains_key(IDS_LOOKUP) {
-            Some(need(IDS_LOOKUP)?)
+            Some(need(m(IDS_LOOKUP), IDS_LOOKUP)?)
         } else {
             None
         };
-        let header_map = need(planes::HEADER_FILE)?;
+        let header_map = need(m(planes::HEADER_FILE), planes::HEADER_FILE)?;
         let planes_header: PlanesHeader =
             serde_json::from_slice(&header_map).map_err(|e| StoreError::Inconsistent {
                 path: path.join(planes::HEADER_FILE),
                 reason: e.to_string(),
             })?;
-        let planes_maps = planes::FILES[1..]
-            .iter()
-            .map(|name| {
-                // stores upgraded before the part masks have none
-                if *name == planes::PARTS_FILE && !manifest.files.contains_key(*name) {
-                    Ok(None)
-                } else {
-                    m(name)
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        // stores upgraded before the part masks have none
+        let planes_maps = planes::FILES[1..].iter().map(|name| m(name)).collect();
+        let checked = manifest
+            .files
+            .keys()
+            .map(|k| (k.clone(), OnceLock::new()))
+            .collect();
         let store = StoreV2 {
             path: path.to_path_buf(),
-            dir,
             manifest,
             smiles,
             ids,
@@ -472,13 +474,11 @@ impl StoreV2 {
             ids_lookup,
             planes_header,
             planes_maps,
+            files,
             inverse: OnceLock::new(),
-            checked: Default::default(),
+            checked,
         };
         store.check_structure()?;
-        if verify {
-            store.verify_all()?;
-        }
         Ok(store)
     }
 
@@ -510,7 +510,8 @@ impl StoreV2 {
         Ok(())
     }
 
-    /// The planes (checked structure).
+    /// The planes (checked structure; each plane is checked against the header's digest
+    /// when a search first reads it).
     pub fn planes(&self) -> Result<Planes<'_>, StoreError> {
         let b = |i: usize| self.planes_maps[i].as_deref().unwrap_or(&[]);
         Planes::new(
@@ -524,34 +525,46 @@ impl StoreV2 {
         )
     }
 
-    /// Checks `name`'s checksum against the manifest, once per process per file.
-    pub fn verify_file(&self, name: &str) -> Result<(), StoreError> {
-        if self
-            .checked
-            .lock()
-            .map(|c| c.contains(name))
-            .unwrap_or(false)
-        {
-            return Ok(());
-        }
-        let path = self.path.join(name);
-        let entry = self
-            .manifest
-            .files
+    /// A file the manifest lists, as opened with the store (the same generation as every other
+    /// file read from it; the planes' searcher opens its files through this).
+    pub fn file(&self, name: &str) -> Result<&CountedFile, StoreError> {
+        self.files
             .get(name)
             .ok_or_else(|| StoreError::Inconsistent {
-                path: path.clone(),
+                path: self.path.join(name),
                 reason: "not listed in the store's manifest".into(),
-            })?;
-        // through the directory this store opened (one generation), as version 1 reads it
-        let file = CountedFile::open_at(&self.dir, name, libc::O_RDONLY, 0)
-            .map_err(|e| StoreError::io(&path, e))?;
-        let sum = crate::reader::checksum_of(&file, &path, entry.bytes)?;
-        crate::reader::compare(&path, entry, sum)?;
-        if let Ok(mut c) = self.checked.lock() {
-            c.insert(name.to_string());
-        }
-        Ok(())
+            })
+    }
+
+    /// Checks `name`'s checksum against the manifest, once per process per file (later calls
+    /// give the first answer at once). The bytes checked are the ones mapped at open: what the
+    /// answers are read from.
+    pub fn verify_file(&self, name: &str) -> Result<(), StoreError> {
+        let path = self.path.join(name);
+        let (Some(entry), Some(once)) = (self.manifest.files.get(name), self.checked.get(name))
+        else {
+            return Err(StoreError::Inconsistent {
+                path,
+                reason: "not listed in the store's manifest".into(),
+            });
+        };
+        let result = match once.get() {
+            Some(r) => r.clone(),
+            None => {
+                let sum = crate::reader::checksum_of(self.file(name)?, &path, entry.bytes)?;
+                let r = if sum == entry.xxh3 {
+                    Ok(())
+                } else {
+                    Err((entry.xxh3.clone(), sum))
+                };
+                once.get_or_init(|| r).clone()
+            }
+        };
+        result.map_err(|(expected, found)| StoreError::Corrupted {
+            path,
+            expected,
+            found,
+        })
     }
 
     /// Checks every file's checksum.
@@ -560,6 +573,11 @@ impl StoreV2 {
             self.verify_file(name)?;
         }
         Ok(())
+    }
+
+    /// Checks the files `names` (once per process each).
+    fn verified(&self, names: &[&str]) -> Result<(), StoreError> {
+        names.iter().try_for_each(|n| self.verify_file(n))
     }
 
     /// The directory.
@@ -582,46 +600,86 @@ impl StoreV2 {
         self.len() == 0
     }
 
-    /// The SMILES column.
-    pub fn smiles_column(&self) -> &TextBlocks {
-        &self.smiles
+    /// The SMILES column (its checksum checked first, once per process).
+    pub fn smiles_column(&self) -> Result<&TextBlocks, StoreError> {
+        self.verify_file(SMILES)?;
+        Ok(&self.smiles)
     }
 
     /// Canonical SMILES of store position `i`.
     pub fn smiles(&self, i: usize) -> Result<String, StoreError> {
-        self.smiles.get(i)
+        self.smiles_column()?.get(i)
+    }
+
+    /// The permutation store position -> input rank (checked first).
+    fn input_order(&self) -> Result<Packed<'_>, StoreError> {
+        self.verify_file(INPUT_ORDER)?;
+        Packed::parse(&self.input_order).map_err(|reason| StoreError::Inconsistent {
+            path: self.path.join(INPUT_ORDER),
+            reason,
+        })
     }
 
     /// The input rank of store position `i` (its place among the molecules in input order).
-    pub fn input_rank(&self, i: usize) -> usize {
-        Packed::parse(&self.input_order)
-            .expect("checked at open")
-            .get(i) as usize
+    pub fn input_rank(&self, i: usize) -> Result<usize, StoreError> {
+        let order = self.input_order()?;
+        let r = if i < order.len() {
+            order.get(i) as usize
+        } else {
+            usize::MAX
+        };
+        if r >= self.len() {
+            return Err(StoreError::Inconsistent {
+                path: self.path.join(INPUT_ORDER),
+                reason: format!("no input rank for store position {i}"),
+            });
+        }
+        Ok(r)
     }
 
     /// Id of store position `i`.
     pub fn id(&self, i: usize) -> Result<String, StoreError> {
-        self.ids.get(self.input_rank(i))
+        let r = self.input_rank(i)?;
+        self.verify_file(IDS)?;
+        self.ids.get(r)
     }
 
     /// The 1-based source line of store position `i`.
-    pub fn source_line(&self, i: usize) -> u64 {
-        let r = self.input_rank(i);
+    pub fn source_line(&self, i: usize) -> Result<u64, StoreError> {
+        let r = self.input_rank(i)?;
+        self.verify_file(SOURCE_LINES)?;
         let lines =
-            Packed::parse(self.source_lines.as_deref().unwrap_or(&[])).expect("checked at open");
-        lines.get(r) + r as u64
+            Packed::parse(self.source_lines.as_deref().unwrap_or(&[])).map_err(|reason| {
+                StoreError::Inconsistent {
+                    path: self.path.join(SOURCE_LINES),
+                    reason,
+                }
+            })?;
+        Ok(lines.get(r) + r as u64)
     }
 
-    /// Store position of each input rank (computed once, 4 bytes per molecule).
-    pub fn positions_by_input(&self) -> &[u32] {
-        self.inverse.get_or_init(|| {
-            let order = Packed::parse(&self.input_order).expect("checked at open");
-            let mut inv = vec![0u32; self.len()];
-            for i in 0..self.len() {
-                inv[order.get(i) as usize] = i as u32;
-            }
-            inv
-        })
+    /// Store position of each input rank (computed once, 4 bytes per molecule). The
+    /// permutation is checked: every rank exactly once.
+    pub fn positions_by_input(&self) -> Result<&[u32], StoreError> {
+        let order = self.input_order()?;
+        let n = self.len();
+        self.inverse
+            .get_or_init(|| {
+                let mut inv = vec![u32::MAX; n];
+                for i in 0..n {
+                    let r = order.get(i) as usize;
+                    if r >= n || inv[r] != u32::MAX {
+                        return Err(format!("not a permutation at store position {i}"));
+                    }
+                    inv[r] = i as u32;
+                }
+                Ok(inv)
+            })
+            .as_deref()
+            .map_err(|reason| StoreError::Inconsistent {
+                path: self.path.join(INPUT_ORDER),
+                reason: reason.clone(),
+            })
     }
 
     /// The candidate blocks of an exact-match index for `key`.
@@ -641,6 +699,7 @@ impl StoreV2 {
     /// absent). Every candidate block of the index is decoded and compared: a hash collision
     /// never gives a wrong answer.
     pub fn lookup(&self, smiles: &str, buf: &mut Block) -> Result<Vec<u64>, StoreError> {
+        self.verified(&[SMILES_LOOKUP, SMILES])?;
         let mut blocks = Vec::new();
         self.candidates(
             &self.smiles_lookup,
@@ -680,6 +739,10 @@ impl StoreV2 {
 
     /// Store positions of the molecules with id `id` (ascending; empty when absent).
     pub fn lookup_id(&self, id: &str, buf: &mut Block) -> Result<Vec<u64>, StoreError> {
+        self.verified(&[IDS, INPUT_ORDER])?;
+        if self.ids_lookup.is_some() {
+            self.verify_file(IDS_LOOKUP)?;
+        }
         let bl = self.ids.block_len();
         let mut ranks = Vec::new();
         match &self.ids_lookup {
@@ -732,7 +795,7 @@ impl StoreV2 {
                 }
             }
         }
-        let pos = self.positions_by_input();
+        let pos = self.positions_by_input()?;
         let mut out: Vec<u64> = ranks.iter().map(|&r| u64::from(pos[r])).collect();
         out.sort_unstable();
         Ok(out)
@@ -740,6 +803,11 @@ impl StoreV2 {
 
     /// The fingerprint words of every molecule in store order (`words` per row).
     pub fn fingerprint_rows(&self) -> Result<Vec<u64>, StoreError> {
+        for name in planes::FILES {
+            if self.manifest.files.contains_key(name) {
+                self.verify_file(name)?;
+            }
+        }
         let words = (self.manifest.fingerprint.bits as usize).div_ceil(64);
         let mut out = vec![0u64; self.len() * words];
         self.planes()?.decode_rows(&mut out, words);
@@ -801,13 +869,13 @@ mod tests {
         let mut buf = Block::default();
         let mut seen = vec![false; n];
         for i in 0..n {
-            let r = v2.input_rank(i);
+            let r = v2.input_rank(i).unwrap();
             assert!(!seen[r]);
             seen[r] = true;
             let (id, smi, line, bits) = &want[r];
             assert_eq!(&v2.smiles(i).unwrap(), smi);
             assert_eq!(&v2.id(i).unwrap(), id);
-            assert_eq!(v2.source_line(i), *line);
+            assert_eq!(v2.source_line(i).unwrap(), *line);
             let got: Vec<u32> = (0..128)
                 .filter(|&b| rows[i * 2 + b / 64] >> (b % 64) & 1 == 1)
                 .map(|b| b as u32)
@@ -822,7 +890,7 @@ mod tests {
         }
         // every SMILES and every id finds exactly its molecules
         for (r, (id, smi, _, _)) in want.iter().enumerate() {
-            let pos = v2.positions_by_input()[r] as u64;
+            let pos = v2.positions_by_input().unwrap()[r] as u64;
             let hits = v2.lookup(smi, &mut buf).unwrap();
             let expect: Vec<u64> = (0..n as u64)
                 .filter(|&i| &v2.smiles(i as usize).unwrap() == smi)

@@ -102,11 +102,8 @@ def run(args) -> int:
     limits = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     parse_limits(limits)  # a bad limit: one error before any query
     store = open_store(args.store, verify=False)
-    if not getattr(store, "has_analog_index", False):
-        raise ValueError(
-            f"{args.store}: the store has no analog index: build it with "
-            f"`molsift index {args.store} --analogs`"
-        )
+    if not store.has_analog_index:
+        raise ValueError(store.missing_index("analogs"))
     queries = query_list(args)
     writer = _Writer(args.output or None, COLUMNS, TYPES)
     failed = hits_total = 0

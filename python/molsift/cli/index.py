@@ -48,8 +48,19 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
+    from ..store import format_version
+
     if args.pattern and args.analogs:
         raise ValueError("give --pattern or --analogs, not both")
+    if format_version(args.store) == 2:
+        v2 = f"{args.store}: a version-2 store (written by `molsift upgrade`)"
+        if not (args.analogs or args.pattern):
+            raise ValueError(f"{v2} needs no column index: search reads its compressed planes")
+        what = "analog" if args.analogs else "substructure"
+        raise ValueError(
+            f"{v2} takes no {what} index yet: index the version-1 store it was upgraded from, "
+            "or ingest again"
+        )
     if args.analogs:
         return _analogs(args)
     if args.pattern:
@@ -73,11 +84,6 @@ def _analogs(args) -> int:
     from ..store import open_store
 
     store = open_store(args.store, verify=False)
-    if not hasattr(store._core, "analog_index"):
-        raise ValueError(
-            f"{args.store}: the analog index is built on version-1 stores for now; "
-            "index the version-1 store, or ingest again"
-        )
     threads = args.workers or os.cpu_count() or 1
     if threads < 1:
         raise ValueError(f"-j must be at least 1, not {threads}")
