@@ -135,7 +135,9 @@ def _drop_from_cache(path: Path) -> None:
         os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 
 
-def test_auto_maps_a_cached_file_and_reads_a_cold_one_direct(tmp_path):
+def test_auto_maps_a_cached_file_and_reads_a_cold_one_buffered(tmp_path):
+    """Issue 40, defect 17: `auto` read a cold file direct, the slowest way on this machine
+    kind (0.87 GB/s against 1.81 for uring); it now reads it by buffered io_uring."""
     fs = subprocess.run(["stat", "-f", "-c", "%T", str(tmp_path)], capture_output=True, text=True)
     if fs.stdout.strip() in ("tmpfs", "ramfs"):
         pytest.skip(f"{tmp_path} is on {fs.stdout.strip()}: its pages cannot leave the cache")
@@ -147,17 +149,19 @@ def test_auto_maps_a_cached_file_and_reads_a_cold_one_direct(tmp_path):
     assert "cached" in warm["io_reason"]
     _drop_from_cache(path)
     cold = _core.count_records(str(path), "smiles", threads=2)
-    assert (cold["io"], cold["records"]) == ("direct", 3 << 20), cold
+    assert (cold["io"], cold["records"]) == ("uring", 3 << 20), cold
     assert "0% cached" in cold["io_reason"]
-    # direct reads leave the page cache as it was: still cold, still direct
-    assert _core.count_records(str(path), "smiles", threads=2)["io"] == "direct"
-    # the slab reader: pread when cached, direct when cold
+    # the slab reader: pread when cached, buffered io_uring when cold
+    _drop_from_cache(path)
     src = _core.RecordSource(str(path), "smiles", slab=(0, path.stat().st_size))
     src.next_batch(10)
-    assert src.counters()["io"] == "direct"
+    assert src.counters()["io"] == "uring"
     path.read_bytes()
     src = _core.RecordSource(str(path), "smiles", slab=(0, path.stat().st_size))
     assert src.counters()["io"] == "pread"
+    # direct is still there when asked for
+    _drop_from_cache(path)
+    assert _core.count_records(str(path), "smiles", threads=2, io="direct")["io"] == "direct"
 
 
 def test_small_files_are_mapped_by_auto(bundled_smi):

@@ -64,7 +64,6 @@ IO_METHODS: tuple[str, ...]
 """The ways a plain file can be read, as `io=` and `--io` take them (auto first)."""
 IO_AUTO_CACHED: float
 """`io="auto"` maps (count) or preads (readers) a file at least this share of which is cached."""
-IO_AUTO_COLD: float
 """`io="auto"` reads a file direct when at most this share of it is cached."""
 IO_AUTO_MAP_BELOW: int
 """`io="auto"` maps (count) or preads (readers) files or slabs smaller than this many bytes."""
@@ -177,6 +176,10 @@ def sweep_leftovers(path: _Path) -> list[Path]:
 
 def temporary_sibling(path: _Path, kind: str) -> Path:
     """`DIR/.NAME.KIND-PID-NANOS@HOST` beside `path`: molsift's one temporary name."""
+
+def swap_into_place(staged: _Path, path: _Path, overwrite: bool = False) -> None:
+    """Moves the finished store at `staged` to `path` (a store there replaced only with
+    `overwrite`, by the overwrite rule, in one atomic exchange)."""
 
 def check_replaceable(path: _Path) -> None:
     """Raises StoreError unless `path` is absent or a store that `--overwrite` may replace."""

@@ -252,6 +252,10 @@ def ingest(
         if isinstance(plan, Exception):
             raise plan
         input_files, workdir = plan["inputs"], plan["workdir"]
+        # the store is built whole inside the work directory, every index included, and moved
+        # into place last: a killed or failed ingest leaves no store that opens, and an
+        # overwritten store stays as it was until the new one is complete
+        staged = os.path.join(workdir, "store")
         if executor.is_root:
             cleanup = workdir  # removed however the ingest ends (a kill -9 leaves it to the sweep)
         reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes, "io": io}
@@ -278,24 +282,26 @@ def ingest(
                 "reader": reader,
                 "prepass": plan["prepass"],
             }
-            report = _finish(
-                results, input_files, output, workdir, overwrite, spec, options, stream_reads, start
-            )
+            report = _finish(results, input_files, staged, spec, options, stream_reads, start)
+            report.store = output
             if index:
-                report.index_bytes = _core.build_column_index(output)
+                report.index_bytes = _core.build_column_index(staged)
             if analogs:
                 from .analogs.search import index_analogs
 
-                header = index_analogs(output, workers if executor.name != "mpi" else None)
+                header = index_analogs(staged, workers if executor.name != "mpi" else None)
                 report.analog_bytes = sum(f["bytes"] for f in header["files"].values())
             if verify_count:
                 _verify_count(input_files, report)
         if pattern:  # every rank takes part
             from .substructure.build import build_pattern_index
 
-            size = build_pattern_index(output, executor=executor, progress=show)
+            size = build_pattern_index(staged, executor=executor, progress=show)
             if report is not None:
                 report.pattern_bytes = size
+        executor.barrier()
+        if executor.is_root:
+            _core.swap_into_place(staged, output, overwrite)
         executor.barrier()
         return report
     finally:
@@ -352,10 +358,9 @@ def _check_output(output: str, overwrite: bool, inputs: Sequence[InputFile]) -> 
             )
 
 
-def _finish(
-    results, inputs, output, workdir, overwrite, spec, options, stream_reads, start
-) -> IngestReport:
-    """Root only: merges the parts in task order, writes the provenance, removes the parts."""
+def _finish(results, inputs, output, spec, options, stream_reads, start) -> IngestReport:
+    """Root only: merges the parts in task order into a new store at `output` (the staged
+    store, in the work directory), writes the provenance, removes the parts."""
     by_input = []
     for inp in inputs:
         mine = [r for r in results if r["input"] == inp.path]
@@ -386,15 +391,16 @@ def _finish(
     if parts:
         manifest = json.loads(
             _core.merge_parts(
-                parts, output, overwrite, json.dumps(provenance), dedupe=options["dedupe"]
+                parts, output, False, json.dumps(provenance), dedupe=options["dedupe"]
             )
         )
     else:  # every input was empty
-        w = store_writer(output, spec, overwrite)
+        w = store_writer(output, spec, False)
         w.set_provenance(json.dumps(provenance))
         w.set_duplicates(0)
         manifest = json.loads(w.finish())
-    shutil.rmtree(workdir, ignore_errors=True)
+    for part in parts:  # the staged store is in the work directory too: only the parts go
+        shutil.rmtree(part, ignore_errors=True)
     counts = manifest["counts"]
     return IngestReport(
         store=output,

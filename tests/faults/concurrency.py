@@ -1,14 +1,19 @@
 """Concurrent runs on one path: searches while `ingest --overwrite` replaces the store (each
-answer must be the old store's or the new store's, or a clear error), several `molsift index` on
-one store at once (each succeeds or fails cleanly; afterwards `info` passes and search answers
-right), and several ingests to one output path (one wins, or all succeed leaving one valid
-store; never a corrupt store, never a file outside the store deleted)."""
+answer must be the old store's or the new store's, or a clear error); readers of every verb
+(info, search, lookup, lookup --ids, substructure, analogs, the server's exact search) while
+each rewrite of a store runs (`ingest --overwrite`, `upgrade --overwrite`, `index` of each
+kind): each answer is one generation's, or a clear error; several `molsift index` on one store
+at once (each succeeds or fails cleanly; afterwards `info` passes and search answers right), and
+several ingests to one output path (one wins, or all succeed leaving one valid store; never a
+corrupt store, never a file outside the store deleted)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from .common import (
@@ -25,6 +30,7 @@ from .common import (
     hidden_siblings,
     judge_exit,
     kill_marked,
+    last_line,
     molsift_cmd,
     run_cli,
     text,
@@ -130,6 +136,110 @@ def search_during_overwrite(workdir: Path, rounds: int, searches: int = 6) -> li
             else:
                 cases.append(Case(KIND, case, OK))
         kill_marked(marker)
+    return cases
+
+
+#: each rewrite of a store: the format it writes, and its command for generation `gen` (0 or 1)
+#: of `target` (`src`: the two version-1 stores the generations come from, by generation)
+REWRITES = {
+    "ingest --overwrite": ("v1", lambda target, gen, libs, src: [
+        "ingest", libs[gen], "-o", target, "-q", "-j", "1", "--overwrite", "--analogs"]),
+    "upgrade --overwrite": ("v2", lambda target, gen, libs, src: [
+        "upgrade", src[gen], "-o", target, "--overwrite"]),
+    "index": ("v1", lambda target, gen, libs, src: ["index", target]),
+    "index --pattern": ("v1", lambda target, gen, libs, src: [
+        "index", target, "--pattern", "-j", "1"]),
+    "index --analogs": ("v1", lambda target, gen, libs, src: [
+        "index", target, "--analogs", "-j", "1"]),
+}  # fmt: skip
+
+
+#: a writer running molsift command lines one after another (JSON on argv), stopping at the
+#: first that fails (its stderr passed on)
+_SERIAL = (
+    "import json, subprocess, sys\n"
+    "for args in json.loads(sys.argv[1]):\n"
+    "    p = subprocess.run([sys.executable, '-m', 'molsift', *args], stderr=subprocess.PIPE)\n"
+    "    if p.returncode:\n"
+    "        sys.stderr.buffer.write(p.stderr)\n"
+    "        sys.exit(p.returncode)\n"
+)
+
+
+def readers_during_rewrites(workdir: Path, rounds: int, rewrites: int = 4) -> list[Case]:
+    """For each rewrite of a store: the store at generation 0, then `rewrites` rewrites in a
+    row (generations 1, 0, 1, ...; a rebuilt index is the same generation) while readers of
+    every verb run one after another; each reader's outcome (exit status and output, as the
+    corrupter compares them) must be one of the generations': the store is swapped whole, so a
+    reader never finds it missing, half-built or unreadable."""
+    from .corrupter import _outcome, commands, run_command
+
+    libs = [_lib(workdir, f"rw{g}.smi", 600 * g, 600) for g in (0, 1)]
+    src = [workdir / f"rw{g}.store" for g in (0, 1)]
+    v2 = [workdir / f"rw{g}.v2.store" for g in (0, 1)]
+    for g in (0, 1):
+        if not (src[g] / "manifest.json").exists():
+            proc = run_cli(["ingest", libs[g], "-o", src[g], "-q", "-j", "2", "--analogs"])
+            assert proc.returncode == 0, text(proc.stderr)
+        if not (v2[g] / "manifest.json").exists():
+            proc = run_cli(["upgrade", src[g], "-o", v2[g]])
+            assert proc.returncode == 0, text(proc.stderr)
+    ids = workdir / "rw.ids"
+    ids.write_text("".join(ln.split()[-1] + "\n" for ln in libs[0].read_text().splitlines()[::97]))
+    cases = []
+    for kind, (fmt, command) in REWRITES.items():
+        gens = (src if fmt == "v1" else v2) if kind.endswith("--overwrite") else src[:1]
+        target = workdir / f"rw-target.{'v2.' if fmt == 'v2' else ''}store"
+        verbs = commands(target, ids)
+        expected = {verb: set() for verb in verbs}
+        for g in gens:
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(g, target)
+            for verb, args in verbs.items():
+                expected[verb].add(_outcome(verb, run_command(args), target))
+        for r in range(rounds):
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(gens[0], target)
+            marker = f"faultsrw{os.getpid()}r{r}"
+            # the quick rewrites (upgrade, the column and analog indexes) run more times
+            n = rewrites if kind in ("ingest --overwrite", "index --pattern") else 4 * rewrites
+            lines = [[str(a) for a in command(target, (i + 1) % 2, libs, src)] for i in range(n)]
+            writer = subprocess.Popen(
+                [sys.executable, "-c", _SERIAL, json.dumps(lines)],
+                cwd=workdir,
+                env=cli_env(marker),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+            )
+            done, turn = [], 0
+            while writer.poll() is None or turn < len(verbs):
+                verb = list(verbs)[turn % len(verbs)]
+                done.append((verb, run_command(verbs[verb])))
+                turn += 1
+            w = _finish(writer)
+            label = f"{kind} round {r}"
+            bad = check_status(KIND, f"{label} writer", w, allowed=(0,))
+            cases.append(bad or Case(KIND, f"{label} writer", OK))
+            for i, (verb, proc) in enumerate(done):
+                case = f"{label} {verb} {i}"
+                bad = check_status(KIND, case, proc, allowed=(0, 1, 2))
+                if bad:
+                    cases.append(bad)
+                elif _outcome(verb, proc, target) in expected[verb]:
+                    cases.append(Case(KIND, case, OK))
+                else:  # a store swapped whole is never missing, half-built or refused
+                    cases.append(
+                        Case(
+                            KIND,
+                            case,
+                            FAIL,
+                            DIFFERENT,
+                            f"exit {proc.returncode}, an answer no generation gives: "
+                            f"{last_line(text(proc.stderr) or text(proc.stdout))}",
+                        )
+                    )
+            kill_marked(marker)
     return cases
 
 
@@ -259,6 +369,7 @@ def run(workdir: Path, long: bool, log=print) -> list[Case]:
     cases = []
     for fn, rounds in (
         (search_during_overwrite, 20 if long else 2),
+        (readers_during_rewrites, 4 if long else 1),
         (concurrent_index, 10 if long else 1),
         (concurrent_ingest, 10 if long else 2),
     ):

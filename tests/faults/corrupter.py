@@ -1,9 +1,13 @@
-"""The store corrupter: builds one small store (with its column index) and two donors (other
-molecules; --bits 1024) once, then damages every file of a copy (truncate, flip bytes with
-several seeds, delete, swap in the donors' file, change version fields) and runs `info` and
-`search` (-t and -k) and `substructure` (SMILES and SMARTS queries). A case passes only when
-each command fails with one clear `molsift: error:` line naming the file, or prints exactly what
-it prints for the undamaged store. `lookup` does not exist yet: not run."""
+"""The store corrupter: builds one small store of each format the code writes (version 1 with
+its column, substructure and analog indexes; its version-2 form by `molsift upgrade`) and their
+donors once, then damages every file of a copy (truncate, flip bits with several seeds, zero a
+4 KiB page, delete, swap in a donor's file: the same molecules in another input order, which
+gives files of equal size, the next molecules, the same molecules at `--bits 1024`; change
+version fields) and runs every verb that reads a store: `info`, `search` (-t and -k),
+`lookup` (SMILES and `--ids`), `substructure`, `analogs`, and the server's exact search
+(`serve_probe.py`). A case passes only when the command fails with one clear `molsift: error:`
+line naming the file, or prints (and exits with) exactly what it prints for the undamaged
+store; `info` must refuse every store whose bytes changed."""
 
 from __future__ import annotations
 
@@ -11,9 +15,25 @@ import json
 import os
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from .common import BUNDLED_SMI, DIFFERENT, FAIL, OK, Case, judge_exit, run_cli, text
+from .common import (
+    BUNDLED_SMI,
+    DIFFERENT,
+    FAIL,
+    OK,
+    REFUSED,
+    UNCLEAR,
+    Case,
+    check_status,
+    clear_error,
+    cli_env,
+    kill_marked,
+    run_cli,
+    text,
+)
 
 KIND = "corrupter"
 QUERIES = [
@@ -24,65 +44,131 @@ QUERIES = [
 ]
 MOLECULES = 300
 SUBSTRUCTURE = ["-q", "c1ccccc1", "-q", "[N+](=O)[O-]", "-q", "[#7;R]", "-q", "C(=O)N"]
+ANALOGS = ["-q", "CC(=O)Nc1ccc(O)cc1", "-q", "c1ccccc1CCO", "--dist", "2", "-k", "10"]
+#: the store formats the code writes, and the stores each is built as
+FORMATS = ("v1", "v2")
+DONORS = ("shuffled", "other", "bits1024")
+VERSION_FILES = ("manifest.json", "columns.json", "pattern.json", "analogs.json", "planes.json")
 
 
-def _subset(path: Path, first: int, n: int) -> None:
-    lines = BUNDLED_SMI.read_bytes().splitlines(keepends=True)
-    path.write_bytes(b"".join(lines[first : first + n]))
+def _lines() -> list[bytes]:
+    return BUNDLED_SMI.read_bytes().splitlines(keepends=True)
 
 
 def build_stores(workdir: Path) -> dict[str, Path]:
-    """base (300 NCI molecules), other (the next 300), bits1024 (base's molecules, 1024 bits)."""
+    """For each format F: `F:base` (300 NCI molecules), `F:shuffled` (the same molecules in
+    another input order: most files of equal size), `F:other` (the next 300), `F:bits1024`
+    (base's molecules, 1024 bits); plus `ids` (a file of ids for `lookup --ids`)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    a, b = workdir / "a.smi", workdir / "b.smi"
-    _subset(a, 0, MOLECULES)
-    _subset(b, MOLECULES, MOLECULES)
-    stores = {
-        "base": workdir / "base.store",
-        "other": workdir / "other.store",
-        "bits1024": workdir / "bits1024.store",
+    lines = _lines()
+    base = lines[:MOLECULES]
+    shuffled = base[:]
+    random.Random(5).shuffle(shuffled)
+    inputs = {
+        "base": (base, []),
+        "shuffled": (shuffled, []),
+        "other": (lines[MOLECULES : 2 * MOLECULES], []),
+        "bits1024": (base, ["--bits", "1024"]),
     }
-    for name, (inp, extra) in {
-        "base": (a, []),
-        "other": (b, []),
-        "bits1024": (a, ["--bits", "1024"]),
-    }.items():
-        if not (stores[name] / "manifest.json").exists():
-            proc = run_cli(
-                ["ingest", inp, "-o", stores[name], "-q", "-j", "1", *extra], timeout=120
-            )
+    stores: dict[str, Path] = {}
+    for name, (body, extra) in inputs.items():
+        smi = workdir / f"{name}.smi"
+        smi.write_bytes(b"".join(body))
+        v1, v2 = workdir / f"{name}.store", workdir / f"{name}.v2.store"
+        stores[f"v1:{name}"], stores[f"v2:{name}"] = v1, v2
+        if not (v1 / "manifest.json").exists():
+            args = ["ingest", smi, "-o", v1, "-q", "-j", "1", "--analogs", *extra]
+            proc = run_cli(args, timeout=300)
             if proc.returncode != 0:
                 raise RuntimeError(f"cannot build the {name} store: {text(proc.stderr)}")
+        if not (v2 / "manifest.json").exists():
+            proc = run_cli(["upgrade", v1, "-o", v2], timeout=120)
+            if proc.returncode != 0:
+                raise RuntimeError(f"cannot upgrade the {name} store: {text(proc.stderr)}")
+    ids = workdir / "ids.txt"
+    ids.write_text("".join(ln.split()[-1].decode() + "\n" for ln in base[:: MOLECULES // 6]))
+    ids.write_text(ids.read_text() + "no-such-id\n")
+    stores["ids"] = ids
     return stores
 
 
-def commands(store: Path) -> dict[str, list]:
+def commands(store: Path, ids: Path) -> dict[str, list]:
+    """Every verb that reads a store, by name: its molsift arguments (or `probe` arguments,
+    run by serve_probe)."""
     qs = [x for q in QUERIES for x in ("-q", q)]
     return {
         "info": ["info", store],
         "search -t": ["search", store, *qs, "-t", "0.3"],
         "search -k": ["search", store, *qs, "-k", "7"],
+        "lookup": ["lookup", store, *qs, "-q", "CCO"],
+        "lookup --ids": ["lookup", store, "--ids", ids],
         "substructure": ["substructure", store, *SUBSTRUCTURE, "-j", "1"],
+        "analogs": ["analogs", store, *ANALOGS],
+        "serve exact": ["probe", store, *QUERIES, "CCO"],
     }
 
 
+def run_command(args: list, timeout: float = 60) -> subprocess.CompletedProcess:
+    if args[0] != "probe":
+        return run_cli(args, timeout=timeout)
+    marker = f"faultsprobe{os.getpid()}"
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "faults.serve_probe", *map(str, args[1:])],
+            cwd=Path(__file__).resolve().parent.parent,
+            env=cli_env(marker),
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        kill_marked(marker)
+        return subprocess.CompletedProcess(exc.cmd, None, exc.stdout or b"", exc.stderr or b"")
+
+
 def _normal(verb: str, out: str, store: Path) -> str:
-    """info's output without the lines that name the path or the column index's presence."""
+    """A command's output without the store's path (the server's: its database name), and for
+    info without the lines that name the path or say which indexes are present."""
     out = out.replace(str(store), "STORE")
+    if verb == "serve exact":
+        from molsift.serve.catalog import default_name
+
+        name = default_name(str(store))
+        out = out.replace(f'"{name}"', '"NAME"').replace(f"'{name}'", "'NAME'")
     if verb == "info":
-        drop = ("store ", "search ", "substructure ")
+        drop = ("store ", "search ", "substructure ", "analogs ")
         out = "\n".join(ln for ln in out.splitlines() if not ln.startswith(drop))
     return out
 
 
-def baseline(stores: dict[str, Path]) -> dict[str, str]:
-    base = stores["base"]
-    result = {}
-    for verb, args in commands(base).items():
-        proc = run_cli(args, timeout=60)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{verb} fails on the undamaged store: {text(proc.stderr)}")
-        result[verb] = _normal(verb, text(proc.stdout), base)
+def _outcome(verb: str, proc, store: Path) -> tuple:
+    """What a run is compared by: exit status and output (stdout; for an error, exit 2, its
+    error lines too)."""
+    out = _normal(verb, text(proc.stdout), store)
+    err = ""
+    if proc.returncode == 2:
+        err = "\n".join(
+            ln for ln in _normal(verb, text(proc.stderr), store).splitlines() if "error" in ln
+        )
+    return proc.returncode, out, err
+
+
+def baseline(stores: dict[str, Path]) -> dict[str, dict[str, tuple]]:
+    """Per format, per verb: the outcome on the undamaged store. A verb may refuse a format as
+    a whole (lookup on version 1, substructure on version 2): its refusal is then the answer,
+    but it must be one clear line."""
+    result: dict[str, dict[str, tuple]] = {}
+    for fmt in FORMATS:
+        base = stores[f"{fmt}:base"]
+        result[fmt] = {}
+        for verb, args in commands(base, stores["ids"]).items():
+            proc = run_command(args)
+            bad = check_status(KIND, verb, proc, allowed=(0, 1, 2))
+            if bad or (proc.returncode == 2 and clear_error(proc, [])):
+                raise RuntimeError(f"{verb} on the undamaged {fmt} store: {text(proc.stderr)}")
+            if verb in ("info", "search -t", "search -k") and proc.returncode != 0:
+                raise RuntimeError(f"{verb} fails on the undamaged {fmt} store")
+            result[fmt][verb] = _outcome(verb, proc, base)
     return result
 
 
@@ -97,6 +183,14 @@ def _flip(path: Path, seed: int, n: int) -> None:
     for _ in range(n):
         i = rng.randrange(len(b))
         b[i] ^= 1 << rng.randrange(8)
+    path.write_bytes(bytes(b))
+
+
+def _zero_page(path: Path, where: float) -> None:
+    """Zeroes the 4 KiB page at `where` (0 to 1) of the file (a whole short file)."""
+    b = bytearray(path.read_bytes())
+    start = (int(len(b) * where) // 4096) * 4096
+    b[start : start + 4096] = bytes(len(b[start : start + 4096]))
     path.write_bytes(bytes(b))
 
 
@@ -121,100 +215,111 @@ def _set_version(path: Path, value) -> None:
 
 
 def corruptions(long: bool) -> list[tuple[str, object]]:
-    """(name, how) pairs; how(path, stores) damages one file of a store copy."""
-    seeds = range(5) if long else range(1)
+    """(name, how) pairs; how(path, donors) damages one file of a store copy (donors: the
+    donor stores of the same format, by name)."""
+    seeds = range(3) if long else range(1)
     out = [
-        ("truncate-half", lambda p, s: _truncate(p, 0.5)),
-        ("truncate-last-byte", lambda p, s: _truncate(p, 1.0)),
-        ("truncate-empty", lambda p, s: _truncate(p, 0.0)),
-        ("delete", lambda p, s: p.unlink()),
-        ("swap-other", lambda p, s: _swap(p, s["other"])),
-        ("swap-bits1024", lambda p, s: _swap(p, s["bits1024"])),
+        ("truncate-half", lambda p, d: _truncate(p, 0.5)),
+        ("truncate-last-byte", lambda p, d: _truncate(p, 1.0)),
+        ("truncate-empty", lambda p, d: _truncate(p, 0.0)),
+        ("delete", lambda p, d: p.unlink()),
+        ("zero-first-page", lambda p, d: _zero_page(p, 0.0)),
+        ("zero-middle-page", lambda p, d: _zero_page(p, 0.5)),
     ]
+    out += [(f"swap-{name}", lambda p, d, name=name: _swap(p, d[name])) for name in DONORS]
     for seed in seeds:
-        out.append((f"flip1-seed{seed}", lambda p, s, seed=seed: _flip(p, seed, 1)))
-        out.append((f"flip8-seed{seed}", lambda p, s, seed=seed: _flip(p, seed, 8)))
+        out.append((f"flip1-seed{seed}", lambda p, d, seed=seed: _flip(p, seed, 1)))
+        out.append((f"flip8-seed{seed}", lambda p, d, seed=seed: _flip(p, seed, 8)))
     return out
 
 
 VERSIONS = ["1", -1, 0, 2, 2**40, None]
 
 
-def all_specs(files: list[str], long: bool) -> list[tuple[str, str]]:
-    """(file, corruption) for every file of the store x every corruption, plus version edits of
-    the two JSON headers."""
-    specs = [(f, name) for f in files for name, _ in corruptions(long)]
-    for f in ("manifest.json", "columns.json", "pattern.json"):
-        if f in files:
-            specs += [(f, f"version={v!r}") for v in VERSIONS]
+def all_specs(files: dict[str, list[str]], long: bool) -> list[tuple[str, str, str]]:
+    """(format, file, corruption) for every file of each format's store x every corruption,
+    plus version edits of the JSON headers."""
+    specs = []
+    for fmt, names in files.items():
+        specs += [(fmt, f, name) for f in names for name, _ in corruptions(long)]
+        for f in VERSION_FILES:
+            if f in names:
+                specs += [(fmt, f, f"version={v!r}") for v in VERSIONS]
     return specs
 
 
-def short_specs(files: list[str]) -> list[tuple[str, str]]:
-    """The short run: every file once, the corruptions taken in turn, plus two version edits."""
+def short_specs(files: dict[str, list[str]]) -> list[tuple[str, str, str]]:
+    """The short run: every file of each format once, the corruptions taken in turn, plus a
+    version edit of each JSON header."""
     names = [name for name, _ in corruptions(False)]
-    return [(f, names[i % len(names)]) for i, f in enumerate(files)] + [
-        ("manifest.json", "version=2"),
-        ("columns.json", "version=-1"),
-        ("pattern.json", "version=2"),
-    ]
+    specs, k = [], 0
+    for fmt, listed in files.items():
+        for f in listed:
+            specs.append((fmt, f, names[k % len(names)]))
+            k += 1
+        for i, f in enumerate(x for x in VERSION_FILES if x in listed):
+            specs.append((fmt, f, f"version={VERSIONS[(i + 3) % len(VERSIONS)]!r}"))
+    return specs
 
 
-def _damage(copy: Path, filename: str, corruption: str, stores) -> None:
+def _damage(copy: Path, filename: str, corruption: str, donors) -> None:
     path = copy / filename
     if corruption.startswith("version="):
         _set_version(path, eval(corruption.split("=", 1)[1]))
         return
-    dict(corruptions(True))[corruption](path, stores)
+    dict(corruptions(True))[corruption](path, donors)
+
+
+def judge(case: str, verb: str, proc, expected: tuple, copy: Path, names: list[str]) -> Case:
+    """ok: the undamaged store's outcome; refused cleanly: exit 2 with one error line naming
+    the file; else FAIL."""
+    bad = check_status(KIND, case, proc, allowed=(0, 1, 2))
+    if bad:
+        return bad
+    if _outcome(verb, proc, copy) == expected:
+        return Case(KIND, case, OK)
+    if proc.returncode == 2:
+        why = clear_error(proc, names)
+        return Case(KIND, case, FAIL, UNCLEAR, why) if why else Case(KIND, case, REFUSED)
+    got = _normal(verb, text(proc.stdout), copy)
+    return Case(
+        KIND,
+        case,
+        FAIL,
+        DIFFERENT,
+        f"exit {proc.returncode} with output differing from the undamaged store's: "
+        f"{_first_difference(got, expected[1])}",
+    )
 
 
 def run_spec(
-    workdir: Path, stores, expected: dict[str, str], filename: str, corruption: str
+    workdir: Path, stores, expected: dict, fmt: str, filename: str, corruption: str
 ) -> list[Case]:
-    name = f"{filename}:{corruption}"
-    copy = workdir / "damaged.store"
+    name = f"{fmt}/{filename}:{corruption}"
+    copy = workdir / f"damaged-{fmt}.store"
     shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(stores["base"], copy)
+    shutil.copytree(stores[f"{fmt}:base"], copy)
     original = (copy / filename).read_bytes()
-    _damage(copy, filename, corruption, stores)
+    donors = {d: stores[f"{fmt}:{d}"] for d in DONORS}
+    _damage(copy, filename, corruption, donors)
     target = copy / filename
     if target.exists() and target.read_bytes() == original:
+        shutil.rmtree(copy, ignore_errors=True)
         return [Case(KIND, f"{name} (no change: same bytes)", OK)]
-    damaged_index_gone = filename == "columns.json" and corruption == "delete"
     same_json = _same_json(target, original)
+    # a manifest from elsewhere may rightly be reported as a mismatch of the files it lists
+    names = [filename] + ([copy.name] if filename == "manifest.json" else [])
     cases = []
-    for verb, args in commands(copy).items():
-        proc = run_cli(args, timeout=60)
+    for verb, args in commands(copy, stores["ids"]).items():
+        proc = run_command(args)
         case = f"{name} {verb}"
-        # a manifest from elsewhere may rightly be reported as a mismatch of the files it lists
-        judged = judge_exit(
-            KIND, case, proc, [filename] + ([str(copy)] if filename == "manifest.json" else [])
-        )
-        if judged:
-            cases.append(judged)
-        elif verb == "info" and not damaged_index_gone and not same_json:
-            cases.append(
-                Case(
-                    KIND,
-                    case,
-                    FAIL,
-                    DIFFERENT,
-                    "info exits 0 (checks passed) on a store with a damaged file",
-                )
-            )
-        elif _normal(verb, text(proc.stdout), copy) != expected[verb]:
-            cases.append(
-                Case(
-                    KIND,
-                    case,
-                    FAIL,
-                    DIFFERENT,
-                    f"exit 0 with output differing from the undamaged store's: "
-                    f"{_first_difference(_normal(verb, text(proc.stdout), copy), expected[verb])}",
-                )
+        if verb == "info" and proc.returncode == 0 and not same_json:
+            got = Case(
+                KIND, case, FAIL, DIFFERENT, "info exits 0 (checks passed) on a damaged store"
             )
         else:
-            cases.append(Case(KIND, case, OK))
+            got = judge(case, verb, proc, expected[fmt][verb], copy, names)
+        cases.append(got)
     shutil.rmtree(copy, ignore_errors=True)
     return cases
 
@@ -237,17 +342,18 @@ def _first_difference(got: str, want: str) -> str:
     return f"{len(g)} lines instead of {len(w)}"
 
 
-def store_files(stores) -> list[str]:
-    return sorted(os.listdir(stores["base"]))
+def store_files(stores) -> dict[str, list[str]]:
+    """Each format's files, as its base store holds them."""
+    return {fmt: sorted(os.listdir(stores[f"{fmt}:base"])) for fmt in FORMATS}
 
 
 def run(workdir: Path, long: bool, log=print) -> list[Case]:
     stores = build_stores(workdir)
     expected = baseline(stores)
     cases = []
-    files = store_files(stores)
-    for filename, corruption in all_specs(files, True) if long else short_specs(files):
-        for c in run_spec(workdir, stores, expected, filename, corruption):
+    specs = all_specs(store_files(stores), True) if long else short_specs(store_files(stores))
+    for spec in specs:
+        for c in run_spec(workdir, stores, expected, *spec):
             log(c)
             cases.append(c)
     return cases

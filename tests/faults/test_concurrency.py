@@ -1,5 +1,6 @@
 """The concurrency checker's short run under pytest (tests/faults/concurrency.py): searches
-during `ingest --overwrite`, concurrent `molsift index`, concurrent ingests to one path."""
+during `ingest --overwrite`, readers of every verb during every rewrite of a store, concurrent
+`molsift index`, concurrent ingests to one path."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ import pytest
 from . import concurrency
 from .common import FAIL
 
-ROUNDS = {"search_during_overwrite": 2, "concurrent_index": 1, "concurrent_ingest": 2}
+ROUNDS = {
+    "search_during_overwrite": 2,
+    "readers_during_rewrites": 1,
+    "concurrent_index": 1,
+    "concurrent_ingest": 2,
+}
 KNOWN: dict = {}  # check name -> reason, for checks failing today because of a defect
 
 

@@ -1,29 +1,56 @@
-"""The store corrupter's short run under pytest (tests/faults/corrupter.py): every file of a
-store damaged once (the corruptions taken in turn) plus two version edits; info and search
-must refuse with a clear error naming the file or answer exactly as on the undamaged store."""
+"""The store corrupter's short run under pytest (tests/faults/corrupter.py): every file of each
+store format the code writes damaged once (the corruptions taken in turn) plus a version edit of
+each JSON header; every verb that reads a store (info, search -t/-k, lookup, lookup --ids,
+substructure, analogs, the server's exact search) must refuse with a clear error naming the
+file or answer exactly as on the undamaged store."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
 from . import corrupter
 from .common import FAIL
 
-# the store's files as the product lists them, plus the column index's and the substructure
-# index's (docs/store-format.md); test_every_store_file_is_covered fails when a store holds a
-# file not in this list
+# each format's files as the product lists them (docs/store-format.md): version 1 with its
+# column, substructure and analog indexes, version 2 as `molsift upgrade` writes it;
+# test_every_store_file_is_covered fails when a store holds a file not in these lists
 COLUMN_FILES = ["columns.json", "columns.planes.u64", "columns.order.u64"]
+ANALOG_FILES = [
+    "analogs.deletions.bloom",
+    "analogs.failed.tsv",
+    "analogs.json",
+    "analogs.keys.u128",
+    "analogs.offsets.u32",
+    "analogs.positions.u32",
+    "analogs.shapes.u16",
+    "analogs.wl.u64",
+]
+V2_FILES = [
+    "ids.blocks",
+    "input_order.packed",
+    "manifest.json",
+    "planes.checkpoints.u32",
+    "planes.codes.u8",
+    "planes.data.u8",
+    "planes.json",
+    "planes.order",
+    "planes.parts.u8",
+    "rejects.tsv",
+    "smiles.blocks",
+    "smiles.lookup",
+    "source_lines.packed",
+]
 
 
-def _files():
+def _files() -> dict[str, list[str]]:
     from molsift import _core
 
-    return sorted(set(_core.STORE_FILES.values()) | set(COLUMN_FILES) | set(_core.PATTERN_FILES))
+    v1 = set(_core.STORE_FILES.values()) | set(COLUMN_FILES) | set(_core.PATTERN_FILES)
+    v1 |= set(ANALOG_FILES)
+    return {"v1": sorted(v1), "v2": sorted(V2_FILES)}
 
 
-KNOWN: dict = {}  # (file, corruption) -> reason, for cases failing today because of a defect
+KNOWN: dict = {}  # (format, file, corruption) -> reason, for cases failing today from a defect
 
 
 def _param(spec):
@@ -40,7 +67,7 @@ def stores(tmp_path_factory):
 
 def test_every_store_file_is_covered(stores):
     _, built, _ = stores
-    assert sorted(os.listdir(built["base"])) == _files()
+    assert corrupter.store_files(built) == _files()
 
 
 @pytest.mark.slow

@@ -642,3 +642,18 @@ fn read_all(store: &Store, name: &str) -> Result<Vec<u8>, AnalogError> {
         .map_err(|e| AnalogError::io(&path, e))?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod file_list_tests {
+    use super::{DATA_FILES, HEADER_FILE};
+
+    #[test]
+    fn the_store_knows_every_file_of_the_index() {
+        // the store's overwrite rule replaces a store holding exactly these files
+        let mut ours: Vec<&str> = DATA_FILES.iter().copied().chain([HEADER_FILE]).collect();
+        let mut listed = molsift_store::layout::ANALOG_FILES.to_vec();
+        ours.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(ours, listed);
+    }
+}

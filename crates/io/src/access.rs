@@ -71,13 +71,15 @@ impl fmt::Display for ReadMethod {
 pub const AUTO_MAP_BELOW: u64 = 8 << 20;
 /// `auto` maps a file when at least this share of its sampled pages is cached.
 pub const AUTO_CACHED: f64 = 0.9;
-/// `auto` reads a file direct when at most this share of its sampled pages is cached.
-pub const AUTO_COLD: f64 = 0.1;
 
 /// What `auto` decides for `len` bytes of a file of which `cached` (0 to 1) is in the page
 /// cache (`None`: unknown), and why, in words for the report. `warm` is the way for cached
 /// or small data: `Mmap` for the counter, `Pread` for the slab reader (its parse sets the pace,
-/// and a copy per buffer costs nothing next to it).
+/// and a copy per buffer costs nothing next to it). Anything less cached is read by buffered
+/// io_uring (deep read-ahead through the page cache), cold files too: `auto` never reads
+/// direct. On the virtual disks measured (docs/reading.md) `O_DIRECT` ran at 0.35-0.5 of the
+/// buffered ways on a cold file, and a choice that can be the slowest way is no default;
+/// `--io direct` stays for a file larger than memory whose reading must not evict the cache.
 pub fn auto_choice(len: u64, cached: Option<f64>, warm: ReadMethod) -> (ReadMethod, String) {
     if len < AUTO_MAP_BELOW {
         return (warm, format!("auto: under {} MiB", AUTO_MAP_BELOW >> 20));
@@ -86,7 +88,6 @@ pub fn auto_choice(len: u64, cached: Option<f64>, warm: ReadMethod) -> (ReadMeth
     match cached {
         None => (warm, "auto: page cache unknown (mincore failed)".into()),
         Some(f) if f >= AUTO_CACHED => (warm, why(f)),
-        Some(f) if f <= AUTO_COLD => (ReadMethod::Direct, why(f)),
         Some(f) => (ReadMethod::Uring, why(f)),
     }
 }
@@ -311,7 +312,12 @@ mod tests {
             ReadMethod::Pread
         );
         assert_eq!(auto_choice(big, Some(0.5), m).0, ReadMethod::Uring);
-        assert_eq!(auto_choice(big, Some(0.02), m).0, ReadMethod::Direct);
+        // cold: buffered io_uring, never direct
+        assert_eq!(auto_choice(big, Some(0.0), m).0, ReadMethod::Uring);
+        assert_eq!(
+            auto_choice(big, Some(0.02), ReadMethod::Pread).0,
+            ReadMethod::Uring
+        );
         assert_eq!(auto_choice(big, None, m).0, ReadMethod::Mmap);
         assert!(auto_choice(big, Some(0.5), m).1.contains("50% cached"));
     }

@@ -64,9 +64,7 @@ mod source;
 mod stream;
 mod window;
 
-pub use access::{
-    auto_choice, resident_fraction, ReadMethod, AUTO_CACHED, AUTO_COLD, AUTO_MAP_BELOW,
-};
+pub use access::{auto_choice, resident_fraction, ReadMethod, AUTO_CACHED, AUTO_MAP_BELOW};
 pub use count::{
     count_newlines, count_records, count_records_with, slab_first_lines, CountOptions, CountReport,
 };

@@ -234,7 +234,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // How `count` reads (the --io choices and help come from here).
     m.add("IO_METHODS", PyTuple::new(m.py(), read_method_names())?)?;
     m.add("IO_AUTO_CACHED", molsift_io::AUTO_CACHED)?;
-    m.add("IO_AUTO_COLD", molsift_io::AUTO_COLD)?;
     m.add("IO_AUTO_MAP_BELOW", molsift_io::AUTO_MAP_BELOW)?;
     m.add("IO_CHUNK", CountOptions::default().chunk_size)?;
     m.add("IO_DEPTH", CountOptions::default().depth)?;

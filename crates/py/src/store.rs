@@ -287,6 +287,24 @@ fn temporary_sibling(path: PathBuf, kind: &str) -> PathBuf {
     molsift_store::replace::temporary_sibling(&path, kind)
 }
 
+/// Moves the finished store at `staged` to `path` once every part of it is written: the
+/// staged directory synced, then renamed into place, a store already at `path` replaced only
+/// with `overwrite` (the overwrite rule) in one atomic exchange.
+#[pyfunction]
+#[pyo3(signature = (staged, path, overwrite=false))]
+fn swap_into_place(
+    py: Python<'_>,
+    staged: PathBuf,
+    path: PathBuf,
+    overwrite: bool,
+) -> PyResult<()> {
+    py.detach(|| {
+        molsift_store::replace::sync_dir(&staged)?;
+        molsift_store::replace::swap_into_place(&staged, &path, overwrite)
+    })
+    .map_err(store_err)
+}
+
 /// Raises StoreError unless `path` is absent or a molsift store that `--overwrite` may replace.
 #[pyfunction]
 fn check_replaceable(path: PathBuf) -> PyResult<()> {
@@ -304,6 +322,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep_leftovers, m)?)?;
     m.add_function(wrap_pyfunction!(temporary_sibling, m)?)?;
     m.add_function(wrap_pyfunction!(check_replaceable, m)?)?;
+    m.add_function(wrap_pyfunction!(swap_into_place, m)?)?;
     let files = pyo3::types::PyDict::new(m.py());
     for (key, name) in [
         ("fingerprints", l::FINGERPRINTS),

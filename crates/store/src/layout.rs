@@ -50,6 +50,19 @@ pub const INDEX_FILES: [&str; 3] = ["columns.json", "columns.planes.u64", "colum
 /// exact-match form).
 pub const PATTERN_FILES: [&str; 3] = ["pattern.json", "pattern.planes.u64", "pattern.graphs.bin"];
 
+/// Files the analog index (`crates/analogs`, `index.rs`, whose tests check this list) adds to a
+/// finished store, registered in its manifest when written.
+pub const ANALOG_FILES: [&str; 8] = [
+    "analogs.json",
+    "analogs.keys.u128",
+    "analogs.shapes.u16",
+    "analogs.offsets.u32",
+    "analogs.positions.u32",
+    "analogs.failed.tsv",
+    "analogs.wl.u64",
+    "analogs.deletions.bloom",
+];
+
 /// The exact size a fixed-width file must have for `n` molecules, or `None` for text files.
 pub fn expected_size(file: &str, n: u64, fp: &FingerprintLayout) -> Option<u64> {
     match file {

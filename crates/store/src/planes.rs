@@ -718,13 +718,34 @@ impl<'a> Planes<'a> {
         let ck = &self.checkpoints[4 * p * cps..4 * (p + 1) * cps];
         let found = plane_digest(self.codes(p), ck, self.data(p), self.plane_parts(p));
         if found != self.header.plane_xxh3[p] {
+            // the digest covers four files: name the one whose checksum the header refutes
+            // (the header itself when none does)
+            let name = self.damaged_file().unwrap_or(HEADER_FILE);
             return Err(StoreError::Corrupted {
-                path: dir.join(DATA_FILE),
+                path: dir.join(name),
                 expected: format!("plane {p}: {}", self.header.plane_xxh3[p]),
                 found,
             });
         }
         Ok(())
+    }
+
+    /// The first of the files a plane's digest covers whose whole checksum differs from the
+    /// header's (read only when a digest failed).
+    fn damaged_file(&self) -> Option<&'static str> {
+        [
+            (CODES_FILE, self.codes),
+            (CHECKPOINTS_FILE, self.checkpoints),
+            (DATA_FILE, self.data),
+            (PARTS_FILE, self.parts),
+        ]
+        .into_iter()
+        .find(|(name, bytes)| {
+            self.header.files.get(*name).is_some_and(|e| {
+                e.xxh3 != crate::checksum::to_hex(xxhash_rust::xxh3::xxh3_64(bytes))
+            })
+        })
+        .map(|(name, _)| name)
     }
 
     /// Decodes every fingerprint into `out` (`molecules * words` words, zeroed by the caller),

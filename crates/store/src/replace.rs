@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 
 use molsift_iostats as iostats;
 
-use crate::layout::{DATA_FILES, INDEX_FILES, MANIFEST, OPTIONAL_FILES, PATTERN_FILES};
+use crate::layout::{
+    ANALOG_FILES, DATA_FILES, INDEX_FILES, MANIFEST, OPTIONAL_FILES, PATTERN_FILES,
+};
 use crate::StoreError;
 use crate::{planes, v2};
 
@@ -136,6 +138,7 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
             .chain(DATA_FILES)
             .chain(INDEX_FILES)
             .chain(PATTERN_FILES)
+            .chain(ANALOG_FILES)
             .chain(v2::REQUIRED)
             .chain(planes::FILES)
             .chain(OPTIONAL_FILES)
@@ -236,7 +239,7 @@ pub(crate) fn sync_parent(path: &Path) -> Result<(), StoreError> {
 }
 
 /// Syncs a directory's entries to disk.
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     iostats::CountedFile::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| StoreError::io(dir, e))

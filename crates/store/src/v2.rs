@@ -106,9 +106,15 @@ pub fn upgrade(v1: &Store, out: &Path, opts: &UpgradeOptions) -> Result<Manifest
         replace::check_replaceable(out)?;
     }
     let parent = out.parent().unwrap_or(Path::new(""));
+    if !parent.as_os_str().is_empty() && !parent.is_dir() {
+        return Err(StoreError::Invalid(format!(
+            "{}: output directory does not exist",
+            parent.display()
+        )));
+    }
     replace::sweep_leftovers(parent, out.file_name().and_then(|n| n.to_str()));
     let tmp = replace::temporary_sibling(out, "tmp");
-    std::fs::create_dir_all(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
+    std::fs::create_dir(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
     let result = write_into(v1, &tmp, opts).and_then(|m| {
         replace::sync_dir(&tmp)?;
         replace::swap_into_place(&tmp, out, opts.overwrite)?;

@@ -237,31 +237,48 @@ def iter_analogs(
     search (it then holds the hits found at the unfinished distance)."""
     bits, args, elements, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
     out: queue.Queue = queue.Queue()
+    stop = threading.Event()
+
+    def level(d, hits, paths) -> None:
+        if stop.is_set():  # the consumer is gone: end the walk at this distance
+            raise _Stopped
+        out.put(("level", d, hits, paths))
 
     def run() -> None:
         try:
-            level = lambda d, hits, paths: out.put(("level", d, hits, paths))  # noqa: E731
             out.put(("end", index.walk(*args, on_level=level, elements=elements)))
+        except _Stopped:
+            pass
         except BaseException as exc:  # handed to the consumer, raised there
             out.put(("error", exc))
 
     worker = threading.Thread(target=run, name="molsift-analogs", daemon=True)
     worker.start()
     given = 0
-    while True:
-        item = out.get()
-        if item[0] == "error":
-            raise item[1]
-        if item[0] == "level":
-            _, d, hits, paths = item
-            cols = _rank(store, bits, hits, index, paths, None if k is None else k - given)
-            given += len(cols["position"])
-            yield Analogs(cols, d, False, {})
-            continue
-        rest, paths, stats = item[1]
-        stats = dict(stats)
-        if stats["timed_out"]:
-            cols = _rank(store, bits, rest, index, paths, None if k is None else max(k - given, 0))
-            yield Analogs(cols, int(stats["complete_to"]), True, stats)
+    try:
+        while True:
+            item = out.get()
+            if item[0] == "error":
+                raise item[1]
+            if item[0] == "level":
+                _, d, hits, paths = item
+                cols = _rank(store, bits, hits, index, paths, None if k is None else k - given)
+                given += len(cols["position"])
+                yield Analogs(cols, d, False, {})
+                continue
+            rest, paths, stats = item[1]
+            stats = dict(stats)
+            if stats["timed_out"]:
+                rest_k = None if k is None else max(k - given, 0)
+                cols = _rank(store, bits, rest, index, paths, rest_k)
+                yield Analogs(cols, int(stats["complete_to"]), True, stats)
+            return
+    finally:
+        # an error or a consumer that stops early: the walk must not call back into Python
+        # after this (at exit the interpreter would be gone under it)
+        stop.set()
         worker.join()
-        return
+
+
+class _Stopped(Exception):
+    """Raised in the walk's level callback once the consumer has gone."""

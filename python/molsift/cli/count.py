@@ -17,18 +17,18 @@ EXAMPLES = (
 
 def io_help() -> str:
     """The --io help, quoting the core's own thresholds and read sizes."""
-    from .._core import IO_AUTO_CACHED, IO_AUTO_COLD, IO_AUTO_MAP_BELOW, IO_CHUNK, IO_DEPTH
+    from .._core import IO_AUTO_CACHED, IO_AUTO_MAP_BELOW, IO_CHUNK, IO_DEPTH
 
     return (
         "how to read a plain file (default %(default)s): auto maps it when at least "
         f"{IO_AUTO_CACHED * 100:.0f}%% of it is in the page cache or it is under "
-        f"{IO_AUTO_MAP_BELOW >> 20} MiB, reads it direct when at most "
-        f"{IO_AUTO_COLD * 100:.0f}%% is, "
-        "by buffered io_uring in between; mmap: memory map; pread: one read at a time per "
+        f"{IO_AUTO_MAP_BELOW >> 20} MiB, else reads it by buffered io_uring (a cold file "
+        "too: never direct); mmap: memory map; pread: one read at a time per "
         f"thread, read-ahead advised; uring: {IO_DEPTH} buffered reads of {IO_CHUNK >> 20} MiB "
         "in flight per thread (io_uring); direct: the same with O_DIRECT, bypassing the page "
-        "cache. A filesystem refusing O_DIRECT gets uring, a kernel refusing io_uring gets "
-        "pread; the report says which way ran and why"
+        "cache (for a file larger than memory that must not evict the cache). A filesystem "
+        "refusing O_DIRECT gets uring, a kernel refusing io_uring gets pread; the report says "
+        "which way ran and why"
     )
 
 

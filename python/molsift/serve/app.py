@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from swagger_ui_bundle import swagger_ui_path
 
 from .. import __version__
+from .._core import StoreError
 from . import api_v1, arthor, queries, smallworld
 from .catalog import Catalog
 from .fast import FastGets, FastRoutes
@@ -33,6 +34,17 @@ PAGE = Path(__file__).parent / "page"
 
 def _error(status: int, message: str):
     return ServiceError(status, message).response()
+
+
+def _damaged(catalog: Catalog, exc: StoreError):
+    """A store that fails its checks while answering (a damaged or changed file): 500 with the
+    file and the reason, each store's path written as its database name (requests never see
+    paths); one line in the server's log, no traceback."""
+    text = str(exc)
+    for db in catalog:
+        text = text.replace(db.path.rstrip("/") + "/", f"{db.name}:").replace(db.path, db.name)
+    log.error("store check failed: %s", exc)
+    return _error(500, f"the store cannot answer: {text} (run `molsift info` on it)")
 
 
 def create_app(catalog: Catalog, limits: Limits, access_log=None):
@@ -82,6 +94,10 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
     async def http_error(_request: Request, e: HTTPException):
         return _error(e.status_code, str(e.detail))
 
+    @app.exception_handler(StoreError)
+    async def store_fault(_request: Request, e: StoreError):
+        return _damaged(catalog, e)
+
     @app.exception_handler(Exception)
     async def fault(request: Request, _e: Exception):
         log.exception("request %s failed", request.url.path)
@@ -90,7 +106,7 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
     # our layers wrap FastAPI from outside, so that the fast GETs skip its whole middleware
     # stack (error, telemetry and body-size layers, exception handlers, router)
     out = access_log if access_log is not None else sys.stderr
-    return CollapseSlashes(AccessLog(FastGets(app, fast), out, limits))
+    return CollapseSlashes(AccessLog(FastGets(app, fast), out, limits, catalog))
 
 
 class AccessLog:
@@ -99,10 +115,11 @@ class AccessLog:
     413 before the app reads them; a fault of ours answered 500 JSON, without a traceback. Plain
     ASGI (no per-request task or body copy, unlike `@app.middleware`)."""
 
-    def __init__(self, app, out, limits: Limits) -> None:
+    def __init__(self, app, out, limits: Limits, catalog: Catalog) -> None:
         self.app = app
         self.out = out
         self.limits = limits
+        self.catalog = catalog
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -127,6 +144,9 @@ class AccessLog:
         else:
             try:
                 await self.app(scope, receive, sending)
+            except StoreError as exc:  # a damaged store: named, not a fault of ours
+                if not status[0]:
+                    await _damaged(self.catalog, exc)(scope, receive, sending)
             except Exception:  # a fault of ours: logged, answered without a traceback
                 log.exception("request %s failed", scope.get("path"))
                 if not status[0]:
