@@ -2,7 +2,7 @@
 example, straight through the scorer (no pipeline): seconds per ligand per stage, scores, rejects,
 receptor maps built per worker, and the cost of the per-ligand fork that makes the timeout work.
 
-Ligands: the crystal ligand (imatinib, ../shared/data/vina_1iep/1iep_ligand.sdf), 19 drug-like
+Ligands: the crystal ligand (imatinib, data/vina_1iep/1iep_ligand.sdf), 19 drug-like
 molecules drawn with a fixed seed from the first 200,000 of ../shared/data/moses_train.csv.gz,
 and NCI record 2004 of data/nci_first_5k.smi (hexaamminechromium, which RDKit parses but cannot
 embed): 21 records, 20 of them dockable. Workers are processes, each given the pickled scorer
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT.parent / "shared" / "data" / "vina_1iep"
+EXAMPLE = ROOT / "data" / "vina_1iep"
 MOSES = ROOT.parent / "shared" / "data" / "moses_train.csv.gz"
 NCI = ROOT / "data" / "nci_first_5k.smi"
 NOT_EMBEDDABLE = "2004"  # N[Cr](N)(N)(N)(N)N

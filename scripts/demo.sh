@@ -3,7 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-OUT=${1:-/tmp/molsift-demo.store}
+# the store goes under the checkout (tmp/ is ignored by git), not a shared /tmp path that two
+# demos, or two users, would write at once; a second run onto one store is refused in one line
+OUT=${1:-tmp/demo.store}
+mkdir -p "$(dirname "$OUT")"
 .venv/bin/molsift count data/nci_first_5k.smi
 .venv/bin/molsift ingest data/nci_first_5k.smi -o "$OUT" --overwrite
 .venv/bin/molsift info "$OUT"

@@ -1,11 +1,12 @@
 """`molsift analogs` and `store.analogs` (issue 19) on the bundled data: the analog index groups
 molecules exactly by skeleton; every hit set and distance equals the brute-force reference
 (meet in the middle over the six edits, `analogs/reference.py`) for 30 queries at D = 2, 3 and
-4, and under per-kind limits; the ranking, Tanimoto, k, streaming, timeout, bad input and a
-damaged index behave as documented."""
+4, and under per-kind limits; the ranking, Tanimoto, k, streaming, timeout, bad input, query
+files and a damaged index behave as documented."""
 
 from __future__ import annotations
 
+import gzip
 import random
 import subprocess
 import sys
@@ -237,6 +238,61 @@ def test_cli_index_and_analogs(analog_store, tmp_path):
     )
     assert r.returncode == 2 and "invalid query SMILES 'C1CC'" in r.stderr
     assert "1 of 2 queries answered" in r.stderr
+
+
+def analogs_cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "molsift", "analogs", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_cli_bad_byte_in_a_query_file_rejects_its_line_only(analog_store, tmp_path, bundled_smi):
+    """Issue 40, defect 8: one undecodable byte on the last of 600 --queries lines ended the
+    run (`'utf-8' codec can't decode byte 0xc3`, exit 2) with no row for the 599 good lines
+    and neither the file nor the line named. The bad record is rejected by file and line, the
+    rest answered."""
+    store = analog_store[0]
+    lines = bundled_smi.read_bytes().splitlines(keepends=True)[:599]
+    good, bad = tmp_path / "good.smi", tmp_path / "bad.smi"
+    good.write_bytes(b"".join(lines))
+    bad.write_bytes(b"".join(lines) + b"\xc3(\n")
+    want = analogs_cli(store.path, "--queries", good, "--dist", "0")
+    assert want.stdout.count("\n") > 599 and "599 of 599 queries answered" in want.stderr
+    proc = analogs_cli(store.path, "--queries", bad, "--dist", "0")
+    assert proc.stdout == want.stdout and proc.returncode == 2  # EXIT_ERROR: a query failed
+    assert f"{bad}:600: " in proc.stderr and "not valid UTF-8" in proc.stderr
+    assert "599 of 600 queries answered" in proc.stderr
+
+
+def test_cli_query_files_are_read_as_every_verb_reads_them(analog_store, tmp_path):
+    """Issue 40, defect 14: `analogs --queries` took a CSV header for a query and failed on
+    gzip (`'utf-8' codec can't decode byte 0x8b`), where `search --queries` reads SMILES, CSV,
+    SDF and gzip files. Query files go through the input model: the same hits from a SMILES
+    file, its gzip form and its CSV form (whose header is no query; ids: line numbers)."""
+    store = analog_store[0]
+    queries = ["c1ccccc1CCO", "CC(=O)Nc1ccccc1", "c1ccncc1"]
+    plain = tmp_path / "q.smi"
+    plain.write_text("".join(f"{q} q{i}\n" for i, q in enumerate(queries)))
+    want = analogs_cli(store.path, "--queries", plain, "--dist", "1")
+    assert want.returncode == 0 and "3 of 3 queries answered" in want.stderr, want.stderr
+    as_gzip = tmp_path / "q.smi.gz"
+    as_gzip.write_bytes(gzip.compress(plain.read_bytes()))
+    proc = analogs_cli(store.path, "--queries", as_gzip, "--dist", "1")
+    assert proc.stdout == want.stdout, proc.stderr
+    as_csv = tmp_path / "q.csv"
+    as_csv.write_text("smiles\n" + "".join(f"{q}\n" for q in queries))
+    proc = analogs_cli(store.path, "--queries", as_csv, "--dist", "1")
+    assert "3 of 3 queries answered" in proc.stderr, proc.stderr
+    rows, want_rows = tsv_rows(proc.stdout), tsv_rows(want.stdout)
+    assert [r[1:] for r in rows] == [r[1:] for r in want_rows]  # the same hits, in order
+    assert [r[0] for r in rows] == [str(int(r[0][1:]) + 2) for r in want_rows]  # lines 2-4
+
+
+def tsv_rows(text: str) -> list:
+    return [line.split("\t") for line in text.splitlines()[1:]]
 
 
 def test_in_memory_library_walks_alike(analog_store):

@@ -448,3 +448,119 @@ def test_output_piped_into_head_is_not_a_traceback(tmp_path, bundled_smi):
     )
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
     assert r.returncode == 141, r.returncode
+
+
+def test_memory_limits_are_one_line_not_a_traceback(tmp_path, bundled_smi):
+    """Issue 40, defect 12: under `ulimit -v` of 120-250 MB, numpy's and RDKit's libraries fail
+    to load (`failed to map segment`, `OpenBLAS error`, MemoryError): tracebacks and exit 1.
+    Each command either works or says in one line that memory ran out, with the limit (exit 2);
+    at 150 MB RDKit does not load at all, so at least one command says so."""
+    small = tmp_path / "small.smi"
+    small.write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:200]))
+    store = tmp_path / "s.store"
+    molsift("ingest", small, "-o", store, "-j", "1", "-q")
+    said = []
+    for limit in (120_000, 150_000, 200_000, 250_000):  # KiB
+        for words in (
+            ["count", bundled_smi],
+            ["info", store],
+            ["search", store, "-q", "CCO", "-k", "1"],
+        ):
+            line = shlex.join([sys.executable, "-m", "molsift", *map(str, words)])
+            r = subprocess.run(
+                ["bash", "-c", f"ulimit -v {limit}; {line}"], capture_output=True, text=True
+            )
+            what = (limit, words[0], r.returncode, r.stderr)
+            assert "Traceback" not in r.stderr and r.returncode in (0, 2), what
+            if r.returncode == 2:
+                assert r.stderr.startswith("molsift: error: out of memory: "), what
+                assert r.stderr.count("\n") == 1, what
+                said_limit = f"the address-space limit (ulimit -v) is {limit / 1024:,.0f} MiB"
+                assert said_limit in r.stderr and f"({limit:,} KiB)" in r.stderr, what
+                said.append(what)
+    assert said
+
+
+@pytest.fixture(scope="module")
+def query_stores(tmp_path_factory, bundled_smi) -> dict:
+    """The bundled data as a version-1 store with every index (the analog index too) and as
+    version 2, and the bundled cube file: what the verbs that take -o read."""
+    from conftest import BUNDLED_CUBE
+
+    import molsift
+    from molsift import _core
+
+    d = tmp_path_factory.mktemp("query-stores")
+    molsift.ingest(bundled_smi, d / "nci.store", workers=2, progress=False)
+    _core.build_analog_index(str(d / "nci.store"), 2)
+    molsift.upgrade(d / "nci.store", d / "nci.v2.store", threads=2)
+    return {"v1": d / "nci.store", "v2": d / "nci.v2.store", "cube": BUNDLED_CUBE}
+
+
+# every verb whose -o names a file: its command line without -o ({v1}, {v2}, {cube}: inputs)
+OUTPUT_VERBS = {
+    "lookup": ["lookup", "{v2}", "-q", "CCO"],
+    "search": ["search", "{v1}", "-q", "CCO"],
+    "substructure": ["substructure", "{v1}", "-q", "c1ccccc1"],
+    "analogs": ["analogs", "{v1}", "-q", "CCO"],
+    "cube convert": ["cube", "convert", "{cube}"],
+    "cube diff": ["cube", "diff", "{cube}", "{cube}"],
+    "cube slice": ["cube", "slice", "{cube}"],
+    "screen": ["screen", "{smi}", "--scorer", "filter", "-j", "1"],
+    "report": ["report", "{v1}"],
+    "insights": ["insights", "{v1}"],
+    "profile": ["profile", "--", "true"],
+}
+
+
+@pytest.mark.parametrize("where", ["missing directory", "a directory"])
+@pytest.mark.parametrize("verb", OUTPUT_VERBS)
+def test_bad_output_path_is_one_line_exit_2_before_any_work(
+    query_stores, bundled_smi, tmp_path, capsys, verb, where
+):
+    """Issue 40, defect 6: `-o /nonexistent/dir/out.tsv` or `-o /tmp` was a FileNotFoundError
+    or IsADirectoryError traceback (exit 1), after the work was done; `cube slice -o DIR`
+    wrote DIR.png. The path is checked first: one line naming it and why, exit 2."""
+    from molsift.cli import main
+
+    out = tmp_path / "missing" / "out.tsv" if where == "missing directory" else tmp_path / "adir"
+    if where == "a directory":
+        out.mkdir()
+    inputs = {k: str(v) for k, v in query_stores.items()} | {"smi": str(bundled_smi)}
+    argv = [word.format(**inputs) for word in OUTPUT_VERBS[verb]]
+    at = argv.index("--") if "--" in argv else len(argv)
+    assert main([*argv[:at], "-o", str(out), *argv[at:]]) == 2
+    captured = capsys.readouterr()
+    reason = "no such directory" if where == "missing directory" else "is a directory"
+    assert captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith(f"molsift: error: {out}: ") and reason in captured.err
+    assert captured.out == ""
+    made = ["adir"] if where == "a directory" else []  # nothing written, not even adir.png
+    assert sorted(p.name for p in tmp_path.iterdir()) == made
+    assert not made or not any(out.iterdir())
+
+
+def test_messages_say_what_the_path_is(tmp_path, bundled_smi):
+    """Issue 40, defect 16: `upgrade` of a version-2 store said "opened with the reader of
+    another version"; `report` of a folder that is not a run talked of --resume; a store that
+    is not there must be named. Each is one line, exit 2, saying what the path is."""
+    small = tmp_path / "small.smi"
+    small.write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:50]))
+    v1, v2 = tmp_path / "s.store", tmp_path / "s.v2.store"
+    molsift("ingest", small, "-o", v1, "-j", "1", "-q")
+    molsift("upgrade", v1, "-o", v2)
+    r = molsift("upgrade", v2, "-o", tmp_path / "again.store", check=False)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"{v2}: already a version-2 store (at {v2})" in r.stderr, r.stderr
+    assert "another version" not in r.stderr and not (tmp_path / "again.store").exists()
+    for verb in (["search", "-q", "C"], ["substructure", "-q", "C"], ["info"]):
+        r = molsift(verb[0], tmp_path / "nope.store", *verb[1:], check=False)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert r.stderr.startswith(f"molsift: error: {tmp_path / 'nope.store'}: "), r.stderr
+    for folder in (tmp_path, v1):  # a plain folder, a store: neither is a run
+        r = molsift("report", folder, "-o", tmp_path / "r.png", check=False)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert f"{folder}: not a screening run directory" in r.stderr, r.stderr
+        assert "--resume" not in r.stderr
+    r = molsift("report", tmp_path / "nope.run", check=False)
+    assert r.returncode == 2 and "nope.run: no such directory" in r.stderr, r.stderr

@@ -448,3 +448,39 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
         write_cube(tmp_path / "new.cube", broken)
     assert not (tmp_path / "new.cube").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.cube"]
+
+
+def test_convert_sweeps_the_temporaries_of_killed_converts(tmp_path):
+    """Issue 40, defect 11: kill -9 of `molsift cube convert` left `OUT.npy.tmp-PID` (23-33 MB)
+    and later converts onto the same output never removed it. A convert now sweeps those of dead
+    processes (molsift's named temporaries at once, host-less ones once a minute old) and keeps
+    those of live processes."""
+    import socket
+    import time
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a PID whose process is gone
+    host = socket.gethostname().replace("/", "_").replace("@", "_")
+    old = time.time() - 3600
+    leftovers = {
+        f"d.npy.tmp-{dead.pid}": old,  # what the issue found (an earlier molsift's .npy write)
+        f"d.npy.json.tmp-{dead.pid}": old,
+        f".d.npy.tmp-{dead.pid}-12345@{host}": None,  # molsift's named temporary
+        f".d.npy.json.tmp-{dead.pid}-12345@{host}": None,
+    }
+    kept = {
+        f"d.npy.tmp-{os.getpid()}": old,  # a live process: maybe still writing
+        f".d.npy.tmp-{os.getpid()}-12345@{host}": None,
+        f".d.npy.tmp-{dead.pid}": None,  # host-less and fresh: maybe another host's
+        f".other.npy.tmp-{dead.pid}-12345@{host}": None,  # another output's
+    }
+    for name, mtime in {**leftovers, **kept}.items():
+        (tmp_path / name).write_bytes(b"\x93NUMPY leftover")
+        if mtime:
+            os.utime(tmp_path / name, (mtime, mtime))
+    src = DATA / "water_density_20.cube"
+    p = molsift_cli("cube", "convert", str(src), "-o", str(tmp_path / "d.npy"))
+    assert p.returncode == 0, p.stderr
+    names = {p.name for p in tmp_path.iterdir()}
+    assert names == {"d.npy", "d.npy.json", *kept}, names
+    assert np.array_equal(np.load(tmp_path / "d.npy"), read_cube(src).values)

@@ -1,10 +1,11 @@
 """Store version 2 and exact lookup on the bundled real data: every molecule found by a random
 SMILES of it, absent molecules not found, ids found, forced hash collisions still exact,
 version-1 stores open and upgrade, damaged version-2 files refused by name, and the CLI's
-exit statuses."""
+exit statuses and query files (read as every verb reads them, bad records rejected by line)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import subprocess
@@ -198,6 +199,86 @@ def test_cli_lookup_exit_statuses(stores, tmp_path):
     assert run(v2.path, "--ids", str(ids)).returncode == 0
     err = run(v1.path, "-q", q)
     assert err.returncode == 2 and "molsift upgrade" in err.stderr
+
+
+def lookup_cli(*args, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "molsift", "lookup", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def found_column(stdout: str) -> list:
+    return [row.split("\t")[1] for row in stdout.splitlines()[1:]]
+
+
+def test_cli_lookup_rejects_a_1_mb_query_line_by_its_line(stores, tmp_path):
+    """Issue 40, defect 7: a 1 MB SMILES line in --queries (also one wrapped in ring atoms)
+    made `lookup -j 2` hang, no output after 300 s: RDKit was handed the line. The reader's
+    record-size limit applies to query files: the line is rejected by file and line, counted,
+    and the other queries answered."""
+    v1, v2 = stores
+    queries = tmp_path / "huge.smi"
+    long_lines = ["C" * 1_000_000, "C1" + "C" * 1_000_000 + "C1"]
+    queries.write_text("\n".join([v1.smiles[0], *long_lines, v1.smiles[1]]) + "\n")
+    proc = lookup_cli(v2.path, "--queries", queries, "-j", "2", timeout=30)
+    assert found_column(proc.stdout) == ["yes", "invalid", "invalid", "yes"], proc.stderr
+    for line in (2, 3):
+        assert f"{queries}:{line}: " in proc.stderr and "longer than the limit" in proc.stderr
+    assert "2 rejected" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 1  # not every query was found
+
+
+def test_cli_lookup_bad_byte_rejects_its_line_only(stores, tmp_path, bundled_smi):
+    """Issue 40, defect 8: one undecodable byte on the last of 600 --queries lines ended the
+    run (`'utf-8' codec can't decode byte 0xc3 in position 2277`, exit 2) with no row for the
+    599 good lines and neither the file nor the line named; UTF-16 query files and --ids files
+    the same. Each bad record is rejected by file and line (an `invalid` row), the rest
+    answered."""
+    v1, v2 = stores
+    lines = bundled_smi.read_bytes().splitlines(keepends=True)[:599]
+    good, bad = tmp_path / "good.smi", tmp_path / "bad.smi"
+    good.write_bytes(b"".join(lines))
+    bad.write_bytes(b"".join(lines) + b"\xc3(\n")
+    want = lookup_cli(v2.path, "--queries", good).stdout.splitlines()
+    assert found_column("\n".join(want)).count("yes") > 590
+    proc = lookup_cli(v2.path, "--queries", bad)
+    assert proc.stdout.splitlines()[:-1] == want, proc.stderr
+    assert found_column(proc.stdout)[-1] == "invalid" and proc.returncode == 1
+    assert f"{bad}:600: " in proc.stderr and "not valid UTF-8" in proc.stderr
+    utf16 = tmp_path / "utf16.smi"
+    utf16.write_bytes(b"".join(lines[:3]).decode().encode("utf-16"))
+    proc = lookup_cli(v2.path, "--queries", utf16)
+    assert set(found_column(proc.stdout)) == {"invalid"} and proc.returncode == 1, proc.stderr
+    assert all(f"{utf16}:{n}: " in proc.stderr for n in (1, 2, 3)) and "UTF-16" in proc.stderr
+    ids = tmp_path / "ids.txt"
+    ids.write_bytes("".join(f"{v1.ids[i]}\n" for i in range(599)).encode() + b"\xc3(\n")
+    proc = lookup_cli(v2.path, "--ids", ids)
+    assert found_column(proc.stdout) == ["yes"] * 599 + ["invalid"], proc.stderr
+    assert f"{ids}:600: " in proc.stderr and proc.returncode == 1
+
+
+def test_cli_lookup_query_files_are_read_as_every_verb_reads_them(stores, tmp_path):
+    """Issue 40, defect 14: `lookup --queries` took a CSV header for a query and failed on
+    gzip (`'utf-8' codec can't decode byte 0x8b`), where `search --queries` reads SMILES, CSV,
+    SDF and gzip files. Every query verb reads them through the input model: the same rows
+    from a SMILES file, its CSV form and its gzip form."""
+    v1, v2 = stores
+    smiles = [random_smiles(v1.smiles[i], i) for i in range(5)]
+    smiles.append("CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC")  # not in the store
+    plain = tmp_path / "q.smi"
+    plain.write_text("".join(f"{s} m{i}\n" for i, s in enumerate(smiles)))
+    want = lookup_cli(v2.path, "--queries", plain)
+    assert found_column(want.stdout) == ["yes"] * 5 + ["no"], want.stderr
+    as_csv = tmp_path / "q.csv"
+    as_csv.write_text("smiles,name\n" + "".join(f"{s},m{i}\n" for i, s in enumerate(smiles)))
+    as_gzip = tmp_path / "q.smi.gz"
+    as_gzip.write_bytes(gzip.compress(plain.read_bytes()))
+    for path in (as_csv, as_gzip):
+        proc = lookup_cli(v2.path, "--queries", path)
+        assert proc.stdout == want.stdout and proc.returncode == 1, proc.stderr
 
 
 def test_info_json_has_bytes_per_file_and_molecule(stores):

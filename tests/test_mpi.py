@@ -63,3 +63,18 @@ def test_mpi_error_is_reported_not_hung(tmp_path):
     )
     assert proc.returncode != 0
     assert "missing.smi" in proc.stderr
+
+
+def test_mpi_ingest_onto_an_output_being_written_is_refused_on_every_rank(tmp_path, bundled_smi):
+    """Issue 40, defect 13, under mpirun: rank 0 finds the output's lock held and every rank
+    stops with the same one-line error naming the holder (no rank left waiting)."""
+    import os
+
+    from molsift.outputlock import output_lock
+
+    out = tmp_path / "s.store"
+    with output_lock(str(out), "ingest"):  # this test process plays the first writer
+        proc = run_mpi(2, ["ingest", str(bundled_smi), "-o", str(out), "-q"], timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert f"another molsift (pid {os.getpid()}, molsift ingest) is writing {out}" in proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()

@@ -773,3 +773,33 @@ def test_screen_with_nothing_usable_exits_3(tmp_path, content, why):
     r = screen([lib, "--scorer", "filter", "-o", out, "-q"], check=False)
     assert r.returncode == 3 and "nothing usable" in r.stderr and why in r.stderr, r.stderr
     assert out.exists() and Path(str(out) + ".rejects.tsv").exists()
+
+
+def test_resume_refuses_a_library_edited_to_the_same_size_and_mtime(tmp_path):
+    """Issue 40, defect 9: a run of 1,500 records killed after about 1,000 rows were committed,
+    its library then edited in place (`C` made `N` at the start of every line: same size, same
+    mtime): --resume finished with exit 0 and a mix of the old file's rows and the new one's.
+    It must refuse the changed file in one line naming it; the untouched run then resumes."""
+    library = tmp_path / "lib.smi"
+    original = "".join(BUNDLED_SMI.read_text().splitlines(keepends=True)[:1500])
+    library.write_text(original)
+    out = tmp_path / "o.csv"
+    args = [library, "--scorer", "filter", "-o", out, "-j", "2", "--write-buffer", "8K", "-q"]
+    r = screen(args, env=dict(os.environ, MOLSIFT_FAILPOINT="before-commit:10"), check=False)
+    assert r.returncode == -9 and not out.exists()
+    before = library.stat()
+    edited = "".join(
+        "N" + line[1:] if line.startswith("C") else line
+        for line in original.splitlines(keepends=True)
+    )
+    assert len(edited) == len(original) and edited != original
+    library.write_text(edited)
+    os.utime(library, ns=(before.st_atime_ns, before.st_mtime_ns))
+    r = screen([*args, "--resume"], check=False)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("molsift: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert f"{library} changed since the run started" in r.stderr, r.stderr
+    assert not out.exists()
+    library.write_text(original)  # the file the run was planned on: the resume goes on
+    screen([*args, "--resume"])
+    check_exactly_once(library, out)

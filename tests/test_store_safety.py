@@ -393,3 +393,106 @@ def test_concurrent_index_builds_all_succeed(indexed_store, tmp_path):
     assert molsift_run("index", store).returncode == 0
     assert sorted(n for n in os.listdir(store) if n.startswith(".")) == []
     assert search_output(store, "-k", "5").stdout == search_output(indexed_store, "-k", "5").stdout
+
+
+# ------------------------------------------------------------- issue 40, defect 13: two writers
+
+
+def test_a_second_writer_onto_one_output_is_refused_and_the_first_finishes(tmp_path, bundled_smi):
+    """Issue 40, defect 13: two `ingest --overwrite` onto one `-o` (scripts/demo.sh run twice),
+    the second started while the first worked: the first failed with `.pattern.planes.u64.tmp-...:
+    No such file or directory`. The second (an ingest, an upgrade onto it) is refused in one
+    line naming the first; an index of it waits for its turn; the first finishes."""
+    lib = tmp_path / "lib.smi"
+    lib.write_text(Path(bundled_smi).read_text())
+    source = tmp_path / "small.store"
+    small = small_library(tmp_path / "small.smi", bundled_smi, 0, 30)
+    assert molsift_run("ingest", small, "-o", source, "-q", "-j", "1").returncode == 0
+    out = tmp_path / "s.store"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "molsift", "ingest", lib, "-o", out, "--overwrite", "-q", "-j", "1"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while not any(n.startswith(".s.store.") for n in os.listdir(tmp_path)):  # it is at work
+        assert first.poll() is None and time.time() < deadline, "the first ingest did not start"
+        time.sleep(0.05)
+    index = subprocess.Popen(
+        [sys.executable, "-m", "molsift", "index", out], stderr=subprocess.PIPE, text=True
+    )
+    for second in (
+        ["ingest", small, "-o", out, "--overwrite", "-q", "-j", "1"],
+        ["upgrade", source, "-o", out, "--overwrite"],
+    ):
+        r = molsift_run(*second)
+        assert first.poll() is None, "the first ingest ended before the second one started"
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert r.stderr.startswith(
+            f"molsift: error: another molsift (pid {first.pid}, molsift ingest) is writing {out}"
+        ), r.stderr
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    _, err = index.communicate(timeout=300)
+    assert index.returncode == 0, err
+    assert "waiting for it to end" in err or not err, err  # it may have started after the end
+    assert molsift_run("info", out).returncode == 0
+    assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == []  # no lock left
+
+
+def test_ingest_overwrite_swaps_the_store_in_only_when_every_index_is_written(
+    tmp_path, bundled_smi, monkeypatch
+):
+    """Issue 40, defect 10: a killed `ingest --overwrite --dedupe` during its substructure-index
+    phase had already replaced the old store with one that passed `info` and lacked the index.
+    Here the substructure index fails half-way: the old store must still be there, whole."""
+    from molsift.substructure import build
+
+    old = small_library(tmp_path / "old.smi", bundled_smi, 0, 40)
+    new = small_library(tmp_path / "new.smi", bundled_smi, 40, 60)
+    store = tmp_path / "s.store"
+    molsift.ingest(old, store, workers=1, progress=False, analogs=True)
+    before = {p.name: p.read_bytes() for p in store.iterdir()}
+
+    def fail_half_way(path, **kwargs):
+        (Path(path) / ".pattern.planes.u64.tmp-1-1@x").write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(build, "build_pattern_index", fail_half_way)
+    with pytest.raises(OSError):
+        molsift.ingest(new, store, workers=1, progress=False, overwrite=True, dedupe=True)
+    assert {p.name: p.read_bytes() for p in store.iterdir()} == before
+    assert sorted(os.listdir(tmp_path)) == ["new.smi", "old.smi", "s.store"]
+    assert len(molsift.open_store(store)) == 40
+
+
+def test_a_store_with_an_analog_index_can_be_overwritten(tmp_path, bundled_smi):
+    """`ingest --overwrite` refused a store with an analog index ("analogs.failed.tsv is not a
+    file of a molsift store"): the overwrite rule did not know the analog index's files."""
+    lib = small_library(tmp_path / "lib.smi", bundled_smi, 0, 30)
+    store = tmp_path / "s.store"
+    for _ in range(2):
+        r = molsift_run("ingest", lib, "-o", store, "-q", "-j", "1", "--analogs", "--overwrite")
+        assert r.returncode == 0, r.stderr
+
+
+def test_a_disk_that_fills_during_ingest_leaves_no_store(tmp_path, bundled_smi):
+    """Issue 40, defect 10: a disk that filled during ingest's column-index build (a 6 MB
+    tmpfs) exited 2 yet left a store that passed `info` and answered, with a 4.5 MB temporary
+    inside. Now: exit 2, one line, nothing at the output and nothing left beside it."""
+    where = tmp_path / "small"
+    where.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=6m", "none", str(where)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.decode().strip()}")
+    try:
+        out = where / "nci.store"
+        r = molsift_run("ingest", bundled_smi, "-o", out, "-q", "-j", "2")
+        assert r.returncode == 2, (r.returncode, r.stderr[-400:])
+        assert "No space left on device" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert os.listdir(where) == [], os.listdir(where)
+    finally:
+        subprocess.run(["umount", str(where)], capture_output=True)

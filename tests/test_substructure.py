@@ -3,8 +3,8 @@ hits equal RDKit's `HasSubstructMatch` over the store's canonical SMILES, in sto
 every query of tests/data/substructure/queries.tsv (functional groups, PAINS, ring systems,
 recursive SMARTS, charges, isotopes, H counts, ring primitives, stereo) on the bundled NCI
 molecules and on a small store of stereo, isotope and salt molecules; `chirality`, `max_hits`,
-streaming and `workers`; the CLI's TSV, count and Parquet output, query files and its errors;
-the store without a substructure index.
+streaming and `workers`; the CLI's TSV, count and Parquet output, query files (SMILES, CSV,
+gzip; bad records rejected by line) and its errors; the store without a substructure index.
 
 The reference is the live RDKit loop of the specification: a query is read with
 `Chem.MolFromSmiles` unless `smarts=True` or it does not parse as SMILES (then
@@ -15,6 +15,7 @@ computed once) is only a sanity anchor for that loop."""
 from __future__ import annotations
 
 import csv
+import gzip
 import re
 import subprocess
 import sys
@@ -402,7 +403,8 @@ def test_cli_count_and_chirality(nci, special):
 
 def write_query_file(path: Path) -> dict:
     """A query file with a comment, a blank line, names and one bad line (physical line 5).
-    Returns {label: (text, smarts)} of its good queries, in file order."""
+    Returns {label: (text, smarts)} of its good queries, in file order; a query without a name
+    is labelled by its line number, as the input model gives ids."""
     path.write_text(
         "# substructure queries\n"
         "c1ccccc1 benzene\n"
@@ -415,7 +417,7 @@ def write_query_file(path: Path) -> dict:
     return {
         "benzene": ("c1ccccc1", False),
         "amide_smarts": ("[$(C=O)N]", True),  # not SMILES: read as SMARTS without --smarts
-        "CCN(CC)CC": ("CCN(CC)CC", False),
+        "6": ("CCN(CC)CC", False),
         "pyridine": ("c1ccncc1", False),
     }
 
@@ -436,6 +438,44 @@ def test_cli_query_file_with_a_bad_line(nci, tmp_path):
         [label, str(len(nci.substructure(text, smarts=smarts)))]
         for label, (text, smarts) in good.items()
     ]
+
+
+def test_cli_bad_byte_in_a_query_file_rejects_its_line_only(nci, tmp_path, bundled_smi):
+    """Issue 40, defect 8: one undecodable byte on the last of 600 --queries lines ended the
+    run (`'utf-8' codec can't decode byte 0xc3`, exit 2) with no row for the 599 good lines
+    and neither the file nor the line named. The bad record is rejected by file and line, the
+    rest answered."""
+    lines = bundled_smi.read_bytes().splitlines(keepends=True)[:599]
+    good, bad = tmp_path / "good.smi", tmp_path / "bad.smi"
+    good.write_bytes(b"".join(lines))
+    bad.write_bytes(b"".join(lines) + b"\xc3(\n")
+    want = cli(nci.path, "--queries", good, "--count", "--max-hits", "1")
+    assert len(tsv(want.stdout)) == 600 and "599 of 599 queries answered" in want.stderr
+    proc = cli(nci.path, "--queries", bad, "--count", "--max-hits", "1", check=False)
+    assert proc.stdout == want.stdout and proc.returncode == 2  # EXIT_ERROR: a query failed
+    assert f"{bad}:600: " in proc.stderr and "not valid UTF-8" in proc.stderr
+    assert "599 of 600 queries answered" in proc.stderr
+
+
+def test_cli_query_files_are_read_as_every_verb_reads_them(nci, tmp_path):
+    """Issue 40, defect 14: `substructure --queries` took a CSV header for a query and failed
+    on gzip (`'utf-8' codec can't decode byte 0x8b`), where `search --queries` reads SMILES,
+    CSV, SDF and gzip files. Query files go through the input model: a CSV file (its header
+    is no query) and a gzip file give the hits of the same queries; SMARTS pass through."""
+    queries = {"phenol": "c1ccccc1O", "amide": "[$(C=O)N]", "indole": "c1ccc2[nH]ccc2c1"}
+    want = [["query", "position", "id", "smiles"]]
+    for name, text in queries.items():
+        want += hit_rows(nci, name, nci.substructure(text))
+    as_csv = tmp_path / "q.csv"
+    as_csv.write_text("SMILES,name\n" + "".join(f"{t},{n}\n" for n, t in queries.items()))
+    as_gzip = tmp_path / "q.smi.gz"
+    as_gzip.write_bytes(gzip.compress("".join(f"{t} {n}\n" for n, t in queries.items()).encode()))
+    proc = cli(nci.path, "--queries", as_gzip)
+    assert tsv(proc.stdout) == want
+    proc = cli(nci.path, "--queries", as_csv)  # a CSV file without an id column: line numbers
+    names = {name: str(line) for line, name in enumerate(queries, 2)}
+    assert tsv(proc.stdout) == [want[0]] + [[names[r[0]], *r[1:]] for r in want[1:]]
+    assert "3 of 3 queries answered" in proc.stderr
 
 
 def test_cli_parquet_has_the_tsv_rows(nci, tmp_path):

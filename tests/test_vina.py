@@ -1,6 +1,6 @@
 """Tests of the `vina` scorer (real AutoDock Vina 1.2 + Meeko docking into Vina's own 1iep
-example, exhaustiveness 1): scores, poses, rejects, maps built once per worker, the per-ligand
-timeout, reproducibility, and the box file and option parsing."""
+example, shipped in data/vina_1iep/, exhaustiveness 1): scores, poses, rejects, maps built once
+per worker, the per-ligand timeout, reproducibility, and the box file and option parsing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pickle
 import time
 
 import pytest
-from conftest import BUNDLED_SMI, SHARED_DATA
+from conftest import BUNDLED_SMI, ROOT
 
 pytest.importorskip("vina", reason="vina not installed (scripts/setup.sh installs vina==1.2.7)")
 pytest.importorskip("meeko", reason="meeko not installed (scripts/setup.sh installs meeko==0.8.0)")
@@ -19,16 +19,10 @@ from rdkit import Chem
 from molsift.scorers import Reject, scorer_class
 from molsift.scorers.vina import Box, VinaScorer, read_box
 
-EXAMPLE = SHARED_DATA / "vina_1iep"
+EXAMPLE = ROOT / "data" / "vina_1iep"  # shipped with the repository: data/vina_1iep/README.md
 RECEPTOR = EXAMPLE / "1iep_receptor.pdbqt"
 BOX_FILE = EXAMPLE / "1iep_receptor.box.txt"
 LIGAND = EXAMPLE / "1iep_ligand.sdf"
-
-needs_example = pytest.mark.skipif(
-    not RECEPTOR.exists(),
-    reason=f"Vina's 1iep example not found at {EXAMPLE} "
-    "(the shared data sits beside the repository)",
-)
 
 PARACETAMOL = "CC(=O)Nc1ccc(O)cc1"
 SMALL = [PARACETAMOL, "Cc1ccc(NC(=O)c2ccccc2)cc1", "OC(=O)c1ccccc1O"]
@@ -78,7 +72,6 @@ def in_box(xyz, box: Box, slack: float = 0.0) -> bool:
     return all(abs(xyz[i] - box.center[i]) <= box.size[i] / 2 + slack for i in range(3))
 
 
-@needs_example
 def test_crystal_ligand_redocks_with_a_strong_score(crystal):
     _mol, values, _ = crystal
     # Vina's own example gives about -12 to -13 kcal/mol at exhaustiveness 8; at 1, strongly
@@ -89,7 +82,6 @@ def test_crystal_ligand_redocks_with_a_strong_score(crystal):
     assert all(values[k] >= 0 for k in ("embed_s", "prep_s", "dock_s"))
 
 
-@needs_example
 def test_pose_is_one_sdf_record_with_every_atom_inside_the_box(crystal):
     mol, values, pose = crystal
     assert pose.endswith("$$$$\n") and pose.count("$$$$") == 1
@@ -111,7 +103,6 @@ def test_pose_is_one_sdf_record_with_every_atom_inside_the_box(crystal):
         assert in_box(p, box, slack=2.0)  # heavy atoms in the box; hydrogens may stick out a bit
 
 
-@needs_example
 @pytest.mark.parametrize("smiles", SMALL)
 def test_small_molecules_dock(scorer, smiles):
     values, pose = scorer.score(Chem.MolFromSmiles(smiles))
@@ -121,7 +112,6 @@ def test_small_molecules_dock(scorer, smiles):
     assert posed.GetNumAtoms() == Chem.AddHs(Chem.MolFromSmiles(smiles)).GetNumAtoms()
 
 
-@needs_example
 def test_pdbqt_pose_format(inproc, monkeypatch):
     monkeypatch.setattr(inproc, "pose_format", "pdbqt")
     values, pose = inproc.score(Chem.MolFromSmiles(PARACETAMOL))
@@ -132,7 +122,6 @@ def test_pdbqt_pose_format(inproc, monkeypatch):
     assert len(atoms) == 11 + 2  # heavy atoms plus the polar H of NH and OH (Meeko merges C-H)
 
 
-@needs_example
 def test_receptor_maps_are_built_once_per_worker():
     s = make_scorer()
     assert s.stats()["vina_maps_built"] == 0  # nothing expensive in __init__
@@ -152,7 +141,6 @@ def test_receptor_maps_are_built_once_per_worker():
     assert again.stats()["vina_maps_built"] == 0
 
 
-@needs_example
 @pytest.mark.parametrize(
     "record_id, reason",
     [
@@ -169,7 +157,6 @@ def test_molecule_that_cannot_be_embedded_is_rejected(scorer, record_id, reason)
     assert scorer.stats()["vina_rejects_embed"] == before + 1
 
 
-@needs_example
 @pytest.mark.parametrize(
     "smiles, reason",
     [
@@ -196,7 +183,6 @@ def test_long_flexible_molecule_embeds_through_the_random_coordinates_retry():
     assert molh.GetNumConformers() == 1 and molh.GetNumAtoms() == Chem.AddHs(mol).GetNumAtoms()
 
 
-@needs_example
 def test_timeout_kills_a_running_dock_and_rejects():
     # imatinib: about 1 s to embed and prepare, then about 20 s of docking even at exhaustiveness 1
     s = make_scorer(exhaustiveness=8, timeout=3)
@@ -213,7 +199,6 @@ def test_timeout_kills_a_running_dock_and_rejects():
     assert values[0] < 0 and s.stats()["vina_maps_built"] == 1
 
 
-@needs_example
 def test_a_child_that_crashes_is_a_reject_and_the_worker_goes_on(scorer, monkeypatch):
     import os
 
@@ -226,7 +211,6 @@ def test_a_child_that_crashes_is_a_reject_and_the_worker_goes_on(scorer, monkeyp
     assert scorer.score(Chem.MolFromSmiles("CCO"))[0][0] < 0
 
 
-@needs_example
 def test_results_are_reproducible_in_and_out_of_a_child(scorer, inproc):
     mol = Chem.MolFromSmiles(PARACETAMOL)
     forked = [scorer.score(mol) for _ in range(2)]
@@ -237,7 +221,6 @@ def test_results_are_reproducible_in_and_out_of_a_child(scorer, inproc):
     assert forked[0][1] == a1[1] == a2[1]  # same pose, byte for byte
 
 
-@needs_example
 def test_score_does_not_depend_on_how_the_input_writes_the_molecule(inproc):
     # the same molecule in another atom order (as from an SDF or another SMILES writer)
     a = inproc.score(Chem.MolFromSmiles(PARACETAMOL))
@@ -294,7 +277,6 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
-@needs_example
 def test_options_build_the_scorer():
     assert scorer_class("vina") is VinaScorer
     s = VinaScorer.from_args(

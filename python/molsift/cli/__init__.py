@@ -68,6 +68,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs one command line; returns its exit status. Memory that runs out anywhere (numpy's
+    or RDKit's libraries that cannot be loaded under `ulimit -v`) is one line, status 2."""
+    from ..limits import fit_to_limit, out_of_memory
+
+    fit_to_limit()
+    try:
+        return _run(argv)
+    except BaseException as exc:  # BaseException: the Rust core's panics are not Exceptions
+        message = out_of_memory(exc)
+        if message is None:
+            raise
+        print(f"molsift: error: {message}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _run(argv: list[str] | None) -> int:
     import time
 
     from .._core import MolsiftError
@@ -96,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             _write_io_log(args, start, status)
         return status
     except (MolsiftError, ValueError) as exc:
-        print(f"molsift: error: {exc}", file=sys.stderr)
+        print(f"molsift: error: {_in_words(exc)}", file=sys.stderr)
         if args.io_log and not _under_mpi():  # ranks may not all get here: no gather
             _write_io_log(args, start, EXIT_ERROR)
         return EXIT_ERROR
@@ -111,6 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:
         _abort_other_ranks()
         raise
+
+
+def _in_words(exc: Exception) -> str:
+    """A library error's message, with the address-space limit when it says memory ran out."""
+    from ..limits import memory_message, memory_symptom
+
+    text = str(exc)
+    if memory_symptom(text) and "ulimit -v" not in text:  # not said yet (a worker's death is)
+        return memory_message(text)
+    return text
 
 
 def _under_mpi() -> bool:

@@ -8,7 +8,16 @@ from __future__ import annotations
 import sys
 import time
 
-from .common import add_io_log, add_verb, at_least_one, query_list, query_summary
+from .common import (
+    QUERIES_HELP,
+    add_io_log,
+    add_verb,
+    at_least_one,
+    check_output,
+    query_source,
+    query_summary,
+    report_skipped,
+)
 
 EXAMPLES = (
     "molsift analogs nci.store -q 'c1ccccc1CCO' --dist 2  # after molsift index --analogs",
@@ -49,12 +58,7 @@ def add_parser(subparsers):
     )
     p.add_argument("store")
     p.add_argument("-q", "--query", action="append", metavar="SMILES", help="a query (repeatable)")
-    p.add_argument(
-        "--queries",
-        metavar="FILE",
-        help="queries from a text file: one SMILES per line, optionally followed by a name; "
-        "blank lines and lines starting with # are skipped",
-    )
+    p.add_argument("--queries", metavar="FILE", help=QUERIES_HELP)
     p.add_argument(
         "--dist",
         type=int,
@@ -101,20 +105,26 @@ def run(args) -> int:
         raise ValueError(f"--dist must be from 0 to {MAX_DIST}, not {args.dist}")
     limits = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     parse_limits(limits)  # a bad limit: one error before any query
+    check_output(args.output)
     store = open_store(args.store, verify=False)
     if not store.has_analog_index:
         raise ValueError(store.missing_index("analogs"))
-    queries = query_list(args)
+    queries = query_source(args)
     writer = _Writer(args.output or None, COLUMNS, TYPES)
-    failed = hits_total = 0
+    asked = failed = hits_total = 0
     start = time.perf_counter()
     try:
-        for line, text, name in queries:
-            where = f"{args.queries}:{line}: " if line is not None else ""
+        for given in queries:
+            asked += 1
+            where, name = given.where, given.id
+            if given.problem is not None:
+                report_skipped(where, name, given.problem)
+                failed += 1
+                continue
             found = 0
             try:
                 for level in store.iter_analogs(
-                    text, max_dist=args.dist, k=args.k, limits=limits, timeout=args.timeout
+                    given.text, max_dist=args.dist, k=args.k, limits=limits, timeout=args.timeout
                 ):
                     cols = level.columns
                     positions = cols["position"].tolist()
@@ -144,4 +154,4 @@ def run(args) -> int:
             hits_total += found
     finally:
         writer.close()
-    return query_summary(len(queries), failed, hits_total, time.perf_counter() - start)
+    return query_summary(asked, failed, hits_total, time.perf_counter() - start)

@@ -1,10 +1,12 @@
 """What several verbs share: the exit codes, sizes (`64KiB`), the input-format options,
-`--io-log`, defaults taken from the library, the help layout (description, examples), and
-the query list and closing line of the query verbs."""
+`--io-log`, defaults taken from the library, the help layout (description, examples), the
+check of an output path (`check_output`), and the queries, skipped-query lines and closing
+line of the query verbs."""
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import sys
@@ -24,6 +26,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
+    from ..inputs.queries import Query
+
+QUERIES_HELP = (
+    "queries from a file, read as any input is (SMILES, CSV with a smiles column, SDF; gzip or "
+    "zstd too): in a SMILES file a query per line, optionally followed by its name (default: "
+    "its line number), blank lines and lines starting with # skipped; a record that cannot be "
+    "read (longer than the reader's limit, not UTF-8) is skipped and named on stderr"
+)
 SIZE_UNITS = {
     "": 1,
     "b": 1,
@@ -120,7 +130,6 @@ def add_reader_options(p: argparse.ArgumentParser, metavar: str | None = None) -
         DEFAULT_MAX_LINE_RECORD_BYTES,
         DEFAULT_MAX_SDF_RECORD_BYTES,
         DEFAULT_READ_BUFFER,
-        IO_AUTO_COLD,
         IO_AUTO_MAP_BELOW,
     )
     from ..inputs.counting import IO_METHODS
@@ -141,9 +150,8 @@ def add_reader_options(p: argparse.ArgumentParser, metavar: str | None = None) -
         "--io",
         choices=IO_METHODS,
         help="how each slab of a plain file is read (default: auto: by pread when the slab is "
-        f"cached or under {IO_AUTO_MAP_BELOW >> 20} MiB, O_DIRECT reads by io_uring when at "
-        f"most {IO_AUTO_COLD * 100:.0f}%% of it is cached, buffered io_uring in between; "
-        "the choices are those of molsift count --io)",
+        f"cached or under {IO_AUTO_MAP_BELOW >> 20} MiB, else buffered io_uring, cold slabs "
+        "too; the choices are those of molsift count --io)",
     )
 
 
@@ -195,28 +203,43 @@ def nothing_usable(verb: str, records_in: int, where: str) -> int:
     return EXIT_NOTHING_USABLE
 
 
-def read_query_lines(path: str) -> Iterator[tuple[int, str, str]]:
-    """(line number, query, name) of each query line of `path`: one query per line, optionally
-    followed by a name; blank lines and lines starting with # are skipped."""
-    from ..iostats import open_counted
+def check_output(path: str | None) -> None:
+    """Refuses an output file that cannot be written, before any work: `path` is a directory,
+    or its directory does not exist or may not be written to. Every verb whose -o names a file
+    calls this first; the ValueError is one line and exit status 2. None or '' (standard
+    output) passes."""
+    if not path:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        why = "it is a directory"
+    elif not os.path.exists(folder):
+        why = f"no such directory {folder}"
+    elif not os.path.isdir(folder):
+        why = f"{folder} is not a directory"
+    elif not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        why = "permission denied"
+    else:
+        return
+    raise ValueError(f"{path}: cannot write the output: {why}")
 
-    with open_counted(path, "r") as f:
-        for number, line in enumerate(f, 1):
-            text = line.strip()
-            if not text or text.startswith("#"):
-                continue
-            parts = text.split(None, 1)
-            yield number, parts[0], parts[1].strip() if len(parts) > 1 else parts[0]
+
+def query_source(args: argparse.Namespace) -> Iterator[Query]:
+    """The queries of a query verb in order: each `-q` (its text is its id), then every record
+    of the `--queries` file as the input model reads it (`inputs.read_queries`: SMILES, CSV,
+    SDF, gzip/zstd, the reader's record-size limit; the id is the name after a SMILES, a CSV id
+    column or an SDF title, else the line number). A record the reader rejects comes with its
+    `problem`, for the verb to report (`report_skipped`) and count. A missing file is an error
+    here, before any query."""
+    from ..inputs.queries import Query, read_queries
+
+    given = [Query(text, text) for text in args.query or []]
+    return itertools.chain(given, read_queries(args.queries) if args.queries else ())
 
 
-def query_list(args: argparse.Namespace) -> list[tuple[int | None, str, str]]:
-    """(line or None, query, name) of `-q` queries, then those of the `--queries` file."""
-    queries: list[tuple[int | None, str, str]] = [(None, q, q) for q in args.query or []]
-    if args.queries:
-        if not os.path.exists(args.queries):
-            raise ValueError(f"{args.queries}: no such query file")
-        queries += list(read_query_lines(args.queries))
-    return queries
+def report_skipped(where: str, query_id: str, reason: str) -> None:
+    """The stderr line of a query that is skipped (`where`: 'PATH:LINE: ' or '')."""
+    print(f"molsift: {where}query {query_id!r} skipped: {reason}", file=sys.stderr)
 
 
 def query_summary(queries: int, failed: int, hits: int, seconds: float) -> int:

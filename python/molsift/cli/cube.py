@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import HelpFormatter, add_verb
+from .common import HelpFormatter, add_verb, check_output
 
 EXAMPLES = (
     "molsift cube info data/water_density_16.cube",
@@ -162,6 +162,7 @@ def _convert(args) -> int:
     from ..cube.formats import kind_of, save
     from ..parallel import launched_under_mpi
 
+    check_output(args.output)
     t = time.perf_counter()
     src, dst = kind_of(args.input), kind_of(args.output)
     if launched_under_mpi() and src == "cube" and dst == "npy":
@@ -228,6 +229,7 @@ def _diff(args) -> int:
     from ..cube.analysis import diff, stats
     from ..cube.formats import save
 
+    check_output(args.output)
     d = diff(_load(args.a, args), _load(args.b, args))
     save(d, args.output, layout=args.layout, workers=args.workers)
     _print_stats(stats(d), args.json)
@@ -237,6 +239,7 @@ def _diff(args) -> int:
 def _slice(args) -> int:
     from ..cube.analysis import slice_png
 
+    check_output(args.output)
     cube = _load(args.file, args)
     if not 1 <= args.value <= cube.nval:
         raise ValueError(f"--value must be within 1..{cube.nval}")

@@ -20,6 +20,9 @@ def add_parser(subparsers):
         "index",
         help="(re)build a store's column index (similarity), its substructure index "
         "(--pattern) or its analog index (--analogs)",
+        description="(Re)build a store's column index for similarity search, its "
+        "substructure index (--pattern) or its analog index (--analogs). While another "
+        "molsift writes the store (ingest, upgrade, index), waits for it to end.",
         examples=EXAMPLES,
     )
     p.add_argument("store")
@@ -48,6 +51,13 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
+    from ..outputlock import output_lock
+
+    with output_lock(args.store, "index", wait=True):  # one writer of the store at a time
+        return _index(args)
+
+
+def _index(args) -> int:
     from ..store import format_version
 
     if args.pattern and args.analogs:

@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict
 
 from .. import ingestion
+from ..outputlock import output_lock
 from ..spec import FingerprintSpec
 from .common import (
     add_format_options,
@@ -32,7 +33,9 @@ def add_parser(subparsers):
         help="parse molecules with RDKit and write a store",
         description="Read every record in parallel (byte-range slabs per worker "
         "or MPI rank), compute canonical SMILES and fingerprints, write a store. "
-        "Under mpirun each rank takes its share of the slabs.",
+        "Under mpirun each rank takes its share of the slabs. One run per output: "
+        "while one writes STORE (a lock, .STORE.lock beside it), another ingest, upgrade "
+        "or index onto it is refused (index waits).",
         examples=EXAMPLES,
     )
     p.add_argument(
@@ -121,7 +124,25 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    report = ingestion.ingest(
+    with output_lock(args.output, "ingest"):  # a second run onto -o is refused, not broken
+        report = _ingest(args)
+    if report is None:  # a non-root MPI rank
+        return 0
+    if args.json:
+        print(json.dumps({**asdict(report), "read_amplification": report.read_amplification}))
+    elif not args.quiet:
+        print(report.summary())
+        if report.rejected:
+            print(f"rejected records: {report.store}/rejects.tsv")
+        if report.dropped:
+            print(f"duplicates left out: {report.store}/duplicates.tsv")
+    if report.molecules == 0:
+        return nothing_usable("ingest", report.records_in, f"{report.store}/rejects.tsv")
+    return 0
+
+
+def _ingest(args):
+    return ingestion.ingest(
         args.inputs,
         args.output,
         fingerprint=FingerprintSpec(radius=args.radius, bits=args.bits),
@@ -140,16 +161,3 @@ def run(args) -> int:
         progress=False if args.quiet else None,
         **format_options(args),
     )
-    if report is None:  # a non-root MPI rank
-        return 0
-    if args.json:
-        print(json.dumps({**asdict(report), "read_amplification": report.read_amplification}))
-    elif not args.quiet:
-        print(report.summary())
-        if report.rejected:
-            print(f"rejected records: {report.store}/rejects.tsv")
-        if report.dropped:
-            print(f"duplicates left out: {report.store}/duplicates.tsv")
-    if report.molecules == 0:
-        return nothing_usable("ingest", report.records_in, f"{report.store}/rejects.tsv")
-    return 0

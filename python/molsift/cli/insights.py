@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import add_io_log, add_verb
+from .common import add_io_log, add_verb, check_output
 
 EXAMPLES = (
     "molsift insights run.iolog.json                          # most severe first",
@@ -48,6 +48,7 @@ def run(args) -> int:
     from ..iolog import load_log
     from ..profiler.insights import THRESHOLDS, find_insights
 
+    check_output(args.output)
     changed = thresholds(args.threshold, THRESHOLDS)
     log = load_log(args.log)
     findings = find_insights(log, changed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import add_verb
+from .common import add_verb, check_output
 
 EXAMPLES = (
     "molsift profile -o run.iolog.json -- mpirun -n 4 ./md_app input   # every rank",
@@ -46,6 +46,7 @@ def run(args) -> int:
     from ..profiler.profile import CommandError, profile
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    check_output(args.output)
     try:
         result = profile(command, args.output, keep_process_logs=args.keep_process_logs)
     except CommandError as exc:

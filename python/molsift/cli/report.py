@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import add_io_log, add_verb
+from .common import add_io_log, add_verb, check_output
 
 EXAMPLES = (
     "molsift report props.csv.run                    # -> props.csv.run/report.png",
@@ -28,6 +28,7 @@ def add_parser(subparsers):
 def run(args) -> int:
     from ..screen.report import write_report
 
+    check_output(args.output)
     png, text = write_report(args.run_dir, args.output)
     print(text)
     print(f"timeline written to {png}")

@@ -12,6 +12,7 @@ from .common import (
     add_io_log,
     add_reader_options,
     add_verb,
+    check_output,
     default_of,
     format_options,
     nothing_usable,
@@ -122,6 +123,7 @@ def add_run_options(p) -> None:
 def run(args) -> int:
     from ..scorers import scorer_class
 
+    check_output(args.output)
     scorer = scorer_class(args.scorer).from_args(args)
     report = screen(
         args.library,

@@ -8,7 +8,15 @@ import sys
 import time
 
 from .. import search
-from .common import add_io_log, add_verb, at_least_one, default_of
+from .common import (
+    QUERIES_HELP,
+    add_io_log,
+    add_verb,
+    at_least_one,
+    check_output,
+    default_of,
+    report_skipped,
+)
 
 DEFAULT_K = 10  # hits per query when neither -k nor -t is given
 EXAMPLES = (
@@ -49,7 +57,7 @@ def add_parser(subparsers):
     p.add_argument(
         "-q", "--query", action="append", metavar="SMILES", help="a query SMILES (repeatable)"
     )
-    p.add_argument("--queries", metavar="FILE", help="queries from a SMILES, CSV or SDF file")
+    p.add_argument("--queries", metavar="FILE", help=QUERIES_HELP)
     p.add_argument(
         "-t", "--threshold", type=tanimoto_threshold, help="minimum Tanimoto score (0..1)"
     )
@@ -85,10 +93,7 @@ def read_queries(args) -> list[tuple]:
 
         found = read_molecules(args.queries, skip_bad=True)
         for bad in found.skipped:
-            print(
-                f"molsift: {bad.path}:{bad.line}: query {bad.id!r} skipped: {bad.reason}",
-                file=sys.stderr,
-            )
+            report_skipped(f"{bad.path}:{bad.line}: ", bad.id, bad.reason)
         queries += [(m.id, m.mol) for m in found.molecules]
         if found.skipped:
             print(
@@ -105,6 +110,7 @@ def run(args) -> int:
     if not args.query and not args.queries:
         raise ValueError("give a query: -q SMILES or --queries FILE")
     k = args.k_nearest if args.k_nearest or args.threshold is not None else DEFAULT_K
+    check_output(args.output)
     store = open_store(args.store, verify=False)
     queries = read_queries(args)
     start = time.perf_counter()

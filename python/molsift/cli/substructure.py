@@ -8,10 +8,20 @@ import contextlib
 import sys
 import time
 
-from .common import add_io_log, add_verb, at_least_one, query_list, query_summary
+from .common import (
+    QUERIES_HELP,
+    add_io_log,
+    add_verb,
+    at_least_one,
+    check_output,
+    query_source,
+    query_summary,
+    report_skipped,
+)
 
 EXAMPLES = (
-    "molsift substructure nci.store -q 'c1ccc2[nH]ccc2c1'  # indoles (SMILES)",
+    "molsift substructure nci.store --smarts -q 'c1ccc2[nH][cR1][cR1]c2c1'  # N-H indoles",
+    "molsift substructure nci.store -q 'c1ccc2[nH]ccc2c1'  # SMILES: carbazoles match too",
     "molsift substructure nci.store -q '[CX3](=O)[OX2H1]' --count  # carboxylic acids (SMARTS)",
     "molsift substructure nci.store -q 'C[C@H](N)C(=O)O' --chirality --max-hits 10",
     "molsift substructure big.store --queries scaffolds.txt -j 8 -o hits.parquet",
@@ -39,12 +49,7 @@ def add_parser(subparsers):
     p.add_argument(
         "-q", "--query", action="append", metavar="QUERY", help="a SMILES or SMARTS (repeatable)"
     )
-    p.add_argument(
-        "--queries",
-        metavar="FILE",
-        help="queries from a text file: one per line, optionally followed by a name; blank "
-        "lines and lines starting with # are skipped",
-    )
+    p.add_argument("--queries", metavar="FILE", help=QUERIES_HELP)
     p.add_argument("--smarts", action="store_true", help="read every query as SMARTS")
     p.add_argument(
         "--chirality",
@@ -137,18 +142,24 @@ def run(args) -> int:
 
     if not args.query and not args.queries:
         raise ValueError("give a query: -q QUERY or --queries FILE")
+    check_output(args.output)
     store = open_store(args.store, verify=False)
     store._pattern_index()  # no index: one clear error before any query
-    queries = query_list(args)
+    queries = query_source(args)
     writer = _Writer(args.output or None, COUNT_COLUMNS if args.count else HIT_COLUMNS)
-    failed = hits_total = 0
+    asked = failed = hits_total = 0
     start = time.perf_counter()
     show = sys.stderr.isatty()
     try:
-        for line, text, name in queries:
-            where = f"{args.queries}:{line}: " if line is not None else ""
+        for given in queries:
+            asked += 1
+            where, name = given.where, given.id
+            if given.problem is not None:
+                report_skipped(where, name, given.problem)
+                failed += 1
+                continue
             try:
-                query = parse_query(text, smarts=args.smarts, chirality=args.chirality)
+                query = parse_query(given.text, smarts=args.smarts, chirality=args.chirality)
             except QueryError as exc:
                 print(f"molsift: {where}{exc}", file=sys.stderr)
                 failed += 1
@@ -186,4 +197,4 @@ def run(args) -> int:
     finally:
         writer.close()
         store.close()
-    return query_summary(len(queries), failed, hits_total, time.perf_counter() - start)
+    return query_summary(asked, failed, hits_total, time.perf_counter() - start)

@@ -3,6 +3,7 @@ of the bytes, with the exact-match index `molsift lookup` needs)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -23,7 +24,7 @@ def add_parser(subparsers):
         "SMILES order, SMILES and ids in compressed blocks, the fingerprints once as "
         "compressed bit planes, and the exact-match index. The new store appears only when "
         "complete; the old one is left as it is. The substructure index is not carried "
-        "over yet.",
+        "over yet. A second run onto the same output, while one writes it, is refused.",
         examples=EXAMPLES,
     )
     p.add_argument("store", help="the version-1 store")
@@ -37,10 +38,17 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..store import upgrade
+    from ..outputlock import output_lock
+    from ..store import format_version, upgrade
 
+    if format_version(args.store) == 2:  # the reader's own words would name another version
+        raise ValueError(
+            f"{args.store}: already a version-2 store (at {os.path.abspath(args.store)}): "
+            "nothing to upgrade; search and lookup read it as it is"
+        )
     start = time.perf_counter()
-    new = upgrade(args.store, args.output, overwrite=args.overwrite, threads=args.threads)
+    with output_lock(args.output, "upgrade"):  # a second run onto -o is refused, not broken
+        new = upgrade(args.store, args.output, overwrite=args.overwrite, threads=args.threads)
     sizes = new.file_sizes()
     n = max(1, len(new))
     print(

@@ -1,15 +1,20 @@
 """Cube grids in other containers, and back: `.npy` (memory-mappable; the header goes in a
 `.json` file beside it, `grid.npy` -> `grid.npy.json`) and HDF5 (h5py: dataset `values`, the
-header in its attributes). `load` reads any of the three by its suffix."""
+header in its attributes). `load` reads any of the three by its suffix, `save` writes them
+(under temporary names, then renamed) after sweeping what killed writes of the same output
+left behind (`sweep_leftovers`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from typing import Any
 
 import numpy as np
 
+from .. import _core
 from .model import Cube
 
 SUFFIXES = {".cube": "cube", ".cub": "cube", ".npy": "npy", ".h5": "hdf5", ".hdf5": "hdf5"}
@@ -38,7 +43,7 @@ def to_npy(cube: Cube, path: str | os.PathLike) -> None:
     """Writes `path` (.npy, the values) and `path.json` (the header), each under a temporary
     name then renamed."""
     path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
+    tmp = temporary_name(path)
     with open(tmp, "wb") as f:
         np.lib.format.write_array(f, np.ascontiguousarray(cube.values), allow_pickle=False)
         f.flush()
@@ -47,9 +52,64 @@ def to_npy(cube: Cube, path: str | os.PathLike) -> None:
     os.replace(tmp, path)
 
 
+def temporary_name(path: str) -> str:
+    """The temporary name a write of `path` uses beside it: molsift's one form,
+    `.NAME.tmp-PID-NANOS@HOST` (crates/store replace.rs), whose creator a sweep can tell."""
+    return os.fspath(_core.temporary_sibling(path, "tmp"))
+
+
+# host-less temporaries: `.NAME.tmp-PID` (the .cube writer, crates/cube write.rs) and
+# `NAME.tmp-PID` (.npy, .json and HDF5 writes of molsift before temporary_name)
+_HOSTLESS = re.compile(r"\.?(?P<name>.+)\.tmp-(?P<pid>[0-9]+)")
+HOSTLESS_MIN_AGE_S = 60.0
+
+
+def sweep_leftovers(path: str | os.PathLike) -> list[str]:
+    """Removes the temporaries that killed writes of `path` (and of its `.json` header) left
+    beside it, returns their names. Named ones (`temporary_name`) go when their process on this
+    host is gone (crates/store's rule, `_core.sweep_leftovers`); host-less ones when no process
+    of their PID is alive here and they have not changed for `HOSTLESS_MIN_AGE_S` (the name
+    cannot tell a writer on another host of a shared file system). Others are left alone."""
+    path = os.fspath(path)
+    removed = [os.fspath(p) for p in _core.sweep_leftovers(path)]
+    removed += [os.fspath(p) for p in _core.sweep_leftovers(f"{path}.json")]
+    folder = os.path.dirname(path) or "."
+    wanted = {os.path.basename(path), os.path.basename(path) + ".json"}
+    try:
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except OSError:  # no such folder, not readable: the write itself will say so
+        return removed
+    for entry in entries:
+        m = _HOSTLESS.fullmatch(entry.name)
+        if not m or m["name"] not in wanted or _alive(int(m["pid"])):
+            continue
+        try:
+            if time.time() - entry.stat(follow_symlinks=False).st_mtime < HOSTLESS_MIN_AGE_S:
+                continue
+            if entry.is_file(follow_symlinks=False):
+                os.remove(entry.path)
+                removed.append(entry.path)
+        except OSError:  # swept by another run at the same moment, or not ours to remove
+            continue
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
 def write_side_header(cube: Cube, npy_path: str) -> None:
     """The `.json` header beside a `.npy` file."""
-    tmp = f"{npy_path}.json.tmp-{os.getpid()}"
+    tmp = temporary_name(f"{npy_path}.json")
     with open(tmp, "w") as f:
         json.dump(header_json(cube), f, indent=1)
         f.write("\n")
@@ -95,7 +155,7 @@ def to_hdf5(cube: Cube, path: str | os.PathLike, dataset: str = "values") -> Non
     h5py = _h5py()
 
     path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
+    tmp = temporary_name(path)
     with h5py.File(tmp, "w") as f:
         d = f.create_dataset(dataset, data=cube.values)
         d.attrs["cube_header"] = json.dumps(header_json(cube))
@@ -134,8 +194,10 @@ def load(path: str | os.PathLike, dtype: Any = "float64", workers: int | None = 
 def save(
     cube: Cube, path: str | os.PathLike, layout: str = "cp2k", workers: int | None = None
 ) -> None:
-    """Writes a cube to a .cube, .npy (+ .json) or HDF5 file, by the suffix."""
+    """Writes a cube to a .cube, .npy (+ .json) or HDF5 file, by the suffix, after sweeping
+    the temporaries that killed writes of the same file left behind."""
     kind = kind_of(path)
+    sweep_leftovers(path)
     if kind == "cube":
         from .io import write_cube
 

@@ -203,7 +203,7 @@ def write_npy_block(cube: Cube, path: str | os.PathLike, comm) -> int:
     name that rank 0 renames. Returns the file's size."""
     from mpi4py import MPI
 
-    from .formats import write_side_header
+    from .formats import sweep_leftovers, temporary_name, write_side_header
 
     path = os.fspath(path)
     rank = comm.Get_rank()
@@ -219,7 +219,11 @@ def write_npy_block(cube: Cube, path: str | os.PathLike, comm) -> int:
         },
     )
     head_bytes = head.getvalue()
-    tmp = comm.bcast(f"{path}.tmp-{os.getpid()}" if rank == 0 else None, root=0)
+    tmp = None
+    if rank == 0:
+        sweep_leftovers(path)  # what killed converts of this output left behind
+        tmp = temporary_name(path)
+    tmp = comm.bcast(tmp, root=0)
     fh = MPI.File.Open(comm, tmp, MPI.MODE_WRONLY | MPI.MODE_CREATE)
     try:
         if rank == 0:

@@ -7,8 +7,10 @@
 - `tasks`: the task planner shared by ingest and screen: byte-range slabs of plain files, each
   with its first line from one pre-pass, and record chunks cut from one streaming decoder for
   gzip/zstd.
-- `molecules`: `read_molecules`, the small files of queries and reference actives, parsed with
-  RDKit (imported only there).
+- `queries`: `read_queries`, the query files of every query verb: each record's text (a
+  SMILES, SMARTS or id as written, an SDF block's SMILES) with its file, line and problem.
+- `molecules`: `read_molecules`, the small files of queries and reference actives, read by
+  `read_queries` and parsed with RDKit (imported only there).
 """
 
 from .._lazy import lazy_getattr
@@ -19,10 +21,12 @@ _LAZY = {
     "InputFile": "files",
     "Molecule": "molecules",
     "PathLike": "files",
+    "Query": "queries",
     "count_records": "counting",
     "cut_slabs": "tasks",
     "describe_input": "files",
     "read_molecules": "molecules",
+    "read_queries": "queries",
     "read_records": "files",
     "slab_tasks": "tasks",
 }

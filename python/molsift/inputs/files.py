@@ -49,14 +49,18 @@ class InputFile:
     def records(
         self, reader: dict | None = None, slab: tuple[int, int] | None = None, batch: int = 4096
     ) -> Iterator[tuple]:
-        """Yields (text, id, line, offset, problem) for every record of the file (or of the
-        byte range `slab` of a plain file), read `batch` records at a time."""
-        src = self.source(reader, slab=slab)
-        while True:
-            records = src.next_batch(batch)
-            if not records:
-                return
-            yield from records
+        """(text, id, line, offset, problem) of every record of the file (or of the byte range
+        `slab` of a plain file), read `batch` records at a time. The file is opened by this
+        call: a missing file or a CSV header without its column is an error here."""
+        return _batched(self.source(reader, slab=slab), batch)
+
+
+def _batched(src: _core.RecordSource, batch: int) -> Iterator[tuple]:
+    while True:
+        records = src.next_batch(batch)
+        if not records:
+            return
+        yield from records
 
 
 def describe_input(

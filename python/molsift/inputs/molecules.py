@@ -1,13 +1,15 @@
 """`read_molecules`: the small molecule files a verb takes besides its library (search queries,
-reference actives of the similarity scorer), every record parsed with RDKit. A bad record is an
-error naming the file and line, or with `skip_bad` a `BadRecord` the caller reports and counts."""
+reference actives of the similarity scorer), read by `read_queries` and every record parsed
+with RDKit. A bad record is an error naming the file and line, or with `skip_bad` a `BadRecord`
+the caller reports and counts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from .files import PathLike, describe_input
+from .files import PathLike
+from .queries import read_queries
 
 
 @dataclass(frozen=True)
@@ -54,19 +56,18 @@ def read_molecules(
     """Every record of a SMILES, CSV or SDF file (gzip/zstd too) as an RDKit molecule. A record
     that cannot be used raises `ValueError` naming the file, line, `what` it is and why, unless
     `skip_bad`: it is then kept in `skipped`. Records in = molecules + skipped, always."""
-    from ..chem import to_mol, to_smiles
+    from ..chem import to_mol
 
-    inp = describe_input(path, format, **fields)
     out = MoleculeFile()
-    for text, rid, line, _offset, problem in inp.records():
-        mol = None
-        if problem is None:
-            mol, problem = to_mol(text, inp.sdf)
+    for query in read_queries(path, format=format, **fields):
+        mol, problem = query.mol, query.problem
+        if mol is None and problem is None:
+            mol, problem = to_mol(query.text)
         if mol is None:
-            bad = BadRecord(inp.path, line, rid, problem or "unusable record")
+            bad = BadRecord(query.path, query.line, query.id, problem or "unusable record")
             if not skip_bad:
                 raise ValueError(f"{bad.path}:{bad.line}: {what} {bad.id!r}: {bad.reason}")
             out.skipped.append(bad)
             continue
-        out.molecules.append(Molecule(rid, mol, to_smiles(mol) if inp.sdf else text, line))
+        out.molecules.append(Molecule(query.id, mol, query.text, query.line))
     return out

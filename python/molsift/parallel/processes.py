@@ -16,7 +16,8 @@
   rank forwarding its workers' buffers).
 - Abort on error: the first failure (a worker's exception, a worker that died, the task feed, a
   message handler) stops the run; the other workers are killed and `WorkerError` says what
-  happened, with the worker's exception as `cause` when it could be sent.
+  happened, with the worker's exception as `cause` when it could be sent (a worker that ran out
+  of memory exits with `limits.WORKER_OUT_OF_MEMORY` instead, said in words with the limit).
 - Progress: each worker sets its own slot of a shared array (`ctx.progress(n)`: no messages);
   `on_tick(sum)` sees the total a few times a second.
 """
@@ -34,6 +35,7 @@ from collections.abc import Iterable
 from typing import Any, Callable
 
 from .._core import MolsiftError
+from ..limits import WORKER_OUT_OF_MEMORY, address_space_limit, memory_message, out_of_memory
 
 #: Seconds between checks of the workers (deaths, progress) while waiting.
 TICK = 0.2
@@ -110,6 +112,8 @@ def _worker_main(worker: int, make_job, tasks, outbox, slots, parent: int) -> No
         stats = job.finish()
         outbox.put(("done", worker, stats))
     except BaseException as exc:
+        if _ran_out(exc):  # sending the error needs a thread: none can start now
+            raise SystemExit(WORKER_OUT_OF_MEMORY) from None
         text, resumable = describe_failure(exc)
         outbox.put(("error", worker, text, resumable, _picklable(exc)))
         raise SystemExit(1) from None
@@ -117,6 +121,29 @@ def _worker_main(worker: int, make_job, tasks, outbox, slots, parent: int) -> No
         close = getattr(job, "close", None)
         if close is not None:
             close()
+
+
+def _ran_out(exc: BaseException) -> bool:
+    try:
+        return out_of_memory(exc) is not None
+    except MemoryError:  # even telling failed
+        return True
+
+
+def _death_text(name: str, exitcode: int) -> str:
+    """Why a worker process ended without saying why: out of memory in words, with the
+    address-space limit (a library that cannot be loaded under `ulimit -v` may end the process
+    itself: OpenBLAS does), or its exit code."""
+    if exitcode == WORKER_OUT_OF_MEMORY:
+        return memory_message(f"worker process {name} ran out")
+    text = f"worker process {name} died (exit code {exitcode})"
+    limit = address_space_limit()
+    if limit is not None:
+        text += (
+            f"; the address-space limit (ulimit -v) is {limit / 2**20:,.0f} MiB: memory may "
+            "have run out"
+        )
+    return text
 
 
 class ProcessWorkers:
@@ -230,7 +257,7 @@ class ProcessWorkers:
                 elif not all(box.empty() for box in self._outboxes):
                     return
                 if not self._errors:
-                    self._fail(f"worker process {p.name} died (exit code {p.exitcode})", True)
+                    self._fail(_death_text(p.name, p.exitcode), True)
                 self._abort.set()
 
     def run(

@@ -4,8 +4,9 @@ A run writing `results.csv` keeps, until it completes, the result rows in `resul
 and the rejects in `results.csv.rejects.tsv.partial`; both are renamed into place at the end.
 Its run directory (default `results.csv.run/`) holds:
 
-- `plan.json`   what to do: input, tasks (byte-range slabs with their first line, or record
-                chunks of a compressed stream), scorer, columns, buffer sizes; written once.
+- `plan.json`   what to do: input (and the digests of its bytes, `digest.py`), tasks (byte-range
+                slabs with their first line, or record chunks of a compressed stream), scorer,
+                columns, buffer sizes; written once.
 - `state.json`  the committed state as of the last (re)start: generation, extents of each output
                 file and per-task progress (written atomically: temporary name, then rename).
 - `journal-g<gen>-w<writer>.jsonl`  one line per committed write, appended by its writer only.

@@ -92,6 +92,25 @@ def totals_text(report: dict) -> str:
     )
 
 
+def finished_report(run_dir: str) -> str:
+    """The path of a finished run's report.json; a ValueError saying what `run_dir` is
+    otherwise: missing, not a screening run directory, or a run that has not finished."""
+    if not os.path.isdir(run_dir):
+        what = "not a directory" if os.path.exists(run_dir) else "no such directory"
+        raise ValueError(f"{run_dir}: {what}; give a screening run's directory (OUTPUT.run)")
+    if not os.path.exists(os.path.join(run_dir, "plan.json")):  # every run writes it first
+        raise ValueError(
+            f"{run_dir}: not a screening run directory (no plan.json): `molsift screen LIB "
+            "-o OUTPUT` keeps its run in OUTPUT.run, or in --run-dir"
+        )
+    report_path = os.path.join(run_dir, "report.json")
+    if not os.path.exists(report_path):
+        raise ValueError(
+            f"{run_dir}: no report.json (the run has not finished; finish it with --resume)"
+        )
+    return report_path
+
+
 def write_report(run_dir: str, output: str | None = None) -> tuple[str, str]:
     """Draws the PNG; returns (its path, the totals as text)."""
     import matplotlib
@@ -99,12 +118,7 @@ def write_report(run_dir: str, output: str | None = None) -> tuple[str, str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    report_path = os.path.join(run_dir, "report.json")
-    if not os.path.exists(report_path):
-        raise ValueError(
-            f"{run_dir}: no report.json (the run has not finished; finish it with --resume)"
-        )
-    report = json.loads(read_file(report_path))
+    report = json.loads(read_file(finished_report(run_dir)))
     samples, writes = load_timeline(run_dir)
     t0 = min([s["t"] for ss in samples.values() for s in ss] + [w["start"] for w in writes] or [0])
     fig, (ax1, ax2, ax3) = plt.subplots(

@@ -26,6 +26,7 @@ from ..iostats import (
 from ..parallel import default_workers, launched_under_mpi
 from ..parallel.mpi import MPIExecutor
 from ..progress import Progress
+from .digest import first_changed_block, input_digests
 from .journal import consolidate, new_state
 from .layout import PLAN_VERSION, RunFiles, read_json, write_json_atomic
 from .report import amplification_text, io_text
@@ -69,6 +70,8 @@ def make_plan(
         "tasks": None,
         "prepass": None,
         "estimated_records": None,
+        # what --resume checks the library against: an edit that keeps size and mtime too
+        "input_digest": input_digests(inp.path, inp.bytes, threads),
     }
     if inp.compression == "none":
         t0 = time.perf_counter()
@@ -125,7 +128,7 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
         write_json_atomic(files.state, new_state(len(header.encode()), len(_core.REJECTS_HEADER)))
     else:
         plan = read_json(files.plan)
-        _check_same_run(plan, files, library, scorer)
+        _check_same_run(plan, files, library, scorer, plan_args["threads"])
         if read_json(files.state).get("complete"):
             _rename_results(files)
             return plan, read_json(files.state)
@@ -133,7 +136,7 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
     return plan, consolidate(files)
 
 
-def _check_same_run(plan: dict, files: RunFiles, library: str, scorer) -> None:
+def _check_same_run(plan: dict, files: RunFiles, library: str, scorer, threads: int) -> None:
     inp = plan["input"]
     wanted = os.path.abspath(library)
     if os.path.isabs(inp["path"]):
@@ -152,12 +155,30 @@ def _check_same_run(plan: dict, files: RunFiles, library: str, scorer) -> None:
             f"--resume: {library} changed size since the run started "
             f"({inp['bytes']} bytes then); start a new run"
         )
+    _check_same_bytes(plan, library, threads)
     if plan["scorer"] != scorer.name or plan["columns"][2 : 2 + len(scorer.columns)] != list(
         scorer.columns
     ):
         raise ScreenError(
             f"--resume: the run used scorer {plan['scorer']!r} with columns "
             f"{plan['columns']}; give the same scorer and options"
+        )
+
+
+def _check_same_bytes(plan: dict, library: str, threads: int) -> None:
+    """Refuses a library whose bytes are not those the run was planned on (a plan written
+    before plans held digests is checked by its size only)."""
+    recorded = plan.get("input_digest")
+    if recorded is None:
+        return
+    changed = first_changed_block(library, plan["input"]["bytes"], recorded, threads)
+    if changed is not None:
+        start = changed * recorded["block"]
+        end = min(start + recorded["block"], plan["input"]["bytes"])
+        raise ScreenError(
+            f"--resume: {library} changed since the run started (same size, but bytes "
+            f"{start:,}..{end:,} differ from those the run read); resuming would mix old and "
+            "new records: start a new run (--overwrite)"
         )
 
 
