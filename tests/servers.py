@@ -1,8 +1,10 @@
 """Live servers for tests: `molsift serve`'s app on uvicorn on a free loopback port, in a thread
-of the test process, and a urllib client whose errors are answers too."""
+of the test process, and a urllib client whose errors are answers too; `asgi_get`, one request
+through an app in this process, with no server at all."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -56,3 +58,22 @@ def fetch(url: str, data: bytes | None = None, headers: dict | None = None):
             return r.status, r.headers.get("content-type", ""), r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers.get("content-type", ""), e.read()
+
+
+def asgi_get(app, path: str, **params) -> tuple[int, bytes]:
+    """One GET through an ASGI app in this process (no HTTP, no port): status and body."""
+    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(),
+             "query_string": urllib.parse.urlencode(params).encode(), "headers": [],
+             "root_path": "", "scheme": "http", "server": ("127.0.0.1", 80),
+             "client": ("127.0.0.1", 1), "http_version": "1.1"}  # fmt: skip
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], body

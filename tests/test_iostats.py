@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -188,11 +189,9 @@ def test_io_log_of_count_ingest_and_search(tmp_path, small_smi):
         r.c("BYTES_READ") for r in log.records if r.file == str(small_smi) and r.process in workers
     )
     assert read >= small_smi.stat().st_size  # every slab, by the workers
-    final = [
-        r
-        for r in log.records
-        if r.file.startswith(str(store) + "/") or "/.small.store.tmp-" in r.file
-    ]
+    # the store is built whole in the ingest's work directory, then moved into place
+    staged = re.compile(r"/\.small\.store\.ingest-[^/]+/(store/|\.store\.tmp-)")
+    final = [r for r in log.records if staged.search(r.file)]
     assert any(r.c("WRITES") for r in final) and all(r.process in main for r in final)
 
     molsift("--io-log", str(search_log), "search", str(store), "-q", "CCO", "-k", "3")

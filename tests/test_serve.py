@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from rdkit import Chem, DataStructs, RDLogger
 from rdkit.Chem import rdFingerprintGenerator
-from servers import Live, fetch, free_socket
+from servers import Live, asgi_get, fetch, free_socket
 
 import molsift
 from molsift.serve import Catalog, Limits, create_app
@@ -263,23 +263,10 @@ def test_access_log_has_one_json_line_per_request(served):
     assert ok["ms"] >= 0 and bad["status"] == 404
 
 
-def asgi_get(app, path: str, **params) -> tuple[int, dict]:
+def asgi_json(app, path: str, **params) -> tuple[int, dict]:
     """One GET through an ASGI app in this process (no HTTP): status and JSON body."""
-    query = urllib.parse.urlencode(params).encode()
-    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(),
-             "query_string": query, "headers": [], "root_path": "", "scheme": "http",
-             "server": ("127.0.0.1", 80), "http_version": "1.1"}  # fmt: skip
-    sent = []
-
-    async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message):
-        sent.append(message)
-
-    asyncio.run(app(scope, receive, send))
-    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return sent[0]["status"], json.loads(body)
+    status, body = asgi_get(app, path, **params)
+    return status, json.loads(body)
 
 
 @pytest.mark.parametrize(
@@ -301,7 +288,7 @@ def test_fast_gets_answer_as_the_documented_routes(served, path, params):
     inner = live.app
     while not hasattr(inner, "openapi"):  # the FastAPI app under our ASGI layers
         inner = inner.app
-    inner_status, inner_body = asgi_get(inner, path, **params)
+    inner_status, inner_body = asgi_json(inner, path, **params)
     for timing in ("ms", "time"):
         body.pop(timing, None), inner_body.pop(timing, None)
     assert (status, body) == (inner_status, inner_body)

@@ -8,33 +8,14 @@ exit 2; anything else that escapes is a traceback."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import urllib.parse
-
-
-def get(app, path: str, **params) -> tuple[int, bytes]:
-    """One GET through the ASGI app: status and body."""
-    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(),
-             "query_string": urllib.parse.urlencode(params).encode(), "headers": [],
-             "root_path": "", "scheme": "http", "server": ("127.0.0.1", 80),
-             "client": ("127.0.0.1", 1), "http_version": "1.1"}  # fmt: skip
-    sent = []
-
-    async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message):
-        sent.append(message)
-
-    asyncio.run(app(scope, receive, send))
-    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return sent[0]["status"], body
 
 
 def main(argv: list[str]) -> int:
     import io
+
+    from servers import asgi_get  # tests/servers.py: run from tests/
 
     from molsift._core import MolsiftError
     from molsift.cli.serve import catalog_from
@@ -51,7 +32,7 @@ def main(argv: list[str]) -> int:
         app = create_app(catalog, Limits(), io.StringIO())
         name = catalog.names()[0]
         for q in queries:
-            status, body = get(app, "/api/v1/search", db=name, type="exact", query=q)
+            status, body = asgi_get(app, "/api/v1/search", db=name, type="exact", query=q)
             try:
                 doc = json.loads(body)
             except ValueError:
