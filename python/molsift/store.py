@@ -156,11 +156,34 @@ class Store(_StoreBase):
         words, stride = spec["bits"] // 64, spec["row_stride_words"]
         p = lambda key, dtype: _map(core, FILES[key], dtype)  # noqa: E731
         rows = p("fingerprints", "<u8").reshape(n, stride)
-        self.fingerprints: np.ndarray = rows[:, :words]
-        self.popcounts: np.ndarray = p("popcounts", "<u2")
-        self.source_lines: np.ndarray = p("source_lines", "<u8")
+        self._arrays = {
+            "fingerprints": rows[:, :words],
+            "popcounts": p("popcounts", "<u2"),
+            "source_lines": p("source_lines", "<u8"),
+        }
         self.smiles = _TextColumn(core, "smiles", p("smiles", np.uint8), p("smiles_offsets", "<u8"))
         self.ids = _TextColumn(core, "ids", p("ids", np.uint8), p("id_offsets", "<u8"))
+
+    def _array(self, key: str) -> np.ndarray:
+        """A mapped array, its file's checksum checked first (once per process): whatever is
+        computed from it (analog ranking, a user's own scan) never reads damaged bytes."""
+        self._core.verify_file(FILES[key])
+        return self._arrays[key]
+
+    @property
+    def fingerprints(self) -> np.ndarray:
+        """uint64 (n, bits/64): a view of the mapped file, checked at first use."""
+        return self._array("fingerprints")
+
+    @property
+    def popcounts(self) -> np.ndarray:
+        """uint16 popcount of each fingerprint (mapped, checked at first use)."""
+        return self._array("popcounts")
+
+    @property
+    def source_lines(self) -> np.ndarray:
+        """uint64 1-based line of each molecule's record (mapped, checked at first use)."""
+        return self._array("source_lines")
 
     def _searcher(self):
         if getattr(self, "_searcher_obj", None) is None:
