@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The fault-injection harness of issue 14 (tests/faults/): `bash scripts/faults.sh` runs the
-# short run, `--long` the long one (about 12-15 min on 2 busy cores), then prints the table
+# short run, `--long` the long one (about 25 min on 2 cores), then prints the table
 # (RELIABILITY.md). Needs the .venv of scripts/setup.sh. Other options: --only KIND..., -q.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -496,3 +496,22 @@ def test_a_disk_that_fills_during_ingest_leaves_no_store(tmp_path, bundled_smi):
         assert os.listdir(where) == [], os.listdir(where)
     finally:
         subprocess.run(["umount", str(where)], capture_output=True)
+
+
+def test_analogs_never_rank_by_a_damaged_fingerprint_file(tmp_path, bundled_smi):
+    """The long corrupter run (issue 40) found `analogs` on a version-1 store ranking its hits
+    by Tanimoto over a damaged or swapped fingerprints.u64, exit 0: the mapped arrays were read
+    from Python without their checksum check."""
+    lib = small_library(tmp_path / "lib.smi", bundled_smi, 0, 300)
+    store = tmp_path / "s.store"
+    molsift.ingest(lib, store, workers=1, progress=False, analogs=True, pattern=False)
+    args = ("analogs", store, "-q", "CC(=O)Nc1ccc(O)cc1", "--dist", "2", "-k", "10")
+    assert molsift_run(*args).returncode == 0
+    fps = store / "fingerprints.u64"
+    data = bytearray(fps.read_bytes())
+    middle = len(data) // 2 // 4096 * 4096
+    data[middle : middle + 4096] = bytes(4096)
+    fps.write_bytes(bytes(data))
+    assert_clean_refusal(molsift_run(*args), "fingerprints.u64")
+    with pytest.raises(molsift.StoreError, match=r"fingerprints\.u64"):
+        molsift.open_store(store, verify=False).fingerprints
