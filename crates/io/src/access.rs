@@ -75,10 +75,11 @@ pub const AUTO_CACHED: f64 = 0.9;
 /// What `auto` decides for `len` bytes of a file of which `cached` (0 to 1) is in the page
 /// cache (`None`: unknown), and why, in words for the report. `warm` is the way for cached
 /// or small data: `Mmap` for the counter, `Pread` for the slab reader (its parse sets the pace,
-/// and a copy per buffer costs nothing next to it). Anything less cached is read by buffered
-/// io_uring (deep read-ahead through the page cache), cold files too: `auto` never reads
-/// direct. On the virtual disks measured (docs/reading.md) `O_DIRECT` ran at 0.35-0.5 of the
-/// buffered ways on a cold file, and a choice that can be the slowest way is no default;
+/// and a copy per buffer costs nothing next to it). Anything less cached is read by `pread`
+/// with the kernel's read-ahead advised (`SEQUENTIAL`, `WILLNEED` on the next chunks), cold
+/// files too: `auto` never reads direct. On the virtual disks measured (docs/reading.md)
+/// `O_DIRECT` ran at 0.35-0.6 of the buffered ways on a cold file, and buffered io_uring (its
+/// reads of uncached pages go through the kernel's worker threads) at 0.8-0.85 of `pread`;
 /// `--io direct` stays for a file larger than memory whose reading must not evict the cache.
 pub fn auto_choice(len: u64, cached: Option<f64>, warm: ReadMethod) -> (ReadMethod, String) {
     if len < AUTO_MAP_BELOW {
@@ -88,7 +89,7 @@ pub fn auto_choice(len: u64, cached: Option<f64>, warm: ReadMethod) -> (ReadMeth
     match cached {
         None => (warm, "auto: page cache unknown (mincore failed)".into()),
         Some(f) if f >= AUTO_CACHED => (warm, why(f)),
-        Some(f) => (ReadMethod::Uring, why(f)),
+        Some(f) => (ReadMethod::Pread, why(f)),
     }
 }
 
@@ -311,12 +312,12 @@ mod tests {
             auto_choice(big, Some(0.95), ReadMethod::Pread).0,
             ReadMethod::Pread
         );
-        assert_eq!(auto_choice(big, Some(0.5), m).0, ReadMethod::Uring);
-        // cold: buffered io_uring, never direct
-        assert_eq!(auto_choice(big, Some(0.0), m).0, ReadMethod::Uring);
+        assert_eq!(auto_choice(big, Some(0.5), m).0, ReadMethod::Pread);
+        // cold: buffered reads with read-ahead, never direct
+        assert_eq!(auto_choice(big, Some(0.0), m).0, ReadMethod::Pread);
         assert_eq!(
             auto_choice(big, Some(0.02), ReadMethod::Pread).0,
-            ReadMethod::Uring
+            ReadMethod::Pread
         );
         assert_eq!(auto_choice(big, None, m).0, ReadMethod::Mmap);
         assert!(auto_choice(big, Some(0.5), m).1.contains("50% cached"));

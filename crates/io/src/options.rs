@@ -32,7 +32,7 @@ pub struct ReaderOptions {
     /// The line at offset 0 of the file is a header, not a record. Line kind only.
     pub skip_header: bool,
     /// How a slab of a plain file is read. Default `Auto`: by `pread` when the slab is cached
-    /// or under 8 MiB, else by buffered io_uring (cold slabs too).
+    /// or under 8 MiB, and cold or partly cached slabs too (never direct).
     pub io: ReadMethod,
 }
 

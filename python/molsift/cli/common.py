@@ -150,8 +150,8 @@ def add_reader_options(p: argparse.ArgumentParser, metavar: str | None = None) -
         "--io",
         choices=IO_METHODS,
         help="how each slab of a plain file is read (default: auto: by pread when the slab is "
-        f"cached or under {IO_AUTO_MAP_BELOW >> 20} MiB, else buffered io_uring, cold slabs "
-        "too; the choices are those of molsift count --io)",
+        f"cached or under {IO_AUTO_MAP_BELOW >> 20} MiB, and by pread with read-ahead when "
+        "not, cold slabs too; the choices are those of molsift count --io)",
     )
 
 

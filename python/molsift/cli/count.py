@@ -22,7 +22,7 @@ def io_help() -> str:
     return (
         "how to read a plain file (default %(default)s): auto maps it when at least "
         f"{IO_AUTO_CACHED * 100:.0f}%% of it is in the page cache or it is under "
-        f"{IO_AUTO_MAP_BELOW >> 20} MiB, else reads it by buffered io_uring (a cold file "
+        f"{IO_AUTO_MAP_BELOW >> 20} MiB, else reads it by pread with read-ahead (a cold file "
         "too: never direct); mmap: memory map; pread: one read at a time per "
         f"thread, read-ahead advised; uring: {IO_DEPTH} buffered reads of {IO_CHUNK >> 20} MiB "
         "in flight per thread (io_uring); direct: the same with O_DIRECT, bypassing the page "
