@@ -74,14 +74,20 @@ _RUNS = itertools.count()
 
 
 def run_cli(
-    args: list[str], cwd=None, timeout: float = 120, marker: str = "", stdin=subprocess.DEVNULL
+    args: list[str],
+    cwd=None,
+    timeout: float = 120,
+    marker: str = "",
+    stdin=subprocess.DEVNULL,
+    program: list[str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """`molsift ARGS` to completion; a timeout comes back as returncode None, after every
-    process of the run (found by its marker, a fresh one when none is given) is killed."""
+    """`molsift ARGS` (or `program ARGS`) to completion; a timeout comes back as returncode
+    None, after every process of the run (found by its marker, a fresh one when none is given)
+    is killed."""
     marker = marker or f"faultsrun{os.getpid()}n{next(_RUNS)}"
     try:
         return subprocess.run(
-            molsift_cmd() + [str(a) for a in args],
+            (program or molsift_cmd()) + [str(a) for a in args],
             cwd=cwd,
             env=cli_env(marker),
             capture_output=True,

@@ -29,8 +29,6 @@ from .common import (
     Case,
     check_status,
     clear_error,
-    cli_env,
-    kill_marked,
     run_cli,
     text,
 )
@@ -109,21 +107,11 @@ def commands(store: Path, ids: Path) -> dict[str, list]:
 
 
 def run_command(args: list, timeout: float = 60) -> subprocess.CompletedProcess:
+    """One verb of `commands`: the molsift CLI, or the server probe (run from tests/)."""
     if args[0] != "probe":
         return run_cli(args, timeout=timeout)
-    marker = f"faultsprobe{os.getpid()}"
-    try:
-        return subprocess.run(
-            [sys.executable, "-m", "faults.serve_probe", *map(str, args[1:])],
-            cwd=Path(__file__).resolve().parent.parent,
-            env=cli_env(marker),
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as exc:
-        kill_marked(marker)
-        return subprocess.CompletedProcess(exc.cmd, None, exc.stdout or b"", exc.stderr or b"")
+    probe = [sys.executable, "-m", "faults.serve_probe"]
+    return run_cli(args[1:], Path(__file__).resolve().parent.parent, timeout, program=probe)
 
 
 def _normal(verb: str, out: str, store: Path) -> str:
