@@ -24,11 +24,15 @@ from molsift.analogs.reference import distances
 RDLogger.DisableLog("rdApp.*")
 
 
-@pytest.fixture(scope="module")
-def analog_store(bundled_smi, tmp_path_factory):
-    """(open store with an analog index, the stored SMILES, each one's skeleton)."""
+@pytest.fixture(scope="module", params=["v1", "v2"])
+def analog_store(request, bundled_smi, tmp_path_factory):
+    """(open store with an analog index, the stored SMILES, each one's skeleton): the store as
+    ingest writes it (version 1) and its version-2 form; every test here runs on both."""
     out = tmp_path_factory.mktemp("analogs") / "nci.store"
     molsift.ingest(bundled_smi, out, workers=2, progress=False, pattern=False)
+    if request.param == "v2":
+        v1, out = out, out.with_suffix(".v2")
+        molsift.upgrade(v1, out, indexes=False)
     header, size = _core.build_analog_index(str(out), 2)
     assert size > 0 and '"molsift-analog-index"' in header
     store = molsift.open_store(out)

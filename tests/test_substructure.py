@@ -119,11 +119,19 @@ class Reference:
         return self._cache[key]
 
 
-@pytest.fixture(scope="module")
-def nci(tmp_path_factory, bundled_smi):
+def _as(version: str, store_path):
+    """The store at `store_path` (version 1, as ingest writes it) or its version-2 form with
+    every index (`molsift.upgrade`): every test here runs on both."""
+    if version == "v1":
+        return molsift.open_store(store_path)
+    return molsift.upgrade(store_path, store_path.with_suffix(".v2"), workers=2, progress=False)
+
+
+@pytest.fixture(scope="module", params=["v1", "v2"])
+def nci(request, tmp_path_factory, bundled_smi):
     out = tmp_path_factory.mktemp("substructure") / "nci.store"
     molsift.ingest(bundled_smi, out, workers=2, progress=False)
-    return molsift.open_store(out)
+    return _as(request.param, out)
 
 
 @pytest.fixture(scope="module")
@@ -131,12 +139,12 @@ def nci_ref(nci):
     return Reference(nci)
 
 
-@pytest.fixture(scope="module")
-def special(tmp_path_factory):
+@pytest.fixture(scope="module", params=["v1", "v2"])
+def special(request, tmp_path_factory):
     work = tmp_path_factory.mktemp("substructure-special")
     (work / "special.smi").write_text(SPECIAL)
     molsift.ingest(work / "special.smi", work / "special.store", workers=1, progress=False)
-    return molsift.open_store(work / "special.store")
+    return _as(request.param, work / "special.store")
 
 
 @pytest.fixture(scope="module")
@@ -564,3 +572,15 @@ def test_store_without_the_index(tmp_path, bundled_smi):
     assert proc.returncode == 0, proc.stderr
     store = molsift.open_store(out)
     assert store.substructure("c1ccccc1").tolist() == Reference(store).hits("c1ccccc1")
+    # the same on a version-2 store upgraded without its indexes
+    v2 = molsift.upgrade(out, tmp_path / "small.v2", indexes=False)
+    with pytest.raises(molsift.StoreError, match="--pattern"):
+        v2.substructure("c1ccccc1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", "index", str(v2.path), "--pattern"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    v2 = molsift.open_store(v2.path)
+    assert v2.substructure("c1ccccc1").tolist() == Reference(v2).hits("c1ccccc1")

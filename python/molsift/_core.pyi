@@ -225,6 +225,10 @@ class StoreV2:
         """Checks every file's checksum."""
     def searcher(self) -> Searcher:
         """The searcher over this store's planes, through the files the store opened."""
+    def pattern_index(self) -> PatternIndex:
+        """The substructure index of this very store, or StoreError saying how to build one."""
+    def analog_index(self) -> AnalogIndex:
+        """The analog index of this very store, or StoreError saying how to build one."""
 
 def upgrade_store(
     src: _Path,
@@ -279,6 +283,9 @@ def build_column_index(path: _Path, budget: int = ...) -> int:
 
 PATTERN_FILES: tuple[str, str, str]
 """The substructure index's files in a store: (header, planes, molecule graphs)."""
+PATTERN_COMPACT_FILES: tuple[str, str]
+"""The compact substructure index's files in a version-2 store (besides the header):
+(compressed screen planes, graph records in zstd blocks)."""
 PATTERN_BLOCK: int
 """Molecules per block of the planes: a part written by one task starts on a block."""
 

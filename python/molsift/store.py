@@ -139,57 +139,6 @@ class _StoreBase:
 
         return search_batch(self, queries, threshold=threshold, k=k, threads=threads)
 
-
-class Store(_StoreBase):
-    """An open store. Use `open_store(path)`.
-
-    Attributes: `ids`, `smiles` (sequences by store position), `fingerprints` (uint64 array of
-    shape (n, bits/64), a view of the mapped file), `popcounts` (uint16), `source_lines`
-    (uint64, 1-based line of each molecule's record), `manifest` (dict)."""
-
-    def __init__(self, path: PathLike, core):
-        self.path = os.fspath(path)
-        self._core = core
-        self.manifest = json.loads(core.manifest_json())
-        n = self.manifest["counts"]["molecules"]
-        spec = self.manifest["fingerprint"]
-        words, stride = spec["bits"] // 64, spec["row_stride_words"]
-        p = lambda key, dtype: _map(core, FILES[key], dtype)  # noqa: E731
-        rows = p("fingerprints", "<u8").reshape(n, stride)
-        self._arrays = {
-            "fingerprints": rows[:, :words],
-            "popcounts": p("popcounts", "<u2"),
-            "source_lines": p("source_lines", "<u8"),
-        }
-        self.smiles = _TextColumn(core, "smiles", p("smiles", np.uint8), p("smiles_offsets", "<u8"))
-        self.ids = _TextColumn(core, "ids", p("ids", np.uint8), p("id_offsets", "<u8"))
-
-    def _array(self, key: str) -> np.ndarray:
-        """A mapped array, its file's checksum checked first (once per process): whatever is
-        computed from it (analog ranking, a user's own scan) never reads damaged bytes."""
-        self._core.verify_file(FILES[key])
-        return self._arrays[key]
-
-    @property
-    def fingerprints(self) -> np.ndarray:
-        """uint64 (n, bits/64): a view of the mapped file, checked at first use."""
-        return self._array("fingerprints")
-
-    @property
-    def popcounts(self) -> np.ndarray:
-        """uint16 popcount of each fingerprint (mapped, checked at first use)."""
-        return self._array("popcounts")
-
-    @property
-    def source_lines(self) -> np.ndarray:
-        """uint64 1-based line of each molecule's record (mapped, checked at first use)."""
-        return self._array("source_lines")
-
-    def _searcher(self):
-        if getattr(self, "_searcher_obj", None) is None:
-            self._searcher_obj = self._core.searcher()
-        return self._searcher_obj
-
     def substructure(
         self,
         query,
@@ -316,6 +265,57 @@ class Store(_StoreBase):
             pool.close()
             self._pool = None
 
+
+class Store(_StoreBase):
+    """An open store. Use `open_store(path)`.
+
+    Attributes: `ids`, `smiles` (sequences by store position), `fingerprints` (uint64 array of
+    shape (n, bits/64), a view of the mapped file), `popcounts` (uint16), `source_lines`
+    (uint64, 1-based line of each molecule's record), `manifest` (dict)."""
+
+    def __init__(self, path: PathLike, core):
+        self.path = os.fspath(path)
+        self._core = core
+        self.manifest = json.loads(core.manifest_json())
+        n = self.manifest["counts"]["molecules"]
+        spec = self.manifest["fingerprint"]
+        words, stride = spec["bits"] // 64, spec["row_stride_words"]
+        p = lambda key, dtype: _map(core, FILES[key], dtype)  # noqa: E731
+        rows = p("fingerprints", "<u8").reshape(n, stride)
+        self._arrays = {
+            "fingerprints": rows[:, :words],
+            "popcounts": p("popcounts", "<u2"),
+            "source_lines": p("source_lines", "<u8"),
+        }
+        self.smiles = _TextColumn(core, "smiles", p("smiles", np.uint8), p("smiles_offsets", "<u8"))
+        self.ids = _TextColumn(core, "ids", p("ids", np.uint8), p("id_offsets", "<u8"))
+
+    def _array(self, key: str) -> np.ndarray:
+        """A mapped array, its file's checksum checked first (once per process): whatever is
+        computed from it (analog ranking, a user's own scan) never reads damaged bytes."""
+        self._core.verify_file(FILES[key])
+        return self._arrays[key]
+
+    @property
+    def fingerprints(self) -> np.ndarray:
+        """uint64 (n, bits/64): a view of the mapped file, checked at first use."""
+        return self._array("fingerprints")
+
+    @property
+    def popcounts(self) -> np.ndarray:
+        """uint16 popcount of each fingerprint (mapped, checked at first use)."""
+        return self._array("popcounts")
+
+    @property
+    def source_lines(self) -> np.ndarray:
+        """uint64 1-based line of each molecule's record (mapped, checked at first use)."""
+        return self._array("source_lines")
+
+    def _searcher(self):
+        if getattr(self, "_searcher_obj", None) is None:
+            self._searcher_obj = self._core.searcher()
+        return self._searcher_obj
+
     @property
     def has_column_index(self) -> bool:
         """True when the store's manifest lists a column index (`molsift index` writes one)."""
@@ -424,31 +424,8 @@ class StoreV2(_StoreBase):
         return self._searcher_obj
 
     @property
-    def has_pattern_index(self) -> bool:
-        return False
-
-    @property
-    def has_analog_index(self) -> bool:
-        return False
-
-    def missing_index(self, what: str) -> str:
-        """Why `what` ("substructure" or "analogs") cannot run on this store, in one sentence."""
-        return (
-            f"{self.path}: a version-2 store (written by `molsift upgrade`) holds no "
-            f"{'substructure' if what == 'substructure' else 'analog'} index yet: run "
-            f"`molsift {what}` on the version-1 store it was upgraded from (`molsift ingest` "
-            "writes one)"
-        )
-
-    def _pattern_index(self):
-        raise _core.StoreError(self.missing_index("substructure"))
-
-    @property
     def has_column_index(self) -> bool:
         return True
-
-    def close(self) -> None:
-        pass
 
     def file_sizes(self) -> dict:
         """Bytes of each file of the store."""
@@ -472,6 +449,14 @@ def format_version(path: PathLike) -> int | None:
         return None
 
 
+def open_core(path: PathLike, verify: bool = False):
+    """The Rust reader (`molsift._core.Store` or `StoreV2`) of the store at `path`, by the
+    format version its manifest states."""
+    if format_version(path) == 2:
+        return _core.StoreV2(os.fspath(path), verify=verify)
+    return _core.Store(os.fspath(path), full=verify)
+
+
 def open_store(path: PathLike, verify: bool = True) -> Store | StoreV2:
     """Opens a store read-only, of format version 1 or 2.
 
@@ -484,9 +469,45 @@ def open_store(path: PathLike, verify: bool = True) -> Store | StoreV2:
     return Store(path, _core.Store(os.fspath(path), full=verify))
 
 
-def upgrade(src: PathLike, dst: PathLike, overwrite: bool = False, threads: int = 1) -> StoreV2:
-    """Writes the version-2 form of the version-1 store `src` at `dst` (built under a
-    temporary name, moved into place when complete) and opens it. The substructure index is
-    not carried over yet: build it on the new store with `molsift index DST --pattern`."""
-    _core.upgrade_store(os.fspath(src), os.fspath(dst), overwrite=overwrite, threads=threads)
+def upgrade(
+    src: PathLike,
+    dst: PathLike,
+    overwrite: bool = False,
+    threads: int = 1,
+    *,
+    workers: int | None = None,
+    indexes: bool = True,
+    progress: bool | None = None,
+) -> StoreV2:
+    """Writes the version-2 form of the version-1 store `src` at `dst`, with every index (the
+    substructure index and the analog index, built on `workers` processes/threads, default all
+    cores, over the new store's positions; `indexes=False` leaves them out), and opens it. The
+    store is built whole in a work directory beside `dst` and moved into place last: a killed
+    or failed upgrade leaves no store that opens, and a store it overwrites stays as it was
+    until the new one is complete."""
+    import shutil
+
+    dst = os.fspath(dst)
+    if os.path.lexists(dst):
+        if not overwrite:
+            raise _core.StoreError(f"{dst}: already exists (give --overwrite to replace it)")
+        _core.check_replaceable(dst)
+    parent = os.path.dirname(os.path.abspath(dst))
+    if not os.path.isdir(parent):
+        raise _core.StoreError(f"{parent}: output directory does not exist")
+    _core.sweep_leftovers(dst)
+    workdir = os.fspath(_core.temporary_sibling(dst, "upgrade"))
+    os.makedirs(workdir)
+    try:
+        staged = os.path.join(workdir, "store")
+        _core.upgrade_store(os.fspath(src), staged, threads=threads)
+        if indexes:
+            from .analogs.search import index_analogs
+            from .substructure.build import build_pattern_index
+
+            build_pattern_index(staged, workers=workers, progress=progress)
+            index_analogs(staged, workers)
+        _core.swap_into_place(staged, dst, overwrite)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     return open_store(dst, verify=False)

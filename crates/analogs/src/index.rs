@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memmap2::Mmap;
-use molsift_store::{FileEntry, Store};
+use molsift_store::{FileEntry, StoreFiles};
 use serde::{Deserialize, Serialize};
 
 use crate::bloom::Bloom;
@@ -120,7 +120,7 @@ type Part = (Vec<Entry>, Vec<(u32, String)>, Bloom<Vec<u64>>);
 /// (replacing an earlier one). `progress(done)` is called now and then with the molecules read
 /// so far (from any thread).
 pub fn write_index(
-    store: &Store,
+    store: &dyn StoreFiles,
     threads: usize,
     max_leaves: usize,
     progress: &(dyn Fn(u64) + Sync),
@@ -148,8 +148,8 @@ pub fn write_index(
                             return Ok((ok, failed, dels));
                         }
                         for pos in start..(start + CHUNK).min(n) {
-                            let smiles = store.smiles(pos)?;
-                            match one(smiles, max_leaves, &mut dels) {
+                            let smiles = store.smiles_at(pos)?;
+                            match one(&smiles, max_leaves, &mut dels) {
                                 Ok((key, wl, shape)) => ok.push((key, wl, shape, pos as u32)),
                                 Err(why) => failed.push((pos as u32, why)),
                             }
@@ -327,7 +327,7 @@ impl AnalogIndex {
     /// Opens the analog index of `store`; `NoIndex` when its manifest lists none, `BadIndex`
     /// (naming the file) when a file is missing, of the wrong size, fails its checksum or
     /// does not fit the store.
-    pub fn open_in(store: &Store) -> Result<AnalogIndex, AnalogError> {
+    pub fn open_in(store: &dyn StoreFiles) -> Result<AnalogIndex, AnalogError> {
         let dir = store.path().to_path_buf();
         let listed = &store.manifest().files;
         if !listed.contains_key(HEADER_FILE) {
@@ -633,7 +633,7 @@ impl Library for AnalogIndex {
     }
 }
 
-fn read_all(store: &Store, name: &str) -> Result<Vec<u8>, AnalogError> {
+fn read_all(store: &dyn StoreFiles, name: &str) -> Result<Vec<u8>, AnalogError> {
     let f = store.file(name)?;
     let path = store.path().join(name);
     let len = f.metadata().map_err(|e| AnalogError::io(&path, e))?.len();

@@ -11,7 +11,7 @@ use molsift_analogs::{
     canonical, edits, element_code, skeleton_and_elements, skeleton_of_smiles, walk, write_index,
     AnalogIndex, Event, Skeleton, SkeletonGroups, WalkOptions,
 };
-use molsift_store::{Store, Verify};
+use molsift_store::{open_any, StoreFiles};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -385,13 +385,13 @@ fn stats_list(stats: &WalkStats, first: u64, total: u64) -> Vec<(&'static str, u
 #[pyclass(name = "AnalogIndex", module = "molsift._core", frozen)]
 pub struct PyAnalogIndex {
     inner: AnalogIndex,
-    _store: Arc<Store>,
+    _store: Arc<dyn StoreFiles + Send>,
 }
 
 impl PyAnalogIndex {
-    pub(crate) fn over(py: Python<'_>, store: Arc<Store>) -> PyResult<Self> {
+    pub(crate) fn over(py: Python<'_>, store: Arc<dyn StoreFiles + Send>) -> PyResult<Self> {
         let inner = py
-            .detach(|| AnalogIndex::open_in(&store))
+            .detach(|| AnalogIndex::open_in(&*store))
             .map_err(analog_err)?;
         Ok(PyAnalogIndex {
             inner,
@@ -405,10 +405,8 @@ impl PyAnalogIndex {
     /// Opens the store at `path` (sizes checked) and its analog index.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let store = py
-            .detach(|| Store::open(&path, Verify::Sizes))
-            .map_err(store_err)?;
-        Self::over(py, Arc::new(store))
+        let store = py.detach(|| open_any(&path)).map_err(store_err)?;
+        Self::over(py, Arc::from(store))
     }
 
     /// Number of distinct skeletons.
@@ -491,9 +489,9 @@ impl PyAnalogIndex {
         let store = &self._store;
         let target = |pos: u32| {
             store
-                .smiles(pos as usize)
+                .smiles_at(pos as usize)
                 .ok()
-                .and_then(|s| skeleton_and_elements(s).ok())
+                .and_then(|s| skeleton_and_elements(&s).ok())
         };
         py.detach(|| paths.changes(&rows, &target))
     }
@@ -523,7 +521,7 @@ fn build_analog_index(
 ) -> PyResult<(String, u64)> {
     let written = py
         .detach(|| {
-            let store = Store::open(&path, Verify::Sizes)?;
+            let store = open_any(&path)?;
             let report = |done: u64| {
                 if let Some(cb) = &progress {
                     Python::attach(|py| {
@@ -532,7 +530,7 @@ fn build_analog_index(
                     });
                 }
             };
-            write_index(&store, threads.max(1), max_leaves, &report)
+            write_index(&*store, threads.max(1), max_leaves, &report)
         })
         .map_err(analog_err)?;
     Ok((

@@ -246,12 +246,12 @@ impl PyStore {
     /// The pattern index (substructure screen) of this very store, or StoreError saying how to
     /// build one.
     fn pattern_index(&self, py: Python<'_>) -> PyResult<crate::substructure::PyPatternIndex> {
-        crate::substructure::PyPatternIndex::over(py, Arc::clone(&self.inner))
+        crate::substructure::PyPatternIndex::over(py, Arc::clone(&self.inner) as _)
     }
 
     /// The analog index of this very store, or StoreError saying how to build one.
     fn analog_index(&self, py: Python<'_>) -> PyResult<crate::analogs::PyAnalogIndex> {
-        crate::analogs::PyAnalogIndex::over(py, Arc::clone(&self.inner))
+        crate::analogs::PyAnalogIndex::over(py, Arc::clone(&self.inner) as _)
     }
 
     /// A searcher over this very store (its column index opened through the same handle).

@@ -138,6 +138,17 @@ impl PyStoreV2 {
         crate::search::PySearcher::from_store_v2(py, &self.inner)
     }
 
+    /// The substructure index (pattern planes and graphs) of this very store, or an error
+    /// saying how to build one.
+    fn pattern_index(&self, py: Python<'_>) -> PyResult<crate::substructure::PyPatternIndex> {
+        crate::substructure::PyPatternIndex::over(py, Arc::clone(&self.inner) as _)
+    }
+
+    /// The analog index of this very store, or an error saying how to build one.
+    fn analog_index(&self, py: Python<'_>) -> PyResult<crate::analogs::PyAnalogIndex> {
+        crate::analogs::PyAnalogIndex::over(py, Arc::clone(&self.inner) as _)
+    }
+
     /// Bytes of each file of the store.
     fn file_sizes(&self) -> std::collections::BTreeMap<String, u64> {
         self.inner.file_sizes()

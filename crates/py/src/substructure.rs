@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use molsift_store::{Store, Verify};
+use molsift_store::{open_any, StoreFiles};
 use molsift_substructure::{Compiled, PatternIndex, Program, ScreenStats};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -65,7 +65,7 @@ fn finish_pattern_index(
 ) -> PyResult<u64> {
     let meaning = serde_json::from_str(meaning_json).map_err(crate::error::json_err)?;
     py.detach(|| {
-        let store = Store::open(&store, Verify::Sizes)?;
+        let store = open_any(&store)?;
         let as_store = |e| match e {
             molsift_substructure::SubstructureError::Store(s) => s,
             other => molsift_store::StoreError::Invalid(other.to_string()),
@@ -85,7 +85,7 @@ fn finish_pattern_index(
             }
         };
         let done = molsift_substructure::finish_index(
-            &store,
+            &*store,
             &planes_tmp,
             graphs_tmp.as_deref(),
             bits,
@@ -130,13 +130,13 @@ fn int64_bytes<'py>(py: Python<'py>, v: &[u64]) -> Bound<'py, PyBytes> {
 #[pyclass(name = "PatternIndex", module = "molsift._core", frozen)]
 pub struct PyPatternIndex {
     inner: PatternIndex,
-    _store: Arc<Store>,
+    _store: Arc<dyn StoreFiles + Send>,
 }
 
 impl PyPatternIndex {
-    pub(crate) fn over(py: Python<'_>, store: Arc<Store>) -> PyResult<Self> {
+    pub(crate) fn over(py: Python<'_>, store: Arc<dyn StoreFiles + Send>) -> PyResult<Self> {
         let inner = py
-            .detach(|| PatternIndex::open_in(&store))
+            .detach(|| PatternIndex::open_in(&*store))
             .map_err(substructure_err)?;
         Ok(PyPatternIndex {
             inner,
@@ -150,10 +150,8 @@ impl PyPatternIndex {
     /// Opens the store at `path` (sizes checked) and its pattern index.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let store = py
-            .detach(|| Store::open(&path, Verify::Sizes))
-            .map_err(store_err)?;
-        Self::over(py, Arc::new(store))
+        let store = py.detach(|| open_any(&path)).map_err(store_err)?;
+        Self::over(py, Arc::from(store))
     }
 
     fn __len__(&self) -> usize {
@@ -234,6 +232,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             l::PLANES_FILE,
             molsift_substructure::graph::GRAPHS_FILE,
         ),
+    )?;
+    m.add(
+        "PATTERN_COMPACT_FILES",
+        molsift_store::layout::PATTERN_COMPACT_FILES,
     )?;
     m.add("PATTERN_BLOCK", l::BLOCK)?;
     Ok(())

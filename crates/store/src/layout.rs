@@ -50,6 +50,10 @@ pub const INDEX_FILES: [&str; 3] = ["columns.json", "columns.planes.u64", "colum
 /// exact-match form).
 pub const PATTERN_FILES: [&str; 3] = ["pattern.json", "pattern.planes.u64", "pattern.graphs.bin"];
 
+/// The compact form of the substructure index in a version-2 store (besides its header,
+/// `PATTERN_FILES[0]`): the screen's planes compressed, the graph records in zstd blocks.
+pub const PATTERN_COMPACT_FILES: [&str; 2] = ["pattern.screen.u8", "pattern.graphs.zst"];
+
 /// Files the analog index (`crates/analogs`, `index.rs`, whose tests check this list) adds to a
 /// finished store, registered in its manifest when written.
 pub const ANALOG_FILES: [&str; 8] = [

@@ -33,6 +33,7 @@
 mod checksum;
 pub mod duplicates;
 mod error;
+mod files;
 pub mod fuse;
 pub mod layout;
 pub mod lookup;
@@ -48,6 +49,7 @@ pub mod v2;
 mod writer;
 
 pub use error::StoreError;
+pub use files::{open_any, StoreFiles};
 pub use manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
 pub use merge::merge_parts;
 pub use reader::{Store, StoreLock, Verify};

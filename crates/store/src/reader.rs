@@ -232,48 +232,14 @@ impl Store {
         &self,
         entries: Vec<(String, FileEntry)>,
     ) -> Result<Manifest, StoreError> {
-        if was_replaced(&self.path, &self.dir) {
-            return Err(StoreError::Replaced(self.path.clone()));
-        }
-        let mut manifest = self.manifest.clone();
-        for (name, entry) in entries {
-            manifest.files.insert(name, entry);
-        }
-        let manifest = manifest.sealed();
-        let path = self.path.join(layout::MANIFEST);
-        let tmp = replace::temporary_sibling(&path, "tmp");
-        let tmp_name = tmp
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("manifest.tmp")
-            .to_string();
-        let write = || -> std::io::Result<()> {
-            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
-            let f = CountedFile::open_at(&self.dir, &tmp_name, flags, 0o644)?;
-            f.write_all_at(manifest.to_text().as_bytes(), 0)?;
-            f.sync_all()?;
-            rename_in(&self.dir, &tmp_name, layout::MANIFEST)?;
-            self.dir.sync_all()
-        };
-        write().map_err(|e| StoreError::io(&path, e))?;
-        Ok(manifest)
+        register_in(&self.path, &self.dir, &self.manifest, entries)
     }
 
     /// An exclusive lock on the store directory (`flock`), held until the guard is dropped:
     /// writers of files added to a finished store (the column index) take it, so concurrent
     /// `molsift index` runs take turns.
     pub fn lock(&self) -> Result<StoreLock<'_>, StoreError> {
-        use std::os::unix::io::AsRawFd;
-        loop {
-            // SAFETY: flock on a descriptor we own.
-            if unsafe { libc::flock(self.dir.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(StoreLock { store: self });
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(StoreError::io(&self.path, e));
-            }
-        }
+        lock_dir(&self.path, &self.dir)
     }
 
     /// The store directory.
@@ -437,17 +403,68 @@ impl Store {
     }
 }
 
-/// The guard of [`Store::lock`]: unlocks when dropped.
+/// The guard of [`Store::lock`] (and of the version-2 store's): unlocks when dropped.
 pub struct StoreLock<'a> {
-    store: &'a Store,
+    dir: &'a CountedFile,
 }
 
 impl Drop for StoreLock<'_> {
     fn drop(&mut self) {
         use std::os::unix::io::AsRawFd;
         // SAFETY: flock on a descriptor the store owns.
-        unsafe { libc::flock(self.store.dir.as_raw_fd(), libc::LOCK_UN) };
+        unsafe { libc::flock(self.dir.as_raw_fd(), libc::LOCK_UN) };
     }
+}
+
+/// An exclusive `flock` on the store directory open as `dir`.
+pub(crate) fn lock_dir<'a>(path: &Path, dir: &'a CountedFile) -> Result<StoreLock<'a>, StoreError> {
+    use std::os::unix::io::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(StoreLock { dir });
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(StoreError::io(path, e));
+        }
+    }
+}
+
+/// `manifest` with `entries` added (or replaced), written atomically into the store open as
+/// `dir` (a new manifest under a temporary name, renamed over the old one); refused when
+/// `path` no longer names that directory.
+pub(crate) fn register_in(
+    path: &Path,
+    dir: &CountedFile,
+    manifest: &Manifest,
+    entries: Vec<(String, FileEntry)>,
+) -> Result<Manifest, StoreError> {
+    if was_replaced(path, dir) {
+        return Err(StoreError::Replaced(path.to_path_buf()));
+    }
+    let mut manifest = manifest.clone();
+    for (name, entry) in entries {
+        manifest.files.insert(name, entry);
+    }
+    let manifest = manifest.sealed();
+    let target = path.join(layout::MANIFEST);
+    let tmp = replace::temporary_sibling(&target, "tmp");
+    let tmp_name = tmp
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("manifest.tmp")
+        .to_string();
+    let write = || -> std::io::Result<()> {
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+        let f = CountedFile::open_at(dir, &tmp_name, flags, 0o644)?;
+        f.write_all_at(manifest.to_text().as_bytes(), 0)?;
+        f.sync_all()?;
+        rename_in(dir, &tmp_name, layout::MANIFEST)?;
+        dir.sync_all()
+    };
+    write().map_err(|e| StoreError::io(&target, e))?;
+    Ok(manifest)
 }
 
 fn map(file: &CountedFile, len: u64) -> Result<Option<Mmap>, StoreError> {

@@ -342,6 +342,8 @@ type Checked = Result<(), (String, String)>;
 /// another store, is an error naming it, never a wrong id or a false "absent".
 pub struct StoreV2 {
     path: PathBuf,
+    /// the directory's handle (every file was opened through it; index writers lock it)
+    dir: CountedFile,
     manifest: Manifest,
     smiles: TextBlocks,
     ids: TextBlocks,
@@ -471,6 +473,7 @@ impl StoreV2 {
             .collect();
         let store = StoreV2 {
             path: path.to_path_buf(),
+            dir,
             manifest,
             smiles,
             ids,
@@ -572,6 +575,21 @@ impl StoreV2 {
             expected,
             found,
         })
+    }
+
+    /// Lists files written into the store after it was finished (an index rebuilt by
+    /// `molsift index`) in its manifest, atomically; returns the new manifest (this `StoreV2`
+    /// keeps the one it opened). Hold [`StoreV2::lock`] meanwhile.
+    pub fn register_files(
+        &self,
+        entries: Vec<(String, crate::FileEntry)>,
+    ) -> Result<Manifest, StoreError> {
+        crate::reader::register_in(&self.path, &self.dir, &self.manifest, entries)
+    }
+
+    /// An exclusive lock on the store directory, held until the guard is dropped.
+    pub fn lock(&self) -> Result<crate::StoreLock<'_>, StoreError> {
+        crate::reader::lock_dir(&self.path, &self.dir)
     }
 
     /// Checks every file's checksum.

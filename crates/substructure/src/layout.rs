@@ -17,8 +17,11 @@ pub const HEADER_FILE: &str = molsift_store::layout::PATTERN_FILES[0];
 pub const PLANES_FILE: &str = molsift_store::layout::PATTERN_FILES[1];
 /// The `format` of every header.
 pub const FORMAT_NAME: &str = "molsift-pattern-index";
-/// The header version this build writes and reads.
+/// The header version of the dense planes (a version-1 store).
 pub const FORMAT_VERSION: u32 = 1;
+/// The header version of the compact form (a version-2 store, [`crate::compact`]): `planes`
+/// is the screen file, `kept` its planes, `plane_xxh3` empty, `graphs` the graph blocks.
+pub const COMPACT_VERSION: u32 = 2;
 /// Molecules per block: a part written by one task starts on a block.
 pub const BLOCK: usize = 256;
 /// Words of one plane per block.
@@ -70,6 +73,9 @@ pub struct Header {
     pub graphs: Option<FileInfo>,
     /// what the bits are (set by the writer of the rows; checked by the reader of queries)
     pub meaning: serde_json::Value,
+    /// the compact form's kept planes (header version [`COMPACT_VERSION`])
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<crate::compact::KeptPlane>,
 }
 
 /// XXH3-64 of `bytes`, 16 hex digits (the store's checksum format).

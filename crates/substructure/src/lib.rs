@@ -43,6 +43,7 @@ compile_error!(
     "molsift-substructure maps little-endian planes directly; big-endian targets are not supported"
 );
 
+pub mod compact;
 mod error;
 pub mod graph;
 pub mod layout;

@@ -7,7 +7,40 @@
 //! tests are remembered per molecule; a recursive pattern is matched once per atom it is asked
 //! about, rooted there. [`match_positions`] runs it over many molecules on threads.
 
+use crate::compact::{BlockCursor, GraphBlocks};
 use crate::graph::{Graphs, MolGraph};
+
+/// Where the matcher reads molecules' graph records: the plain graphs file, or the compact
+/// form's zstd blocks (each thread keeps its last decoded block in its cursor).
+pub trait RecordSource: Sync {
+    /// A thread's reading state.
+    type Cursor: Default;
+    /// Molecules.
+    fn count(&self) -> usize;
+    /// The record of molecule `i` (empty: not described); `Err` says what is damaged.
+    fn record_at<'c>(&'c self, i: usize, cur: &'c mut Self::Cursor) -> Result<&'c [u8], String>;
+}
+
+impl RecordSource for Graphs<'_> {
+    type Cursor = ();
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn record_at<'c>(&'c self, i: usize, _: &'c mut ()) -> Result<&'c [u8], String> {
+        self.record(i)
+            .ok_or_else(|| "offsets out of order".to_string())
+    }
+}
+
+impl RecordSource for GraphBlocks<'_> {
+    type Cursor = BlockCursor;
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn record_at<'c>(&'c self, i: usize, cur: &'c mut BlockCursor) -> Result<&'c [u8], String> {
+        self.record(i, cur)
+    }
+}
 use crate::program::{atom_leaf, atom_value, bond_ok, AtomExpr, AtomField, Pattern, Program};
 use crate::SubstructureError;
 
@@ -267,14 +300,14 @@ pub struct GraphMatches {
 }
 
 /// Matches `c` against the molecules at `positions` (ascending) on `threads` threads.
-pub fn match_positions(
-    graphs: &Graphs<'_>,
+pub fn match_positions<G: RecordSource>(
+    graphs: &G,
     c: &Compiled,
     positions: &[u64],
     threads: usize,
     path: &std::path::Path,
 ) -> Result<GraphMatches, SubstructureError> {
-    let n = graphs.len() as u64;
+    let n = graphs.count() as u64;
     if let Some(&bad) = positions.iter().find(|&&p| p >= n) {
         return Err(SubstructureError::Invalid(format!(
             "store position {bad} is out of range for {n} molecules"
@@ -284,14 +317,13 @@ pub fn match_positions(
         let mut out = GraphMatches::default();
         let mut m = MolGraph::default();
         let mut st = State::default();
+        let mut cur = G::Cursor::default();
         for &pos in part {
             let corrupt = |reason: String| SubstructureError::Corrupted {
                 path: path.to_path_buf(),
                 reason: format!("molecule {pos}: {reason}"),
             };
-            let rec = graphs
-                .record(pos as usize)
-                .ok_or_else(|| corrupt("offsets out of order".into()))?;
+            let rec = graphs.record_at(pos as usize, &mut cur).map_err(corrupt)?;
             if rec.is_empty() {
                 out.undecided.push(pos);
                 continue;

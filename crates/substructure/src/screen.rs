@@ -8,12 +8,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use memmap2::Mmap;
-use molsift_store::Store;
+use molsift_store::StoreFiles;
 
+use crate::compact::{CompactScreen, GraphBlocks, GRAPH_BLOCKS_FILE, SCREEN_FILE};
 use crate::graph::{Graphs, GRAPHS_FILE};
 use crate::layout::{
-    checksum, plane_words, planes_bytes, Header, FORMAT_NAME, FORMAT_VERSION, HEADER_FILE,
-    MAX_BITS, PLANES_FILE,
+    checksum, plane_words, planes_bytes, Header, COMPACT_VERSION, FORMAT_NAME, FORMAT_VERSION,
+    HEADER_FILE, MAX_BITS, PLANES_FILE,
 };
 use crate::matcher::{match_positions, Compiled, GraphMatches};
 use crate::SubstructureError;
@@ -39,17 +40,19 @@ pub struct PatternIndex {
     checked: Vec<AtomicBool>,
     graphs: Option<(PathBuf, Mmap)>,
     graphs_checked: AtomicBool,
+    /// the compact form (a version-2 store): the screen file's map, the kept plane of each
+    /// bit (`u32::MAX`: not kept)
+    compact: Option<(Option<Mmap>, Vec<u32>)>,
 }
 
 impl PatternIndex {
     /// Opens the pattern index of `store` (the same generation of the store), checking the
     /// header against the manifest's checksum and the planes' size; planes are checked against
     /// their checksums when a screen first reads them. `NoIndex` when the store has none.
-    pub fn open_in(store: &Store) -> Result<PatternIndex, SubstructureError> {
+    pub fn open_in(store: &dyn StoreFiles) -> Result<PatternIndex, SubstructureError> {
         let dir = store.path();
         let files = &store.manifest().files;
-        let (Some(h_entry), Some(p_entry)) = (files.get(HEADER_FILE), files.get(PLANES_FILE))
-        else {
+        let Some(h_entry) = files.get(HEADER_FILE) else {
             return Err(SubstructureError::NoIndex(dir.to_path_buf()));
         };
         let header_path = dir.join(HEADER_FILE);
@@ -64,6 +67,9 @@ impl PatternIndex {
             reason,
         };
         let header: Header = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+        if header.format == FORMAT_NAME && header.version == COMPACT_VERSION {
+            return Self::open_compact(store, header, bad);
+        }
         if header.format != FORMAT_NAME || header.version != FORMAT_VERSION {
             return Err(bad(format!(
                 "format {:?} version {}, this build reads {FORMAT_NAME:?} version {FORMAT_VERSION}",
@@ -72,13 +78,7 @@ impl PatternIndex {
         }
         let n = store.len();
         let bits = header.bits;
-        if header.molecules != n as u64
-            || bits == 0
-            || bits > MAX_BITS
-            || header.bit_counts.len() != bits as usize
-            || header.plane_xxh3.len() != bits as usize
-            || header.bit_counts.iter().any(|&c| c > n as u64)
-        {
+        if !counts_fit(&header, n) || header.plane_xxh3.len() != bits as usize {
             return Err(bad(format!(
                 "{} molecules, {bits} bits, {} bit counts, {} plane checksums do not fit a store \
                  of {n} molecules",
@@ -87,6 +87,9 @@ impl PatternIndex {
                 header.plane_xxh3.len()
             )));
         }
+        let Some(p_entry) = files.get(PLANES_FILE) else {
+            return Err(SubstructureError::NoIndex(dir.to_path_buf()));
+        };
         let expected = planes_bytes(bits, n);
         if header.planes.bytes != expected
             || p_entry.bytes != expected
@@ -132,6 +135,84 @@ impl PatternIndex {
             checked,
             graphs,
             graphs_checked: AtomicBool::new(false),
+            compact: None,
+        })
+    }
+
+    fn open_compact(
+        store: &dyn StoreFiles,
+        header: Header,
+        bad: impl Fn(String) -> SubstructureError,
+    ) -> Result<PatternIndex, SubstructureError> {
+        let dir = store.path();
+        let files = &store.manifest().files;
+        let n = store.len();
+        let bits = header.bits;
+        if !counts_fit(&header, n) {
+            return Err(bad(format!(
+                "{} molecules, {bits} bits, {} bit counts do not fit a store of {n} molecules",
+                header.molecules,
+                header.bit_counts.len()
+            )));
+        }
+        let listed = |name: &str, info: &crate::layout::FileInfo| {
+            files
+                .get(name)
+                .is_some_and(|e| e.bytes == info.bytes && e.xxh3 == info.xxh3)
+        };
+        let graphs_info = header.graphs.clone();
+        let (true, Some(true)) = (
+            listed(SCREEN_FILE, &header.planes),
+            graphs_info.as_ref().map(|g| listed(GRAPH_BLOCKS_FILE, g)),
+        ) else {
+            return Err(bad(
+                "its screen or graph blocks differ from the store's manifest".into(),
+            ));
+        };
+        let blocks = n.div_ceil(crate::layout::BLOCK);
+        let mut of_bit = vec![u32::MAX; bits as usize];
+        for (k, p) in header.kept.iter().enumerate() {
+            let fits = (p.bit as usize) < of_bit.len()
+                && p.bytes >= blocks as u64
+                && p.start
+                    .checked_add(p.bytes)
+                    .is_some_and(|e| e <= header.planes.bytes);
+            if !fits || of_bit[p.bit as usize] != u32::MAX {
+                return Err(bad(format!("kept plane {k} (bit {}) does not fit", p.bit)));
+            }
+            of_bit[p.bit as usize] = k as u32;
+        }
+        let map = |name: &str| -> Result<Option<Mmap>, SubstructureError> {
+            let file = store.file(name)?;
+            if file
+                .metadata()
+                .map_err(|e| SubstructureError::io(file.path(), e))?
+                .len()
+                == 0
+            {
+                return Ok(None);
+            }
+            // SAFETY: index files are written once, renamed into place, then only read; the
+            // store checked the size when it opened the file.
+            Ok(Some(
+                unsafe { file.map() }.map_err(|e| SubstructureError::io(file.path(), e))?,
+            ))
+        };
+        let screen = map(SCREEN_FILE)?;
+        let graphs =
+            map(GRAPH_BLOCKS_FILE)?.ok_or_else(|| bad("an empty graph blocks file".into()))?;
+        GraphBlocks::new(&graphs, n, &dir.join(GRAPH_BLOCKS_FILE))?;
+        let checked = (0..header.kept.len())
+            .map(|_| AtomicBool::new(false))
+            .collect();
+        Ok(PatternIndex {
+            path: dir.join(SCREEN_FILE),
+            header,
+            planes: None,
+            checked,
+            graphs: Some((dir.join(GRAPH_BLOCKS_FILE), graphs)),
+            graphs_checked: AtomicBool::new(false),
+            compact: Some((screen, of_bit)),
         })
     }
 
@@ -183,6 +264,10 @@ impl PatternIndex {
                 });
             }
             self.graphs_checked.store(true, Ordering::Relaxed);
+        }
+        if self.compact.is_some() {
+            let g = GraphBlocks::new(m, self.len(), path)?;
+            return match_positions(&g, query, positions, threads, path).map(Some);
         }
         let g = Graphs::new(m, self.len(), path)?;
         match_positions(&g, query, positions, threads, path).map(Some)
@@ -278,6 +363,37 @@ impl PatternIndex {
         let Some(order) = self.plan(bits)? else {
             return Ok(ScreenStats::default());
         };
+        if let Some((screen, of_bit)) = &self.compact {
+            let data = screen.as_deref().unwrap_or(&[]);
+            let mut kept = Vec::with_capacity(order.len());
+            for &b in &order {
+                let k = of_bit[b as usize];
+                if k == u32::MAX {
+                    continue; // a plane left out: it only lets more molecules through
+                }
+                let p = &self.header.kept[k as usize];
+                if !self.checked[k as usize].load(Ordering::Relaxed) {
+                    let sum = checksum(&data[p.start as usize..(p.start + p.bytes) as usize]);
+                    if sum != p.xxh3 {
+                        return Err(SubstructureError::Corrupted {
+                            path: self.path.clone(),
+                            reason: format!(
+                                "plane of bit {b}: checksum {sum} does not match the header's {}",
+                                p.xxh3
+                            ),
+                        });
+                    }
+                    self.checked[k as usize].store(true, Ordering::Relaxed);
+                }
+                kept.push(p);
+            }
+            let before = out.len();
+            let read = CompactScreen::new(data, n).screen(&kept, range, out);
+            return Ok(ScreenStats {
+                words_read: read.div_ceil(8),
+                candidates: (out.len() - before) as u64,
+            });
+        }
         self.check_planes(&order)?;
         let before = out.len();
         let words_read =
@@ -287,6 +403,16 @@ impl PatternIndex {
             candidates: (out.len() - before) as u64,
         })
     }
+}
+
+/// Whether a header's molecules, bits and per-bit counts fit a store of `n` molecules.
+fn counts_fit(header: &Header, n: usize) -> bool {
+    let bits = header.bits;
+    header.molecules == n as u64
+        && bits > 0
+        && bits <= MAX_BITS
+        && header.bit_counts.len() == bits as usize
+        && header.bit_counts.iter().all(|&c| c <= n as u64)
 }
 
 /// Whether this CPU runs the AVX2 AND.

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use molsift_iostats::CountedFile;
-use molsift_store::{FileEntry, Store};
+use molsift_store::{FileEntry, StoreFiles};
 
 use crate::graph::GRAPHS_FILE;
 use crate::layout::{
@@ -186,7 +186,7 @@ pub fn assemble_graphs(parts_dir: &Path, n: usize, out: &Path) -> Result<(), Sub
 /// made by [`assemble_graphs`]) and the header into `store`'s directory and lists them in its
 /// manifest. Holds the store's lock meanwhile. Returns the bytes of the planes.
 pub fn finish_index(
-    store: &Store,
+    store: &dyn StoreFiles,
     planes_tmp: &Path,
     graphs_tmp: Option<&Path>,
     bits: u32,
@@ -215,6 +215,9 @@ pub fn finish_index(
             "{}: {size} bytes, {expected} expected for {bits} planes of {n} molecules",
             planes_tmp.display()
         )));
+    }
+    if store.manifest().format_version >= 2 {
+        return finish_compact(store, &f, planes_tmp, graphs_tmp, bits, bit_counts, meaning);
     }
     let pw = plane_words(n);
     let (whole, plane_xxh3) = if size == 0 {
@@ -255,6 +258,7 @@ pub fn finish_index(
         plane_xxh3,
         graphs: graphs.clone(),
         meaning,
+        kept: Vec::new(),
     };
     let text = serde_json::to_string_pretty(&header).expect("header serializes") + "\n";
     let dir = store.path();
@@ -297,4 +301,103 @@ pub fn finish_index(
     ]);
     store.register_files(files)?;
     Ok(size)
+}
+
+/// The compact form (a version-2 store, [`crate::compact`]): the screen and the graph blocks
+/// written from the dense planes and the graphs file (temporary files, removed), renamed into
+/// the store with the header, and listed in its manifest. Returns the bytes of the screen.
+fn finish_compact(
+    store: &dyn StoreFiles,
+    planes: &CountedFile,
+    planes_tmp: &Path,
+    graphs_tmp: Option<&Path>,
+    bits: u32,
+    bit_counts: Vec<u64>,
+    meaning: serde_json::Value,
+) -> Result<u64, SubstructureError> {
+    use crate::compact::{write_compact, GRAPH_BLOCKS_FILE, SCREEN_FILE};
+    let n = store.len();
+    let Some(graphs_tmp) = graphs_tmp else {
+        return Err(SubstructureError::Invalid(
+            "the compact substructure index needs the molecules' graphs".into(),
+        ));
+    };
+    let dir = store.path();
+    let screen_path = dir.join(SCREEN_FILE);
+    let blocks_path = dir.join(GRAPH_BLOCKS_FILE);
+    let screen_tmp = molsift_store::replace::temporary_sibling(&screen_path, "tmp");
+    let blocks_tmp = molsift_store::replace::temporary_sibling(&blocks_path, "tmp");
+    let written = (|| {
+        // SAFETY: the temporary file is ours and no longer written.
+        let m = match n {
+            0 => None,
+            _ => Some(unsafe { planes.map() }.map_err(|e| SubstructureError::io(planes_tmp, e))?),
+        };
+        // SAFETY: a map is page aligned and the file a whole number of words (checked above);
+        // the crate refuses big-endian targets.
+        let (head, words, _) = unsafe { m.as_deref().unwrap_or(&[]).align_to::<u64>() };
+        assert!(head.is_empty(), "planes not u64 aligned");
+        let gf = CountedFile::open(graphs_tmp).map_err(|e| SubstructureError::io(graphs_tmp, e))?;
+        // SAFETY: the temporary file is ours and no longer written.
+        let gm = unsafe { gf.map() }.map_err(|e| SubstructureError::io(graphs_tmp, e))?;
+        let graphs = crate::graph::Graphs::new(&gm, n, graphs_tmp)?;
+        write_compact(
+            words,
+            bits,
+            n,
+            &bit_counts,
+            &graphs,
+            &screen_tmp,
+            &blocks_tmp,
+        )
+    })();
+    let _ = std::fs::remove_file(planes_tmp);
+    let _ = std::fs::remove_file(graphs_tmp);
+    let written = match written {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = std::fs::remove_file(&screen_tmp);
+            let _ = std::fs::remove_file(&blocks_tmp);
+            return Err(e);
+        }
+    };
+    let header = Header {
+        format: FORMAT_NAME.into(),
+        version: crate::layout::COMPACT_VERSION,
+        bits,
+        molecules: n as u64,
+        block: BLOCK as u64,
+        bit_counts,
+        planes: written.screen.clone(),
+        plane_xxh3: Vec::new(),
+        graphs: Some(written.graphs.clone()),
+        meaning,
+        kept: written.planes,
+    };
+    let text = serde_json::to_string_pretty(&header).expect("header serializes") + "\n";
+    let header_path = dir.join(HEADER_FILE);
+    let header_tmp = molsift_store::replace::temporary_sibling(&header_path, "tmp");
+    molsift_iostats::write_file(&header_tmp, text.as_bytes(), true)
+        .map_err(|e| SubstructureError::io(&header_tmp, e))?;
+    for (from, to) in [(&screen_tmp, &screen_path), (&blocks_tmp, &blocks_path)] {
+        std::fs::rename(from, to).map_err(|e| SubstructureError::io(to, e))?;
+    }
+    std::fs::rename(&header_tmp, &header_path)
+        .map_err(|e| SubstructureError::io(&header_path, e))?;
+    let entry = |info: &FileInfo| FileEntry {
+        bytes: info.bytes,
+        xxh3: info.xxh3.clone(),
+    };
+    store.register_files(vec![
+        (SCREEN_FILE.to_string(), entry(&written.screen)),
+        (GRAPH_BLOCKS_FILE.to_string(), entry(&written.graphs)),
+        (
+            HEADER_FILE.to_string(),
+            FileEntry {
+                bytes: text.len() as u64,
+                xxh3: checksum(text.as_bytes()),
+            },
+        ),
+    ])?;
+    Ok(written.screen.bytes)
 }

@@ -61,7 +61,7 @@ class Analogs:
 
 
 def index_analogs(store_path, workers: int | None = None, progress=None) -> dict:
-    """Builds the analog index of the (version-1) store at `store_path` on `workers` threads
+    """Builds the analog index of the store at `store_path` on `workers` threads
     (default: all cores) and renames it into the store, as `molsift index STORE --analogs`
     does; `progress(done)` is called now and then with the molecules read. Returns the index
     header (counts, files). Stores opened before see it once opened again."""
@@ -125,11 +125,6 @@ def _index(store):
     """The store's analog index, opened once per open store."""
     index = getattr(store, "_analog_obj", None)
     if index is None:
-        if not hasattr(store._core, "analog_index"):
-            raise ValueError(
-                f"{store.path}: analog search needs a version-1 store for now (store version 2 "
-                "has no analog index yet)"
-            )
         index = store._analog_obj = store._core.analog_index()
     return index
 

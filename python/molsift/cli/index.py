@@ -62,14 +62,10 @@ def _index(args) -> int:
 
     if args.pattern and args.analogs:
         raise ValueError("give --pattern or --analogs, not both")
-    if format_version(args.store) == 2:
-        v2 = f"{args.store}: a version-2 store (written by `molsift upgrade`)"
-        if not (args.analogs or args.pattern):
-            raise ValueError(f"{v2} needs no column index: search reads its compressed planes")
-        what = "analog" if args.analogs else "substructure"
+    if format_version(args.store) == 2 and not (args.analogs or args.pattern):
         raise ValueError(
-            f"{v2} takes no {what} index yet: index the version-1 store it was upgraded from, "
-            "or ingest again"
+            f"{args.store}: a version-2 store needs no column index: search reads its "
+            "compressed planes (--pattern and --analogs rebuild its other indexes)"
         )
     if args.analogs:
         return _analogs(args)

@@ -84,10 +84,18 @@ def run(args) -> int:
     if m["format_version"] >= 2:
         index = "compressed bit planes (the fingerprints themselves)"
     print(f"search      {index}")
-    if store.has_pattern_index:
+    per = max(1, c["molecules"])
+    compact = _core.PATTERN_COMPACT_FILES[0] in m["files"]
+    if store.has_pattern_index and compact:
+        screen, graphs = (m["files"][f]["bytes"] for f in _core.PATTERN_COMPACT_FILES)
+        print(
+            f"substructure index present ({screen:,} bytes of compressed screen planes, "
+            f"{screen / per:.1f} bytes/molecule; {graphs:,} bytes of molecule graphs in zstd "
+            f"blocks, {graphs / per:.1f} bytes/molecule)"
+        )
+    elif store.has_pattern_index:
         planes = m["files"][_core.PATTERN_FILES[1]]["bytes"]
         graphs = m["files"].get(_core.PATTERN_FILES[2], {}).get("bytes", 0)
-        per = max(1, c["molecules"])
         print(
             f"substructure index present ({planes:,} bytes of pattern planes, "
             f"{planes / per:.1f} bytes/molecule; "

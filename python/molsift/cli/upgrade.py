@@ -1,5 +1,5 @@
-"""`molsift upgrade STORE -o NEW`: write the version-2 form of a version-1 store (about a tenth
-of the bytes, with the exact-match index `molsift lookup` needs)."""
+"""`molsift upgrade STORE -o NEW`: write the version-2 form of a version-1 store, with every
+index (exact lookup, substructure, analogs) over the new store's positions."""
 
 from __future__ import annotations
 
@@ -19,18 +19,28 @@ def add_parser(subparsers):
     p = add_verb(
         subparsers,
         "upgrade",
-        help="rewrite a version-1 store as version 2 (smaller, with exact lookup)",
+        help="rewrite a version-1 store as version 2 (smaller; every search reads it)",
         description="Write the version-2 form of a version-1 store: molecules in canonical "
         "SMILES order, SMILES and ids in compressed blocks, the fingerprints once as "
-        "compressed bit planes, and the exact-match index. The new store appears only when "
-        "complete; the old one is left as it is. The substructure index is not carried "
-        "over yet. A second run onto the same output, while one writes it, is refused.",
+        "compressed bit planes, the exact-match index, and the substructure and analog "
+        "indexes over the new positions (computed again from the stored SMILES). The new "
+        "store appears only when complete; the old one is left as it is. A second run onto "
+        "the same output, while one writes it, is refused.",
         examples=EXAMPLES,
     )
     p.add_argument("store", help="the version-1 store")
     p.add_argument("-o", "--output", required=True, help="where to write the version-2 store")
     p.add_argument(
-        "-j", "--threads", type=int, default=1, help="compression threads (default %(default)s)"
+        "-j",
+        "--threads",
+        type=int,
+        help="compression threads and index workers (default: all cores)",
+    )
+    p.add_argument(
+        "--no-indexes",
+        action="store_true",
+        help="leave out the substructure and analog indexes (`molsift index NEW --pattern` "
+        "or `--analogs` adds them later)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace a store already at the output")
     add_io_log(p)
@@ -48,7 +58,17 @@ def run(args) -> int:
         )
     start = time.perf_counter()
     with output_lock(args.output, "upgrade"):  # a second run onto -o is refused, not broken
-        new = upgrade(args.store, args.output, overwrite=args.overwrite, threads=args.threads)
+        threads = args.threads or os.cpu_count() or 1
+        if threads < 1:
+            raise ValueError(f"-j must be at least 1, not {threads}")
+        new = upgrade(
+            args.store,
+            args.output,
+            overwrite=args.overwrite,
+            threads=threads,
+            workers=threads,
+            indexes=not args.no_indexes,
+        )
     sizes = new.file_sizes()
     n = max(1, len(new))
     print(

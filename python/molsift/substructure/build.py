@@ -21,6 +21,7 @@ import numpy as np
 from .. import _core
 from ..parallel import choose_executor
 from ..progress import Progress
+from ..store import open_core
 from . import features
 from .program import graph_record
 from .query import FEATURE_OFFSET, OK_BIT, PATTERN_BITS, TOTAL_BITS
@@ -97,7 +98,7 @@ def run_pattern_task(task: dict) -> dict:
     path = task["store"]
     core = _STORES.get(path)
     if core is None or core.manifest_json() != task["manifest"]:
-        core = _STORES[path] = _core.Store(path, full=False)
+        core = _STORES[path] = open_core(path)
         if core.manifest_json() != task["manifest"]:
             raise _core.StoreError(f"{path}: the store was replaced while its index was built")
     first, end = task["first"], task["end"]
@@ -183,7 +184,7 @@ def build_pattern_index(
 def _plan(path: str) -> dict | Exception:
     """Root only: opens the store, creates the planes file under a temporary name."""
     try:
-        core = _core.Store(path, full=False)
+        core = open_core(path)
         manifest = core.manifest_json()
         n = json.loads(manifest)["counts"]["molecules"]
         planes_name = _core.PATTERN_FILES[1]

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import _core
 from ..parallel.processes import ProcessWorkers, WorkerError
+from ..store import open_core
 from .matcher import cached_query, match
 from .query import Query
 
@@ -50,7 +51,7 @@ class _MatchJob:
 
     def __init__(self, store: str, manifest: str, ctx):
         self.ctx = ctx
-        self.core = _core.Store(store, full=False)
+        self.core = open_core(store)
         if self.core.manifest_json() != manifest:
             raise _core.StoreError(f"{store}: the store was replaced while it was searched")
 

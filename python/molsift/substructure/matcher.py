@@ -59,7 +59,7 @@ def _library_match(query: Query, smiles: list[str]) -> list[int] | None:
 
 def match(core, query: Query, positions: np.ndarray) -> np.ndarray:
     """The positions (ascending, a subset of `positions`) whose molecule contains `query`.
-    `core` is the open store (`molsift._core.Store`)."""
+    `core` is the open store (`molsift._core.Store` or `StoreV2`)."""
     if len(positions) == 0:
         return positions
     smiles = core.texts_at("smiles", np.ascontiguousarray(positions, dtype="<i8").tobytes())

@@ -1,0 +1,594 @@
+//! The compact form of the substructure index, what a version-2 store holds: the screen's
+//! planes compressed in store order (`pattern.screen.u8`) and the molecules' graph records in
+//! zstd blocks (`pattern.graphs.zst`). Both are written from the dense forms the build's
+//! parallel parts fill ([`crate::layout`], [`crate::graph`]) by [`write_compact`], and read by
+//! [`CompactScreen`] and [`GraphBlocks`].
+//!
+//! **Screen planes.** Only the planes of bits that some molecule has and at most
+//! [`MAX_DENSITY`] of the molecules have are kept (a bit nearly every molecule has screens out
+//! little; leaving a plane out only lets more molecules through, never fewer, so a molecule
+//! that matches is never screened out). A kept plane is one code per block of [`BLOCK`]
+//! molecules, then its containers: code 0 an empty block (nothing stored), 1-31 the slots
+//! (one byte each, ascending), 32 the block's four u64 words; a code is also its container's
+//! size in bytes. Planes follow one another; the header lists each kept plane's bit, start and
+//! XXH3 (checked the first time a screen reads it).
+//!
+//! **Graph blocks.** [`GRAPH_BLOCK`] records per block, in store order: the block's record
+//! lengths (u16 each) then the records, as one zstd frame (magicless, with the file's trained
+//! dictionary); after the frame, the low 32 bits of the XXH3 of what it decompresses to, so a
+//! damaged block is an error naming the file and block, never a wrong graph. File:
+//! `b"MSGRAPHZ"`, `n` (u64), records per block (u32), dictionary length (u32), blocks (u64),
+//! the dictionary, `blocks + 1` u64 offsets (from the start of the block area), the blocks.
+
+use std::path::Path;
+
+use crate::graph::Graphs;
+use crate::layout::{checksum, FileInfo, BLOCK, BLOCK_WORDS};
+use crate::SubstructureError;
+
+/// The screen file.
+pub const SCREEN_FILE: &str = molsift_store::layout::PATTERN_COMPACT_FILES[0];
+/// The graph blocks file.
+pub const GRAPH_BLOCKS_FILE: &str = molsift_store::layout::PATTERN_COMPACT_FILES[1];
+/// Planes of bits more than this fraction of the molecules have are left out of the screen.
+pub const MAX_DENSITY: f64 = 0.5;
+/// Records per graph block.
+pub const GRAPH_BLOCK: usize = 8;
+/// First bytes of the graph blocks file.
+pub const GRAPH_MAGIC: &[u8; 8] = b"MSGRAPHZ";
+/// A dense container's code (and size).
+pub const DENSE: u8 = 32;
+/// Zero bytes after the last container.
+const SLACK: usize = 32;
+/// zstd level of the graph blocks.
+const LEVEL: i32 = 19;
+/// The most bytes of the graph blocks' dictionary.
+const DICT_BYTES: usize = 64 * 1024;
+
+/// One kept plane of the compact screen.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KeptPlane {
+    /// the screening bit
+    pub bit: u32,
+    /// where its codes start in the screen file (its containers follow them)
+    pub start: u64,
+    /// bytes of codes and containers
+    pub bytes: u64,
+    /// XXH3-64 of those bytes
+    pub xxh3: String,
+}
+
+/// What [`write_compact`] wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// the kept planes
+    pub planes: Vec<KeptPlane>,
+    /// the screen file
+    pub screen: FileInfo,
+    /// the graph blocks file
+    pub graphs: FileInfo,
+}
+
+/// Writes the compact screen of the dense planes `words` (`bits` planes of `n` molecules, as
+/// [`crate::layout`] lays them out, `bit_counts` molecules per bit) to `screen_out`, and the
+/// graph blocks of `graphs` to `graphs_out` (both synced).
+pub fn write_compact(
+    words: &[u64],
+    bits: u32,
+    n: usize,
+    bit_counts: &[u64],
+    graphs: &Graphs<'_>,
+    screen_out: &Path,
+    graphs_out: &Path,
+) -> Result<Written, SubstructureError> {
+    let blocks = n.div_ceil(BLOCK);
+    let pw = blocks * BLOCK_WORDS;
+    let limit = (n as f64 * MAX_DENSITY) as u64;
+    let mut out = Vec::new();
+    let mut planes = Vec::new();
+    for b in 0..bits as usize {
+        let c = bit_counts[b];
+        if c == 0 || c > limit {
+            continue;
+        }
+        let plane = &words[b * pw..(b + 1) * pw];
+        let start = out.len();
+        let mut payload = Vec::new();
+        for lane in plane.chunks_exact(BLOCK_WORDS) {
+            let count: u32 = lane.iter().map(|w| w.count_ones()).sum();
+            if count >= u32::from(DENSE) {
+                out.push(DENSE);
+                lane.iter()
+                    .for_each(|w| payload.extend_from_slice(&w.to_le_bytes()));
+            } else {
+                out.push(count as u8);
+                for (k, &w) in lane.iter().enumerate() {
+                    let mut x = w;
+                    while x != 0 {
+                        payload.push((k * 64 + x.trailing_zeros() as usize) as u8);
+                        x &= x - 1;
+                    }
+                }
+            }
+        }
+        out.extend_from_slice(&payload);
+        planes.push(KeptPlane {
+            bit: b as u32,
+            start: start as u64,
+            bytes: (out.len() - start) as u64,
+            xxh3: checksum(&out[start..]),
+        });
+    }
+    out.extend_from_slice(&[0u8; SLACK]);
+    molsift_iostats::write_file(screen_out, &out, true)
+        .map_err(|e| SubstructureError::io(screen_out, e))?;
+    let screen = FileInfo {
+        bytes: out.len() as u64,
+        xxh3: checksum(&out),
+    };
+    let g = encode_graphs(graphs, n, graphs_out)?;
+    molsift_iostats::write_file(graphs_out, &g, true)
+        .map_err(|e| SubstructureError::io(graphs_out, e))?;
+    Ok(Written {
+        planes,
+        screen,
+        graphs: FileInfo {
+            bytes: g.len() as u64,
+            xxh3: checksum(&g),
+        },
+    })
+}
+
+/// The raw text of graph block `b`: record lengths (u16), then the records.
+fn block_text(
+    graphs: &Graphs<'_>,
+    n: usize,
+    b: usize,
+    path: &Path,
+) -> Result<Vec<u8>, SubstructureError> {
+    let (a, z) = (b * GRAPH_BLOCK, ((b + 1) * GRAPH_BLOCK).min(n));
+    let mut lens = Vec::with_capacity(2 * (z - a));
+    let mut body = Vec::new();
+    for i in a..z {
+        let rec = graphs
+            .record(i)
+            .ok_or_else(|| SubstructureError::Corrupted {
+                path: path.to_path_buf(),
+                reason: format!("molecule {i}: offsets out of order"),
+            })?;
+        let len = u16::try_from(rec.len()).map_err(|_| {
+            SubstructureError::Invalid(format!(
+                "molecule {i}: a graph record of {} bytes",
+                rec.len()
+            ))
+        })?;
+        lens.extend_from_slice(&len.to_le_bytes());
+        body.extend_from_slice(rec);
+    }
+    lens.extend_from_slice(&body);
+    Ok(lens)
+}
+
+fn zstd_err(path: &Path, e: std::io::Error) -> SubstructureError {
+    SubstructureError::io(path, e)
+}
+
+fn encode_graphs(graphs: &Graphs<'_>, n: usize, path: &Path) -> Result<Vec<u8>, SubstructureError> {
+    use zstd::zstd_safe::{CParameter, FrameFormat};
+    let blocks = n.div_ceil(GRAPH_BLOCK);
+    // a dictionary trained on blocks spread over the store (the same one every time)
+    let take = blocks.min(4000);
+    let samples = (0..take)
+        .map(|k| block_text(graphs, n, k * blocks / take, path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let total: usize = samples.iter().map(Vec::len).sum();
+    let dict = if total >= 16 * 1024 {
+        zstd::dict::from_samples(&samples, DICT_BYTES.min(total / 8)).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let mut c =
+        zstd::bulk::Compressor::with_dictionary(LEVEL, &dict).map_err(|e| zstd_err(path, e))?;
+    for p in [
+        CParameter::Format(FrameFormat::Magicless),
+        CParameter::DictIdFlag(false),
+        CParameter::ContentSizeFlag(false),
+        CParameter::ChecksumFlag(false),
+    ] {
+        c.set_parameter(p).map_err(|e| zstd_err(path, e))?;
+    }
+    let mut head = Vec::new();
+    head.extend_from_slice(GRAPH_MAGIC);
+    head.extend_from_slice(&(n as u64).to_le_bytes());
+    head.extend_from_slice(&(GRAPH_BLOCK as u32).to_le_bytes());
+    head.extend_from_slice(&(dict.len() as u32).to_le_bytes());
+    head.extend_from_slice(&(blocks as u64).to_le_bytes());
+    head.extend_from_slice(&dict);
+    let mut offsets = Vec::with_capacity(blocks + 1);
+    let mut body = Vec::new();
+    for b in 0..blocks {
+        offsets.push(body.len() as u64);
+        let text = block_text(graphs, n, b, path)?;
+        body.extend_from_slice(&c.compress(&text).map_err(|e| zstd_err(path, e))?);
+        body.extend_from_slice(&check_value(&text).to_le_bytes());
+    }
+    offsets.push(body.len() as u64);
+    for o in offsets {
+        head.extend_from_slice(&o.to_le_bytes());
+    }
+    head.extend_from_slice(&body);
+    Ok(head)
+}
+
+fn check_value(bytes: &[u8]) -> u32 {
+    xxhash_rust::xxh3::xxh3_64(bytes) as u32
+}
+
+/// The compact screen, mapped: the AND of a query's kept planes, rarest first, block by
+/// block.
+pub struct CompactScreen<'a> {
+    data: &'a [u8],
+    blocks: usize,
+}
+
+impl<'a> CompactScreen<'a> {
+    /// Over the screen file's bytes for `n` molecules.
+    pub fn new(data: &'a [u8], n: usize) -> Self {
+        CompactScreen {
+            data,
+            blocks: n.div_ceil(BLOCK),
+        }
+    }
+
+    /// Store positions in `range` having every plane of `planes` (kept planes, rarest first;
+    /// checked by the caller), appended to `out`; returns the bytes of containers read.
+    pub fn screen(
+        &self,
+        planes: &[&KeptPlane],
+        range: std::ops::Range<usize>,
+        out: &mut Vec<u64>,
+    ) -> u64 {
+        if range.is_empty() {
+            return 0;
+        }
+        let (b0, b1) = (range.start / BLOCK, range.end.div_ceil(BLOCK));
+        if planes.is_empty() {
+            out.extend(range.start as u64..range.end as u64);
+            return 0;
+        }
+        // per plane: its codes, its payload, the block its offset is at, that offset
+        let mut cur: Vec<(&[u8], &[u8], usize, usize)> = planes
+            .iter()
+            .map(|p| {
+                let s = p.start as usize;
+                let codes = &self.data[s..s + self.blocks];
+                let payload = &self.data[s + self.blocks..];
+                let off = codes[..b0].iter().map(|&c| c as usize).sum();
+                (codes, payload, b0, off)
+            })
+            .collect();
+        let mut read = 0u64;
+        let (first, rest) = cur.split_first_mut().expect("a plane");
+        for b in b0..b1 {
+            let c = first.0[b];
+            if c == 0 {
+                continue;
+            }
+            // the first plane's offset at block b
+            first.3 += first.0[first.2..b]
+                .iter()
+                .map(|&c| c as usize)
+                .sum::<usize>();
+            first.2 = b;
+            let mut lane = container(first.1, first.3, c);
+            read += u64::from(c);
+            for p in rest.iter_mut() {
+                if lane == [0; 4] {
+                    break;
+                }
+                p.3 += p.0[p.2..b].iter().map(|&c| c as usize).sum::<usize>();
+                p.2 = b;
+                let c = p.0[b];
+                if c == 0 {
+                    lane = [0; 4];
+                    break;
+                }
+                read += u64::from(c);
+                let other = container(p.1, p.3, c);
+                for (l, o) in lane.iter_mut().zip(other) {
+                    *l &= o;
+                }
+            }
+            let base = b * BLOCK;
+            for (k, &w) in lane.iter().enumerate() {
+                let mut x = w;
+                while x != 0 {
+                    let pos = base + k * 64 + x.trailing_zeros() as usize;
+                    x &= x - 1;
+                    if range.contains(&pos) {
+                        out.push(pos as u64);
+                    }
+                }
+            }
+        }
+        read
+    }
+}
+
+/// The block's lane of a container of code `c` at `off` in `payload`.
+fn container(payload: &[u8], off: usize, c: u8) -> [u64; 4] {
+    let mut lane = [0u64; 4];
+    if c >= DENSE {
+        for (k, w) in lane.iter_mut().enumerate() {
+            let at = off + 8 * k;
+            *w = u64::from_le_bytes(payload[at..at + 8].try_into().expect("8 bytes"));
+        }
+    } else {
+        for &slot in &payload[off..off + c as usize] {
+            lane[(slot >> 6) as usize] |= 1u64 << (slot & 63);
+        }
+    }
+    lane
+}
+
+/// The graph blocks file, mapped.
+pub struct GraphBlocks<'a> {
+    bytes: &'a [u8],
+    n: usize,
+    per: usize,
+    dict: &'a [u8],
+    offsets_at: usize,
+    blocks: usize,
+    body_at: usize,
+}
+
+/// A thread's decoded block: its number and text, and a zstd context with the dictionary.
+pub struct BlockCursor {
+    block: usize,
+    text: Vec<u8>,
+    starts: Vec<usize>,
+    ctx: Option<zstd::bulk::Decompressor<'static>>,
+}
+
+impl Default for BlockCursor {
+    fn default() -> Self {
+        BlockCursor {
+            block: usize::MAX,
+            text: Vec::new(),
+            starts: Vec::new(),
+            ctx: None,
+        }
+    }
+}
+
+impl<'a> GraphBlocks<'a> {
+    /// Reads the frame of a graph blocks file of `n` molecules (`path` names it in errors).
+    pub fn new(bytes: &'a [u8], n: usize, path: &Path) -> Result<Self, SubstructureError> {
+        let bad = |reason: String| SubstructureError::Corrupted {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if bytes.len() < 32 || &bytes[..8] != GRAPH_MAGIC {
+            return Err(bad(format!(
+                "{} bytes, not a graph blocks file",
+                bytes.len()
+            )));
+        }
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8"));
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4"));
+        let (stored, per, dict_len, blocks) = (
+            u64_at(8) as usize,
+            u32_at(16) as usize,
+            u32_at(20) as usize,
+            u64_at(24) as usize,
+        );
+        if stored != n || per == 0 || blocks != n.div_ceil(per) {
+            return Err(bad(format!(
+                "{stored} molecules in {blocks} blocks of {per}, the store has {n}"
+            )));
+        }
+        let offsets_at = 32 + dict_len;
+        let body_at = offsets_at + 8 * (blocks + 1);
+        if bytes.len() < body_at {
+            return Err(bad(format!(
+                "{} bytes, shorter than its frame",
+                bytes.len()
+            )));
+        }
+        let g = GraphBlocks {
+            bytes,
+            n,
+            per,
+            dict: &bytes[32..offsets_at],
+            offsets_at,
+            blocks,
+            body_at,
+        };
+        if g.offset(blocks) as usize != bytes.len() - body_at || g.offset(0) != 0 {
+            return Err(bad("block offsets do not end at the end of the file".into()));
+        }
+        Ok(g)
+    }
+
+    fn offset(&self, b: usize) -> u64 {
+        let at = self.offsets_at + 8 * b;
+        u64::from_le_bytes(self.bytes[at..at + 8].try_into().expect("8 bytes"))
+    }
+
+    /// Molecules.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// True for no molecule.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The record of molecule `i` (empty: not described), decoding its block into `cur`
+    /// unless it holds it already; `Err` says what is damaged.
+    pub fn record<'c>(&self, i: usize, cur: &'c mut BlockCursor) -> Result<&'c [u8], String> {
+        let b = i / self.per;
+        if cur.block != b {
+            self.decode(b, cur)?;
+        }
+        let k = i - b * self.per;
+        Ok(&cur.text[cur.starts[k]..cur.starts[k + 1]])
+    }
+
+    fn decode(&self, b: usize, cur: &mut BlockCursor) -> Result<(), String> {
+        cur.block = usize::MAX;
+        if b >= self.blocks {
+            return Err(format!("block {b} of {}", self.blocks));
+        }
+        let (s, e) = (self.offset(b) as usize, self.offset(b + 1) as usize);
+        if s + 4 > e || self.body_at + e > self.bytes.len() {
+            return Err(format!("block {b}: offsets {s}..{e} out of order"));
+        }
+        let frame = &self.bytes[self.body_at + s..self.body_at + e - 4];
+        let want = u32::from_le_bytes(
+            self.bytes[self.body_at + e - 4..self.body_at + e]
+                .try_into()
+                .expect("4 bytes"),
+        );
+        if cur.ctx.is_none() {
+            use zstd::zstd_safe::{DParameter, FrameFormat};
+            let mut d = zstd::bulk::Decompressor::with_dictionary(self.dict)
+                .map_err(|e| format!("zstd: {e}"))?;
+            d.set_parameter(DParameter::Format(FrameFormat::Magicless))
+                .map_err(|e| format!("zstd: {e}"))?;
+            cur.ctx = Some(d);
+        }
+        let count = ((b + 1) * self.per).min(self.n) - b * self.per;
+        // records are at most 2 + 255 * 8 + 255 * 3 bytes
+        let cap = count * (2 + 2 + 255 * 11);
+        cur.text.clear();
+        cur.text.reserve(cap);
+        let ctx = cur.ctx.as_mut().expect("made above");
+        ctx.decompress_to_buffer(frame, &mut cur.text)
+            .map_err(|e| format!("block {b}: {e}"))?;
+        if check_value(&cur.text) != want {
+            return Err(format!(
+                "block {b}: its check value does not match what it decodes to"
+            ));
+        }
+        if cur.text.len() < 2 * count {
+            return Err(format!(
+                "block {b}: {} bytes for {count} records",
+                cur.text.len()
+            ));
+        }
+        cur.starts.clear();
+        let mut at = 2 * count;
+        cur.starts.push(at);
+        for k in 0..count {
+            at += u16::from_le_bytes([cur.text[2 * k], cur.text[2 * k + 1]]) as usize;
+            cur.starts.push(at);
+        }
+        if at != cur.text.len() {
+            return Err(format!("block {b}: record lengths do not add up"));
+        }
+        cur.block = b;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::plane_words;
+
+    /// Dense planes of `n` molecules where molecule `i` has bit `b` by a fixed pseudo-random
+    /// rule (bit `b` at density about `b / bits`), and a graphs file of made-up records.
+    fn fixture(n: usize, bits: u32) -> (Vec<u64>, Vec<u64>, Vec<u8>) {
+        let pw = plane_words(n);
+        let mut words = vec![0u64; bits as usize * pw];
+        let mut counts = vec![0u64; bits as usize];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for b in 0..bits as usize {
+            for i in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if (x % 1000) < (b as u64 * 1000 / bits as u64) {
+                    words[b * pw + i / 64] |= 1 << (i % 64);
+                    counts[b] += 1;
+                }
+            }
+        }
+        let mut g = Vec::new();
+        g.extend_from_slice(crate::graph::MAGIC);
+        g.extend_from_slice(&(n as u64).to_le_bytes());
+        let records: Vec<Vec<u8>> = (0..n)
+            .map(|i| {
+                if i % 7 == 3 {
+                    Vec::new()
+                } else {
+                    vec![(i % 251) as u8; 2 + i % 40]
+                }
+            })
+            .collect();
+        let mut off = 0u64;
+        g.extend_from_slice(&off.to_le_bytes());
+        for r in &records {
+            off += r.len() as u64;
+            g.extend_from_slice(&off.to_le_bytes());
+        }
+        records.iter().for_each(|r| g.extend_from_slice(r));
+        (words, counts, g)
+    }
+
+    #[test]
+    fn compact_screen_and_graph_blocks_equal_the_dense_forms() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in [0usize, 1, 255, 256, 1000, 3001] {
+            let bits = 40;
+            let (words, counts, g) = fixture(n, bits);
+            let graphs = Graphs::new(&g, n, Path::new("g")).unwrap();
+            let (s, gb) = (dir.path().join("s"), dir.path().join("g"));
+            let w = write_compact(&words, bits, n, &counts, &graphs, &s, &gb).unwrap();
+            let limit = (n as f64 * MAX_DENSITY) as u64;
+            let kept: Vec<u32> = (0..bits)
+                .filter(|&b| counts[b as usize] > 0 && counts[b as usize] <= limit)
+                .collect();
+            assert_eq!(w.planes.iter().map(|p| p.bit).collect::<Vec<_>>(), kept);
+            let data = std::fs::read(&s).unwrap();
+            let screen = CompactScreen::new(&data, n);
+            let pw = plane_words(n);
+            let has = |b: u32, i: usize| words[b as usize * pw + i / 64] >> (i % 64) & 1 == 1;
+            for pick in [vec![0usize], vec![1, 3], vec![0, 2, 5], vec![4, 1, 2, 6]] {
+                let planes: Vec<&KeptPlane> =
+                    pick.iter().filter_map(|&k| w.planes.get(k)).collect();
+                for range in [0..n, n / 3..n, 0..n / 2, n / 5..n / 5 + 300] {
+                    let range = range.start.min(n)..range.end.min(n);
+                    let mut got = Vec::new();
+                    screen.screen(&planes, range.clone(), &mut got);
+                    let want: Vec<u64> = range
+                        .clone()
+                        .filter(|&i| planes.iter().all(|p| has(p.bit, i)))
+                        .map(|i| i as u64)
+                        .collect();
+                    assert_eq!(got, want, "n {n} planes {pick:?} range {range:?}");
+                }
+            }
+            let bytes = std::fs::read(&gb).unwrap();
+            let blocks = GraphBlocks::new(&bytes, n, &gb).unwrap();
+            let mut cur = BlockCursor::default();
+            for i in (0..n).rev().step_by(3).chain(0..n) {
+                assert_eq!(
+                    blocks.record(i, &mut cur).unwrap(),
+                    graphs.record(i).unwrap()
+                );
+            }
+            // a damaged block is an error, never another record
+            if n > 0 {
+                let mut bad = bytes.clone();
+                let last = bad.len() - 6;
+                bad[last] ^= 0x40;
+                let blocks = GraphBlocks::new(&bad, n, &gb).unwrap();
+                let mut cur = BlockCursor::default();
+                assert!(blocks.record(n - 1, &mut cur).is_err());
+            }
+        }
+    }
+}
