@@ -21,6 +21,13 @@ are equal, and records in = molecules stored + rejected.
     .venv/bin/python benches/ingest.py                 # all 1,584,663 molecules, -j 1 and -j 2
     .venv/bin/python benches/ingest.py --limit 100000  # a quicker look
     .venv/bin/python benches/ingest.py --plain --compare before=/work/before/.venv/bin/python
+    .venv/bin/python benches/ingest.py --complete --plain   # the complete store (issue 41)
+
+`--complete` measures what a user needs for every search: `molsift ingest --analogs` (the
+substructure index computed in the same pass by the workers) then `molsift upgrade -j N`
+(the version-2 store with every index, nothing parsed again), the two timed together, against
+the same loop and against the loop with RDKit's `PatternFingerprint` added (the screen's own
+cost), with the peak RSS of the molsift processes and the complete store's bytes/molecule.
 """
 
 from __future__ import annotations
@@ -60,6 +67,26 @@ def rdkit_loop(smiles):
     return time.perf_counter() - start, canon, fps
 
 
+def rdkit_pattern_loop(smiles) -> tuple:
+    """The loop plus RDKit's PatternFingerprint (2048 bits) of each molecule."""
+    from rdkit import Chem, RDLogger
+    from rdkit.Chem import rdFingerprintGenerator
+
+    RDLogger.DisableLog("rdApp.*")
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    start = time.perf_counter()
+    done = 0
+    for smi in smiles:
+        mol = Chem.MolFromSmiles(smi)
+        if mol is None:
+            continue
+        Chem.MolToSmiles(mol)
+        gen.GetFingerprint(mol)
+        Chem.PatternFingerprint(mol, fpSize=2048)
+        done += 1
+    return time.perf_counter() - start, done
+
+
 def _rdkit_loop_count(smiles):
     seconds, canon, _ = rdkit_loop(smiles)
     return seconds, len(canon)
@@ -90,6 +117,37 @@ def pack(fps, chunk: int = 100_000) -> np.ndarray:
         dense[np.asarray(rows, dtype=np.int64), np.asarray(bits, dtype=np.int64)] = 1
         words[start : start + len(part)] = np.packbits(dense, axis=1, bitorder="little").view("<u8")
     return words
+
+
+_PEAK = (
+    "import resource, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    "for cmd in sys.argv[1].split(' ;; '):\n"
+    "    subprocess.run(cmd.split(' '), check=True, stdout=subprocess.DEVNULL)\n"
+    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+)
+
+
+def run_complete(data: Path, out: Path, workers: int, python: str = sys.executable) -> tuple:
+    """ingest (every index it builds, --analogs) then upgrade: (wall s, peak RSS MiB of any
+    molsift process, the version-2 store's path)."""
+    v1, v2 = out.with_suffix(".v1"), out.with_suffix(".v2")
+    for p in (v1, v2):
+        shutil.rmtree(p, ignore_errors=True)
+    cmds = [
+        f"{python} -m molsift ingest {data} -o {v1} -j {workers} -q --analogs",
+        f"{python} -m molsift upgrade {v1} -o {v2} -j {workers}",
+    ]
+    proc = subprocess.run(
+        [python, "-c", _PEAK, " ;; ".join(cmds)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=out.parent,
+    )
+    wall, kib = proc.stdout.split()
+    shutil.rmtree(v1, ignore_errors=True)
+    return float(wall), int(kib) / 1024, v2
 
 
 def run_molsift(data: Path, out: Path, workers: int, python: str = sys.executable) -> tuple:
@@ -144,6 +202,11 @@ def main() -> int:
         help="also run another build's molsift (its python), alternating with this one",
     )
     ap.add_argument(
+        "--complete",
+        action="store_true",
+        help="time ingest + upgrade to the complete version-2 store (every index)",
+    )
+    ap.add_argument(
         "--no-system-peer",
         action="store_true",
         help="skip the loop on the system allocator (the allocator-gain row)",
@@ -183,6 +246,14 @@ def main() -> int:
     expected = pack([f for f in fps if f is not None])
     expected_smiles = [c for c in canon if c is not None]
     del fps
+    if args.complete:
+        from peers import timed_in_processes
+
+        sec = timed_in_processes(rdkit_pattern_loop, [lines], lib)[0]
+        peers.append(("RDKit loop + PatternFingerprint, 1 process, same allocator", 1, sec))
+        print(f"RDKit loop + PatternFingerprint: {sec:.1f} s", flush=True)
+        return complete(args, work, data, n, workers, builds, peers, ref_rate, expected,
+                        expected_smiles)  # fmt: skip
 
     rows = []
     for w in workers:
@@ -230,6 +301,51 @@ def main() -> int:
             f"| {bpm:.1f} | {rej} |"
         )
     ok = all(r[4] and r[5] for r in rows)
+    if not ok:
+        print("MISMATCH between molsift and RDKit", file=sys.stderr)
+    return 0 if ok else 1
+
+
+def complete(args, work, data, n, workers, builds, peers, ref_rate, expected, smiles) -> int:
+    """The --complete rows: ingest + upgrade per worker count and build, alternating."""
+    import molsift
+
+    rows = []
+    for w in workers:
+        for name, python in builds:
+            out = work / f"moses_j{w}"
+            wall, peak, v2 = run_complete(data, out, w, python)
+            store = molsift.open_store(v2)
+            order = np.argsort(store.input_ranks)  # input order of the version-2 positions
+            same_fp = bool(np.array_equal(store.fingerprints[order], expected))
+            same_smiles = [store.smiles[int(i)] for i in order] == smiles
+            sizes = store.file_sizes()
+            kinds = {
+                "search": store.has_column_index,
+                "substructure": store.has_pattern_index,
+                "analogs": store.has_analog_index,
+            }
+            del store
+            rows.append((name, w, wall, n / wall, peak, same_fp, same_smiles,
+                         sum(sizes.values()) / n, kinds))  # fmt: skip
+            print(f"molsift ({name}) -j {w}: ingest + upgrade {wall:.1f} s, peak {peak:.0f} MiB",
+                  flush=True)  # fmt: skip
+            shutil.rmtree(v2)
+    print()
+    print(
+        "| run | wall s | molecules/s | per core vs the RDKit loop (same allocator) "
+        "| peak RSS MiB | fingerprints equal | SMILES equal | store bytes/molecule | indexes |"
+    )
+    print("|---|---:|---:|---:|---:|---|---|---:|---|")  # fmt: skip
+    for label, w, sec in peers:
+        print(f"| {label} | {sec:.1f} | {n / sec:,.0f} | {n / sec / w / ref_rate:.2f} "
+              "| - | - | - | - | - |")  # fmt: skip
+    for name, w, wall, rate, peak, fp, smi, bpm, kinds in rows:
+        have = ", ".join(k for k, v in kinds.items() if v)
+        print(f"| molsift ingest --analogs + upgrade -j {w}, {name} | {wall:.1f} | {rate:,.0f} "
+              f"| **{rate / w / ref_rate:.2f}** | {peak:.0f} | {fp} | {smi} | {bpm:.1f} "
+              f"| {have} |")  # fmt: skip
+    ok = all(r[5] and r[6] for r in rows)
     if not ok:
         print("MISMATCH between molsift and RDKit", file=sys.stderr)
     return 0 if ok else 1

@@ -134,11 +134,12 @@ def merge_parts(
     overwrite: bool = False,
     provenance_json: str = "null",
     dedupe: bool = False,
-) -> str:
+) -> tuple[str, list[int]]:
     """Merges finished part stores, in order, into `out` (a copy: parts hold absolute lines and
     ids), counting duplicate molecules (`counts["duplicates"]`); with `dedupe` only the first
     molecule of each canonical SMILES is kept and the others are listed in `duplicates.tsv`.
-    Returns the manifest as JSON text."""
+    Returns the manifest as JSON text and the positions, among all the parts' molecules in
+    order, of those left out."""
 
 def reject_row(source: str, line: int, offset: int, id: str, reason: str) -> str:
     """One row of `rejects.tsv` (the one format of rejected records, a store's and screen's)."""
@@ -283,6 +284,11 @@ def build_column_index(path: _Path, budget: int = ...) -> int:
 
 PATTERN_FILES: tuple[str, str, str]
 """The substructure index's files in a store: (header, planes, molecule graphs)."""
+
+def carry_pattern_index(src: _Path, dst: _Path) -> int:
+    """Writes the substructure index of the version-2 store `dst` upgraded from the version-1
+    store `src` by carrying `src`'s index over to the new positions; returns its bytes."""
+
 PATTERN_COMPACT_FILES: tuple[str, str]
 """The compact substructure index's files in a version-2 store (besides the header):
 (compressed screen planes, graph records in zstd blocks)."""

@@ -8,6 +8,7 @@ or ranks. The store appears only when complete (the Rust writer renames it into 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -124,6 +125,11 @@ def run_ingest_task(task: dict) -> dict:
     else:
         src = None
         batches = [task["records"]]
+    # the substructure index's rows and graph records, from each stored SMILES parsed once
+    # more (the molecule every search and its RDKit reference read), in this same pass
+    pattern = task.get("pattern", False)
+    rows: list = []
+    records: list[bytes] = []
     for batch in batches:
         ids, smiles, lines, fps = [], [], [], []
         for text, rid, line, offset, problem in batch:
@@ -140,8 +146,12 @@ def run_ingest_task(task: dict) -> dict:
                     problem = f"error while preparing the molecule: {exc}"
             writer.add_reject(inp.path, line, offset, rid, problem)
         writer.add_molecules_packed(ids, smiles, lines, b"".join(fps))
+        if pattern:
+            rows.append(_screen_rows(smiles, records))
     read = src.counters() if src is not None else {}
     manifest = json.loads(writer.finish())
+    if pattern:
+        _write_pattern_part(task["part"], rows, records)
     return {
         "index": task["index"],
         "part": task["part"],
@@ -155,6 +165,58 @@ def run_ingest_task(task: dict) -> dict:
         # the worker's I/O so far, for the run's log (molsift --io-log); the latest one counts
         "iostats": process_record("running") if task.get("iostats") else None,
     }
+
+
+def _screen_rows(smiles: list[str], records: list[bytes]):
+    """The screening rows of the canonical SMILES of one batch (graph records appended to
+    `records`)."""
+    from rdkit import Chem
+
+    from .substructure.build import rows_of_mols
+
+    return rows_of_mols([Chem.MolFromSmiles(s) for s in smiles], records)
+
+
+def _write_pattern_part(part: str, rows: list, records: list[bytes]) -> None:
+    """A task's screening rows and graph records, beside its part store."""
+    import numpy as np
+
+    from .substructure.build import WORDS_PER_ROW, write_graph_records
+
+    if rows:
+        np.concatenate(rows).tofile(part + ".rows.u64")
+    else:
+        np.zeros((0, WORDS_PER_ROW), dtype="<u8").tofile(part + ".rows.u64")
+    write_graph_records(part + ".graphs", records)
+
+
+def _index_from_parts(staged: str, results: list, dropped: list[int], n: int) -> int:
+    """Root only: the staged store's substructure index from its parts' rows and graph
+    records (in task order, without the molecules `--dedupe` left out); returns its bytes."""
+    import numpy as np
+
+    from .substructure.build import WORDS_PER_ROW, IndexFromParts, read_graph_records
+
+    index = IndexFromParts(staged, n)
+    try:
+        drop = np.asarray(dropped, dtype=np.int64)
+        base = 0
+        for r in results:
+            rows = np.fromfile(r["part"] + ".rows.u64", dtype="<u8").reshape(-1, WORDS_PER_ROW)
+            records = read_graph_records(r["part"] + ".graphs")
+            count = len(rows)
+            mine = drop[(drop >= base) & (drop < base + count)] - base
+            if len(mine):
+                keep = np.ones(count, dtype=bool)
+                keep[mine] = False
+                rows = rows[keep]
+                records = [rec for rec, k in zip(records, keep.tolist()) if k]
+            base += count
+            index.add(rows, records)
+        return index.finish()
+    except BaseException:
+        index.discard()
+        raise
 
 
 # ---------------------------------------------------------------- root side
@@ -262,7 +324,7 @@ def ingest(
         stream_reads: dict[str, dict] = {}
         show = progress if executor.name != "mpi" else False  # ranks would draw over each other
         total = sum(i.bytes for i in input_files)
-        common = {"spec": spec, "reader": reader, "iostats": collecting()}
+        common = {"spec": spec, "reader": reader, "iostats": collecting(), "pattern": pattern}
         with Progress("ingest", total=total, unit="B", enabled=show) as bar:
             tasks = _tasks(
                 plan, workdir, common, n_slabs, executor.size, chunk_records, stream_reads
@@ -282,8 +344,13 @@ def ingest(
                 "reader": reader,
                 "prepass": plan["prepass"],
             }
-            report = _finish(results, input_files, staged, spec, options, stream_reads, start)
+            report, dropped = _finish(
+                results, input_files, staged, spec, options, stream_reads, start
+            )
             report.store = output
+            if pattern:  # the substructure index, from the rows the workers computed
+                report.pattern_bytes = _index_from_parts(staged, results, dropped, report.molecules)
+            _remove_parts(results)
             if index:
                 report.index_bytes = _core.build_column_index(staged)
             if analogs:
@@ -293,12 +360,6 @@ def ingest(
                 report.analog_bytes = sum(f["bytes"] for f in header["files"].values())
             if verify_count:
                 _verify_count(input_files, report)
-        if pattern:  # every rank takes part
-            from .substructure.build import build_pattern_index
-
-            size = build_pattern_index(staged, executor=executor, progress=show)
-            if report is not None:
-                report.pattern_bytes = size
         executor.barrier()
         if executor.is_root:
             _core.swap_into_place(staged, output, overwrite)
@@ -358,9 +419,21 @@ def _check_output(output: str, overwrite: bool, inputs: Sequence[InputFile]) -> 
             )
 
 
-def _finish(results, inputs, output, spec, options, stream_reads, start) -> IngestReport:
+def _remove_parts(results) -> None:
+    """The parts (the staged store is in the work directory too: only the parts go)."""
+    for r in results:
+        shutil.rmtree(r["part"], ignore_errors=True)
+        for extra in (".rows.u64", ".graphs"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(r["part"] + extra)
+
+
+def _finish(
+    results, inputs, output, spec, options, stream_reads, start
+) -> tuple[IngestReport, list[int]]:
     """Root only: merges the parts in task order into a new store at `output` (the staged
-    store, in the work directory), writes the provenance, removes the parts."""
+    store, in the work directory) and writes the provenance; returns the report and the
+    positions (among all the parts' molecules) that `--dedupe` left out."""
     by_input = []
     for inp in inputs:
         mine = [r for r in results if r["input"] == inp.path]
@@ -388,21 +461,19 @@ def _finish(results, inputs, output, spec, options, stream_reads, start) -> Inge
         "seconds": round(time.perf_counter() - start, 3),
     }
     parts = [r["part"] for r in results]
+    dropped: list[int] = []
     if parts:
-        manifest = json.loads(
-            _core.merge_parts(
-                parts, output, False, json.dumps(provenance), dedupe=options["dedupe"]
-            )
+        text, dropped = _core.merge_parts(
+            parts, output, False, json.dumps(provenance), dedupe=options["dedupe"]
         )
+        manifest = json.loads(text)
     else:  # every input was empty
         w = store_writer(output, spec, False)
         w.set_provenance(json.dumps(provenance))
         w.set_duplicates(0)
         manifest = json.loads(w.finish())
-    for part in parts:  # the staged store is in the work directory too: only the parts go
-        shutil.rmtree(part, ignore_errors=True)
     counts = manifest["counts"]
-    return IngestReport(
+    report = IngestReport(
         store=output,
         records_in=counts["records_in"],
         molecules=counts["molecules"],
@@ -420,6 +491,7 @@ def _finish(results, inputs, output, spec, options, stream_reads, start) -> Inge
         inputs=by_input,
         allocator=describe(r.get("allocator", "system") for r in results) or loaded(),
     )
+    return report, dropped
 
 
 def _verify_count(inputs: Sequence[InputFile], report: IngestReport) -> None:

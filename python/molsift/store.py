@@ -469,6 +469,21 @@ def open_store(path: PathLike, verify: bool = True) -> Store | StoreV2:
     return Store(path, _core.Store(os.fspath(path), full=verify))
 
 
+def _pattern_index_of_upgrade(src, staged: str, workers, progress) -> None:
+    """The substructure index of an upgraded store: the source's carried over to the new
+    positions when it has one with graphs, built for this molsift's screening bits; else
+    computed from the stored SMILES."""
+    from .substructure.build import build_pattern_index, meaning
+
+    old = Store(src, _core.Store(os.fspath(src), full=False))
+    if old.has_pattern_index:
+        index = old._core.pattern_index()
+        if index.has_graphs() and json.loads(index.meaning_json()) == meaning():
+            _core.carry_pattern_index(os.fspath(src), staged)
+            return
+    build_pattern_index(staged, workers=workers, progress=progress)
+
+
 def upgrade(
     src: PathLike,
     dst: PathLike,
@@ -503,9 +518,8 @@ def upgrade(
         _core.upgrade_store(os.fspath(src), staged, threads=threads)
         if indexes:
             from .analogs.search import index_analogs
-            from .substructure.build import build_pattern_index
 
-            build_pattern_index(staged, workers=workers, progress=progress)
+            _pattern_index_of_upgrade(src, staged, workers, progress)
             index_analogs(staged, workers)
         _core.swap_into_place(staged, dst, overwrite)
     finally:

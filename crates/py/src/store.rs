@@ -108,7 +108,8 @@ impl PyStoreWriter {
 }
 
 /// Merges finished part stores, given in order, into `out`, counting duplicate molecules
-/// (left out with `dedupe`); returns the manifest as JSON text.
+/// (left out with `dedupe`); returns the manifest as JSON text and the positions (among all
+/// the parts' molecules) of those left out.
 #[pyfunction]
 #[pyo3(signature = (parts, out, overwrite=false, provenance_json="null", dedupe=false))]
 fn merge_parts(
@@ -118,13 +119,16 @@ fn merge_parts(
     overwrite: bool,
     provenance_json: &str,
     dedupe: bool,
-) -> PyResult<String> {
+) -> PyResult<(String, Vec<u64>)> {
     let provenance = parse_json(provenance_json)?;
     let refs: Vec<&std::path::Path> = parts.iter().map(PathBuf::as_path).collect();
-    let manifest = py
-        .detach(|| molsift_store::merge_parts(&refs, &out, overwrite, provenance, dedupe))
+    let (manifest, dropped) = py
+        .detach(|| molsift_store::merge_parts_dropped(&refs, &out, overwrite, provenance, dedupe))
         .map_err(store_err)?;
-    Ok(serde_json::to_string(&manifest).expect("manifest serializes"))
+    Ok((
+        serde_json::to_string(&manifest).expect("manifest serializes"),
+        dropped,
+    ))
 }
 
 /// Whether `column` names the SMILES column (true) or the ids (false); ValueError otherwise.

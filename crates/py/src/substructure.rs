@@ -100,6 +100,26 @@ fn finish_pattern_index(
     .map_err(store_err)
 }
 
+/// Writes the substructure index of the version-2 store at `dst`, upgraded from the
+/// version-1 store at `src`, by carrying `src`'s index over to the new positions (no molecule
+/// parsed again); returns the bytes of the new screen.
+#[pyfunction]
+fn carry_pattern_index(py: Python<'_>, src: PathBuf, dst: PathBuf) -> PyResult<u64> {
+    py.detach(|| {
+        let from = molsift_store::Store::open(&src, molsift_store::Verify::Sizes)
+            .map_err(molsift_substructure::SubstructureError::from)?;
+        let index = PatternIndex::open_in(&from)?;
+        let to = molsift_store::v2::StoreV2::open(&dst, false)
+            .map_err(molsift_substructure::SubstructureError::from)?;
+        let source = (0..to.len())
+            .map(|i| to.input_rank(i).map(|r| r as u32))
+            .collect::<Result<Vec<u32>, _>>()
+            .map_err(molsift_substructure::SubstructureError::from)?;
+        molsift_substructure::carry_index(&index, &to, &source)
+    })
+    .map_err(substructure_err)
+}
+
 /// A query compiled for the graph matcher (from the JSON program that
 /// `molsift.substructure.program` writes).
 #[pyclass(name = "GraphQuery", module = "molsift._core", frozen)]
@@ -225,6 +245,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create_pattern_planes, m)?)?;
     m.add_function(wrap_pyfunction!(write_pattern_part, m)?)?;
     m.add_function(wrap_pyfunction!(finish_pattern_index, m)?)?;
+    m.add_function(wrap_pyfunction!(carry_pattern_index, m)?)?;
     m.add(
         "PATTERN_FILES",
         (

@@ -51,6 +51,6 @@ mod writer;
 pub use error::StoreError;
 pub use files::{open_any, StoreFiles};
 pub use manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
-pub use merge::merge_parts;
+pub use merge::{merge_parts, merge_parts_dropped};
 pub use reader::{Store, StoreLock, Verify};
 pub use writer::StoreWriter;

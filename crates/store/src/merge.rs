@@ -21,6 +21,19 @@ pub fn merge_parts(
     provenance: serde_json::Value,
     dedupe: bool,
 ) -> Result<Manifest, StoreError> {
+    merge_parts_dropped(parts, out, overwrite, provenance, dedupe).map(|(m, _)| m)
+}
+
+/// As [`merge_parts`], also returning the molecules `dedupe` left out, as ascending positions
+/// among all the parts' molecules taken in order (what else the parts hold for each molecule,
+/// such as ingest's substructure rows, is merged by leaving out the same ones).
+pub fn merge_parts_dropped(
+    parts: &[&Path],
+    out: &Path,
+    overwrite: bool,
+    provenance: serde_json::Value,
+    dedupe: bool,
+) -> Result<(Manifest, Vec<u64>), StoreError> {
     let first = parts
         .first()
         .ok_or_else(|| StoreError::Invalid("no parts to merge".into()))?;
@@ -30,6 +43,11 @@ pub fn merge_parts(
         .clone();
     let mut writer = StoreWriter::create(out, spec, overwrite)?;
     let dups = find_duplicates(parts)?;
+    let dropped: Vec<u64> = if dedupe {
+        dups.iter().map(|&(d, _)| d).collect()
+    } else {
+        Vec::new()
+    };
     if !dedupe || dups.is_empty() {
         for part in parts {
             writer.append_store(&Store::open(part, Verify::Sizes)?)?;
@@ -68,7 +86,7 @@ pub fn merge_parts(
     }
     writer.set_duplicates(dups.len() as u64); // after the parts' counts, which have none
     writer.set_provenance(provenance);
-    writer.finish()
+    writer.finish().map(|m| (m, dropped))
 }
 
 /// The duplicates among the molecules of `parts` taken in order ([`duplicates::find`]): one

@@ -57,7 +57,7 @@ pub use layout::BLOCK;
 pub use matcher::{Compiled, GraphMatches};
 pub use program::Program;
 pub use screen::{use_avx2, PatternIndex, ScreenStats, CHUNK_WORDS};
-pub use write::{assemble_graphs, create_planes, finish_index, write_part};
+pub use write::{assemble_graphs, carry_index, create_planes, finish_index, write_part};
 
 #[cfg(test)]
 mod tests;

@@ -254,6 +254,39 @@ impl PatternIndex {
         let Some((path, m)) = &self.graphs else {
             return Ok(None);
         };
+        self.check_graphs()?;
+        if self.compact.is_some() {
+            let g = GraphBlocks::new(m, self.len(), path)?;
+            return match_positions(&g, query, positions, threads, path).map(Some);
+        }
+        let g = Graphs::new(m, self.len(), path)?;
+        match_positions(&g, query, positions, threads, path).map(Some)
+    }
+
+    /// The dense planes' words and the graphs (every plane and the graphs checked against
+    /// their checksums first), for carrying the index over to another order
+    /// ([`crate::carry_index`]); an error for the compact form or an index without graphs.
+    pub fn dense_parts(&self) -> Result<(&[u64], Graphs<'_>), SubstructureError> {
+        let Some((path, m)) = (self.compact.is_none())
+            .then_some(self.graphs.as_ref())
+            .flatten()
+        else {
+            return Err(SubstructureError::Invalid(format!(
+                "{}: not the dense form with graphs",
+                self.path.display()
+            )));
+        };
+        let all: Vec<u32> = (0..self.bits()).collect();
+        self.check_planes(&all)?;
+        self.check_graphs()?;
+        Ok((self.words(), Graphs::new(m, self.len(), path)?))
+    }
+
+    /// Checks the graphs file against its checksum, once per process.
+    fn check_graphs(&self) -> Result<(), SubstructureError> {
+        let Some((path, m)) = &self.graphs else {
+            return Ok(());
+        };
         if !self.graphs_checked.load(Ordering::Relaxed) {
             let want = &self.header.graphs.as_ref().expect("graphs listed").xxh3;
             let sum = checksum(m);
@@ -265,12 +298,14 @@ impl PatternIndex {
             }
             self.graphs_checked.store(true, Ordering::Relaxed);
         }
-        if self.compact.is_some() {
-            let g = GraphBlocks::new(m, self.len(), path)?;
-            return match_positions(&g, query, positions, threads, path).map(Some);
-        }
-        let g = Graphs::new(m, self.len(), path)?;
-        match_positions(&g, query, positions, threads, path).map(Some)
+        Ok(())
+    }
+
+    /// The graphs file's path (for messages).
+    pub fn graphs_path(&self) -> PathBuf {
+        self.graphs
+            .as_ref()
+            .map_or_else(|| self.path.clone(), |(p, _)| p.clone())
     }
 
     /// Molecules having each bit.

@@ -401,3 +401,86 @@ fn finish_compact(
     ])?;
     Ok(written.screen.bytes)
 }
+
+/// Writes the substructure index of `to`, a store holding the molecules of `from`'s store in
+/// another order (a version-2 store upgraded from it: `source(i)` is the position in `from`'s
+/// store of `to`'s molecule `i`), by carrying the rows and graph records over rather than
+/// computing them again; the same `meaning`. `from` must be the dense form with graphs.
+/// Returns what [`finish_index`] returns.
+pub fn carry_index(
+    from: &crate::PatternIndex,
+    to: &dyn StoreFiles,
+    source: &[u32],
+) -> Result<u64, SubstructureError> {
+    let n = to.len();
+    if source.len() != n || from.len() != n || source.iter().any(|&s| s as usize >= n) {
+        return Err(SubstructureError::Invalid(format!(
+            "a permutation of {} positions for stores of {} and {n} molecules",
+            source.len(),
+            from.len()
+        )));
+    }
+    let (words, graphs) = from.dense_parts()?;
+    let bits = from.bits();
+    let dir = to.path();
+    let planes_tmp = molsift_store::replace::temporary_sibling(&dir.join(PLANES_FILE), "tmp");
+    let graphs_tmp = molsift_store::replace::temporary_sibling(&dir.join(GRAPHS_FILE), "tmp");
+    let made = (|| {
+        // the planes, one at a time: bit i of the new plane is bit source[i] of the old
+        let pw = plane_words(n);
+        let mut out = Vec::with_capacity(bits as usize * pw * 8);
+        let mut plane = vec![0u64; pw];
+        for b in 0..bits as usize {
+            let old = &words[b * pw..(b + 1) * pw];
+            plane.iter_mut().for_each(|w| *w = 0);
+            for (i, &s) in source.iter().enumerate() {
+                let s = s as usize;
+                plane[i / 64] |= ((old[s / 64] >> (s % 64)) & 1) << (i % 64);
+            }
+            plane
+                .iter()
+                .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+        }
+        molsift_iostats::write_file(&planes_tmp, &out, true)
+            .map_err(|e| SubstructureError::io(&planes_tmp, e))?;
+        drop(out);
+        // the graph records in the new order ([`crate::graph`]'s file)
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut body = Vec::new();
+        offsets.push(0u64);
+        for &s in source {
+            let rec = graphs
+                .record(s as usize)
+                .ok_or_else(|| SubstructureError::Corrupted {
+                    path: from.graphs_path(),
+                    reason: format!("molecule {s}: offsets out of order"),
+                })?;
+            body.extend_from_slice(rec);
+            offsets.push(body.len() as u64);
+        }
+        let mut file = Vec::with_capacity(crate::graph::records_start(n) + body.len());
+        file.extend_from_slice(crate::graph::MAGIC);
+        file.extend_from_slice(&(n as u64).to_le_bytes());
+        offsets
+            .iter()
+            .for_each(|o| file.extend_from_slice(&o.to_le_bytes()));
+        file.extend_from_slice(&body);
+        molsift_iostats::write_file(&graphs_tmp, &file, true)
+            .map_err(|e| SubstructureError::io(&graphs_tmp, e))
+    })();
+    let done = made.and_then(|()| {
+        finish_index(
+            to,
+            &planes_tmp,
+            Some(&graphs_tmp),
+            bits,
+            from.bit_counts().to_vec(),
+            from.meaning().clone(),
+        )
+    });
+    if done.is_err() {
+        let _ = std::fs::remove_file(&planes_tmp);
+        let _ = std::fs::remove_file(&graphs_tmp);
+    }
+    done
+}

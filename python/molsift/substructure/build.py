@@ -67,14 +67,21 @@ def rows_of(smiles: list[str], graphs: list | None = None) -> np.ndarray:
     list), each molecule's graph record (`program.graph_record`) is appended to it."""
     from rdkit import Chem
 
+    return rows_of_mols([Chem.MolFromSmiles(s) for s in smiles], graphs)
+
+
+def rows_of_mols(mols: list, graphs: list | None = None) -> np.ndarray:
+    """As `rows_of`, for RDKit molecules (None: not parsed) read from the stored canonical
+    SMILES: what ingest's workers hand in, one parse of each stored SMILES."""
+    from rdkit import Chem
+
     pack = _packer()
     record = graph_record if graphs is not None else None
-    rows = np.zeros((len(smiles), WORDS_PER_ROW), dtype="<u8")
+    rows = np.zeros((len(mols), WORDS_PER_ROW), dtype="<u8")
     as_bytes = rows.view(np.uint8)
     pattern_bytes = PATTERN_BITS // 8
     at_row, at_bit = [], []  # feature and "parses" bits, set at once below
-    for i, smi in enumerate(smiles):
-        mol = Chem.MolFromSmiles(smi)
+    for i, mol in enumerate(mols):
         if record is not None:
             graphs.append(record(mol))  # type: ignore[union-attr]
         if mol is None:
@@ -115,14 +122,97 @@ def run_pattern_task(task: dict) -> dict:
 def _write_graph_part(directory: str, first: int, records: list[bytes]) -> None:
     """A task's graph records as one part file (`crates/substructure`'s `assemble_graphs`):
     written under a temporary name, then renamed, so a part is whole or absent."""
+    write_graph_records(os.path.join(directory, f"{first:012d}.part"), records)
+
+
+def write_graph_records(name: str, records: list[bytes]) -> None:
+    """`records` as one graph part file at `name` (count, u32 lengths, the records), written
+    under a temporary name and renamed."""
     lengths = np.fromiter((len(r) for r in records), dtype="<u4", count=len(records))
-    name = os.path.join(directory, f"{first:012d}.part")
     tmp = name + ".tmp"
     with open(tmp, "wb") as f:
         f.write(len(records).to_bytes(8, "little"))
         f.write(lengths.tobytes())
         f.write(b"".join(records))
     os.replace(tmp, name)
+
+
+def read_graph_records(name: str) -> list[bytes]:
+    """The records of a graph part file written by `write_graph_records`."""
+    with open(name, "rb") as f:
+        data = f.read()
+    n = int.from_bytes(data[:8], "little")
+    lengths = np.frombuffer(data, dtype="<u4", count=n, offset=8)
+    ends = np.cumsum(lengths, dtype=np.int64) + 8 + 4 * n
+    starts = ends - lengths
+    return [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+class IndexFromParts:
+    """Ingest's one pass: the substructure index of the staged store assembled from the rows
+    and graph records its workers computed (each part's, in task order, less the molecules
+    `--dedupe` left out), written block-aligned into the planes as they come; `finish()`
+    writes the index into the store."""
+
+    def __init__(self, store: str, n: int):
+        self.store, self.n = store, n
+        self.planes = os.fspath(
+            _core.temporary_sibling(os.path.join(store, _core.PATTERN_FILES[1]), "tmp")
+        )
+        _core.create_pattern_planes(self.planes, TOTAL_BITS, n)
+        self.graphs = os.fspath(
+            _core.temporary_sibling(os.path.join(store, _core.PATTERN_FILES[2]), "parts")
+        )
+        os.mkdir(self.graphs)
+        self.counts = np.zeros(TOTAL_BITS, dtype=np.int64)
+        self.pending = np.zeros((0, WORDS_PER_ROW), dtype="<u8")
+        self.first = 0  # store position of the first pending row
+        self.next_graph = 0
+
+    def add(self, rows: np.ndarray, records: list[bytes]) -> None:
+        """The next molecules' rows and graph records, in store order."""
+        write_graph_records(os.path.join(self.graphs, f"{self.next_graph:012d}.part"), records)
+        self.next_graph += len(records)
+        self.pending = np.concatenate([self.pending, rows]) if len(self.pending) else rows
+        whole = len(self.pending) - len(self.pending) % _core.PATTERN_BLOCK
+        if whole:
+            self._write(self.pending[:whole])
+            self.pending = self.pending[whole:]
+
+    def _write(self, rows: np.ndarray) -> None:
+        counts = _core.write_pattern_part(
+            self.planes,
+            TOTAL_BITS,
+            self.n,
+            self.first,
+            np.ascontiguousarray(rows).tobytes(),
+            WORDS_PER_ROW,
+        )
+        self.counts += np.asarray(counts, dtype=np.int64)
+        self.first += len(rows)
+
+    def finish(self) -> int:
+        if len(self.pending):
+            self._write(self.pending)
+        if self.first != self.n or self.next_graph != self.n:
+            raise _core.StoreError(
+                f"{self.store}: {self.first} screening rows and {self.next_graph} graph records "
+                f"for {self.n} molecules"
+            )
+        size = _core.finish_pattern_index(
+            self.store,
+            self.planes,
+            TOTAL_BITS,
+            [int(c) for c in self.counts],
+            json.dumps(meaning()),
+            self.graphs,
+        )
+        return size
+
+    def discard(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.planes)
+        shutil.rmtree(self.graphs, ignore_errors=True)
 
 
 def build_pattern_index(
