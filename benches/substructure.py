@@ -26,6 +26,12 @@ passing RDKit's pattern screen: how close molsift's exact matcher runs to it.
     .venv/bin/python benches/substructure.py --store /tmp/moses.store --rdkit-cache /tmp/lib.bin \
         --workers 1,2 --json subs.json
 
+`--compare-store OTHER` (a store of the same molecules, e.g. the version-1 store a version-2
+store was upgraded from) also runs every query on OTHER, in turn with the other two, its hits
+mapped to --store's positions (through each store's input ranks) and checked equal; the table
+gets OTHER's median and the ratio of --store's median to it (issue 41: the one store against
+today's version-1 substructure search, in the same run).
+
 --rdkit-only runs the RDKit side alone (molsift only ingests the store) and checks
 SubstructLibrary against a plain HasSubstructMatch loop on the first --check-loop molecules.
 Exit status 1 when any hit set differs.
@@ -47,6 +53,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: --compare-store: (the other store, its positions mapped to --store's), when given
+OTHER: list = []
 ZINC_FRAGS = ROOT / "benches" / "data" / "zinc.frags.500.q.smi"
 TEST_QUERIES = ROOT / "tests" / "data" / "substructure" / "queries.tsv"
 MOSES = ROOT.parent / "shared" / "data" / "moses_train.csv.gz"
@@ -176,8 +184,8 @@ def index_sizes(store_dir: Path, n: int) -> dict:
         return files.get(name, {}).get("bytes", 0) / max(n, 1)
 
     return {
-        "planes": per("pattern.planes.u64"),
-        "graphs": per("pattern.graphs.bin"),
+        "planes": per("pattern.planes.u64") + per("pattern.screen.u8"),
+        "graphs": per("pattern.graphs.bin") + per("pattern.graphs.zst"),
         "smiles": per("smiles.txt") + per("smiles.offsets.u64"),
     }
 
@@ -261,8 +269,15 @@ def run_set(set_name, queries, w, lib, store, molecules, check_loop, failures) -
     for qi, (name, text, smarts, mol) in enumerate(queries):
         row = {"set": set_name, "workers": w, "name": name, "query": text, "smarts": smarts}
         runs = ["rdkit", "molsift"] if qi % 2 == 0 else ["molsift", "rdkit"]
-        rd_hits = ms_hits = None
+        if OTHER:
+            runs = ["other", *runs] if qi % 3 == 0 else [*runs, "other"]
+        rd_hits = ms_hits = other_hits = None
         for side in runs:
+            if side == "other" and store is not None:
+                other, to_primary = OTHER
+                row["other_ms"], got, _ = molsift_query(other, text, smarts, w)
+                other_hits = sorted(to_primary[got].tolist())
+                continue
             if side == "rdkit":
                 try:
                     row["rdkit_ms"], rd_hits = rdkit_query(lib, mol, w)
@@ -279,6 +294,8 @@ def run_set(set_name, queries, w, lib, store, molecules, check_loop, failures) -
             rd_hits = molecules.loop_hits(mol)
             row["reference"] = "HasSubstructMatch loop"
         row["hits"] = len(ms_hits if ms_hits is not None else rd_hits or [])
+        if other_hits is not None and other_hits != ms_hits:
+            failures.append(f"{set_name} -j{w} {name} {text}: the other store's hits differ")
         if ms_hits is not None and ms_hits != rd_hits:
             # who is right: RDKit's plain loop (full sanitization) on the molecules they differ on
             differ = set(ms_hits) ^ set(rd_hits)
@@ -328,6 +345,9 @@ def summarize(rows: list) -> dict:
             ratio_of_medians=statistics.median(ms) / statistics.median(rd),
             max_ratio=max(ratios),
             max_ratio_query=f"{worst['name']} {worst['query']}",
+            other_median_ms=statistics.median(r["other_ms"] for r in rows)
+            if rows and "other_ms" in rows[0]
+            else None,
             first100_median_ms=statistics.median(r["first100_ms"] for r in rows),
         )
         cand = [r for r in rows if r.get("candidates") is not None]
@@ -410,6 +430,11 @@ def main() -> int:
         help="--rdkit-only: check SubstructLibrary on the first N molecules against a loop",
     )
     ap.add_argument("--raw-sample", type=int, default=20_000)
+    ap.add_argument(
+        "--compare-store",
+        type=Path,
+        help="also search this store of the same molecules (e.g. the version-1 store)",
+    )
     ap.add_argument("--json", type=Path, help="write every per-query figure here")
     args = ap.parse_args()
     from molsift import allocator
@@ -448,6 +473,23 @@ def main() -> int:
         print(f"SubstructLibrary loaded from {args.rdkit_cache} in {lib_t['loaded_s']:.2f} s")
     assert len(lib) == n
 
+    if args.compare_store:
+        import numpy as np
+
+        import molsift
+
+        def ranks(s) -> np.ndarray:
+            return s.input_ranks if hasattr(s, "input_ranks") else np.arange(len(s))
+
+        other = molsift.open_store(args.compare_store, verify=False)
+        inv = np.empty(n, dtype=np.int64)
+        inv[ranks(store)] = np.arange(n)
+        OTHER.extend([other, inv[ranks(other)]])
+        oi = other._pattern_index()
+        oi.screen([b for b, c in enumerate(oi.bit_counts()) if c], 0, 0)
+        for w in [int(w) for w in args.workers.split(",")]:
+            other.substructure("*", smarts=True, workers=w, max_hits=1)
+        print(f"compared with {args.compare_store} ({other!r})", flush=True)
     sets, skipped = load_queries(args.queries_limit)
     for name, count in skipped.items():
         print(f"{name}: {len(sets[name])} queries run, {count} skipped (RDKit cannot parse them)")
@@ -471,6 +513,8 @@ def main() -> int:
             s.update(set=set_name, workers=w)
             summaries.append(s)
             ms = f", molsift {fmt(s.get('molsift_median_ms'))}" if search_store else ""
+            if s.get("other_median_ms") is not None:
+                ms += f", the other store {fmt(s['other_median_ms'])}"
             print(
                 f"{set_name} -j{w}: {s['queries']} queries, median ms RDKit "
                 f"{fmt(s['rdkit_median_ms'])}{ms}",
@@ -496,6 +540,12 @@ def main() -> int:
             f"{fmt(s.get('first100_median_ms'))} | {s['hits']:,} | "
             f"{fmt(s.get('survivors'), ',')} | {fmt(s.get('screen_precision'), '.3f')} |"
         )
+    if OTHER:
+        print(f"\n| query set | -j | --store median | {args.compare_store.name} median | ratio |")
+        print("|---|---:|---:|---:|---:|")
+        for s in summaries:
+            a, b = s.get("molsift_median_ms"), s.get("other_median_ms")
+            print(f"| {s['set']} | {s['workers']} | {fmt(a)} | {fmt(b)} | **{fmt(a / b)}** |")
     forms: dict = {}
     for r in rows:
         if r.get("form"):

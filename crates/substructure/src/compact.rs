@@ -337,20 +337,21 @@ pub struct GraphBlocks<'a> {
     n: usize,
     per: usize,
     dict: &'a [u8],
+    prepared: Option<&'a zstd::dict::DecoderDictionary<'static>>,
     offsets_at: usize,
     blocks: usize,
     body_at: usize,
 }
 
 /// A thread's decoded block: its number and text, and a zstd context with the dictionary.
-pub struct BlockCursor {
+pub struct BlockCursor<'d> {
     block: usize,
     text: Vec<u8>,
     starts: Vec<usize>,
-    ctx: Option<zstd::bulk::Decompressor<'static>>,
+    ctx: Option<zstd::bulk::Decompressor<'d>>,
 }
 
-impl Default for BlockCursor {
+impl Default for BlockCursor<'_> {
     fn default() -> Self {
         BlockCursor {
             block: usize::MAX,
@@ -400,6 +401,7 @@ impl<'a> GraphBlocks<'a> {
             n,
             per,
             dict: &bytes[32..offsets_at],
+            prepared: None,
             offsets_at,
             blocks,
             body_at,
@@ -408,6 +410,18 @@ impl<'a> GraphBlocks<'a> {
             return Err(bad("block offsets do not end at the end of the file".into()));
         }
         Ok(g)
+    }
+
+    /// The file's dictionary, prepared once (what an open index keeps, so that a match does
+    /// not load it again for each thread).
+    pub fn prepare(&self) -> zstd::dict::DecoderDictionary<'static> {
+        zstd::dict::DecoderDictionary::copy(self.dict)
+    }
+
+    /// Reads blocks with `prepared`, the dictionary [`GraphBlocks::prepare`] gave.
+    pub fn with_prepared(mut self, prepared: &'a zstd::dict::DecoderDictionary<'static>) -> Self {
+        self.prepared = Some(prepared);
+        self
     }
 
     fn offset(&self, b: usize) -> u64 {
@@ -427,7 +441,7 @@ impl<'a> GraphBlocks<'a> {
 
     /// The record of molecule `i` (empty: not described), decoding its block into `cur`
     /// unless it holds it already; `Err` says what is damaged.
-    pub fn record<'c>(&self, i: usize, cur: &'c mut BlockCursor) -> Result<&'c [u8], String> {
+    pub fn record<'c>(&self, i: usize, cur: &'c mut BlockCursor<'a>) -> Result<&'c [u8], String> {
         let b = i / self.per;
         if cur.block != b {
             self.decode(b, cur)?;
@@ -436,7 +450,7 @@ impl<'a> GraphBlocks<'a> {
         Ok(&cur.text[cur.starts[k]..cur.starts[k + 1]])
     }
 
-    fn decode(&self, b: usize, cur: &mut BlockCursor) -> Result<(), String> {
+    fn decode(&self, b: usize, cur: &mut BlockCursor<'a>) -> Result<(), String> {
         cur.block = usize::MAX;
         if b >= self.blocks {
             return Err(format!("block {b} of {}", self.blocks));
@@ -453,8 +467,11 @@ impl<'a> GraphBlocks<'a> {
         );
         if cur.ctx.is_none() {
             use zstd::zstd_safe::{DParameter, FrameFormat};
-            let mut d = zstd::bulk::Decompressor::with_dictionary(self.dict)
-                .map_err(|e| format!("zstd: {e}"))?;
+            let mut d = match self.prepared {
+                Some(p) => zstd::bulk::Decompressor::with_prepared_dictionary(p),
+                None => zstd::bulk::Decompressor::with_dictionary(self.dict),
+            }
+            .map_err(|e| format!("zstd: {e}"))?;
             d.set_parameter(DParameter::Format(FrameFormat::Magicless))
                 .map_err(|e| format!("zstd: {e}"))?;
             cur.ctx = Some(d);

@@ -32,12 +32,12 @@ impl RecordSource for Graphs<'_> {
     }
 }
 
-impl RecordSource for GraphBlocks<'_> {
-    type Cursor = BlockCursor;
+impl<'a> RecordSource for GraphBlocks<'a> {
+    type Cursor = BlockCursor<'a>;
     fn count(&self) -> usize {
         self.len()
     }
-    fn record_at<'c>(&'c self, i: usize, cur: &'c mut BlockCursor) -> Result<&'c [u8], String> {
+    fn record_at<'c>(&'c self, i: usize, cur: &'c mut BlockCursor<'a>) -> Result<&'c [u8], String> {
         self.record(i, cur)
     }
 }

@@ -43,6 +43,8 @@ pub struct PatternIndex {
     /// the compact form (a version-2 store): the screen file's map, the kept plane of each
     /// bit (`u32::MAX`: not kept)
     compact: Option<(Option<Mmap>, Vec<u32>)>,
+    /// the graph blocks' dictionary, prepared once (the compact form)
+    prepared: Option<zstd::dict::DecoderDictionary<'static>>,
 }
 
 impl PatternIndex {
@@ -136,6 +138,7 @@ impl PatternIndex {
             graphs,
             graphs_checked: AtomicBool::new(false),
             compact: None,
+            prepared: None,
         })
     }
 
@@ -201,7 +204,7 @@ impl PatternIndex {
         let screen = map(SCREEN_FILE)?;
         let graphs =
             map(GRAPH_BLOCKS_FILE)?.ok_or_else(|| bad("an empty graph blocks file".into()))?;
-        GraphBlocks::new(&graphs, n, &dir.join(GRAPH_BLOCKS_FILE))?;
+        let prepared = GraphBlocks::new(&graphs, n, &dir.join(GRAPH_BLOCKS_FILE))?.prepare();
         let checked = (0..header.kept.len())
             .map(|_| AtomicBool::new(false))
             .collect();
@@ -213,6 +216,7 @@ impl PatternIndex {
             graphs: Some((dir.join(GRAPH_BLOCKS_FILE), graphs)),
             graphs_checked: AtomicBool::new(false),
             compact: Some((screen, of_bit)),
+            prepared: Some(prepared),
         })
     }
 
@@ -255,8 +259,8 @@ impl PatternIndex {
             return Ok(None);
         };
         self.check_graphs()?;
-        if self.compact.is_some() {
-            let g = GraphBlocks::new(m, self.len(), path)?;
+        if let Some(prepared) = &self.prepared {
+            let g = GraphBlocks::new(m, self.len(), path)?.with_prepared(prepared);
             return match_positions(&g, query, positions, threads, path).map(Some);
         }
         let g = Graphs::new(m, self.len(), path)?;
