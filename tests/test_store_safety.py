@@ -446,7 +446,7 @@ def test_ingest_overwrite_swaps_the_store_in_only_when_every_index_is_written(
     """Issue 40, defect 10: a killed `ingest --overwrite --dedupe` during its substructure-index
     phase had already replaced the old store with one that passed `info` and lacked the index.
     Here the substructure index fails half-way: the old store must still be there, whole."""
-    from molsift.substructure import build
+    from molsift import ingestion
 
     old = small_library(tmp_path / "old.smi", bundled_smi, 0, 40)
     new = small_library(tmp_path / "new.smi", bundled_smi, 40, 60)
@@ -454,11 +454,12 @@ def test_ingest_overwrite_swaps_the_store_in_only_when_every_index_is_written(
     molsift.ingest(old, store, workers=1, progress=False, analogs=True)
     before = {p.name: p.read_bytes() for p in store.iterdir()}
 
-    def fail_half_way(path, **kwargs):
+    def fail_half_way(path, *args):
         (Path(path) / ".pattern.planes.u64.tmp-1-1@x").write_bytes(b"half")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(build, "build_pattern_index", fail_half_way)
+    # the substructure index, written from the workers' rows after the merge
+    monkeypatch.setattr(ingestion, "_index_from_parts", fail_half_way)
     with pytest.raises(OSError):
         molsift.ingest(new, store, workers=1, progress=False, overwrite=True, dedupe=True)
     assert {p.name: p.read_bytes() for p in store.iterdir()} == before
