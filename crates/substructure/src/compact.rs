@@ -13,12 +13,15 @@
 //! size in bytes. Planes follow one another; the header lists each kept plane's bit, start and
 //! XXH3 (checked the first time a screen reads it).
 //!
-//! **Graph blocks.** [`GRAPH_BLOCK`] records per block, in store order: the block's record
-//! lengths (u16 each) then the records, as one zstd frame (magicless, with the file's trained
+//! **Graph blocks.** [`GRAPH_BLOCK`] records per block, in store order, each in a lean form
+//! (one byte per atom: its index in the file's table of the 255 most frequent atoms, or 255
+//! and its 8 bytes; the bonds as they are): the block's record lengths (u16 each) then the
+//! records, as one zstd frame (magicless, with the file's trained
 //! dictionary); after the frame, the low 32 bits of the XXH3 of what it decompresses to, so a
 //! damaged block is an error naming the file and block, never a wrong graph. File:
 //! `b"MSGRAPHZ"`, `n` (u64), records per block (u32), dictionary length (u32), blocks (u64),
-//! the dictionary, `blocks + 1` u64 offsets (from the start of the block area), the blocks.
+//! atom table entries (u32), 4 zero bytes, the table (8 bytes each), the dictionary,
+//! `blocks + 1` u64 offsets (from the start of the block area), the blocks.
 
 use std::path::Path;
 
@@ -33,7 +36,7 @@ pub const GRAPH_BLOCKS_FILE: &str = molsift_store::layout::PATTERN_COMPACT_FILES
 /// Planes of bits more than this fraction of the molecules have are left out of the screen.
 pub const MAX_DENSITY: f64 = 0.5;
 /// Records per graph block.
-pub const GRAPH_BLOCK: usize = 8;
+pub const GRAPH_BLOCK: usize = 4;
 /// First bytes of the graph blocks file.
 pub const GRAPH_MAGIC: &[u8; 8] = b"MSGRAPHZ";
 /// A dense container's code (and size).
@@ -145,6 +148,7 @@ fn block_text(
     n: usize,
     b: usize,
     path: &Path,
+    table: &AtomTable,
 ) -> Result<Vec<u8>, SubstructureError> {
     let (a, z) = (b * GRAPH_BLOCK, ((b + 1) * GRAPH_BLOCK).min(n));
     let mut lens = Vec::with_capacity(2 * (z - a));
@@ -156,14 +160,20 @@ fn block_text(
                 path: path.to_path_buf(),
                 reason: format!("molecule {i}: offsets out of order"),
             })?;
-        let len = u16::try_from(rec.len()).map_err(|_| {
+        let start = body.len();
+        table
+            .encode(rec, &mut body)
+            .map_err(|reason| SubstructureError::Corrupted {
+                path: path.to_path_buf(),
+                reason: format!("molecule {i}: {reason}"),
+            })?;
+        let len = u16::try_from(body.len() - start).map_err(|_| {
             SubstructureError::Invalid(format!(
                 "molecule {i}: a graph record of {} bytes",
                 rec.len()
             ))
         })?;
         lens.extend_from_slice(&len.to_le_bytes());
-        body.extend_from_slice(rec);
     }
     lens.extend_from_slice(&body);
     Ok(lens)
@@ -176,10 +186,11 @@ fn zstd_err(path: &Path, e: std::io::Error) -> SubstructureError {
 fn encode_graphs(graphs: &Graphs<'_>, n: usize, path: &Path) -> Result<Vec<u8>, SubstructureError> {
     use zstd::zstd_safe::{CParameter, FrameFormat};
     let blocks = n.div_ceil(GRAPH_BLOCK);
+    let table = AtomTable::of(graphs, n);
     // a dictionary trained on blocks spread over the store (the same one every time)
     let take = blocks.min(4000);
     let samples = (0..take)
-        .map(|k| block_text(graphs, n, k * blocks / take, path))
+        .map(|k| block_text(graphs, n, k * blocks / take, path, &table))
         .collect::<Result<Vec<_>, _>>()?;
     let total: usize = samples.iter().map(Vec::len).sum();
     let dict = if total >= 16 * 1024 {
@@ -203,12 +214,15 @@ fn encode_graphs(graphs: &Graphs<'_>, n: usize, path: &Path) -> Result<Vec<u8>, 
     head.extend_from_slice(&(GRAPH_BLOCK as u32).to_le_bytes());
     head.extend_from_slice(&(dict.len() as u32).to_le_bytes());
     head.extend_from_slice(&(blocks as u64).to_le_bytes());
+    head.extend_from_slice(&(table.atoms.len() as u32).to_le_bytes());
+    head.extend_from_slice(&0u32.to_le_bytes());
+    table.atoms.iter().for_each(|a| head.extend_from_slice(a));
     head.extend_from_slice(&dict);
     let mut offsets = Vec::with_capacity(blocks + 1);
     let mut body = Vec::new();
     for b in 0..blocks {
         offsets.push(body.len() as u64);
-        let text = block_text(graphs, n, b, path)?;
+        let text = block_text(graphs, n, b, path, &table)?;
         body.extend_from_slice(&c.compress(&text).map_err(|e| zstd_err(path, e))?);
         body.extend_from_slice(&check_value(&text).to_le_bytes());
     }
@@ -222,6 +236,111 @@ fn encode_graphs(graphs: &Graphs<'_>, n: usize, path: &Path) -> Result<Vec<u8>, 
 
 fn check_value(bytes: &[u8]) -> u32 {
     xxhash_rust::xxh3::xxh3_64(bytes) as u32
+}
+
+/// Bytes of the graph blocks file before its atom table.
+const HEAD: usize = 40;
+/// Bytes of an atom in a graph record ([`crate::graph::ATOM_BYTES`]).
+const ATOM_BYTES: usize = crate::graph::ATOM_BYTES;
+/// The atom code that an atom's own bytes follow (not in the table).
+const ESCAPE: u8 = 255;
+
+/// The atom table of a graph blocks file: the (at most 255) most frequent atoms (their 8
+/// bytes of a graph record), so that a record holds one byte per atom.
+struct AtomTable {
+    atoms: Vec<[u8; ATOM_BYTES]>,
+}
+
+impl AtomTable {
+    /// The table of `graphs`: its most frequent atoms, the most frequent first (ties by bytes).
+    fn of(graphs: &Graphs<'_>, n: usize) -> AtomTable {
+        let mut seen: std::collections::HashMap<[u8; ATOM_BYTES], u64> = Default::default();
+        for i in 0..n {
+            let Some(rec) = graphs.record(i) else {
+                continue;
+            };
+            if rec.len() < 2 {
+                continue;
+            }
+            let na = rec[0] as usize;
+            for a in rec[2..].chunks_exact(ATOM_BYTES).take(na) {
+                *seen.entry(a.try_into().expect("8 bytes")).or_default() += 1;
+            }
+        }
+        let mut all: Vec<([u8; ATOM_BYTES], u64)> = seen.into_iter().collect();
+        all.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        AtomTable {
+            atoms: all
+                .into_iter()
+                .take(ESCAPE as usize)
+                .map(|(a, _)| a)
+                .collect(),
+        }
+    }
+
+    /// `rec` (a graph record) in the lean form: atom and bond counts, an atom code per atom
+    /// (its own 8 bytes after [`ESCAPE`] when not in the table), the bonds as they are.
+    fn encode(&self, rec: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        if rec.is_empty() {
+            return Ok(());
+        }
+        let (na, nb) = (rec[0] as usize, rec[1] as usize);
+        if rec.len() != 2 + na * ATOM_BYTES + nb * crate::graph::BOND_BYTES {
+            return Err(format!(
+                "a record of {} bytes for {na} atoms, {nb} bonds",
+                rec.len()
+            ));
+        }
+        out.extend_from_slice(&rec[..2]);
+        for a in rec[2..2 + na * ATOM_BYTES].chunks_exact(ATOM_BYTES) {
+            match self.atoms.iter().position(|t| t[..] == *a) {
+                Some(code) => out.push(code as u8),
+                None => {
+                    out.push(ESCAPE);
+                    out.extend_from_slice(a);
+                }
+            }
+        }
+        out.extend_from_slice(&rec[2 + na * ATOM_BYTES..]);
+        Ok(())
+    }
+
+    /// The graph record of a lean one, into `out`.
+    fn decode(&self, lean: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        out.clear();
+        if lean.is_empty() {
+            return Ok(());
+        }
+        if lean.len() < 2 {
+            return Err("a record of 1 byte".into());
+        }
+        let (na, nb) = (lean[0] as usize, lean[1] as usize);
+        out.extend_from_slice(&lean[..2]);
+        let mut at = 2;
+        for _ in 0..na {
+            let code = *lean.get(at).ok_or("a record shorter than its atoms")?;
+            at += 1;
+            if code == ESCAPE {
+                let a = lean
+                    .get(at..at + ATOM_BYTES)
+                    .ok_or("a record shorter than its atoms")?;
+                out.extend_from_slice(a);
+                at += ATOM_BYTES;
+            } else {
+                let a = self
+                    .atoms
+                    .get(code as usize)
+                    .ok_or("an atom code outside the table")?;
+                out.extend_from_slice(a);
+            }
+        }
+        let bonds = &lean[at..];
+        if bonds.len() != nb * crate::graph::BOND_BYTES {
+            return Err(format!("{} bytes of bonds for {nb} bonds", bonds.len()));
+        }
+        out.extend_from_slice(bonds);
+        Ok(())
+    }
 }
 
 /// The compact screen, mapped: the AND of a query's kept planes, rarest first, block by
@@ -337,6 +456,7 @@ pub struct GraphBlocks<'a> {
     n: usize,
     per: usize,
     dict: &'a [u8],
+    table: AtomTable,
     prepared: Option<&'a zstd::dict::DecoderDictionary<'static>>,
     offsets_at: usize,
     blocks: usize,
@@ -348,6 +468,8 @@ pub struct BlockCursor<'d> {
     block: usize,
     text: Vec<u8>,
     starts: Vec<usize>,
+    /// the last record asked for, in the graphs file's form
+    record: Vec<u8>,
     ctx: Option<zstd::bulk::Decompressor<'d>>,
 }
 
@@ -357,6 +479,7 @@ impl Default for BlockCursor<'_> {
             block: usize::MAX,
             text: Vec::new(),
             starts: Vec::new(),
+            record: Vec::new(),
             ctx: None,
         }
     }
@@ -369,7 +492,7 @@ impl<'a> GraphBlocks<'a> {
             path: path.to_path_buf(),
             reason,
         };
-        if bytes.len() < 32 || &bytes[..8] != GRAPH_MAGIC {
+        if bytes.len() < HEAD || &bytes[..8] != GRAPH_MAGIC {
             return Err(bad(format!(
                 "{} bytes, not a graph blocks file",
                 bytes.len()
@@ -388,7 +511,18 @@ impl<'a> GraphBlocks<'a> {
                 "{stored} molecules in {blocks} blocks of {per}, the store has {n}"
             )));
         }
-        let offsets_at = 32 + dict_len;
+        let table_len = u32_at(32) as usize;
+        let dict_at = HEAD + ATOM_BYTES * table_len;
+        if table_len > 255 || bytes.len() < dict_at {
+            return Err(bad(format!("an atom table of {table_len} entries")));
+        }
+        let table = AtomTable {
+            atoms: bytes[HEAD..dict_at]
+                .chunks_exact(ATOM_BYTES)
+                .map(|c| c.try_into().expect("8 bytes"))
+                .collect(),
+        };
+        let offsets_at = dict_at + dict_len;
         let body_at = offsets_at + 8 * (blocks + 1);
         if bytes.len() < body_at {
             return Err(bad(format!(
@@ -400,7 +534,8 @@ impl<'a> GraphBlocks<'a> {
             bytes,
             n,
             per,
-            dict: &bytes[32..offsets_at],
+            dict: &bytes[dict_at..offsets_at],
+            table,
             prepared: None,
             offsets_at,
             blocks,
@@ -447,7 +582,9 @@ impl<'a> GraphBlocks<'a> {
             self.decode(b, cur)?;
         }
         let k = i - b * self.per;
-        Ok(&cur.text[cur.starts[k]..cur.starts[k + 1]])
+        let lean = &cur.text[cur.starts[k]..cur.starts[k + 1]];
+        self.table.decode(lean, &mut cur.record)?;
+        Ok(&cur.record)
     }
 
     fn decode(&self, b: usize, cur: &mut BlockCursor<'a>) -> Result<(), String> {
@@ -536,13 +673,31 @@ mod tests {
         let mut g = Vec::new();
         g.extend_from_slice(crate::graph::MAGIC);
         g.extend_from_slice(&(n as u64).to_le_bytes());
+        // records of 1-5 atoms (some of them rare: not in the atom table) and 0-2 bonds
         let records: Vec<Vec<u8>> = (0..n)
             .map(|i| {
                 if i % 7 == 3 {
-                    Vec::new()
-                } else {
-                    vec![(i % 251) as u8; 2 + i % 40]
+                    return Vec::new();
                 }
+                let (na, nb) = (1 + i % 5, i % 3);
+                let mut r = vec![na as u8, nb as u8];
+                for a in 0..na {
+                    let kind = if i % 11 == 0 { i % 600 } else { (i + a) % 9 };
+                    r.extend_from_slice(&[
+                        6,
+                        0,
+                        (kind % 256) as u8,
+                        (kind / 256) as u8,
+                        0,
+                        4,
+                        4,
+                        0,
+                    ]);
+                }
+                for b in 0..nb {
+                    r.extend_from_slice(&[0, (b + 1).min(na - 1) as u8, 1]);
+                }
+                r
             })
             .collect();
         let mut off = 0u64;
