@@ -39,7 +39,9 @@ def served(tmp_path_factory, bundled_smi):
     v1 = d / "nci.store"
     molsift.ingest(bundled_smi, v1, workers=2, progress=False)
     v2 = d / "nci.v2.store"
-    molsift.upgrade(v1, v2, threads=2)
+    # a database without the substructure and analog indexes (what the tests below check the
+    # service says of one); the one store with every index is test_every_search_on_the_one_store
+    molsift.upgrade(v1, v2, threads=2, indexes=False)
     molsift.index_analogs(v1, workers=2)  # SmallWorld's submit on nci: analog search
     catalog = Catalog()
     catalog.add("nci", str(v1))
@@ -261,6 +263,30 @@ def test_access_log_has_one_json_line_per_request(served):
     assert ok["endpoint"] == "/api/v1/search" and ok["status"] == 200
     assert ok["db"] == "nci" and ok["type"] == "similarity" and ok["hits"] == 3
     assert ok["ms"] >= 0 and bad["status"] == 404
+
+
+def test_every_search_on_the_one_store(served, tmp_path):
+    """A version-2 store with every index (`molsift upgrade`) is served for every search type,
+    substructure and SMARTS equal to the library's own answers, and SmallWorld's submit runs
+    the analog search on it."""
+    _live, v1, _, _ = served
+    one = molsift.upgrade(v1.path, tmp_path / "one.store", threads=2, workers=2)
+    catalog = Catalog()
+    catalog.add("one", str(one.path))
+    app = create_app(catalog, Limits(max_length=500))
+    status, body = asgi_json(app, "/api/v1/databases")
+    assert status == 200 and body["databases"][0]["types"] == [
+        "similarity", "substructure", "smarts", "exact"
+    ]  # fmt: skip
+    for q, kind in (("c1ccncc1", "substructure"), ("[OX2H]c1ccccc1", "smarts")):
+        status, body = asgi_json(app, "/api/v1/search", db="one", query=q, type=kind, length=500)
+        want = one.substructure(q, smarts=kind == "smarts").tolist()
+        assert status == 200 and body["total"] == len(want) > 0
+        assert [h["position"] for h in body["hits"]] == want[:500]
+        # the same molecules as the version-1 store's answer
+        old = v1.substructure(q, smarts=kind == "smarts").tolist()
+        assert sorted(v1.smiles.take(old)) == sorted(one.smiles.take(want))
+    assert one.has_analog_index
 
 
 def asgi_json(app, path: str, **params) -> tuple[int, dict]:

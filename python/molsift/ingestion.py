@@ -286,7 +286,8 @@ def ingest(
     Runs on `workers` local processes (default: all cores), or on MPI ranks when launched under
     `mpirun`. With `index` (the default) the store also gets its column index for similarity
     search, and with `pattern` (the default) its substructure index (RDKit pattern
-    fingerprints and atom features as bit planes, from the stored SMILES); with `analogs` its
+    fingerprints and atom features as bit planes, and each molecule's graph, computed by the
+    workers from the stored SMILES in the same pass); with `analogs` its
     analog index (`molsift analogs`; built on the root's cores). With `verify_count`, the
     inputs are also counted by an independent pass (reading them once more) and the ingest
     fails loudly if its own count differs. Molecules whose canonical SMILES an earlier record

@@ -124,6 +124,11 @@ def _run(argv: list[str] | None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_PIPE_CLOSED
+    except OSError as exc:  # a full disk, a file that went away: one line with the file
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"molsift: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        _abort_other_ranks()
+        return EXIT_ERROR
     except Exception:
         _abort_other_ranks()
         raise

@@ -130,10 +130,13 @@ def write_graph_records(name: str, records: list[bytes]) -> None:
     under a temporary name and renamed."""
     lengths = np.fromiter((len(r) for r in records), dtype="<u4", count=len(records))
     tmp = name + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(len(records).to_bytes(8, "little"))
-        f.write(lengths.tobytes())
-        f.write(b"".join(records))
+    try:
+        with open(tmp, "wb") as f:
+            f.write(len(records).to_bytes(8, "little"))
+            f.write(lengths.tobytes())
+            f.write(b"".join(records))
+    except OSError as exc:  # a full disk names the file
+        raise OSError(exc.errno, exc.strerror, exc.filename or tmp) from exc
     os.replace(tmp, name)
 
 
