@@ -186,7 +186,7 @@ def index_sizes(store_dir: Path, n: int) -> dict:
     return {
         "planes": per("pattern.planes.u64") + per("pattern.screen.u8"),
         "graphs": per("pattern.graphs.bin") + per("pattern.graphs.zst"),
-        "smiles": per("smiles.txt") + per("smiles.offsets.u64"),
+        "smiles": per("smiles.txt") + per("smiles.offsets.u64") + per("smiles.blocks"),
     }
 
 

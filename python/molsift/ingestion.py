@@ -127,9 +127,7 @@ def run_ingest_task(task: dict) -> dict:
         batches = [task["records"]]
     # the substructure index's rows and graph records, from each stored SMILES parsed once
     # more (the molecule every search and its RDKit reference read), in this same pass
-    pattern = task.get("pattern", False)
-    rows: list = []
-    records: list[bytes] = []
+    pattern = _PatternPart(task["part"]) if task.get("pattern", False) else None
     for batch in batches:
         ids, smiles, lines, fps = [], [], [], []
         for text, rid, line, offset, problem in batch:
@@ -146,12 +144,12 @@ def run_ingest_task(task: dict) -> dict:
                     problem = f"error while preparing the molecule: {exc}"
             writer.add_reject(inp.path, line, offset, rid, problem)
         writer.add_molecules_packed(ids, smiles, lines, b"".join(fps))
-        if pattern:
-            rows.append(_screen_rows(smiles, records))
+        if pattern is not None:
+            pattern.add(smiles)
     read = src.counters() if src is not None else {}
     manifest = json.loads(writer.finish())
-    if pattern:
-        _write_pattern_part(task["part"], rows, records)
+    if pattern is not None:
+        pattern.close()
     return {
         "index": task["index"],
         "part": task["part"],
@@ -167,27 +165,49 @@ def run_ingest_task(task: dict) -> dict:
     }
 
 
-def _screen_rows(smiles: list[str], records: list[bytes]):
-    """The screening rows of the canonical SMILES of one batch (graph records appended to
-    `records`)."""
-    from rdkit import Chem
+class _PatternPart:
+    """A task's screening rows and graph records, appended batch by batch beside its part store
+    (so a worker holds one batch of them at a time): `PART.rows.u64`, `PART.glen.u32` (each
+    record's length), `PART.grec.bin` (the records)."""
 
-    from .substructure.build import rows_of_mols
+    def __init__(self, part: str):
+        # open for the task's life, closed by close() (a failed task's part is thrown away)
+        exts = (".rows.u64", ".glen.u32", ".grec.bin")
+        self.files = [open(part + ext, "wb") for ext in exts]  # noqa: SIM115
 
-    return rows_of_mols([Chem.MolFromSmiles(s) for s in smiles], records)
+    def add(self, smiles: list[str]) -> None:
+        """The rows and records of one batch's canonical SMILES, each parsed once more."""
+        import numpy as np
+        from rdkit import Chem
+
+        from .substructure.build import rows_of_mols
+
+        records: list[bytes] = []
+        rows = rows_of_mols([Chem.MolFromSmiles(s) for s in smiles], records)
+        self.files[0].write(rows.tobytes())
+        self.files[1].write(np.fromiter(map(len, records), dtype="<u4", count=len(records)))
+        self.files[2].write(b"".join(records))
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
 
 
-def _write_pattern_part(part: str, rows: list, records: list[bytes]) -> None:
-    """A task's screening rows and graph records, beside its part store."""
+def _read_pattern_part(part: str):
+    """A part's rows (uint64, WORDS_PER_ROW each) and graph records."""
     import numpy as np
 
-    from .substructure.build import WORDS_PER_ROW, write_graph_records
+    from .substructure.build import WORDS_PER_ROW
 
-    if rows:
-        np.concatenate(rows).tofile(part + ".rows.u64")
-    else:
-        np.zeros((0, WORDS_PER_ROW), dtype="<u8").tofile(part + ".rows.u64")
-    write_graph_records(part + ".graphs", records)
+    rows = np.fromfile(part + ".rows.u64", dtype="<u8").reshape(-1, WORDS_PER_ROW)
+    lengths = np.fromfile(part + ".glen.u32", dtype="<u4")
+    with open(part + ".grec.bin", "rb") as fh:
+        data = fh.read()
+    ends = np.cumsum(lengths, dtype=np.int64)
+    starts = ends - lengths
+    if len(lengths) != len(rows) or (len(ends) and ends[-1] != len(data)):
+        raise _core.StoreError(f"{part}: its screening rows and graph records do not agree")
+    return rows, [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
 
 
 def _index_from_parts(staged: str, results: list, dropped: list[int], n: int) -> int:
@@ -195,15 +215,14 @@ def _index_from_parts(staged: str, results: list, dropped: list[int], n: int) ->
     records (in task order, without the molecules `--dedupe` left out); returns its bytes."""
     import numpy as np
 
-    from .substructure.build import WORDS_PER_ROW, IndexFromParts, read_graph_records
+    from .substructure.build import IndexFromParts
 
     index = IndexFromParts(staged, n)
     try:
         drop = np.asarray(dropped, dtype=np.int64)
         base = 0
         for r in results:
-            rows = np.fromfile(r["part"] + ".rows.u64", dtype="<u8").reshape(-1, WORDS_PER_ROW)
-            records = read_graph_records(r["part"] + ".graphs")
+            rows, records = _read_pattern_part(r["part"])
             count = len(rows)
             mine = drop[(drop >= base) & (drop < base + count)] - base
             if len(mine):
@@ -424,7 +443,7 @@ def _remove_parts(results) -> None:
     """The parts (the staged store is in the work directory too: only the parts go)."""
     for r in results:
         shutil.rmtree(r["part"], ignore_errors=True)
-        for extra in (".rows.u64", ".graphs"):
+        for extra in (".rows.u64", ".glen.u32", ".grec.bin"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(r["part"] + extra)
 

@@ -140,17 +140,6 @@ def write_graph_records(name: str, records: list[bytes]) -> None:
     os.replace(tmp, name)
 
 
-def read_graph_records(name: str) -> list[bytes]:
-    """The records of a graph part file written by `write_graph_records`."""
-    with open(name, "rb") as f:
-        data = f.read()
-    n = int.from_bytes(data[:8], "little")
-    lengths = np.frombuffer(data, dtype="<u4", count=n, offset=8)
-    ends = np.cumsum(lengths, dtype=np.int64) + 8 + 4 * n
-    starts = ends - lengths
-    return [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
-
-
 class IndexFromParts:
     """Ingest's one pass: the substructure index of the staged store assembled from the rows
     and graph records its workers computed (each part's, in task order, less the molecules
