@@ -517,7 +517,7 @@ def main() -> int:
                 ms += f", the other store {fmt(s['other_median_ms'])}"
             print(
                 f"{set_name} -j{w}: {s['queries']} queries, median ms RDKit "
-                f"{fmt(s['rdkit_median_ms'])}{ms}",
+                f"{fmt(s['rdkit_median_ms'])}{ms}; hit sets differing so far: {len(failures)}",
                 flush=True,
             )
 
