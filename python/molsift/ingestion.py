@@ -421,22 +421,10 @@ def _plan(
 
 
 def _check_output(output: str, overwrite: bool, inputs: Sequence[InputFile]) -> None:
-    """The output must be new, or with `overwrite` a molsift store (the one overwrite rule,
-    `molsift_store::replace::check_replaceable`) that holds none of the inputs."""
-    if not os.path.lexists(output):
-        return
-    if not overwrite:
-        raise _core.StoreError(
-            f"{output}: already exists (choose another output or pass --overwrite)"
-        )
-    _core.check_replaceable(output)
-    inside = os.path.realpath(output) + os.sep
-    for inp in inputs:
-        if os.path.realpath(inp.path).startswith(inside):
-            raise _core.StoreError(
-                f"{output}: holds the input {inp.path}; --overwrite never "
-                "replaces a store that an input is read from"
-            )
+    """The output must be new, or a store `--overwrite` may replace that holds no input."""
+    from .store import check_store_output
+
+    check_store_output(output, overwrite, [inp.path for inp in inputs])
 
 
 def _remove_parts(results) -> None:

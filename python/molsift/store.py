@@ -469,6 +469,26 @@ def open_store(path: PathLike, verify: bool = True) -> Store | StoreV2:
     return Store(path, _core.Store(os.fspath(path), full=verify))
 
 
+def check_store_output(output: str, overwrite: bool, inputs: Sequence[str] = ()) -> None:
+    """The output of a store writer (ingest, upgrade) must be new, or with `overwrite` a
+    molsift store (the one overwrite rule, `molsift_store::replace::check_replaceable`) that
+    holds none of `inputs`."""
+    if not os.path.lexists(output):
+        return
+    if not overwrite:
+        raise _core.StoreError(
+            f"{output}: already exists (choose another output or pass --overwrite)"
+        )
+    _core.check_replaceable(output)
+    inside = os.path.realpath(output) + os.sep
+    for path in inputs:
+        if os.path.realpath(path).startswith(inside):
+            raise _core.StoreError(
+                f"{output}: holds the input {path}; --overwrite never "
+                "replaces a store that an input is read from"
+            )
+
+
 def _pattern_index_of_upgrade(src, staged: str, workers, progress) -> None:
     """The substructure index of an upgraded store: the source's carried over to the new
     positions when it has one with graphs, built for this molsift's screening bits; else
@@ -503,10 +523,7 @@ def upgrade(
     import shutil
 
     dst = os.fspath(dst)
-    if os.path.lexists(dst):
-        if not overwrite:
-            raise _core.StoreError(f"{dst}: already exists (give --overwrite to replace it)")
-        _core.check_replaceable(dst)
+    check_store_output(dst, overwrite)
     parent = os.path.dirname(os.path.abspath(dst))
     if not os.path.isdir(parent):
         raise _core.StoreError(f"{parent}: output directory does not exist")
