@@ -4,7 +4,7 @@
 //! number of processes write at once with `pwrite`), and [`finish_index`] checksums the planes,
 //! writes the header, renames both into the store and lists them in its manifest.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use molsift_iostats::CountedFile;
 use molsift_store::{FileEntry, StoreFiles};
@@ -216,8 +216,46 @@ pub fn finish_index(
             planes_tmp.display()
         )));
     }
+    let header = |version, planes, plane_xxh3, graphs, kept| Header {
+        format: FORMAT_NAME.into(),
+        version,
+        bits,
+        molecules: n as u64,
+        block: BLOCK as u64,
+        bit_counts: bit_counts.clone(),
+        planes,
+        plane_xxh3,
+        graphs,
+        meaning: meaning.clone(),
+        kept,
+    };
     if store.manifest().format_version >= 2 {
-        return finish_compact(store, &f, planes_tmp, graphs_tmp, bits, bit_counts, meaning);
+        let (w, screen_tmp, blocks_tmp) =
+            compact_from(store, &f, planes_tmp, graphs_tmp, bits, &bit_counts)?;
+        let h = header(
+            crate::layout::COMPACT_VERSION,
+            w.screen.clone(),
+            Vec::new(),
+            Some(w.graphs.clone()),
+            w.planes,
+        );
+        let files = [
+            (
+                screen_tmp.as_path(),
+                crate::compact::SCREEN_FILE,
+                w.screen.clone(),
+            ),
+            (
+                blocks_tmp.as_path(),
+                crate::compact::GRAPH_BLOCKS_FILE,
+                w.graphs,
+            ),
+        ];
+        install(store, &h, &files).inspect_err(|_| {
+            let _ = std::fs::remove_file(&screen_tmp);
+            let _ = std::fs::remove_file(&blocks_tmp);
+        })?;
+        return Ok(w.screen.bytes);
     }
     let pw = plane_words(n);
     let (whole, plane_xxh3) = if size == 0 {
@@ -244,77 +282,75 @@ pub fn finish_index(
             })
         }
     };
-    let header = Header {
-        format: FORMAT_NAME.into(),
-        version: FORMAT_VERSION,
-        bits,
-        molecules: n as u64,
-        block: BLOCK as u64,
-        bit_counts,
-        planes: FileInfo {
-            bytes: size,
-            xxh3: whole.clone(),
-        },
-        plane_xxh3,
-        graphs: graphs.clone(),
-        meaning,
-        kept: Vec::new(),
+    let planes = FileInfo {
+        bytes: size,
+        xxh3: whole,
     };
-    let text = serde_json::to_string_pretty(&header).expect("header serializes") + "\n";
+    let h = header(
+        FORMAT_VERSION,
+        planes.clone(),
+        plane_xxh3,
+        graphs.clone(),
+        Vec::new(),
+    );
+    let mut files = vec![(planes_tmp, PLANES_FILE, planes)];
+    if let (Some(g), Some(info)) = (graphs_tmp, graphs) {
+        files.push((g, GRAPHS_FILE, info));
+    }
+    install(store, &h, &files)?;
+    Ok(size)
+}
+
+/// Puts an index's files into `store`: `header` written under a temporary name, each file
+/// `(temporary, name, size and checksum)` renamed to its name, then the header renamed, and
+/// all of them listed in the manifest (the caller holds the store's lock).
+fn install(
+    store: &dyn StoreFiles,
+    header: &Header,
+    files: &[(&Path, &str, FileInfo)],
+) -> Result<(), SubstructureError> {
+    let text = serde_json::to_string_pretty(header).expect("header serializes") + "\n";
     let dir = store.path();
     let header_path = dir.join(HEADER_FILE);
     let header_tmp = molsift_store::replace::temporary_sibling(&header_path, "tmp");
     molsift_iostats::write_file(&header_tmp, text.as_bytes(), true)
         .map_err(|e| SubstructureError::io(&header_tmp, e))?;
-    let planes_path = dir.join(PLANES_FILE);
-    std::fs::rename(planes_tmp, &planes_path)
-        .map_err(|e| SubstructureError::io(&planes_path, e))?;
-    let mut files = Vec::new();
-    if let (Some(g), Some(info)) = (graphs_tmp, graphs) {
-        let graphs_path = dir.join(GRAPHS_FILE);
-        std::fs::rename(g, &graphs_path).map_err(|e| SubstructureError::io(&graphs_path, e))?;
-        files.push((
-            GRAPHS_FILE.to_string(),
+    let mut entries = Vec::with_capacity(files.len() + 1);
+    for (tmp, name, info) in files {
+        let path = dir.join(name);
+        std::fs::rename(tmp, &path).map_err(|e| SubstructureError::io(&path, e))?;
+        entries.push((
+            name.to_string(),
             FileEntry {
                 bytes: info.bytes,
-                xxh3: info.xxh3,
+                xxh3: info.xxh3.clone(),
             },
         ));
     }
     std::fs::rename(&header_tmp, &header_path)
         .map_err(|e| SubstructureError::io(&header_path, e))?;
-    files.extend([
-        (
-            PLANES_FILE.to_string(),
-            FileEntry {
-                bytes: size,
-                xxh3: whole,
-            },
-        ),
-        (
-            HEADER_FILE.to_string(),
-            FileEntry {
-                bytes: text.len() as u64,
-                xxh3: checksum(text.as_bytes()),
-            },
-        ),
-    ]);
-    store.register_files(files)?;
-    Ok(size)
+    entries.push((
+        HEADER_FILE.to_string(),
+        FileEntry {
+            bytes: text.len() as u64,
+            xxh3: checksum(text.as_bytes()),
+        },
+    ));
+    store.register_files(entries)?;
+    Ok(())
 }
 
-/// The compact form (a version-2 store, [`crate::compact`]): the screen and the graph blocks
-/// written from the dense planes and the graphs file (temporary files, removed), renamed into
-/// the store with the header, and listed in its manifest. Returns the bytes of the screen.
-fn finish_compact(
+/// The compact form (a version-2 store, [`crate::compact`]) written from the dense planes and
+/// the graphs file (temporary files, removed): what was written and the temporary names of
+/// the screen and the graph blocks.
+fn compact_from(
     store: &dyn StoreFiles,
     planes: &CountedFile,
     planes_tmp: &Path,
     graphs_tmp: Option<&Path>,
     bits: u32,
-    bit_counts: Vec<u64>,
-    meaning: serde_json::Value,
-) -> Result<u64, SubstructureError> {
+    bit_counts: &[u64],
+) -> Result<(crate::compact::Written, PathBuf, PathBuf), SubstructureError> {
     use crate::compact::{write_compact, GRAPH_BLOCKS_FILE, SCREEN_FILE};
     let n = store.len();
     let Some(graphs_tmp) = graphs_tmp else {
@@ -323,10 +359,8 @@ fn finish_compact(
         ));
     };
     let dir = store.path();
-    let screen_path = dir.join(SCREEN_FILE);
-    let blocks_path = dir.join(GRAPH_BLOCKS_FILE);
-    let screen_tmp = molsift_store::replace::temporary_sibling(&screen_path, "tmp");
-    let blocks_tmp = molsift_store::replace::temporary_sibling(&blocks_path, "tmp");
+    let screen_tmp = molsift_store::replace::temporary_sibling(&dir.join(SCREEN_FILE), "tmp");
+    let blocks_tmp = molsift_store::replace::temporary_sibling(&dir.join(GRAPH_BLOCKS_FILE), "tmp");
     let written = (|| {
         // SAFETY: the temporary file is ours and no longer written.
         let m = match n {
@@ -345,7 +379,7 @@ fn finish_compact(
             words,
             bits,
             n,
-            &bit_counts,
+            bit_counts,
             &graphs,
             &screen_tmp,
             &blocks_tmp,
@@ -353,53 +387,14 @@ fn finish_compact(
     })();
     let _ = std::fs::remove_file(planes_tmp);
     let _ = std::fs::remove_file(graphs_tmp);
-    let written = match written {
-        Ok(w) => w,
+    match written {
+        Ok(w) => Ok((w, screen_tmp, blocks_tmp)),
         Err(e) => {
             let _ = std::fs::remove_file(&screen_tmp);
             let _ = std::fs::remove_file(&blocks_tmp);
-            return Err(e);
+            Err(e)
         }
-    };
-    let header = Header {
-        format: FORMAT_NAME.into(),
-        version: crate::layout::COMPACT_VERSION,
-        bits,
-        molecules: n as u64,
-        block: BLOCK as u64,
-        bit_counts,
-        planes: written.screen.clone(),
-        plane_xxh3: Vec::new(),
-        graphs: Some(written.graphs.clone()),
-        meaning,
-        kept: written.planes,
-    };
-    let text = serde_json::to_string_pretty(&header).expect("header serializes") + "\n";
-    let header_path = dir.join(HEADER_FILE);
-    let header_tmp = molsift_store::replace::temporary_sibling(&header_path, "tmp");
-    molsift_iostats::write_file(&header_tmp, text.as_bytes(), true)
-        .map_err(|e| SubstructureError::io(&header_tmp, e))?;
-    for (from, to) in [(&screen_tmp, &screen_path), (&blocks_tmp, &blocks_path)] {
-        std::fs::rename(from, to).map_err(|e| SubstructureError::io(to, e))?;
     }
-    std::fs::rename(&header_tmp, &header_path)
-        .map_err(|e| SubstructureError::io(&header_path, e))?;
-    let entry = |info: &FileInfo| FileEntry {
-        bytes: info.bytes,
-        xxh3: info.xxh3.clone(),
-    };
-    store.register_files(vec![
-        (SCREEN_FILE.to_string(), entry(&written.screen)),
-        (GRAPH_BLOCKS_FILE.to_string(), entry(&written.graphs)),
-        (
-            HEADER_FILE.to_string(),
-            FileEntry {
-                bytes: text.len() as u64,
-                xxh3: checksum(text.as_bytes()),
-            },
-        ),
-    ])?;
-    Ok(written.screen.bytes)
 }
 
 /// Writes the substructure index of `to`, a store holding the molecules of `from`'s store in
@@ -428,8 +423,11 @@ pub fn carry_index(
     let made = (|| {
         // the planes, one at a time: bit i of the new plane is bit source[i] of the old
         let pw = plane_words(n);
-        let mut out = Vec::with_capacity(bits as usize * pw * 8);
+        // (written plane by plane: one plane in memory, not the whole file)
+        let io = |e| SubstructureError::io(&planes_tmp, e);
+        let file = CountedFile::create(&planes_tmp).map_err(io)?;
         let mut plane = vec![0u64; pw];
+        let mut bytes = Vec::with_capacity(pw * 8);
         for b in 0..bits as usize {
             let old = &words[b * pw..(b + 1) * pw];
             plane.iter_mut().for_each(|w| *w = 0);
@@ -437,13 +435,14 @@ pub fn carry_index(
                 let s = s as usize;
                 plane[i / 64] |= ((old[s / 64] >> (s % 64)) & 1) << (i % 64);
             }
+            bytes.clear();
             plane
                 .iter()
-                .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+                .for_each(|w| bytes.extend_from_slice(&w.to_le_bytes()));
+            file.write_all_at(&bytes, (b * pw * 8) as u64).map_err(io)?;
         }
-        molsift_iostats::write_file(&planes_tmp, &out, true)
-            .map_err(|e| SubstructureError::io(&planes_tmp, e))?;
-        drop(out);
+        file.sync_all().map_err(io)?;
+        drop(file);
         // the graph records in the new order ([`crate::graph`]'s file)
         let mut offsets = Vec::with_capacity(n + 1);
         let mut body = Vec::new();
