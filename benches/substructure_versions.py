@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import molsift
+from molsift.store import open_version_1
 from molsift.substructure import last_stats
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +63,7 @@ def main() -> int:
     ap.add_argument("--sets", default="test,zinc")
     ap.add_argument("--json", help="write every per-query figure here")
     args = ap.parse_args()
-    v1 = molsift.open_store(args.v1, verify=False)
+    v1 = open_version_1(args.v1)
     v2 = molsift.open_store(args.v2, verify=False)
     n = len(v2)
     if len(v1) != n:

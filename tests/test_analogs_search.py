@@ -2,7 +2,7 @@
 molecules exactly by skeleton; every hit set and distance equals the brute-force reference
 (meet in the middle over the six edits, `analogs/reference.py`) for 30 queries at D = 2, 3 and
 4, and under per-kind limits; the ranking, Tanimoto, k, streaming, timeout, bad input, query
-files and a damaged index behave as documented."""
+files, a damaged index and a version-1 store behave as documented."""
 
 from __future__ import annotations
 
@@ -24,17 +24,22 @@ from molsift.analogs.reference import distances
 RDLogger.DisableLog("rdApp.*")
 
 
-@pytest.fixture(scope="module", params=["v1", "v2"])
-def analog_store(request, bundled_smi, tmp_path_factory):
+def analog_files(store) -> dict:
+    """The analog index's files of the store at `store`, {name: bytes}."""
+    return {p.name: p.read_bytes() for p in sorted(store.glob("analogs.*"))}
+
+
+@pytest.fixture(scope="module")
+def analog_store(bundled_smi, tmp_path_factory):
     """(open store with an analog index, the stored SMILES, each one's skeleton): the store as
-    ingest writes it (version 1) and its version-2 form; every test here runs on both."""
+    ingest writes it, its analog index the same bytes as `molsift index --analogs` writes."""
     out = tmp_path_factory.mktemp("analogs") / "nci.store"
-    molsift.ingest(bundled_smi, out, workers=2, progress=False, pattern=False)
-    if request.param == "v2":
-        v1, out = out, out.with_suffix(".v2")
-        molsift.upgrade(v1, out, indexes=False)
+    report = molsift.ingest(bundled_smi, out, workers=2, progress=False, pattern=False)
+    ingested = analog_files(out)
+    assert "analogs.json" in ingested and report.analog_bytes == sum(map(len, ingested.values()))
     header, size = _core.build_analog_index(str(out), 2)
     assert size > 0 and '"molsift-analog-index"' in header
+    assert analog_files(out) == ingested
     store = molsift.open_store(out)
     smiles = list(store.smiles)
     return store, smiles, [skeleton_of_smiles(s) for s in smiles]
@@ -184,13 +189,15 @@ def test_a_store_without_index_and_a_damaged_index_say_so(bundled_smi, tmp_path)
     out = tmp_path / "s.store"
     lines = bundled_smi.read_text().splitlines()[:200]
     (tmp_path / "s.smi").write_text("\n".join(lines) + "\n")
-    # ingest --analogs builds the index on the way
+    # ingest builds the index on the way (analogs=True is the default)
     with_index = tmp_path / "a.store"
     report = molsift.ingest(tmp_path / "s.smi", with_index, workers=1, progress=False,
-                            pattern=False, analogs=True)  # fmt: skip
+                            pattern=False)  # fmt: skip
     assert report.analog_bytes > 0 and "analog index" in report.summary()
     assert molsift.open_store(with_index).has_analog_index
-    molsift.ingest(tmp_path / "s.smi", out, workers=1, progress=False, pattern=False)
+    molsift.ingest(tmp_path / "s.smi", out, workers=1, progress=False, pattern=False,
+                   analogs=False)  # fmt: skip
+    assert not molsift.open_store(out).has_analog_index
     with pytest.raises(molsift.StoreError, match="--analogs"):
         molsift.open_store(out).analogs("CCO")
     _core.build_analog_index(str(out), 1)
@@ -204,6 +211,25 @@ def test_a_store_without_index_and_a_damaged_index_say_so(bundled_smi, tmp_path)
     keys.write_bytes(bytes(data[:-16]))
     with pytest.raises(molsift.StoreError, match=r"analogs\.keys\.u128"):
         molsift.open_store(out, verify=False).analogs("CCO")
+
+
+def test_a_version_1_store_is_refused(bundled_smi, tmp_path):
+    """A version-1 store (molsift before the one store; ingest's staging format), with its
+    analog index, is refused in one line that names `molsift upgrade`: by the API and by the
+    command (exit 2), never searched."""
+    from molsift import ingestion
+
+    (tmp_path / "s.smi").write_text("".join(bundled_smi.read_text().splitlines(True)[:60]))
+    out = tmp_path / "v1.store"
+    ingestion.ingest(tmp_path / "s.smi", out, workers=1, progress=False, pattern=False,
+                     version=1)  # fmt: skip
+    assert (out / "analogs.json").exists()  # it has the (version-1) index
+    with pytest.raises(molsift.StoreError, match=r"version-1 store.*`molsift upgrade") as err:
+        molsift.open_store(out)
+    assert "\n" not in str(err.value)
+    proc = analogs_cli(out, "-q", "c1ccccc1CCO", "--dist", "1")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "molsift upgrade" in proc.stderr, proc.stderr
 
 
 def test_cli_index_and_analogs(analog_store, tmp_path):

@@ -1,5 +1,7 @@
 """The command line as a user meets it: help for every verb, count, ingest, info, and one-line
-errors with exit status 2."""
+errors with exit status 2. Ingest writes the one store (format version 2, every index); a
+version-1 store (made here through the Python API, `ingest(..., version=1)`, as only old stores
+are) is read by `molsift upgrade` alone, and every other verb refuses it in one line."""
 
 from __future__ import annotations
 
@@ -85,8 +87,13 @@ def test_help_ends_with_examples_that_parse(verb):
 
 def test_help_examples_run_on_the_bundled_data(tmp_path):
     """The examples are real: those that need only the bundled data (and what earlier ones
-    made) run as a user would, in this order, with the venv's `molsift`, and exit with 0."""
+    made) run as a user would, in this order, with the venv's `molsift`, and exit with 0.
+    `old.store` is a version-1 store, as a user upgrading one has (no command writes it)."""
+    from molsift.ingestion import ingest
+
     cwd = fresh_dir(tmp_path)
+    data = cwd / "data" / "nci_first_5k.smi"
+    ingest(data, cwd / "old.store", workers=1, pattern=False, progress=False, version=1)
     ran = set()
     verbs = (
         "count",
@@ -183,16 +190,22 @@ def test_count_prints_records_and_amplification(bundled_smi):
 
 
 def test_ingest_then_info(tmp_path, bundled_smi):
+    import molsift as api
+
     out = tmp_path / "s"
     proc = molsift("ingest", bundled_smi, "-o", out)
     assert "records in 4,999 = molecules stored" in proc.stdout
     assert "read amplification" in proc.stdout
     info = molsift("info", out).stdout
-    assert (
-        "molecules" in info
-        and re.search(r"all \d+ files verified", info)
-        and "CC1=CC(=O)C=CC1=O" in info
-    )
+    assert "format      molsift-store v2" in info and "molecules   4,991" in info
+    assert re.search(r"all \d+ files verified", info)
+    assert "substructure index present" in info and "exact-match index present" in info
+    # the first molecules in store order: canonical SMILES order, the first in bytes this one
+    assert "stored in SMILES order" in info and "BrC(Br)(Br)c1ccc2ccccc2n1" in info
+    store = api.open_store(out)
+    for i in range(5):
+        row = rf"^\s+{i}\s+{re.escape(store.ids[i])}\s+{re.escape(store.smiles[i])}$"
+        assert re.search(row, info, re.M), row
 
 
 def test_errors_are_one_line_with_exit_2(tmp_path):
@@ -207,12 +220,12 @@ def test_errors_are_one_line_with_exit_2(tmp_path):
 def test_corrupted_store_is_refused(tmp_path, bundled_smi):
     out = tmp_path / "s"
     molsift("ingest", bundled_smi, "-o", out, "-q")
-    fps = out / "fingerprints.u64"
+    fps = out / "planes.data.u8"  # the fingerprints, as compressed bit planes
     data = bytearray(fps.read_bytes())
     data[12345] ^= 1
     fps.write_bytes(bytes(data))
     proc = molsift("info", out, check=False)
-    assert proc.returncode == 2 and "corrupted" in proc.stderr and "fingerprints.u64" in proc.stderr
+    assert proc.returncode == 2 and "corrupted" in proc.stderr and "planes.data.u8" in proc.stderr
     with open(fps, "r+b") as f:
         f.truncate(len(data) - 256)
     proc = molsift("info", out, "--no-verify", check=False)
@@ -483,32 +496,29 @@ def test_memory_limits_are_one_line_not_a_traceback(tmp_path, bundled_smi):
 
 @pytest.fixture(scope="module")
 def query_stores(tmp_path_factory, bundled_smi) -> dict:
-    """The bundled data as a version-1 store with every index (the analog index too) and as
-    version 2, and the bundled cube file: what the verbs that take -o read."""
+    """The bundled data as ingest writes it (the one store, every index), and the bundled cube
+    file: what the verbs that take -o read."""
     from conftest import BUNDLED_CUBE
 
     import molsift
-    from molsift import _core
 
     d = tmp_path_factory.mktemp("query-stores")
     molsift.ingest(bundled_smi, d / "nci.store", workers=2, progress=False)
-    _core.build_analog_index(str(d / "nci.store"), 2)
-    molsift.upgrade(d / "nci.store", d / "nci.v2.store", threads=2)
-    return {"v1": d / "nci.store", "v2": d / "nci.v2.store", "cube": BUNDLED_CUBE}
+    return {"store": d / "nci.store", "cube": BUNDLED_CUBE}
 
 
-# every verb whose -o names a file: its command line without -o ({v1}, {v2}, {cube}: inputs)
+# every verb whose -o names a file: its command line without -o ({store}, {cube}: inputs)
 OUTPUT_VERBS = {
-    "lookup": ["lookup", "{v2}", "-q", "CCO"],
-    "search": ["search", "{v1}", "-q", "CCO"],
-    "substructure": ["substructure", "{v1}", "-q", "c1ccccc1"],
-    "analogs": ["analogs", "{v1}", "-q", "CCO"],
+    "lookup": ["lookup", "{store}", "-q", "CCO"],
+    "search": ["search", "{store}", "-q", "CCO"],
+    "substructure": ["substructure", "{store}", "-q", "c1ccccc1"],
+    "analogs": ["analogs", "{store}", "-q", "CCO"],
     "cube convert": ["cube", "convert", "{cube}"],
     "cube diff": ["cube", "diff", "{cube}", "{cube}"],
     "cube slice": ["cube", "slice", "{cube}"],
     "screen": ["screen", "{smi}", "--scorer", "filter", "-j", "1"],
-    "report": ["report", "{v1}"],
-    "insights": ["insights", "{v1}"],
+    "report": ["report", "{store}"],
+    "insights": ["insights", "{store}"],
     "profile": ["profile", "--", "true"],
 }
 
@@ -540,14 +550,47 @@ def test_bad_output_path_is_one_line_exit_2_before_any_work(
     assert not made or not any(out.iterdir())
 
 
+@pytest.fixture(scope="module")
+def v1_store(tmp_path_factory, bundled_smi):
+    """A version-1 store of 50 molecules, with its indexes (as old stores have them)."""
+    from molsift.ingestion import ingest
+
+    small = tmp_path_factory.mktemp("v1") / "small.smi"
+    small.write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:50]))
+    ingest(small, small.with_name("old.store"), workers=1, progress=False, version=1)
+    return small.with_name("old.store")
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["info"],
+        ["search", "-q", "CCO"],
+        ["substructure", "-q", "c1ccccc1"],
+        ["analogs", "-q", "CCO"],
+        ["lookup", "-q", "CCO"],
+    ],
+    ids=lambda w: w[0],
+)
+def test_a_version_1_store_is_refused_in_one_line_naming_upgrade(v1_store, words):
+    """Only `molsift upgrade` reads a version-1 store; every verb that reads a store says so in
+    one line (exit 2) that tells how to convert it."""
+    r = molsift(words[0], v1_store, *words[1:], check=False)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stdout == "", r.stderr
+    assert r.stderr.startswith(f"molsift: error: {v1_store}: a version-1 store"), r.stderr
+    assert f"molsift upgrade {v1_store} -o NEW" in r.stderr
+
+
 def test_messages_say_what_the_path_is(tmp_path, bundled_smi):
     """Issue 40, defect 16: `upgrade` of a version-2 store said "opened with the reader of
     another version"; `report` of a folder that is not a run talked of --resume; a store that
     is not there must be named. Each is one line, exit 2, saying what the path is."""
     small = tmp_path / "small.smi"
     small.write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:50]))
+    from molsift.ingestion import ingest
+
     v1, v2 = tmp_path / "s.store", tmp_path / "s.v2.store"
-    molsift("ingest", small, "-o", v1, "-j", "1", "-q")
+    ingest(small, v1, workers=1, progress=False, version=1)  # as an old store
     molsift("upgrade", v1, "-o", v2)
     r = molsift("upgrade", v2, "-o", tmp_path / "again.store", check=False)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr

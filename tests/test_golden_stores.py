@@ -1,6 +1,6 @@
-"""The same stores byte for byte as before issue 15's reshaping: every bundled-data input ingested
-at 1, 2 and 4 workers and under `mpirun -n 1..3` gives exactly the files recorded in
-`tests/data/golden_stores.json` by the code before the change (see `tests/golden.py`)."""
+"""The same stores byte for byte whatever the worker or rank count: every bundled-data input
+ingested into the one store (every index) at 1, 2 and 4 workers and under `mpirun -n 1..3` gives
+exactly the files recorded in `tests/data/golden_stores.json` (see `tests/golden.py`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,14 @@
 """Ingest end to end: counts add up, fingerprints and canonical SMILES equal RDKit's, the store is
-the same whatever the worker count or compression, bad records are rejected with their lines."""
+the same whatever the worker count or compression, bad records are rejected with their lines.
+
+Ingest writes the one store (format version 2, every index): store positions follow the
+canonical SMILES in byte order and `store.input_ranks` maps each to its place in the input, so
+per-record checks go through `by_input` below."""
 
 from __future__ import annotations
 
 import gzip
-import mmap
+import json
 import os
 import shutil
 import signal
@@ -15,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from golden import digest
 from rdkit import Chem
 from rdkit.Chem import rdFingerprintGenerator
 
 import molsift
-from molsift.store import FILES
 
 
 def rdkit_reference(smiles_lines, radius=2, bits=2048):
@@ -47,6 +51,16 @@ def read_smi(path):
     return rows
 
 
+def by_input(store) -> np.ndarray:
+    """The store position of each molecule in input order; checks that the store is in canonical
+    SMILES byte order (stable: input order among equal SMILES) and `input_ranks` a permutation."""
+    ranks = store.input_ranks
+    assert sorted(ranks.tolist()) == list(range(len(store)))
+    keys = [(s.encode(), int(r)) for s, r in zip(store.smiles, ranks)]
+    assert keys == sorted(keys)
+    return np.argsort(ranks)
+
+
 @pytest.fixture(scope="module")
 def bundled_store(tmp_path_factory, bundled_smi):
     out = tmp_path_factory.mktemp("ingest") / "nci.store"
@@ -71,12 +85,12 @@ def test_fingerprints_and_smiles_equal_rdkit(bundled_store, bundled_smi):
     reference = rdkit_reference([s for s, _ in rows])
     expected = [(rid, ref) for (_, rid), ref in zip(rows, reference) if ref is not None]
     assert len(expected) == len(store)
-    fps = store.fingerprints
-    for i, (rid, (smiles, words)) in enumerate(expected):
+    fps, popcounts = store.fingerprints, store.popcounts
+    for i, (rid, (smiles, words)) in zip(by_input(store), expected):
         assert store.ids[i] == rid
         assert store.smiles[i] == smiles
         assert np.array_equal(fps[i], words), f"fingerprint {i} ({rid}) differs from RDKit"
-        assert store.popcounts[i] == int(np.unpackbits(words.view(np.uint8)).sum())
+        assert popcounts[i] == int(np.unpackbits(words.view(np.uint8)).sum())
 
 
 def test_rejected_records_are_rdkit_failures_with_lines(bundled_store, bundled_smi):
@@ -87,23 +101,16 @@ def test_rejected_records_are_rdkit_failures_with_lines(bundled_store, bundled_s
     assert {int(r.split("\t")[1]) for r in lines} == failed
 
 
-def test_fingerprint_view_is_not_a_copy(bundled_store):
-    _, store = bundled_store
-    fps = store.fingerprints
-    assert fps.dtype == np.dtype("<u8") and fps.shape == (len(store), 32)
-    assert not fps.flags.owndata
-    base = fps
-    while getattr(base, "base", None) is not None and not isinstance(base, mmap.mmap):
-        base = base.base
-    base = base.obj if isinstance(base, memoryview) else base  # numpy.frombuffer's view
-    assert isinstance(base, mmap.mmap)  # the map of the file itself (counted as one mmap)
-    assert len(base) == os.path.getsize(os.path.join(store.path, FILES["fingerprints"]))
-
-
 def store_files(path):
-    return {
-        name: Path(path, name).read_bytes() for name in FILES.values() if name != "manifest.json"
-    }
+    """The digest of every file of the store but the manifest (golden.py), and the manifest
+    without its provenance."""
+    files = digest(Path(path))
+    assert {"smiles.blocks", "planes.data.u8", "pattern.screen.u8", "analogs.json"} <= set(files)
+    files.pop("manifest.json")
+    manifest = json.loads(Path(path, "manifest.json").read_text())
+    manifest.pop("provenance")
+    manifest.pop("checksum")  # covers the provenance too
+    return files, manifest
 
 
 def test_same_store_for_any_worker_count_and_compression(tmp_path, bundled_smi):
@@ -120,12 +127,17 @@ def test_same_store_for_any_worker_count_and_compression(tmp_path, bundled_smi):
     # one go, so no compression ratio to size the last chunks by: chunks of 700 records
     assert one.tasks == len(molsift._core.guided_slabs(os.path.getsize(bundled_smi), 1))
     assert three.tasks == 7 and zipped.tasks == 8
-    reference = store_files(tmp_path / "one")
-    assert store_files(tmp_path / "three") == reference
-    gz_files = store_files(tmp_path / "gz")
-    rejects = gz_files.pop("rejects.tsv").replace(str(gz).encode(), str(bundled_smi).encode())
-    assert rejects == reference.pop("rejects.tsv")
-    assert gz_files == reference
+    reference, manifest = store_files(tmp_path / "one")
+    assert store_files(tmp_path / "three") == (reference, manifest)
+    gz_files, gz_manifest = store_files(tmp_path / "gz")
+    # rejects.tsv names its input (so its size and checksum in the manifest differ too): compared
+    # below with the name replaced
+    for files in (gz_files, reference, gz_manifest["files"], manifest["files"]):
+        files.pop("rejects.tsv")
+    assert (gz_files, gz_manifest) == (reference, manifest)
+    rejects = Path(tmp_path / "gz" / "rejects.tsv").read_bytes()
+    rejects = rejects.replace(str(gz).encode(), str(bundled_smi).encode())
+    assert rejects == Path(tmp_path / "one" / "rejects.tsv").read_bytes()
 
 
 def test_fingerprint_size_and_radius_are_configurable(tmp_path, bundled_smi):
@@ -137,7 +149,8 @@ def test_fingerprint_size_and_radius_are_configurable(tmp_path, bundled_smi):
     assert store.manifest["fingerprint"]["params"]["radius"] == 3
     rows = read_smi(bundled_smi)[:50]
     ref = [r for r in rdkit_reference([s for s, _ in rows], radius=3, bits=1024) if r]
-    for i, (_, words) in enumerate(ref):
+    for i, (smiles, words) in zip(by_input(store), ref):
+        assert store.smiles[i] == smiles
         assert np.array_equal(store.fingerprints[i], words)
 
 
@@ -155,9 +168,9 @@ def test_sdf_ingest_matches_rdkit_supplier(tmp_path, rdkit_sdf):
             starts.append(line)
     good_starts = [s for s, m in zip(starts, supplier) if m is not None]
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
-    for i, mol in enumerate(good):
-        assert store.ids[i] == (mol.GetProp("_Name") or str(good_starts[i]))
-        assert store.source_lines[i] == good_starts[i]
+    for i, mol, start in zip(by_input(store), good, good_starts):
+        assert store.ids[i] == (mol.GetProp("_Name") or str(start))
+        assert store.source_lines[i] == start
         assert store.smiles[i] == Chem.MolToSmiles(mol)
         words = np.packbits(gen.GetFingerprintAsNumPy(mol).astype(bool), bitorder="little").view(
             "<u8"
@@ -191,7 +204,7 @@ def test_bad_smiles_input_is_counted_and_rejected_with_lines(tmp_path, workers):
         src, tmp_path / "s", workers=workers, slabs=5, verify_count=True, progress=False
     )
     store = molsift.open_store(tmp_path / "s")
-    assert list(store.ids) == ["ok1", "benzene", "ok2"]
+    assert store.ids.take(by_input(store)) == ["ok1", "benzene", "ok2"]
     assert (report.records_in, report.molecules, report.rejected) == (8, 3, 5)
     rejects = reject_rows(store)
     assert {k: int(v[1]) for k, v in rejects.items()} == {
@@ -298,7 +311,7 @@ def test_id_with_lone_cr_is_rejected_and_counted_not_fatal(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     store = molsift.open_store(tmp_path / "s")
-    assert list(store.ids) == ["ok1", "tab\tinside", "ok2"]
+    assert store.ids.take(by_input(store)) == ["ok1", "tab\tinside", "ok2"]
     m = store.manifest["counts"]
     assert (m["records_in"], m["molecules"], m["rejected"]) == (5, 3, 2)
     rows = Path(store.rejects_path).read_text().splitlines()[1:]
@@ -330,13 +343,13 @@ def test_utf8_bom_is_not_kept_in_the_first_sdf_title_or_smiles_id(tmp_path, rdki
     sdf = tmp_path / "bom.sdf"
     sdf.write_bytes(b"\xef\xbb\xbf" + ("first" + block[block.index("\n") :] + "$$$$\n").encode())
     molsift.ingest(sdf, tmp_path / "s", progress=False)
-    assert molsift.open_store(tmp_path / "s").ids[0] == "first"
+    assert list(molsift.open_store(tmp_path / "s").ids) == ["first"]
     smi = tmp_path / "bom.smi"
     smi.write_bytes(b"\xef\xbb\xbfCCO ethanol\nCCN amine\n")
     report = molsift.ingest(smi, tmp_path / "m", progress=False)
     store = molsift.open_store(tmp_path / "m")
-    assert report.rejected == 0 and list(store.ids) == ["ethanol", "amine"]
-    assert store.smiles[0] == "CCO"
+    assert report.rejected == 0 and store.ids.take(by_input(store)) == ["ethanol", "amine"]
+    assert store.smiles.take(by_input(store)) == ["CCO", "CCN"]
 
 
 def molsift_ingest_cli(*args):

@@ -1,14 +1,17 @@
 """Ingest under real `mpirun -n 1..4 --oversubscribe`: the same counts and byte-identical
-fingerprints (after sorting by id) as a single-process ingest, for plain and gzip input."""
+fingerprints (after sorting by id) as a single-process ingest, for plain and gzip input; for
+plain input the same one store (format version 2, every index) byte for byte."""
 
 from __future__ import annotations
 
 import gzip
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import run_mpi
+from golden import digest
 
 import molsift
 
@@ -40,8 +43,10 @@ def test_mpi_ingest_matches_serial(tmp_path, bundled_smi, serial_store, ranks):
     ref_fps, ref_ids = by_id(serial_store)
     assert ids == ref_ids
     assert fps.tobytes() == ref_fps.tobytes()
-    # parts are merged in input order, so the store is identical, not only equal after sorting
+    # parts are merged in input order, so the store is identical, not only equal after sorting:
+    # every file, the manifest without its provenance
     assert list(store.ids) == list(serial_store.ids)
+    assert digest(out) == digest(Path(serial_store.path))
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
@@ -55,6 +60,11 @@ def test_mpi_ingest_of_gzip_input(tmp_path, bundled_smi, serial_store, ranks):
     store = molsift.open_store(out)
     assert store.counts == serial_store.counts
     assert np.array_equal(store.fingerprints, serial_store.fingerprints)
+    # every file but the manifest and rejects.tsv (both name the input) the serial store's
+    files, ref = digest(out), digest(Path(serial_store.path))
+    for d in (files, ref):
+        del d["manifest.json"], d["rejects.tsv"]
+    assert files == ref
 
 
 def test_mpi_error_is_reported_not_hung(tmp_path):

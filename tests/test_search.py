@@ -1,6 +1,7 @@
 """Similarity search through Python and the CLI: hits and scores equal RDKit's
 BulkTanimotoSimilarity on the bundled real data, with the documented tie rule (score
-descending, then store position ascending)."""
+descending, then store position ascending), on the one store `molsift ingest` writes (format
+version 2: compressed planes, SMILES order); a version-1 store is refused in one line."""
 
 from __future__ import annotations
 
@@ -17,15 +18,14 @@ import molsift
 QUERIES = ["c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "O=C(O)c1ccccc1O", "Clc1ccc(Cl)cc1"]
 
 
-@pytest.fixture(scope="module", params=[1, 2], ids=["v1", "v2"])
-def store(request, tmp_path_factory, bundled_smi):
-    """The bundled data as a version-1 store, and as its version-2 form (compressed planes,
-    SMILES order): every test below runs on both."""
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, bundled_smi):
+    """The bundled data as ingest writes it (the one store, format version 2)."""
     out = tmp_path_factory.mktemp("search") / "nci.store"
     molsift.ingest(bundled_smi, out, workers=2, progress=False)
-    if request.param == 2:
-        return molsift.upgrade(out, out.with_name("nci.v2.store"))
-    return molsift.open_store(out)
+    store = molsift.open_store(out)
+    assert store.manifest["format_version"] == 2
+    return store
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +128,21 @@ def test_cli_search_tsv(store, tmp_path):
         text=True,
     )
     assert proc.returncode == 2 and "invalid query SMILES" in proc.stderr
+
+
+def test_cli_search_refuses_a_version_1_store_in_one_line(tmp_path, bundled_smi):
+    from molsift.ingestion import ingest
+
+    v1 = tmp_path / "v1.store"
+    ingest(bundled_smi, v1, workers=1, progress=False, version=1)
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", "search", str(v1), "-q", QUERIES[1], "-k", "3"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "version-1 store" in proc.stderr and f"molsift upgrade {v1}" in proc.stderr
 
 
 def test_write_hits_tsv_parquet_and_stdout(store, tmp_path, capsys):

@@ -1,8 +1,10 @@
 """`molsift serve`: a live server (uvicorn on a free loopback port, in this process) answering over
-real HTTP. Similarity hits equal `store.search` and RDKit's brute force; substructure and SMARTS
-equal `store.substructure`; exact equals `store.lookup`; bad requests get 4xx with a JSON
-message, never a traceback; the access log has one JSON line per request; the concurrency gate
-answers 503 and 504 as documented; the CLI serves."""
+real HTTP, from the one store as ingest writes it (with every index, and without the
+substructure and analog indexes). Similarity hits equal `store.search` and RDKit's brute force;
+substructure and SMARTS equal `store.substructure` and RDKit's brute force; exact equals
+`store.lookup`; bad requests get 4xx with a JSON message, never a traceback; the access log has
+one JSON line per request; the concurrency gate answers 503 and 504 as documented; the CLI
+serves, and refuses a version-1 store in one line."""
 
 from __future__ import annotations
 
@@ -36,20 +38,20 @@ QUERIES = ["c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "O=C(O)c1ccccc1", "Clc1ccccc1", "C
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, bundled_smi):
     d = tmp_path_factory.mktemp("serve")
-    v1 = d / "nci.store"
-    molsift.ingest(bundled_smi, v1, workers=2, progress=False)
-    v2 = d / "nci.v2.store"
-    # a database without the substructure and analog indexes (what the tests below check the
-    # service says of one); the one store with every index is test_every_search_on_the_one_store
-    molsift.upgrade(v1, v2, threads=2, indexes=False)
-    molsift.index_analogs(v1, workers=2)  # SmallWorld's submit on nci: analog search
+    # nci: the one store with every index (SmallWorld's submit on it runs the analog search)
+    full = d / "nci.store"
+    molsift.ingest(bundled_smi, full, workers=2, progress=False)
+    # nci2: the same molecules without the substructure and analog indexes (what the tests
+    # below check the service says of one)
+    bare = d / "nci2.store"
+    molsift.ingest(bundled_smi, bare, workers=2, progress=False, pattern=False, analogs=False)
     catalog = Catalog()
-    catalog.add("nci", str(v1))
-    catalog.add("nci2", str(v2))
+    catalog.add("nci", str(full))
+    catalog.add("nci2", str(bare))
     log_path = d / "access.log"
     log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115
     live = Live(create_app(catalog, Limits(max_length=500), log))
-    yield live, molsift.open_store(v1), molsift.open_store(v2), log_path
+    yield live, molsift.open_store(full), molsift.open_store(bare), log_path
     live.stop()
     log.close()
     catalog.close()
@@ -61,14 +63,14 @@ def api(live, path, **params):
 
 
 def test_databases_lists_the_stores_and_what_each_answers(served):
-    live, v1, v2, _ = served
+    live, nci, nci2, _ = served
     status, body = api(live, "/api/v1/databases")
     assert status == 200
     dbs = {d["name"]: d for d in body["databases"]}
-    assert dbs["nci"]["molecules"] == len(v1) and dbs["nci2"]["molecules"] == len(v2)
-    assert dbs["nci"]["types"] == ["similarity", "substructure", "smarts"]
+    assert dbs["nci"]["molecules"] == len(nci) and dbs["nci2"]["molecules"] == len(nci2)
+    assert dbs["nci"]["types"] == ["similarity", "substructure", "smarts", "exact"]
     assert dbs["nci2"]["types"] == ["similarity", "exact"]
-    assert dbs["nci"]["format_version"] == 1 and dbs["nci2"]["format_version"] == 2
+    assert dbs["nci"]["format_version"] == 2 and dbs["nci2"]["format_version"] == 2
 
 
 def rdkit_scores(store, query: str) -> list[float]:
@@ -79,8 +81,8 @@ def rdkit_scores(store, query: str) -> list[float]:
 
 @pytest.mark.parametrize("db", ["nci", "nci2"])
 def test_similarity_equals_store_search_and_rdkit(served, db):
-    live, v1, v2, _ = served
-    store = v1 if db == "nci" else v2
+    live, nci, nci2, _ = served
+    store = nci if db == "nci" else nci2
     for q in QUERIES:
         for params in ({"threshold": 0.3}, {"k": 7}, {"threshold": 0.2, "k": 5}):
             status, body = api(live, "/api/v1/search", db=db, query=q, length=500, **params)
@@ -141,7 +143,7 @@ def test_paging_post_and_downloads_agree(served):
 
 
 def test_substructure_and_smarts_equal_the_library(served):
-    live, v1, _, _ = served
+    live, nci, _, _ = served
     for q, kind in (
         ("c1ccncc1", "substructure"),
         ("[OX2H]c1ccccc1", "smarts"),
@@ -149,7 +151,7 @@ def test_substructure_and_smarts_equal_the_library(served):
     ):
         status, body = api(live, "/api/v1/search", db="nci", query=q, type=kind, length=500)
         assert status == 200, body
-        want = v1.substructure(q, smarts=kind == "smarts").tolist()
+        want = nci.substructure(q, smarts=kind == "smarts").tolist()
         assert body["total"] == len(want) > 0
         assert [h["position"] for h in body["hits"]] == want[:500]
         assert all("score" not in h for h in body["hits"])
@@ -158,21 +160,24 @@ def test_substructure_and_smarts_equal_the_library(served):
 
 
 def test_exact_finds_any_smiles_of_a_stored_molecule(served):
-    live, _, v2, _ = served
-    for pos in (0, 17, 1234, len(v2) - 1):
-        smiles = v2.smiles[pos]
+    live, _, nci2, _ = served
+    for pos in (0, 17, 1234, len(nci2) - 1):
+        smiles = nci2.smiles[pos]
         mol = Chem.MolFromSmiles(smiles)
         Chem.rdBase.SeedRandomNumberGenerator(pos)
         query = Chem.MolToSmiles(mol, doRandom=True)
         status, body = api(live, "/api/v1/search", db="nci2", query=query, type="exact")
         assert status == 200
         found = [h["position"] for h in body["hits"]]
-        assert pos in found and all(v2.smiles[p] == smiles for p in found)
-        assert found[0] == int(v2.lookup([query])[0])
+        assert pos in found and all(nci2.smiles[p] == smiles for p in found)
+        assert found[0] == int(nci2.lookup([query])[0])
+        # the same molecules with every index: the same store positions, the same answer
+        assert (
+            api(live, "/api/v1/search", db="nci", query=query, type="exact")[1]["hits"]
+            == (body["hits"])
+        )
     status, body = api(live, "/api/v1/search", db="nci2", query="[2H]C(Cl)(Br)I", type="exact")
     assert status == 200 and body["total"] == 0
-    status, body = api(live, "/api/v1/search", db="nci", query="CCO", type="exact")
-    assert status == 400 and "version-2" in body["error"]
 
 
 def test_depict_draws_svg(served):
@@ -238,8 +243,8 @@ def test_odd_bytes_routes_and_bodies_get_4xx(served):
 
 
 def test_many_concurrent_clients_get_the_same_answers(served):
-    live, v1, _, _ = served
-    want = v1.search(QUERIES[0], k=20).indices.tolist()
+    live, nci, _, _ = served
+    want = nci.search(QUERIES[0], k=20).indices.tolist()
 
     def one(i):
         q = QUERIES[i % len(QUERIES)]
@@ -252,12 +257,26 @@ def test_many_concurrent_clients_get_the_same_answers(served):
     assert all(hits == want for q, _, hits in results if q == QUERIES[0])
 
 
+def settled_lines(path, at_least: int = 0, quiet_s: float = 0.3, wait_s: float = 10) -> list:
+    """The log's lines once there are `at_least` and none has been added for `quiet_s`: the
+    server writes a request's line after its answer is sent, so a client can read first."""
+    deadline = time.monotonic() + wait_s
+    lines = path.read_text().splitlines()
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        now = path.read_text().splitlines()
+        if now == lines and len(now) >= at_least:
+            break
+        lines = now
+    return lines
+
+
 def test_access_log_has_one_json_line_per_request(served):
     live, _, _, log_path = served
-    before = len(log_path.read_text().splitlines())
+    before = len(settled_lines(log_path))  # earlier tests' lines all written
     api(live, "/api/v1/search", db="nci", query="CCO", k=3)
     api(live, "/api/v1/search", db="nope", query="CCO")
-    lines = [json.loads(x) for x in log_path.read_text().splitlines()[before:]]
+    lines = [json.loads(x) for x in settled_lines(log_path, before + 2)[before:]]
     assert len(lines) == 2
     ok, bad = lines
     assert ok["endpoint"] == "/api/v1/search" and ok["status"] == 200
@@ -265,28 +284,23 @@ def test_access_log_has_one_json_line_per_request(served):
     assert ok["ms"] >= 0 and bad["status"] == 404
 
 
-def test_every_search_on_the_one_store(served, tmp_path):
-    """A version-2 store with every index (`molsift upgrade`) is served for every search type,
-    substructure and SMARTS equal to the library's own answers, and SmallWorld's submit runs
-    the analog search on it."""
-    _live, v1, _, _ = served
-    one = molsift.upgrade(v1.path, tmp_path / "one.store", threads=2, workers=2)
-    catalog = Catalog()
-    catalog.add("one", str(one.path))
-    app = create_app(catalog, Limits(max_length=500))
-    status, body = asgi_json(app, "/api/v1/databases")
-    assert status == 200 and body["databases"][0]["types"] == [
+def test_every_search_on_the_one_store(served):
+    """The one store as ingest writes it (every index) is served for every search type:
+    substructure and SMARTS hits, in store order, are the molecules RDKit's brute force finds
+    among the stored ones; it has the analog index SmallWorld's submit runs on."""
+    live, nci, _, _ = served
+    status, body = api(live, "/api/v1/databases")
+    assert status == 200 and {d["name"]: d["types"] for d in body["databases"]}["nci"] == [
         "similarity", "substructure", "smarts", "exact"
     ]  # fmt: skip
+    mols = [Chem.MolFromSmiles(s) for s in nci.smiles]
     for q, kind in (("c1ccncc1", "substructure"), ("[OX2H]c1ccccc1", "smarts")):
-        status, body = asgi_json(app, "/api/v1/search", db="one", query=q, type=kind, length=500)
-        want = one.substructure(q, smarts=kind == "smarts").tolist()
+        status, body = api(live, "/api/v1/search", db="nci", query=q, type=kind, length=500)
+        pattern = Chem.MolFromSmarts(q) if kind == "smarts" else Chem.MolFromSmiles(q)
+        want = [i for i, m in enumerate(mols) if m.HasSubstructMatch(pattern)]
         assert status == 200 and body["total"] == len(want) > 0
         assert [h["position"] for h in body["hits"]] == want[:500]
-        # the same molecules as the version-1 store's answer
-        old = v1.substructure(q, smarts=kind == "smarts").tolist()
-        assert sorted(v1.smiles.take(old)) == sorted(one.smiles.take(want))
-    assert one.has_analog_index
+    assert nci.has_analog_index
 
 
 def asgi_json(app, path: str, **params) -> tuple[int, dict]:
@@ -339,8 +353,8 @@ def test_gate_answers_busy_and_timeout():
     assert asyncio.run(scenario()) == (503, 504)
 
 
-def test_cli_serves_and_refuses_bad_configuration(served, tmp_path):
-    _, v1, _, _ = served
+def test_cli_serves_and_refuses_bad_configuration(served, tmp_path, bundled_smi):
+    _, nci, _, _ = served
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     bad = subprocess.run(
         [sys.executable, "-m", "molsift", "serve"], capture_output=True, text=True, env=env
@@ -353,6 +367,20 @@ def test_cli_serves_and_refuses_bad_configuration(served, tmp_path):
         env=env,
     )
     assert bad.returncode == 2 and "NAME=STORE" in bad.stderr
+    # a version-1 store: refused in one line naming the one verb that reads it
+    old = tmp_path / "old.store"
+    molsift.ingest(
+        bundled_smi, old, workers=2, progress=False, version=1, pattern=False, analogs=False
+    )
+    bad = subprocess.run(
+        [sys.executable, "-m", "molsift", "serve", "--name", f"old={old}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and "molsift upgrade" in bad.stderr, bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
     sock = free_socket()
     port = sock.getsockname()[1]
     sock.close()
@@ -363,7 +391,7 @@ def test_cli_serves_and_refuses_bad_configuration(served, tmp_path):
             "molsift",
             "serve",
             "--name",
-            f"mine={v1.path}",
+            f"mine={nci.path}",
             "--port",
             str(port),
         ],
@@ -400,13 +428,13 @@ def test_arthor_databases_and_doubled_slash(served):
 
 
 def test_arthor_substructure_smarts_and_similarity(served):
-    live, v1, v2, _ = served
+    live, nci, nci2, _ = served
     for query, kind, smarts in (
         ("c1ccncc1", "Substructure", False),
         ("[OX2H]c1ccccc1", "SMARTS", True),
         ("[OX2H]c1ccccc1", "SMA", True),
     ):
-        want = v1.substructure(query, smarts=smarts).tolist()
+        want = nci.substructure(query, smarts=smarts).tolist()
         got = []
         for start in (0, 10, 20):
             status, body = api(
@@ -418,20 +446,20 @@ def test_arthor_substructure_smarts_and_similarity(served):
             got += body["data"]
         assert [r[1] for r in got] == want[:30]
         assert [r[0] for r in got] == list(range(1, len(got) + 1))
-        assert all(r[2] == f"{v1.smiles[r[1]]} {v1.ids[r[1]]}" and r[3] == "nci" for r in got)
+        assert all(r[2] == f"{nci.smiles[r[1]]} {nci.ids[r[1]]}" and r[3] == "nci" for r in got)
     status, body = api(live, "/dt/nci/search", query="CC(=O)Nc1ccc(O)cc1", type="Similarity",
                        start=0, length=25)  # fmt: skip
-    want = v1.search("CC(=O)Nc1ccc(O)cc1", k=25)
-    assert status == 200 and body["recordsTotal"] == len(v1)
+    want = nci.search("CC(=O)Nc1ccc(O)cc1", k=25)
+    assert status == 200 and body["recordsTotal"] == len(nci)
     assert [(r[1], r[3]) for r in body["data"]] == list(
         zip(want.indices.tolist(), want.scores.tolist())
     )
     # two databases at once: one ranking, each row naming its database
     status, body = api(live, "/dt/{nci,nci2}/search", query="CC(=O)Nc1ccc(O)cc1", length=20)
-    assert status == 200 and body["recordsTotal"] == len(v1) + len(v2)
+    assert status == 200 and body["recordsTotal"] == len(nci) + len(nci2)
     scores = [r[3] for r in body["data"]]
     assert scores == sorted(scores, reverse=True)
-    a, b = v1.search("CC(=O)Nc1ccc(O)cc1", k=20), v2.search("CC(=O)Nc1ccc(O)cc1", k=20)
+    a, b = nci.search("CC(=O)Nc1ccc(O)cc1", k=20), nci2.search("CC(=O)Nc1ccc(O)cc1", k=20)
     merged = sorted([*a.scores.tolist(), *b.scores.tolist()], reverse=True)[:20]
     assert scores == merged and {r[4] for r in body["data"]} == {"nci", "nci2"}
 
@@ -470,7 +498,7 @@ def submit(live, smi, db="nci"):
 
 def test_smallworld_submit_view_export(served):
     """On a database without an analog index (nci2): Tanimoto, and the answers say so."""
-    live, _, v1, _ = served  # the version-2 store, named v1 here for the shared checks
+    live, _, nci2, _ = served
     status, ctype, lines = submit(live, "CC(=O)Nc1ccc(O)cc1", db="nci2")
     assert status == 200 and ctype.startswith("text/event-stream")
     last = lines[-1][lines[-1].index("data:") + 5 :]
@@ -495,19 +523,19 @@ def test_smallworld_submit_view_export(served):
               "order[0][dir]": "asc", "search[value]": "", "search[regex]": "false",
               **columns}  # fmt: skip
     status, body = api(live, "/search/view", **params)
-    want = v1.search("CC(=O)Nc1ccc(O)cc1", k=5)
+    want = nci2.search("CC(=O)Nc1ccc(O)cc1", k=5)
     assert status == 200 and body["draw"] == 9 and body["recordsTotal"] == event["numHits"]
     # row[i] is column i: row[0] the alignment object, row[1] dist, row[2] ecfp4, ...
     assert len(body["data"]) == 5 and all(len(row) == 17 for row in body["data"])
     for row, pos, score in zip(body["data"], want.indices.tolist(), want.scores.tolist()):
-        assert row[0]["hitSmiles"] == f"{v1.smiles[pos]} {v1.ids[pos]}"
+        assert row[0]["hitSmiles"] == f"{nci2.smiles[pos]} {nci2.ids[pos]}"
         assert row[2] == score and row[1] is None  # ecfp4 given, dist not invented
         assert "similarity" in row[0]["note"]
     status, ctype, raw = fetch(live.url("/search/export", hlid=hlid))
     rows = raw.decode().splitlines()
     assert status == 200 and rows[0].split("\t")[:3] == ["SMILES ID", "dist", "ecfp4"]
     assert len(rows) == 1 + event["numHits"]
-    assert rows[1].split("\t")[0] == f"{v1.smiles[want.indices[0]]} {v1.ids[want.indices[0]]}"
+    assert rows[1].split("\t")[0] == f"{nci2.smiles[want.indices[0]]} {nci2.ids[want.indices[0]]}"
     status, body = api(live, "/search/config")
     assert status == 200 and body["ScoreFuncs"][0]["name"] == "ECFP4"
     status, body = api(live, "/search/maps")
@@ -519,7 +547,7 @@ def test_smallworld_submit_answers_dist_with_analog_search(served):
     """On a database with an analog index (nci): the hits of store.analogs (dist and the
     per-kind limits as sent, 10 for a kind not given), a MORE event per distance, rows and
     export carrying dist, ecfp4, the edits by kind and mut."""
-    live, v1, _, _ = served
+    live, nci, _, _ = served
     smi = "CC(=O)Nc1ccc(O)cc1"
     params = {"smi": smi, "db": "nci", "dist": 2, "rup": 0, "tdn": 3}
     status, ctype, raw = fetch(live.url("/search/submit", **params))
@@ -530,14 +558,14 @@ def test_smallworld_submit_answers_dist_with_analog_search(served):
     assert [e["status"] for e in events] == ["FIRST", "MORE", "MORE", "MORE", "END"]
     assert [e.get("dist") for e in events[1:4]] == [0, 1, 2]
     caps = {"tdn": 3, "tup": 10, "rdn": 10, "rup": 0, "ldn": 10, "lup": 10}
-    want = v1.analogs(smi, max_dist=2, limits=caps)
+    want = nci.analogs(smi, max_dist=2, limits=caps)
     end = events[-1]
     assert end["numHits"] == len(want) > 10 and not end["partial"] and "analog" in end["note"]
     status, body = api(live, "/search/view", hlid=end["hlid"], start=0, length=len(want))
     assert status == 200 and body["recordsTotal"] == len(want)
     for row, i in zip(body["data"], range(len(want))):
         pos = int(want["position"][i])
-        assert row[0]["hitSmiles"] == f"{v1.smiles[pos]} {v1.ids[pos]}"
+        assert row[0]["hitSmiles"] == f"{nci.smiles[pos]} {nci.ids[pos]}"
         assert row[1] == want["distance"][i] and row[2] == want["tanimoto"][i]
         assert row[6:12] == [int(want[k][i]) for k in ("tdn", "tup", "rdn", "rup", "ldn", "lup")]
         assert row[9] == 0 and row[6] <= 3  # rup 0, tdn at most 3
@@ -552,27 +580,27 @@ def test_smallworld_submit_answers_dist_with_analog_search(served):
 def test_smallworld_batch_view_searches_and_views_at_once(served):
     """`/search/view?smi=S1&smi=S2&db=DB&fmt=json|tsv` (the batch form clients send): each
     query's `length` best rows, query after query, equal to store.search."""
-    live, v1, _, _ = served
+    live, nci, _, _ = served
     smis = ["CC(=O)Nc1ccc(O)cc1", "c1ccccc1O"]
     url = live.url("/search/view", db="nci", length=3, fmt="json")
     status, _ctype, raw = fetch(url + "&" + "&".join(f"smi={urllib.parse.quote(s)}" for s in smis))
     body = json.loads(raw)
     assert status == 200 and body["recordsTotal"] == 6 and len(body["data"]) == 6
     for i, smi in enumerate(smis):
-        want = v1.search(smi, k=3)
+        want = nci.search(smi, k=3)
         got = body["data"][3 * i : 3 * i + 3]
         assert [r[0]["qryMappedSmiles"] for r in got] == [smi] * 3
         assert [r[0]["hitSmiles"] for r in got] == [
-            f"{v1.smiles[p]} {v1.ids[p]}" for p in want.indices.tolist()
+            f"{nci.smiles[p]} {nci.ids[p]}" for p in want.indices.tolist()
         ]
         assert [r[2] for r in got] == want.scores.tolist()
     status, ctype, raw = fetch(live.url("/search/view", smi=smis[0], db="nci", fmt="tsv"))
     lines = raw.decode().splitlines()
-    want = v1.search(smis[0], k=10)
+    want = nci.search(smis[0], k=10)
     assert status == 200 and ctype.startswith("text/tab-separated-values")
     assert lines[0].split("\t")[0] == "SMILES ID" and len(lines) == 1 + len(want.indices)
     first = lines[1].split("\t")
-    assert first[0] == f"{v1.smiles[want.indices[0]]} {v1.ids[want.indices[0]]}"
+    assert first[0] == f"{nci.smiles[want.indices[0]]} {nci.ids[want.indices[0]]}"
     assert float(first[2]) == want.scores[0] and first[-1] == smis[0]
     many = "&".join(["smi=CCO"] * 21)
     for url, words in (

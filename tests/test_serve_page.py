@@ -3,7 +3,8 @@ by Selenium through Debian's chromedriver (scripts/setup.sh installs all three w
 MOLSIFT_WITH_BROWSER=1, as scripts/test.sh asks). The browser loads the page from a live
 server, types a SMILES, submits, waits for the table, and the rows, their depictions, paging and
 an error message are checked against the library. `MOLSIFT_SCREENSHOT=PATH` also saves a
-screenshot of the results there (docs/serve-page.png was made that way)."""
+screenshot of the results there (docs/serve-page.png was made that way). The store is the one
+store as ingest writes it, with every index, so the page offers every search type."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import shutil
 
 import pytest
+from rdkit import Chem
 from servers import Live
 
 import molsift
@@ -19,6 +21,7 @@ from molsift.serve import Catalog, create_app
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 QUERY = "CC(=O)Nc1ccc(O)cc1"
+TYPES = ["similarity", "substructure", "smarts", "exact"]
 
 if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
     pytest.skip(
@@ -70,7 +73,7 @@ def test_a_chemist_types_a_smiles_and_sees_structures(page):
     wait(browser).until(lambda b: len(Select(b.find_element(By.ID, "db")).options) == 1)
     assert "4,991" in Select(browser.find_element(By.ID, "db")).first_selected_option.text
     types = [o.text for o in Select(browser.find_element(By.ID, "type")).options]
-    assert types == ["similarity", "substructure", "smarts"]
+    assert types == TYPES
     box = browser.find_element(By.ID, "query")
     box.send_keys(QUERY)
     browser.find_element(By.ID, "k").send_keys("40")
@@ -107,7 +110,7 @@ def test_a_chemist_types_a_smiles_and_sees_structures(page):
 def test_substructure_search_and_errors_in_words(page):
     browser, live, store = page
     browser.get(live.url("/"))
-    wait(browser).until(lambda b: len(Select(b.find_element(By.ID, "type")).options) == 3)
+    wait(browser).until(lambda b: len(Select(b.find_element(By.ID, "type")).options) == 4)
     Select(browser.find_element(By.ID, "type")).select_by_value("substructure")
     assert not browser.find_element(By.ID, "threshold").is_displayed()
     browser.find_element(By.ID, "query").send_keys("c1ccncc1")
@@ -124,3 +127,22 @@ def test_substructure_search_and_errors_in_words(page):
     wait(browser).until(lambda b: error.is_displayed())
     assert "Search failed" in error.text and "invalid query" in error.text
     assert not browser.find_element(By.ID, "results").is_displayed()
+
+
+def test_an_exact_search_finds_the_molecule_from_another_smiles(page):
+    browser, live, store = page
+    pos = 1234
+    Chem.rdBase.SeedRandomNumberGenerator(pos)
+    query = Chem.MolToSmiles(Chem.MolFromSmiles(store.smiles[pos]), doRandom=True)
+    assert query != store.smiles[pos]
+    browser.get(live.url("/"))
+    wait(browser).until(lambda b: len(Select(b.find_element(By.ID, "type")).options) == 4)
+    Select(browser.find_element(By.ID, "type")).select_by_value("exact")
+    assert not browser.find_element(By.ID, "threshold").is_displayed()
+    browser.find_element(By.ID, "query").send_keys(query)
+    browser.find_element(By.ID, "submit").click()
+    wait(browser).until(ec.visibility_of_element_located((By.ID, "hits")))
+    wait(browser).until(lambda b: len(rows(b)) > 0)
+    cells = [[td.text for td in r.find_elements(By.TAG_NAME, "td")] for r in rows(browser)]
+    assert store.ids[pos] in [c[2] for c in cells]
+    assert all(c[3] == store.smiles[pos] and c[4] == "" for c in cells)

@@ -1,7 +1,9 @@
-"""Regression tests for issue 14's store defects, each named after the bug it pins: overwrite
-deleting what is not a store (1), silent wrong answers from a damaged store (3), search racing
-`ingest --overwrite` (4), orphans, leftovers and colliding index builds (5), and manifest
-versions reported as "version 0" or a corrupt ids.txt not named (8)."""
+"""Regression tests for issue 14's store defects, each named after the bug it pins, on the one
+store `molsift ingest` writes (format version 2, every index): overwrite deleting what is not a
+store (1), silent wrong answers from a damaged store (3), search racing `ingest --overwrite`
+(4), orphans, leftovers and colliding index builds (5), and manifest versions reported as
+"version 0" or a corrupt ids column not named (8); and issue 40's two writers onto one output,
+stores swapped in before every index was written, and analogs ranked by damaged fingerprints."""
 
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ import pytest
 from conftest import molsift_run
 
 import molsift
-from molsift import _core
 
 QUERIES = ["CC(=O)Nc1ccc(O)cc1", "c1ccccc1O", "CCN(CC)CC"]
+SUBSTRUCTURE = ["substructure", "-q", "c1ccccc1O", "-q", "[N+](=O)[O-]", "-j", "1"]
+ANALOGS = ["analogs", "-q", "CC(=O)Nc1ccc(O)cc1", "--dist", "2", "-k", "10"]
 
 
 def small_library(path: Path, bundled_smi: Path, start: int, n: int) -> Path:
@@ -34,7 +37,7 @@ def small_library(path: Path, bundled_smi: Path, start: int, n: int) -> Path:
 
 @pytest.fixture(scope="module")
 def indexed_store(tmp_path_factory, bundled_smi):
-    """A 400-molecule store with its column index, and its undamaged search output."""
+    """A 400-molecule one store (version 2) with every index, as `molsift ingest` writes it."""
     d = tmp_path_factory.mktemp("safety")
     lib = small_library(d / "lib.smi", bundled_smi, 0, 400)
     out = d / "lib.store"
@@ -86,8 +89,8 @@ def test_overwrite_of_a_store_holding_the_input_is_refused(tmp_path, bundled_smi
     lib = small_library(tmp_path / "lib.smi", bundled_smi, 0, 50)
     store = tmp_path / "s.store"
     assert molsift_run("ingest", lib, "-o", store, "-q").returncode == 0
-    shutil.copy(lib, store / "smiles.txt")  # an input named like a store file, inside the store
-    r = molsift_run("ingest", store / "smiles.txt", "-o", store, "--overwrite", "-q")
+    shutil.copy(lib, store / "smiles.blocks")  # an input named like a store file, inside it
+    r = molsift_run("ingest", store / "smiles.blocks", "-o", store, "--overwrite", "-q")
     assert_clean_refusal(r, "holds the input")
 
 
@@ -137,9 +140,38 @@ def damage(path: Path, seed: int, flips: int = 8) -> None:
     path.write_bytes(bytes(data))
 
 
-STORE_FILES = sorted(
-    set(_core.STORE_FILES.values()) | {"columns.json", "columns.planes.u64", "columns.order.u64"}
-)
+#: the one store's files as `molsift ingest` writes them (docs/store-format.md), every index
+#: included; test_the_damage_tests_cover_every_file fails when the store holds another
+STORE_FILES = [
+    "analogs.deletions.bloom",
+    "analogs.failed.tsv",
+    "analogs.json",
+    "analogs.keys.u128",
+    "analogs.offsets.u32",
+    "analogs.positions.u32",
+    "analogs.shapes.u16",
+    "analogs.wl.u64",
+    "ids.blocks",
+    "input_order.packed",
+    "manifest.json",
+    "pattern.graphs.zst",
+    "pattern.json",
+    "pattern.screen.u8",
+    "planes.checkpoints.u32",
+    "planes.codes.u8",
+    "planes.data.u8",
+    "planes.json",
+    "planes.order",
+    "planes.parts.u8",
+    "rejects.tsv",
+    "smiles.blocks",
+    "smiles.lookup",
+    "source_lines.packed",
+]
+
+
+def test_the_damage_tests_cover_every_file(indexed_store):
+    assert sorted(os.listdir(indexed_store)) == STORE_FILES
 
 
 @pytest.mark.parametrize("name", STORE_FILES)
@@ -148,14 +180,19 @@ def test_damaged_store_is_refused_or_answers_the_same(indexed_store, tmp_path, n
     prints exactly the undamaged store's hits (never a wrong score, id or SMILES)."""
     good = search_output(indexed_store, "-k", "5")
     assert good.returncode == 0, good.stderr
+    refs = {
+        extra: search_output(indexed_store, *extra).stdout for extra in (("-k", "5"), ("-t", "0.3"))
+    }
     for seed in range(3):
         bad = tmp_path / f"bad{seed}"
         shutil.copytree(indexed_store, bad)
-        damage(bad / name, seed)
+        if (bad / name).stat().st_size == 0:  # an empty file (no failed analogs): one line more
+            (bad / name).write_text("damaged\n")
+        else:
+            damage(bad / name, seed)
         info = molsift_run("info", bad)
         assert_clean_refusal(info, name)
-        for extra in (["-k", "5"], ["-t", "0.3"]):
-            ref = search_output(indexed_store, *extra).stdout
+        for extra, ref in refs.items():
             r = search_output(bad, *extra)
             if r.returncode == 0:
                 assert r.stdout == ref, f"{name} seed {seed}: a damaged store answered differently"
@@ -163,69 +200,125 @@ def test_damaged_store_is_refused_or_answers_the_same(indexed_store, tmp_path, n
                 assert_clean_refusal(r, name)
 
 
-def test_corrupt_order_file_is_an_error_not_a_traceback(indexed_store, tmp_path):
+def set_packed_base(path: Path, base: int) -> None:
+    """Sets the base of a packed-integer file (width, 7 zero bytes, n, base, values): every
+    value it holds moves by the same amount, here far out of range."""
+    data = bytearray(path.read_bytes())
+    data[16:24] = base.to_bytes(8, "little")
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("name", ["planes.order", "input_order.packed"])
+def test_corrupt_order_file_is_an_error_not_a_traceback(indexed_store, tmp_path, name):
+    """A permutation naming store positions far out of range (the sorted order of the planes,
+    or the input order a hit's id is found by): refused, naming the file."""
     bad = tmp_path / "bad"
     shutil.copytree(indexed_store, bad)
-    data = bytearray((bad / "columns.order.u64").read_bytes())
-    data[0:8] = (10**9).to_bytes(8, "little")  # a store position far out of range
-    (bad / "columns.order.u64").write_bytes(bytes(data))
-    assert_clean_refusal(search_output(bad, "-k", "5"), "columns.order.u64")
+    set_packed_base(bad / name, 10**9)
+    assert_clean_refusal(search_output(bad, "-k", "5"), name)
+
+
+def shift_first_offsets(path: Path) -> None:
+    """Moves the second block offset of a text column (`MSTEXT01` header of 40 bytes, the
+    dictionary padded to 8 bytes, then the blocks' offsets) by 5 bytes: block 0 and 1 read
+    across their boundary."""
+    data = bytearray(path.read_bytes())
+    assert data[:8] == b"MSTEXT01"
+    dictionary = int.from_bytes(data[24:32], "little")
+    at = 40 + (dictionary + 7) // 8 * 8 + 8
+    value = int.from_bytes(data[at : at + 8], "little") + 5
+    data[at : at + 8] = value.to_bytes(8, "little")
+    path.write_bytes(bytes(data))
 
 
 def test_corrupt_offsets_never_print_a_wrong_smiles(indexed_store, tmp_path):
-    """A shifted offset would make SMILES span lines: refused, naming the offsets file."""
-    for name in ("smiles.offsets.u64", "ids.offsets.u64"):
+    """A shifted block offset would make SMILES or ids span blocks: refused, naming the column
+    (the reader checks the file before the first string it reads)."""
+    for name in ("smiles.blocks", "ids.blocks"):
         bad = tmp_path / name
         shutil.copytree(indexed_store, bad)
-        data = bytearray((bad / name).read_bytes())
-        data[8 * 3 : 8 * 4] = (int.from_bytes(data[8 * 3 : 8 * 4], "little") + 5).to_bytes(
-            8, "little"
-        )
-        (bad / name).write_bytes(bytes(data))
+        shift_first_offsets(bad / name)
         store = molsift.open_store(bad, verify=False)
         with pytest.raises(molsift.StoreError, match=name):
             list(store.smiles if name.startswith("smiles") else store.ids)
 
 
-def test_info_checks_the_column_index(indexed_store, tmp_path):
+def test_info_checks_the_planes(indexed_store, tmp_path):
     bad = tmp_path / "bad"
     shutil.copytree(indexed_store, bad)
-    damage(bad / "columns.planes.u64", 7, flips=1)
-    assert_clean_refusal(molsift_run("info", bad), "columns.planes.u64")
+    damage(bad / "planes.data.u8", 7, flips=1)
+    assert_clean_refusal(molsift_run("info", bad), "planes.data.u8")
     ok = molsift_run("info", indexed_store)
-    assert ok.returncode == 0 and "all 15 files verified" in ok.stdout, ok.stdout
+    n = len(os.listdir(indexed_store))
+    assert ok.returncode == 0 and f"all {n} files verified" in ok.stdout, ok.stdout
 
 
-def test_deleted_index_file_is_refused(indexed_store, tmp_path):
-    for name in ("columns.json", "columns.planes.u64", "columns.order.u64", "ids.txt"):
+def test_deleted_store_file_is_refused(indexed_store, tmp_path):
+    names = [n for n in STORE_FILES if n.startswith("planes.")]
+    for name in [*names, "ids.blocks", "smiles.blocks", "input_order.packed"]:
         bad = tmp_path / name
         shutil.copytree(indexed_store, bad)
         (bad / name).unlink()
         assert_clean_refusal(search_output(bad, "-k", "3"), name)
 
 
-@pytest.mark.parametrize("version", ['"1"', "-1", str(2**40), "null"])
+@pytest.mark.parametrize(
+    "version",
+    [
+        '"1"',
+        "-1",
+        str(2**40),
+        "null",
+    ],
+)
 def test_manifest_version_is_reported_as_written(indexed_store, tmp_path, version):
     bad = tmp_path / "bad"
     shutil.copytree(indexed_store, bad)
     text = (bad / "manifest.json").read_text()
+    assert '"format_version": 2,' in text
     (bad / "manifest.json").write_text(
-        text.replace('"format_version": 1', f'"format_version": {version}')
+        text.replace('"format_version": 2', f'"format_version": {version}')
     )
     r = molsift_run("info", bad)
     assert_clean_refusal(r, str(bad))
     assert f"store format version {version} is not supported" in r.stderr, r.stderr
 
 
+def test_an_unsupported_version_names_the_version_molsift_reads(indexed_store, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(indexed_store, bad)
+    text = (bad / "manifest.json").read_text()
+    (bad / "manifest.json").write_text(text.replace('"format_version": 2', '"format_version": 3'))
+    r = molsift_run("info", bad)
+    assert_clean_refusal(r, str(bad))
+    assert "reads version 2" in r.stderr, r.stderr
+
+
+def test_a_version_1_store_is_refused_naming_upgrade(tmp_path, bundled_smi):
+    """Version 1 (the staging format) is read only by `molsift upgrade`: every other verb
+    refuses it in one line that says so."""
+    from molsift import ingestion
+
+    lib = small_library(tmp_path / "lib.smi", bundled_smi, 0, 30)
+    old = tmp_path / "old.store"
+    ingestion.ingest(lib, old, workers=1, progress=False, version=1)
+    for args in (("info", old), ("search", old, "-q", QUERIES[0], "-k", "3")):
+        r = molsift_run(*args)
+        assert_clean_refusal(r, "molsift upgrade")
+        assert r.stderr.count("\n") == 1, r.stderr
+    assert molsift_run("upgrade", old, "-o", tmp_path / "new.store").returncode == 0
+    assert search_output(tmp_path / "new.store", "-k", "3").returncode == 0
+
+
 def test_corrupt_ids_names_the_file(indexed_store, tmp_path):
     bad = tmp_path / "bad"
     shutil.copytree(indexed_store, bad)
-    data = bytearray((bad / "ids.txt").read_bytes())
-    data[0] = 0xFF  # not UTF-8
-    (bad / "ids.txt").write_bytes(bytes(data))
+    data = bytearray((bad / "ids.blocks").read_bytes())
+    data[-1] ^= 0xFF  # the last block's check value
+    (bad / "ids.blocks").write_bytes(bytes(data))
     store = molsift.open_store(bad, verify=False)
-    with pytest.raises(molsift.StoreError, match=r"ids\.txt"):
-        store.ids[0]
+    with pytest.raises(molsift.StoreError, match=r"ids\.blocks"):
+        list(store.ids)
 
 
 def test_store_without_manifest_checksum_is_refused(indexed_store, tmp_path):
@@ -370,12 +463,19 @@ def test_failed_ingest_removes_its_work_directory(tmp_path, bundled_smi):
     assert os.listdir(tmp_path) == ["lib.smi"]
 
 
-def test_concurrent_index_builds_all_succeed(indexed_store, tmp_path):
+@pytest.mark.parametrize(
+    ("flag", "verb"),
+    [("--pattern", SUBSTRUCTURE), ("--analogs", ANALOGS)],
+    ids=["pattern", "analogs"],
+)
+def test_concurrent_index_builds_all_succeed(indexed_store, tmp_path, flag, verb):
+    """Four `molsift index` of one kind on one store at once: each waits for the one before,
+    all succeed, and the store answers as before (search, and the rebuilt index's search)."""
     store = tmp_path / "s.store"
     shutil.copytree(indexed_store, store)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "molsift", "index", store],
+            [sys.executable, "-m", "molsift", "index", store, flag, "-j", "1"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -387,12 +487,20 @@ def test_concurrent_index_builds_all_succeed(indexed_store, tmp_path):
         assert p.returncode == 0, err
     assert molsift_run("info", store).returncode == 0
     assert sorted(n for n in os.listdir(store) if n.startswith(".")) == []
-    # a killed index run's temporary file is swept by the next one
-    host = os.uname().nodename
-    (store / f".columns.planes.u64.tmp-999999999-1@{host}").write_bytes(b"x" * 100)
-    assert molsift_run("index", store).returncode == 0
-    assert sorted(n for n in os.listdir(store) if n.startswith(".")) == []
+    assert sorted(os.listdir(store)) == STORE_FILES
+    if flag == "--pattern":
+        # a killed index run's temporary file is swept by the next one
+        host = os.uname().nodename
+        (store / f".pattern.screen.u8.tmp-999999999-1@{host}").write_bytes(b"x" * 100)
+        assert molsift_run("index", store, flag, "-j", "1").returncode == 0
+        assert sorted(n for n in os.listdir(store) if n.startswith(".")) == []
     assert search_output(store, "-k", "5").stdout == search_output(indexed_store, "-k", "5").stdout
+    got, want = (
+        molsift_run(verb[0], store, *verb[1:]),
+        molsift_run(verb[0], indexed_store, *verb[1:]),
+    )
+    assert got.returncode == want.returncode == 0, got.stderr + want.stderr
+    assert got.stdout.replace(str(store), "S") == want.stdout.replace(str(indexed_store), "S")
 
 
 # ------------------------------------------------------------- issue 40, defect 13: two writers
@@ -403,11 +511,13 @@ def test_a_second_writer_onto_one_output_is_refused_and_the_first_finishes(tmp_p
     the second started while the first worked: the first failed with `.pattern.planes.u64.tmp-...:
     No such file or directory`. The second (an ingest, an upgrade onto it) is refused in one
     line naming the first; an index of it waits for its turn; the first finishes."""
+    from molsift import ingestion
+
     lib = tmp_path / "lib.smi"
     lib.write_text(Path(bundled_smi).read_text())
-    source = tmp_path / "small.store"
+    source = tmp_path / "small.store"  # a version-1 store, for `upgrade` onto the output
     small = small_library(tmp_path / "small.smi", bundled_smi, 0, 30)
-    assert molsift_run("ingest", small, "-o", source, "-q", "-j", "1").returncode == 0
+    ingestion.ingest(small, source, workers=1, progress=False, version=1)
     out = tmp_path / "s.store"
     first = subprocess.Popen(
         [sys.executable, "-m", "molsift", "ingest", lib, "-o", out, "--overwrite", "-q", "-j", "1"],
@@ -419,7 +529,9 @@ def test_a_second_writer_onto_one_output_is_refused_and_the_first_finishes(tmp_p
         assert first.poll() is None and time.time() < deadline, "the first ingest did not start"
         time.sleep(0.05)
     index = subprocess.Popen(
-        [sys.executable, "-m", "molsift", "index", out], stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "molsift", "index", out, "--analogs", "-j", "1"],
+        stderr=subprocess.PIPE,
+        text=True,
     )
     for second in (
         ["ingest", small, "-o", out, "--overwrite", "-q", "-j", "1"],
@@ -440,28 +552,43 @@ def test_a_second_writer_onto_one_output_is_refused_and_the_first_finishes(tmp_p
     assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == []  # no lock left
 
 
+#: where ingest may fail after the workers: the substructure rows merged into the staging store,
+#: the one store's substructure index carried over from them, the one store's analog index
+FAILURE_POINTS = {
+    "staging substructure": ("molsift.ingestion", "_index_from_parts"),
+    "substructure carry": ("molsift.store", "_pattern_index_of_upgrade"),
+    "analog index": ("molsift.analogs.search", "index_analogs"),
+}
+
+
+@pytest.mark.parametrize("where", list(FAILURE_POINTS))
 def test_ingest_overwrite_swaps_the_store_in_only_when_every_index_is_written(
-    tmp_path, bundled_smi, monkeypatch
+    tmp_path, bundled_smi, monkeypatch, where
 ):
     """Issue 40, defect 10: a killed `ingest --overwrite --dedupe` during its substructure-index
     phase had already replaced the old store with one that passed `info` and lacked the index.
-    Here the substructure index fails half-way: the old store must still be there, whole."""
-    from molsift import ingestion
+    Here an index fails half-way (in each phase that writes one): the old store must still be
+    there, whole."""
+    import importlib
 
     old = small_library(tmp_path / "old.smi", bundled_smi, 0, 40)
     new = small_library(tmp_path / "new.smi", bundled_smi, 40, 60)
     store = tmp_path / "s.store"
-    molsift.ingest(old, store, workers=1, progress=False, analogs=True)
+    molsift.ingest(old, store, workers=1, progress=False)
     before = {p.name: p.read_bytes() for p in store.iterdir()}
+    called = []
 
-    def fail_half_way(path, *args):
+    def fail_half_way(path, *args, **kwargs):
+        called.append(where)
+        path = args[0] if where == "substructure carry" else path  # (src, staged, ...)
         (Path(path) / ".pattern.planes.u64.tmp-1-1@x").write_bytes(b"half")
         raise OSError(28, "No space left on device")
 
-    # the substructure index, written from the workers' rows after the merge
-    monkeypatch.setattr(ingestion, "_index_from_parts", fail_half_way)
+    module, name = FAILURE_POINTS[where]
+    monkeypatch.setattr(importlib.import_module(module), name, fail_half_way)
     with pytest.raises(OSError):
         molsift.ingest(new, store, workers=1, progress=False, overwrite=True, dedupe=True)
+    assert called == [where]
     assert {p.name: p.read_bytes() for p in store.iterdir()} == before
     assert sorted(os.listdir(tmp_path)) == ["new.smi", "old.smi", "s.store"]
     assert len(molsift.open_store(store)) == 40
@@ -473,8 +600,9 @@ def test_a_store_with_an_analog_index_can_be_overwritten(tmp_path, bundled_smi):
     lib = small_library(tmp_path / "lib.smi", bundled_smi, 0, 30)
     store = tmp_path / "s.store"
     for _ in range(2):
-        r = molsift_run("ingest", lib, "-o", store, "-q", "-j", "1", "--analogs", "--overwrite")
+        r = molsift_run("ingest", lib, "-o", store, "-q", "-j", "1", "--overwrite")
         assert r.returncode == 0, r.stderr
+        assert (store / "analogs.json").exists()
 
 
 def test_a_disk_that_fills_during_ingest_leaves_no_store(tmp_path, bundled_smi):
@@ -502,17 +630,18 @@ def test_a_disk_that_fills_during_ingest_leaves_no_store(tmp_path, bundled_smi):
 def test_analogs_never_rank_by_a_damaged_fingerprint_file(tmp_path, bundled_smi):
     """The long corrupter run (issue 40) found `analogs` on a version-1 store ranking its hits
     by Tanimoto over a damaged or swapped fingerprints.u64, exit 0: the mapped arrays were read
-    from Python without their checksum check."""
+    from Python without their checksum check. The one store's fingerprints are its planes."""
     lib = small_library(tmp_path / "lib.smi", bundled_smi, 0, 300)
     store = tmp_path / "s.store"
     molsift.ingest(lib, store, workers=1, progress=False, analogs=True, pattern=False)
     args = ("analogs", store, "-q", "CC(=O)Nc1ccc(O)cc1", "--dist", "2", "-k", "10")
     assert molsift_run(*args).returncode == 0
-    fps = store / "fingerprints.u64"
-    data = bytearray(fps.read_bytes())
+    planes = store / "planes.data.u8"
+    data = bytearray(planes.read_bytes())
     middle = len(data) // 2 // 4096 * 4096
-    data[middle : middle + 4096] = bytes(4096)
-    fps.write_bytes(bytes(data))
-    assert_clean_refusal(molsift_run(*args), "fingerprints.u64")
-    with pytest.raises(molsift.StoreError, match=r"fingerprints\.u64"):
+    data[middle : middle + 4096] = bytes(len(data[middle : middle + 4096]))
+    assert bytes(data) != planes.read_bytes()
+    planes.write_bytes(bytes(data))
+    assert_clean_refusal(molsift_run(*args), "planes.data.u8")
+    with pytest.raises(molsift.StoreError, match=r"planes\.data\.u8"):
         molsift.open_store(store, verify=False).fingerprints

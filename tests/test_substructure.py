@@ -4,7 +4,8 @@ every query of tests/data/substructure/queries.tsv (functional groups, PAINS, ri
 recursive SMARTS, charges, isotopes, H counts, ring primitives, stereo) on the bundled NCI
 molecules and on a small store of stereo, isotope and salt molecules; `chirality`, `max_hits`,
 streaming and `workers`; the CLI's TSV, count and Parquet output, query files (SMILES, CSV,
-gzip; bad records rejected by line) and its errors; the store without a substructure index.
+gzip; bad records rejected by line) and its errors; the store without a substructure index;
+a version-1 store refused.
 
 The reference is the live RDKit loop of the specification: a query is read with
 `Chem.MolFromSmiles` unless `smarts=True` or it does not parse as SMILES (then
@@ -119,19 +120,11 @@ class Reference:
         return self._cache[key]
 
 
-def _as(version: str, store_path):
-    """The store at `store_path` (version 1, as ingest writes it) or its version-2 form with
-    every index (`molsift.upgrade`): every test here runs on both."""
-    if version == "v1":
-        return molsift.open_store(store_path)
-    return molsift.upgrade(store_path, store_path.with_suffix(".v2"), workers=2, progress=False)
-
-
-@pytest.fixture(scope="module", params=["v1", "v2"])
-def nci(request, tmp_path_factory, bundled_smi):
+@pytest.fixture(scope="module")
+def nci(tmp_path_factory, bundled_smi):
     out = tmp_path_factory.mktemp("substructure") / "nci.store"
-    molsift.ingest(bundled_smi, out, workers=2, progress=False)
-    return _as(request.param, out)
+    molsift.ingest(bundled_smi, out, workers=2, analogs=False, progress=False)
+    return molsift.open_store(out)
 
 
 @pytest.fixture(scope="module")
@@ -139,12 +132,13 @@ def nci_ref(nci):
     return Reference(nci)
 
 
-@pytest.fixture(scope="module", params=["v1", "v2"])
-def special(request, tmp_path_factory):
+@pytest.fixture(scope="module")
+def special(tmp_path_factory):
     work = tmp_path_factory.mktemp("substructure-special")
     (work / "special.smi").write_text(SPECIAL)
-    molsift.ingest(work / "special.smi", work / "special.store", workers=1, progress=False)
-    return _as(request.param, work / "special.store")
+    out = work / "special.store"
+    molsift.ingest(work / "special.smi", out, workers=1, analogs=False, progress=False)
+    return molsift.open_store(out)
 
 
 @pytest.fixture(scope="module")
@@ -550,12 +544,12 @@ def test_cli_bad_query_exits_with_exit_error(nci):
 
 
 def test_store_without_the_index(tmp_path, bundled_smi):
-    """A store ingested with pattern=False (or made before substructure search) says how to
-    add the index; `molsift index STORE --pattern` adds it."""
+    """A store ingested with pattern=False says how to add the index; `molsift index STORE
+    --pattern` adds it."""
     small = tmp_path / "small.smi"
     small.write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:60]))
     out = tmp_path / "small.store"
-    molsift.ingest(small, out, workers=1, progress=False, pattern=False)
+    molsift.ingest(small, out, workers=1, progress=False, pattern=False, analogs=False)
     store = molsift.open_store(out)
     with pytest.raises(molsift.StoreError, match="molsift index") as err:
         store.substructure("c1ccccc1")
@@ -572,15 +566,22 @@ def test_store_without_the_index(tmp_path, bundled_smi):
     assert proc.returncode == 0, proc.stderr
     store = molsift.open_store(out)
     assert store.substructure("c1ccccc1").tolist() == Reference(store).hits("c1ccccc1")
-    # the same on a version-2 store upgraded without its indexes
-    v2 = molsift.upgrade(out, tmp_path / "small.v2", indexes=False)
-    with pytest.raises(molsift.StoreError, match="--pattern"):
-        v2.substructure("c1ccccc1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "molsift", "index", str(v2.path), "--pattern"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    v2 = molsift.open_store(v2.path)
-    assert v2.substructure("c1ccccc1").tolist() == Reference(v2).hits("c1ccccc1")
+
+
+def test_a_version_1_store_is_refused(tmp_path, bundled_smi):
+    """A version-1 store (molsift before the one store; ingest's staging format), with its
+    substructure index, is refused in one line that names `molsift upgrade`: by the API and
+    by the command (exit 2), never searched."""
+    from molsift import ingestion
+
+    small = tmp_path / "small.smi"
+    small.write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:60]))
+    out = tmp_path / "v1.store"
+    ingestion.ingest(small, out, workers=1, progress=False, analogs=False, version=1)
+    assert (out / "pattern.graphs.bin").exists()  # it has the (version-1) index
+    with pytest.raises(molsift.StoreError, match=r"version-1 store.*`molsift upgrade") as err:
+        molsift.open_store(out)
+    assert "\n" not in str(err.value)
+    proc = cli(out, "-q", "c1ccccc1", check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "molsift upgrade" in proc.stderr, proc.stderr

@@ -1,10 +1,12 @@
-"""The substructure index (pattern planes and molecule graphs) of a store: the same bytes for
-any worker or rank count, added to an older store by `molsift index --pattern`, refused when
-missing, damaged or built for other screening bits, and never half-written: a killed build
-leaves the store as it was."""
+"""The substructure index of a store (`pattern.json`, the compact screen `pattern.screen.u8`
+and the graph blocks `pattern.graphs.zst`): the same bytes for any worker or rank count and
+the same as ingest writes, added to a store ingested without it by `molsift index --pattern`,
+refused when missing, damaged (an error naming the file, never a wrong answer) or built for
+other screening bits, and never half-written: a killed build leaves the store as it was."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -18,14 +20,15 @@ from conftest import run_mpi
 import molsift
 from molsift import _core
 
-HEADER, PLANES, GRAPHS = _core.PATTERN_FILES
+HEADER = _core.PATTERN_FILES[0]
+SCREEN, GRAPHS = _core.PATTERN_COMPACT_FILES
 
 
 @pytest.fixture(scope="module")
 def plain_store(tmp_path_factory, bundled_smi) -> Path:
-    """The NCI store without a substructure index."""
+    """The NCI store without a substructure index (nor an analog index)."""
     out = tmp_path_factory.mktemp("plain") / "nci.store"
-    molsift.ingest(bundled_smi, out, workers=1, pattern=False, index=False, progress=False)
+    molsift.ingest(bundled_smi, out, workers=1, pattern=False, analogs=False, progress=False)
     return out
 
 
@@ -36,39 +39,36 @@ def copy_store(src: Path, dst: Path) -> Path:
     return dst
 
 
-def planes_of(store: Path) -> bytes:
-    return (store / PLANES).read_bytes()
+def index_of(store: Path) -> dict:
+    """The index's three files, {name: bytes}."""
+    return {name: (store / name).read_bytes() for name in (HEADER, SCREEN, GRAPHS)}
 
 
-def graphs_of(store: Path) -> bytes:
-    return (store / GRAPHS).read_bytes()
-
-
-@pytest.fixture(scope="module")
-def serial_graphs(serial_planes, plain_store, tmp_path_factory) -> bytes:
-    store = copy_store(plain_store, tmp_path_factory.mktemp("serial-g") / "s.store")
-    from molsift.substructure import build_pattern_index
-
-    build_pattern_index(store, workers=1, progress=False)
-    data = graphs_of(store)
-    n = len(molsift.open_store(store))
-    assert data[:8] == b"MSGRAPH1" and int.from_bytes(data[8:16], "little") == n
-    return data
+def flip(path: Path, at: int, mask: int) -> None:
+    """One byte of `path` changed in place (its size kept)."""
+    data = bytearray(path.read_bytes())
+    data[at] ^= mask
+    path.write_bytes(bytes(data))
 
 
 @pytest.fixture(scope="module")
-def serial_planes(plain_store, tmp_path_factory) -> bytes:
+def serial_index(plain_store, tmp_path_factory) -> dict:
     store = copy_store(plain_store, tmp_path_factory.mktemp("serial") / "s.store")
     from molsift.substructure import build_pattern_index
 
     size = build_pattern_index(store, workers=1, progress=False)
-    assert size == len(planes_of(store)) > 0
-    return planes_of(store)
+    index = index_of(store)
+    assert size == len(index[SCREEN]) > 0
+    n = len(molsift.open_store(store))
+    graphs = index[GRAPHS]
+    assert graphs[:8] == b"MSGRAPHZ" and int.from_bytes(graphs[8:16], "little") == n
+    header = json.loads(index[HEADER])
+    assert header["format"] == "molsift-pattern-index" and header["version"] == 2
+    assert header["molecules"] == n and header["kept"]
+    return index
 
 
-def test_index_is_the_same_for_any_worker_count(
-    plain_store, serial_planes, serial_graphs, tmp_path
-):
+def test_index_is_the_same_for_any_worker_count(plain_store, serial_index, tmp_path):
     store = copy_store(plain_store, tmp_path / "j2.store")
     proc = subprocess.run(
         [sys.executable, "-m", "molsift", "index", str(store), "--pattern", "-j", "2"],
@@ -76,27 +76,25 @@ def test_index_is_the_same_for_any_worker_count(
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
-    assert planes_of(store) == serial_planes
-    assert graphs_of(store) == serial_graphs
+    assert index_of(store) == serial_index
     opened = molsift.open_store(store)  # every checksum, the new files' too
     assert opened.has_pattern_index
 
 
 @pytest.mark.mpi
-def test_index_is_the_same_under_mpirun(plain_store, serial_planes, serial_graphs, tmp_path):
+def test_index_is_the_same_under_mpirun(plain_store, serial_index, tmp_path):
     store = copy_store(plain_store, tmp_path / "mpi.store")
     proc = run_mpi(2, ["index", str(store), "--pattern"])
     assert proc.returncode == 0, proc.stderr
-    assert planes_of(store) == serial_planes
-    assert graphs_of(store) == serial_graphs
+    assert index_of(store) == serial_index
     assert molsift.open_store(store).has_pattern_index
 
 
-def test_ingest_builds_it_by_default(bundled_smi, serial_planes, tmp_path):
+def test_ingest_builds_it_by_default(bundled_smi, serial_index, tmp_path):
     out = tmp_path / "d.store"
-    report = molsift.ingest(bundled_smi, out, workers=2, progress=False)
-    assert report.pattern_bytes == len(serial_planes)
-    assert planes_of(out) == serial_planes
+    report = molsift.ingest(bundled_smi, out, workers=2, analogs=False, progress=False)
+    assert report.pattern_bytes == sum(len(data) for data in serial_index.values())
+    assert index_of(out) == serial_index
     assert "substructure index" in report.summary()
 
 
@@ -114,36 +112,74 @@ def test_a_store_without_it_says_how_to_build_it(plain_store):
     assert "--pattern" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_a_damaged_plane_is_an_error_not_a_wrong_answer(plain_store, serial_planes, tmp_path):
-    store = copy_store(plain_store, tmp_path / "bad.store")
-    from molsift.substructure import build_pattern_index, parse_query
-
-    build_pattern_index(store, workers=1, progress=False)
-    bits = parse_query("c1ccccc1").bits
-    plane = len(serial_planes) // _core.Store(str(store), full=False).pattern_index().bits
-    data = bytearray(planes_of(store))
-    data[bits[0] * plane] ^= 0x01
-    (store / PLANES).write_bytes(bytes(data))
-    with pytest.raises(molsift.StoreError, match="checksum"):
-        molsift.open_store(store)  # the full check
-    with pytest.raises(molsift.StoreError, match=f"plane {bits[0]}"):
-        molsift.open_store(store, verify=False).substructure("c1ccccc1")
-
-
-def test_a_damaged_graph_is_an_error_not_a_wrong_answer(plain_store, tmp_path):
-    store = copy_store(plain_store, tmp_path / "badg.store")
+@pytest.fixture(scope="module")
+def indexed_store(plain_store, tmp_path_factory) -> Path:
+    """The NCI store with its substructure index, to copy and damage."""
+    store = copy_store(plain_store, tmp_path_factory.mktemp("indexed") / "i.store")
     from molsift.substructure import build_pattern_index
 
     build_pattern_index(store, workers=1, progress=False)
+    return store
+
+
+# Pyridine: a query with kept screen planes (benzene's bits are all held by more than half of
+# NCI, so its screen reads no plane).
+PYRIDINE = "c1ccncc1"
+
+
+def rarest_kept_plane(store: Path, query: str) -> dict:
+    """The kept plane (`bit`, `start`, `bytes`) a screen for `query` reads first."""
+    from molsift.substructure import parse_query
+
+    header = json.loads((store / HEADER).read_text())
+    kept = {k["bit"]: k for k in header["kept"]}
+    bits = [b for b in parse_query(query).bits if b in kept]
+    assert bits, "the query reads no plane of the screen"
+    return kept[min(bits, key=lambda b: (header["bit_counts"][b], b))]
+
+
+def test_a_damaged_plane_is_an_error_not_a_wrong_answer(indexed_store, tmp_path):
+    store = copy_store(indexed_store, tmp_path / "bad.store")
+    good = molsift.open_store(store).substructure(PYRIDINE, workers=1)
+    assert len(good) > 0
+    plane = rarest_kept_plane(store, PYRIDINE)
+    flip(store / SCREEN, plane["start"] + plane["bytes"] - 1, 0x01)  # its last container byte
+    with pytest.raises(molsift.StoreError, match=f"{SCREEN}.*checksum"):
+        molsift.open_store(store)  # the full check
+    with pytest.raises(molsift.StoreError, match=f"{SCREEN}.*plane of bit {plane['bit']}"):
+        molsift.open_store(store, verify=False).substructure(PYRIDINE, workers=1)
+
+
+def test_a_damaged_graph_is_an_error_not_a_wrong_answer(indexed_store, tmp_path):
+    store = copy_store(indexed_store, tmp_path / "badg.store")
     good = molsift.open_store(store).substructure("c1ccccc1", workers=1)
     assert len(good) > 0
-    data = bytearray(graphs_of(store))
-    data[-5] ^= 0x04  # a bond's type or ring flag of the last molecule
-    (store / GRAPHS).write_bytes(bytes(data))
-    with pytest.raises(molsift.StoreError, match="checksum"):
+    flip(store / GRAPHS, -5, 0x04)  # in the last block's frame
+    with pytest.raises(molsift.StoreError, match=f"{GRAPHS}.*checksum"):
         molsift.open_store(store)  # the full check
     with pytest.raises(molsift.StoreError, match=f"{GRAPHS}.*checksum"):
         molsift.open_store(store, verify=False).substructure("c1ccccc1", workers=1)
+
+
+def test_a_damaged_header_is_an_error_not_a_wrong_answer(indexed_store, tmp_path):
+    """pattern.json with one kept plane's checksum changed (its size kept: the plane now looks
+    damaged) is refused by name, as is any truncated index file."""
+    store = copy_store(indexed_store, tmp_path / "badh.store")
+    plane = rarest_kept_plane(store, PYRIDINE)
+    text = (store / HEADER).read_text()
+    old = f'"xxh3": "{plane["xxh3"]}"'
+    assert text.count(old) == 1
+    new = f'"xxh3": "{int(plane["xxh3"], 16) ^ 1:016x}"'
+    (store / HEADER).write_text(text.replace(old, new))
+    for verify in (True, False):
+        with pytest.raises(molsift.StoreError, match=f"{HEADER}.*checksum"):
+            molsift.open_store(store, verify=verify).substructure(PYRIDINE, workers=1)
+    for name in (HEADER, SCREEN, GRAPHS):
+        cut = copy_store(indexed_store, tmp_path / f"cut-{name}.store")
+        (cut / name).write_bytes((cut / name).read_bytes()[:-1])
+        for verify in (True, False):
+            with pytest.raises(molsift.StoreError, match=f"{name}: truncated"):
+                molsift.open_store(cut, verify=verify).substructure(PYRIDINE, workers=1)
 
 
 def test_an_index_built_for_other_bits_is_refused(plain_store, tmp_path, monkeypatch):
@@ -167,7 +203,8 @@ def test_a_killed_build_leaves_the_store_as_it_was(plain_store, tmp_path):
         stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 60
-    while not any(p.name.startswith(f".{PLANES}") for p in store.iterdir()):
+    # the build's files under their temporary names (`.NAME.KIND-PID-NANOS@HOST`)
+    while not any(p.name.startswith(".pattern.") for p in store.iterdir()):
         assert proc.poll() is None and time.time() < deadline, "the build never started"
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
@@ -175,6 +212,7 @@ def test_a_killed_build_leaves_the_store_as_it_was(plain_store, tmp_path):
     opened = molsift.open_store(store)  # still a valid store, without the index
     assert not opened.has_pattern_index
     assert {p.name: p.read_bytes() for p in store.iterdir() if p.name in before} == before
+    assert not {HEADER, SCREEN, GRAPHS} & {p.name for p in store.iterdir()}
     from molsift.substructure import build_pattern_index
 
     build_pattern_index(store, workers=1, progress=False)
@@ -184,7 +222,7 @@ def test_a_killed_build_leaves_the_store_as_it_was(plain_store, tmp_path):
 
 def test_overwrite_replaces_a_store_with_a_substructure_index(bundled_smi, tmp_path):
     out = tmp_path / "o.store"
-    molsift.ingest(bundled_smi, out, workers=1, index=False, progress=False)
-    assert (out / HEADER).exists()
-    molsift.ingest(bundled_smi, out, workers=1, index=False, overwrite=True, progress=False)
+    molsift.ingest(bundled_smi, out, workers=1, analogs=False, progress=False)
+    assert (out / HEADER).exists() and (out / SCREEN).exists()
+    molsift.ingest(bundled_smi, out, workers=1, analogs=False, overwrite=True, progress=False)
     assert molsift.open_store(out).has_pattern_index

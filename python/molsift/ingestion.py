@@ -69,8 +69,13 @@ class IngestReport:
     def molecules_per_second(self) -> float:
         return self.molecules / self.seconds if self.seconds else 0.0
 
+    @property
+    def total_bytes(self) -> int:
+        """The store with every index it was given."""
+        return self.store_bytes + self.index_bytes + self.pattern_bytes + self.analog_bytes
+
     def summary(self) -> str:
-        per_mol = self.store_bytes / self.molecules if self.molecules else 0.0
+        per_mol = self.total_bytes / self.molecules if self.molecules else 0.0
         dropped = f" + duplicates left out {self.dropped:,}" if self.dropped else ""
         if not self.duplicates:
             dups = ""
@@ -78,6 +83,12 @@ class IngestReport:
             dups = " (same canonical SMILES as an earlier record; listed in duplicates.tsv)"
         else:
             dups = " (same canonical SMILES as an earlier record; stored, --dedupe keeps one)"
+        parts = [
+            f"molecules {self.store_bytes:,}",
+            f"column index {self.index_bytes:,}" if self.index_bytes else "",
+            f"substructure index {self.pattern_bytes:,}" if self.pattern_bytes else "",
+            f"analog index {self.analog_bytes:,}" if self.analog_bytes else "",
+        ]
         return (
             f"records in {self.records_in:,} = molecules stored {self.molecules:,}"
             f" + rejected {self.rejected:,}{dropped}\n"
@@ -86,10 +97,8 @@ class IngestReport:
             f" worker(s) ({self.executor}, allocator {self.allocator}), {self.tasks} task(s)\n"
             f"read {self.bytes_read:,} bytes of {self.bytes_in:,} in {self.read_calls:,} calls:"
             f" read amplification {self.read_amplification:.4f}x{self._read_by()}\n"
-            f"store {self.store}: {self.store_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
-            + (f" + column index {self.index_bytes:,} bytes" if self.index_bytes else "")
-            + (f" + substructure index {self.pattern_bytes:,} bytes" if self.pattern_bytes else "")
-            + (f" + analog index {self.analog_bytes:,} bytes" if self.analog_bytes else "")
+            f"store {self.store}: {self.total_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
+            f" ({' + '.join(p for p in parts if p)})"
         )
 
 
@@ -297,8 +306,9 @@ def ingest(
     verify_count: bool = False,
     index: bool = True,
     pattern: bool = True,
-    analogs: bool = False,
+    analogs: bool = True,
     progress: bool | None = None,
+    version: int = 2,
 ) -> IngestReport | None:
     """Reads every record of `inputs`, parses it with RDKit, and writes a store at `output`.
 
@@ -364,20 +374,37 @@ def ingest(
                 "reader": reader,
                 "prepass": plan["prepass"],
             }
+            # version 2, the one store: the parts are merged into a version-1 staging store
+            # beside it (input order), which the one store is then written from
+            first = staged if version == 1 else os.path.join(workdir, "staging")
+            if version != 1:  # the one store written from it says it was not upgraded
+                options["staging"] = True
             report, dropped = _finish(
-                results, input_files, staged, spec, options, stream_reads, start
+                results, input_files, first, spec, options, stream_reads, start
             )
             report.store = output
             if pattern:  # the substructure index, from the rows the workers computed
-                report.pattern_bytes = _index_from_parts(staged, results, dropped, report.molecules)
+                report.pattern_bytes = _index_from_parts(first, results, dropped, report.molecules)
             _remove_parts(results)
-            if index:
-                report.index_bytes = _core.build_column_index(staged)
-            if analogs:
-                from .analogs.search import index_analogs
+            local = workers if executor.name != "mpi" else None
+            if version == 1:
+                if index:
+                    report.index_bytes = _core.build_column_index(staged)
+                if analogs:
+                    from .analogs.search import index_analogs
 
-                header = index_analogs(staged, workers if executor.name != "mpi" else None)
-                report.analog_bytes = sum(f["bytes"] for f in header["files"].values())
+                    header = index_analogs(staged, local)
+                    report.analog_bytes = sum(f["bytes"] for f in header["files"].values())
+            else:
+                from .store import write_complete
+
+                write_complete(
+                    first, staged, threads=local or default_workers(), workers=local,
+                    pattern=pattern, analogs=analogs, progress=show,
+                )  # fmt: skip
+                shutil.rmtree(first, ignore_errors=True)
+                _sizes_of_one_store(staged, report)
+            report.seconds = time.perf_counter() - start
             if verify_count:
                 _verify_count(input_files, report)
         executor.barrier()
@@ -390,6 +417,18 @@ def ingest(
             executor.close()
         if cleanup:
             shutil.rmtree(cleanup, ignore_errors=True)
+
+
+def _sizes_of_one_store(path: str, report: IngestReport) -> None:
+    """The report's byte counts from the one store's manifest: the store itself, its
+    substructure index (`pattern.*`) and its analog index (`analogs.*`)."""
+    with open(os.path.join(path, "manifest.json"), "rb") as fh:
+        files = json.loads(fh.read())["files"]
+    report.pattern_bytes = sum(e["bytes"] for f, e in files.items() if f.startswith("pattern."))
+    report.analog_bytes = sum(e["bytes"] for f, e in files.items() if f.startswith("analogs."))
+    report.store_bytes = sum(e["bytes"] for e in files.values()) - (
+        report.pattern_bytes + report.analog_bytes
+    )
 
 
 def _plan(

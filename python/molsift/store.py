@@ -1,8 +1,9 @@
-"""Reading a store from Python: `open_store(path)` opens and checks it once through the Rust core
-(one directory handle: every file, and the searcher, come from the same generation of the store
-even while `ingest --overwrite` replaces it) and maps its files with numpy, so
-`store.fingerprints` is a view of the mapped file, never a copy. Ids and SMILES are checked at
-each access (offsets, one line, UTF-8) and their files' checksums once per process."""
+"""Reading a store from Python: `open_store(path)` opens the one store (format version 2) and
+checks it once through the Rust core (one directory handle: every file, and the searcher, come
+from the same generation of the store even while `ingest --overwrite` replaces it); each file's
+checksum is checked before the first answer that depends on it. `write_complete` writes the one
+store from a version-1 store (ingest's staging store, or an old store: `upgrade`), which
+`open_version_1` reads and every verb but `upgrade` refuses."""
 
 from __future__ import annotations
 
@@ -359,8 +360,8 @@ class _V2Column(_Column):
 
 
 class StoreV2(_StoreBase):
-    """An open store of format version 2 (`molsift upgrade`, docs/store-format.md): the same
-    interface as `Store`, over compressed columns, plus exact lookup.
+    """The one store, format version 2 (`molsift ingest`, docs/store-format.md), open: the
+    four searches over compressed columns.
 
     Store positions follow the canonical SMILES in byte order (so equal SMILES sit side by
     side); `input_ranks[i]` is molecule i's place in the input and `source_lines[i]` its line.
@@ -444,9 +445,11 @@ def format_version(path: PathLike) -> int | None:
     reader then says what is wrong)."""
     try:
         with open(os.path.join(os.fspath(path), "manifest.json"), "rb") as fh:
-            return int(json.loads(fh.read())["format_version"])
+            version = json.loads(fh.read())["format_version"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    # only a JSON integer is a version ("1" or true is not: the reader names what it found)
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
 def open_core(path: PathLike, verify: bool = False):
@@ -457,15 +460,27 @@ def open_core(path: PathLike, verify: bool = False):
     return _core.Store(os.fspath(path), full=verify)
 
 
-def open_store(path: PathLike, verify: bool = True) -> Store | StoreV2:
-    """Opens a store read-only, of format version 1 or 2.
+def open_store(path: PathLike, verify: bool = True) -> StoreV2:
+    """Opens the one store (format version 2) read-only; a version-1 store is refused in one
+    line that says to convert it with `molsift upgrade` (`open_version_1` reads it).
 
     Always checks the manifest (format, version, its own checksum), file sizes and offsets;
     with `verify=True` (the default) also every file's checksum, the column index's included,
     which reads the store once. Without it, the files a search or an id/SMILES lookup reads are
     checked when first read. Raises `molsift.StoreError` naming the file and what is wrong."""
-    if format_version(path) == 2:
-        return StoreV2(path, _core.StoreV2(os.fspath(path), verify=verify))
+    version = format_version(path)
+    if version == 1:
+        raise _core.StoreError(
+            f"{os.fspath(path)}: a version-1 store, which only `molsift upgrade` reads; convert"
+            f" it to the one store with `molsift upgrade {os.fspath(path)} -o NEW`"
+        )
+    return StoreV2(path, _core.StoreV2(os.fspath(path), verify=verify))
+
+
+def open_version_1(path: PathLike, verify: bool = False) -> Store:
+    """Opens a store of format version 1 (molsift before the one store) read-only: what
+    `upgrade` converts, and what a benchmark compares the one store against. Every verb goes
+    through `open_store`, which refuses it."""
     return Store(path, _core.Store(os.fspath(path), full=verify))
 
 
@@ -495,13 +510,37 @@ def _pattern_index_of_upgrade(src, staged: str, workers, progress) -> None:
     computed from the stored SMILES."""
     from .substructure.build import build_pattern_index, meaning
 
-    old = Store(src, _core.Store(os.fspath(src), full=False))
+    old = open_version_1(src)
     if old.has_pattern_index:
         index = old._core.pattern_index()
         if index.has_graphs() and json.loads(index.meaning_json()) == meaning():
             _core.carry_pattern_index(os.fspath(src), staged)
             return
     build_pattern_index(staged, workers=workers, progress=progress)
+
+
+def write_complete(
+    src: PathLike,
+    staged: str,
+    *,
+    threads: int = 1,
+    workers: int | None = None,
+    pattern: bool = True,
+    analogs: bool = True,
+    progress: bool | None = None,
+) -> None:
+    """Writes at `staged` (a new path in a work directory) the one store, format version 2,
+    from the version-1 store `src` (an old store, or ingest's staging store): the store itself
+    on `threads` threads, then with `pattern` its substructure index (carried over from the
+    source's when it has one), then with `analogs` its analog index. What `upgrade` and
+    `ingest` both run; the caller moves `staged` into place."""
+    _core.upgrade_store(os.fspath(src), staged, threads=threads)
+    if pattern:
+        _pattern_index_of_upgrade(src, staged, workers, progress)
+    if analogs:
+        from .analogs.search import index_analogs
+
+        index_analogs(staged, workers)
 
 
 def upgrade(
@@ -532,12 +571,10 @@ def upgrade(
     os.makedirs(workdir)
     try:
         staged = os.path.join(workdir, "store")
-        _core.upgrade_store(os.fspath(src), staged, threads=threads)
-        if indexes:
-            from .analogs.search import index_analogs
-
-            _pattern_index_of_upgrade(src, staged, workers, progress)
-            index_analogs(staged, workers)
+        write_complete(
+            src, staged, threads=threads, workers=workers, pattern=indexes, analogs=indexes,
+            progress=progress,
+        )  # fmt: skip
         _core.swap_into_place(staged, dst, overwrite)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -1,11 +1,12 @@
 """Concurrent runs on one path: searches while `ingest --overwrite` replaces the store (each
 answer must be the old store's or the new store's, or a clear error); readers of every verb
 (info, search, lookup, lookup --ids, substructure, analogs, the server's exact search) while
-each rewrite of a store runs (`ingest --overwrite`, `upgrade --overwrite`, `index` of each
-kind): each answer is one generation's, or a clear error; several `molsift index` on one store
-at once (each succeeds or fails cleanly; afterwards `info` passes and search answers right), and
-several ingests to one output path (one wins, or all succeed leaving one valid store; never a
-corrupt store, never a file outside the store deleted)."""
+each rewrite of the one store runs (`ingest --overwrite`, `upgrade --overwrite` from version-1
+stores, `index --pattern`, `index --analogs`): each answer is one generation's; several
+`molsift index` of each kind on one store at once (each succeeds or fails cleanly; afterwards
+`info` passes and search and the rebuilt index's search answer right), and several ingests to
+one output path (one wins, or all succeed leaving one valid store; never a corrupt store, never
+a file outside the store deleted)."""
 
 from __future__ import annotations
 
@@ -139,18 +140,16 @@ def search_during_overwrite(workdir: Path, rounds: int, searches: int = 6) -> li
     return cases
 
 
-#: each rewrite of a store: the format it writes, and its command for generation `gen` (0 or 1)
-#: of `target` (`src`: the two version-1 stores the generations come from, by generation)
+#: each rewrite of the one store: its command for generation `gen` (0 or 1) of `target` (`v1`:
+#: the two version-1 stores `upgrade` reads, by generation); an index rebuilt is the same
+#: generation
 REWRITES = {
-    "ingest --overwrite": ("v1", lambda target, gen, libs, src: [
-        "ingest", libs[gen], "-o", target, "-q", "-j", "1", "--overwrite", "--analogs"]),
-    "upgrade --overwrite": ("v2", lambda target, gen, libs, src: [
-        "upgrade", src[gen], "-o", target, "--overwrite"]),
-    "index": ("v1", lambda target, gen, libs, src: ["index", target]),
-    "index --pattern": ("v1", lambda target, gen, libs, src: [
-        "index", target, "--pattern", "-j", "1"]),
-    "index --analogs": ("v1", lambda target, gen, libs, src: [
-        "index", target, "--analogs", "-j", "1"]),
+    "ingest --overwrite": lambda target, gen, libs, v1: [
+        "ingest", libs[gen], "-o", target, "-q", "-j", "1", "--overwrite"],
+    "upgrade --overwrite": lambda target, gen, libs, v1: [
+        "upgrade", v1[gen], "-o", target, "--overwrite"],
+    "index --pattern": lambda target, gen, libs, v1: ["index", target, "--pattern", "-j", "1"],
+    "index --analogs": lambda target, gen, libs, v1: ["index", target, "--analogs", "-j", "1"],
 }  # fmt: skip
 
 
@@ -172,24 +171,28 @@ def readers_during_rewrites(workdir: Path, rounds: int, rewrites: int = 4) -> li
     every verb run one after another; each reader's outcome (exit status and output, as the
     corrupter compares them) must be one of the generations': the store is swapped whole, so a
     reader never finds it missing, half-built or unreadable."""
-    from .corrupter import _outcome, commands, run_command
+    from .corrupter import V1_INGEST, _outcome, commands, run_command
 
     libs = [_lib(workdir, f"rw{g}.smi", 600 * g, 600) for g in (0, 1)]
-    src = [workdir / f"rw{g}.store" for g in (0, 1)]
-    v2 = [workdir / f"rw{g}.v2.store" for g in (0, 1)]
+    one = [workdir / f"rw{g}.store" for g in (0, 1)]  # ingest's
+    v1 = [workdir / f"rw{g}.v1.store" for g in (0, 1)]
+    upgraded = [workdir / f"rw{g}.upgraded.store" for g in (0, 1)]
     for g in (0, 1):
-        if not (src[g] / "manifest.json").exists():
-            proc = run_cli(["ingest", libs[g], "-o", src[g], "-q", "-j", "2", "--analogs"])
+        if not (one[g] / "manifest.json").exists():
+            proc = run_cli(["ingest", libs[g], "-o", one[g], "-q", "-j", "2"])
             assert proc.returncode == 0, text(proc.stderr)
-        if not (v2[g] / "manifest.json").exists():
-            proc = run_cli(["upgrade", src[g], "-o", v2[g]])
+        if not (v1[g] / "manifest.json").exists():
+            proc = run_cli([V1_INGEST, libs[g], v1[g], 2048], program=[sys.executable, "-c"])
+            assert proc.returncode == 0, text(proc.stderr)
+        if not (upgraded[g] / "manifest.json").exists():
+            proc = run_cli(["upgrade", v1[g], "-o", upgraded[g]])
             assert proc.returncode == 0, text(proc.stderr)
     ids = workdir / "rw.ids"
     ids.write_text("".join(ln.split()[-1] + "\n" for ln in libs[0].read_text().splitlines()[::97]))
     cases = []
-    for kind, (fmt, command) in REWRITES.items():
-        gens = (src if fmt == "v1" else v2) if kind.endswith("--overwrite") else src[:1]
-        target = workdir / f"rw-target.{'v2.' if fmt == 'v2' else ''}store"
+    for kind, command in REWRITES.items():
+        gens = {"ingest --overwrite": one, "upgrade --overwrite": upgraded}.get(kind, one[:1])
+        target = workdir / "rw-target.store"
         verbs = commands(target, ids)
         expected = {verb: set() for verb in verbs}
         for g in gens:
@@ -201,9 +204,9 @@ def readers_during_rewrites(workdir: Path, rounds: int, rewrites: int = 4) -> li
             shutil.rmtree(target, ignore_errors=True)
             shutil.copytree(gens[0], target)
             marker = f"faultsrw{os.getpid()}r{r}"
-            # the quick rewrites (upgrade, the column and analog indexes) run more times
+            # the quick rewrites (upgrade, the analog index) run more times
             n = rewrites if kind in ("ingest --overwrite", "index --pattern") else 4 * rewrites
-            lines = [[str(a) for a in command(target, (i + 1) % 2, libs, src)] for i in range(n)]
+            lines = [[str(a) for a in command(target, (i + 1) % 2, libs, v1)] for i in range(n)]
             writer = subprocess.Popen(
                 [sys.executable, "-c", _SERIAL, json.dumps(lines)],
                 cwd=workdir,
@@ -243,52 +246,66 @@ def readers_during_rewrites(workdir: Path, rounds: int, rewrites: int = 4) -> li
     return cases
 
 
+#: each index a version-2 store may have rebuilt, and the verb that reads it (corrupter.commands)
+INDEXES = {"--analogs": "analogs", "--pattern": "substructure"}
+
+
 def concurrent_index(workdir: Path, rounds: int, runs: int = 3) -> list[Case]:
-    """`runs` `molsift index` on one store at once; then info and search must be right."""
-    lib = _lib(workdir, "cI.smi", 0, 3000)
+    """`runs` `molsift index` of each kind (`--analogs`, `--pattern`) on one store at once;
+    then info must pass, and search and the rebuilt index's search answer as before."""
+    from .corrupter import commands, run_command
+
+    lib = _lib(workdir, "cI.smi", 0, 1500)
     base = workdir / "ci-base.store"
     if not (base / "manifest.json").exists():
         proc = run_cli(["ingest", lib.name, "-o", base.name, "-q", "-j", "2"], cwd=workdir)
         assert proc.returncode == 0, text(proc.stderr)
-    expected = text(_search(base, workdir).stdout)
+    store = workdir / "ci.store"
+    expected = {}
+    for flag, verb in INDEXES.items():
+        proc = run_command(commands(base, base, "v2")[verb])
+        assert proc.returncode == 0, text(proc.stderr)
+        expected[flag] = text(proc.stdout).replace(str(base), "STORE")
+    searched = text(_search(base, workdir).stdout)
     cases = []
     for r in range(rounds):
-        store = workdir / "ci.store"
-        shutil.rmtree(store, ignore_errors=True)
-        shutil.copytree(base, store)
-        procs = [
-            _popen(["index", store.name], workdir, f"faultsi{os.getpid()}") for _ in range(runs)
-        ]
-        done = [_finish(p) for p in procs]
-        cases += _judge_all(f"index round {r}", done, store)
-        info = run_cli(["info", store.name], cwd=workdir)
-        search = _search(store, workdir)
-        case = f"index round {r} final store"
-        extra = sorted(set(os.listdir(store)) - set(os.listdir(base)))
-        if info.returncode != 0:
-            cases.append(
-                Case(KIND, case, FAIL, WRONG, f"info fails: {text(info.stderr).strip()[:160]}")
-            )
-        elif search.returncode != 0 or text(search.stdout) != expected:
-            cases.append(
-                Case(KIND, case, FAIL, WRONG, "search answers differently after concurrent index")
-            )
-        elif extra or hidden_siblings(store):
-            cases.append(
-                Case(KIND, case, FAIL, LEFTOVERS, f"left behind: {extra + hidden_siblings(store)}")
-            )
-        else:
-            cases.append(Case(KIND, case, OK))
-        if not any(p.returncode == 0 for p in done):
-            cases.append(
-                Case(
-                    KIND,
-                    f"index round {r} any succeeded",
-                    FAIL,
-                    WRONG,
-                    "every concurrent index failed",
+        for flag, verb in INDEXES.items():
+            shutil.rmtree(store, ignore_errors=True)
+            shutil.copytree(base, store)
+            procs = [
+                _popen(["index", store.name, flag, "-j", "1"], workdir, f"faultsi{os.getpid()}")
+                for _ in range(runs)
+            ]
+            done = [_finish(p) for p in procs]
+            label = f"index {flag} round {r}"
+            cases += _judge_all(label, done, store)
+            info = run_cli(["info", store.name], cwd=workdir)
+            search = _search(store, workdir)
+            rebuilt = run_command(commands(store, store, "v2")[verb])
+            case = f"{label} final store"
+            extra = sorted(set(os.listdir(store)) - set(os.listdir(base)))
+            if info.returncode != 0:
+                cases.append(
+                    Case(KIND, case, FAIL, WRONG, f"info fails: {text(info.stderr).strip()[:160]}")
                 )
-            )
+            elif search.returncode != 0 or text(search.stdout) != searched:
+                cases.append(
+                    Case(KIND, case, FAIL, WRONG, "search answers differently after the index")
+                )
+            elif rebuilt.returncode != 0 or (
+                text(rebuilt.stdout).replace(str(store), "STORE") != expected[flag]
+            ):
+                cases.append(
+                    Case(KIND, case, FAIL, WRONG, f"{verb} answers differently after the index")
+                )
+            elif extra or hidden_siblings(store):
+                left = extra + hidden_siblings(store)
+                cases.append(Case(KIND, case, FAIL, LEFTOVERS, f"left behind: {left}"))
+            else:
+                cases.append(Case(KIND, case, OK))
+            if not any(p.returncode == 0 for p in done):
+                why = "every concurrent index failed"
+                cases.append(Case(KIND, f"{label} any succeeded", FAIL, WRONG, why))
     return cases
 
 
@@ -318,11 +335,11 @@ def concurrent_ingest(workdir: Path, rounds: int, runs: int = 3) -> list[Case]:
         case = f"{label} final store"
         winners = [i for i, p in enumerate(done) if p.returncode == 0]
         info = run_cli(["info", out.name], cwd=workdir)
-        ids = (out / "ids.txt").read_bytes() if (out / "ids.txt").exists() else b""
+        ids = _ids_in_input_order(out)
         match = [
             i
             for i, lib in enumerate(libs)
-            if ids == b"".join(ln.split()[1] + b"\n" for ln in lib.read_bytes().splitlines())
+            if ids == [ln.split()[1].decode() for ln in lib.read_bytes().splitlines()]
         ]
         wait_until(lambda: not hidden_siblings(out), 10, 0.25)
         if not neighbour.exists() or not all(lib.exists() for lib in libs):
@@ -362,6 +379,21 @@ def concurrent_ingest(workdir: Path, rounds: int, runs: int = 3) -> list[Case]:
         else:
             cases.append(Case(KIND, case, OK))
     return cases
+
+
+def _ids_in_input_order(store: Path) -> list[str]:
+    """The store's record ids in input order (store order mapped through `input_ranks`); none
+    when it does not open."""
+    import numpy as np
+
+    import molsift
+
+    try:
+        s = molsift.open_store(store)
+    except (molsift.StoreError, OSError):
+        return []
+    ids = list(s.ids)
+    return [ids[i] for i in np.argsort(s.input_ranks, kind="stable")]
 
 
 def run(workdir: Path, long: bool, log=print) -> list[Case]:

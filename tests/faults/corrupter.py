@@ -1,16 +1,21 @@
-"""The store corrupter: builds one small store of each format the code writes (version 1 with
-its column, substructure and analog indexes; its version-2 form by `molsift upgrade`) and their
-donors once, then damages every file of a copy (truncate, flip bits with several seeds, zero a
-4 KiB page, delete, swap in a donor's file: the same molecules in another input order, which
-gives files of equal size, the next molecules, the same molecules at `--bits 1024`; change
-version fields) and runs every verb that reads a store: `info`, `search` (-t and -k),
-`lookup` (SMILES and `--ids`), `substructure`, `analogs`, and the server's exact search
-(`serve_probe.py`). A case passes only when the command fails with one clear `molsift: error:`
-line naming the file, or prints (and exits with) exactly what it prints for the undamaged
-store; `info` must refuse every store whose bytes changed."""
+"""The store corrupter: builds one small store of each format the code reads (the one store,
+version 2 with every index, as `molsift ingest` writes it; and version 1 with its column,
+substructure and analog indexes, the staging format that only `molsift upgrade` reads, made by
+`molsift.ingestion.ingest(..., version=1)`) and their donors once, then damages every file of a
+copy (truncate, flip bits with several seeds, zero a 4 KiB page, delete, swap in a donor's
+file: the same molecules in another input order, which gives files of equal size, the next
+molecules, the same molecules at `--bits 1024`; change version fields). On the one store it
+runs every verb that reads a store: `info`, `search` (-t and -k), `lookup` (SMILES and
+`--ids`), `substructure`, `analogs`, and the server's exact search (`serve_probe.py`); on
+version 1, `upgrade`. A case passes only when the command fails with one clear `molsift:
+error:` line naming the file, or prints (and exits with) exactly what it prints for the
+undamaged store (for `upgrade`: writes a store identical, file for file, to the undamaged
+store's upgrade; a refused upgrade leaves nothing at its output); `info` must refuse every
+store whose bytes changed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -23,6 +28,7 @@ from .common import (
     BUNDLED_SMI,
     DIFFERENT,
     FAIL,
+    LEFTOVERS,
     OK,
     REFUSED,
     UNCLEAR,
@@ -43,8 +49,9 @@ QUERIES = [
 MOLECULES = 300
 SUBSTRUCTURE = ["-q", "c1ccccc1", "-q", "[N+](=O)[O-]", "-q", "[#7;R]", "-q", "C(=O)N"]
 ANALOGS = ["-q", "CC(=O)Nc1ccc(O)cc1", "-q", "c1ccccc1CCO", "--dist", "2", "-k", "10"]
-#: the store formats the code writes, and the stores each is built as
-FORMATS = ("v1", "v2")
+#: the store formats the code reads: "v2" the one store (every verb), "v1" the staging format
+#: (only `molsift upgrade` reads it)
+FORMATS = ("v2", "v1")
 DONORS = ("shuffled", "other", "bits1024")
 VERSION_FILES = ("manifest.json", "columns.json", "pattern.json", "analogs.json", "planes.json")
 
@@ -56,33 +63,35 @@ def _lines() -> list[bytes]:
 def build_stores(workdir: Path) -> dict[str, Path]:
     """For each format F: `F:base` (300 NCI molecules), `F:shuffled` (the same molecules in
     another input order: most files of equal size), `F:other` (the next 300), `F:bits1024`
-    (base's molecules, 1024 bits); plus `ids` (a file of ids for `lookup --ids`)."""
+    (base's molecules, 1024 bits); plus `ids` (a file of ids for `lookup --ids`). Version 2 is
+    `molsift ingest`'s store (every index); version 1 is `ingest(..., version=1)`'s, with its
+    column, substructure and analog indexes."""
     workdir.mkdir(parents=True, exist_ok=True)
     lines = _lines()
     base = lines[:MOLECULES]
     shuffled = base[:]
     random.Random(5).shuffle(shuffled)
     inputs = {
-        "base": (base, []),
-        "shuffled": (shuffled, []),
-        "other": (lines[MOLECULES : 2 * MOLECULES], []),
-        "bits1024": (base, ["--bits", "1024"]),
+        "base": (base, 2048),
+        "shuffled": (shuffled, 2048),
+        "other": (lines[MOLECULES : 2 * MOLECULES], 2048),
+        "bits1024": (base, 1024),
     }
     stores: dict[str, Path] = {}
-    for name, (body, extra) in inputs.items():
+    for name, (body, bits) in inputs.items():
         smi = workdir / f"{name}.smi"
         smi.write_bytes(b"".join(body))
-        v1, v2 = workdir / f"{name}.store", workdir / f"{name}.v2.store"
-        stores[f"v1:{name}"], stores[f"v2:{name}"] = v1, v2
-        if not (v1 / "manifest.json").exists():
-            args = ["ingest", smi, "-o", v1, "-q", "-j", "1", "--analogs", *extra]
+        v2, v1 = workdir / f"{name}.store", workdir / f"{name}.v1.store"
+        stores[f"v2:{name}"], stores[f"v1:{name}"] = v2, v1
+        if not (v2 / "manifest.json").exists():
+            args = ["ingest", smi, "-o", v2, "-q", "-j", "1", "--bits", bits]
             proc = run_cli(args, timeout=300)
             if proc.returncode != 0:
                 raise RuntimeError(f"cannot build the {name} store: {text(proc.stderr)}")
-        if not (v2 / "manifest.json").exists():
-            proc = run_cli(["upgrade", v1, "-o", v2], timeout=120)
+        if not (v1 / "manifest.json").exists():
+            proc = run_cli([V1_INGEST, smi, v1, bits], timeout=300, program=[sys.executable, "-c"])
             if proc.returncode != 0:
-                raise RuntimeError(f"cannot upgrade the {name} store: {text(proc.stderr)}")
+                raise RuntimeError(f"cannot build the {name} version-1 store: {text(proc.stderr)}")
     ids = workdir / "ids.txt"
     ids.write_text("".join(ln.split()[-1].decode() + "\n" for ln in base[:: MOLECULES // 6]))
     ids.write_text(ids.read_text() + "no-such-id\n")
@@ -90,9 +99,25 @@ def build_stores(workdir: Path) -> dict[str, Path]:
     return stores
 
 
-def commands(store: Path, ids: Path) -> dict[str, list]:
-    """Every verb that reads a store, by name: its molsift arguments (or `probe` arguments,
-    run by serve_probe)."""
+#: a version-1 store with every index (the staging format; no CLI writes it): SMI OUT BITS
+V1_INGEST = (
+    "import sys\n"
+    "from molsift import FingerprintSpec, ingestion\n"
+    "ingestion.ingest(sys.argv[1], sys.argv[2], workers=1, progress=False, version=1,\n"
+    "    fingerprint=FingerprintSpec(bits=int(sys.argv[3])), pattern=True, analogs=True)\n"
+)
+
+
+def upgraded(store: Path) -> Path:
+    """Where the corrupter's `upgrade` of `store` writes (removed before and after each run)."""
+    return store.parent / f"{store.name}.upgraded"
+
+
+def commands(store: Path, ids: Path, fmt: str = "v2") -> dict[str, list]:
+    """Every verb that reads a store of format `fmt`, by name: its molsift arguments (or
+    `probe` arguments, run by serve_probe). Version 1 is read only by `upgrade`."""
+    if fmt == "v1":
+        return {"upgrade": ["upgrade", store, "-o", upgraded(store)]}
     qs = [x for q in QUERIES for x in ("-q", q)]
     return {
         "info": ["info", store],
@@ -107,7 +132,10 @@ def commands(store: Path, ids: Path) -> dict[str, list]:
 
 
 def run_command(args: list, timeout: float = 60) -> subprocess.CompletedProcess:
-    """One verb of `commands`: the molsift CLI, or the server probe (run from tests/)."""
+    """One verb of `commands`: the molsift CLI, or the server probe (run from tests/); an
+    upgrade's output is removed first (what it wrote is read by `_outcome`)."""
+    if args[0] == "upgrade":
+        shutil.rmtree(args[-1], ignore_errors=True)
     if args[0] != "probe":
         return run_cli(args, timeout=timeout)
     probe = [sys.executable, "-m", "faults.serve_probe"]
@@ -131,8 +159,10 @@ def _normal(verb: str, out: str, store: Path) -> str:
 
 def _outcome(verb: str, proc, store: Path) -> tuple:
     """What a run is compared by: exit status and output (stdout; for an error, exit 2, its
-    error lines too)."""
+    error lines too; for `upgrade`, the store it wrote: each file's name and bytes)."""
     out = _normal(verb, text(proc.stdout), store)
+    if verb == "upgrade":
+        out = _listing(upgraded(store))
     err = ""
     if proc.returncode == 2:
         err = "\n".join(
@@ -141,22 +171,32 @@ def _outcome(verb: str, proc, store: Path) -> tuple:
     return proc.returncode, out, err
 
 
+def _listing(store: Path) -> str:
+    """A written store as text: each file's name and SHA-256 of its bytes (empty when none)."""
+    if not store.is_dir():
+        return ""
+    return "\n".join(
+        f"{p.name} {hashlib.sha256(p.read_bytes()).hexdigest()}" for p in sorted(store.iterdir())
+    )
+
+
 def baseline(stores: dict[str, Path]) -> dict[str, dict[str, tuple]]:
-    """Per format, per verb: the outcome on the undamaged store. A verb may refuse a format as
-    a whole (lookup on version 1, substructure on version 2): its refusal is then the answer,
-    but it must be one clear line."""
+    """Per format, per verb: the outcome on the undamaged store, where every verb must
+    succeed (a lookup or analogs that finds nothing exits 1)."""
     result: dict[str, dict[str, tuple]] = {}
     for fmt in FORMATS:
         base = stores[f"{fmt}:base"]
         result[fmt] = {}
-        for verb, args in commands(base, stores["ids"]).items():
+        for verb, args in commands(base, stores["ids"], fmt).items():
             proc = run_command(args)
-            bad = check_status(KIND, verb, proc, allowed=(0, 1, 2))
-            if bad or (proc.returncode == 2 and clear_error(proc, [])):
+            bad = check_status(KIND, verb, proc, allowed=(0, 1))
+            if bad:
                 raise RuntimeError(f"{verb} on the undamaged {fmt} store: {text(proc.stderr)}")
-            if verb in ("info", "search -t", "search -k") and proc.returncode != 0:
-                raise RuntimeError(f"{verb} fails on the undamaged {fmt} store")
             result[fmt][verb] = _outcome(verb, proc, base)
+            if verb == "upgrade":
+                shutil.rmtree(upgraded(base), ignore_errors=True)
+                if not result[fmt][verb][1]:
+                    raise RuntimeError(f"upgrade of the undamaged {fmt} store wrote nothing")
     return result
 
 
@@ -264,19 +304,26 @@ def judge(case: str, verb: str, proc, expected: tuple, copy: Path, names: list[s
     bad = check_status(KIND, case, proc, allowed=(0, 1, 2))
     if bad:
         return bad
-    if _outcome(verb, proc, copy) == expected:
+    got = _outcome(verb, proc, copy)
+    if got == expected:
         return Case(KIND, case, OK)
     if proc.returncode == 2:
+        if verb == "upgrade" and os.path.lexists(upgraded(copy)):
+            return Case(KIND, case, FAIL, LEFTOVERS, "a refused upgrade left its output behind")
         why = clear_error(proc, names)
         return Case(KIND, case, FAIL, UNCLEAR, why) if why else Case(KIND, case, REFUSED)
-    got = _normal(verb, text(proc.stdout), copy)
+    if verb == "upgrade":
+        differ = sorted(set(got[1].splitlines()) ^ set(expected[1].splitlines()))
+        files = sorted({ln.split()[0] for ln in differ})
+        why = f"exit {proc.returncode}, a store unlike the undamaged store's upgrade: {files}"
+        return Case(KIND, case, FAIL, DIFFERENT, why)
     return Case(
         KIND,
         case,
         FAIL,
         DIFFERENT,
         f"exit {proc.returncode} with output differing from the undamaged store's: "
-        f"{_first_difference(got, expected[1])}",
+        f"{_first_difference(got[1], expected[1])}",
     )
 
 
@@ -292,13 +339,16 @@ def run_spec(
     _damage(copy, filename, corruption, donors)
     target = copy / filename
     if target.exists() and target.read_bytes() == original:
-        shutil.rmtree(copy, ignore_errors=True)
-        return [Case(KIND, f"{name} (no change: same bytes)", OK)]
+        # the corruption leaves these bytes as they were (an empty file): a line appended
+        # instead, so that every file is damaged
+        with open(target, "ab") as fh:
+            fh.write(b"damaged\n")
+        name += " (same bytes: a line appended instead)"
     same_json = _same_json(target, original)
     # a manifest from elsewhere may rightly be reported as a mismatch of the files it lists
     names = [filename] + ([copy.name] if filename == "manifest.json" else [])
     cases = []
-    for verb, args in commands(copy, stores["ids"]).items():
+    for verb, args in commands(copy, stores["ids"], fmt).items():
         proc = run_command(args)
         case = f"{name} {verb}"
         if verb == "info" and proc.returncode == 0 and not same_json:
@@ -309,6 +359,7 @@ def run_spec(
             got = judge(case, verb, proc, expected[fmt][verb], copy, names)
         cases.append(got)
     shutil.rmtree(copy, ignore_errors=True)
+    shutil.rmtree(upgraded(copy), ignore_errors=True)
     return cases
 
 

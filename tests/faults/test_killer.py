@@ -1,6 +1,10 @@
 """The killer's short run under pytest (tests/faults/killer.py): two kill -9s per verb (ingest,
-index, screen) at seeded moments and one as soon as the workers start (ingest, screen), then the
-next run; same result as an uninterrupted run, no orphan processes, no leftover work files."""
+index --pattern, index --analogs, screen) at seeded moments, one as soon as the workers start
+(ingest, index --pattern, screen), and one as ingest enters each of its later phases (the
+staging store, the write of the one store, its substructure index, its analog index), then the
+next run; right after a kill of ingest its output is the previous store intact, nothing, or
+the complete new store; after the next run the same result as an uninterrupted run, no orphan
+processes, no leftover work files."""
 
 from __future__ import annotations
 
@@ -13,10 +17,11 @@ from .common import FAIL
 KNOWN: dict = {}
 # Emptied at ed86faa (XPASS since): screen killed while its workers started up left them and the
 # resource tracker alive for good (issue 14 defect 5, 3 of 3 tries); screen-spawn pins the fix.
-MOMENTS = [(v, s) for v in killer.VERBS for s in (0, 1)] + [
-    ("ingest", "spawn"),
-    ("screen", "spawn"),
-]
+MOMENTS = (
+    [(v, s) for v in killer.VERBS for s in (0, 1)]
+    + [("ingest", "spawn"), ("index-pattern", "spawn"), ("screen", "spawn")]
+    + [("ingest", phase) for phase in killer.PHASES]
+)
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ pub enum StoreError {
         reason: String,
     },
     /// The store was written in a format version this build does not read.
-    #[error("{path}: store format version {found} is not supported (this molsift reads version {supported})")]
+    #[error("{path}: store format version {found} is not supported (this molsift reads version {supported}, and version 1 only through `molsift upgrade`)")]
     UnsupportedVersion {
         /// the store
         path: PathBuf,

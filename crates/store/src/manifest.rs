@@ -170,7 +170,7 @@ impl Manifest {
             return Err(StoreError::UnsupportedVersion {
                 path: store.to_path_buf(),
                 found: version.map_or_else(|| "missing".to_string(), |v| v.to_string()),
-                supported: FORMAT_VERSION,
+                supported: crate::v2::VERSION,
             });
         }
         let manifest: Manifest = serde_json::from_value(raw).map_err(|e| bad(e.to_string()))?;

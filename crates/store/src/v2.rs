@@ -137,6 +137,7 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
         crate::layout::FINGERPRINTS,
         crate::layout::POPCOUNTS,
         crate::layout::SOURCE_LINES,
+        REJECTS,
     ] {
         v1.verify_file(name)?; // what is copied is what was written
     }
@@ -241,7 +242,11 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
     }
     let mut provenance = v1.manifest().provenance.clone();
     if let Some(p) = provenance.as_object_mut() {
-        p.insert("upgraded_from_version".into(), 1.into());
+        // ingest's staging store says so ("staging": true): the one store it writes was not
+        // upgraded from anything; a store upgraded by `molsift upgrade` says from what
+        if p.remove("staging").is_none() {
+            p.insert("upgraded_from_version".into(), 1.into());
+        }
     }
     let manifest = Manifest {
         format: FORMAT_NAME.to_string(),

@@ -20,7 +20,7 @@ from .common import (
 )
 
 EXAMPLES = (
-    "molsift analogs nci.store -q 'c1ccccc1CCO' --dist 2  # after molsift index --analogs",
+    "molsift analogs nci.store -q 'c1ccccc1CCO' --dist 2  # nearest skeletons first",
     "molsift analogs nci.store -q 'c1ccc2[nH]ccc2c1' --dist 3 -k 100 --timeout 5",
     "molsift analogs nci.store -q 'CC(=O)Nc1ccccc1' --dist 2 --rup 0 --rdn 0  # keep the rings",
     "molsift analogs big.store --queries leads.smi --dist 2 -k 50 -o analogs.parquet",

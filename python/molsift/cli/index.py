@@ -1,16 +1,14 @@
-"""`molsift index STORE`: (re)build a store's column index for similarity search, with
-`--pattern` its substructure index (pattern planes), or with `--analogs` its analog index
-(distinct skeletons and their molecules)."""
+"""`molsift index STORE`: (re)build the one store's substructure index (`--pattern`) or its
+analog index (`--analogs`: distinct skeletons and their molecules), or both."""
 
 from __future__ import annotations
 
 from .common import add_io_log, add_verb
 
 EXAMPLES = (
-    "molsift index nci.store",
-    "molsift index big.store   # after ingest --no-index, or to rebuild it",
-    "molsift index old.store --pattern -j 8  # the substructure index (after ingest --no-pattern)",
-    "molsift index nci.store --analogs -j 8  # the analog index, for molsift analogs",
+    "molsift index nci.store           # both indexes again (e.g. after an RDKit upgrade)",
+    "molsift index nci.store --pattern -j 8  # the substructure index (after ingest --no-pattern)",
+    "molsift index nci.store --analogs -j 8  # the analog index (after ingest --no-analogs)",
 )
 
 
@@ -18,20 +16,21 @@ def add_parser(subparsers):
     p = add_verb(
         subparsers,
         "index",
-        help="(re)build a store's column index (similarity), its substructure index "
-        "(--pattern) or its analog index (--analogs)",
-        description="(Re)build a store's column index for similarity search, its "
-        "substructure index (--pattern) or its analog index (--analogs). While another "
-        "molsift writes the store (ingest, upgrade, index), waits for it to end.",
+        help="(re)build a store's substructure index (--pattern) or its analog index "
+        "(--analogs); both without either",
+        description="(Re)build the one store's substructure index (--pattern) or its analog "
+        "index (--analogs), or both when neither is given (ingest builds both; this is for a "
+        "store ingested with --no-pattern or --no-analogs, or after an RDKit upgrade). While "
+        "another molsift writes the store (ingest, upgrade, index), waits for it to end.",
         examples=EXAMPLES,
     )
     p.add_argument("store")
     p.add_argument(
         "--pattern",
         action="store_true",
-        help="build the substructure index (RDKit pattern fingerprints and atom features as bit "
-        "planes, and each molecule's graph for the exact match, from the stored SMILES) "
-        "instead of the column index",
+        help="build the substructure index (RDKit pattern fingerprints and atom features as "
+        "compressed bit planes, and each molecule's graph for the exact match, from the "
+        "stored SMILES)",
     )
     p.add_argument(
         "--analogs",
@@ -52,33 +51,26 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from ..outputlock import output_lock
+    from ..store import open_store
 
     with output_lock(args.store, "index", wait=True):  # one writer of the store at a time
+        # the one store (a version-1 store is refused), once its writer is done: an index of
+        # a store that an ingest is still writing waits for it (tests/test_store_safety.py)
+        open_store(args.store, verify=False)
         return _index(args)
 
 
 def _index(args) -> int:
-    from ..store import format_version
-
     if args.pattern and args.analogs:
-        raise ValueError("give --pattern or --analogs, not both")
-    if format_version(args.store) == 2 and not (args.analogs or args.pattern):
-        raise ValueError(
-            f"{args.store}: a version-2 store needs no column index: search reads its "
-            "compressed planes (--pattern and --analogs rebuild its other indexes)"
-        )
-    if args.analogs:
-        return _analogs(args)
-    if args.pattern:
+        raise ValueError("give --pattern or --analogs, not both (neither: both indexes)")
+    both = not (args.pattern or args.analogs)
+    if args.pattern or both:
         from ..substructure import build_pattern_index
 
         size = build_pattern_index(args.store, workers=args.workers)
         print(f"substructure index written to {args.store}: {size:,} bytes")
-        return 0
-    from .._core import build_column_index
-
-    size = build_column_index(args.store)
-    print(f"column index written to {args.store}: {size:,} bytes")
+    if args.analogs or both:
+        return _analogs(args)
     return 0
 
 

@@ -1,7 +1,9 @@
-"""`molsift ingest INPUT... -o STORE`: parse every record with RDKit in parallel, write a store."""
+"""`molsift ingest INPUT... -o STORE`: parse every record with RDKit in parallel, write the one
+store (format version 2, every index) that every verb takes."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import asdict
 
@@ -32,7 +34,10 @@ def add_parser(subparsers):
         "ingest",
         help="parse molecules with RDKit and write a store",
         description="Read every record in parallel (byte-range slabs per worker "
-        "or MPI rank), compute canonical SMILES and fingerprints, write a store. "
+        "or MPI rank), parse each once with RDKit, and write the one store (format "
+        "version 2) that every verb takes: canonical SMILES, ids, fingerprints as "
+        "compressed bit planes, the exact-match index, the substructure index and the "
+        "analog index. "
         "Under mpirun each rank takes its share of the slabs. One run per output: "
         "while one writes STORE (a lock, .STORE.lock beside it), another ingest, upgrade "
         "or index onto it is refused (index waits).",
@@ -93,23 +98,19 @@ def add_parser(subparsers):
         "(without it, duplicates are stored and counted)",
     )
     p.add_argument(
-        "--no-index",
-        action="store_true",
-        help="do not build the column index for similarity search (search then "
-        "builds it in memory at each start)",
-    )
-    p.add_argument(
         "--no-pattern",
         action="store_true",
-        help="do not build the substructure index (substructure search then needs "
+        help="leave out the substructure index (substructure search then needs "
         "`molsift index STORE --pattern`)",
     )
     p.add_argument(
-        "--analogs",
+        "--no-analogs",
         action="store_true",
-        help="also build the analog index, for `molsift analogs` (as `molsift index STORE "
-        "--analogs` would afterwards)",
+        help="leave out the analog index (analog search then needs "
+        "`molsift index STORE --analogs`)",
     )
+    # before the one store, the analog index was asked for; it is now built by default
+    p.add_argument("--analogs", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "--verify-count",
         action="store_true",
@@ -155,9 +156,8 @@ def _ingest(args):
         overwrite=args.overwrite,
         dedupe=args.dedupe,
         verify_count=args.verify_count,
-        index=not args.no_index,
         pattern=not args.no_pattern,
-        analogs=args.analogs,
+        analogs=not args.no_analogs,
         progress=False if args.quiet else None,
         **format_options(args),
     )

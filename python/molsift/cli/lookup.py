@@ -22,9 +22,9 @@ from .common import (
 #: queries read, canonicalized and probed at a time (memory stays bounded for any file)
 BATCH = 200_000
 EXAMPLES = (
-    "molsift lookup nci.v2.store -q 'O=C1C=CC(=O)C(C)=C1'   # any SMILES of a molecule finds it",
-    "molsift lookup nci.v2.store --queries mine.smi -o found.tsv -j 8",
-    "molsift lookup nci.v2.store --ids wanted.tsv   # ids: the first word of each line",
+    "molsift lookup nci.store -q 'O=C1C=CC(=O)C(C)=C1'   # any SMILES of a molecule finds it",
+    "molsift lookup nci.store --queries mine.smi -o found.tsv -j 8",
+    "molsift lookup nci.store --ids wanted.tsv   # ids: the first word of each line",
 )
 HEADER = "query\tfound\tids\tpositions\tcanonical_smiles\n"
 

@@ -10,7 +10,7 @@ import time
 from .common import add_io_log, add_verb
 
 EXAMPLES = (
-    "molsift upgrade nci.store -o nci.v2.store",
+    "molsift upgrade old.store -o new.store   # a version-1 store (ingest writes version 2)",
     "molsift upgrade big.store -o big.v2.store -j 8 --overwrite",
 )
 

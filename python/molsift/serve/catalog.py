@@ -36,11 +36,9 @@ class Database:
     def types(self) -> list[str]:
         """The search types this store answers."""
         out = ["similarity"]
-        if getattr(self.store, "has_pattern_index", False):
+        if self.store.has_pattern_index:
             out += ["substructure", "smarts"]
-        if hasattr(self.store, "lookup"):
-            out.append("exact")
-        return out
+        return [*out, "exact"]
 
     def describe(self) -> dict:
         spec = self.store.manifest["fingerprint"]

@@ -53,12 +53,8 @@ def check(
     kind = (type_ or "similarity").lower()
     if kind not in TYPES:
         raise ServiceError(400, f"type={type_!r}: use one of {', '.join(TYPES)}")
-    if kind not in db.types:
-        why = (
-            "needs a version-2 store (molsift upgrade)"
-            if kind == "exact"
-            else "needs a substructure index (molsift index STORE --pattern)"
-        )
+    if kind not in db.types:  # every store answers exact and similarity
+        why = "needs a substructure index (molsift index STORE --pattern)"
         raise ServiceError(400, f"database {db.name!r} cannot answer type={kind}: it {why}")
     if query is None or not query.strip():
         raise ServiceError(400, "query is empty: give a SMILES (or SMARTS for type=smarts)")
