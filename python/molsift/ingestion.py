@@ -202,26 +202,40 @@ class _PatternPart:
             f.close()
 
 
-def _read_pattern_part(part: str):
-    """A part's rows (uint64, WORDS_PER_ROW each) and graph records."""
+#: molecules of a part's rows and graph records read at a time (a multiple of the index's
+#: 256-molecule block): the root's memory for them stays bounded whatever the part's size
+PATTERN_CHUNK = 1 << 16
+
+
+def _pattern_chunks(part: str, chunk: int = PATTERN_CHUNK):
+    """A part's rows (uint64, WORDS_PER_ROW each) and graph records, `chunk` molecules at a
+    time: (first molecule of the chunk in the part, rows, records)."""
     import numpy as np
 
     from .substructure.build import WORDS_PER_ROW
 
-    rows = np.fromfile(part + ".rows.u64", dtype="<u8").reshape(-1, WORDS_PER_ROW)
     lengths = np.fromfile(part + ".glen.u32", dtype="<u4")
-    with open(part + ".grec.bin", "rb") as fh:
-        data = fh.read()
-    ends = np.cumsum(lengths, dtype=np.int64)
-    starts = ends - lengths
-    if len(lengths) != len(rows) or (len(ends) and ends[-1] != len(data)):
+    if os.path.getsize(part + ".rows.u64") == 0 and len(lengths) == 0:
+        return  # a part without molecules (np.memmap cannot map an empty file)
+    rows = np.memmap(part + ".rows.u64", dtype="<u8", mode="r")
+    size = os.path.getsize(part + ".grec.bin")
+    if len(rows) != len(lengths) * WORDS_PER_ROW or int(lengths.sum(dtype=np.int64)) != size:
         raise _core.StoreError(f"{part}: its screening rows and graph records do not agree")
-    return rows, [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+    rows = rows.reshape(-1, WORDS_PER_ROW)
+    with open(part + ".grec.bin", "rb") as fh:
+        for start in range(0, len(lengths), chunk):
+            mine = lengths[start : start + chunk]
+            data = fh.read(int(mine.sum(dtype=np.int64)))
+            ends = np.cumsum(mine, dtype=np.int64)
+            starts = (ends - mine).tolist()
+            records = [data[a:b] for a, b in zip(starts, ends.tolist())]
+            yield start, np.array(rows[start : start + chunk]), records
 
 
 def _index_from_parts(staged: str, results: list, dropped: list[int], n: int) -> int:
     """Root only: the staged store's substructure index from its parts' rows and graph
-    records (in task order, without the molecules `--dedupe` left out); returns its bytes."""
+    records (in task order, without the molecules `--dedupe` left out), read a chunk at a time;
+    returns its bytes."""
     import numpy as np
 
     from .substructure.build import IndexFromParts
@@ -231,16 +245,16 @@ def _index_from_parts(staged: str, results: list, dropped: list[int], n: int) ->
         drop = np.asarray(dropped, dtype=np.int64)
         base = 0
         for r in results:
-            rows, records = _read_pattern_part(r["part"])
-            count = len(rows)
-            mine = drop[(drop >= base) & (drop < base + count)] - base
-            if len(mine):
-                keep = np.ones(count, dtype=bool)
-                keep[mine] = False
-                rows = rows[keep]
-                records = [rec for rec, k in zip(records, keep.tolist()) if k]
-            base += count
-            index.add(rows, records)
+            for start, rows, records in _pattern_chunks(r["part"]):
+                first = base + start
+                mine = drop[(drop >= first) & (drop < first + len(rows))] - first
+                if len(mine):
+                    keep = np.ones(len(rows), dtype=bool)
+                    keep[mine] = False
+                    rows = rows[keep]
+                    records = [rec for rec, k in zip(records, keep.tolist()) if k]
+                index.add(rows, records)
+            base += os.path.getsize(r["part"] + ".glen.u32") // 4  # the part's molecules
         return index.finish()
     except BaseException:
         index.discard()
