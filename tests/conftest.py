@@ -17,6 +17,35 @@ BUNDLED_SMI = ROOT / "data" / "nci_first_5k.smi"
 BUNDLED_CUBE = ROOT / "data" / "water_density_16.cube"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
+#: the one store's files as `molsift ingest` writes them (docs/store-format.md), every index
+#: included; test_store_safety.py and the fault suite's corrupter fail when a store holds another
+ONE_STORE_FILES = [
+    "analogs.deletions.bloom",
+    "analogs.failed.tsv",
+    "analogs.json",
+    "analogs.keys.u128",
+    "analogs.offsets.u32",
+    "analogs.positions.u32",
+    "analogs.shapes.u16",
+    "analogs.wl.u64",
+    "ids.blocks",
+    "input_order.packed",
+    "manifest.json",
+    "pattern.graphs.zst",
+    "pattern.json",
+    "pattern.screen.u8",
+    "planes.checkpoints.u32",
+    "planes.codes.u8",
+    "planes.data.u8",
+    "planes.json",
+    "planes.order",
+    "planes.parts.u8",
+    "rejects.tsv",
+    "smiles.blocks",
+    "smiles.lookup",
+    "source_lines.packed",
+]
+
 
 def rdkit_data(*parts: str) -> Path:
     import rdkit

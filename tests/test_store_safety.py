@@ -19,10 +19,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import molsift_run
+from conftest import ONE_STORE_FILES, molsift_run
 
 import molsift
 
+#: the one store's files (conftest.py); test_the_damage_tests_cover_every_file checks them
+STORE_FILES = ONE_STORE_FILES
 QUERIES = ["CC(=O)Nc1ccc(O)cc1", "c1ccccc1O", "CCN(CC)CC"]
 SUBSTRUCTURE = ["substructure", "-q", "c1ccccc1O", "-q", "[N+](=O)[O-]", "-j", "1"]
 ANALOGS = ["analogs", "-q", "CC(=O)Nc1ccc(O)cc1", "--dist", "2", "-k", "10"]
@@ -138,36 +140,6 @@ def damage(path: Path, seed: int, flips: int = 8) -> None:
         i = rnd.randrange(len(data))
         data[i] ^= 1 << rnd.randrange(8)
     path.write_bytes(bytes(data))
-
-
-#: the one store's files as `molsift ingest` writes them (docs/store-format.md), every index
-#: included; test_the_damage_tests_cover_every_file fails when the store holds another
-STORE_FILES = [
-    "analogs.deletions.bloom",
-    "analogs.failed.tsv",
-    "analogs.json",
-    "analogs.keys.u128",
-    "analogs.offsets.u32",
-    "analogs.positions.u32",
-    "analogs.shapes.u16",
-    "analogs.wl.u64",
-    "ids.blocks",
-    "input_order.packed",
-    "manifest.json",
-    "pattern.graphs.zst",
-    "pattern.json",
-    "pattern.screen.u8",
-    "planes.checkpoints.u32",
-    "planes.codes.u8",
-    "planes.data.u8",
-    "planes.json",
-    "planes.order",
-    "planes.parts.u8",
-    "rejects.tsv",
-    "smiles.blocks",
-    "smiles.lookup",
-    "source_lines.packed",
-]
 
 
 def test_the_damage_tests_cover_every_file(indexed_store):

@@ -1,10 +1,11 @@
 """Ingest: input files -> tasks (byte-range slabs of plain files, each with its first line from
 one pre-pass; record chunks handed out by one streaming decoder for gzip/zstd: `inputs.tasks`)
 -> worker processes or MPI ranks that parse with RDKit and write one part store per task ->
-parts merged in task order into the final store.
+parts merged in task order into a version-1 staging store -> the one store (format version 2,
+every index: `store.write_complete`), in the work directory.
 
 Because parts are merged in input order, the store is identical whatever the number of workers
-or ranks. The store appears only when complete (the Rust writer renames it into place)."""
+or ranks. The store appears only when complete (moved into place last)."""
 
 from __future__ import annotations
 
@@ -324,14 +325,16 @@ def ingest(
     progress: bool | None = None,
     version: int = 2,
 ) -> IngestReport | None:
-    """Reads every record of `inputs`, parses it with RDKit, and writes a store at `output`.
+    """Reads every record of `inputs`, parses it with RDKit, and writes the one store (format
+    version 2) at `output`.
 
     Runs on `workers` local processes (default: all cores), or on MPI ranks when launched under
-    `mpirun`. With `index` (the default) the store also gets its column index for similarity
-    search, and with `pattern` (the default) its substructure index (RDKit pattern
-    fingerprints and atom features as bit planes, and each molecule's graph, computed by the
-    workers from the stored SMILES in the same pass); with `analogs` its
-    analog index (`molsift analogs`; built on the root's cores). With `verify_count`, the
+    `mpirun`. With `pattern` (the default) the store gets its substructure index (RDKit pattern
+    fingerprints and atom features as compressed bit planes, and each molecule's graph,
+    computed by the workers from the stored SMILES in the same pass); with `analogs` (the
+    default) its analog index (`molsift analogs`; built on the root's cores). `version=1`
+    writes the version-1 staging form instead (what `molsift upgrade` reads; for its tests),
+    where `index` adds the version-1 column index. With `verify_count`, the
     inputs are also counted by an independent pass (reading them once more) and the ingest
     fails loudly if its own count differs. Molecules whose canonical SMILES an earlier record
     already gave are counted (`report.duplicates`); with `dedupe` only the first is stored and

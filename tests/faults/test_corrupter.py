@@ -8,40 +8,17 @@ naming the file or answer exactly as on the undamaged store."""
 from __future__ import annotations
 
 import pytest
+from conftest import ONE_STORE_FILES
 
 from . import corrupter
 from .common import FAIL
 
 # each format's files as the product lists them (docs/store-format.md): the one store (version
-# 2) as `molsift ingest` writes it, with its compact substructure index and its analog index;
+# 2) as `molsift ingest` writes it, every index included (conftest.py's ONE_STORE_FILES);
 # version 1 (read only by `molsift upgrade`) with its column, substructure and analog indexes;
 # test_every_store_file_is_covered fails when a store holds a file not in these lists
 COLUMN_FILES = ["columns.json", "columns.planes.u64", "columns.order.u64"]
-ANALOG_FILES = [
-    "analogs.deletions.bloom",
-    "analogs.failed.tsv",
-    "analogs.json",
-    "analogs.keys.u128",
-    "analogs.offsets.u32",
-    "analogs.positions.u32",
-    "analogs.shapes.u16",
-    "analogs.wl.u64",
-]
-V2_FILES = [
-    "ids.blocks",
-    "input_order.packed",
-    "manifest.json",
-    "planes.checkpoints.u32",
-    "planes.codes.u8",
-    "planes.data.u8",
-    "planes.json",
-    "planes.order",
-    "planes.parts.u8",
-    "rejects.tsv",
-    "smiles.blocks",
-    "smiles.lookup",
-    "source_lines.packed",
-]
+ANALOG_FILES = [f for f in ONE_STORE_FILES if f.startswith("analogs.")]
 
 
 def _files() -> dict[str, list[str]]:
@@ -49,9 +26,7 @@ def _files() -> dict[str, list[str]]:
 
     v1 = set(_core.STORE_FILES.values()) | set(COLUMN_FILES) | set(_core.PATTERN_FILES)
     v1 |= set(ANALOG_FILES)
-    # the one store holds every index: the compact substructure index and the analog index
-    v2 = set(V2_FILES) | set(ANALOG_FILES) | {_core.PATTERN_FILES[0], *_core.PATTERN_COMPACT_FILES}
-    return {"v2": sorted(v2), "v1": sorted(v1)}
+    return {"v2": ONE_STORE_FILES, "v1": sorted(v1)}
 
 
 #: (format, file, corruption) -> reason, for cases failing today from a defect (strict: a case

@@ -56,11 +56,10 @@ def run(args) -> int:
     with output_lock(args.store, "index", wait=True):  # one writer of the store at a time
         # the one store (a version-1 store is refused), once its writer is done: an index of
         # a store that an ingest is still writing waits for it (tests/test_store_safety.py)
-        open_store(args.store, verify=False)
-        return _index(args)
+        return _index(args, len(open_store(args.store, verify=False)))
 
 
-def _index(args) -> int:
+def _index(args, molecules: int) -> int:
     if args.pattern and args.analogs:
         raise ValueError("give --pattern or --analogs, not both (neither: both indexes)")
     both = not (args.pattern or args.analogs)
@@ -70,22 +69,20 @@ def _index(args) -> int:
         size = build_pattern_index(args.store, workers=args.workers)
         print(f"substructure index written to {args.store}: {size:,} bytes")
     if args.analogs or both:
-        return _analogs(args)
+        return _analogs(args, molecules)
     return 0
 
 
-def _analogs(args) -> int:
+def _analogs(args, molecules: int) -> int:
     import os
 
     from ..analogs.search import index_analogs
     from ..progress import Progress
-    from ..store import open_store
 
-    store = open_store(args.store, verify=False)
     threads = args.workers or os.cpu_count() or 1
     if threads < 1:
         raise ValueError(f"-j must be at least 1, not {threads}")
-    with Progress("skeletons", total=len(store)) as bar:
+    with Progress("skeletons", total=molecules) as bar:
         seen = [0]
 
         def progress(done: int) -> None:
