@@ -42,16 +42,35 @@ def build_inputs(data: Path, work: Path, n_queries: int):
 
 
 def build_store(smi: Path, work: Path):
+    """The one store of the database, as `molsift ingest` writes it (every index)."""
     import molsift
 
-    out = work / "moses_db.store"
+    out = work / "moses_db.one.store"
     if not (out / "manifest.json").exists():
         t = time.perf_counter()
         molsift.ingest(smi, out, progress=True, overwrite=True)
         print(f"built molsift store in {time.perf_counter() - t:.0f} s", flush=True)
+    return molsift.open_store(out, verify=False)
+
+
+def build_store_v1(smi: Path, work: Path):
+    """A version-1 store of the database with its column index (the earlier format, for the
+    benchmarks that compare against it; only `molsift upgrade` reads it outside benches)."""
+    import molsift
+    from molsift.ingestion import ingest
+    from molsift.store import open_version_1
+
+    out = work / "moses_db.store"
+    manifest = out / "manifest.json"
+    if manifest.exists() and '"format_version": 1' not in manifest.read_text():
+        raise SystemExit(f"{out}: not a version-1 store (remove it to rebuild)")
+    if not manifest.exists():
+        t = time.perf_counter()
+        ingest(smi, out, progress=True, overwrite=True, version=1, index=False)
+        print(f"built version-1 store in {time.perf_counter() - t:.0f} s", flush=True)
     if not (out / "columns.json").exists():
         molsift._core.build_column_index(str(out))
-    return molsift.open_store(out, verify=False)
+    return open_version_1(out)
 
 
 def build_fpsim2(db, work: Path):

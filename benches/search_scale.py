@@ -211,7 +211,7 @@ def main() -> int:
     bwork.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     smi, db, query_smiles = base.build_inputs(Path(args.data), bwork, 100)
-    store = base.build_store(smi, bwork)
+    store = base.build_store_v1(smi, bwork)
     store_path = bwork / "moses_db.store"
     n0 = len(store)
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)

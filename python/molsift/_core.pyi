@@ -26,6 +26,20 @@ class InputError(MolsiftError):
 class StoreError(MolsiftError):
     """A store cannot be written, merged or opened."""
 
+class Cancelled(MolsiftError):
+    """A search stopped because its cancel flag was set."""
+
+class CancelFlag:
+    """A flag one thread sets to stop a search another runs in Rust (the graph matcher, the
+    analog walk); read by the kernels without the GIL."""
+
+    def __init__(self) -> None:
+        """An unset flag."""
+    def set(self) -> None:
+        """Tells every search holding this flag to stop."""
+    def is_set(self) -> bool:
+        """Whether `set()` was called."""
+
 # ---- reading input (molsift-io) ----
 
 DEFAULT_READ_BUFFER: int
@@ -285,9 +299,10 @@ def build_column_index(path: _Path, budget: int = ...) -> int:
 PATTERN_FILES: tuple[str, str, str]
 """The substructure index's files in a store: (header, planes, molecule graphs)."""
 
-def carry_pattern_index(src: _Path, dst: _Path) -> int:
+def carry_pattern_index(src: _Path, dst: _Path, threads: int = 1) -> int:
     """Writes the substructure index of the version-2 store `dst` upgraded from the version-1
-    store `src` by carrying `src`'s index over to the new positions; returns its bytes."""
+    store `src` by carrying `src`'s index over to the new positions (graph blocks compressed on
+    `threads` threads); returns its bytes."""
 
 PATTERN_COMPACT_FILES: tuple[str, str]
 """The compact substructure index's files in a version-2 store (besides the header):
@@ -316,10 +331,15 @@ class PatternIndex:
     def graphs_bytes(self) -> int:
         """Bytes of the graphs file (0 without one)."""
     def match_graphs(
-        self, query: GraphQuery, positions: bytes, threads: int
+        self,
+        query: GraphQuery,
+        positions: bytes,
+        threads: int,
+        cancel: CancelFlag | None = None,
     ) -> tuple[bytes, bytes] | None:
         """(hits, undecided) among `positions` (int64 bytes, ascending) on `threads` threads, GIL
-        released; undecided: molecules without a graph. None without graphs."""
+        released; undecided: molecules without a graph. None without graphs. Cancelled once
+        `cancel` is set (read inside each molecule's match too)."""
 
 class GraphQuery:
     """A query compiled for the graph matcher (JSON from `molsift.substructure.program`)."""
@@ -342,9 +362,11 @@ def finish_pattern_index(
     bit_counts: list[int],
     meaning_json: str,
     graphs_dir: _Path | None = None,
+    threads: int = 1,
 ) -> int:
     """Joins the graph parts in `graphs_dir` (then removes it), checksums, writes the header,
-    renames into the store, lists in its manifest."""
+    renames into the store, lists in its manifest (a version-2 store's graph blocks compressed
+    on `threads` threads)."""
 
 # ---- fingerprints (molsift-fp) ----
 
@@ -501,13 +523,15 @@ class AnalogIndex:
         on_level: Callable[[int, list[tuple[int, bytes, list[int]]], HitPaths], object]
         | None = None,
         elements: list[str] | None = None,
+        cancel: CancelFlag | None = None,
     ) -> tuple[list[tuple[int, bytes, list[int]]], HitPaths, list[tuple[str, int]]]:
         """Indexed molecules within max_dist edits, nearest skeletons first: ([(distance, edits
         by kind as 6 bytes, positions)], the paths to each hit (none without elements, the
         query atoms' symbols), [(stat, value)]: edges, pruned, nodes, complete_to, timed_out,
         first_hit_ns, ns). stop_after: end with the distance at which that many molecules are
         found; timeout_s: stop there (timed_out 1); on_level(distance, hits, paths): called as
-        each distance completes (then only an unfinished distance's hits return)."""
+        each distance completes (then only an unfinished distance's hits return); cancel: the
+        walk stops once it is set and raises Cancelled."""
     def element_changes(
         self, paths: HitPaths, rows: list[tuple[int, int]]
     ) -> tuple[list[int], list[bytes]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Union, overload
 
@@ -17,6 +18,9 @@ import numpy as np
 
 from . import _core
 from .spec import FingerprintSpec
+
+#: held while a store's substructure match pool is looked at or started
+_POOL_LOCK = threading.Lock()
 
 PathLike = Union[str, "os.PathLike[str]"]
 FILES = _core.STORE_FILES
@@ -249,15 +253,18 @@ class _StoreBase:
         return self._pattern_obj
 
     def _match_pool(self, workers: int):
-        """The substructure match workers of this store (started on first use, kept)."""
-        pool = getattr(self, "_pool", None)
-        if pool is None or not pool.alive or pool.workers != workers:
-            if pool is not None:
-                pool.close()
-            from .substructure.engine import MatchPool
+        """The substructure match workers of this store (started on first use, kept; one pool
+        even when threads search the store at once: the pool itself takes queries from any
+        thread)."""
+        with _POOL_LOCK:
+            pool = getattr(self, "_pool", None)
+            if pool is None or not pool.alive or pool.workers != workers:
+                if pool is not None:
+                    pool.close()
+                from .substructure.engine import MatchPool
 
-            pool = self._pool = MatchPool(self.path, self._core.manifest_json(), workers)
-        return pool
+                pool = self._pool = MatchPool(self.path, self._core.manifest_json(), workers)
+            return pool
 
     def close(self) -> None:
         """Stops this store's substructure workers, if any were started."""
@@ -514,7 +521,9 @@ def _pattern_index_of_upgrade(src, staged: str, workers, progress) -> None:
     if old.has_pattern_index:
         index = old._core.pattern_index()
         if index.has_graphs() and json.loads(index.meaning_json()) == meaning():
-            _core.carry_pattern_index(os.fspath(src), staged)
+            _core.carry_pattern_index(
+                os.fspath(src), staged, threads=workers or os.cpu_count() or 1
+            )
             return
     build_pattern_index(staged, workers=workers, progress=progress)
 

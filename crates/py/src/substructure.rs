@@ -51,9 +51,11 @@ fn write_pattern_part(
 
 /// Finishes the pattern index of the store at `store` from the planes at `planes_tmp` and the
 /// graph parts in the directory `graphs_dir` (joined into the graphs file, then removed);
-/// returns the bytes of the planes.
+/// returns the bytes of the planes. A version-2 store's graph blocks are compressed on
+/// `threads` threads (the same bytes for any number).
 #[pyfunction]
-#[pyo3(signature = (store, planes_tmp, bits, bit_counts, meaning_json, graphs_dir=None))]
+#[pyo3(signature = (store, planes_tmp, bits, bit_counts, meaning_json, graphs_dir=None, threads=1))]
+#[allow(clippy::too_many_arguments)]
 fn finish_pattern_index(
     py: Python<'_>,
     store: PathBuf,
@@ -62,6 +64,7 @@ fn finish_pattern_index(
     bit_counts: Vec<u64>,
     meaning_json: &str,
     graphs_dir: Option<PathBuf>,
+    threads: usize,
 ) -> PyResult<u64> {
     let meaning = serde_json::from_str(meaning_json).map_err(crate::error::json_err)?;
     py.detach(|| {
@@ -91,6 +94,7 @@ fn finish_pattern_index(
             bits,
             bit_counts,
             meaning,
+            threads,
         );
         if let (Err(_), Some(tmp)) = (&done, &graphs_tmp) {
             let _ = std::fs::remove_file(tmp);
@@ -102,9 +106,16 @@ fn finish_pattern_index(
 
 /// Writes the substructure index of the version-2 store at `dst`, upgraded from the
 /// version-1 store at `src`, by carrying `src`'s index over to the new positions (no molecule
-/// parsed again); returns the bytes of the new screen.
+/// parsed again), its graph blocks compressed on `threads` threads; returns the bytes of the
+/// new screen.
 #[pyfunction]
-fn carry_pattern_index(py: Python<'_>, src: PathBuf, dst: PathBuf) -> PyResult<u64> {
+#[pyo3(signature = (src, dst, threads=1))]
+fn carry_pattern_index(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    threads: usize,
+) -> PyResult<u64> {
     py.detach(|| {
         let from = molsift_store::Store::open(&src, molsift_store::Verify::Sizes)
             .map_err(molsift_substructure::SubstructureError::from)?;
@@ -115,7 +126,7 @@ fn carry_pattern_index(py: Python<'_>, src: PathBuf, dst: PathBuf) -> PyResult<u
             .map(|i| to.input_rank(i).map(|r| r as u32))
             .collect::<Result<Vec<u32>, _>>()
             .map_err(molsift_substructure::SubstructureError::from)?;
-        molsift_substructure::carry_index(&index, &to, &source)
+        molsift_substructure::carry_index(&index, &to, &source, threads)
     })
     .map_err(substructure_err)
 }
@@ -222,17 +233,24 @@ impl PyPatternIndex {
 
     /// Matches `query` against the molecules at `positions` (ascending little-endian int64
     /// bytes) on `threads` threads, GIL released: (hits, undecided) as int64 bytes, the
-    /// undecided being molecules without a graph (for RDKit); `None` without graphs.
+    /// undecided being molecules without a graph (for RDKit); `None` without graphs. With
+    /// `cancel` (a `CancelFlag`), raises `Cancelled` once it is set, even inside one molecule.
+    #[pyo3(signature = (query, positions, threads, cancel=None))]
     fn match_graphs<'py>(
         &self,
         py: Python<'py>,
         query: &PyGraphQuery,
         positions: &[u8],
         threads: usize,
+        cancel: Option<PyRef<'py, crate::cancel::PyCancelFlag>>,
     ) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
         let pos = words_of(positions)?;
+        let stop = crate::cancel::shared(cancel);
         let found = py
-            .detach(|| self.inner.match_graphs(&query.inner, &pos, threads))
+            .detach(|| {
+                self.inner
+                    .match_graphs_until(&query.inner, &pos, threads, stop.as_deref())
+            })
             .map_err(substructure_err)?;
         Ok(found.map(|g| (int64_bytes(py, &g.hits), int64_bytes(py, &g.undecided))))
     }

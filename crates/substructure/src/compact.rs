@@ -72,29 +72,165 @@ pub struct Written {
     pub graphs: FileInfo,
 }
 
-/// Writes the compact screen of the dense planes `words` (`bits` planes of `n` molecules, as
-/// [`crate::layout`] lays them out, `bit_counts` molecules per bit) to `screen_out`, and the
-/// graph blocks of `graphs` to `graphs_out` (both synced).
+/// The graph records a compact index is written from, by store position: a graphs file
+/// ([`Graphs`]) or one read in another order ([`Reordered`]).
+pub trait Records: Sync {
+    /// Molecule `i`'s record (`None` when the file's offsets are out of order).
+    fn record(&self, i: usize) -> Option<&[u8]>;
+
+    /// Calls `f` with each of the first `n` records once, in whatever order reads fastest.
+    fn each(&self, n: usize, f: &mut dyn FnMut(Option<&[u8]>)) {
+        (0..n).for_each(|i| f(self.record(i)));
+    }
+
+    /// Copies the records of `range` into `out` (in position order), reading them in whatever
+    /// order reads fastest.
+    fn gather(&self, range: std::ops::Range<usize>, out: &mut Window) {
+        out.clear(range.start);
+        for i in range {
+            out.push(self.record(i));
+        }
+    }
+}
+
+impl Records for Graphs<'_> {
+    fn record(&self, i: usize) -> Option<&[u8]> {
+        Graphs::record(self, i)
+    }
+}
+
+/// A graphs file read in another order: record `i` is the file's record `source[i]` (how an
+/// upgrade carries the records of a store into the order of the store it writes, without
+/// writing them again in between). Its windows are read in the file's order.
+pub struct Reordered<'g, 'a> {
+    /// the file
+    pub graphs: &'g Graphs<'a>,
+    /// the file's position of each record
+    pub source: &'g [u32],
+}
+
+impl Records for Reordered<'_, '_> {
+    fn record(&self, i: usize) -> Option<&[u8]> {
+        self.graphs.record(*self.source.get(i)? as usize)
+    }
+
+    fn each(&self, n: usize, f: &mut dyn FnMut(Option<&[u8]>)) {
+        (0..n.min(self.source.len())).for_each(|s| f(self.graphs.record(s)));
+    }
+
+    fn gather(&self, range: std::ops::Range<usize>, out: &mut Window) {
+        // where each record goes in the window, then the copies in the file's order
+        let first = range.start;
+        let mut ends = Vec::with_capacity(range.len());
+        let mut total = 0usize;
+        for i in range.clone() {
+            match self.record_len(i) {
+                Some(len) => {
+                    total += len;
+                    ends.push(Some(total));
+                }
+                None => ends.push(None),
+            }
+        }
+        let mut order: Vec<(u32, u32)> = range
+            .clone()
+            .map(|i| (self.source[i], (i - first) as u32))
+            .collect();
+        order.sort_unstable();
+        out.clear(first);
+        out.bytes.resize(total, 0);
+        for (s, k) in order {
+            let k = k as usize;
+            let (Some(end), Some(rec)) = (ends[k], self.graphs.record(s as usize)) else {
+                continue;
+            };
+            out.bytes[end - rec.len()..end].copy_from_slice(rec);
+        }
+        out.ends = ends;
+    }
+}
+
+impl Reordered<'_, '_> {
+    fn record_len(&self, i: usize) -> Option<usize> {
+        // a record's length from the offsets alone (the records' bytes are read in `gather`)
+        self.graphs.record_len(*self.source.get(i)? as usize)
+    }
+}
+
+/// Records per window of [`write_compact`]'s graph blocks (gathered, then compressed).
+const WINDOW: usize = 1 << 20;
+
+/// Copies of consecutive records (a window of the graph blocks being written).
+#[derive(Default)]
+pub struct Window {
+    first: usize,
+    bytes: Vec<u8>,
+    /// where each record ends in `bytes` (`None`: a record whose offsets are out of order)
+    ends: Vec<Option<usize>>,
+}
+
+impl Window {
+    fn clear(&mut self, first: usize) {
+        self.first = first;
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    fn push(&mut self, rec: Option<&[u8]>) {
+        match rec {
+            Some(r) => {
+                self.bytes.extend_from_slice(r);
+                self.ends.push(Some(self.bytes.len()));
+            }
+            None => self.ends.push(None),
+        }
+    }
+
+    fn fill(&mut self, from: &dyn Records, range: std::ops::Range<usize>) {
+        from.gather(range, self);
+    }
+}
+
+impl Records for Window {
+    fn record(&self, i: usize) -> Option<&[u8]> {
+        let k = i.checked_sub(self.first)?;
+        let end = (*self.ends.get(k)?)?;
+        let start = match k {
+            0 => 0,
+            _ => self.ends[..k].iter().rev().find_map(|e| *e).unwrap_or(0),
+        };
+        Some(&self.bytes[start..end])
+    }
+}
+
+/// Writes the compact screen of the dense planes `planes` gives (`plane(b, buf)` fills `buf`
+/// with plane `b`: `bits` planes of `n` molecules, as [`crate::layout`] lays them out;
+/// `bit_counts` molecules per bit) to `screen_out`, and the graph blocks of `graphs` to
+/// `graphs_out` (both synced), the graph blocks compressed on `threads` threads (the same bytes
+/// for any number). Asks only for the planes it keeps, one at a time.
+#[allow(clippy::too_many_arguments)]
 pub fn write_compact(
-    words: &[u64],
+    plane: &dyn Fn(usize, &mut Vec<u64>),
     bits: u32,
     n: usize,
     bit_counts: &[u64],
-    graphs: &Graphs<'_>,
+    graphs: &dyn Records,
     screen_out: &Path,
     graphs_out: &Path,
+    threads: usize,
 ) -> Result<Written, SubstructureError> {
     let blocks = n.div_ceil(BLOCK);
     let pw = blocks * BLOCK_WORDS;
     let limit = (n as f64 * MAX_DENSITY) as u64;
     let mut out = Vec::new();
     let mut planes = Vec::new();
-    for b in 0..bits as usize {
-        let c = bit_counts[b];
+    let mut words = Vec::with_capacity(pw);
+    for (b, &c) in bit_counts.iter().enumerate().take(bits as usize) {
         if c == 0 || c > limit {
             continue;
         }
-        let plane = &words[b * pw..(b + 1) * pw];
+        plane(b, &mut words);
+        let plane = &words[..pw];
         let start = out.len();
         let mut payload = Vec::new();
         for lane in plane.chunks_exact(BLOCK_WORDS) {
@@ -129,7 +265,7 @@ pub fn write_compact(
         bytes: out.len() as u64,
         xxh3: checksum(&out),
     };
-    let g = encode_graphs(graphs, n, graphs_out)?;
+    let g = encode_graphs(graphs, n, graphs_out, threads)?;
     molsift_iostats::write_file(graphs_out, &g, true)
         .map_err(|e| SubstructureError::io(graphs_out, e))?;
     Ok(Written {
@@ -144,7 +280,7 @@ pub fn write_compact(
 
 /// The raw text of graph block `b`: record lengths (u16), then the records.
 fn block_text(
-    graphs: &Graphs<'_>,
+    graphs: &dyn Records,
     n: usize,
     b: usize,
     path: &Path,
@@ -183,7 +319,26 @@ fn zstd_err(path: &Path, e: std::io::Error) -> SubstructureError {
     SubstructureError::io(path, e)
 }
 
-fn encode_graphs(graphs: &Graphs<'_>, n: usize, path: &Path) -> Result<Vec<u8>, SubstructureError> {
+/// A compressed graph block and the check value of its text.
+type Frame = (Vec<u8>, u32);
+
+fn encode_graphs(
+    graphs: &dyn Records,
+    n: usize,
+    path: &Path,
+    threads: usize,
+) -> Result<Vec<u8>, SubstructureError> {
+    encode_graphs_in(graphs, n, path, threads, WINDOW)
+}
+
+/// [`encode_graphs`] with windows of `window_records` records (a multiple of [`GRAPH_BLOCK`]).
+fn encode_graphs_in(
+    graphs: &dyn Records,
+    n: usize,
+    path: &Path,
+    threads: usize,
+    window_records: usize,
+) -> Result<Vec<u8>, SubstructureError> {
     use zstd::zstd_safe::{CParameter, FrameFormat};
     let blocks = n.div_ceil(GRAPH_BLOCK);
     let table = AtomTable::of(graphs, n);
@@ -198,15 +353,52 @@ fn encode_graphs(graphs: &Graphs<'_>, n: usize, path: &Path) -> Result<Vec<u8>, 
     } else {
         Vec::new()
     };
-    let mut c =
-        zstd::bulk::Compressor::with_dictionary(LEVEL, &dict).map_err(|e| zstd_err(path, e))?;
-    for p in [
-        CParameter::Format(FrameFormat::Magicless),
-        CParameter::DictIdFlag(false),
-        CParameter::ContentSizeFlag(false),
-        CParameter::ChecksumFlag(false),
-    ] {
-        c.set_parameter(p).map_err(|e| zstd_err(path, e))?;
+    // the blocks compressed a window of records at a time (the window's records gathered first:
+    // a reordered file is read in its own order, not at random), each window's blocks on
+    // `threads` threads in contiguous ranges; each block is its own frame, so the bytes are the
+    // same for any window and thread count
+    let threads = threads.clamp(1, blocks.max(1));
+    let compress_range =
+        |window: &Window, range: std::ops::Range<usize>| -> Result<Vec<Frame>, SubstructureError> {
+            let mut c = zstd::bulk::Compressor::with_dictionary(LEVEL, &dict)
+                .map_err(|e| zstd_err(path, e))?;
+            for p in [
+                CParameter::Format(FrameFormat::Magicless),
+                CParameter::DictIdFlag(false),
+                CParameter::ContentSizeFlag(false),
+                CParameter::ChecksumFlag(false),
+            ] {
+                c.set_parameter(p).map_err(|e| zstd_err(path, e))?;
+            }
+            range
+                .map(|b| {
+                    let text = block_text(window, n, b, path, &table)?;
+                    let frame = c.compress(&text).map_err(|e| zstd_err(path, e))?;
+                    Ok((frame, check_value(&text)))
+                })
+                .collect()
+        };
+    let mut parts: Vec<Result<Vec<Frame>, SubstructureError>> = Vec::new();
+    let mut window = Window::default();
+    let window_blocks = (window_records / GRAPH_BLOCK).max(1);
+    for first in (0..blocks).step_by(window_blocks) {
+        let last = (first + window_blocks).min(blocks);
+        window.fill(graphs, first * GRAPH_BLOCK..(last * GRAPH_BLOCK).min(n));
+        let per = (last - first).div_ceil(threads).max(1);
+        let w = &window;
+        parts.extend(std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let range = (first + t * per).min(last)..(first + (t + 1) * per).min(last);
+                    let f = &compress_range;
+                    s.spawn(move || f(w, range))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a compression thread panicked"))
+                .collect::<Vec<_>>()
+        }));
     }
     let mut head = Vec::new();
     head.extend_from_slice(GRAPH_MAGIC);
@@ -220,11 +412,12 @@ fn encode_graphs(graphs: &Graphs<'_>, n: usize, path: &Path) -> Result<Vec<u8>, 
     head.extend_from_slice(&dict);
     let mut offsets = Vec::with_capacity(blocks + 1);
     let mut body = Vec::new();
-    for b in 0..blocks {
-        offsets.push(body.len() as u64);
-        let text = block_text(graphs, n, b, path, &table)?;
-        body.extend_from_slice(&c.compress(&text).map_err(|e| zstd_err(path, e))?);
-        body.extend_from_slice(&check_value(&text).to_le_bytes());
+    for part in parts {
+        for (frame, check) in part? {
+            offsets.push(body.len() as u64);
+            body.extend_from_slice(&frame);
+            body.extend_from_slice(&check.to_le_bytes());
+        }
     }
     offsets.push(body.len() as u64);
     for o in offsets {
@@ -253,20 +446,17 @@ struct AtomTable {
 
 impl AtomTable {
     /// The table of `graphs`: its most frequent atoms, the most frequent first (ties by bytes).
-    fn of(graphs: &Graphs<'_>, n: usize) -> AtomTable {
+    fn of(graphs: &dyn Records, n: usize) -> AtomTable {
         let mut seen: std::collections::HashMap<[u8; ATOM_BYTES], u64> = Default::default();
-        for i in 0..n {
-            let Some(rec) = graphs.record(i) else {
-                continue;
+        graphs.each(n, &mut |rec| {
+            let Some(rec) = rec.filter(|r| r.len() >= 2) else {
+                return;
             };
-            if rec.len() < 2 {
-                continue;
-            }
             let na = rec[0] as usize;
             for a in rec[2..].chunks_exact(ATOM_BYTES).take(na) {
                 *seen.entry(a.try_into().expect("8 bytes")).or_default() += 1;
             }
-        }
+        });
         let mut all: Vec<([u8; ATOM_BYTES], u64)> = seen.into_iter().collect();
         all.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         AtomTable {
@@ -710,6 +900,53 @@ mod tests {
         (words, counts, g)
     }
 
+    /// The graphs file of `g`'s records in the order `source` gives (record `i` of the new file
+    /// is record `source[i]` of `g`).
+    fn permuted(g: &[u8], n: usize, source: &[u32]) -> Vec<u8> {
+        let graphs = Graphs::new(g, n, Path::new("g")).unwrap();
+        let mut out = Vec::new();
+        out.extend_from_slice(crate::graph::MAGIC);
+        out.extend_from_slice(&(n as u64).to_le_bytes());
+        let mut off = 0u64;
+        out.extend_from_slice(&off.to_le_bytes());
+        for &s in source {
+            off += graphs.record(s as usize).unwrap().len() as u64;
+            out.extend_from_slice(&off.to_le_bytes());
+        }
+        for &s in source {
+            out.extend_from_slice(graphs.record(s as usize).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn reordered_records_in_windows_give_the_bytes_of_the_permuted_file() {
+        for n in [0usize, 1, 5, 1000, 3001] {
+            let (_, _, g) = fixture(n, 1);
+            // a permutation that scatters neighbours
+            let mut source: Vec<u32> = (0..n as u32).collect();
+            source.sort_by_key(|&i| (i.wrapping_mul(2_654_435_761) % 1009, i));
+            let direct = permuted(&g, n, &source);
+            let want = Graphs::new(&direct, n, Path::new("p")).unwrap();
+            let graphs = Graphs::new(&g, n, Path::new("g")).unwrap();
+            let reordered = Reordered {
+                graphs: &graphs,
+                source: &source,
+            };
+            let p = Path::new("g");
+            let expected = encode_graphs(&want, n, p, 1).unwrap();
+            for (threads, window) in [(1, 4), (2, 8), (3, 12), (1, WINDOW)] {
+                let got = encode_graphs_in(&reordered, n, p, threads, window).unwrap();
+                assert_eq!(
+                    got, expected,
+                    "n {n}, {threads} threads, windows of {window}"
+                );
+                let dense = encode_graphs_in(&want, n, p, threads, window).unwrap();
+                assert_eq!(dense, expected, "n {n}, dense, windows of {window}");
+            }
+        }
+    }
+
     #[test]
     fn compact_screen_and_graph_blocks_equal_the_dense_forms() {
         let dir = tempfile::tempdir().unwrap();
@@ -718,7 +955,20 @@ mod tests {
             let (words, counts, g) = fixture(n, bits);
             let graphs = Graphs::new(&g, n, Path::new("g")).unwrap();
             let (s, gb) = (dir.path().join("s"), dir.path().join("g"));
-            let w = write_compact(&words, bits, n, &counts, &graphs, &s, &gb).unwrap();
+            let (s3, gb3) = (dir.path().join("s3"), dir.path().join("g3"));
+            let pw = plane_words(n);
+            let plane = |b: usize, buf: &mut Vec<u64>| {
+                buf.clear();
+                buf.extend_from_slice(&words[b * pw..(b + 1) * pw]);
+            };
+            let w = write_compact(&plane, bits, n, &counts, &graphs, &s, &gb, 1).unwrap();
+            let w3 = write_compact(&plane, bits, n, &counts, &graphs, &s3, &gb3, 3).unwrap();
+            assert_eq!(
+                std::fs::read(&gb).unwrap(),
+                std::fs::read(&gb3).unwrap(),
+                "threads"
+            );
+            assert_eq!(w.graphs, w3.graphs);
             let limit = (n as f64 * MAX_DENSITY) as u64;
             let kept: Vec<u32> = (0..bits)
                 .filter(|&b| counts[b as usize] > 0 && counts[b as usize] <= limit)

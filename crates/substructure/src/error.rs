@@ -43,6 +43,9 @@ pub enum SubstructureError {
     /// The store itself is damaged or changed (its message names the file).
     #[error(transparent)]
     Store(#[from] molsift_store::StoreError),
+    /// The caller's stop flag was set while the search ran.
+    #[error("the search was cancelled")]
+    Cancelled,
 }
 
 impl SubstructureError {

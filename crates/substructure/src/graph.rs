@@ -235,6 +235,15 @@ impl<'a> Graphs<'a> {
         self.n == 0
     }
 
+    /// The length of molecule `i`'s record, from the offsets alone; `None` when they are broken.
+    pub fn record_len(&self, i: usize) -> Option<usize> {
+        let (a, b) = (self.offset(i), self.offset(i + 1));
+        if a > b || b > self.records.len() as u64 {
+            return None;
+        }
+        Some((b - a) as usize)
+    }
+
     /// The record of molecule `i` (empty: not described); `None` when its offsets are broken.
     pub fn record(&self, i: usize) -> Option<&'a [u8]> {
         let (a, b) = (self.offset(i), self.offset(i + 1));

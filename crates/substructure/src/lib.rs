@@ -29,7 +29,7 @@
 //! let tmp = dir.path().join("planes.tmp");
 //! create_planes(&tmp, 2, 3).unwrap();
 //! let counts = write_part(&tmp, 2, 3, 0, &rows, 1).unwrap();
-//! finish_index(&store, &tmp, None, 2, counts, serde_json::json!({"bits": "demo"})).unwrap();
+//! finish_index(&store, &tmp, None, 2, counts, serde_json::json!({"bits": "demo"}), 1).unwrap();
 //! let store = Store::open(&path, Verify::Full).unwrap();
 //! let index = PatternIndex::open_in(&store).unwrap();
 //! let mut hits = Vec::new();

@@ -5,7 +5,12 @@
 //! candidate is a neighbour of its placed partner whose bond and atom satisfy the query, and
 //! ring-closure bonds to other placed atoms are checked as soon as both ends are placed. Atom
 //! tests are remembered per molecule; a recursive pattern is matched once per atom it is asked
-//! about, rooted there. [`match_positions`] runs it over many molecules on threads.
+//! about, rooted there. [`match_positions`] runs it over many molecules on threads; a stop
+//! flag set by another thread ends it, read before each molecule and every
+//! [`STOP_CHECK_STEPS`] placements inside one (a query can take exponential time on one
+//! molecule).
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::compact::{BlockCursor, GraphBlocks};
 use crate::graph::{Graphs, MolGraph};
@@ -142,15 +147,48 @@ impl Compiled {
     }
 }
 
-/// Per-molecule memory of a match: atom tests and recursive results (0 unknown, 1 yes, 2 no).
+/// Placements tried between two reads of the stop flag.
+pub const STOP_CHECK_STEPS: u32 = 4096;
+
+/// Per-molecule memory of a match: atom tests and recursive results (0 unknown, 1 yes, 2 no),
+/// and the stop flag it reads ([`State::until`]).
 #[derive(Debug, Default)]
-pub struct State {
+pub struct State<'s> {
     nt: usize,
     atoms: Vec<Vec<u8>>,
     rec: Vec<u8>,
+    stop: Option<&'s AtomicBool>,
+    steps: u32,
+    stopped: bool,
 }
 
-impl State {
+impl<'s> State<'s> {
+    /// Scratch whose matches end (false, with [`State::stopped`] set) once `stop` is set.
+    pub fn until(stop: Option<&'s AtomicBool>) -> State<'s> {
+        State {
+            stop,
+            ..State::default()
+        }
+    }
+
+    /// Whether the stop flag ended the last match (its answer means nothing then).
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Counts one placement; true once the stop flag has been seen set.
+    #[inline]
+    fn halt(&mut self) -> bool {
+        if self.stopped {
+            return true;
+        }
+        self.steps = self.steps.wrapping_add(1);
+        if self.steps % STOP_CHECK_STEPS == 0 {
+            self.stopped = self.stop.is_some_and(|s| s.load(Ordering::Relaxed));
+        }
+        self.stopped
+    }
+
     fn reset(&mut self, c: &Compiled, nt: usize) {
         self.nt = nt;
         self.atoms.resize(c.plans.len(), Vec::new());
@@ -267,6 +305,9 @@ fn extend(
     if p == plan.order.len() {
         return true;
     }
+    if st.halt() {
+        return false;
+    }
     match plan.parent[p] {
         Some((r, qb)) => {
             let expr = &c.pattern(pat).bonds[qb].expr;
@@ -299,13 +340,15 @@ pub struct GraphMatches {
     pub undecided: Vec<u64>,
 }
 
-/// Matches `c` against the molecules at `positions` (ascending) on `threads` threads.
+/// Matches `c` against the molecules at `positions` (ascending) on `threads` threads;
+/// [`SubstructureError::Cancelled`] once `stop` is set.
 pub fn match_positions<G: RecordSource>(
     graphs: &G,
     c: &Compiled,
     positions: &[u64],
     threads: usize,
     path: &std::path::Path,
+    stop: Option<&AtomicBool>,
 ) -> Result<GraphMatches, SubstructureError> {
     let n = graphs.count() as u64;
     if let Some(&bad) = positions.iter().find(|&&p| p >= n) {
@@ -316,9 +359,12 @@ pub fn match_positions<G: RecordSource>(
     let run = |part: &[u64]| -> Result<GraphMatches, SubstructureError> {
         let mut out = GraphMatches::default();
         let mut m = MolGraph::default();
-        let mut st = State::default();
+        let mut st = State::until(stop);
         let mut cur = G::Cursor::default();
         for &pos in part {
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                return Err(SubstructureError::Cancelled);
+            }
             let corrupt = |reason: String| SubstructureError::Corrupted {
                 path: path.to_path_buf(),
                 reason: format!("molecule {pos}: {reason}"),
@@ -329,7 +375,11 @@ pub fn match_positions<G: RecordSource>(
                 continue;
             }
             m.decode(rec).map_err(corrupt)?;
-            if contains(c, &mut st, &m) {
+            let found = contains(c, &mut st, &m);
+            if st.stopped() {
+                return Err(SubstructureError::Cancelled);
+            }
+            if found {
                 out.hits.push(pos);
             }
         }
@@ -472,5 +522,100 @@ mod tests {
         assert!(Program::from_json(rec).is_err());
         let bond = r#"{"pattern":{"atoms":["true"],"bonds":[{"a":0,"b":0,"expr":"true"}]}}"#;
         assert!(Program::from_json(bond).is_err());
+    }
+
+    /// An `n` x `n` grid of carbons: bipartite, so it has no odd ring, and paths abound.
+    fn grid(n: usize) -> Vec<u8> {
+        let atoms = vec![(6, 1, 1, false); n * n];
+        let mut bonds = Vec::new();
+        for r in 0..n {
+            for c in 0..n {
+                let i = (r * n + c) as u8;
+                if c + 1 < n {
+                    bonds.push((i, i + 1, 1, true));
+                }
+                if r + 1 < n {
+                    bonds.push((i, i + n as u8, 1, true));
+                }
+            }
+        }
+        record(&atoms, &bonds)
+    }
+
+    /// A ring of `n` carbons joined by any bond.
+    fn ring(n: usize) -> Compiled {
+        let bonds: Vec<(usize, usize, &str)> =
+            (0..n).map(|i| (i, (i + 1) % n, "\"true\"")).collect();
+        Compiled::new(Program::from_json(&chain(&vec![C; n], &bonds)).unwrap())
+    }
+
+    /// Records in memory.
+    struct Records(Vec<Vec<u8>>);
+
+    impl RecordSource for Records {
+        type Cursor = ();
+        fn count(&self) -> usize {
+            self.0.len()
+        }
+        fn record_at<'c>(&'c self, i: usize, _: &'c mut ()) -> Result<&'c [u8], String> {
+            Ok(&self.0[i])
+        }
+    }
+
+    #[test]
+    fn a_stop_flag_ends_a_match_inside_one_molecule() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::{Duration, Instant};
+        let mut m = MolGraph::default();
+        m.decode(&grid(8)).unwrap();
+        // an even ring is found, an odd one never (after trying every path of its length)
+        assert!(contains(&ring(4), &mut State::default(), &m));
+        assert!(!contains(&ring(7), &mut State::default(), &m));
+        let odd = ring(31); // paths on the grid for far longer than this test waits
+        let stop = AtomicBool::new(false);
+        let began = Instant::now();
+        let (found, stopped) = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                stop.store(true, Ordering::Relaxed);
+            });
+            let mut st = State::until(Some(&stop));
+            (contains(&odd, &mut st, &m), st.stopped())
+        });
+        assert!(!found && stopped);
+        assert!(
+            began.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            began.elapsed()
+        );
+        // over many molecules, on threads: an error, not a partial answer
+        let recs = Records(vec![grid(8); 8]);
+        let path = std::path::Path::new("memory");
+        let all = match_positions(&recs, &ring(4), &[0, 3, 7], 2, path, Some(&stop));
+        assert!(matches!(all, Err(SubstructureError::Cancelled)));
+        stop.store(false, Ordering::Relaxed);
+        let all = match_positions(&recs, &ring(4), &[0, 3, 7], 2, path, Some(&stop)).unwrap();
+        assert_eq!(all.hits, [0, 3, 7]);
+        let began = Instant::now();
+        let all = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                stop.store(true, Ordering::Relaxed);
+            });
+            match_positions(
+                &recs,
+                &odd,
+                &(0..8).collect::<Vec<u64>>(),
+                2,
+                path,
+                Some(&stop),
+            )
+        });
+        assert!(matches!(all, Err(SubstructureError::Cancelled)));
+        assert!(
+            began.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            began.elapsed()
+        );
     }
 }

@@ -255,16 +255,28 @@ impl PatternIndex {
         positions: &[u64],
         threads: usize,
     ) -> Result<Option<GraphMatches>, SubstructureError> {
+        self.match_graphs_until(query, positions, threads, None)
+    }
+
+    /// As [`PatternIndex::match_graphs`], ended with [`SubstructureError::Cancelled`] once
+    /// `stop` is set (by another thread), even inside one molecule's match.
+    pub fn match_graphs_until(
+        &self,
+        query: &Compiled,
+        positions: &[u64],
+        threads: usize,
+        stop: Option<&AtomicBool>,
+    ) -> Result<Option<GraphMatches>, SubstructureError> {
         let Some((path, m)) = &self.graphs else {
             return Ok(None);
         };
         self.check_graphs()?;
         if let Some(prepared) = &self.prepared {
             let g = GraphBlocks::new(m, self.len(), path)?.with_prepared(prepared);
-            return match_positions(&g, query, positions, threads, path).map(Some);
+            return match_positions(&g, query, positions, threads, path, stop).map(Some);
         }
         let g = Graphs::new(m, self.len(), path)?;
-        match_positions(&g, query, positions, threads, path).map(Some)
+        match_positions(&g, query, positions, threads, path, stop).map(Some)
     }
 
     /// The dense planes' words and the graphs (every plane and the graphs checked against

@@ -34,7 +34,7 @@ fn index_of(dir: &Path, rows: &[u64], wpr: usize, bits: u32, part: usize) -> Pat
         let c = write_part(&tmp, bits, n, first, &rows[first * wpr..last * wpr], wpr).unwrap();
         counts.iter_mut().zip(c).for_each(|(a, b)| *a += b);
     }
-    finish_index(&store, &tmp, None, bits, counts, serde_json::json!(null)).unwrap();
+    finish_index(&store, &tmp, None, bits, counts, serde_json::json!(null), 1).unwrap();
     let store = Store::open(&dir.join("s.store"), Verify::Full).unwrap();
     PatternIndex::open_in(&store).unwrap()
 }

@@ -4,7 +4,7 @@
 //! number of processes write at once with `pwrite`), and [`finish_index`] checksums the planes,
 //! writes the header, renames both into the store and lists them in its manifest.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use molsift_iostats::CountedFile;
 use molsift_store::{FileEntry, StoreFiles};
@@ -184,7 +184,8 @@ pub fn assemble_graphs(parts_dir: &Path, n: usize, out: &Path) -> Result<(), Sub
 /// its size, checksums each plane, syncs it, writes the header (with `bit_counts`, the sums of
 /// the parts', and `meaning`), renames the planes, the graphs file `graphs_tmp` (when given,
 /// made by [`assemble_graphs`]) and the header into `store`'s directory and lists them in its
-/// manifest. Holds the store's lock meanwhile. Returns the bytes of the planes.
+/// manifest. Holds the store's lock meanwhile. A version-2 store gets the compact form, its
+/// graph blocks compressed on `threads` threads. Returns the bytes of the planes.
 pub fn finish_index(
     store: &dyn StoreFiles,
     planes_tmp: &Path,
@@ -192,6 +193,7 @@ pub fn finish_index(
     bits: u32,
     bit_counts: Vec<u64>,
     meaning: serde_json::Value,
+    threads: usize,
 ) -> Result<u64, SubstructureError> {
     check_bits(bits)?;
     let n = store.len();
@@ -200,6 +202,11 @@ pub fn finish_index(
             "{} bit counts (at most {n} each) for {bits} bits",
             bit_counts.len()
         )));
+    }
+    if store.manifest().format_version >= 2 {
+        return compact_from(
+            store, planes_tmp, graphs_tmp, bits, bit_counts, meaning, threads,
+        );
     }
     let _lock = store.lock()?;
     // temporary files of index runs that were killed (their names tell their process)
@@ -215,47 +222,6 @@ pub fn finish_index(
             "{}: {size} bytes, {expected} expected for {bits} planes of {n} molecules",
             planes_tmp.display()
         )));
-    }
-    let header = |version, planes, plane_xxh3, graphs, kept| Header {
-        format: FORMAT_NAME.into(),
-        version,
-        bits,
-        molecules: n as u64,
-        block: BLOCK as u64,
-        bit_counts: bit_counts.clone(),
-        planes,
-        plane_xxh3,
-        graphs,
-        meaning: meaning.clone(),
-        kept,
-    };
-    if store.manifest().format_version >= 2 {
-        let (w, screen_tmp, blocks_tmp) =
-            compact_from(store, &f, planes_tmp, graphs_tmp, bits, &bit_counts)?;
-        let h = header(
-            crate::layout::COMPACT_VERSION,
-            w.screen.clone(),
-            Vec::new(),
-            Some(w.graphs.clone()),
-            w.planes,
-        );
-        let files = [
-            (
-                screen_tmp.as_path(),
-                crate::compact::SCREEN_FILE,
-                w.screen.clone(),
-            ),
-            (
-                blocks_tmp.as_path(),
-                crate::compact::GRAPH_BLOCKS_FILE,
-                w.graphs,
-            ),
-        ];
-        install(store, &h, &files).inspect_err(|_| {
-            let _ = std::fs::remove_file(&screen_tmp);
-            let _ = std::fs::remove_file(&blocks_tmp);
-        })?;
-        return Ok(w.screen.bytes);
     }
     let pw = plane_words(n);
     let (whole, plane_xxh3) = if size == 0 {
@@ -286,13 +252,19 @@ pub fn finish_index(
         bytes: size,
         xxh3: whole,
     };
-    let h = header(
-        FORMAT_VERSION,
-        planes.clone(),
+    let h = Header {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        bits,
+        molecules: n as u64,
+        block: BLOCK as u64,
+        bit_counts,
+        planes: planes.clone(),
         plane_xxh3,
-        graphs.clone(),
-        Vec::new(),
-    );
+        graphs: graphs.clone(),
+        meaning,
+        kept: Vec::new(),
+    };
     let mut files = vec![(planes_tmp, PLANES_FILE, planes)];
     if let (Some(g), Some(info)) = (graphs_tmp, graphs) {
         files.push((g, GRAPHS_FILE, info));
@@ -340,28 +312,37 @@ fn install(
     Ok(())
 }
 
-/// The compact form (a version-2 store, [`crate::compact`]) written from the dense planes and
-/// the graphs file (temporary files, removed): what was written and the temporary names of
-/// the screen and the graph blocks.
+/// Writes the compact index (a version-2 store, [`crate::compact`]) into `store` from the dense
+/// planes and graphs file a build wrote (temporary files, removed either way).
 fn compact_from(
     store: &dyn StoreFiles,
-    planes: &CountedFile,
     planes_tmp: &Path,
     graphs_tmp: Option<&Path>,
     bits: u32,
-    bit_counts: &[u64],
-) -> Result<(crate::compact::Written, PathBuf, PathBuf), SubstructureError> {
-    use crate::compact::{write_compact, GRAPH_BLOCKS_FILE, SCREEN_FILE};
+    bit_counts: Vec<u64>,
+    meaning: serde_json::Value,
+    threads: usize,
+) -> Result<u64, SubstructureError> {
     let n = store.len();
-    let Some(graphs_tmp) = graphs_tmp else {
-        return Err(SubstructureError::Invalid(
-            "the compact substructure index needs the molecules' graphs".into(),
-        ));
-    };
-    let dir = store.path();
-    let screen_tmp = molsift_store::replace::temporary_sibling(&dir.join(SCREEN_FILE), "tmp");
-    let blocks_tmp = molsift_store::replace::temporary_sibling(&dir.join(GRAPH_BLOCKS_FILE), "tmp");
     let written = (|| {
+        let Some(graphs_tmp) = graphs_tmp else {
+            return Err(SubstructureError::Invalid(
+                "the compact substructure index needs the molecules' graphs".into(),
+            ));
+        };
+        let planes =
+            CountedFile::open(planes_tmp).map_err(|e| SubstructureError::io(planes_tmp, e))?;
+        let size = planes
+            .metadata()
+            .map_err(|e| SubstructureError::io(planes_tmp, e))?
+            .len();
+        let expected = planes_bytes(bits, n);
+        if size != expected {
+            return Err(SubstructureError::Invalid(format!(
+                "{}: {size} bytes, {expected} expected for {bits} planes of {n} molecules",
+                planes_tmp.display()
+            )));
+        }
         // SAFETY: the temporary file is ours and no longer written.
         let m = match n {
             0 => None,
@@ -375,37 +356,99 @@ fn compact_from(
         // SAFETY: the temporary file is ours and no longer written.
         let gm = unsafe { gf.map() }.map_err(|e| SubstructureError::io(graphs_tmp, e))?;
         let graphs = crate::graph::Graphs::new(&gm, n, graphs_tmp)?;
-        write_compact(
-            words,
-            bits,
-            n,
-            bit_counts,
-            &graphs,
-            &screen_tmp,
-            &blocks_tmp,
-        )
+        let pw = plane_words(n);
+        let plane = |b: usize, buf: &mut Vec<u64>| {
+            buf.clear();
+            buf.extend_from_slice(&words[b * pw..(b + 1) * pw]);
+        };
+        finish_compact(store, bits, bit_counts, meaning, &plane, &graphs, threads)
     })();
     let _ = std::fs::remove_file(planes_tmp);
-    let _ = std::fs::remove_file(graphs_tmp);
-    match written {
-        Ok(w) => Ok((w, screen_tmp, blocks_tmp)),
-        Err(e) => {
-            let _ = std::fs::remove_file(&screen_tmp);
-            let _ = std::fs::remove_file(&blocks_tmp);
-            Err(e)
-        }
+    if let Some(g) = graphs_tmp {
+        let _ = std::fs::remove_file(g);
     }
+    written
 }
 
-/// Writes the substructure index of `to`, a store holding the molecules of `from`'s store in
-/// another order (a version-2 store upgraded from it: `source(i)` is the position in `from`'s
-/// store of `to`'s molecule `i`), by carrying the rows and graph records over rather than
-/// computing them again; the same `meaning`. `from` must be the dense form with graphs.
+/// Writes the compact index into `store` (a version-2 store): the screen of the planes
+/// `plane(b, buf)` gives and the graph blocks of `graphs`, under temporary names, then the
+/// header, all installed and listed in the manifest while holding the store's lock. Returns
+/// the bytes of the screen.
+fn finish_compact(
+    store: &dyn StoreFiles,
+    bits: u32,
+    bit_counts: Vec<u64>,
+    meaning: serde_json::Value,
+    plane: &dyn Fn(usize, &mut Vec<u64>),
+    graphs: &dyn crate::compact::Records,
+    threads: usize,
+) -> Result<u64, SubstructureError> {
+    use crate::compact::{write_compact, GRAPH_BLOCKS_FILE, SCREEN_FILE};
+    check_bits(bits)?;
+    let n = store.len();
+    if bit_counts.len() != bits as usize || bit_counts.iter().any(|&c| c > n as u64) {
+        return Err(SubstructureError::Invalid(format!(
+            "{} bit counts (at most {n} each) for {bits} bits",
+            bit_counts.len()
+        )));
+    }
+    let _lock = store.lock()?;
+    // temporary files of index runs that were killed (their names tell their process)
+    molsift_store::replace::sweep_leftovers(store.path(), None);
+    let dir = store.path();
+    let screen_tmp = molsift_store::replace::temporary_sibling(&dir.join(SCREEN_FILE), "tmp");
+    let blocks_tmp = molsift_store::replace::temporary_sibling(&dir.join(GRAPH_BLOCKS_FILE), "tmp");
+    let done = (|| {
+        let w = write_compact(
+            plane,
+            bits,
+            n,
+            &bit_counts,
+            graphs,
+            &screen_tmp,
+            &blocks_tmp,
+            threads,
+        )?;
+        let h = Header {
+            format: FORMAT_NAME.into(),
+            version: crate::layout::COMPACT_VERSION,
+            bits,
+            molecules: n as u64,
+            block: BLOCK as u64,
+            bit_counts: bit_counts.clone(),
+            planes: w.screen.clone(),
+            plane_xxh3: Vec::new(),
+            graphs: Some(w.graphs.clone()),
+            meaning: meaning.clone(),
+            kept: w.planes,
+        };
+        let files = [
+            (screen_tmp.as_path(), SCREEN_FILE, w.screen.clone()),
+            (blocks_tmp.as_path(), GRAPH_BLOCKS_FILE, w.graphs),
+        ];
+        install(store, &h, &files)?;
+        Ok(w.screen.bytes)
+    })();
+    if done.is_err() {
+        let _ = std::fs::remove_file(&screen_tmp);
+        let _ = std::fs::remove_file(&blocks_tmp);
+    }
+    done
+}
+
+/// Writes the substructure index of `to`, a version-2 store holding the molecules of `from`'s
+/// store in another order (upgraded from it: `source[i]` is the position in `from`'s store of
+/// `to`'s molecule `i`), by carrying the rows and graph records over rather than computing
+/// them again; the same `meaning`. `from` must be the dense form with graphs. Each kept plane
+/// is permuted in memory as the compact screen asks for it and each graph record read where
+/// it lies: nothing is written in between, and memory holds one plane at a time besides what
+/// [`crate::compact::write_compact`] keeps; the graph blocks compressed on `threads` threads.
 /// Returns what [`finish_index`] returns.
 pub fn carry_index(
     from: &crate::PatternIndex,
     to: &dyn StoreFiles,
     source: &[u32],
+    threads: usize,
 ) -> Result<u64, SubstructureError> {
     let n = to.len();
     if source.len() != n || from.len() != n || source.iter().any(|&s| s as usize >= n) {
@@ -415,71 +458,34 @@ pub fn carry_index(
             from.len()
         )));
     }
-    let (words, graphs) = from.dense_parts()?;
-    let bits = from.bits();
-    let dir = to.path();
-    let planes_tmp = molsift_store::replace::temporary_sibling(&dir.join(PLANES_FILE), "tmp");
-    let graphs_tmp = molsift_store::replace::temporary_sibling(&dir.join(GRAPHS_FILE), "tmp");
-    let made = (|| {
-        // the planes, one at a time: bit i of the new plane is bit source[i] of the old
-        let pw = plane_words(n);
-        // (written plane by plane: one plane in memory, not the whole file)
-        let io = |e| SubstructureError::io(&planes_tmp, e);
-        let file = CountedFile::create(&planes_tmp).map_err(io)?;
-        let mut plane = vec![0u64; pw];
-        let mut bytes = Vec::with_capacity(pw * 8);
-        for b in 0..bits as usize {
-            let old = &words[b * pw..(b + 1) * pw];
-            plane.iter_mut().for_each(|w| *w = 0);
-            for (i, &s) in source.iter().enumerate() {
-                let s = s as usize;
-                plane[i / 64] |= ((old[s / 64] >> (s % 64)) & 1) << (i % 64);
-            }
-            bytes.clear();
-            plane
-                .iter()
-                .for_each(|w| bytes.extend_from_slice(&w.to_le_bytes()));
-            file.write_all_at(&bytes, (b * pw * 8) as u64).map_err(io)?;
-        }
-        file.sync_all().map_err(io)?;
-        drop(file);
-        // the graph records in the new order ([`crate::graph`]'s file)
-        let mut offsets = Vec::with_capacity(n + 1);
-        let mut body = Vec::new();
-        offsets.push(0u64);
-        for &s in source {
-            let rec = graphs
-                .record(s as usize)
-                .ok_or_else(|| SubstructureError::Corrupted {
-                    path: from.graphs_path(),
-                    reason: format!("molecule {s}: offsets out of order"),
-                })?;
-            body.extend_from_slice(rec);
-            offsets.push(body.len() as u64);
-        }
-        let mut file = Vec::with_capacity(crate::graph::records_start(n) + body.len());
-        file.extend_from_slice(crate::graph::MAGIC);
-        file.extend_from_slice(&(n as u64).to_le_bytes());
-        offsets
-            .iter()
-            .for_each(|o| file.extend_from_slice(&o.to_le_bytes()));
-        file.extend_from_slice(&body);
-        molsift_iostats::write_file(&graphs_tmp, &file, true)
-            .map_err(|e| SubstructureError::io(&graphs_tmp, e))
-    })();
-    let done = made.and_then(|()| {
-        finish_index(
-            to,
-            &planes_tmp,
-            Some(&graphs_tmp),
-            bits,
-            from.bit_counts().to_vec(),
-            from.meaning().clone(),
-        )
-    });
-    if done.is_err() {
-        let _ = std::fs::remove_file(&planes_tmp);
-        let _ = std::fs::remove_file(&graphs_tmp);
+    if to.manifest().format_version < 2 {
+        return Err(SubstructureError::Invalid(
+            "the substructure index is carried only into a version-2 store".into(),
+        ));
     }
-    done
+    let (words, graphs) = from.dense_parts()?;
+    let pw = plane_words(n);
+    // bit i of the new plane is bit source[i] of the old
+    let plane = |b: usize, buf: &mut Vec<u64>| {
+        let old = &words[b * pw..(b + 1) * pw];
+        buf.clear();
+        buf.resize(pw, 0);
+        for (i, &s) in source.iter().enumerate() {
+            let s = s as usize;
+            buf[i / 64] |= ((old[s / 64] >> (s % 64)) & 1) << (i % 64);
+        }
+    };
+    let records = crate::compact::Reordered {
+        graphs: &graphs,
+        source,
+    };
+    finish_compact(
+        to,
+        from.bits(),
+        from.bit_counts().to_vec(),
+        from.meaning().clone(),
+        &plane,
+        &records,
+        threads,
+    )
 }

@@ -250,6 +250,7 @@ def build_pattern_index(
                 [int(c) for c in counts],
                 json.dumps(meaning()),
                 plan["graphs"],
+                threads=workers or os.cpu_count() or 1,
             )
             planes = None
         executor.barrier()
