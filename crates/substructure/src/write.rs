@@ -211,18 +211,7 @@ pub fn finish_index(
     let _lock = store.lock()?;
     // temporary files of index runs that were killed (their names tell their process)
     molsift_store::replace::sweep_leftovers(store.path(), None);
-    let f = CountedFile::open(planes_tmp).map_err(|e| SubstructureError::io(planes_tmp, e))?;
-    let size = f
-        .metadata()
-        .map_err(|e| SubstructureError::io(planes_tmp, e))?
-        .len();
-    let expected = planes_bytes(bits, n);
-    if size != expected {
-        return Err(SubstructureError::Invalid(format!(
-            "{}: {size} bytes, {expected} expected for {bits} planes of {n} molecules",
-            planes_tmp.display()
-        )));
-    }
+    let (f, size) = open_planes(planes_tmp, bits, n)?;
     let pw = plane_words(n);
     let (whole, plane_xxh3) = if size == 0 {
         (checksum(&[]), vec![checksum(&[]); bits as usize])
@@ -312,6 +301,28 @@ fn install(
     Ok(())
 }
 
+/// The dense planes file a build wrote, opened, and its size (checked: `bits` planes of `n`
+/// molecules).
+fn open_planes(
+    planes_tmp: &Path,
+    bits: u32,
+    n: usize,
+) -> Result<(CountedFile, u64), SubstructureError> {
+    let f = CountedFile::open(planes_tmp).map_err(|e| SubstructureError::io(planes_tmp, e))?;
+    let size = f
+        .metadata()
+        .map_err(|e| SubstructureError::io(planes_tmp, e))?
+        .len();
+    let expected = planes_bytes(bits, n);
+    if size != expected {
+        return Err(SubstructureError::Invalid(format!(
+            "{}: {size} bytes, {expected} expected for {bits} planes of {n} molecules",
+            planes_tmp.display()
+        )));
+    }
+    Ok((f, size))
+}
+
 /// Writes the compact index (a version-2 store, [`crate::compact`]) into `store` from the dense
 /// planes and graphs file a build wrote (temporary files, removed either way).
 fn compact_from(
@@ -330,19 +341,7 @@ fn compact_from(
                 "the compact substructure index needs the molecules' graphs".into(),
             ));
         };
-        let planes =
-            CountedFile::open(planes_tmp).map_err(|e| SubstructureError::io(planes_tmp, e))?;
-        let size = planes
-            .metadata()
-            .map_err(|e| SubstructureError::io(planes_tmp, e))?
-            .len();
-        let expected = planes_bytes(bits, n);
-        if size != expected {
-            return Err(SubstructureError::Invalid(format!(
-                "{}: {size} bytes, {expected} expected for {bits} planes of {n} molecules",
-                planes_tmp.display()
-            )));
-        }
+        let (planes, _) = open_planes(planes_tmp, bits, n)?;
         // SAFETY: the temporary file is ours and no longer written.
         let m = match n {
             0 => None,
