@@ -29,8 +29,11 @@ class Live:
         self.port = self.sock.getsockname()[1]
         import uvicorn
 
-        config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="off")
-        self.server = uvicorn.Server(config)
+        from molsift.serve.server import config
+
+        # the HTTP layer `molsift serve` runs (serve/server.py: its connection limits too)
+        cfg = config(app, log_level="error", access_log=False, lifespan="off")
+        self.server = uvicorn.Server(cfg)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
         )

@@ -68,7 +68,7 @@ def test_databases_lists_the_stores_and_what_each_answers(served):
     assert status == 200
     dbs = {d["name"]: d for d in body["databases"]}
     assert dbs["nci"]["molecules"] == len(nci) and dbs["nci2"]["molecules"] == len(nci2)
-    assert dbs["nci"]["types"] == ["similarity", "substructure", "smarts", "exact"]
+    assert dbs["nci"]["types"] == ["similarity", "substructure", "smarts", "exact", "analogs"]
     assert dbs["nci2"]["types"] == ["similarity", "exact"]
     assert dbs["nci"]["format_version"] == 2 and dbs["nci2"]["format_version"] == 2
 
@@ -135,11 +135,13 @@ def test_paging_post_and_downloads_agree(served):
         assert rows[0] == ["rank", "position", "id", "smiles", "score"]
         assert [int(r[1]) for r in rows[1:]] == [h["position"] for h in full["hits"]]
     status, ctype, raw = fetch(
-        live.url("/api/v1/search", db="nci", query="c1ccccc1", threshold=0.1, fmt="ndjson")
+        live.url(
+            "/api/v1/search", db="nci", query="c1ccccc1", threshold=0.1, fmt="ndjson", length=500
+        )
     )
     lines = [json.loads(x) for x in raw.decode().splitlines()]
     assert status == 200 and "ndjson" in ctype
-    assert len(lines) == full["total"] and lines[: len(full["hits"])] == full["hits"]
+    assert lines == full["hits"]  # the same page as the other formats
 
 
 def test_substructure_and_smarts_equal_the_library(served):
@@ -291,7 +293,7 @@ def test_every_search_on_the_one_store(served):
     live, nci, _, _ = served
     status, body = api(live, "/api/v1/databases")
     assert status == 200 and {d["name"]: d["types"] for d in body["databases"]}["nci"] == [
-        "similarity", "substructure", "smarts", "exact"
+        "similarity", "substructure", "smarts", "exact", "analogs"
     ]  # fmt: skip
     mols = [Chem.MolFromSmiles(s) for s in nci.smiles]
     for q, kind in (("c1ccncc1", "substructure"), ("[OX2H]c1ccccc1", "smarts")):
@@ -444,24 +446,29 @@ def test_arthor_substructure_smarts_and_similarity(served):
             assert status == 200 and body["draw"] == start + 1 and body["hasMore"] is False
             assert body["recordsTotal"] == body["recordsFiltered"] == len(want)
             got += body["data"]
-        assert [r[1] for r in got] == want[:30]
+        # five fields: [rank, "SMILES ID", SMILES, ID, db] (docs/serve.md)
+        assert [r[1:4] for r in got] == [arthor_texts(nci, p) for p in want[:30]]
         assert [r[0] for r in got] == list(range(1, len(got) + 1))
-        assert all(r[2] == f"{nci.smiles[r[1]]} {nci.ids[r[1]]}" and r[3] == "nci" for r in got)
+        assert all(len(r) == 5 and r[4] == "nci" for r in got) and "scores" not in body
     status, body = api(live, "/dt/nci/search", query="CC(=O)Nc1ccc(O)cc1", type="Similarity",
                        start=0, length=25)  # fmt: skip
     want = nci.search("CC(=O)Nc1ccc(O)cc1", k=25)
     assert status == 200 and body["recordsTotal"] == len(nci)
-    assert [(r[1], r[3]) for r in body["data"]] == list(
-        zip(want.indices.tolist(), want.scores.tolist())
-    )
+    assert [r[1:4] for r in body["data"]] == [arthor_texts(nci, p) for p in want.indices.tolist()]
+    assert body["scores"] == want.scores.tolist()  # beside the rows, one per row
     # two databases at once: one ranking, each row naming its database
     status, body = api(live, "/dt/{nci,nci2}/search", query="CC(=O)Nc1ccc(O)cc1", length=20)
     assert status == 200 and body["recordsTotal"] == len(nci) + len(nci2)
-    scores = [r[3] for r in body["data"]]
-    assert scores == sorted(scores, reverse=True)
+    scores = body["scores"]
+    assert scores == sorted(scores, reverse=True) and len(scores) == len(body["data"]) == 20
     a, b = nci.search("CC(=O)Nc1ccc(O)cc1", k=20), nci2.search("CC(=O)Nc1ccc(O)cc1", k=20)
     merged = sorted([*a.scores.tolist(), *b.scores.tolist()], reverse=True)[:20]
     assert scores == merged and {r[4] for r in body["data"]} == {"nci", "nci2"}
+
+
+def arthor_texts(store, pos: int) -> list:
+    """Fields 1 to 3 of an Arthor row of store position `pos`: "SMILES ID", SMILES, ID."""
+    return [f"{store.smiles[pos]} {store.ids[pos]}", store.smiles[pos], store.ids[pos]]
 
 
 @pytest.mark.parametrize(
@@ -538,9 +545,10 @@ def test_smallworld_submit_view_export(served):
     assert rows[1].split("\t")[0] == f"{nci2.smiles[want.indices[0]]} {nci2.ids[want.indices[0]]}"
     status, body = api(live, "/search/config")
     assert status == 200 and body["ScoreFuncs"][0]["name"] == "ECFP4"
-    status, body = api(live, "/search/maps")
-    assert status == 200 and {m["name"] for m in body} == {"nci", "nci2"}
-    assert all(m["numEntries"] > 0 and m["status"] == "Available" for m in body)
+    status, body = api(live, "/search/maps")  # an object keyed by name, as clients read it
+    assert status == 200 and set(body) == {"nci", "nci2"}
+    assert all(m["name"] == name for name, m in body.items())
+    assert all(m["numEntries"] > 0 and m["status"] == "Available" for m in body.values())
 
 
 def test_smallworld_submit_answers_dist_with_analog_search(served):
@@ -642,7 +650,18 @@ def test_docs_are_served_without_a_cdn(served):
 
 TRAVERSAL = "../../../../../../etc/passwd"
 ENDPOINTS = {
-    "/api/v1/search": ["db", "query", "type", "threshold", "k", "start", "length", "fmt"],
+    "/api/v1/search": [
+        "db",
+        "query",
+        "type",
+        "threshold",
+        "k",
+        "start",
+        "length",
+        "fmt",
+        "dist",
+        "tdn",
+    ],
     "/api/v1/depict": ["smiles", "width", "height"],
     "/dt/nci/search": ["query", "type", "start", "length", "draw", "fmt"],
     "/search/submit": ["smi", "db", "dist", "scores"],
@@ -665,3 +684,171 @@ def test_traversal_and_malformed_values_in_every_parameter(served, path):
             assert status < 500, (path, name, value, raw[:200])
             assert b"Traceback" not in raw and b"root:x:0" not in raw
     assert api(live, "/api/v1/databases")[0] == 200
+
+
+# One API for every search: analogs in /api/v1/search, every format paged
+
+
+def analog_rows(store, query, dist, caps=None, k=None) -> list[dict]:
+    """store.analogs as /api/v1/search's rows (rank, position, id, SMILES, score, distance,
+    edits by kind, mut)."""
+    want = store.analogs(query, max_dist=dist, limits=caps, k=k)
+    kinds = ("tdn", "tup", "rdn", "rup", "ldn", "lup")
+    rows = []
+    for i, pos in enumerate(want["position"].tolist()):
+        row = {"rank": i + 1, "position": pos, "id": store.ids[pos], "smiles": store.smiles[pos],
+               "score": float(want["tanimoto"][i]),
+               "distance": int(want["distance"][i])}  # fmt: skip
+        row.update({kind: int(want[kind][i]) for kind in kinds})
+        row["mut"] = int(want["mut"][i])
+        rows.append(row)
+    return rows
+
+
+def test_api_v1_analogs_equal_store_analogs(served):
+    """type=analogs takes dist, k and the per-kind limits as store.analogs does (dist 2 and no
+    limits by default); its hits, paged, in every format, GET and POST, equal store.analogs."""
+    live, nci, _, _ = served
+    smi = "CC(=O)Nc1ccc(O)cc1"
+    for dist, caps in ((2, None), (3, {"rup": 0, "tdn": 3}), (1, {"ldn": 0})):
+        want = analog_rows(nci, smi, dist, caps)
+        status, body = api(live, "/api/v1/search", db="nci", query=smi, type="analogs",
+                           dist=dist, length=500, **(caps or {}))  # fmt: skip
+        assert status == 200, body
+        assert body["total"] == len(want) > 0 and body["hits"] == want[:500]
+        assert body["dist"] == dist and body["limits"] == (caps or {})
+        assert body["partial"] is False and body["type"] == "analogs"
+        if caps:
+            assert all(h["rup"] == 0 and h["tdn"] <= 3 for h in body["hits"]) or dist == 1
+    # the defaults: dist 2, no per-kind limit (store.analogs')
+    want = analog_rows(nci, smi, 2)
+    status, body = api(live, "/api/v1/search", db="nci", query=smi, type="analogs", length=500)
+    assert status == 200 and body["hits"] == want and body["dist"] == 2 and body["limits"] == {}
+    # pages of 7, in json and ndjson, equal the whole
+    pages, lines = [], []
+    for start in range(0, len(want), 7):
+        params = {"db": "nci", "query": smi, "type": "analogs", "start": start, "length": 7}
+        pages += api(live, "/api/v1/search", **params)[1]["hits"]
+        raw = fetch(live.url("/api/v1/search", fmt="ndjson", **params))[2]
+        lines += [json.loads(x) for x in raw.decode().splitlines()]
+    assert pages == want and lines == want
+    # k: the k best, as store.analogs(k=)
+    status, body = api(live, "/api/v1/search", db="nci", query=smi, type="analogs", dist=3, k=9)
+    assert body["hits"] == analog_rows(nci, smi, 3, k=9) and body["k"] == 9
+    # POST with the same fields
+    post = {"db": "nci", "query": smi, "type": "analogs", "dist": 3, "rup": 0, "tdn": 3,
+            "length": 500}  # fmt: skip
+    status, _, raw = fetch(live.url("/api/v1/search"), json.dumps(post).encode(),
+                           {"Content-Type": "application/json"})  # fmt: skip
+    assert (
+        status == 200
+        and json.loads(raw)["hits"] == analog_rows(nci, smi, 3, {"rup": 0, "tdn": 3})[:500]
+    )
+    # tsv carries the analog columns
+    status, _ctype, raw = fetch(live.url("/api/v1/search", db="nci", query=smi, type="analogs",
+                                         fmt="tsv", length=500))  # fmt: skip
+    rows = list(csv.reader(io.StringIO(raw.decode()), delimiter="\t"))
+    assert rows[0] == ["rank", "position", "id", "smiles", "score", "distance", "tdn", "tup",
+                       "rdn", "rup", "ldn", "lup", "mut"]  # fmt: skip
+    assert [int(r[1]) for r in rows[1:]] == [h["position"] for h in want]
+    assert [int(r[5]) for r in rows[1:]] == [h["distance"] for h in want]
+    # the fast GET and the documented route answer alike
+    params = {"db": "nci", "query": smi, "type": "analogs", "dist": 1, "length": 50}
+    status, body = api(live, "/api/v1/search", **params)
+    inner = live.app
+    while not hasattr(inner, "openapi"):
+        inner = inner.app
+    inner_status, inner_body = asgi_json(inner, "/api/v1/search", **params)
+    body.pop("ms"), inner_body.pop("ms")
+    assert (status, body) == (inner_status, inner_body)
+
+
+@pytest.mark.parametrize(
+    "params,words",
+    [
+        ({"db": "nci2", "type": "analogs"}, "analog index"),
+        ({"db": "nci", "type": "analogs", "dist": 9}, "dist=9"),
+        ({"db": "nci", "type": "analogs", "dist": "two"}, "dist="),
+        ({"db": "nci", "type": "analogs", "rup": 255}, "rup=255"),
+        ({"db": "nci", "type": "analogs", "tdn": -1}, "tdn=-1"),
+        ({"db": "nci", "type": "analogs", "k": 0}, "k=0"),
+        ({"db": "nci", "type": "analogs", "query": "C1CC"}, "invalid"),
+        ({"db": "nci", "type": "analogs", "query": "[H][H]"}, "heavy atom"),
+    ],
+)
+def test_api_v1_analogs_bad_requests(served, params, words):
+    status, body = api(served[0], "/api/v1/search", **{"query": "CCO", **params})
+    assert status == 400 and words in body["error"], body
+
+
+def test_ndjson_pages_like_the_other_formats(served):
+    """fmt=ndjson answers the page start/length asks for (the same rows as JSON), not every
+    hit."""
+    live = served[0]
+    for kind, query in (("similarity", "c1ccccc1"), ("substructure", "c1ccccc1")):
+        params = {"db": "nci", "query": query, "type": kind, "threshold": 0.1}
+        _, full = api(live, "/api/v1/search", length=500, **params)
+        assert full["total"] > 20
+        for start, length in ((0, 3), (5, 4), (full["total"] - 2, 10), (0, 0)):
+            status, ctype, raw = fetch(live.url("/api/v1/search", fmt="ndjson", start=start,
+                                                length=length, **params))  # fmt: skip
+            lines = [json.loads(x) for x in raw.decode().splitlines()]
+            assert status == 200 and "ndjson" in ctype
+            page = api(live, "/api/v1/search", start=start, length=length, **params)[1]["hits"]
+            assert lines == page
+            if start + length <= len(full["hits"]):
+                assert lines == full["hits"][start : start + length]
+            assert len(lines) == max(0, min(length, full["total"] - start))
+    status, body = api(live, "/api/v1/search", db="nci", query="CCO", fmt="ndjson", length=501)
+    assert status == 400 and "length=501" in body["error"]
+
+
+def test_openapi_documents_analogs_and_paged_ndjson(served):
+    status, body = api(served[0], "/openapi.json")
+    assert status == 200
+    get = body["paths"]["/api/v1/search"]["get"]
+    params = {p["name"]: p["description"] for p in get["parameters"]}
+    assert "analogs" in params["type"] and "analogs" in params["dist"]
+    assert all(kind in params for kind in ("tdn", "tup", "rdn", "rup", "ldn", "lup"))
+    assert "the page" in params["fmt"]
+    post = body["components"]["schemas"]["SearchBody"]["properties"]
+    assert {"dist", "tdn", "lup"} <= set(post)
+
+
+def test_smallworld_several_smi_refused_and_length_clamped(served):
+    """Several smi on /search/submit: 400 in words (naming the batch form), not the last one
+    searched silently; a length over the cap on /search/view (the fixture's 500): clamped, and
+    the answer says so; a negative length is still a 400."""
+    live, nci, _, _ = served
+    url = live.url("/search/submit", db="nci") + "&smi=CCO&smi=c1ccccc1O"
+    status, _ctype, raw = fetch(url)
+    assert status == 400 and "2 smi parameters" in json.loads(raw)["error"]
+    assert "/search/view" in json.loads(raw)["error"]
+    status, _ctype, lines = submit(live, "c1ccccc1O")
+    hlid = json.loads(lines[-1][5:])["hlid"]
+    status, body = api(live, "/search/view", hlid=hlid, start=0, length=20000)
+    assert status == 200 and body["length"] == 500 and "length=20000" in body["warning"]
+    assert len(body["data"]) == min(500, body["recordsTotal"])
+    status, body = api(live, "/search/view", hlid=hlid, start=0, length=5)
+    assert status == 200 and "warning" not in body and "length" not in body
+    status, body = api(live, "/search/view", smi="c1ccccc1O", db="nci", length=20000)
+    want = nci.search("c1ccccc1O", k=500)
+    assert status == 200 and "length=20000" in body["warning"]
+    assert [r[0]["hitSmiles"] for r in body["data"]] == [
+        f"{nci.smiles[p]} {nci.ids[p]}" for p in want.indices.tolist()
+    ]
+    status, _ctype, raw = fetch(
+        live.url("/search/view", smi="c1ccccc1O", db="nci", length=20000, fmt="tsv")
+    )
+    assert status == 200 and len(raw.decode().splitlines()) == 1 + 500
+    status, body = api(live, "/search/view", hlid=hlid, start=0, length=-1)
+    assert status == 400 and "length=-1" in body["error"]
+
+
+def test_arthor_length_over_the_cap_is_clamped_and_said(served):
+    live, nci, _, _ = served
+    status, body = api(live, "/dt/nci/search", query="c1ccccc1", type="Substructure", length=5000)
+    want = nci.substructure("c1ccccc1").tolist()
+    assert status == 200 and len(want) > 500 and len(body["data"]) == 500
+    assert "length=5000" in body["warning"] and body["recordsTotal"] == len(want)
+    assert [r[1:4] for r in body["data"]] == [arthor_texts(nci, p) for p in want[:500]]

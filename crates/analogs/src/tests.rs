@@ -235,3 +235,50 @@ fn keys_stay_those_of_the_indexes_already_built() {
         ]
     );
 }
+
+#[test]
+fn a_stop_flag_ends_the_walk_as_the_deadline_does() {
+    use crate::{skeleton_of_smiles, walk, SkeletonGroups, WalkOptions};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let lib = SkeletonGroups::build(
+        &[
+            "CCO",
+            "c1ccccc1",
+            "CC(C)Cc1ccc(cc1)C(C)C(=O)O",
+            "CC(=O)Nc1ccccc1",
+        ],
+        1,
+        100_000,
+    );
+    let q = skeleton_of_smiles("CC(=O)Nc1ccc(O)cc1CCN").unwrap();
+    // set before the walk: it stops at the first check (every 256 edits)
+    let stop = AtomicBool::new(true);
+    let mut opts = WalkOptions::new(8);
+    opts.stop = Some(&stop);
+    let stats = walk(&q, &opts, &lib.keys, |_| false).unwrap();
+    assert!(stats.timed_out && stats.complete_to < 8 && stats.edges == 256);
+    // unset: the walk runs to its end
+    stop.store(false, Ordering::Relaxed);
+    let mut opts = WalkOptions::new(2);
+    opts.stop = Some(&stop);
+    let stats = walk(&q, &opts, &lib.keys, |_| false).unwrap();
+    assert!(!stats.timed_out && stats.complete_to == 2 && stats.edges > 256);
+    // set by another thread while a long walk (to distance 8) runs
+    let mut opts = WalkOptions::new(8);
+    opts.stop = Some(&stop);
+    let began = Instant::now();
+    let stats = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            stop.store(true, Ordering::Relaxed);
+        });
+        walk(&q, &opts, &lib.keys, |_| false).unwrap()
+    });
+    assert!(stats.timed_out && stats.complete_to < 8);
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
+}

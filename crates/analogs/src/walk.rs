@@ -18,6 +18,7 @@
 //! caller can keep the path whose mapping it likes best.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::canon::canonical;
 use crate::edits::{
@@ -168,7 +169,8 @@ pub struct WalkStats {
     /// the last distance searched completely: every hit up to it was reported (less than the
     /// walk's `max_dist` when the deadline or `hit` ended it early)
     pub complete_to: usize,
-    /// whether the deadline ended the walk (hits beyond `complete_to` may be missing)
+    /// whether the deadline (or the stop flag) ended the walk (hits beyond `complete_to` may
+    /// be missing)
     pub timed_out: bool,
 }
 
@@ -235,14 +237,21 @@ impl<'g> Graph<'g> {
     }
 }
 
-/// Counts one edit considered; false once the walk is out of time (the deadline is read every
-/// 256 edits), and from then on.
-fn count_edit(stats: &mut WalkStats, deadline: Option<std::time::Instant>) -> bool {
+/// Counts one edit considered; false once the walk is out of time or told to stop (the
+/// deadline and the stop flag are read every 256 edits), and from then on.
+fn count_edit(
+    stats: &mut WalkStats,
+    deadline: Option<std::time::Instant>,
+    stop: Option<&AtomicBool>,
+) -> bool {
     if stats.timed_out {
         return false;
     }
     stats.edges += 1;
-    if stats.edges % 256 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+    if stats.edges % 256 == 0
+        && (deadline.is_some_and(|d| std::time::Instant::now() >= d)
+            || stop.is_some_and(|s| s.load(Ordering::Relaxed)))
+    {
         stats.timed_out = true;
     }
     !stats.timed_out
@@ -310,8 +319,8 @@ pub enum Event<'a> {
 }
 
 /// How far and how a walk searches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WalkOptions {
+#[derive(Debug, Clone, Copy)]
+pub struct WalkOptions<'a> {
     /// the largest distance searched
     pub max_dist: usize,
     /// the most edits of each kind a path may use
@@ -321,20 +330,24 @@ pub struct WalkOptions {
     /// when it passes, the walk stops where it is (checked every 256 edits) with `timed_out`
     /// set; every hit up to `complete_to` was still reported
     pub deadline: Option<std::time::Instant>,
+    /// when set (by another thread), the walk stops as at the deadline: a caller's way to
+    /// end a walk whose answer nobody waits for any more
+    pub stop: Option<&'a AtomicBool>,
     /// find each distance's hits before canonicalizing its graphs for the next distance
     /// (cheap: only graphs the WL filter passes are canonicalized); pays when `on` is likely
     /// to end the walk early (a top-k search), costs one more pass over the edits otherwise
     pub probe: bool,
 }
 
-impl WalkOptions {
-    /// To `max_dist`, no limits, 100,000 leaves, no deadline.
-    pub fn new(max_dist: usize) -> WalkOptions {
+impl WalkOptions<'_> {
+    /// To `max_dist`, no limits, 100,000 leaves, no deadline, no stop flag.
+    pub fn new(max_dist: usize) -> WalkOptions<'static> {
         WalkOptions {
             max_dist,
             limits: UNLIMITED,
             max_leaves: 100_000,
             deadline: None,
+            stop: None,
             probe: false,
         }
     }
@@ -346,7 +359,7 @@ impl WalkOptions {
 /// to rank the nearest k).
 pub fn walk<L: Library>(
     query: &Skeleton,
-    opts: &WalkOptions,
+    opts: &WalkOptions<'_>,
     library: &L,
     mut on: impl FnMut(Event<'_>) -> bool,
 ) -> Result<WalkStats, AnalogError> {
@@ -355,6 +368,7 @@ pub fn walk<L: Library>(
         limits,
         max_leaves,
         deadline,
+        stop,
         probe,
     } = *opts;
     let mut stats = WalkStats::default();
@@ -412,7 +426,7 @@ pub fn walk<L: Library>(
                 let mask = kinds_worth(library, &mut graph, &mut stats);
                 edit_list(g, mask, &mut list);
                 for &e in &list {
-                    if !count_edit(&mut stats, deadline) {
+                    if !count_edit(&mut stats, deadline, stop) {
                         break;
                     }
                     let k = e.kind as usize;
@@ -472,7 +486,7 @@ pub fn walk<L: Library>(
             };
             edit_list(g, mask, &mut list);
             for &e in &list {
-                if !count_edit(&mut stats, deadline) {
+                if !count_edit(&mut stats, deadline, stop) {
                     break;
                 }
                 let k = e.kind as usize;

@@ -127,6 +127,7 @@ impl PySkeletonLibrary {
             limits,
             max_leaves,
             deadline: None,
+            stop: None,
             probe: stop_after != usize::MAX,
         };
         let molecules = |key| lib.groups[&key].clone();
@@ -272,7 +273,7 @@ fn timed_walk<L: molsift_analogs::Library + Sync>(
     py: Python<'_>,
     n: usize,
     bonds: &[(u32, u32)],
-    opts: &WalkOptions,
+    opts: &WalkOptions<'_>,
     library: &L,
     stop_after: usize,
     molecules: impl Fn(u128) -> Vec<u32> + Send + Sync,
@@ -427,12 +428,13 @@ impl PyAnalogIndex {
     /// `stop_after`: end with the distance at which that many molecules are found;
     /// `timeout_s`: stop there (stats `timed_out` 1; hits up to `complete_to` are complete);
     /// `on_level(distance, hits)`: called as each distance completes, with its hits (then only
-    /// the hits of an unfinished distance are returned).
-    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None, elements=None))]
+    /// the hits of an unfinished distance are returned); `cancel` (a `CancelFlag`): the walk
+    /// stops once it is set (read every 256 edits) and raises `Cancelled`.
+    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None, elements=None, cancel=None))]
     #[allow(clippy::type_complexity, clippy::too_many_arguments)] // the Python signature
-    fn walk(
+    fn walk<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         n: usize,
         bonds: Vec<(u32, u32)>,
         max_dist: usize,
@@ -441,12 +443,15 @@ impl PyAnalogIndex {
         timeout_s: Option<f64>,
         on_level: Option<Py<PyAny>>,
         elements: Option<Vec<String>>,
+        cancel: Option<PyRef<'py, crate::cancel::PyCancelFlag>>,
     ) -> PyResult<(Hits, PyHitPaths, Vec<(&'static str, u64)>)> {
+        let stop = crate::cancel::shared(cancel);
         let opts = WalkOptions {
             max_dist,
             limits,
             max_leaves: self.inner.header().max_leaves,
             deadline: deadline(timeout_s)?,
+            stop: stop.as_deref(),
             probe: stop_after != usize::MAX,
         };
         let index = &self.inner;
@@ -468,6 +473,9 @@ impl PyAnalogIndex {
             codes.as_deref(),
             on_level.as_ref(),
         )?;
+        if stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Err(crate::error::cancelled());
+        }
         let paths = PyHitPaths {
             query: codes.unwrap_or_default(),
             hits: paths,

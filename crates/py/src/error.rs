@@ -1,6 +1,7 @@
 //! The one place core errors become Python exceptions: `MolsiftError` and its subclasses
-//! `InputError` (reading input files) and `StoreError` (creating or opening stores), and the
-//! built-in `ValueError` / `OSError` where Python code expects those.
+//! `InputError` (reading input files), `StoreError` (creating or opening stores) and
+//! `Cancelled` (a search stopped by its `CancelFlag`), and the built-in `ValueError` /
+//! `OSError` where Python code expects those.
 
 use std::path::Path;
 
@@ -27,6 +28,17 @@ create_exception!(
     MolsiftError,
     "A store cannot be written, merged or opened."
 );
+create_exception!(
+    _core,
+    Cancelled,
+    MolsiftError,
+    "A search stopped because its cancel flag was set."
+);
+
+/// The error of a search whose cancel flag was set.
+pub fn cancelled() -> PyErr {
+    Cancelled::new_err("the search was cancelled")
+}
 
 /// Converts an input-reading error.
 pub fn input_err(e: molsift_io::IoError) -> PyErr {
@@ -60,6 +72,7 @@ pub fn substructure_err(e: molsift_substructure::SubstructureError) -> PyErr {
     use molsift_substructure::SubstructureError as E;
     match e {
         E::Invalid(_) => PyValueError::new_err(e.to_string()),
+        E::Cancelled => cancelled(),
         other => StoreError::new_err(other.to_string()),
     }
 }
@@ -115,5 +128,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MolsiftError", py.get_type::<MolsiftError>())?;
     m.add("InputError", py.get_type::<InputError>())?;
     m.add("StoreError", py.get_type::<StoreError>())?;
+    m.add("Cancelled", py.get_type::<Cancelled>())?;
     Ok(())
 }

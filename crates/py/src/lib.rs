@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 
 mod analogs;
+mod cancel;
 mod cube;
 mod error;
 mod fp;
@@ -26,6 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     search::register(m)?;
     substructure::register(m)?;
     analogs::register(m)?;
+    cancel::register(m)?;
     cube::register(m)?;
     fp::register(m)?;
     iostats::register(m)?;

@@ -7,7 +7,9 @@ fingerprints), then store position.
 hits of each distance as soon as that distance has been searched completely, so the nearest
 arrive first. Both stop at the distance where `k` molecules are reached (all of that distance
 still come, so the k best by the ranking are among them), or at `timeout` seconds, marking the
-result partial: every hit up to `complete_to` is then still there."""
+result partial: every hit up to `complete_to` is then still there. A `cancel` flag
+(`molsift.cancel`) set while the walk runs ends it with `Cancelled` (inside the walk when the
+built extension's walk takes the flag, else as the next distance completes)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..cancel import check, kernel_flag
 from .skeleton import KINDS, elements_of, skeleton_of
 
 if TYPE_CHECKING:
@@ -195,6 +198,12 @@ def _prepare(store, query, max_dist, k, limits, timeout, lock):
     return bits, args, elements, _index(store)
 
 
+def _walk_extra(cancel) -> dict:
+    """The walk's cancel argument: none for an Event, or an extension built before it."""
+    flag = kernel_flag(cancel)
+    return {} if flag is None else {"cancel": flag}
+
+
 def analogs(
     store,
     query,
@@ -203,15 +212,17 @@ def analogs(
     limits: Mapping[str, int] | None = None,
     timeout: float | None = None,
     lock=None,
+    cancel=None,
 ) -> Analogs:
     """The molecules of `store` within `max_dist` edits of `query` (SMILES or RDKit Mol), in rank
     order. `k`: stop at the distance where k molecules are reached and keep the k best;
     `limits`: the most edits of each kind, e.g. {"rup": 0, "tdn": 2}; `timeout`: seconds, after
     which the result is partial; `lock`: held around the RDKit work (a server sharing the store
-    between threads). ValueError for a bad query or argument, StoreError when the store has no
-    analog index."""
+    between threads); `cancel`: a flag that ends the walk with `Cancelled` once set. ValueError
+    for a bad query or argument, StoreError when the store has no analog index."""
     bits, args, elements, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
-    hits, paths, stats = index.walk(*args, elements=elements)
+    hits, paths, stats = index.walk(*args, elements=elements, **_walk_extra(cancel))
+    check(cancel)
     stats = dict(stats)
     cols = _rank(store, bits, hits, index, paths, k)
     return Analogs(cols, int(stats["complete_to"]), bool(stats["timed_out"]), stats)
@@ -225,6 +236,7 @@ def iter_analogs(
     limits: Mapping[str, int] | None = None,
     timeout: float | None = None,
     lock=None,
+    cancel=None,
 ) -> Iterator[Analogs]:
     """As `analogs`, one `Analogs` per distance (0, 1, 2, ...), each handed out as soon as that
     distance has been searched completely (the walk goes on meanwhile). With `k`, the last
@@ -234,14 +246,19 @@ def iter_analogs(
     out: queue.Queue = queue.Queue()
     stop = threading.Event()
 
+    extra = _walk_extra(cancel)
+
     def level(d, hits, paths) -> None:
         if stop.is_set():  # the consumer is gone: end the walk at this distance
             raise _Stopped
+        check(cancel)  # handed to the consumer as an error
         out.put(("level", d, hits, paths))
 
     def run() -> None:
         try:
-            out.put(("end", index.walk(*args, on_level=level, elements=elements)))
+            found = index.walk(*args, on_level=level, elements=elements, **extra)
+            check(cancel)
+            out.put(("end", found))
         except _Stopped:
             pass
         except BaseException as exc:  # handed to the consumer, raised there

@@ -1,9 +1,12 @@
 """`molsift serve STORE... [--name NAME=STORE] [--host 127.0.0.1] [--port 8080]`: the stores behind
 an HTTP service (python/molsift/serve). Loopback unless told otherwise; stores are named here,
-never by a request."""
+never by a request. The service's limits (searches and depictions at once, time limits, body
+and header sizes, connection timeouts: docs/serve.md, "Limits") are options here, each defaulting
+to `serve.limits.Limits`."""
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
 import sys
 
@@ -23,11 +26,13 @@ def add_parser(subparsers):
         subparsers,
         "serve",
         help="serve stores over HTTP (search API, OpenAPI docs at /docs)",
-        description="Serve stores over HTTP: similarity, substructure, SMARTS and exact search "
-        "(GET or POST /api/v1/search), the database list (/api/v1/databases), SVG depictions "
-        "(/api/v1/depict) and the OpenAPI schema (/docs, /openapi.json). Each store is opened "
-        "once and kept warm. One JSON line per request goes to the access log (stderr unless "
-        "--access-log).",
+        description="Serve stores over HTTP: similarity, substructure, SMARTS, exact and analog "
+        "search (GET or POST /api/v1/search), the database list (/api/v1/databases), SVG "
+        "depictions (/api/v1/depict, the match highlighted) and the OpenAPI schema (/docs, "
+        "/openapi.json); a search page with a structure editor at /; the request shapes of "
+        "Arthor's and SmallWorld's clients (docs/serve.md). Each store is opened once and kept "
+        "warm; every request is bounded (the options below). One JSON line per request goes to "
+        "the access log (stderr unless --access-log).",
         examples=EXAMPLES,
     )
     p.add_argument("stores", nargs="*", metavar="STORE", help="stores, named after their folder")
@@ -44,13 +49,80 @@ def add_parser(subparsers):
         "--max-concurrent",
         type=at_least_one,
         default=None,
-        help="searches running at once; others wait, then get 503 (default: the cores)",
+        help="light searches (similarity, exact) running at once; others wait, then get 503 "
+        "(default: the cores)",
+    )
+    p.add_argument(
+        "--max-heavy",
+        type=at_least_one,
+        default=None,
+        help="heavy searches (substructure, SMARTS, analogs from --heavy-dist edits) running at "
+        "once, in slots of their own (default: half the cores, at least 1)",
+    )
+    p.add_argument(
+        "--heavy-dist",
+        type=at_least_one,
+        default=default_of(Limits, "heavy_dist"),
+        help="analog searches of this many edits or more are heavy (default %(default)s)",
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=default_of(Limits, "timeout_s"),
-        help="seconds a search may take before the answer is 504 (default %(default)s)",
+        help="seconds a search may take before the answer is 504 and the search is stopped "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--queue-wait",
+        type=seconds,
+        default=default_of(Limits, "queue_wait_s"),
+        help="seconds a search or depiction waits for a free slot before the answer is 503 "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--max-depict",
+        type=at_least_one,
+        default=default_of(Limits, "max_depict_concurrent"),
+        help="depictions drawn at once, each in a worker process (default %(default)s)",
+    )
+    p.add_argument(
+        "--depict-timeout",
+        type=seconds,
+        default=default_of(Limits, "depict_timeout_s"),
+        help="seconds a depiction may take before the answer is 504 and its worker is ended "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--max-depict-atoms",
+        type=at_least_one,
+        default=default_of(Limits, "max_depict_atoms"),
+        help="heavy atoms of the largest molecule drawn; more is 413 (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-body",
+        type=at_least_one,
+        default=default_of(Limits, "max_body_bytes"),
+        metavar="BYTES",
+        help="bytes of a request body, chunked or not; more is 413 (default %(default)s)",
+    )
+    p.add_argument(
+        "--read-timeout",
+        type=seconds,
+        default=default_of(Limits, "read_timeout_s"),
+        help="seconds a request's headers and body may take to arrive; then 408 and the "
+        "connection is closed (default %(default)s)",
+    )
+    p.add_argument(
+        "--keep-alive",
+        type=seconds,
+        default=default_of(Limits, "keep_alive_s"),
+        help="seconds an idle kept-alive connection stays open (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=at_least_one,
+        default=default_of(Limits, "max_connections"),
+        help="open connections; more are answered 503 and closed (default %(default)s)",
     )
     p.add_argument(
         "--max-length",
@@ -60,6 +132,17 @@ def add_parser(subparsers):
     )
     p.add_argument("--access-log", metavar="FILE", help="append the JSON access log here")
     return p
+
+
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds from the command line."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 def _is_loopback(host: str) -> bool:
@@ -93,6 +176,7 @@ def run(args) -> int:
 
     from ..serve import create_app
     from ..serve.limits import Limits
+    from ..serve.server import config as server_config
 
     try:
         catalog = catalog_from(args.stores, args.name)
@@ -105,9 +189,23 @@ def run(args) -> int:
             "reach this machine can search these stores",
             file=sys.stderr,
         )
-    limits = Limits(timeout_s=args.timeout, max_length=args.max_length)
+    limits = Limits(
+        timeout_s=args.timeout,
+        max_length=args.max_length,
+        heavy_dist=args.heavy_dist,
+        queue_wait_s=args.queue_wait,
+        max_depict_concurrent=args.max_depict,
+        depict_timeout_s=args.depict_timeout,
+        max_depict_atoms=args.max_depict_atoms,
+        max_body_bytes=args.max_body,
+        read_timeout_s=args.read_timeout,
+        keep_alive_s=args.keep_alive,
+        max_connections=args.max_connections,
+    )
     if args.max_concurrent:
         limits.max_concurrent = args.max_concurrent
+    if args.max_heavy:
+        limits.max_heavy = args.max_heavy
     log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None  # noqa: SIM115
     try:
         app = create_app(catalog, limits, log)
@@ -121,7 +219,10 @@ def run(args) -> int:
             f"molsift serve: http://{args.host}:{args.port}/api/v1/databases (docs: /docs)",
             file=sys.stderr,
         )
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        config = server_config(
+            app, host=args.host, port=args.port, log_level="warning", access_log=False
+        )
+        uvicorn.Server(config).run()
     finally:
         catalog.close()
         if log is not None:

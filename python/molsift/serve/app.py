@@ -1,10 +1,14 @@
 """The ASGI app: the routers (our API v1, Arthor's and SmallWorld's shapes), one JSON access-log
-line per request (endpoint, db, type, ms, hits, status), request bodies bounded, `//` in paths
-read as `/`, and every error answered as JSON `{"error": message}` with a 4xx status (5xx only
-for busy, timed out or a fault of ours, never with a traceback)."""
+line per request (endpoint, db, type, ms, hits, status), request bodies bounded (every body,
+chunked too: 413 as soon as the limit is passed, and the connection closed), a response header
+that could not be sent (a line break in it) answered 500 instead of a dropped connection, `//`
+in paths read as `/`, and every error answered as JSON `{"error": message}` with a 4xx status
+(5xx only for busy, timed out or a fault of ours, never with a traceback). The connection
+limits (header and idle timeouts) are the HTTP layer's: server.py."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sys
@@ -15,21 +19,24 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
-from swagger_ui_bundle import swagger_ui_path
 
 from .. import __version__
 from .._core import StoreError
 from . import api_v1, arthor, queries, smallworld
 from .catalog import Catalog
+from .depict import Depicter
 from .fast import FastGets, FastRoutes
 from .limits import Gate, Limits, ServiceError
 
 log = logging.getLogger("molsift.serve")
 #: the search page: HTML, CSS and JavaScript shipped in the package
 PAGE = Path(__file__).parent / "page"
+#: Swagger UI 5 for /docs (FastAPI's schema is OpenAPI 3.1), vendored from npm at build time by
+#: scripts/vendor_js.sh (the search page's editor too: page/vendor/jsme)
+SWAGGER = PAGE / "vendor" / "swagger-ui"
 
 
 def _error(status: int, message: str):
@@ -50,22 +57,38 @@ def _damaged(catalog: Catalog, exc: StoreError):
 def create_app(catalog: Catalog, limits: Limits, access_log=None):
     """The ASGI app for `catalog`; `access_log` is a text stream for the JSON lines (default
     stderr)."""
+    depicter = Depicter(limits)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        yield
+        depicter.close()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="molsift",
         version=__version__,
         description="Similarity, substructure, SMARTS and exact search over molsift stores.",
         docs_url=None,  # served below from the package's own copy of Swagger UI (no CDN)
         redoc_url=None,
     )
+    app.state.depicter = depicter
     searcher = queries.Searcher(limits, Gate(limits))
     fast = FastRoutes()
     for module in (api_v1, arthor, smallworld):
         app.include_router(module.router(catalog, searcher, limits, fast))
     app.mount("/static", StaticFiles(directory=PAGE), name="static")
-    app.mount("/docs-static", StaticFiles(directory=swagger_ui_path), name="docs-static")
+    if SWAGGER.is_dir():
+        app.mount("/docs-static", StaticFiles(directory=SWAGGER), name="docs-static")
 
     @app.get("/docs", include_in_schema=False)
     def docs():
+        if not (SWAGGER / "swagger-ui-bundle.js").is_file():
+            return HTMLResponse(
+                "<!doctype html><title>molsift API</title><p>Swagger UI is not installed with "
+                "this copy of molsift (scripts/vendor_js.sh vendors it). The API's schema is at "
+                '<a href="openapi.json">/openapi.json</a>; docs/serve.md describes it.</p>'
+            )
         return get_swagger_ui_html(
             openapi_url="openapi.json",
             title="molsift API",
@@ -106,14 +129,33 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
     # our layers wrap FastAPI from outside, so that the fast GETs skip its whole middleware
     # stack (error, telemetry and body-size layers, exception handlers, router)
     out = access_log if access_log is not None else sys.stderr
-    return CollapseSlashes(AccessLog(FastGets(app, fast), out, limits, catalog))
+    outer = CollapseSlashes(AccessLog(FastGets(app, fast), out, limits, catalog))
+    outer.limits = limits  # for the HTTP layer (server.py)
+    return outer
+
+
+class BodyTooLarge(HTTPException):
+    """A request body over the limit, found as it is read (a chunked body has no length to check
+    first): raised from `receive`, answered 413 by the app's handler of HTTPException."""
+
+
+class BadHeader(Exception):
+    """A response header that cannot be sent (a line break or control byte in it)."""
+
+
+#: bytes a header name or value must not hold (uvicorn refuses them and drops the connection)
+HEADER_NAME_BAD = re.compile(rb'[\x00-\x1f\x7f()<>@,;:\\\[\]={} \t"/?]')
+HEADER_VALUE_BAD = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 class AccessLog:
     """One JSON line per HTTP request (time, method, endpoint, status, ms, and the db, type and
     hits a search handler left in `request.state.log`); request bodies over the limit answered
-    413 before the app reads them; a fault of ours answered 500 JSON, without a traceback. Plain
-    ASGI (no per-request task or body copy, unlike `@app.middleware`)."""
+    413 (before the app reads them when a length is given, as soon as the limit is passed while
+    reading otherwise), and a connection whose request body was not read to its end closed after
+    the answer (not read on); a fault of ours answered 500 JSON, without a traceback, and so is
+    a response header that cannot be sent. Plain ASGI (no per-request task or body copy, unlike
+    `@app.middleware`)."""
 
     def __init__(self, app, out, limits: Limits, catalog: Catalog) -> None:
         self.app = app
@@ -128,30 +170,45 @@ class AccessLog:
         start = time.perf_counter()
         scope.setdefault("state", {})
         status = [0]
+        most = self.limits.max_body_bytes
+        headers = dict(scope.get("headers") or ())
+        length = headers.get(b"content-length")
+        # bytes read, and whether the body has been read to its end (or there is none)
+        body = [0, length in (None, b"0") and b"transfer-encoding" not in headers]
+
+        async def receiving():
+            message = await receive()
+            if message["type"] == "http.request":
+                body[0] += len(message.get("body", b""))
+                body[1] = not message.get("more_body", False)
+                if body[0] > most:
+                    raise BodyTooLarge(413, f"request body over {most:,} bytes")
+            return message
 
         async def sending(message):
             if message["type"] == "http.response.start":
+                out = list(message.get("headers") or ())
+                for name, value in out:
+                    if HEADER_NAME_BAD.search(name) or HEADER_VALUE_BAD.search(value):
+                        raise BadHeader(f"response header {name[:40]!r} cannot be sent")
+                if not body[1]:  # a body left unread: answer, then close (do not read it on)
+                    message = {**message, "headers": [*out, (b"connection", b"close")]}
                 status[0] = message["status"]
             await send(message)
 
-        length = dict(scope.get("headers") or ()).get(b"content-length")
-        if length is not None and (
-            not length.isdigit() or int(length) > self.limits.max_body_bytes
-        ):
-            await _error(413, f"request body over {self.limits.max_body_bytes:,} bytes")(
-                scope, receive, sending
-            )
+        if length is not None and (not length.isdigit() or int(length) > most):
+            await _error(413, f"request body over {most:,} bytes")(scope, receiving, sending)
         else:
             try:
-                await self.app(scope, receive, sending)
+                await self.app(scope, receiving, sending)
             except StoreError as exc:  # a damaged store: named, not a fault of ours
                 if not status[0]:
-                    await _damaged(self.catalog, exc)(scope, receive, sending)
+                    await _damaged(self.catalog, exc)(scope, receiving, sending)
             except Exception:  # a fault of ours: logged, answered without a traceback
                 log.exception("request %s failed", scope.get("path"))
                 if not status[0]:
                     await _error(500, "internal error (logged on the server)")(
-                        scope, receive, sending
+                        scope, receiving, sending
                     )
         entry = {
             "time": round(time.time(), 3),

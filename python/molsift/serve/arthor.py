@@ -1,10 +1,14 @@
 """Arthor's API as its clients use it (../shared/data/service-clients.md): `GET /dt/data` (the
 databases) and `GET /dt/{db}/search?query&type&start&length&draw&fmt=json`, several databases
-as `{db1,db2}`. Rows are `[rank, position, "SMILES ID", score, db]` for similarity (every
-molecule is ranked: recordsTotal is the databases' size) and `[rank, position, "SMILES ID",
-db]` for substructure and SMARTS (all hits; `hasMore` is false: the count is known when the
-answer is sent). Errors keep Arthor's shape with a `message`, and an HTTP status: 400 for a
-bad query or parameter, 404 for an unknown database, 503 when busy."""
+as `{db1,db2}`. Every row has five fields, `[rank, "SMILES ID", SMILES, ID, db]`: what
+arthorian-quest 0.2.3 reads as `[idx, smiles_id, empty, something, db]` and its 2025 fork as
+`[rank, index, smiles, identifier, source]` (docs/serve.md says what each makes of it).
+Similarity ranks every molecule (recordsTotal is the databases' size) and gives each row's
+Tanimoto score in `scores` beside `data` (no client reads a score in a row); substructure and
+SMARTS give all hits (`hasMore` is false: the count is known when the answer is sent). A
+`length` over the server's cap is clamped, and `warning` says so. Errors keep Arthor's shape
+with a `message`, and an HTTP status: 400 for a bad query or parameter, 404 for an unknown
+database, 503 when busy."""
 
 from __future__ import annotations
 
@@ -64,7 +68,15 @@ def router(
                 raise ServiceError(400, f"fmt={fmt!r}: this server answers fmt=json")
             start = queries.number(q, "start", int)
             length = queries.number(q, "length", int)
-            start, length = queries.check_page(start, 10 if length is None else length, limits)
+            length = 10 if length is None else length
+            warnings = []
+            if length > limits.max_length:  # clients ask for 1000 or 10000 rows: clamped, said
+                warnings.append(
+                    f"length={length} is over this server's limit: "
+                    f"{limits.max_length:,} rows at most"
+                )
+                length = limits.max_length
+            start, length = queries.check_page(start, length, limits)
             names = [n.strip() for n in dbs.strip("{}").split(",") if n.strip()]
             if not names:
                 raise ServiceError(400, "no database named in the path")
@@ -93,13 +105,10 @@ def router(
             )
         merged = _merge(results, kind)
         total = sum(db.molecules for db, _ in results) if kind == "similarity" else len(merged)
-        rows = []
-        for rank, (db, pos, score, text) in enumerate(_texts(merged[start : start + length])):
-            rows.append(
-                [start + rank + 1, pos, text, score, db.name]
-                if score is not None
-                else [start + rank + 1, pos, text, db.name]
-            )
+        rows, scores = [], []
+        for rank, (db, score, smiles, ident) in enumerate(_texts(merged[start : start + length])):
+            rows.append([start + rank + 1, f"{smiles} {ident}", smiles, ident, db.name])
+            scores.append(score)
         log["hits"] = len(merged)
         body = {
             "draw": draw,
@@ -110,8 +119,12 @@ def router(
             "hasMore": False,
             "time": round(time.perf_counter() - began, 6),
         }
+        if kind == "similarity":
+            body["scores"] = scores
         if any(r.truncated for _, r in results):
-            body["warning"] = f"only the first {limits.max_hits:,} hits of a database are kept"
+            warnings.append(f"only the first {limits.max_hits:,} hits of a database are kept")
+        if warnings:
+            body["warning"] = "; ".join(warnings)
         return JSON(body)
 
     fast.get("/dt/([^/]+)/search", search)
@@ -130,22 +143,22 @@ PARAMETERS = queries.query_parameters(
     ("query", "string", "SMILES (SMARTS for type=SMARTS or SMA)"),
     ("type", "string", "Similarity (default), Substructure, SMARTS or SMA"),
     ("start", "integer", "first row (default 0)"),
-    ("length", "integer", "rows (default 10)"),
+    ("length", "integer", "rows (default 10; over the limit: clamped, and `warning` says so)"),
     ("draw", "integer", "DataTables' counter, echoed"),
     ("fmt", "string", "json (the only one)"),
 )
 
 
 def _texts(hits: list) -> list:
-    """(db, position, score, "SMILES ID") of each hit: each database's page of texts read in
-    one call per column."""
+    """(db, score, SMILES, ID) of each hit: each database's page of texts read in one call per
+    column."""
     by_db: dict = {}
     for db, pos, _score in hits:
         by_db.setdefault(id(db), (db, []))[1].append(pos)
     texts = {}
     for db, positions in by_db.values():
-        texts[id(db)] = iter(queries.smiles_ids(db, positions))
-    return [(db, pos, score, next(texts[id(db)])) for db, pos, score in hits]
+        texts[id(db)] = zip(db.store.smiles.take(positions), db.store.ids.take(positions))
+    return [(db, score, *next(texts[id(db)])) for db, _pos, score in hits]
 
 
 def _merge(results, kind: str) -> list:

@@ -1,6 +1,9 @@
 """The stores a server answers from: each opened once at start-up under a name the server's
-configuration gives (a request names a database, never a path), with what it can answer and the
-locks that keep its RDKit work on one thread at a time."""
+configuration gives (a request names a database, never a path), with what it can answer, and
+warmed: everything a search opens lazily (the searcher, the fingerprinter, the substructure and
+analog indexes) opened here, so that searches of one store run at once in several threads
+without racing to open it. No search holds a lock of the store: RDKit parses and fingerprints
+separate molecules safely from several threads, and the Rust searches share the open indexes."""
 
 from __future__ import annotations
 
@@ -20,8 +23,8 @@ class Database:
     name: str
     path: str
     store: object
-    #: RDKit objects (the query fingerprinter, the substructure match pool) are used by one
-    #: thread at a time; the Rust searches run outside it
+    #: held by some callers around a query's RDKit preparation (parse, fingerprint: a
+    #: millisecond); never around a search, and not needed for safety (see the module's doc)
     chem_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -113,9 +116,16 @@ class Catalog:
 
 
 def _warm(db: Database) -> None:
-    """Builds what the first request would otherwise pay for: the searcher and the query
-    fingerprinter."""
+    """Opens what the first requests would otherwise open at once from several threads: the
+    searcher, the query fingerprinter, the substructure and analog indexes."""
     from ..search import fingerprinter_for
 
-    db.store._searcher()
-    fingerprinter_for(db.store)
+    store = db.store
+    store._searcher()
+    fingerprinter_for(store)
+    if store.has_pattern_index:
+        store._pattern_index()
+    if getattr(store, "has_analog_index", False):
+        from ..analogs.search import _index
+
+        _index(store)

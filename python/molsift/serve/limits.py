@@ -1,14 +1,25 @@
-"""What one request may ask (query length, page size, k, hits kept) and how many heavy searches
-run at once: a search waits for a slot (then 503), runs in a worker thread, and is answered
-with 504 when it takes longer than the time limit (the thread finishes its work and frees its
-slot then: the number of searches running never exceeds the bound)."""
+"""What one request may ask and how much of the server it may hold: the `Limits` (query length,
+page size, k, hits kept, body and header bytes, time limits, connections, depiction size), and
+the `Gate` searches pass through. A search waits for a slot (then 503), runs in a worker thread,
+and is answered 504 when it takes longer than the time limit; then its cancel flag is set, and
+a search that checks it (the substructure match, the analog walk: `molsift.cancel`) stops
+there. A search that cannot stop keeps its slot until it ends: the number of searches running
+never exceeds the bound. Light searches (similarity, exact) and heavy ones (substructure,
+SMARTS, analogs from `heavy_dist` edits) have separate slots and threads, so heavy searches
+never make light ones wait."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+
+from ..cancel import new_flag
+
+#: search types that run in the heavy slots (analogs from `Limits.heavy_dist` edits too)
+HEAVY_TYPES = frozenset({"substructure", "smarts"})
 
 
 class ServiceError(Exception):
@@ -26,49 +37,111 @@ class ServiceError(Exception):
         return JSON({"error": self.message}, status_code=self.status)
 
 
+def _cores() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
 @dataclass
 class Limits:
-    """Bounds of the service (the CLI's options)."""
+    """Bounds of the service (the CLI's options; docs/serve.md, "Limits")."""
 
     max_query_chars: int = 4096
     max_length: int = 10_000  # rows in one page
     max_k: int = 100_000
     max_hits: int = 1_000_000  # substructure hits kept for paging
-    max_body_bytes: int = 65_536
+    max_body_bytes: int = 65_536  # every request body, chunked or not
     timeout_s: float = 30.0
-    max_concurrent: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    max_concurrent: int = field(default_factory=_cores)  # light searches at once
+    max_heavy: int = field(default_factory=lambda: max(1, _cores() // 2))  # heavy ones
+    heavy_dist: int = 3  # analog searches from this many edits are heavy
     queue_wait_s: float = 10.0
+    # depiction (/api/v1/depict): drawn in worker processes of their own
+    max_depict_concurrent: int = 2
+    depict_timeout_s: float = 5.0
+    max_depict_chars: int = 2000
+    max_depict_atoms: int = 300
+    depict_cache_bytes: int = 64 << 20
+    # connections (the HTTP protocol layer, serve/server.py)
+    read_timeout_s: float = 10.0  # a request's headers and body must arrive within this
+    keep_alive_s: float = 5.0  # an idle kept-alive connection is closed after this
+    max_header_bytes: int = 32_768
+    max_connections: int = 1000
+
+    def heavy(self, kind: str, dist: int | None = None) -> bool:
+        """Whether a search of `kind` (at `dist` edits, for analogs) takes a heavy slot."""
+        if kind == "analogs":
+            return dist is None or dist >= self.heavy_dist
+        return kind in HEAVY_TYPES
+
+
+_current = threading.local()
+
+
+def current_flag():
+    """The cancel flag of the search running in this worker thread (None outside a gate): set
+    once its answer has been given up (the time limit passed)."""
+    return getattr(_current, "flag", None)
+
+
+class _Slots:
+    """`size` slots and a thread pool of as many threads, for one kind of work."""
+
+    def __init__(self, size: int, name: str, what: str) -> None:
+        self.size = size
+        self.what = what
+        self.sem = asyncio.Semaphore(size)
+        self.pool = ThreadPoolExecutor(size, thread_name_prefix=name)
 
 
 class Gate:
-    """At most `limits.max_concurrent` searches at once, each in a thread of the gate's own pool
-    (as many threads as slots); created inside the running event loop."""
+    """At most `limits.max_concurrent` light and `limits.max_heavy` heavy searches at once,
+    each in a thread of its kind's own pool (as many threads as slots); created inside the
+    running event loop (or before it: the semaphores bind on first use)."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self._slots = asyncio.Semaphore(limits.max_concurrent)
-        self._pool = ThreadPoolExecutor(limits.max_concurrent, thread_name_prefix="search")
+        self._light = _Slots(limits.max_concurrent, "search", "searches")
+        self._heavy = _Slots(
+            limits.max_heavy, "heavy-search", "heavy searches (substructure, SMARTS, analogs)"
+        )
 
-    async def run(self, fn, *args):
-        """`fn(*args)` in a worker thread once a slot is free; ServiceError 503 when none frees
-        within the queue wait, 504 when the search outlasts the time limit."""
-        if self._slots.locked():
+    async def run(self, fn, *args, heavy: bool = False):
+        """`fn(*args)` in a worker thread once a slot of its kind is free; ServiceError 503 when
+        none frees within the queue wait, 504 when the search outlasts the time limit (its
+        cancel flag, `current_flag()` in the thread, is set then)."""
+        slots = self._heavy if heavy else self._light
+        if slots.sem.locked():
             try:
-                await asyncio.wait_for(self._slots.acquire(), self.limits.queue_wait_s)
+                await asyncio.wait_for(slots.sem.acquire(), self.limits.queue_wait_s)
             except asyncio.TimeoutError:
                 raise ServiceError(
-                    503,
-                    f"the server is busy ({self.limits.max_concurrent} searches running): retry",
+                    503, f"the server is busy ({slots.size} {slots.what} running): retry"
                 ) from None
         else:
-            await self._slots.acquire()  # a free slot: taken at once
-        task = asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
-        # the slot frees when the thread is done, not when a timed-out client is answered
-        task.add_done_callback(lambda _t: self._slots.release())
+            await slots.sem.acquire()  # a free slot: taken at once
+        flag = new_flag()
+
+        def call():
+            _current.flag = flag
+            try:
+                return fn(*args)
+            finally:
+                _current.flag = None
+
+        task = asyncio.get_running_loop().run_in_executor(slots.pool, call)
+
+        def done(t) -> None:
+            # the slot frees when the thread is done, not when a timed-out client is answered
+            slots.sem.release()
+            if not t.cancelled():
+                t.exception()  # retrieved: a search stopped after its 504 is no error
+
+        task.add_done_callback(done)
         try:
             async with asyncio.timeout(self.limits.timeout_s):
                 return await asyncio.shield(task)
         except TimeoutError:
+            flag.set()
             raise ServiceError(
                 504, f"the search took longer than the time limit ({self.limits.timeout_s:g} s)"
             ) from None

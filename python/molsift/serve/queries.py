@@ -1,7 +1,9 @@
 """Runs one search against one database and pages its hits: similarity (threshold and/or k),
-substructure, SMARTS, exact (canonical SMILES lookup, version-2 stores). Checks the parameters
-first (ServiceError 400/413 with a message naming the parameter); a query RDKit cannot read is
-a 400 too. Recent results are kept (a small LRU), so paging through them does not search again."""
+substructure, SMARTS, exact (canonical SMILES lookup, version-2 stores), analogs (graph edit
+distance `dist` with per-kind limits, stores with an analog index: `store.analogs`). Checks the
+parameters first (ServiceError 400/413 with a message naming the parameter); a query RDKit
+cannot read is a 400 too. Recent results are kept (a small LRU), so paging through them does
+not search again."""
 
 from __future__ import annotations
 
@@ -10,14 +12,20 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from ..analogs.skeleton import KINDS
 from .catalog import Database
-from .limits import Gate, Limits, ServiceError
+from .limits import Gate, Limits, ServiceError, current_flag
 
-TYPES = ("similarity", "substructure", "smarts", "exact")
+TYPES = ("similarity", "substructure", "smarts", "exact", "analogs")
 #: similarity threshold when neither a threshold nor k is given
 DEFAULT_THRESHOLD = 0.7
+#: analogs: the distance searched when none is given (store.analogs' default)
+DEFAULT_DIST = 2
 #: results kept for paging
 CACHE_SIZE = 64
+#: the largest whole number a parameter may be (a signed 64-bit integer, as JSON answers and
+#: numpy carry it)
+MAX_INT = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -29,16 +37,46 @@ class Request:
     query: str
     threshold: float | None
     k: int | None
+    #: analogs: the largest distance and the per-kind limits ((kind, n), ...; absent: none)
+    dist: int | None = None
+    caps: tuple = ()
 
 
 @dataclass
 class Result:
-    """All hits of a search (store positions; scores for similarity), best or first first."""
+    """All hits of a search (store positions; scores: Tanimoto for similarity and analogs),
+    best or first first; analogs add `columns` (distance, edits by kind, mut) and `partial`
+    (the time limit ended the walk)."""
 
     positions: list
     scores: list | None
     truncated: bool
     ms: float
+    columns: dict | None = None
+    partial: bool = False
+
+
+def types(db: Database) -> list[str]:
+    """The search types `db` answers: its store's (catalog.Database.types), and analogs when it
+    has an analog index."""
+    return [*db.types, *(["analogs"] if _has_analogs(db) else [])]
+
+
+def _has_analogs(db: Database) -> bool:
+    return bool(getattr(db.store, "has_analog_index", False))
+
+
+def analog_limits(params, default: int | None) -> tuple[int | None, dict]:
+    """(dist, per-kind limits) read from query parameters `dist`, `tdn` ... `lup`: None for an
+    absent dist; a kind not given gets `default` (None: no limit). ServiceError 400 naming a
+    value that is not a whole number (ranges are checked by `check`)."""
+    caps = {}
+    for kind in KINDS:
+        n = number(params, kind, int)
+        n = default if n is None else n
+        if n is not None:
+            caps[kind] = n
+    return number(params, "dist", int), caps
 
 
 def check(
@@ -48,13 +86,19 @@ def check(
     threshold: float | None,
     k: int | None,
     limits: Limits,
+    dist: int | None = None,
+    caps: dict | None = None,
 ) -> Request:
-    """The request, or ServiceError naming what is wrong."""
+    """The request, or ServiceError naming what is wrong. `dist` (default 2) and `caps` (the
+    most edits of each kind, none by default) are read for analogs only, as `store.analogs`
+    takes them."""
     kind = (type_ or "similarity").lower()
     if kind not in TYPES:
         raise ServiceError(400, f"type={type_!r}: use one of {', '.join(TYPES)}")
-    if kind not in db.types:  # every store answers exact and similarity
-        why = "needs a substructure index (molsift index STORE --pattern)"
+    if kind not in types(db):  # every store answers exact and similarity
+        flag = "--analogs" if kind == "analogs" else "--pattern"
+        what = "an analog" if kind == "analogs" else "a substructure"
+        why = f"needs {what} index (molsift index STORE {flag})"
         raise ServiceError(400, f"database {db.name!r} cannot answer type={kind}: it {why}")
     if query is None or not query.strip():
         raise ServiceError(400, "query is empty: give a SMILES (or SMARTS for type=smarts)")
@@ -70,14 +114,27 @@ def check(
             raise ServiceError(400, f"k={k}: give a value from 1 to {limits.max_k:,}")
         if threshold is None and k is None:
             threshold = DEFAULT_THRESHOLD
+    elif kind == "analogs":
+        from ..analogs.search import MAX_DIST
+
+        threshold = None
+        if k is not None and not 1 <= k <= limits.max_k:
+            raise ServiceError(400, f"k={k}: give a value from 1 to {limits.max_k:,}")
+        dist = DEFAULT_DIST if dist is None else dist
+        if not 0 <= dist <= MAX_DIST:
+            raise ServiceError(400, f"dist={dist}: give a value from 0 to {MAX_DIST}")
+        for name, n in (caps or {}).items():
+            if name not in KINDS or not 0 <= n <= 254:
+                raise ServiceError(400, f"{name}={n}: give a value from 0 to 254")
+        return Request(db.name, kind, query, None, k, dist, tuple(sorted((caps or {}).items())))
     else:
         threshold = k = None
     return Request(db.name, kind, query, threshold, k)
 
 
 class Searcher:
-    """Runs checked requests (in a worker thread behind the gate: limits.Gate) and keeps recent
-    results."""
+    """Runs checked requests (in a worker thread behind the gate, in its light or heavy slots,
+    stopped by its cancel flag after a 504: limits.Gate) and keeps recent results."""
 
     def __init__(self, limits: Limits, gate: Gate) -> None:
         self.limits = limits
@@ -94,15 +151,20 @@ class Searcher:
 
     async def answer(self, db: Database, req: Request) -> Result:
         """The result of `req`: from the cache, or searched in a worker thread behind the gate."""
-        return self.cached(req) or await self.gate.run(self.run, db, req)
+        heavy = self.limits.heavy(req.type, req.dist)
+        return self.cached(req) or await self.gate.run(self.run, db, req, heavy=heavy)
 
     def run(self, db: Database, req: Request) -> Result:
         hit = self.cached(req)
         if hit is not None:
             return hit
         start = time.perf_counter()
-        positions, scores, truncated = _search(db, req, self.limits)
-        result = Result(positions, scores, truncated, (time.perf_counter() - start) * 1e3)
+        if req.type == "analogs":
+            result = _analogs(db, req, self.limits)
+        else:
+            positions, scores, truncated = _search(db, req, self.limits)
+            result = Result(positions, scores, truncated, 0.0)
+        result.ms = (time.perf_counter() - start) * 1e3
         with self._lock:
             self._cache[req] = result
             while len(self._cache) > CACHE_SIZE:
@@ -118,21 +180,22 @@ def _search(db: Database, req: Request, limits: Limits) -> tuple[list, list | No
         if req.type == "similarity":
             from ..search import query_on_bits
 
-            with db.chem_lock:
-                bits = query_on_bits(store, req.query)
+            bits = query_on_bits(store, req.query)
             hits = store.search(bits, threshold=req.threshold, k=req.k)
             return hits.indices.tolist(), hits.scores.tolist(), False
         if req.type in ("substructure", "smarts"):
-            with db.chem_lock:
-                pos = store.substructure(
-                    req.query, smarts=req.type == "smarts", max_hits=limits.max_hits + 1
-                )
+            from ..substructure.search import substructure
+
+            # stopped by the gate's cancel flag once its answer was given up (504)
+            pos = substructure(
+                store, req.query, smarts=req.type == "smarts", max_hits=limits.max_hits + 1,
+                cancel=current_flag(),
+            )  # fmt: skip
             out = pos.tolist()
             return out[: limits.max_hits], None, len(out) > limits.max_hits
         from ..lookup import lookup_all
 
-        with db.chem_lock:
-            _q, canon, positions = next(lookup_all(store, [req.query], workers=1))
+        _q, canon, positions = next(lookup_all(store, [req.query], workers=1))
         if canon is None:
             raise ServiceError(400, f"invalid SMILES {req.query!r}: RDKit could not read it")
         return sorted(int(p) for p in positions), None, False
@@ -140,8 +203,34 @@ def _search(db: Database, req: Request, limits: Limits) -> tuple[list, list | No
         raise ServiceError(400, f"invalid query {req.query!r}: {e}") from None
 
 
+def _analogs(db: Database, req: Request, limits: Limits) -> Result:
+    """`store.analogs` of a checked request: at most `limits.max_hits` hits kept (truncated
+    beyond), the walk ended by its own timeout inside the gate's limit (partial then)."""
+    from ..analogs.search import analogs
+
+    k = req.k if req.k is not None else limits.max_hits + 1
+    try:
+        found = analogs(
+            db.store, req.query, max_dist=req.dist, k=k, limits=dict(req.caps),
+            timeout=0.8 * limits.timeout_s, lock=db.chem_lock, cancel=current_flag(),
+        )  # fmt: skip
+    except ValueError as e:
+        raise ServiceError(400, f"invalid query {req.query!r}: {e}") from None
+    n = min(len(found), limits.max_hits)
+    columns = {name: found[name][:n].tolist() for name in ANALOG_COLUMNS}
+    return Result(
+        found["position"][:n].tolist(), found["tanimoto"][:n].tolist(), len(found) > n, 0.0,
+        columns, found.partial,
+    )  # fmt: skip
+
+
+#: the columns an analog hit adds to a row (python/molsift/analogs/search.py's)
+ANALOG_COLUMNS = ("distance", *KINDS, "mut")
+
+
 def page(db: Database, result: Result, start: int, length: int) -> list[dict]:
-    """Rows `start .. start + length` of a result: rank, store position, id, SMILES, score."""
+    """Rows `start .. start + length` of a result: rank, store position, id, SMILES, score;
+    analogs add distance, the edits by kind and mut (-1: unknown)."""
     positions = [int(p) for p in result.positions[start : start + length]]
     ids, smiles = db.store.ids.take(positions), db.store.smiles.take(positions)
     rows = []
@@ -149,6 +238,9 @@ def page(db: Database, result: Result, start: int, length: int) -> list[dict]:
         row = {"rank": start + j + 1, "position": pos, "id": ids[j], "smiles": smiles[j]}
         if result.scores is not None:
             row["score"] = result.scores[start + j]
+        if result.columns is not None:
+            for name, values in result.columns.items():
+                row[name] = values[start + j]
         rows.append(row)
     return rows
 
@@ -164,8 +256,8 @@ def check_page(start: int | None, length: int | None, limits: Limits) -> tuple[i
     """(start, length) with defaults 0 and 100, or ServiceError."""
     start = 0 if start is None else start
     length = 100 if length is None else length
-    if start < 0:
-        raise ServiceError(400, f"start={start}: give 0 or more")
+    if not 0 <= start <= MAX_INT:
+        raise ServiceError(400, f"start={start}: give a value from 0 to {MAX_INT}")
     if not 0 <= length <= limits.max_length:
         raise ServiceError(400, f"length={length}: give a value from 0 to {limits.max_length:,}")
     return start, length
@@ -178,10 +270,13 @@ def number(params, name: str, kind):
     if text is None or text == "":
         return None
     try:
-        return kind(text)
+        value = kind(text)
     except ValueError:
         what = "a whole number" if kind is int else "a number"
         raise ServiceError(400, f"{name}={text!r}: give {what}") from None
+    if kind is int and not -MAX_INT - 1 <= value <= MAX_INT:  # JSON and numpy take 64 bits
+        raise ServiceError(400, f"{name}={text!r}: out of range (a signed 64-bit integer)")
+    return value
 
 
 def query_parameters(*rows: tuple[str, str, str]) -> list[dict]:

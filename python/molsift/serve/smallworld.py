@@ -2,7 +2,10 @@
 /search/submit` (a Server-Sent Events stream whose last `data:` line carries the `hlid` of the
 result set), `GET /search/view` (DataTables server-side JSON; or the batch form
 `?smi=S1&smi=S2...&db=DB&fmt=json|tsv`, search and view in one request), `GET /search/export`
-(TSV), `GET /search/config` and `GET /search/maps`. SmallWorld ranks by graph edit distance: on a
+(TSV), `GET /search/config` and `GET /search/maps` (an object keyed by database name, as
+smallworld-api reads it). `/search/submit` searches one `smi` (several: 400, naming the batch
+form); a `length` over the server's cap on `/search/view` is clamped, and the answer's `warning`
+says so (the batch TSV: an `X-Warning` header). SmallWorld ranks by graph edit distance: on a
 store with an analog index (`molsift index STORE --analogs`) `/search/submit` answers with
 molsift's exact analog search (`dist` and the per-kind limits `tdn` ... `lup`, 10 each by
 default as SmallWorld's), streaming a `MORE` event as each distance completes, and the rows
@@ -17,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import io
-import itertools
 import json
+import re
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -32,7 +36,7 @@ from . import queries
 from .catalog import Catalog
 from .encode import JSON
 from .fast import FastRoutes
-from .limits import Limits, ServiceError
+from .limits import Limits, ServiceError, current_flag
 
 NOTE = (
     "ranked by Tanimoto similarity of Morgan radius-2 fingerprints (ECFP4-like); no graph edit "
@@ -102,29 +106,38 @@ def has_analogs(db) -> bool:
     return bool(getattr(db.store, "has_analog_index", False))
 
 
+#: an hlid as a request writes it: up to 19 ASCII digits (a 63-bit integer)
+HLID = re.compile(r"[0-9]{1,19}")
+
+
+def hlid_of(text: str | None) -> int:
+    """The result-set id written in `text` (ASCII digits only, nothing around them), or
+    ServiceError 400."""
+    if text is None or not HLID.fullmatch(text):
+        raise ServiceError(400, f"hlid={text!r}: give the number /search/submit returned")
+    return int(text)
+
+
 class HitLists:
-    """Result sets by `hlid` (integers, as clients parse them), the most recent KEEP kept."""
+    """Result sets by `hlid`, the most recent KEEP kept. An hlid is an integer, as clients
+    parse it, of 63 random bits (`secrets`): one client cannot name, or guess, another's."""
 
     def __init__(self) -> None:
-        self._ids = itertools.count(1)
         self._lists: OrderedDict[int, tuple] = OrderedDict()
         self._lock = threading.Lock()
 
     def add(self, db, query: str, result) -> int:
         with self._lock:
-            hlid = next(self._ids)
+            hlid = 0
+            while hlid == 0 or hlid in self._lists:
+                hlid = secrets.randbits(63)
             self._lists[hlid] = (db, query, result)
             while len(self._lists) > KEEP:
                 self._lists.popitem(last=False)
             return hlid
 
     def get(self, hlid: str | None):
-        try:
-            key = int(hlid or "")
-        except ValueError:
-            raise ServiceError(
-                400, f"hlid={hlid!r}: give the number /search/submit returned"
-            ) from None
+        key = hlid_of(hlid)
         with self._lock:
             found = self._lists.get(key)
         if found is None:
@@ -153,6 +166,14 @@ def router(
     @api.get("/submit", summary="Search (SmallWorld; Server-Sent Events)")
     async def submit(request: Request, smi: str | None = None, db: str | None = None):
         began = time.perf_counter()
+        several = request.query_params.getlist("smi")
+        if len(several) > 1:
+            raise ServiceError(
+                400,
+                f"{len(several)} smi parameters: /search/submit searches one query; send one "
+                "each, or use the batch form /search/view?smi=S1&smi=S2...&db=DB (up to "
+                f"{MAX_BATCH})",
+            )
         base = database(db)
         if has_analogs(base):
             return await analog_submit(request, base, smi, began)
@@ -176,27 +197,19 @@ def router(
         return StreamingResponse(iter(events), media_type="text/event-stream")
 
     def analog_request(base, q, smi: str | None) -> tuple[str, int, dict]:
-        """(query, dist, limits) of an analog submit, or ServiceError 400."""
-        from ..analogs.search import MAX_DIST
+        """(query, dist, limits) of an analog submit (checked as /api/v1/search checks
+        type=analogs, with SmallWorld's defaults), or ServiceError 400."""
         from ..chem import to_mol
 
-        query = queries.check(base, "similarity", smi, None, 1, limits).query
-        with base.chem_lock:
-            mol, reason = to_mol(query)
-        if mol is None or mol.GetNumHeavyAtoms() == 0:
-            raise ServiceError(400, f"invalid query SMILES {query!r}: {reason or 'no heavy atom'}")
-        dist = queries.number(q, "dist", int)
+        dist, caps = queries.analog_limits(q, DEFAULT_KIND_LIMIT)
         dist = DEFAULT_DIST if dist is None else dist
-        if not 0 <= dist <= MAX_DIST:
-            raise ServiceError(400, f"dist={dist}: give a value from 0 to {MAX_DIST}")
-        caps = {}
-        for kind in KINDS:
-            n = queries.number(q, kind, int)
-            n = DEFAULT_KIND_LIMIT if n is None else n
-            if not 0 <= n < 255:
-                raise ServiceError(400, f"{kind}={n}: give a value from 0 to 254")
-            caps[kind] = n
-        return query, dist, caps
+        req = queries.check(base, "analogs", smi, None, None, limits, dist, caps)
+        with base.chem_lock:
+            mol, reason = to_mol(req.query)
+        if mol is None or mol.GetNumHeavyAtoms() == 0:
+            why = reason or "no heavy atom"
+            raise ServiceError(400, f"invalid query SMILES {req.query!r}: {why}")
+        return req.query, req.dist, dict(req.caps)
 
     async def analog_submit(request: Request, base, smi: str | None, began: float):
         """Analog search behind the gate, a `MORE` event per completed distance, then `END`
@@ -220,14 +233,14 @@ def router(
             # bounded by the walk's own timeout, inside the gate's limit; RDKit under the lock
             found = iter_analogs(
                 base.store, query, max_dist=dist, k=DEPTH, limits=caps,
-                timeout=0.8 * limits.timeout_s, lock=base.chem_lock,
+                timeout=0.8 * limits.timeout_s, lock=base.chem_lock, cancel=current_flag(),
             )  # fmt: skip
             for level in found:
                 loop.call_soon_threadsafe(levels.put_nowait, level)
 
         async def run() -> None:
             try:
-                await searcher.gate.run(work)
+                await searcher.gate.run(work, heavy=limits.heavy("analogs", dist))
                 await levels.put(None)
             except Exception as e:  # every failure ends the stream with its message
                 await levels.put(e)
@@ -299,10 +312,20 @@ def router(
         q = request.query_params
         start = queries.number(q, "start", int)
         length = queries.number(q, "length", int)
-        start, length = queries.check_page(start or 0, 10 if length is None else length, limits)
+        length = 10 if length is None else length
+        # a length over the cap is clamped, not refused (clients ask for 20000), and said
+        clamped = {}
+        if length > limits.max_length:
+            clamped = {
+                "length": limits.max_length,
+                "warning": f"length={length} is over this server's limit: "
+                f"{limits.max_length:,} rows at most",
+            }
+            length = limits.max_length
+        start, length = queries.check_page(start or 0, length, limits)
         smiles = q.getlist("smi")
         if smiles:
-            return await batch(request.scope.setdefault("state", {}), q, smiles, length)
+            return await batch(request.scope.setdefault("state", {}), q, smiles, length, clamped)
         draw = queries.number(q, "draw", int) or 0
         base, query, result = lists.get(q.get("hlid"))
         n = len(result.positions)
@@ -313,10 +336,11 @@ def router(
                 "recordsFiltered": n,
                 "data": rows(base, query, result, start, length),
                 "note": ANALOG_NOTE if isinstance(result, AnalogHits) else NOTE,
+                **clamped,
             }
         )
 
-    async def batch(state: dict, q, smiles: list, length: int):
+    async def batch(state: dict, q, smiles: list, length: int, clamped: dict):
         """`/search/view?smi=S1&smi=S2...&db=DB&fmt=json|tsv`: each query searched, its
         `length` best rows (the view's rows, or the export's TSV lines with the query added as
         the last column), query after query."""
@@ -339,12 +363,14 @@ def router(
                 texts = queries.smiles_ids(base, result.positions[:length])
                 for text, score in zip(texts, result.scores[:length]):
                     buf.write(f"{text}\t\t{score}\t\t\t\t{query}\n")
-            return Response(buf.getvalue(), media_type="text/tab-separated-values")
+            headers = {"X-Warning": clamped["warning"]} if clamped else None
+            return Response(buf.getvalue(), media_type="text/tab-separated-values", headers=headers)
         data = []
         for query, result in found:
             data.extend(rows(base, query, result, 0, length))
+        n = len(data)
         return JSON(
-            {"recordsTotal": len(data), "recordsFiltered": len(data), "data": data, "note": NOTE}
+            {"recordsTotal": n, "recordsFiltered": n, "data": data, "note": NOTE, **clamped}
         )
 
     @api.get("/export", summary="A result set as TSV (SmallWorld)")
@@ -359,17 +385,17 @@ def router(
         return Response(
             buf.getvalue(),
             media_type="text/tab-separated-values",
-            headers={"Content-Disposition": f'attachment; filename="hits-{hlid}.tsv"'},
+            headers={"Content-Disposition": f'attachment; filename="hits-{hlid_of(hlid)}.tsv"'},
         )
 
     @api.get("/config", summary="Scores offered (SmallWorld)")
     def config() -> dict:
         return {"ScoreFuncs": [{"name": "ECFP4", "note": NOTE}], "note": NOTE}
 
-    @api.get("/maps", summary="Databases (SmallWorld)")
-    def maps() -> list:
-        return [
-            {
+    @api.get("/maps", summary="Databases (SmallWorld): an object keyed by database name")
+    def maps() -> dict:
+        return {
+            db.name: {
                 "name": db.name,
                 "numEntries": db.molecules,
                 "numMapped": db.molecules,
@@ -378,7 +404,7 @@ def router(
                 "status": "Available",
             }
             for db in catalog
-        ]
+        }
 
     return api
 
@@ -388,7 +414,12 @@ def router(
 VIEW_PARAMETERS = queries.query_parameters(
     ("hlid", "integer", "the result set /search/submit returned"),
     ("start", "integer", "first row (default 0)"),
-    ("length", "integer", "rows (default 10); per query in the batch form"),
+    (
+        "length",
+        "integer",
+        "rows (default 10; over the limit: clamped, and `warning` says so); "
+        "per query in the batch form",
+    ),
     ("draw", "integer", "DataTables' counter, echoed"),
     ("smi", "string", "batch form, instead of hlid: a query SMILES, up to 20 times"),
     ("db", "string", "batch form: the database"),

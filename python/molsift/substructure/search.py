@@ -6,7 +6,9 @@ query; threads, GIL released) when the index has them and the query compiles; mo
 without a graph, and queries that do not compile (chirality, rare primitives), go to RDKit
 (`matcher.py`), in this process when they are few or one worker is asked for, else on the
 store's `MatchPool` (`engine.py`). `last_stats()` tells what the last search
-did (survivors of the screen, hits, times)."""
+did (survivors of the screen, hits, times). A `cancel` flag (`molsift.cancel`) set while the
+search runs stops it (`Cancelled`): it is read before each segment and batch, and inside the
+graph matcher, molecule by molecule, when the built extension's matcher takes it."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from ..cancel import check, kernel_flag
 from ..parallel import default_workers
 from .engine import ordered
 from .matcher import match
@@ -67,9 +70,13 @@ def _graph_query(q: Query):
     return gq
 
 
-def _graph_match(store, index, gq, q: Query, batches, threads: int) -> Iterator[np.ndarray]:
+def _graph_match(
+    store, index, gq, q: Query, batches, threads: int, cancel=None
+) -> Iterator[np.ndarray]:
+    flag = kernel_flag(cancel)
+    extra = {} if flag is None else {"cancel": flag}  # an extension built before it: none
     for b in batches:
-        raw_hits, raw_undecided = index.match_graphs(gq, b.tobytes(), threads)
+        raw_hits, raw_undecided = index.match_graphs(gq, b.tobytes(), threads, **extra)
         hits = np.frombuffer(raw_hits, dtype="<i8")
         undecided = np.frombuffer(raw_undecided, dtype="<i8")
         if len(undecided):  # molecules the graphs do not describe: RDKit decides
@@ -85,9 +92,11 @@ def iter_hit_arrays(
     max_hits: int | None = None,
     workers: int | None = None,
     chirality: bool = False,
+    cancel=None,
 ) -> Iterator[np.ndarray]:
     """Hits of `query` in `store` (a `molsift.Store`), as int64 arrays in store order (the
-    first arrive before the search ends); at most `max_hits` in all."""
+    first arrive before the search ends); at most `max_hits` in all. `cancel`: a flag
+    (`molsift.cancel.new_flag()`) that stops the search with `Cancelled` once set."""
     t0 = time.perf_counter()
     q = query if isinstance(query, Query) else parse_query(query, smarts, chirality)
     if max_hits is not None and max_hits < 0:
@@ -106,6 +115,7 @@ def iter_hit_arrays(
 
     def screened() -> Iterator[np.ndarray]:
         for start in range(0, n, SEGMENT):
+            check(cancel)
             s0 = time.perf_counter()
             raw, words = index.screen(q.bits, start, min(start + SEGMENT, n))
             cands = np.frombuffer(raw, dtype="<i8")
@@ -127,6 +137,7 @@ def iter_hit_arrays(
 
     def counted(batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
         for b in batches:
+            check(cancel)
             lengths.append(len(b))
             yield b
 
@@ -135,7 +146,7 @@ def iter_hit_arrays(
         stats["form"] = "graph"
         stats["workers"] = wanted
         batches = counted(_batches(all_segments(), GRAPH_BATCH))
-        results: Iterator[np.ndarray] = _graph_match(store, index, gq, q, batches, wanted)
+        results: Iterator[np.ndarray] = _graph_match(store, index, gq, q, batches, wanted, cancel)
     elif wanted <= 1 or few:
         batches = counted(_batches(all_segments()))
         results = (match(store._core, q, b) for b in batches)
