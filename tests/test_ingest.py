@@ -93,6 +93,25 @@ def test_fingerprints_and_smiles_equal_rdkit(bundled_store, bundled_smi):
         assert popcounts[i] == int(np.unpackbits(words.view(np.uint8)).sum())
 
 
+def test_fingerprints_of_chosen_positions_equal_rdkit(bundled_store, bundled_smi):
+    """`fingerprints_at` decodes the rows asked for alone (what analog search ranks by):
+    in any order, with repeats, equal to RDKit's; a position outside the store is an error."""
+    store = molsift.open_store(bundled_store[1].path)  # fresh: nothing decoded yet
+    rows = read_smi(bundled_smi)
+    reference = [ref for ref in rdkit_reference([s for s, _ in rows]) if ref is not None]
+    ranks = store.input_ranks
+    n = len(store)
+    picked = [n - 1, 0, 17, 17, *range(n - 2, 0, -97)]
+    got = store.fingerprints_at(picked)
+    assert getattr(store, "_fps", None) is None, "every fingerprint was decoded"
+    assert got.shape == (len(picked), store.manifest["fingerprint"]["bits"] // 64)
+    for row, p in zip(got, picked):
+        assert np.array_equal(row, reference[ranks[p]][1]), f"position {p}"
+    assert store.fingerprints_at([]).shape[0] == 0
+    with pytest.raises(molsift.StoreError, match="outside"):
+        store.fingerprints_at([n])
+
+
 def test_rejected_records_are_rdkit_failures_with_lines(bundled_store, bundled_smi):
     _, store = bundled_store
     rows = read_smi(bundled_smi)

@@ -230,6 +230,8 @@ class StoreV2:
         """Store positions of each id (empty when absent)."""
     def fingerprint_rows(self) -> bytes:
         """Every fingerprint in store order, little-endian u64 words."""
+    def fingerprint_rows_at(self, positions: list[int]) -> bytes:
+        """The fingerprints of those store positions (in that order), decoded for them alone."""
     def positions_by_input(self) -> bytes:
         """Store position of each input rank, little-endian u32."""
     def file_sizes(self) -> dict[str, int]:

@@ -392,6 +392,17 @@ class StoreV2(_StoreBase):
             self._fps = raw.reshape(len(self), words)
         return self._fps
 
+    def fingerprints_at(self, positions) -> np.ndarray:
+        """uint64 array (len(positions), bits/64): the fingerprints of the molecules at those
+        store positions, decoded for them alone (`fingerprints` decodes every molecule's:
+        `bits / 8` bytes of memory per molecule)."""
+        words = self.manifest["fingerprint"]["bits"] // 64
+        pos = [int(p) for p in positions]
+        if getattr(self, "_fps", None) is not None:
+            return self._fps[np.asarray(pos, dtype=np.int64)]
+        raw = np.frombuffer(self._core.fingerprint_rows_at(pos), dtype="<u8")
+        return raw.reshape(len(pos), words)
+
     @property
     def popcounts(self) -> np.ndarray:
         """uint16 popcount of each fingerprint, in store order."""

@@ -123,6 +123,20 @@ impl PyStoreV2 {
         Ok(PyBytes::new(py, &bytes))
     }
 
+    /// The fingerprints of the molecules at store positions `positions` (in that order),
+    /// decoded for those alone: `len(positions) * bits / 64` little-endian `u64` words.
+    fn fingerprint_rows_at<'py>(
+        &self,
+        py: Python<'py>,
+        positions: Vec<u64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let rows = py
+            .detach(|| self.inner.fingerprint_rows_at(&positions))
+            .map_err(store_err)?;
+        let bytes: Vec<u8> = rows.iter().flat_map(|w| w.to_le_bytes()).collect();
+        Ok(PyBytes::new(py, &bytes))
+    }
+
     /// Store position of each input rank (`len` little-endian `u32`).
     fn positions_by_input<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let pos = py

@@ -748,6 +748,38 @@ impl<'a> Planes<'a> {
         .map(|(name, _)| name)
     }
 
+    /// The fingerprints of the molecules in `slots` (places in the planes: block * [`BLOCK`] +
+    /// index in the block), `words` per row, in the order given.
+    pub fn decode_slots(&self, slots: &[usize], words: usize) -> Vec<u64> {
+        let mut out = vec![0u64; slots.len() * words];
+        // by block, so that the molecules of one block share its container's lookup
+        let mut by_slot: Vec<(usize, usize)> = slots.iter().copied().zip(0..).collect();
+        by_slot.sort_unstable();
+        for p in 0..self.header.bits as usize {
+            let (w, bit) = (p / 64, 1u64 << (p % 64));
+            let codes = self.codes(p);
+            let mut lane: Option<(usize, [u64; 4])> = None;
+            for &(slot, k) in &by_slot {
+                let (blk, j) = (slot / BLOCK, slot % BLOCK);
+                if codes.get(blk).copied().unwrap_or(0) == 0 {
+                    continue;
+                }
+                let words4 = match lane {
+                    Some((b, l)) if b == blk => l,
+                    _ => {
+                        let l = self.container(p, blk).lane();
+                        lane = Some((blk, l));
+                        l
+                    }
+                };
+                if words4[j / 64] >> (j % 64) & 1 == 1 {
+                    out[k * words + w] |= bit;
+                }
+            }
+        }
+        out
+    }
+
     /// Decodes every fingerprint into `out` (`molecules * words` words, zeroed by the caller),
     /// row `i` at `i * words`: the fingerprints in store order.
     pub fn decode_rows(&self, out: &mut [u64], words: usize) {

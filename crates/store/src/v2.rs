@@ -362,6 +362,8 @@ pub struct StoreV2 {
     files: BTreeMap<String, CountedFile>,
     /// input rank -> store position, built on first use
     inverse: OnceLock<Result<Vec<u32>, String>>,
+    /// store position -> its slot in the planes, built on first use
+    slots: OnceLock<Result<Vec<u32>, String>>,
     /// per file the manifest lists: its checksum checked (once per process): Ok, or why not
     /// (the expected and the found checksum)
     checked: BTreeMap<String, OnceLock<Checked>>,
@@ -490,6 +492,7 @@ impl StoreV2 {
             planes_maps,
             files,
             inverse: OnceLock::new(),
+            slots: OnceLock::new(),
             checked,
         };
         store.check_structure()?;
@@ -844,6 +847,54 @@ impl StoreV2 {
         Ok(out)
     }
 
+    /// The fingerprint words of the molecules at store positions `positions` (`words` per row,
+    /// in the order given), decoded from the planes for those molecules alone: memory for the
+    /// rows asked for and a slot per molecule (built once), never every fingerprint.
+    pub fn fingerprint_rows_at(&self, positions: &[u64]) -> Result<Vec<u64>, StoreError> {
+        let n = self.len();
+        if let Some(&p) = positions.iter().find(|&&p| p >= n as u64) {
+            return Err(StoreError::Invalid(format!(
+                "store position {p} outside a store of {n} molecules"
+            )));
+        }
+        for name in planes::FILES {
+            if self.manifest.files.contains_key(name) {
+                self.verify_file(name)?;
+            }
+        }
+        let planes = self.planes()?;
+        let slot_of = self
+            .slots
+            .get_or_init(|| {
+                let mut slot = vec![u32::MAX; n];
+                for b in &self.planes_header.buckets {
+                    for k in 0..b.count as usize {
+                        let pos = planes.position(b.first_rank as usize + k) as usize;
+                        let at = b.first_block as usize * planes::BLOCK + k;
+                        match (slot.get_mut(pos), u32::try_from(at)) {
+                            (Some(s), Ok(at)) if *s == u32::MAX => *s = at,
+                            _ => return Err(format!("position {pos} placed twice or outside")),
+                        }
+                    }
+                }
+                match slot.iter().position(|&s| s == u32::MAX) {
+                    Some(p) => Err(format!("position {p} has no slot")),
+                    None => Ok(slot),
+                }
+            })
+            .as_deref()
+            .map_err(|reason| StoreError::Inconsistent {
+                path: self.path.join(planes::ORDER_FILE),
+                reason: reason.clone(),
+            })?;
+        let slots: Vec<usize> = positions
+            .iter()
+            .map(|&p| slot_of[p as usize] as usize)
+            .collect();
+        let words = (self.manifest.fingerprint.bits as usize).div_ceil(64);
+        Ok(planes.decode_slots(&slots, words))
+    }
+
     /// Bytes of each file, by name.
     pub fn file_sizes(&self) -> BTreeMap<String, u64> {
         self.manifest
@@ -896,6 +947,22 @@ mod tests {
         let n = want.len();
         assert_eq!(v2.len(), n);
         let rows = v2.fingerprint_rows().unwrap();
+        // the rows of chosen positions (repeats, any order) decoded alone: the same words
+        let picked: Vec<u64> = (0..n as u64)
+            .rev()
+            .step_by(3)
+            .chain((0..n as u64).step_by(7))
+            .collect();
+        let some = v2.fingerprint_rows_at(&picked).unwrap();
+        for (k, &p) in picked.iter().enumerate() {
+            let p = p as usize;
+            assert_eq!(
+                some[k * 2..k * 2 + 2],
+                rows[p * 2..p * 2 + 2],
+                "position {p}"
+            );
+        }
+        assert!(v2.fingerprint_rows_at(&[n as u64]).is_err());
         let mut buf = Block::default();
         let mut seen = vec![false; n];
         for i in 0..n {

@@ -137,13 +137,15 @@ def _tanimoto(store, bits: list[int], positions: np.ndarray) -> np.ndarray:
     molecule."""
     import numpy as np
 
-    words = store.fingerprints.shape[1]
+    words = store.manifest["fingerprint"]["bits"] // 64
     q = np.zeros(words, dtype=np.uint64)
     for b in bits:
         q[b // 64] |= np.uint64(1) << np.uint64(b % 64)
     if len(positions) == 0:
         return np.zeros(0, dtype=np.float64)
-    rows = store.fingerprints[positions]
+    # the hits' rows alone (every fingerprint decoded would be bits/8 bytes per molecule)
+    at = getattr(store, "fingerprints_at", None)
+    rows = at(positions) if at is not None else store.fingerprints[positions]
     common = np.bitwise_count(rows & q).sum(axis=1, dtype=np.int64)
     union = np.bitwise_count(rows | q).sum(axis=1, dtype=np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
