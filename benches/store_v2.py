@@ -1,6 +1,6 @@
 """Benchmark: store version 1 against version 2 (the one store, as `molsift upgrade` writes it:
-every index) on MOSES, in ONE run: bytes per molecule per column and in total (version 1 here
-without its substructure and analog indexes; the one store with them), and search time
+every index) on MOSES, in ONE run: bytes per molecule per column and in total (both with every
+index: version 1's as ingest wrote it, with its column index), and search time
 (t = 0.7 and top-10, one thread, one query per call; version 1 and version 2 alternate round
 by round, medians of --repeats) for two query sets, with FPSim2 and plain compressors as peers.
 
@@ -82,6 +82,12 @@ def column_sizes(store) -> dict:
             "ids": ["ids.txt", "ids.offsets.u64"],
             "source lines": ["source_lines.u64"],
             "rejects": ["rejects.tsv"],
+            "substructure index (planes, graphs)": [
+                "pattern.json",
+                "pattern.planes.u64",
+                "pattern.graphs.bin",
+            ],
+            "analog index": [k for k in files if k.startswith("analogs.")],
         }
     )
     out = {g: sum(files.get(f, 0) for f in names) for g, names in groups.items()}
