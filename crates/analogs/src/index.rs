@@ -54,8 +54,24 @@ pub const POSITIONS_FILE: &str = "analogs.positions.u32";
 pub const FAILED_FILE: &str = "analogs.failed.tsv";
 /// The skeletons' WL hashes.
 pub const WL_FILE: &str = "analogs.wl.u64";
-/// log2 of the bits of the in-memory WL bitmap (1 MiB).
-const BITMAP_BITS: u32 = 23;
+/// log2 of the fewest bits of the in-memory WL bitmap (1 MiB).
+const BITMAP_MIN_BITS: u32 = 23;
+/// log2 of the most bits of the in-memory WL bitmap (512 MiB).
+const BITMAP_MAX_BITS: u32 = 32;
+
+/// log2 of the bits of the WL bitmap for `hashes` hashes: at least 16 bits per hash (about 6% of
+/// the bits set: a hash the index lacks is almost always answered by one memory read, not a
+/// binary search), between [`BITMAP_MIN_BITS`] and [`BITMAP_MAX_BITS`]. A fixed 2^23 bits
+/// were 68% set at 10 M molecules (9.6 M hashes), and the binary searches behind them took
+/// most of an analog search's time.
+pub(crate) fn bitmap_bits(hashes: u64) -> u32 {
+    let want = hashes
+        .saturating_mul(16)
+        .max(1)
+        .checked_next_power_of_two()
+        .map_or(64, u64::trailing_zeros);
+    want.clamp(BITMAP_MIN_BITS, BITMAP_MAX_BITS)
+}
 
 /// The Bloom filter of their deletions' WL hashes.
 pub const DELETIONS_FILE: &str = "analogs.deletions.bloom";
@@ -317,9 +333,11 @@ pub struct AnalogIndex {
     prefix: Vec<u32>,
     /// the same for the WL hashes
     wl_prefix: Vec<u32>,
-    /// bit `h >> (64 - BITMAP_BITS)` set for each WL hash `h` (in memory, a cache-sized first
-    /// filter before the binary search)
+    /// bit `h >> (64 - wl_bitmap_bits)` set for each WL hash `h` (in memory, a first filter
+    /// before the binary search)
     wl_bitmap: Vec<u64>,
+    /// log2 of the bitmap's bits ([`bitmap_bits`])
+    wl_bitmap_bits: u32,
     grids: HashMap<usize, Grid>,
 }
 
@@ -433,6 +451,7 @@ impl AnalogIndex {
             prefix: Vec::new(),
             wl_prefix: Vec::new(),
             wl_bitmap: Vec::new(),
+            wl_bitmap_bits: BITMAP_MIN_BITS,
             grids: HashMap::new(),
             header,
             dir,
@@ -495,9 +514,11 @@ impl AnalogIndex {
             prev = Some(h);
             wl_prefix[(h >> 48) as usize + 1] += 1;
         }
-        let mut bitmap = vec![0u64; 1 << (BITMAP_BITS - 6)];
+        let bits = bitmap_bits(self.header.wl_hashes);
+        self.wl_bitmap_bits = bits;
+        let mut bitmap = vec![0u64; 1 << (bits - 6)];
         for i in 0..self.header.wl_hashes as usize {
-            let b = (self.wl_at(i) >> (64 - BITMAP_BITS)) as usize;
+            let b = (self.wl_at(i) >> (64 - bits)) as usize;
             bitmap[b / 64] |= 1 << (b % 64);
         }
         self.wl_bitmap = bitmap;
@@ -611,7 +632,7 @@ impl Library for AnalogIndex {
     }
 
     fn may_contain(&self, wl: u64) -> bool {
-        let b = (wl >> (64 - BITMAP_BITS)) as usize;
+        let b = (wl >> (64 - self.wl_bitmap_bits)) as usize;
         if !self
             .wl_bitmap
             .get(b / 64)

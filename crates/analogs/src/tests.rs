@@ -282,3 +282,20 @@ fn a_stop_flag_ends_the_walk_as_the_deadline_does() {
         began.elapsed()
     );
 }
+
+#[test]
+fn wl_bitmap_keeps_at_least_16_bits_per_hash_within_its_bounds() {
+    use crate::index::bitmap_bits;
+    assert_eq!(bitmap_bits(0), 23);
+    assert_eq!(bitmap_bits(100_000), 23);
+    for hashes in [1_500_000u64, 9_627_160, 100_000_000] {
+        let bits = bitmap_bits(hashes);
+        assert!(1u64 << bits >= 16 * hashes, "{hashes}: 2^{bits}");
+        assert!(
+            1u64 << bits < 32 * hashes,
+            "{hashes}: 2^{bits} (no more than needed)"
+        );
+    }
+    assert_eq!(bitmap_bits(1_000_000_000), 32);
+    assert_eq!(bitmap_bits(u64::MAX), 32);
+}
