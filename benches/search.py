@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
 import statistics
 import sys
@@ -62,7 +63,7 @@ def build_store_v1(smi: Path, work: Path):
 
     out = work / "moses_db.store"
     manifest = out / "manifest.json"
-    if manifest.exists() and '"format_version": 1' not in manifest.read_text():
+    if manifest.exists() and json.loads(manifest.read_text()).get("format_version") != 1:
         raise SystemExit(f"{out}: not a version-1 store (remove it to rebuild)")
     if not manifest.exists():
         t = time.perf_counter()

@@ -185,10 +185,6 @@ impl Window {
             None => self.ends.push(None),
         }
     }
-
-    fn fill(&mut self, from: &dyn Records, range: std::ops::Range<usize>) {
-        from.gather(range, self);
-    }
 }
 
 impl Records for Window {
@@ -383,7 +379,10 @@ fn encode_graphs_in(
     let window_blocks = (window_records / GRAPH_BLOCK).max(1);
     for first in (0..blocks).step_by(window_blocks) {
         let last = (first + window_blocks).min(blocks);
-        window.fill(graphs, first * GRAPH_BLOCK..(last * GRAPH_BLOCK).min(n));
+        graphs.gather(
+            first * GRAPH_BLOCK..(last * GRAPH_BLOCK).min(n),
+            &mut window,
+        );
         let per = (last - first).div_ceil(threads).max(1);
         let w = &window;
         parts.extend(std::thread::scope(|s| {

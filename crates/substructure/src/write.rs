@@ -195,14 +195,8 @@ pub fn finish_index(
     meaning: serde_json::Value,
     threads: usize,
 ) -> Result<u64, SubstructureError> {
-    check_bits(bits)?;
     let n = store.len();
-    if bit_counts.len() != bits as usize || bit_counts.iter().any(|&c| c > n as u64) {
-        return Err(SubstructureError::Invalid(format!(
-            "{} bit counts (at most {n} each) for {bits} bits",
-            bit_counts.len()
-        )));
-    }
+    check_counts(bits, &bit_counts, n)?;
     if store.manifest().format_version >= 2 {
         return compact_from(
             store, planes_tmp, graphs_tmp, bits, bit_counts, meaning, threads,
@@ -301,6 +295,18 @@ fn install(
     Ok(())
 }
 
+/// Checks an index's bit count and its molecules per bit (`bit_counts`, at most `n` each).
+fn check_counts(bits: u32, bit_counts: &[u64], n: usize) -> Result<(), SubstructureError> {
+    check_bits(bits)?;
+    if bit_counts.len() != bits as usize || bit_counts.iter().any(|&c| c > n as u64) {
+        return Err(SubstructureError::Invalid(format!(
+            "{} bit counts (at most {n} each) for {bits} bits",
+            bit_counts.len()
+        )));
+    }
+    Ok(())
+}
+
 /// The dense planes file a build wrote, opened, and its size (checked: `bits` planes of `n`
 /// molecules).
 fn open_planes(
@@ -383,14 +389,8 @@ fn finish_compact(
     threads: usize,
 ) -> Result<u64, SubstructureError> {
     use crate::compact::{write_compact, GRAPH_BLOCKS_FILE, SCREEN_FILE};
-    check_bits(bits)?;
     let n = store.len();
-    if bit_counts.len() != bits as usize || bit_counts.iter().any(|&c| c > n as u64) {
-        return Err(SubstructureError::Invalid(format!(
-            "{} bit counts (at most {n} each) for {bits} bits",
-            bit_counts.len()
-        )));
-    }
+    check_counts(bits, &bit_counts, n)?;
     let _lock = store.lock()?;
     // temporary files of index runs that were killed (their names tell their process)
     molsift_store::replace::sweep_leftovers(store.path(), None);
