@@ -318,6 +318,7 @@ def ingest(
     delimiter: str | None = None,
     overwrite: bool = False,
     dedupe: bool = False,
+    shards: int | None = None,
     verify_count: bool = False,
     index: bool = True,
     pattern: bool = True,
@@ -338,10 +339,17 @@ def ingest(
     inputs are also counted by an independent pass (reading them once more) and the ingest
     fails loudly if its own count differs. Molecules whose canonical SMILES an earlier record
     already gave are counted (`report.duplicates`); with `dedupe` only the first is stored and
-    the others are listed in `duplicates.tsv` against it. Returns the report on the root (rank
-    0), None on other ranks."""
+    the others are listed in `duplicates.tsv` against it. With `shards`, the output is a store
+    set (`molsift.sets`): that many shard stores, each a consecutive range of the one store's
+    order, every index in each. Returns the report on the root (rank 0), None on other ranks."""
     start = time.perf_counter()
     spec = fingerprint or FingerprintSpec()
+    if shards is not None:
+        from .sets.write import check_shards
+
+        check_shards(shards)
+        if version == 1:
+            raise ValueError("a store set is written in the one store's format (version 2)")
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     if not paths:
         raise ValueError("no input files")
@@ -415,10 +423,18 @@ def ingest(
             else:
                 from .store import write_complete
 
-                write_complete(
-                    first, staged, threads=local or default_workers(), workers=local,
-                    pattern=pattern, analogs=analogs, progress=show,
-                )  # fmt: skip
+                if shards is not None:
+                    from .sets.write import write_set
+
+                    write_set(
+                        first, staged, shards, threads=local or default_workers(), workers=local,
+                        pattern=pattern, analogs=analogs, progress=show,
+                    )  # fmt: skip
+                else:
+                    write_complete(
+                        first, staged, threads=local or default_workers(), workers=local,
+                        pattern=pattern, analogs=analogs, progress=show,
+                    )  # fmt: skip
                 shutil.rmtree(first, ignore_errors=True)
                 _sizes_of_one_store(staged, report)
             report.seconds = time.perf_counter() - start
@@ -439,10 +455,25 @@ def ingest(
 def _sizes_of_one_store(path: str, report: IngestReport) -> None:
     """The report's byte counts from the one store's manifest: the store itself, its
     substructure index (`pattern.*`) and its analog index (`analogs.*`)."""
-    with open(os.path.join(path, "manifest.json"), "rb") as fh:
-        files = json.loads(fh.read())["files"]
-    report.pattern_bytes = sum(e["bytes"] for f, e in files.items() if f.startswith("pattern."))
-    report.analog_bytes = sum(e["bytes"] for f, e in files.items() if f.startswith("analogs."))
+    from .sets import SET_FILE, is_set
+
+    if is_set(path):  # a store set: every shard's files
+        with open(os.path.join(path, SET_FILE), "rb") as fh:
+            names = [s["name"] for s in json.loads(fh.read())["shards"]]
+        files = {}
+        for name in names:
+            with open(os.path.join(path, name, "manifest.json"), "rb") as fh:
+                files.update({f"{name}/{f}": e for f, e in json.loads(fh.read())["files"].items()})
+    else:
+        with open(os.path.join(path, "manifest.json"), "rb") as fh:
+            files = json.loads(fh.read())["files"]
+    base = {f: f.rsplit("/", 1)[-1] for f in files}
+    report.pattern_bytes = sum(
+        e["bytes"] for f, e in files.items() if base[f].startswith("pattern.")
+    )
+    report.analog_bytes = sum(
+        e["bytes"] for f, e in files.items() if base[f].startswith("analogs.")
+    )
     report.store_bytes = sum(e["bytes"] for e in files.values()) - (
         report.pattern_bytes + report.analog_bytes
     )

@@ -480,12 +480,19 @@ def open_core(path: PathLike, verify: bool = False):
 
 def open_store(path: PathLike, verify: bool = True) -> StoreV2:
     """Opens the one store (format version 2) read-only; a version-1 store is refused in one
-    line that says to convert it with `molsift upgrade` (`open_version_1` reads it).
+    line that says to convert it with `molsift upgrade` (`open_version_1` reads it). A store
+    set (`molsift ingest --shards K`) opens as a `sets.StoreSet`, which every search takes.
 
     Always checks the manifest (format, version, its own checksum), file sizes and offsets;
     with `verify=True` (the default) also every file's checksum, the column index's included,
     which reads the store once. Without it, the files a search or an id/SMILES lookup reads are
     checked when first read. Raises `molsift.StoreError` naming the file and what is wrong."""
+    from .sets import is_set
+
+    if is_set(path):  # a store set: its shards, one store to every caller
+        from .sets import open_set
+
+        return open_set(path, verify=verify)  # type: ignore[return-value]
     version = format_version(path)
     if version == 1:
         raise _core.StoreError(

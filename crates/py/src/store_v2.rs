@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use molsift_store::lookup::LookupOptions;
 use molsift_store::textblocks::Block;
-use molsift_store::v2::{upgrade, StoreV2, UpgradeOptions};
+use molsift_store::v2::{
+    set_duplicates, shard_bounds, store_order, upgrade, write_shard, ShardOf, StoreV2,
+    UpgradeOptions,
+};
 use molsift_store::{Store, Verify};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -212,8 +215,53 @@ fn upgrade_store(
     .map_err(store_err)
 }
 
+/// Writes the shards of a store set from the version-1 store at `src` into the directory
+/// `dir` (which exists): `shard-NNNN` stores (`molsift_store::v2::write_shard`) cut at
+/// `shard_bounds`, and `duplicates.tsv` in set positions when `src` has one. Returns the
+/// bounds (`shards + 1` set positions) and the store order (u32 little-endian: set position
+/// -> position in `src`), which the substructure carry into each shard reads.
+#[pyfunction]
+#[pyo3(signature = (src, dir, shards, threads=1))]
+fn write_set_shards<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dir: PathBuf,
+    shards: usize,
+    threads: usize,
+) -> PyResult<(Vec<usize>, Bound<'py, PyBytes>)> {
+    let opts = UpgradeOptions {
+        threads,
+        ..UpgradeOptions::default()
+    };
+    let (bounds, order) = py
+        .detach(|| {
+            let v1 = Store::open(&src, Verify::Sizes)?;
+            let order = store_order(&v1)?;
+            let bounds = shard_bounds(&v1, &order, shards)?;
+            for s in 0..shards {
+                let shard = ShardOf {
+                    index: s,
+                    shards,
+                    offset: bounds[s] as u64,
+                };
+                let out = dir.join(format!("shard-{s:04}"));
+                write_shard(&v1, &order, bounds[s]..bounds[s + 1], shard, &out, &opts)?;
+            }
+            if let Some(dups) = set_duplicates(&v1, &order)? {
+                let path = dir.join(molsift_store::duplicates::FILE);
+                molsift_iostats::write_file(&path, &dups, true)
+                    .map_err(|e| molsift_store::StoreError::io(&path, e))?;
+            }
+            Ok::<_, molsift_store::StoreError>((bounds, order))
+        })
+        .map_err(store_err)?;
+    let bytes: Vec<u8> = order.iter().flat_map(|o| o.to_le_bytes()).collect();
+    Ok((bounds, PyBytes::new(py, &bytes)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStoreV2>()?;
     m.add_function(wrap_pyfunction!(upgrade_store, m)?)?;
+    m.add_function(wrap_pyfunction!(write_set_shards, m)?)?;
     Ok(())
 }

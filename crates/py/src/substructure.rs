@@ -107,25 +107,35 @@ fn finish_pattern_index(
 /// Writes the substructure index of the version-2 store at `dst`, upgraded from the
 /// version-1 store at `src`, by carrying `src`'s index over to the new positions (no molecule
 /// parsed again), its graph blocks compressed on `threads` threads; returns the bytes of the
-/// new screen.
+/// new screen. `source` (u32 little-endian, one per molecule of `dst`: its position in `src`)
+/// is given for a shard of a set; without it, `dst`'s input order says it.
 #[pyfunction]
-#[pyo3(signature = (src, dst, threads=1))]
+#[pyo3(signature = (src, dst, threads=1, source=None))]
 fn carry_pattern_index(
     py: Python<'_>,
     src: PathBuf,
     dst: PathBuf,
     threads: usize,
+    source: Option<&[u8]>,
 ) -> PyResult<u64> {
+    let given: Option<Vec<u32>> = source.map(|b| {
+        b.chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    });
     py.detach(|| {
         let from = molsift_store::Store::open(&src, molsift_store::Verify::Sizes)
             .map_err(molsift_substructure::SubstructureError::from)?;
         let index = PatternIndex::open_in(&from)?;
         let to = molsift_store::v2::StoreV2::open(&dst, false)
             .map_err(molsift_substructure::SubstructureError::from)?;
-        let source = (0..to.len())
-            .map(|i| to.input_rank(i).map(|r| r as u32))
-            .collect::<Result<Vec<u32>, _>>()
-            .map_err(molsift_substructure::SubstructureError::from)?;
+        let source = match given {
+            Some(s) => s,
+            None => (0..to.len())
+                .map(|i| to.input_rank(i).map(|r| r as u32))
+                .collect::<Result<Vec<u32>, _>>()
+                .map_err(molsift_substructure::SubstructureError::from)?,
+        };
         molsift_substructure::carry_index(&index, &to, &source, threads)
     })
     .map_err(substructure_err)

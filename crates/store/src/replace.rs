@@ -160,6 +160,17 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
         let is_file = kind.is_some_and(|t| t.is_file());
         // a killed run's temporary entry may be a directory (the graph parts of a pattern build)
         let is_dir = kind.is_some_and(|t| t.is_dir());
+        // a store set (`molsift ingest --shards`): its manifest, and shards that are stores
+        let set_file = name == SET_MANIFEST && is_file;
+        let shard = is_dir && is_shard_name(&name) && {
+            check_replaceable(&entry.path())?;
+            true
+        };
+        if set_file || shard {
+            has_manifest |= set_file;
+            empty = false;
+            continue;
+        }
         if !((known && is_file) || (ours && (is_file || is_dir))) {
             return Err(refuse(format!(
                 "holds {name:?}, which is not a file of a molsift store"
@@ -172,6 +183,15 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
         return Err(refuse("has no manifest.json: not a molsift store".into()));
     }
     Ok(())
+}
+
+/// The manifest of a store set (`molsift ingest --shards`: shard stores beside it).
+pub const SET_MANIFEST: &str = "set.json";
+
+/// A shard's directory name in a store set: `shard-` and four or more digits.
+fn is_shard_name(name: &str) -> bool {
+    name.strip_prefix("shard-")
+        .is_some_and(|d| d.len() >= 4 && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Moves the finished store at `tmp` to `dest`. If `dest` exists, it is replaced only with

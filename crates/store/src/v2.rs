@@ -127,7 +127,102 @@ pub fn upgrade(v1: &Store, out: &Path, opts: &UpgradeOptions) -> Result<Manifest
 }
 
 fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest, StoreError> {
+    let order = store_order(v1)?;
+    write_selection(v1, &order, None, dir, opts)
+}
+
+/// The store order of the version-1 store `v1`: its positions (input ranks) sorted by
+/// canonical SMILES in byte order, stable (input order among duplicates). Position `i` of the
+/// one store written from `v1` holds `v1`'s molecule `order[i]`.
+pub fn store_order(v1: &Store) -> Result<Vec<u32>, StoreError> {
     let n = v1.len();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    let smiles = |i: u32| v1.smiles(i as usize).map(str::as_bytes);
+    for i in 0..n {
+        v1.smiles(i)?; // every entry readable, once, before the sort trusts them
+    }
+    order.sort_by(|&a, &b| smiles(a).unwrap_or(b"").cmp(smiles(b).unwrap_or(b"")));
+    Ok(order)
+}
+
+/// Where a set of `shards` shards cuts the store `order` of `v1`: `shards + 1` ascending
+/// positions, from 0 to `order.len()`, shard `s` holding positions `bounds[s]..bounds[s + 1]`.
+/// The cuts are as even as the molecules allow: a cut never separates equal canonical SMILES
+/// (each is moved forward to the next change), so a SMILES lives in one shard and a shard may
+/// be empty.
+pub fn shard_bounds(v1: &Store, order: &[u32], shards: usize) -> Result<Vec<usize>, StoreError> {
+    if shards == 0 {
+        return Err(StoreError::Invalid("a set needs at least one shard".into()));
+    }
+    let n = order.len();
+    let mut bounds = vec![0usize];
+    for s in 1..shards {
+        let mut cut = (n * s / shards).max(*bounds.last().unwrap_or(&0));
+        while cut > 0
+            && cut < n
+            && v1.smiles(order[cut] as usize)? == v1.smiles(order[cut - 1] as usize)?
+        {
+            cut += 1;
+        }
+        bounds.push(cut);
+    }
+    bounds.push(n);
+    Ok(bounds)
+}
+
+/// Which shard of a set a written store is.
+#[derive(Debug, Clone, Copy)]
+pub struct ShardOf {
+    /// its number, from 0
+    pub index: usize,
+    /// shards in the set
+    pub shards: usize,
+    /// the set position of its first molecule (its positions are the set's minus this)
+    pub offset: u64,
+}
+
+/// Writes at `dir` (a new directory) one shard of a store set: the one store of `v1`'s
+/// molecules at store positions `range` of `order` (from [`store_order`]), a complete store of
+/// its own. Its input order is the order of those molecules in `v1`; its counts are its own
+/// (the set's rejects and `--dedupe` list live beside the shards, see [`set_duplicates`]).
+pub fn write_shard(
+    v1: &Store,
+    order: &[u32],
+    range: std::ops::Range<usize>,
+    shard: ShardOf,
+    dir: &Path,
+    opts: &UpgradeOptions,
+) -> Result<Manifest, StoreError> {
+    if range.end > order.len() || range.start > range.end {
+        return Err(StoreError::Invalid(format!(
+            "shard range {range:?} of a store of {} molecules",
+            order.len()
+        )));
+    }
+    std::fs::create_dir(dir).map_err(|e| StoreError::io(dir, e))?;
+    write_selection(v1, &order[range], Some(shard), dir, opts)
+}
+
+/// The set's `duplicates.tsv` (after `--dedupe`): as the one store's, kept positions in the
+/// set's positions; None when the staging store has none.
+pub fn set_duplicates(v1: &Store, order: &[u32]) -> Result<Option<Vec<u8>>, StoreError> {
+    if v1.manifest().files.contains_key(crate::duplicates::FILE) {
+        renumber_duplicates(v1, order).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The one store (shard None: `sel` is the whole store order) or one shard of a set (`sel` its
+/// part of the store order) written into `dir`.
+fn write_selection(
+    v1: &Store,
+    sel: &[u32],
+    shard: Option<ShardOf>,
+    dir: &Path,
+    opts: &UpgradeOptions,
+) -> Result<Manifest, StoreError> {
+    let n = sel.len();
     let spec = v1.manifest().fingerprint.clone();
     for name in [
         crate::layout::SMILES,
@@ -141,13 +236,23 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
     ] {
         v1.verify_file(name)?; // what is copied is what was written
     }
-    // store order: canonical SMILES in byte order (stable: input order among duplicates)
-    let mut order: Vec<u32> = (0..n as u32).collect();
     let smiles = |i: u32| v1.smiles(i as usize).map(str::as_bytes);
-    for i in 0..n {
-        v1.smiles(i)?; // every entry readable, once, before the sort trusts them
-    }
-    order.sort_by(|&a, &b| smiles(a).unwrap_or(b"").cmp(smiles(b).unwrap_or(b"")));
+    // the selection's molecules in input order: `ranks[r]` is the `v1` position of local input
+    // rank `r` (the identity for the whole store)
+    let ranks: Vec<u32> = match shard {
+        None => (0..n as u32).collect(),
+        Some(_) => {
+            let mut r = sel.to_vec();
+            r.sort_unstable();
+            r
+        }
+    };
+    let local_rank = |global: u32| -> u64 {
+        match shard {
+            None => u64::from(global),
+            Some(_) => ranks.binary_search(&global).unwrap_or(0) as u64,
+        }
+    };
     let text = |numbered: bool| TextOptions {
         level: opts.level,
         threads: opts.threads,
@@ -158,26 +263,26 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
     write_text_blocks(
         &dir.join(SMILES),
         n,
-        |i, out| out.extend_from_slice(smiles(order[i]).unwrap_or(b"")),
+        |i, out| out.extend_from_slice(smiles(sel[i]).unwrap_or(b"")),
         &smiles_opts,
     )?;
     write_text_blocks(
         &dir.join(IDS),
         n,
-        |i, out| out.extend_from_slice(v1.id(i).map(str::as_bytes).unwrap_or(b"")),
+        |r, out| out.extend_from_slice(v1.id(ranks[r] as usize).map(str::as_bytes).unwrap_or(b"")),
         &text(true),
     )?;
     write(
         dir,
         INPUT_ORDER,
-        &crate::packed::encode(&order.iter().map(|&r| u64::from(r)).collect::<Vec<_>>()),
+        &crate::packed::encode(&sel.iter().map(|&g| local_rank(g)).collect::<Vec<_>>()),
     )?;
     write(
         dir,
         SOURCE_LINES,
         &crate::packed::encode(
             &(0..n)
-                .map(|r| v1.source_line(r) - r as u64)
+                .map(|r| v1.source_line(ranks[r] as usize) - r as u64)
                 .collect::<Vec<_>>(),
         ),
     )?;
@@ -185,10 +290,13 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
     let block = smiles_opts.block;
     let mut entries = Vec::with_capacity(n);
     let mut prev: Option<&[u8]> = None;
-    for (i, &r) in order.iter().enumerate() {
+    let mut duplicates = 0u64;
+    for (i, &r) in sel.iter().enumerate() {
         let s = smiles(r)?;
         if prev != Some(s) {
             entries.push((key_hash(s, opts.lookup.hash_bits), (i / block) as u64));
+        } else {
+            duplicates += 1;
         }
         prev = Some(s);
     }
@@ -198,12 +306,13 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
         SMILES_LOOKUP,
         &build_index(entries, blocks, &opts.lookup),
     )?;
-    if !ids_ascending(v1)? {
+    let ids = (0..n).map(|r| v1.id(ranks[r] as usize));
+    if !ids_ascending(ids)? {
         let entries = (0..n)
-            .map(|i| {
+            .map(|r| {
                 Ok((
-                    key_hash(v1.id(i)?.as_bytes(), opts.lookup.hash_bits),
-                    (i / block) as u64,
+                    key_hash(v1.id(ranks[r] as usize)?.as_bytes(), opts.lookup.hash_bits),
+                    (r / block) as u64,
                 ))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -213,19 +322,28 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
         dir,
         spec.bits,
         n,
-        |i| u32::from(v1.popcount(order[i] as usize)),
-        |i, out| out.copy_from_slice(&v1.fingerprint(order[i] as usize)[..out.len()]),
+        |i| u32::from(v1.popcount(sel[i] as usize)),
+        |i, out| out.copy_from_slice(&v1.fingerprint(sel[i] as usize)[..out.len()]),
         opts.plane_budget,
     )?;
-    let rejects = std::fs::read(v1.path().join(REJECTS))
-        .map_err(|e| StoreError::io(v1.path().join(REJECTS), e))?;
-    write(dir, REJECTS, &rejects)?;
-    if v1.manifest().files.contains_key(crate::duplicates::FILE) {
-        write(
-            dir,
-            crate::duplicates::FILE,
-            &renumber_duplicates(v1, &order)?,
-        )?;
+    let mut counts = v1.manifest().counts;
+    if shard.is_none() {
+        let rejects = std::fs::read(v1.path().join(REJECTS))
+            .map_err(|e| StoreError::io(v1.path().join(REJECTS), e))?;
+        write(dir, REJECTS, &rejects)?;
+        if let Some(dups) = set_duplicates(v1, sel)? {
+            write(dir, crate::duplicates::FILE, &dups)?;
+        }
+    } else {
+        // a shard's records are its molecules; the set keeps the rejects and dropped ones
+        write(dir, REJECTS, crate::rejects::HEADER.as_bytes())?;
+        counts = crate::Counts {
+            records_in: n as u64,
+            molecules: n as u64,
+            rejected: 0,
+            duplicates: Some(duplicates),
+            dropped: 0,
+        };
     }
     let mut files = BTreeMap::new();
     for entry in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
@@ -247,13 +365,19 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
         if p.remove("staging").is_none() {
             p.insert("upgraded_from_version".into(), 1.into());
         }
+        if let Some(s) = shard {
+            p.insert(
+                "shard".into(),
+                serde_json::json!({"index": s.index, "shards": s.shards, "offset": s.offset}),
+            );
+        }
     }
     let manifest = Manifest {
         format: FORMAT_NAME.to_string(),
         format_version: VERSION,
         created_by: format!("molsift {}", env!("CARGO_PKG_VERSION")),
         fingerprint: spec,
-        counts: v1.manifest().counts,
+        counts,
         provenance,
         files,
         checksum: String::new(),
@@ -312,12 +436,14 @@ fn numbered(id: &str) -> Option<(&str, u64, usize)> {
 /// True when every id is the same prefix and a number, the numbers strictly ascending in input
 /// order and written with one width or without leading zeros (then the ids column needs no
 /// hash index).
-fn ids_ascending(v1: &Store) -> Result<bool, StoreError> {
+fn ids_ascending<'a>(
+    ids: impl Iterator<Item = Result<&'a str, StoreError>>,
+) -> Result<bool, StoreError> {
     let mut prev: Option<(String, u64, usize)> = None;
     let mut fixed_width = true;
     let mut no_zeros = true;
-    for i in 0..v1.len() {
-        let id = v1.id(i)?;
+    for id in ids {
+        let id = id?;
         let Some((prefix, v, width)) = numbered(id) else {
             return Ok(false);
         };

@@ -115,7 +115,17 @@ impl Records for Reordered<'_, '_> {
     }
 
     fn each(&self, n: usize, f: &mut dyn FnMut(Option<&[u8]>)) {
-        (0..n.min(self.source.len())).for_each(|s| f(self.graphs.record(s)));
+        // every record once, in the file's order: all of the file's for a permutation, the
+        // chosen ones (a shard of a set) otherwise
+        if self.source.len() == self.graphs.len() {
+            (0..n.min(self.source.len())).for_each(|s| f(self.graphs.record(s)));
+        } else {
+            let mut chosen = self.source[..n.min(self.source.len())].to_vec();
+            chosen.sort_unstable();
+            chosen
+                .iter()
+                .for_each(|&s| f(self.graphs.record(s as usize)));
+        }
     }
 
     fn gather(&self, range: std::ops::Range<usize>, out: &mut Window) {

@@ -437,7 +437,7 @@ fn finish_compact(
 
 /// Writes the substructure index of `to`, a version-2 store holding the molecules of `from`'s
 /// store in another order (upgraded from it: `source[i]` is the position in `from`'s store of
-/// `to`'s molecule `i`), by carrying the rows and graph records over rather than computing
+/// `to`'s molecule `i`), or a part of them (a shard of a set), by carrying the rows and graph records over rather than computing
 /// them again; the same `meaning`. `from` must be the dense form with graphs. Each kept plane
 /// is permuted in memory as the compact screen asks for it and each graph record read where
 /// it lies: nothing is written in between, and memory holds one plane at a time besides what
@@ -450,9 +450,10 @@ pub fn carry_index(
     threads: usize,
 ) -> Result<u64, SubstructureError> {
     let n = to.len();
-    if source.len() != n || from.len() != n || source.iter().any(|&s| s as usize >= n) {
+    let whole = from.len() == n;
+    if source.len() != n || source.iter().any(|&s| s as usize >= from.len()) {
         return Err(SubstructureError::Invalid(format!(
-            "a permutation of {} positions for stores of {} and {n} molecules",
+            "{} source positions for stores of {} and {n} molecules",
             source.len(),
             from.len()
         )));
@@ -464,9 +465,10 @@ pub fn carry_index(
     }
     let (words, graphs) = from.dense_parts()?;
     let pw = plane_words(n);
+    let from_pw = plane_words(from.len());
     // bit i of the new plane is bit source[i] of the old
     let plane = |b: usize, buf: &mut Vec<u64>| {
-        let old = &words[b * pw..(b + 1) * pw];
+        let old = &words[b * from_pw..(b + 1) * from_pw];
         buf.clear();
         buf.resize(pw, 0);
         for (i, &s) in source.iter().enumerate() {
@@ -478,10 +480,24 @@ pub fn carry_index(
         graphs: &graphs,
         source,
     };
+    // a permutation keeps every bit's count; a shard of a set (a part of `from`) counts its own
+    let bit_counts = if whole {
+        from.bit_counts().to_vec()
+    } else {
+        (0..from.bits() as usize)
+            .map(|b| {
+                let old = &words[b * plane_words(from.len())..(b + 1) * plane_words(from.len())];
+                source
+                    .iter()
+                    .filter(|&&s| (old[s as usize / 64] >> (s % 64)) & 1 == 1)
+                    .count() as u64
+            })
+            .collect()
+    };
     finish_compact(
         to,
         from.bits(),
-        from.bit_counts().to_vec(),
+        bit_counts,
         from.meaning().clone(),
         &plane,
         &records,

@@ -222,6 +222,10 @@ def analogs(
     which the result is partial; `lock`: held around the RDKit work (a server sharing the store
     between threads); `cancel`: a flag that ends the walk with `Cancelled` once set. ValueError
     for a bad query or argument, StoreError when the store has no analog index."""
+    if hasattr(store, "shards"):  # a store set: each shard's, merged
+        from ..sets.store import set_analogs
+
+        return set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)
     bits, args, elements, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
     hits, paths, stats = index.walk(*args, elements=elements, **_walk_extra(cancel))
     check(cancel)
@@ -244,6 +248,11 @@ def iter_analogs(
     distance has been searched completely (the walk goes on meanwhile). With `k`, the last
     distance is cut to make k in all. The last one is marked partial if the timeout ended the
     search (it then holds the hits found at the unfinished distance)."""
+    if hasattr(store, "shards"):  # a store set: each shard's, merged, then cut by distance
+        from ..sets.store import iter_set_analogs
+
+        yield from iter_set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)
+        return
     bits, args, elements, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
     out: queue.Queue = queue.Queue()
     stop = threading.Event()

@@ -42,6 +42,8 @@ def run(args) -> int:
     from ..store import open_store
 
     store = open_store(args.store, verify=not args.no_verify)
+    if hasattr(store, "shards"):
+        return _set_info(store, args)
     m = store.manifest
     per = max(1, m["counts"]["molecules"])
     if args.json:
@@ -124,4 +126,47 @@ def run(args) -> int:
             print(f"{i:>8}  {store.ids[i]:<12} {int(store.popcounts[i]):>4}  {store.smiles[i]}")
     if c["rejected"]:
         print(f"\nrejected records are listed in {store.rejects_path}")
+    return 0
+
+
+def _set_info(store, args) -> int:
+    """`molsift info SET`: the set's counts, and each shard's positions and bytes."""
+    m = store.manifest
+    sizes = [sum(s.file_sizes().values()) for s in store.shards]
+    total = sum(sizes) + sum(e["bytes"] for e in m["files"].values())
+    per = max(1, len(store))
+    if args.json:
+        shards = [dict(rec, bytes=b) for rec, b in zip(m["shards"], sizes)]
+        print(json.dumps({**m, "shards": shards, "sizes": {
+            "bytes": total, "bytes_per_molecule": round(total / per, 3)}}, indent=2))  # fmt: skip
+        return 0
+    c, fp = m["counts"], m["fingerprint"]
+    print(f"set         {store.path}")
+    print(f"format      {m['format']} v{m['format_version']} ({m['created_by']})")
+    dropped = f", duplicates left out {c['dropped']:,}" if c.get("dropped") else ""
+    print(
+        f"molecules   {c['molecules']:,}  "
+        f"(records in {c['records_in']:,}, rejected {c['rejected']:,}{dropped})"
+    )
+    if c.get("duplicates") is not None:
+        print(
+            f"duplicates  {c['duplicates']:,} (molecules whose canonical SMILES an earlier one had)"
+        )
+    print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
+    print(f"size        {total:,} bytes, {total / per:.1f} bytes/molecule")
+    files = sum(len(s.manifest["files"]) + 1 for s in store.shards) + len(m["files"]) + 1
+    checked = "not checked (--no-verify)" if args.no_verify else f"all {files} files verified"
+    print(f"checksums   {checked}")
+    print(f"indexes     substructure {'in every shard' if store.has_pattern_index else 'missing'}, "
+          f"analogs {'in every shard' if store.has_analog_index else 'missing'}")  # fmt: skip
+    print(f"\n{len(store.shards)} shards (set positions first..last):")
+    for rec, b in zip(m["shards"], sizes):
+        n = rec["molecules"]
+        span = f"{rec['offset']:,}..{rec['offset'] + n - 1:,}" if n else "(empty)"
+        print(f"  {rec['name']}  {n:>12,} molecules  {span:<24} {b:>14,} bytes")
+    n = min(args.head, len(store))
+    if n:
+        print(f"\nfirst {n} molecules (position, id, canonical SMILES; stored in SMILES order):")
+        for i in range(n):
+            print(f"{i:>8}  {store.ids[i]:<12} {store.smiles[i]}")
     return 0

@@ -25,6 +25,7 @@ EXAMPLES = (
     "mpirun -n 4 molsift ingest big.smi -o big.store             # one slab set per rank",
     "molsift ingest moses.csv.gz -o moses.store --bits 1024 --radius 3",
     "molsift ingest data/nci_first_5k.smi -o nci.store --overwrite --dedupe --verify-count",
+    "molsift ingest big.smi -o big.set --shards 8                # a store set of 8 shards",
 )
 
 
@@ -98,6 +99,13 @@ def add_parser(subparsers):
         "(without it, duplicates are stored and counted)",
     )
     p.add_argument(
+        "--shards",
+        type=int,
+        metavar="K",
+        help="write a store set: K shard stores, each a consecutive range of the store order "
+        "(every verb takes the set as one store; docs/scale-out.md)",
+    )
+    p.add_argument(
         "--no-pattern",
         action="store_true",
         help="leave out the substructure index (substructure search then needs "
@@ -155,6 +163,7 @@ def _ingest(args):
         io=args.io,
         overwrite=args.overwrite,
         dedupe=args.dedupe,
+        shards=args.shards,
         verify_count=args.verify_count,
         pattern=not args.no_pattern,
         analogs=not args.no_analogs,

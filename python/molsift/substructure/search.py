@@ -96,7 +96,16 @@ def iter_hit_arrays(
 ) -> Iterator[np.ndarray]:
     """Hits of `query` in `store` (a `molsift.Store`), as int64 arrays in store order (the
     first arrive before the search ends); at most `max_hits` in all. `cancel`: a flag
-    (`molsift.cancel.new_flag()`) that stops the search with `Cancelled` once set."""
+    (`molsift.cancel.new_flag()`) that stops the search with `Cancelled` once set. A store set
+    is searched shard by shard (`sets.store.iter_set_hit_arrays`)."""
+    if hasattr(store, "shards"):
+        from ..sets.store import iter_set_hit_arrays
+
+        yield from iter_set_hit_arrays(
+            store, query, smarts=smarts, max_hits=max_hits, workers=workers,
+            chirality=chirality, cancel=cancel,
+        )  # fmt: skip
+        return
     t0 = time.perf_counter()
     q = query if isinstance(query, Query) else parse_query(query, smarts, chirality)
     if max_hits is not None and max_hits < 0:

@@ -1,0 +1,354 @@
+"""An open store set (`StoreSet`): the four searches over every shard, merged exactly.
+
+Set position = shard offset + shard position, so each merge only shifts positions and keeps
+the one store's order and tie rules:
+- similarity (`search`, `search_batch`): each shard's hits (its k best, or all at or above the
+  threshold) merged by score descending, then position ascending, cut to k;
+- substructure: the shards in order, each one's hits in store order, until `max_hits`;
+- analogs: each shard's k best (its walk stops where it reaches k: a molecule of the set's k
+  best is among its shard's k best, found at a distance that shard reaches) merged by
+  distance, Tanimoto descending, position, cut to k;
+- lookup: a canonical SMILES lives in the one shard whose first and last SMILES bracket it
+  (shards never split equal SMILES); ids are asked of every shard.
+Shards are searched on threads (`threads`, `workers`): the Rust kernels release the GIL."""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .. import _core
+from ..store import StoreV2, _Column, _StoreBase
+from .manifest import check_file, read_manifest
+
+_SUMMED = ("candidates", "matched", "hits", "screen_seconds", "planes_read_bytes")
+
+
+def open_set(path, verify: bool = True) -> StoreSet:
+    """Opens the store set at `path` read-only: its manifest checked, every shard opened (with
+    `verify`, every shard file's checksum read) and matched to the manifest's record of it."""
+    path = os.fspath(path)
+    manifest = read_manifest(path)
+    shards = []
+    for rec in manifest["shards"]:
+        where = os.path.join(path, rec["name"])
+        if not os.path.isdir(where):
+            raise _core.StoreError(f"{where}: shard {rec['name']} of the set is missing")
+        core = _core.StoreV2(where, verify=verify)
+        shard = StoreV2(where, core)
+        if (
+            shard.manifest.get("checksum") != rec["manifest_checksum"]
+            or len(shard) != rec["molecules"]
+        ):
+            raise _core.StoreError(
+                f"{where}: not the shard this set was written with (its manifest differs from "
+                f"the set's record of {rec['name']})"
+            )
+        shards.append(shard)
+    if verify:
+        for name in manifest["files"]:
+            check_file(path, manifest, name)
+    return StoreSet(path, manifest, shards)
+
+
+class _SetColumn(_Column):
+    """A text column of every shard, by set position."""
+
+    def __init__(self, store: StoreSet, column: str):
+        self._store = store
+        self._column = column
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def _get(self, i: int) -> str:
+        s, local = self._store._locate(i)
+        return getattr(self._store.shards[s], self._column)[local]
+
+    def take(self, positions) -> list[str]:
+        pos = np.asarray(positions, dtype=np.int64)
+        out: list[str] = [""] * len(pos)
+        shard_of = self._store._shard_of(pos)
+        for s in np.unique(shard_of).tolist():
+            at = np.flatnonzero(shard_of == s)
+            local = pos[at] - self._store.offsets[s]
+            texts = getattr(self._store.shards[s], self._column).take(local)
+            for j, t in zip(at.tolist(), texts):
+                out[j] = t
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        for shard in self._store.shards:
+            yield from getattr(shard, self._column)
+
+
+class _SetCore:
+    """The part of a store's Rust reader that lookups call (`lookup`, `lookup_ids`), over
+    every shard, positions in the set."""
+
+    def __init__(self, store: StoreSet):
+        self._store = store
+        live = [s for s, rec in enumerate(store.manifest["shards"]) if rec["molecules"]]
+        self._live = live
+        self._firsts = [store.manifest["shards"][s]["first_smiles"] for s in live]
+
+    def lookup(self, smiles: list[str]) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in smiles]
+        asked: dict[int, list[int]] = {}
+        for j, s in enumerate(smiles):
+            k = bisect.bisect_right(self._firsts, s) - 1
+            if k >= 0:
+                asked.setdefault(self._live[k], []).append(j)
+        for s, idx in asked.items():
+            found = self._store.shards[s]._core.lookup([smiles[j] for j in idx])
+            off = self._store.offsets[s]
+            for j, pos in zip(idx, found):
+                out[j] = [off + p for p in pos]
+        return out
+
+    def lookup_ids(self, ids: list[str]) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in ids]
+        for s in self._live:
+            off = self._store.offsets[s]
+            for j, pos in enumerate(self._store.shards[s]._core.lookup_ids(ids)):
+                out[j] += [off + p for p in pos]
+        return [sorted(p) for p in out]
+
+
+class _SetSearcher:
+    """Similarity search over every shard (`search.search` calls it as a store's searcher)."""
+
+    def __init__(self, store: StoreSet):
+        self._store = store
+
+    def _one(self, s: int, on_bits, threshold, k):
+        idx, scores, stats = self._store.shards[s]._searcher().search(on_bits, threshold, k, 1)
+        return np.asarray(idx, dtype=np.int64) + self._store.offsets[s], scores, stats
+
+    def search(self, on_bits, threshold=None, k=None, threads: int = 1):
+        parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k), threads)
+        indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
+        return indices.tolist(), scores.tolist(), _sum_stats([st for _, _, st in parts])
+
+    def search_batch(self, queries, threshold=None, k=None, threads: int = 1):
+        def shard(s):
+            results, stats = (
+                self._store.shards[s]._searcher().search_batch(queries, threshold, k, 1)
+            )
+            off = self._store.offsets[s]
+            return [(np.asarray(i, dtype=np.int64) + off, sc) for i, sc in results], stats
+
+        parts = self._store._map(shard, threads)
+        merged = []
+        for q in range(len(queries)):
+            indices, scores = merge_hits([p[0][q] for p in parts], k)
+            merged.append((indices.tolist(), scores.tolist()))
+        return merged, _sum_stats([p[1] for p in parts])
+
+
+def merge_hits(parts, k: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, scores) of several shards' hits, each best first, merged best first (score
+    descending, then position ascending) and cut to `k`."""
+    idx = np.concatenate(
+        [np.asarray(i, dtype=np.int64) for i, _ in parts] or [np.zeros(0, np.int64)]
+    )
+    sc = np.concatenate([np.asarray(s, dtype=np.float64) for _, s in parts] or [np.zeros(0)])
+    order = np.lexsort((idx, -sc))[:k]
+    return idx[order], sc[order]
+
+
+def _sum_stats(stats: list) -> dict:
+    out: dict = {}
+    for st in stats:
+        for key, v in dict(st).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[key] = out.get(key, 0) + v
+            else:
+                out.setdefault(key, v)
+    return out
+
+
+class StoreSet(_StoreBase):
+    """An open store set: `len`, `ids`, `smiles`, `counts`, `fingerprint_spec`, and `search`,
+    `substructure`, `analogs`, `lookup` as a `StoreV2` answers them, by set position. `shards`
+    are the shards' own stores; `offsets[s]` is the set position of shard s's first molecule."""
+
+    def __init__(self, path: str, manifest: dict, shards: list[StoreV2]):
+        self.path = path
+        self.manifest = manifest
+        self.shards = shards
+        self.offsets = [rec["offset"] for rec in manifest["shards"]]
+        self._ends = [o + len(s) for o, s in zip(self.offsets, shards)]
+        self.smiles = _SetColumn(self, "smiles")
+        self.ids = _SetColumn(self, "ids")
+        self._core = _SetCore(self)
+
+    def _locate(self, i: int) -> tuple[int, int]:
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"position {i} of a set of {len(self)} molecules")
+        i %= max(1, len(self))
+        s = bisect.bisect_right(self._ends, i)
+        return s, i - self.offsets[s]
+
+    def _shard_of(self, positions: np.ndarray) -> np.ndarray:
+        if len(positions) and (positions.min() < 0 or positions.max() >= len(self)):
+            raise IndexError(f"a position outside a set of {len(self)} molecules")
+        return np.searchsorted(np.asarray(self._ends), positions, side="right")
+
+    def _map(self, fn, threads: int):
+        """fn(s) for every shard that holds molecules, in shard order, on up to `threads`
+        threads."""
+        live = [s for s, shard in enumerate(self.shards) if len(shard)]
+        if threads <= 1 or len(live) <= 1:
+            return [fn(s) for s in live]
+        with ThreadPoolExecutor(min(threads, len(live))) as pool:
+            return list(pool.map(fn, live))
+
+    def _searcher(self):
+        return _SetSearcher(self)
+
+    @property
+    def has_column_index(self) -> bool:
+        return True
+
+    @property
+    def has_pattern_index(self) -> bool:
+        return all(s.has_pattern_index for s in self.shards)
+
+    @property
+    def has_analog_index(self) -> bool:
+        return all(s.has_analog_index for s in self.shards)
+
+    def missing_index(self, what: str) -> str:
+        flag = "--no-pattern" if what == "substructure" else "--no-analogs"
+        return (
+            f"{self.path}: the set's shards have no {what if what == 'substructure' else 'analog'}"
+            f" index: ingest the set again without {flag}"
+        )
+
+    def _pattern_index(self):
+        """Checks every shard's substructure index (StoreError naming the first without one)."""
+        for shard in self.shards:
+            if not shard.has_pattern_index:
+                raise _core.StoreError(self.missing_index("substructure"))
+            shard._pattern_index()
+        return self
+
+    @property
+    def fingerprints(self) -> np.ndarray:
+        words = self.manifest["fingerprint"]["bits"] // 64
+        parts = [s.fingerprints for s in self.shards if len(s)]
+        return np.concatenate(parts) if parts else np.zeros((0, words), dtype=np.uint64)
+
+    def fingerprints_at(self, positions) -> np.ndarray:
+        pos = np.asarray([int(p) for p in positions], dtype=np.int64)
+        words = self.manifest["fingerprint"]["bits"] // 64
+        out = np.zeros((len(pos), words), dtype=np.uint64)
+        shard_of = self._shard_of(pos)
+        for s in np.unique(shard_of).tolist():
+            at = np.flatnonzero(shard_of == s)
+            out[at] = self.shards[s].fingerprints_at(pos[at] - self.offsets[s])
+        return out
+
+    def lookup(self, smiles, workers: int | None = None) -> np.ndarray:
+        from ..lookup import lookup
+
+        return lookup(self, smiles, workers=workers)
+
+    def lookup_ids(self, ids) -> np.ndarray:
+        found = self._core.lookup_ids([str(i) for i in ids])
+        return np.array([p[0] if p else -1 for p in found], dtype=np.int64)
+
+    def file_sizes(self) -> dict:
+        """Bytes of each file of the set: the shards' as `shard-NNNN/FILE`."""
+        out = {}
+        for rec, shard in zip(self.manifest["shards"], self.shards):
+            out.update({f"{rec['name']}/{f}": b for f, b in shard.file_sizes().items()})
+        return out
+
+    def close(self) -> None:
+        for shard in self.shards:
+            shard.close()
+
+    def __repr__(self) -> str:
+        fp = self.manifest["fingerprint"]
+        return (
+            f"<molsift.StoreSet {self.path!r}: {len(self)} molecules in {len(self.shards)} "
+            f"shards, {fp['kind']} {fp['bits']} bits, {self.counts['rejected']} rejected>"
+        )
+
+
+def iter_set_hit_arrays(store: StoreSet, query, *, max_hits=None, workers=None, cancel=None,
+                        smarts=False, chirality=False) -> Iterator[np.ndarray]:  # fmt: skip
+    """Substructure hits of a set, as `substructure.search.iter_hit_arrays` gives a store's:
+    int64 arrays in set order, at most `max_hits`; `last_stats()` sums the shards'."""
+    from ..substructure import search as sub
+    from ..substructure.query import Query, parse_query
+
+    q = query if isinstance(query, Query) else parse_query(query, smarts, chirality)
+    if max_hits is not None and max_hits < 0:
+        raise ValueError(f"max_hits must be >= 0, not {max_hits}")
+    store._pattern_index()
+    found, total = 0, [{"query": q.text, "kind": q.kind, "form": q.form, "workers": 1,
+                        "stopped_early": False, "always_false": q.always_false}]  # fmt: skip
+    try:
+        for s, shard in enumerate(store.shards):
+            if max_hits is not None and found >= max_hits:
+                break
+            if not len(shard):
+                continue
+            left = None if max_hits is None else max_hits - found
+            for hits in sub.iter_hit_arrays(shard, q, max_hits=left, workers=workers,
+                                            cancel=cancel):  # fmt: skip
+                found += len(hits)
+                yield hits + store.offsets[s]
+            total.append(sub.last_stats())
+    finally:
+        stats = _sum_stats(total)
+        stats["stopped_early"] = any(t.get("stopped_early") for t in total)
+        sub._STATS.value = stats
+
+
+def set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout=None, lock=None,
+                cancel=None):  # fmt: skip
+    """`analogs.search.analogs` over a set: each shard's k best, merged (distance, Tanimoto
+    descending, position) and cut to k; complete to the least distance every shard completed."""
+    from ..analogs.search import Analogs, analogs
+
+    parts = []
+    for s, shard in enumerate(store.shards):
+        if len(shard):
+            a = analogs(shard, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout,
+                        lock=lock, cancel=cancel)  # fmt: skip
+            a.columns["position"] = a.columns["position"] + store.offsets[s]
+            parts.append(a)
+    if not parts:  # no molecule at all: the query is still checked
+        return analogs(store.shards[0], query, max_dist=max_dist, k=k, limits=limits,
+                       timeout=timeout, lock=lock, cancel=cancel)  # fmt: skip
+    cols = {c: np.concatenate([p.columns[c] for p in parts]) for c in parts[0].columns}
+    order = np.lexsort((cols["position"], -cols["tanimoto"], cols["distance"]))[:k]
+    cols = {c: v[order] for c, v in cols.items()}
+    stats = _sum_stats([p.stats for p in parts])
+    return Analogs(cols, min(p.complete_to for p in parts), any(p.partial for p in parts), stats)
+
+
+def iter_set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout=None,
+                     lock=None, cancel=None):  # fmt: skip
+    """As `analogs.search.iter_analogs`, one `Analogs` per distance, for a set: the set's
+    answer is merged first, then cut by distance (the first arrives when every shard is done)."""
+    from ..analogs.search import Analogs
+
+    whole = set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)
+    dist = whole.columns["distance"]
+    top = int(dist.max()) if len(dist) else -1
+    last = max(top, whole.complete_to if not whole.partial else top)
+    for d in range(0, last + 1):
+        keep = dist == d
+        yield Analogs({c: v[keep] for c, v in whole.columns.items()}, d, False, {})
+    if whole.partial:
+        yield Analogs({c: v[:0] for c, v in whole.columns.items()}, whole.complete_to, True,
+                      whole.stats)  # fmt: skip

@@ -1,0 +1,224 @@
+"""Store sets (`molsift ingest --shards K`, `molsift.sets`): the bundled data cut into 1, 2, 5
+and 7 shards answers every search exactly as the one store built from the same input
+(positions, scores, order, tie rule) and as RDKit's brute force; a set with empty shards; a
+damaged, missing or swapped shard refused by name; every verb on a set."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from conftest import BUNDLED_SMI, molsift_run
+from rdkit import Chem, DataStructs
+from rdkit.Chem import rdFingerprintGenerator
+
+import molsift
+from molsift.sets import StoreSet
+
+SUBSTRUCTURES = [("c1ccccc1", False), ("C(=O)O", False), ("[#7;R]", True), ("[Cl,Br]", True)]
+
+
+@pytest.fixture(scope="module")
+def one(tmp_path_factory):
+    path = tmp_path_factory.mktemp("one") / "one.store"
+    molsift.ingest(BUNDLED_SMI, path, workers=1, progress=False)
+    return molsift.open_store(path)
+
+
+@pytest.fixture(scope="module", params=[1, 2, 5, 7])
+def sharded(request, tmp_path_factory):
+    path = tmp_path_factory.mktemp(f"set{request.param}") / "lib.set"
+    molsift.ingest(BUNDLED_SMI, path, workers=1, shards=request.param, progress=False)
+    store = molsift.open_store(path)
+    assert isinstance(store, StoreSet) and len(store.shards) == request.param
+    return store
+
+
+def _queries(one):
+    return [one.smiles[i] for i in range(0, len(one), 499)]
+
+
+def test_columns_and_counts_are_the_one_stores(one, sharded):
+    assert len(sharded) == len(one)
+    assert list(sharded.smiles) == list(one.smiles)
+    assert list(sharded.ids) == list(one.ids)
+    assert sharded.counts == one.counts
+    assert sum(len(s) for s in sharded.shards) == len(one)
+    picks = [len(one) - 1, 0, 17, 2500, 17]
+    assert sharded.smiles.take(picks) == one.smiles.take(picks)
+    assert (sharded.fingerprints_at(picks) == one.fingerprints_at(picks)).all()
+
+
+def test_similarity_equals_the_one_store(one, sharded):
+    for q in _queries(one):
+        for kw in ({"threshold": 0.3}, {"k": 10}, {"k": 1}, {"threshold": 0.45, "k": 3}):
+            a, b = one.search(q, **kw), sharded.search(q, **kw)
+            assert a.indices.tolist() == b.indices.tolist(), (q, kw)
+            assert a.scores.tolist() == b.scores.tolist(), (q, kw)
+    qs = _queries(one)
+    for a, b in zip(one.search_batch(qs, k=5), sharded.search_batch(qs, k=5, threads=2)):
+        assert a.indices.tolist() == b.indices.tolist() and a.scores.tolist() == b.scores.tolist()
+    assert (
+        sharded.search(qs[0], k=3, threads=2).indices.tolist()
+        == one.search(qs[0], k=3).indices.tolist()
+    )
+
+
+def test_similarity_against_rdkit(sharded):
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    mols = [Chem.MolFromSmiles(s) for s in sharded.smiles]
+    fps = [gen.GetFingerprint(m) for m in mols]
+    q = sharded.smiles[1234]
+    sims = DataStructs.BulkTanimotoSimilarity(gen.GetFingerprint(Chem.MolFromSmiles(q)), fps)
+    want = sorted(((-s, i) for i, s in enumerate(sims) if s >= 0.4))
+    hits = sharded.search(q, threshold=0.4)
+    assert hits.indices.tolist() == [i for _, i in want]
+    assert np.allclose(hits.scores, [-s for s, _ in want])
+
+
+def test_substructure_equals_the_one_store_and_rdkit(one, sharded):
+    mols = None
+    for text, smarts in SUBSTRUCTURES:
+        a = one.substructure(text, smarts=smarts, workers=1)
+        b = sharded.substructure(text, smarts=smarts, workers=1)
+        assert a.tolist() == b.tolist(), text
+        for cap in (1, 7, len(a) + 1):
+            got = sharded.substructure(text, smarts=smarts, max_hits=cap, workers=1)
+            assert got.tolist() == a[:cap].tolist()
+        assert list(sharded.iter_substructure(text, smarts=smarts, max_hits=9)) == a[:9].tolist()
+        if mols is None:
+            mols = [Chem.MolFromSmiles(s) for s in sharded.smiles]
+        patt = Chem.MolFromSmarts(text) if smarts else Chem.MolFromSmiles(text)
+        assert b.tolist() == [i for i, m in enumerate(mols) if m.HasSubstructMatch(patt)]
+
+
+def test_analogs_equal_the_one_store(one, sharded):
+    for q in _queries(one)[:6]:
+        for k in (None, 1, 5, 40):
+            a, b = one.analogs(q, max_dist=2, k=k), sharded.analogs(q, max_dist=2, k=k)
+            for col in a.columns:
+                assert a.columns[col].tolist() == b.columns[col].tolist(), (q, k, col)
+        per = [x for x in sharded.iter_analogs(q, max_dist=2, k=12)]
+        whole = one.analogs(q, max_dist=2, k=12)
+        assert np.concatenate([x["position"] for x in per]).tolist() == whole["position"].tolist()
+        assert [x.complete_to for x in per] == list(range(len(per)))
+
+
+def test_lookup_equals_the_one_store(one, sharded):
+    stored = [one.smiles[i] for i in range(0, len(one), 101)]
+    randomized = [Chem.MolToSmiles(Chem.MolFromSmiles(s), doRandom=True) for s in stored]
+    asked = [*randomized, "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCl", "O"]
+    assert sharded.lookup(asked).tolist() == one.lookup(asked).tolist()
+    ids = [*(one.ids[i] for i in range(0, len(one), 97)), "no-such-id"]
+    assert sharded.lookup_ids(ids).tolist() == one.lookup_ids(ids).tolist()
+
+
+def test_empty_shards(tmp_path):
+    src = tmp_path / "few.smi"
+    src.write_text("CCO a\nCCO b\nCCO c\nc1ccccc1 d\nCCN e\n")
+    one = tmp_path / "few.store"
+    molsift.ingest(src, one, workers=1, progress=False)
+    path = tmp_path / "few.set"
+    molsift.ingest(src, path, workers=1, shards=7, progress=False)
+    s, o = molsift.open_store(path), molsift.open_store(one)
+    sizes = [len(x) for x in s.shards]
+    assert sum(sizes) == 5 and 0 in sizes
+    assert max(sizes) >= 3  # the three equal SMILES never split
+    assert list(s.smiles) == list(o.smiles) and list(s.ids) == list(o.ids)
+    assert s.search("CCO", k=10).indices.tolist() == o.search("CCO", k=10).indices.tolist()
+    assert s.substructure("C", workers=1).tolist() == o.substructure("C", workers=1).tolist()
+    assert (
+        s.analogs("CCO", max_dist=2)["position"].tolist()
+        == o.analogs("CCO", max_dist=2)["position"].tolist()
+    )
+    assert (
+        s.lookup(["OCC", "c1ccccc1", "CCCC"]).tolist()
+        == o.lookup(["OCC", "c1ccccc1", "CCCC"]).tolist()
+    )
+    assert s.lookup_ids(["c", "e", "x"]).tolist() == o.lookup_ids(["c", "e", "x"]).tolist()
+
+
+def test_dedupe_list_in_set_positions(tmp_path):
+    one, path = tmp_path / "d.store", tmp_path / "d.set"
+    molsift.ingest(BUNDLED_SMI, one, workers=1, dedupe=True, progress=False)
+    molsift.ingest(BUNDLED_SMI, path, workers=1, dedupe=True, shards=3, progress=False)
+    assert (path / "duplicates.tsv").read_text() == (one / "duplicates.tsv").read_text()
+    assert molsift.open_store(path).counts == molsift.open_store(one).counts
+
+
+def test_same_bytes_for_any_worker_count(tmp_path):
+    sets = []
+    for j in (1, 2):
+        p = tmp_path / f"j{j}.set"
+        molsift.ingest(BUNDLED_SMI, p, workers=j, shards=3, progress=False)
+        sets.append(p)
+    for f in sorted(x.relative_to(sets[0]) for x in sets[0].rglob("*") if x.is_file()):
+        if f.name in ("manifest.json", "set.json"):
+            continue  # provenance says how many workers
+        assert (sets[0] / f).read_bytes() == (sets[1] / f).read_bytes(), f
+
+
+@pytest.fixture
+def small_set(tmp_path):
+    path = tmp_path / "s.set"
+    molsift.ingest(BUNDLED_SMI, path, workers=1, shards=3, progress=False)
+    return path
+
+
+def test_damaged_shard_file_refused_by_name(small_set):
+    target = small_set / "shard-0001" / "smiles.blocks"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    with pytest.raises(molsift.StoreError, match=r"shard-0001/smiles.blocks"):
+        molsift.open_store(small_set, verify=True)
+    store = molsift.open_store(small_set, verify=False)
+    with pytest.raises(molsift.StoreError, match=r"shard-0001/smiles.blocks"):
+        list(store.smiles)
+
+
+def test_missing_or_swapped_shard_refused_by_name(small_set, tmp_path):
+    other = tmp_path / "other.set"
+    molsift.ingest(BUNDLED_SMI, other, workers=1, shards=3, dedupe=True, progress=False)
+    shutil.rmtree(small_set / "shard-0002")
+    shutil.copytree(other / "shard-0002", small_set / "shard-0002")
+    with pytest.raises(molsift.StoreError, match=r"shard-0002.*not the shard this set"):
+        molsift.open_store(small_set)
+    shutil.rmtree(small_set / "shard-0002")
+    with pytest.raises(molsift.StoreError, match=r"shard-0002.*missing"):
+        molsift.open_store(small_set)
+
+
+def test_damaged_set_manifest_refused(small_set):
+    m = json.loads((small_set / "set.json").read_text())
+    m["shards"][0]["molecules"] += 1
+    (small_set / "set.json").write_text(json.dumps(m))
+    with pytest.raises(molsift.StoreError, match=r"set.json.*checksum"):
+        molsift.open_store(small_set)
+
+
+def test_verbs_on_a_set(one, small_set, tmp_path):
+    store_path = one.path
+    for args in (
+        ["search", "-q", "c1ccccc1O", "-k", "5"],
+        ["search", "-q", "c1ccccc1O", "-t", "0.4"],
+        ["substructure", "-q", "c1ccccc1O"],
+        ["analogs", "-q", "CCOc1ccccc1", "-k", "8"],
+        ["lookup", "-q", one.smiles[10]],
+        ["lookup", "-q", "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCl"],
+    ):
+        a = molsift_run(args[0], store_path, *args[1:])
+        b = molsift_run(args[0], small_set, *args[1:])
+        assert a.returncode == b.returncode and a.returncode in (0, 1), b.stderr
+        assert a.stdout == b.stdout, args
+    info = molsift_run("info", small_set)
+    assert info.returncode == 0 and "3 shards" in info.stdout and "shard-0002" in info.stdout
+    again = molsift_run("ingest", BUNDLED_SMI, "-o", small_set, "--shards", "2", "-q")
+    assert again.returncode != 0 and "already exists" in again.stderr
+    over = molsift_run("ingest", BUNDLED_SMI, "-o", small_set, "--shards", "2", "-q", "--overwrite")
+    assert over.returncode == 0, over.stderr
+    assert len(molsift.open_store(small_set).shards) == 2
+    bad = molsift_run("ingest", BUNDLED_SMI, "-o", tmp_path / "z.set", "--shards", "0")
+    assert bad.returncode != 0 and "shards must be" in bad.stderr
