@@ -112,6 +112,14 @@ def _run(argv: list[str] | None) -> int:
             _write_io_log(args, start, status)
         return status
     except (MolsiftError, ValueError) as exc:
+        ranks = sys.modules.get("molsift.sets.mpi")  # imported only by verbs that search sets
+        if (
+            ranks is not None and ranks.searching_ranks()
+        ):  # one rank's error (a damaged shard): the others must not wait
+            from ..parallel.mpi import abort_job
+
+            print(f"molsift: error: {_in_words(exc)}", file=sys.__stderr__ or sys.stderr)
+            abort_job(EXIT_ERROR, show_traceback=False)
         print(f"molsift: error: {_in_words(exc)}", file=sys.stderr)
         if args.io_log and not _under_mpi():  # ranks may not all get here: no gather
             _write_io_log(args, start, EXIT_ERROR)

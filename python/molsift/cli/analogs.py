@@ -96,6 +96,7 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from ..analogs.search import MAX_DIST, parse_limits
+    from ..sets.mpi import for_ranks
     from ..store import open_store
     from .substructure import _Writer
 
@@ -109,7 +110,7 @@ def run(args) -> int:
     store = open_store(args.store, verify=False)
     if not store.has_analog_index:
         raise ValueError(store.missing_index("analogs"))
-    queries = query_source(args)
+    queries = for_ranks(store, args, lambda: query_source(args))
     writer = _Writer(args.output or None, COLUMNS, TYPES)
     asked = failed = hits_total = 0
     start = time.perf_counter()

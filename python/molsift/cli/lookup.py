@@ -80,6 +80,7 @@ def _batches(items: Iterator) -> Iterator[list]:
 def run(args) -> int:
     from ..inputs.queries import read_queries
     from ..lookup import lookup_all
+    from ..sets.mpi import for_ranks, root_status
     from ..store import open_store
 
     given = sum(bool(x) for x in (args.query, args.queries, args.ids))
@@ -93,9 +94,11 @@ def run(args) -> int:
             f"write its version-2 form with `molsift upgrade {args.store} -o NEW.store`"
         )
     if args.ids:  # one id per line, whatever the file's name: never a CSV header or SDF
-        queries = read_queries(args.ids, format="smiles", header=False)
+        queries = for_ranks(
+            store, args, lambda: read_queries(args.ids, format="smiles", header=False)
+        )
     else:
-        queries = query_source(args)
+        queries = for_ranks(store, args, lambda: query_source(args))
     counts = {"yes": 0, "no": 0, "invalid": 0, "rejected": 0}
     start = time.perf_counter()
     with contextlib.ExitStack() as stack:
@@ -127,7 +130,7 @@ def run(args) -> int:
         + f" in {seconds:.2f} s ({total / max(seconds, 1e-9):,.0f} queries/s)",
         file=sys.stderr,
     )
-    return 0 if counts["yes"] == total else EXIT_NOT_FOUND
+    return root_status(store, 0 if counts["yes"] == total else EXIT_NOT_FOUND)
 
 
 def _row(out, store, query: str, canonical, positions, counts: dict, rejected=False) -> None:

@@ -105,6 +105,7 @@ def read_queries(args) -> list[tuple]:
 
 
 def run(args) -> int:
+    from ..sets.mpi import for_ranks
     from ..store import open_store
 
     if not args.query and not args.queries:
@@ -112,7 +113,7 @@ def run(args) -> int:
     k = args.k_nearest if args.k_nearest or args.threshold is not None else DEFAULT_K
     check_output(args.output)
     store = open_store(args.store, verify=False)
-    queries = read_queries(args)
+    queries = for_ranks(store, args, lambda: read_queries(args))
     start = time.perf_counter()
     results = store.search_batch(
         [q for _, q in queries], threshold=args.threshold, k=k, threads=args.threads

@@ -135,6 +135,7 @@ class _Writer:
 
 
 def run(args) -> int:
+    from ..sets.mpi import for_ranks
     from ..store import open_store
     from ..substructure import QueryError, last_stats, parse_query
     from ..substructure.search import iter_hit_arrays
@@ -144,7 +145,7 @@ def run(args) -> int:
     check_output(args.output)
     store = open_store(args.store, verify=False)
     store._pattern_index()  # no index: one clear error before any query
-    queries = query_source(args)
+    queries = for_ranks(store, args, lambda: query_source(args))
     writer = _Writer(args.output or None, COUNT_COLUMNS if args.count else HIT_COLUMNS)
     asked = failed = hits_total = 0
     start = time.perf_counter()

@@ -23,17 +23,19 @@ def world():
     return MPI.COMM_WORLD
 
 
-def abort_job(code: int = 1, comm=None) -> None:
-    """Prints the exception being handled (if any), says which rank failed, and aborts every
-    rank of the job. Does nothing on a job of one rank: the exception then ends it normally."""
+def abort_job(code: int = 1, comm=None, show_traceback: bool = True) -> None:
+    """Prints the exception being handled (if any, unless `show_traceback` is False: an error
+    already said in one line), says which rank failed, and aborts every rank of the job. Does
+    nothing on a job of one rank: the exception then ends it normally."""
     comm = comm or world()
     size = comm.Get_size()
     if size <= 1:
         return
-    if sys.exc_info()[0] is not None:
-        traceback.print_exc()
-    sys.stderr.write(f"molsift: rank {comm.Get_rank()} failed; aborting all {size} ranks\n")
-    sys.stderr.flush()
+    err = sys.__stderr__ or sys.stderr  # a searching rank's sys.stderr may be silenced
+    if show_traceback and sys.exc_info()[0] is not None:
+        traceback.print_exc(file=err)
+    err.write(f"molsift: rank {comm.Get_rank()} failed; aborting all {size} ranks\n")
+    err.flush()
     comm.Abort(code)
 
 

@@ -103,20 +103,36 @@ class _SetCore:
             k = bisect.bisect_right(self._firsts, s) - 1
             if k >= 0:
                 asked.setdefault(self._live[k], []).append(j)
+        own = set(self._store._own())
         for s, idx in asked.items():
+            if s not in own:
+                continue
             found = self._store.shards[s]._core.lookup([smiles[j] for j in idx])
             off = self._store.offsets[s]
             for j, pos in zip(idx, found):
                 out[j] = [off + p for p in pos]
-        return out
+        return self._across(out)
 
     def lookup_ids(self, ids: list[str]) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in ids]
+        own = set(self._store._own())
         for s in self._live:
+            if s not in own:
+                continue
             off = self._store.offsets[s]
             for j, pos in enumerate(self._store.shards[s]._core.lookup_ids(ids)):
                 out[j] += [off + p for p in pos]
-        return [sorted(p) for p in out]
+        return [sorted(p) for p in self._across(out)]
+
+    def _across(self, out: list[list[int]]) -> list[list[int]]:
+        """Each query's positions from every rank (rank 0; empty lists elsewhere)."""
+        ranks = getattr(self._store, "_ranks", None)
+        if ranks is None:
+            return out
+        got = ranks.gather(out)
+        if got is None:
+            return [[] for _ in out]
+        return [[p for part in got for p in part[j]] for j in range(len(out))]
 
 
 class _SetSearcher:
@@ -129,9 +145,23 @@ class _SetSearcher:
         idx, scores, stats = self._store.shards[s]._searcher().search(on_bits, threshold, k, 1)
         return np.asarray(idx, dtype=np.int64) + self._store.offsets[s], scores, stats
 
+    def _across(self, indices, scores, k):
+        """This process's merged hits combined with the other ranks' (rank 0 gets the set's
+        answer, the others nothing); unchanged without MPI."""
+        ranks = getattr(self._store, "_ranks", None)
+        if ranks is None:
+            return indices, scores
+        if k is not None:
+            return ranks.topk(indices, scores, k)
+        got = ranks.gather_arrays(indices, np.asarray(scores, dtype=np.float64))
+        if got is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        return merge_hits([(got[0], got[1])], None)
+
     def search(self, on_bits, threshold=None, k=None, threads: int = 1):
         parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k), threads)
         indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
+        indices, scores = self._across(indices, scores, k)
         return indices.tolist(), scores.tolist(), _sum_stats([st for _, _, st in parts])
 
     def search_batch(self, queries, threshold=None, k=None, threads: int = 1):
@@ -146,6 +176,7 @@ class _SetSearcher:
         merged = []
         for q in range(len(queries)):
             indices, scores = merge_hits([p[0][q] for p in parts], k)
+            indices, scores = self._across(indices, scores, k)
             merged.append((indices.tolist(), scores.tolist()))
         return merged, _sum_stats([p[1] for p in parts])
 
@@ -202,11 +233,16 @@ class StoreSet(_StoreBase):
     def _map(self, fn, threads: int):
         """fn(s) for every shard that holds molecules, in shard order, on up to `threads`
         threads."""
-        live = [s for s, shard in enumerate(self.shards) if len(shard)]
+        live = [s for s in self._own() if len(self.shards[s])]
         if threads <= 1 or len(live) <= 1:
             return [fn(s) for s in live]
         with ThreadPoolExecutor(min(threads, len(live))) as pool:
             return list(pool.map(fn, live))
+
+    def _own(self) -> list[int]:
+        """The shards this process searches: all, or under MPI its rank's (`mpi.spread`)."""
+        ranks = getattr(self, "_ranks", None)
+        return list(range(len(self.shards))) if ranks is None else ranks.mine
 
     def _searcher(self):
         return _SetSearcher(self)
@@ -295,6 +331,10 @@ def iter_set_hit_arrays(store: StoreSet, query, *, max_hits=None, workers=None, 
     store._pattern_index()
     found, total = 0, [{"query": q.text, "kind": q.kind, "form": q.form, "workers": 1,
                         "stopped_early": False, "always_false": q.always_false}]  # fmt: skip
+    ranks = getattr(store, "_ranks", None)
+    if ranks is not None:  # under MPI: this rank's shards, then the hits meet at rank 0
+        yield from _ranks_hit_arrays(store, ranks, q, max_hits, workers, cancel, total)
+        return
     try:
         for s, shard in enumerate(store.shards):
             if max_hits is not None and found >= max_hits:
@@ -320,15 +360,29 @@ def set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout
     from ..analogs.search import Analogs, analogs
 
     parts = []
-    for s, shard in enumerate(store.shards):
+    for s in store._own():
+        shard = store.shards[s]
         if len(shard):
             a = analogs(shard, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout,
                         lock=lock, cancel=cancel)  # fmt: skip
             a.columns["position"] = a.columns["position"] + store.offsets[s]
             parts.append(a)
-    if not parts:  # no molecule at all: the query is still checked
-        return analogs(store.shards[0], query, max_dist=max_dist, k=k, limits=limits,
-                       timeout=timeout, lock=lock, cancel=cancel)  # fmt: skip
+    ranks = getattr(store, "_ranks", None)
+    if not parts:  # no molecule here: the query checked as a shard would, no hit
+        from ..analogs.search import KINDS, _check, _query, parse_limits
+
+        _check(max_dist, k, timeout)
+        parse_limits(limits)
+        _query(store, query)
+        cols = {"position": np.zeros(0, np.int64), "distance": np.zeros(0, np.int64),
+                "tanimoto": np.zeros(0, np.float64), **{c: np.zeros(0, np.int64) for c in KINDS},
+                "mut": np.zeros(0, np.int64)}  # fmt: skip
+        parts = [Analogs(cols, max_dist, False, {})]
+    if ranks is not None:  # under MPI: every rank's k best meet at rank 0
+        got = ranks.gather(parts)
+        if got is None:
+            return Analogs({c: v[:0] for c, v in parts[0].columns.items()}, 0, False, {})
+        parts = [p for part in got for p in part]
     cols = {c: np.concatenate([p.columns[c] for p in parts]) for c in parts[0].columns}
     order = np.lexsort((cols["position"], -cols["tanimoto"], cols["distance"]))[:k]
     cols = {c: v[order] for c, v in cols.items()}
@@ -352,3 +406,35 @@ def iter_set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, ti
     if whole.partial:
         yield Analogs({c: v[:0] for c, v in whole.columns.items()}, whole.complete_to, True,
                       whole.stats)  # fmt: skip
+
+
+def _ranks_hit_arrays(store, ranks, q, max_hits, workers, cancel, total) -> Iterator[np.ndarray]:
+    """Substructure hits under MPI: each rank its shards' (each to `max_hits`, in set order),
+    counts then hits gathered at rank 0, which keeps the first `max_hits` of their union."""
+    from ..substructure import search as sub
+
+    mine = []
+    try:
+        for s in ranks.mine:
+            shard = store.shards[s]
+            got = sum(len(h) for h in mine)
+            if not len(shard) or (max_hits is not None and got >= max_hits):
+                continue
+            left = None if max_hits is None else max_hits - got
+            for hits in sub.iter_hit_arrays(shard, q, max_hits=left, workers=workers,
+                                            cancel=cancel):  # fmt: skip
+                mine.append(hits + store.offsets[s])
+            total.append(sub.last_stats())
+        local = np.concatenate(mine) if mine else np.zeros(0, dtype=np.int64)
+        got = ranks.gather_arrays(np.sort(local))
+        early = ranks.gather(any(t.get("stopped_early") for t in total))
+        if got is not None:
+            every = np.sort(got[0])
+            cut = every if max_hits is None else every[:max_hits]
+            total.append({"stopped_early": bool(any(early)) or len(every) > len(cut)})
+            if len(cut):
+                yield cut
+    finally:
+        stats = _sum_stats(total)
+        stats["stopped_early"] = any(t.get("stopped_early") for t in total)
+        sub._STATS.value = stats

@@ -1,0 +1,139 @@
+"""Store sets searched by MPI ranks (`mpirun -n R molsift VERB SET`, real mpirun): every verb's
+output equals the one store's without MPI, byte for byte, for 1 to 4 ranks over sets of 1, 2, 5
+and 7 shards (more ranks than shards included); a damaged shard ends the job naming it; a rank
+killed mid-search ends the job with a non-zero exit, no hang."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from conftest import BUNDLED_SMI, molsift_cmd, molsift_run, mpi_env, mpirun_cmd
+
+import molsift
+
+SHARDS = (1, 2, 5, 7)
+# (ranks, shards): every rank count, every set, and ranks beyond the shards
+CASES = [(1, 7), (2, 5), (3, 2), (4, 7), (2, 1), (4, 2)]
+VERBS = {
+    "search-k": ["search", "-k", "7"],
+    "search-t": ["search", "-t", "0.42"],
+    "search-kt": ["search", "-k", "3", "-t", "0.5"],
+    "substructure": ["substructure", "--smarts", "--max-hits", "40"],
+    "analogs": ["analogs", "--dist", "2", "-k", "15"],
+    "lookup": ["lookup"],
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mpisets")
+    one = root / "one.store"
+    molsift.ingest(BUNDLED_SMI, one, workers=1, progress=False)
+    store = molsift.open_store(one)
+    sets = {}
+    for k in SHARDS:
+        sets[k] = root / f"s{k}.set"
+        molsift.ingest(BUNDLED_SMI, sets[k], workers=1, shards=k, progress=False)
+    picks = [store.smiles[i] for i in range(3, len(store), 613)]
+    (root / "q.smi").write_text("".join(f"{s} q{i}\n" for i, s in enumerate(picks)))
+    smarts = ["c1ccccc1O", "[#7;R]", "C(=O)[OH]", "[Cl,Br,I]", "[#6]#[#7]"]
+    (root / "q.sma").write_text("".join(f"{s} p{i}\n" for i, s in enumerate(smarts)))
+    return {"one": one, "sets": sets, "smi": root / "q.smi", "sma": root / "q.sma"}
+
+
+def _args(built, verb):
+    words = VERBS[verb]
+    queries = built["sma"] if verb == "substructure" else built["smi"]
+    return words[:1], [*words[1:], "--queries", str(queries)]
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+@pytest.mark.parametrize(("ranks", "shards"), CASES)
+def test_ranks_answer_as_the_one_store(built, verb, ranks, shards):
+    head, tail = _args(built, verb)
+    want = molsift_run(*head, built["one"], *tail)
+    got = subprocess.run(
+        mpirun_cmd(ranks) + molsift_cmd() + [*head, str(built["sets"][shards]), *tail],
+        env=mpi_env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert got.returncode == want.returncode, got.stderr
+    assert got.stdout == want.stdout
+    assert got.stdout.count("\n") > 1  # hits were found
+
+
+def test_damaged_shard_ends_the_job_naming_it(built, tmp_path):
+    import shutil
+
+    bad = tmp_path / "bad.set"
+    shutil.copytree(built["sets"][5], bad)
+    target = bad / "shard-0003" / "smiles.blocks"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    got = subprocess.run(
+        mpirun_cmd(3) + molsift_cmd() + ["search", str(bad), "-t", "0.2", "--queries",
+                                          str(built["smi"])],
+        env=mpi_env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert got.returncode != 0
+    assert "shard-0003/smiles.blocks" in got.stderr
+
+
+def test_rank_killed_mid_search_ends_the_job(built, tmp_path):
+    many = tmp_path / "many.smi"
+    lines = built["smi"].read_text().splitlines()
+    many.write_text("\n".join(lines * 400) + "\n")  # thousands of queries: seconds of work
+    proc = subprocess.Popen(
+        mpirun_cmd(3) + molsift_cmd() + ["analogs", str(built["sets"][7]), "--dist", "3",
+                                          "-k", "50", "--queries", str(many)],
+        env=mpi_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        pids: dict[int, int] = {}
+        while time.monotonic() < deadline and 1 not in pids:
+            time.sleep(0.5)
+            pids = _rank_pids_of(proc.pid)
+        assert 1 in pids, "rank 1 never started"
+        time.sleep(4)  # into the queries
+        assert proc.poll() is None, "the job ended before the kill"
+        os.kill(pids[1], signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)  # no hang: bounded
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert "rank 1" in err or "rank: 1" in err or "process rank 1" in err, err[-2000:]
+
+
+def _rank_pids_of(mpirun_pid: int) -> dict[int, int]:
+    """Rank -> pid among the descendants of `mpirun_pid`."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = {}, [mpirun_pid]
+    while todo:
+        pid = todo.pop()
+        for child in children.get(pid, []):
+            todo.append(child)
+            try:
+                with open(f"/proc/{child}/environ", "rb") as fh:
+                    env = dict(kv.split(b"=", 1) for kv in fh.read().split(b"\0") if b"=" in kv)
+                with open(f"/proc/{child}/cmdline", "rb") as fh:
+                    python = b"python" in fh.read()
+            except OSError:
+                continue
+            rank = env.get(b"OMPI_COMM_WORLD_RANK")
+            if rank is not None and python:
+                found[int(rank)] = child
+    return found
