@@ -3,7 +3,8 @@ scripts/setup.sh (arthorian-quest 0.2.3, smallworld-api 1.1.4), run unchanged ag
 `molsift serve` on 127.0.0.1, and their results compared with the Python API: Arthor's
 similarity, substructure and SMARTS searches (`QueryArthor.retrieve`), SmallWorld's construction
 (which reads `/search/maps`) and its analog search at dist 2 and 3 with its own paging
-(`SmallWorld.search_smiles`, then `get_results` page after page).
+(`SmallWorld.search_smiles`, then `get_results` page after page). Each runs against the
+bundled data served as one store and as a store set (`molsift ingest --shards 3`).
 
 Each client is pointed at the live server through its own base URL (`QueryArthor(base_url=)`,
 `SmallWorld.base_url`). smallworld-api's constructor reads the literal URL
@@ -30,12 +31,18 @@ MAX_LENGTH = 2000
 SMI = "CC(=O)Nc1ccc(O)cc1"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, bundled_smi):
+@pytest.fixture(scope="module", params=["store", "set"])
+def server(request, tmp_path_factory, bundled_smi):
+    """The bundled data served as one store, or as a store set of 3 shards; the answers are
+    compared with the one store's either way (a served set answers as the one store)."""
     d = tmp_path_factory.mktemp("clients")
     molsift.ingest(bundled_smi, d / "nci.store", workers=2, progress=False)
+    served = d / "nci.store"
+    if request.param == "set":
+        served = d / "nci.set"
+        molsift.ingest(bundled_smi, served, workers=2, shards=3, progress=False)
     catalog = Catalog()
-    catalog.add("nci", str(d / "nci.store"))
+    catalog.add("nci", str(served))
     log = open(d / "access.log", "a", encoding="utf-8")  # noqa: SIM115
     live = Live(create_app(catalog, Limits(max_length=MAX_LENGTH), log))
     yield live, molsift.open_store(d / "nci.store")

@@ -222,3 +222,49 @@ def test_verbs_on_a_set(one, small_set, tmp_path):
     assert len(molsift.open_store(small_set).shards) == 2
     bad = molsift_run("ingest", BUNDLED_SMI, "-o", tmp_path / "z.set", "--shards", "0")
     assert bad.returncode != 0 and "shards must be" in bad.stderr
+
+
+def _without_timings(body: bytes):
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in ("ms", "time")}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+
+    return strip(json.loads(body))
+
+
+def test_served_set_answers_as_the_served_store(one, small_set):
+    """`molsift serve` over a set: our API (every search type, paged) and Arthor's request
+    shapes answer as over the one store (the published clients: tests/test_serve_clients.py)."""
+    from servers import asgi_get
+
+    from molsift.serve import Catalog, Limits, create_app
+
+    apps = []
+    for path in (one.path, small_set):
+        catalog = Catalog()
+        catalog.add("nci", str(path))
+        apps.append(create_app(catalog, Limits(max_length=500), None))
+    requests = [
+        ("/api/v1/search", {"type": "similarity", "query": "c1ccccc1O", "threshold": 0.3}),
+        ("/api/v1/search", {"type": "similarity", "query": "c1ccccc1O", "k": 17, "start": 3}),
+        ("/api/v1/search", {"type": "substructure", "query": "c1ccccc1O", "length": 50}),
+        ("/api/v1/search", {"type": "smarts", "query": "[#7;R]", "length": 30, "start": 600}),
+        ("/api/v1/search", {"type": "exact", "query": one.smiles[1000]}),
+        ("/api/v1/search", {"type": "analogs", "query": "CCOc1ccccc1", "dist": 2, "length": 40}),
+        ("/api/v1/databases", {}),
+        ("/dt/data", {}),
+        ("/dt/nci/search", {"query": "c1ccccc1O", "type": "Similarity", "length": 20}),
+        ("/dt/nci/search", {"query": "c1ccccc1O", "type": "Substructure", "length": 20}),
+        ("/dt/nci/search", {"query": "[#7;R]", "type": "SMARTS", "length": 20, "start": 40}),
+        ("/search/maps", {}),
+    ]
+    for path, params in requests:
+        (sa, a), (sb, b) = (asgi_get(app, path, db="nci", **params) for app in apps)
+        assert sa == sb == 200, (path, params, b[:300])
+        a, b = _without_timings(a), _without_timings(b)
+        if path == "/api/v1/databases":  # the set says how many shards answer
+            assert b["databases"][0].pop("shards") == 3
+        assert a == b, (path, params)

@@ -29,6 +29,10 @@ class Database:
 
     @property
     def version(self) -> int:
+        """The store format version (of a set: its shards', the one store's)."""
+        shards = getattr(self.store, "shards", None)
+        if shards:
+            return int(shards[0].manifest["format_version"])
         return int(self.store.manifest["format_version"])
 
     @property
@@ -51,13 +55,15 @@ class Database:
             "format_version": self.version,
             "types": self.types,
             "fingerprint": {"kind": spec.get("kind"), "bits": spec.get("bits")},
+            # a store set (`molsift ingest --shards`): how many shards answer
+            **({"shards": len(self.store.shards)} if hasattr(self.store, "shards") else {}),
         }
 
 
 def default_name(path: str) -> str:
-    """A store's name when none is given: its folder name without `.store`."""
+    """A store's name when none is given: its folder name without `.store` (`.set`)."""
     base = Path(os.path.normpath(path)).name
-    for suffix in (".v2.store", ".store"):
+    for suffix in (".v2.store", ".store", ".set"):
         if base.endswith(suffix) and len(base) > len(suffix):
             base = base[: -len(suffix)]
             break
@@ -128,4 +134,5 @@ def _warm(db: Database) -> None:
     if getattr(store, "has_analog_index", False):
         from ..analogs.search import _index
 
-        _index(store)
+        for one in getattr(store, "shards", [store]):  # a set: each shard's
+            _index(one)
