@@ -100,7 +100,12 @@ class Ranks:
         return out if self.is_root else None
 
     def gather(self, value):
-        """Small Python values (per-query lists), gathered on rank 0 in rank order."""
+        """Small Python values (per-query lists, k-bounded analog columns), gathered on rank 0
+        in rank order (pickled: the pickle's bytes counted as sent)."""
+        if not self.is_root:
+            import pickle
+
+            self.sent_bytes += len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         return self.comm.gather(value, root=0)
 
 

@@ -1,0 +1,222 @@
+"""Benchmark (issue 43): a library searched as one store in one process, and as store sets of
+1, 2, 4 and 8 shards searched by 1, 2 and 4 MPI ranks (`mpirun -n R`; on a machine of C cores,
+R > C is oversubscribed and the table says so). Per cell, the median ms/query of similarity at
+t=0.7 and top-10, substructure and analogs (top-100 within 3 edits), the bytes each rank sent per
+query in the merges (the top-k reduction: goal at most k records of 16 bytes per rank), and the
+efficiency against the one store in one process: (one-store time / set time) / ranks (goal >= 90%
+at 2 ranks on 2 cores). Every answer of every cell is checked equal to the one store's (a cell
+whose answers differ fails the run).
+
+The stores are written from one version-1 staging ingest of the library (parsed once): the one
+store (`store.write_complete`) and each set (`sets.write.write_set`), as `molsift ingest` and
+`molsift ingest --shards K` write them.
+
+    .venv/bin/python benches/scale_out.py --library moses=../shared/data/moses_train.csv.gz \\
+        --workdir /work/bench/scaleout [--shards 1,2,4,8] [--ranks 1,2,4] [--json out.json]
+
+A rank's loop (`--rank-loop SET OUT.json`) runs under mpirun: every rank takes the queries, a
+barrier before each query, rank 0 times it (the answer is complete on rank 0 when the merge
+returns: the slowest rank is in it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+UNLIKE = ROOT / "benches" / "data" / "moses_test_scaffolds.100.smi"
+SUBSTRUCTURE = ROOT / "tests" / "data" / "substructure" / "queries.tsv"
+KINDS = ("t07", "top10", "substructure", "analogs")
+
+
+def queries(n_sim: int, n_sub: int, n_analogs: int) -> dict:
+    unlike = [ln.split()[0] for ln in UNLIKE.read_text().splitlines() if ln.strip()]
+    with open(SUBSTRUCTURE) as fh:
+        subs = [(r["query"], r["kind"] == "smarts") for r in csv.DictReader(fh, delimiter="\t")]
+    return {"sim": unlike[:n_sim], "sub": subs[:n_sub], "analogs": unlike[:n_analogs]}
+
+
+def run_kind(store, kind: str, qs: dict, barrier=None) -> tuple[list[float], list]:
+    """ms per query of one kind, and the answers (rank 0's; empty elsewhere)."""
+    times, answers = [], []
+    items = qs["sub"] if kind == "substructure" else qs["analogs" if kind == "analogs" else "sim"]
+    for q in items:
+        if barrier is not None:
+            barrier()
+        t = time.perf_counter()
+        if kind == "t07":
+            h = store.search(q, threshold=0.7)
+            ans = (h.indices.tolist(), h.scores.tolist())
+        elif kind == "top10":
+            h = store.search(q, k=10)
+            ans = (h.indices.tolist(), h.scores.tolist())
+        elif kind == "substructure":
+            ans = store.substructure(q[0], smarts=q[1], workers=1).tolist()
+        else:
+            a = store.analogs(q, max_dist=3, k=100)
+            ans = (a["position"].tolist(), a["distance"].tolist(), a["tanimoto"].tolist())
+        times.append((time.perf_counter() - t) * 1000)
+        answers.append(ans)
+    return times, answers
+
+
+def rank_loop(set_path: str, out: str, qs: dict) -> None:
+    """Under mpirun: every rank searches its shards; rank 0 writes the times and answers."""
+    import molsift
+    from molsift.sets.mpi import spread
+
+    store = molsift.open_store(set_path, verify=False)
+    root = spread(store)
+    ranks = getattr(store, "_ranks", None)
+    comm = ranks.comm if ranks is not None else None
+    barrier = comm.Barrier if comm is not None else None
+    # warm: first-use checksums of what each kind reads, out of the timings
+    for kind in KINDS:
+        run_kind(store, kind, {"sim": qs["sim"][:1], "sub": qs["sub"][:1],
+                               "analogs": qs["analogs"][:1]}, barrier)  # fmt: skip
+    result = {}
+    for kind in KINDS:
+        sent0 = ranks.sent_bytes if ranks is not None else 0
+        times, answers = run_kind(store, kind, qs, barrier)
+        sent = (ranks.sent_bytes if ranks is not None else 0) - sent0
+        per_rank = comm.gather(sent, root=0) if comm is not None else [0]
+        n = max(1, len(times))
+        result[kind] = {"median_ms": statistics.median(times) if times else None,
+                        "sent_bytes_per_query": [b / n for b in (per_rank or [])],
+                        "answers": answers}  # fmt: skip
+    if root:
+        Path(out).write_text(json.dumps(result))
+
+
+def build(library: str, work: Path, shards: list[int]) -> tuple[Path, dict[int, Path]]:
+    """The one store and each set, from one version-1 staging ingest of the library."""
+    from molsift.ingestion import ingest
+    from molsift.sets.write import write_set
+    from molsift.store import write_complete
+
+    staging = work / "staging.store"
+    if not (staging / "manifest.json").exists():
+        t = time.perf_counter()
+        ingest(library, staging, version=1, index=False, analogs=False, overwrite=True,
+               progress=False)  # fmt: skip
+        print(f"staging ingest {time.perf_counter() - t:.0f} s", flush=True)
+    one = work / "one.store"
+    if not (one / "manifest.json").exists():
+        t = time.perf_counter()
+        tmp = work / "one.store.tmp"
+        write_complete(str(staging), str(tmp), threads=os.cpu_count() or 1)
+        tmp.rename(one)
+        print(f"one store {time.perf_counter() - t:.0f} s", flush=True)
+    sets = {}
+    for k in shards:
+        sets[k] = work / f"s{k}.set"
+        if not (sets[k] / "set.json").exists():
+            t = time.perf_counter()
+            tmp = work / f"s{k}.set.tmp"
+            write_set(str(staging), str(tmp), k, threads=os.cpu_count() or 1)
+            tmp.rename(sets[k])
+            print(f"set of {k} shards {time.perf_counter() - t:.0f} s", flush=True)
+    return one, sets
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--library", action="append", default=[], help="NAME=PATH (repeatable)")
+    p.add_argument("--workdir", default="/tmp/molsift-scaleout")
+    p.add_argument("--shards", default="1,2,4,8")
+    p.add_argument("--ranks", default="1,2,4")
+    p.add_argument("--sim-queries", type=int, default=100)
+    p.add_argument("--sub-queries", type=int, default=100)
+    p.add_argument("--analog-queries", type=int, default=20)
+    p.add_argument("--json")
+    p.add_argument("--rank-loop", nargs=2, metavar=("SET", "OUT"), help=argparse.SUPPRESS)
+    args = p.parse_args()
+    qs = queries(args.sim_queries, args.sub_queries, args.analog_queries)
+    if args.rank_loop:
+        rank_loop(args.rank_loop[0], args.rank_loop[1], qs)
+        return
+    import molsift
+
+    cores = os.cpu_count() or 1
+    report = {"cores": cores, "libraries": {}}
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for spec in args.library:
+        name, path = spec.split("=", 1)
+        work = Path(args.workdir) / name
+        work.mkdir(parents=True, exist_ok=True)
+        one, sets = build(path, work, [int(k) for k in args.shards.split(",")])
+        store = molsift.open_store(one, verify=False)
+        run_kind(store, "t07", {"sim": qs["sim"][:1]})  # warm
+        base = {}
+        for kind in KINDS:
+            run_kind(store, kind, {"sim": qs["sim"][:1], "sub": qs["sub"][:1],
+                                   "analogs": qs["analogs"][:1]})  # fmt: skip
+            times, answers = run_kind(store, kind, qs)
+            # as the cells' answers come back: through JSON
+            base[kind] = {"median_ms": statistics.median(times),
+                          "answers": json.loads(json.dumps(answers))}  # fmt: skip
+        rows = []
+        for k, set_path in sets.items():
+            for r in [int(x) for x in args.ranks.split(",")]:
+                out = work / f"cell-{k}-{r}.json"
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--rank-loop",
+                    str(set_path),
+                    str(out),
+                    "--sim-queries",
+                    str(args.sim_queries),
+                    "--sub-queries",
+                    str(args.sub_queries),
+                    "--analog-queries",
+                    str(args.analog_queries),
+                ]
+                if r > 1:
+                    cmd = ["mpirun", "-n", str(r), "--oversubscribe", "--bind-to", "none", *cmd]
+                subprocess.run(cmd, check=True, env=env)
+                cell = json.loads(out.read_text())
+                row = {"shards": k, "ranks": r, "oversubscribed": r > cores}
+                for kind in KINDS:
+                    if cell[kind]["answers"] != base[kind]["answers"]:
+                        raise SystemExit(f"{name}: {k} shards, {r} ranks: {kind} answers differ")
+                    ms = cell[kind]["median_ms"]
+                    row[f"{kind}_ms"] = ms
+                    row[f"{kind}_efficiency"] = base[kind]["median_ms"] / ms / r
+                    row[f"{kind}_sent_bytes"] = max(cell[kind]["sent_bytes_per_query"] or [0])
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        report["libraries"][name] = {"molecules": len(store),
+                                     "one_store_ms": {k: v["median_ms"] for k, v in base.items()},
+                                     "cells": rows}  # fmt: skip
+        print(f"\n{name}: {len(store):,} molecules; one store, one process: "
+              + ", ".join(f"{k} {v['median_ms']:.2f} ms" for k, v in base.items()))  # fmt: skip
+        print(
+            "| shards | ranks | t=0.7 ms (eff) | top-10 ms (eff, B sent/rank) | "
+            "substructure ms (eff) | analogs ms (eff) |"
+        )
+        print("|---|---|---|---|---|---|")
+        for row in rows:
+            over = " (oversubscribed)" if row["oversubscribed"] else ""
+            print(
+                f"| {row['shards']} | {row['ranks']}{over} "
+                f"| {row['t07_ms']:.3f} ({row['t07_efficiency']:.0%}) "
+                f"| {row['top10_ms']:.3f} ({row['top10_efficiency']:.0%}, "
+                f"{row['top10_sent_bytes']:.0f}) "
+                f"| {row['substructure_ms']:.2f} ({row['substructure_efficiency']:.0%}) "
+                f"| {row['analogs_ms']:.2f} ({row['analogs_efficiency']:.0%}) |"
+            )
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
