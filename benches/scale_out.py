@@ -92,6 +92,21 @@ def rank_loop(set_path: str, out: str, qs: dict) -> None:
         result[kind] = {"median_ms": statistics.median(times) if times else None,
                         "sent_bytes_per_query": [b / n for b in (per_rank or [])],
                         "answers": answers}  # fmt: skip
+    if ranks is not None:  # the top-k reduction alone: its cost per query at this rank count
+        import numpy as np
+
+        rng = np.random.default_rng(ranks.rank)
+        result["reduction_us"] = {}
+        for k in (10, 100):
+            idx = np.sort(rng.choice(1 << 30, size=k, replace=False)).astype(np.int64)
+            sc = np.sort(rng.random(k))[::-1].copy()
+            times = []
+            for _ in range(300):
+                comm.Barrier()
+                t = time.perf_counter()
+                ranks.topk(idx, sc, k)
+                times.append((time.perf_counter() - t) * 1e6)
+            result["reduction_us"][str(k)] = statistics.median(times)
     if root:
         Path(out).write_text(json.dumps(result))
 
@@ -184,7 +199,8 @@ def main() -> None:
                     cmd = ["mpirun", "-n", str(r), "--oversubscribe", "--bind-to", "none", *cmd]
                 subprocess.run(cmd, check=True, env=env)
                 cell = json.loads(out.read_text())
-                row = {"shards": k, "ranks": r, "oversubscribed": r > cores}
+                row = {"shards": k, "ranks": r, "oversubscribed": r > cores,
+                       "reduction_us": cell.get("reduction_us")}  # fmt: skip
                 for kind in KINDS:
                     if cell[kind]["answers"] != base[kind]["answers"]:
                         raise SystemExit(f"{name}: {k} shards, {r} ranks: {kind} answers differ")
