@@ -137,3 +137,83 @@ def _rank_pids_of(mpirun_pid: int) -> dict[int, int]:
             if rank is not None and python:
                 found[int(rank)] = child
     return found
+
+
+def _plain(body: bytes):
+    import json
+
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in ("ms", "time")}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+
+    return strip(json.loads(body))
+
+
+def test_mpirun_serve_answers_as_the_served_store(built):
+    """`mpirun -n 3 molsift serve SET`: rank 0 answers HTTP, every search fanned out to the
+    ranks; answers (one at a time and from 8 concurrent clients) equal a served one store's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from servers import asgi_get, fetch, free_socket
+
+    from molsift.serve import Catalog, Limits, create_app
+
+    catalog = Catalog()
+    catalog.add("s5", str(built["one"]))
+    local = create_app(catalog, Limits(), None)
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    proc = subprocess.Popen(
+        mpirun_cmd(3) + molsift_cmd() + ["serve", str(built["sets"][5]), "--port", str(port)],
+        env=mpi_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.stderr.read()
+            try:
+                status, _, _ = fetch(f"{url}/api/v1/databases")
+                if status == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the MPI server never answered"
+            time.sleep(0.5)
+        smiles = molsift.open_store(built["one"]).smiles[777]
+        requests = [
+            ("/api/v1/search", {"type": "similarity", "query": "c1ccccc1O", "k": 12}),
+            ("/api/v1/search", {"type": "similarity", "query": "c1ccccc1O", "threshold": 0.3}),
+            ("/api/v1/search", {"type": "substructure", "query": "c1ccccc1O", "length": 40}),
+            ("/api/v1/search", {"type": "smarts", "query": "[#7;R]", "start": 300}),
+            ("/api/v1/search", {"type": "exact", "query": smiles}),
+            ("/api/v1/search", {"type": "analogs", "query": "CCOc1ccccc1", "dist": 2}),
+            ("/dt/s5/search", {"query": "c1ccccc1O", "type": "Similarity", "length": 20}),
+            ("/dt/s5/search", {"query": "[#7;R]", "type": "SMARTS", "length": 20}),
+        ]
+        import urllib.parse
+
+        def remote(item):
+            path, params = item
+            status, _, body = fetch(f"{url}{path}?{urllib.parse.urlencode(params)}")
+            return status, body
+
+        for (path, params), (status, body) in zip(requests, map(remote, requests)):
+            want_status, want = asgi_get(local, path, **params)
+            assert status == want_status == 200, (path, params, body[:300])
+            assert _plain(body) == _plain(want), (path, params)
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(remote, requests * 4))
+        for (path, params), (status, body) in zip(requests * 4, answers):
+            assert status == 200 and _plain(body) == _plain(asgi_get(local, path, **params)[1])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("mpirun did not end after SIGTERM") from None

@@ -16,6 +16,7 @@ EXAMPLES = (
     "molsift serve nci.store   # http://127.0.0.1:8080/api/v1/databases",
     "molsift serve --name nci=nci.store --name nci2=nci.v2.store --port 9000",
     "molsift serve big.store --host 0.0.0.0 --max-concurrent 4 --timeout 60   # other machines too",
+    "mpirun -n 4 molsift serve big.set   # rank 0 answers HTTP, the ranks search the set's shards",
 )
 
 
@@ -183,6 +184,15 @@ def run(args) -> int:
     except ValueError as e:
         print(f"molsift serve: {e}", file=sys.stderr)
         return 2
+    from ..sets.mpi import start_fanout
+
+    fanout = start_fanout(catalog)  # under mpirun: rank 0 serves, the others search
+    if fanout is not None and not fanout.is_root:
+        try:
+            fanout.loop()
+        finally:
+            catalog.close()
+        return 0
     if not _is_loopback(args.host):
         print(
             f"molsift serve: WARNING: listening on {args.host}, not loopback: anyone who can "
@@ -222,8 +232,16 @@ def run(args) -> int:
         config = server_config(
             app, host=args.host, port=args.port, log_level="warning", access_log=False
         )
+        if fanout is not None:
+            print(
+                f"molsift serve: {len(fanout.sets)} set(s) searched by {fanout.comm.Get_size()} "
+                "MPI ranks (this one answers HTTP)",
+                file=sys.stderr,
+            )
         uvicorn.Server(config).run()
     finally:
+        if fanout is not None:
+            fanout.stop()
         catalog.close()
         if log is not None:
             log.close()

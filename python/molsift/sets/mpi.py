@@ -15,6 +15,8 @@ it through mpirun, with the rank named."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 #: a padding record sorts after every real one (scores are in [0, 1])
@@ -36,15 +38,18 @@ def assign(sizes: list[int], ranks: int) -> list[list[int]]:
 
 class Ranks:
     """The ranks searching one set: the communicator, this rank's shards, the reduction's
-    operations and bytes sent (`sent_bytes`: what this rank sent in reductions and gathers)."""
+    operations and bytes sent (`sent_bytes`: what this rank sent in reductions and gathers).
+    `fanout`: under `mpirun molsift serve`, the channel rank 0 announces each search on."""
 
-    def __init__(self, comm, sizes: list[int]):
+    def __init__(self, comm, sizes: list[int], fanout=None, name: str = ""):
         self.comm = comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.mine = assign(sizes, self.size)[self.rank]
         self.is_root = self.rank == 0
         self._ops: dict[int, tuple] = {}
         self.sent_bytes = 0
+        self.fanout = fanout
+        self.name = name
 
     def bcast(self, value):
         return self.comm.bcast(value, root=0)
@@ -161,3 +166,97 @@ def root_status(store, status: int) -> int:
     answers it is computed from); `status` without MPI."""
     ranks = getattr(store, "_ranks", None)
     return status if ranks is None else ranks.bcast(status)
+
+
+@contextlib.contextmanager
+def collective(store, op: str, *args):
+    """Around one search of a set that every rank runs together. Under `mpirun molsift serve`,
+    rank 0 (answering HTTP requests on many threads) first announces it to the searcher ranks
+    (`Fanout.loop` runs the same call there) and holds the fan-out's lock until it ends: one
+    search of the set at a time, so every rank meets the same collectives in the same order."""
+    ranks = getattr(store, "_ranks", None)
+    fan = None if ranks is None else ranks.fanout
+    if fan is None or not ranks.is_root:
+        yield
+        return
+    with fan.lock:
+        fan.comm.bcast((ranks.name, op, args), root=0)
+        yield
+
+
+class Fanout:
+    """`mpirun -n R molsift serve SET...`: rank 0 is the HTTP front end, the other ranks search
+    their shards of every served set. Each search rank 0 runs on a set is announced to them on
+    this channel (a broadcast of the set's name, the operation and its arguments; `collective`)
+    and then run by all ranks together, the answer merged at rank 0 as for `mpirun molsift
+    search`. Plain stores are searched by rank 0 alone."""
+
+    def __init__(self, catalog):
+        import threading
+
+        from ..parallel.mpi import world
+
+        self.comm = world().Dup()
+        self.is_root = self.comm.Get_rank() == 0
+        self.lock = threading.Lock()
+        self.sets = {}
+        for db in catalog:
+            if hasattr(db.store, "shards"):
+                db.store._ranks = Ranks(
+                    world().Dup(), [len(s) for s in db.store.shards], self, db.name
+                )
+                self.sets[db.name] = db.store
+        _ACTIVE.append(self)
+
+    def loop(self) -> None:
+        """A searcher rank's life: run what rank 0 announces until it says stop."""
+        from .store import _SetCore, iter_set_hit_arrays, set_analogs
+
+        while True:
+            name, op, args = self.comm.bcast(None, root=0)
+            if op == "stop":
+                return
+            store = self.sets[name]
+            try:
+                if op == "search":
+                    store._searcher().search(*args)
+                elif op == "search_batch":
+                    store._searcher().search_batch(*args)
+                elif op == "lookup":
+                    _SetCore(store).lookup(*args)
+                elif op == "lookup_ids":
+                    _SetCore(store).lookup_ids(*args)
+                elif op == "substructure":
+                    q, kw = args
+                    for _ in iter_set_hit_arrays(store, q, **kw):
+                        pass
+                elif op == "analogs":
+                    set_analogs(store, *args)
+            except (ValueError, _core_error()):
+                # the query's own error: rank 0 met it too, before any collective
+                continue
+
+    def stop(self) -> None:
+        """Rank 0, at shutdown: the searcher ranks leave their loop."""
+        if self.is_root:
+            with self.lock:
+                self.comm.bcast(("", "stop", ()), root=0)
+
+
+def _core_error():
+    from .. import _core
+
+    return _core.MolsiftError
+
+
+def start_fanout(catalog):
+    """Under mpirun with more than one rank, the `Fanout` of a server's catalog; else None."""
+    from ..parallel import launched_under_mpi
+
+    if not launched_under_mpi():
+        return None
+    from ..parallel.mpi import world
+
+    if world().Get_size() <= 1:
+        return None
+    return Fanout(catalog)

@@ -24,6 +24,7 @@ import numpy as np
 from .. import _core
 from ..store import StoreV2, _Column, _StoreBase
 from .manifest import check_file, read_manifest
+from .mpi import collective
 
 _SUMMED = ("candidates", "matched", "hits", "screen_seconds", "planes_read_bytes")
 
@@ -97,6 +98,10 @@ class _SetCore:
         self._firsts = [store.manifest["shards"][s]["first_smiles"] for s in live]
 
     def lookup(self, smiles: list[str]) -> list[list[int]]:
+        with collective(self._store, "lookup", smiles):
+            return self._lookup(smiles)
+
+    def _lookup(self, smiles: list[str]) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in smiles]
         asked: dict[int, list[int]] = {}
         for j, s in enumerate(smiles):
@@ -114,6 +119,10 @@ class _SetCore:
         return self._across(out)
 
     def lookup_ids(self, ids: list[str]) -> list[list[int]]:
+        with collective(self._store, "lookup_ids", ids):
+            return self._lookup_ids(ids)
+
+    def _lookup_ids(self, ids: list[str]) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in ids]
         own = set(self._store._own())
         for s in self._live:
@@ -159,12 +168,17 @@ class _SetSearcher:
         return merge_hits([(got[0], got[1])], None)
 
     def search(self, on_bits, threshold=None, k=None, threads: int = 1):
-        parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k), threads)
-        indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
-        indices, scores = self._across(indices, scores, k)
+        with collective(self._store, "search", on_bits, threshold, k, threads):
+            parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k), threads)
+            indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
+            indices, scores = self._across(indices, scores, k)
         return indices.tolist(), scores.tolist(), _sum_stats([st for _, _, st in parts])
 
     def search_batch(self, queries, threshold=None, k=None, threads: int = 1):
+        with collective(self._store, "search_batch", queries, threshold, k, threads):
+            return self._search_batch(queries, threshold, k, threads)
+
+    def _search_batch(self, queries, threshold, k, threads):
         def shard(s):
             results, stats = (
                 self._store.shards[s]._searcher().search_batch(queries, threshold, k, 1)
@@ -333,7 +347,10 @@ def iter_set_hit_arrays(store: StoreSet, query, *, max_hits=None, workers=None, 
                         "stopped_early": False, "always_false": q.always_false}]  # fmt: skip
     ranks = getattr(store, "_ranks", None)
     if ranks is not None:  # under MPI: this rank's shards, then the hits meet at rank 0
-        yield from _ranks_hit_arrays(store, ranks, q, max_hits, workers, cancel, total)
+        # no cancel: a rank leaving early would leave the others in the merge
+        kw = {"max_hits": max_hits, "workers": workers}
+        with collective(store, "substructure", q, kw):
+            yield from _ranks_hit_arrays(store, ranks, q, max_hits, workers, None, total)
         return
     try:
         for s, shard in enumerate(store.shards):
@@ -357,6 +374,14 @@ def set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout
                 cancel=None):  # fmt: skip
     """`analogs.search.analogs` over a set: each shard's k best, merged (distance, Tanimoto
     descending, position) and cut to k; complete to the least distance every shard completed."""
+    ranks = getattr(store, "_ranks", None)
+    if ranks is not None:  # every rank runs it together; no cancel (none may leave early)
+        with collective(store, "analogs", query, max_dist, k, limits, timeout):
+            return _set_analogs(store, query, max_dist, k, limits, timeout, lock, None)
+    return _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)
+
+
+def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
     from ..analogs.search import Analogs, analogs
 
     parts = []
