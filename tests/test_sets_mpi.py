@@ -217,3 +217,61 @@ def test_mpirun_serve_answers_as_the_served_store(built):
         except subprocess.TimeoutExpired:
             proc.kill()
             raise AssertionError("mpirun did not end after SIGTERM") from None
+
+
+def test_mpirun_serve_searcher_death_gives_503(built):
+    """A searcher rank killed under `mpirun --enable-recovery molsift serve`: searches of the
+    set get 503 with a message (within the time limit and its grace, no hang), the front end
+    stays up and still answers from the plain store it serves."""
+    import json
+
+    from servers import fetch, free_socket
+
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    stores = [str(built["sets"][5]), str(built["one"])]
+    cmd = [*mpirun_cmd(3), "--enable-recovery", *molsift_cmd(), "serve", *stores]
+    cmd += ["--port", str(port), "--timeout", "2"]
+    proc = subprocess.Popen(
+        cmd, env=mpi_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    search = "/api/v1/search?db={}&type=similarity&query=c1ccccc1O&k={}"  # k: no cached answer
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.stderr.read()
+            try:
+                if fetch(f"{url}/api/v1/databases")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the MPI server never answered"
+            time.sleep(0.5)
+        assert fetch(url + search.format("s5", 5))[0] == 200
+        pids = _rank_pids_of(proc.pid)
+        os.kill(pids[2], signal.SIGKILL)
+        # the search under way when the rank died ends at the time limit (504) or past the
+        # grace (503); from then on every search of the set is 503 with the reason
+        t, k = time.monotonic(), 6
+        while True:
+            status, _, body = fetch(url + search.format("s5", k))
+            assert status in (503, 504), body
+            if status == 503:
+                break
+            assert time.monotonic() - t < 30, "never 503"
+            k += 1
+        assert "did not answer" in json.loads(body)["error"], body
+        assert fetch(f"{url}/api/v1/databases")[0] == 200  # the front end is up
+        assert fetch(url + search.format("one", 7))[0] == 200  # and its plain store answers
+        t = time.monotonic()
+        assert fetch(url + search.format("s5", 99))[0] == 503
+        assert time.monotonic() - t < 2  # known lost: at once
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("mpirun did not end after SIGTERM") from None

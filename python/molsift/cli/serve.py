@@ -186,7 +186,12 @@ def run(args) -> int:
         return 2
     from ..sets.mpi import start_fanout
 
-    fanout = start_fanout(catalog)  # under mpirun: rank 0 serves, the others search
+    # under mpirun: rank 0 serves, the others search; each rank stops its part at the time
+    # limit, and rank 0 waits for them at most the limit and a grace period in any step (a
+    # searcher that died: 503, the front end stays up; `mpirun --enable-recovery` keeps it)
+    fanout = start_fanout(
+        catalog, time_limit_s=args.timeout, deadline_s=args.timeout + max(5.0, args.timeout)
+    )
     if fanout is not None and not fanout.is_root:
         try:
             fanout.loop()

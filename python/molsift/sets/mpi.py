@@ -69,6 +69,26 @@ class Ranks:
             got = self._ops[k] = (MPI.Op.Create(merge, commute=True), dtype)
         return got
 
+    def _wait(self, req) -> None:
+        """Waits for a non-blocking operation. Rank 0 of a server (`fanout`) waits at most the
+        fan-out's deadline: a searcher rank that died never completes it, and the server then
+        answers 503 rather than hanging (`Fanout.lose`)."""
+        fan = self.fanout
+        if fan is None or not self.is_root:
+            req.Wait()
+            return
+        import time
+
+        start, pause = time.monotonic(), 2e-5
+        while not req.Test():
+            if time.monotonic() - start > fan.deadline_s:
+                fan.lose(
+                    f"a searcher rank of {self.name!r} did not answer within "
+                    f"{fan.deadline_s:g} s (it may have died)"
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, 2e-3)
+
     def topk(self, indices: np.ndarray, scores: np.ndarray, k: int):
         """The k best (score descending, position ascending) of every rank's hits, on rank 0
         (empty arrays elsewhere): one reduction of k records per rank."""
@@ -78,8 +98,10 @@ class Ranks:
         n = min(k, len(indices))
         send["score"][:n], send["pos"][:n] = scores[:n], indices[:n]
         recv = np.empty_like(send) if self.is_root else None
-        self.comm.Reduce(
-            [send, 1, dtype], [recv, 1, dtype] if self.is_root else None, op=op, root=0
+        self._wait(
+            self.comm.Ireduce(
+                [send, 1, dtype], [recv, 1, dtype] if self.is_root else None, op=op, root=0
+            )
         )
         if not self.is_root:
             self.sent_bytes += send.nbytes
@@ -87,31 +109,42 @@ class Ranks:
         real = recv["score"] >= 0
         return recv["pos"][real].copy(), recv["score"][real].copy()
 
+    def _counts(self, n: int) -> list[int] | None:
+        mine = np.array([n], dtype=np.int64)
+        every = np.empty(self.size, dtype=np.int64) if self.is_root else None
+        self._wait(self.comm.Igather(mine, every, root=0))
+        return every.tolist() if self.is_root else None
+
     def gather_arrays(self, *arrays: np.ndarray) -> list[np.ndarray] | None:
         """Each array concatenated over the ranks in rank order, on rank 0 (None elsewhere):
         the lengths gathered first, then the arrays by Gatherv."""
-        n = len(arrays[0]) if arrays else 0
-        counts = self.comm.gather(n, root=0)
+        return self._gather_arrays(*arrays)[0]
+
+    def _gather_arrays(self, *arrays: np.ndarray):
+        counts = self._counts(len(arrays[0]) if arrays else 0)
         out = []
         for a in arrays:
             a = np.ascontiguousarray(a)
             if self.is_root:
                 buf = np.empty(sum(counts), dtype=a.dtype)
-                self.comm.Gatherv(a, [buf, counts], root=0)
+                self._wait(self.comm.Igatherv(a, [buf, counts], root=0))
                 out.append(buf)
             else:
-                self.comm.Gatherv(a, None, root=0)
+                self._wait(self.comm.Igatherv(a, None, root=0))
                 self.sent_bytes += a.nbytes
-        return out if self.is_root else None
+        return (out, counts) if self.is_root else (None, None)
 
     def gather(self, value):
         """Small Python values (per-query lists, k-bounded analog columns), gathered on rank 0
-        in rank order (pickled: the pickle's bytes counted as sent)."""
-        if not self.is_root:
-            import pickle
+        in rank order: pickled, lengths first, then the bytes (counted as sent)."""
+        import pickle
 
-            self.sent_bytes += len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-        return self.comm.gather(value, root=0)
+        data = np.frombuffer(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
+        got, counts = self._gather_arrays(data)
+        if got is None:
+            return None
+        ends = np.cumsum(counts).tolist()
+        return [pickle.loads(got[0][e - c : e].tobytes()) for e, c in zip(ends, counts)]
 
 
 def spread(store) -> bool:
@@ -180,7 +213,7 @@ def collective(store, op: str, *args):
         yield
         return
     with fan.lock:
-        fan.comm.bcast((ranks.name, op, args), root=0)
+        fan.announce((ranks.name, op, args))
         yield
 
 
@@ -191,7 +224,7 @@ class Fanout:
     and then run by all ranks together, the answer merged at rank 0 as for `mpirun molsift
     search`. Plain stores are searched by rank 0 alone."""
 
-    def __init__(self, catalog):
+    def __init__(self, catalog, time_limit_s: float | None = None, deadline_s: float = 60.0):
         import threading
 
         from ..parallel.mpi import world
@@ -199,6 +232,9 @@ class Fanout:
         self.comm = world().Dup()
         self.is_root = self.comm.Get_rank() == 0
         self.lock = threading.Lock()
+        self.time_limit_s = time_limit_s
+        self.deadline_s = deadline_s
+        self.lost: str | None = None
         self.sets = {}
         for db in catalog:
             if hasattr(db.store, "shards"):
@@ -208,12 +244,49 @@ class Fanout:
                 self.sets[db.name] = db.store
         _ACTIVE.append(self)
 
+    def lose(self, reason: str):
+        """Rank 0: the searcher ranks are gone; this search and every later one of a set get
+        503 (the front end, and the plain stores it serves, stay up)."""
+        from ..serve.limits import ServiceError
+
+        self.lost = self.lost or reason
+        raise ServiceError(503, f"{self.lost}; the store sets of this server cannot answer")
+
+    def announce(self, command) -> None:
+        """Rank 0: the next search, to every searcher rank (its length, then its pickle)."""
+        import pickle
+
+        if self.lost:
+            self.lose(self.lost)
+        data = np.frombuffer(pickle.dumps(command, protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
+        self._bcast_wait(np.array([len(data)], dtype=np.int64))
+        self._bcast_wait(np.ascontiguousarray(data))
+
+    def _bcast_wait(self, buf) -> None:
+        import time
+
+        req = self.comm.Ibcast(buf, root=0)
+        start = time.monotonic()
+        while not req.Test():
+            if time.monotonic() - start > self.deadline_s:
+                self.lose(f"a searcher rank did not answer within {self.deadline_s:g} s")
+            time.sleep(1e-4)
+
+    def _receive(self):
+        import pickle
+
+        size = np.empty(1, dtype=np.int64)
+        self.comm.Ibcast(size, root=0).Wait()
+        data = np.empty(int(size[0]), dtype=np.uint8)
+        self.comm.Ibcast(data, root=0).Wait()
+        return pickle.loads(data.tobytes())
+
     def loop(self) -> None:
         """A searcher rank's life: run what rank 0 announces until it says stop."""
         from .store import _SetCore, iter_set_hit_arrays, set_analogs
 
         while True:
-            name, op, args = self.comm.bcast(None, root=0)
+            name, op, args = self._receive()
             if op == "stop":
                 return
             store = self.sets[name]
@@ -237,10 +310,10 @@ class Fanout:
                 continue
 
     def stop(self) -> None:
-        """Rank 0, at shutdown: the searcher ranks leave their loop."""
-        if self.is_root:
-            with self.lock:
-                self.comm.bcast(("", "stop", ()), root=0)
+        """Rank 0, at shutdown: the searcher ranks leave their loop (unless they are gone)."""
+        if self.is_root and not self.lost:
+            with self.lock, contextlib.suppress(Exception):  # a searcher gone: none to tell
+                self.announce(("", "stop", ()))
 
 
 def _core_error():
@@ -249,8 +322,12 @@ def _core_error():
     return _core.MolsiftError
 
 
-def start_fanout(catalog):
-    """Under mpirun with more than one rank, the `Fanout` of a server's catalog; else None."""
+def start_fanout(catalog, time_limit_s: float | None = None, deadline_s: float = 60.0):
+    """Under mpirun with more than one rank, the `Fanout` of a server's catalog; else None.
+    Every rank stops its part of a substructure search at `time_limit_s` (the server's time
+    limit; similarity and lookups are one bounded pass, analog walks have their own timeout)
+    and still meets the merge; rank 0 waits `deadline_s` at most in any step of a search, past
+    which the searcher ranks are taken for dead (503)."""
     from ..parallel import launched_under_mpi
 
     if not launched_under_mpi():
@@ -259,4 +336,4 @@ def start_fanout(catalog):
 
     if world().Get_size() <= 1:
         return None
-    return Fanout(catalog)
+    return Fanout(catalog, time_limit_s, deadline_s)

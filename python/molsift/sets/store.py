@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -436,23 +437,43 @@ def iter_set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, ti
 def _ranks_hit_arrays(store, ranks, q, max_hits, workers, cancel, total) -> Iterator[np.ndarray]:
     """Substructure hits under MPI: each rank its shards' (each to `max_hits`, in set order),
     counts then hits gathered at rank 0, which keeps the first `max_hits` of their union."""
+    from ..cancel import Cancelled, new_flag
     from ..substructure import search as sub
 
     mine = []
+    # under `mpirun molsift serve`, each rank stops its own part at the time limit and still
+    # meets the merge (a rank that left it would leave the others waiting)
+    limit = None if ranks.fanout is None else ranks.fanout.time_limit_s
+    flag = new_flag() if limit else cancel
+    timer = threading.Timer(limit, flag.set) if limit else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    stopped = False
     try:
-        for s in ranks.mine:
-            shard = store.shards[s]
-            got = sum(len(h) for h in mine)
-            if not len(shard) or (max_hits is not None and got >= max_hits):
-                continue
-            left = None if max_hits is None else max_hits - got
-            for hits in sub.iter_hit_arrays(shard, q, max_hits=left, workers=workers,
-                                            cancel=cancel):  # fmt: skip
-                mine.append(hits + store.offsets[s])
-            total.append(sub.last_stats())
+        try:
+            for s in ranks.mine:
+                shard = store.shards[s]
+                got = sum(len(h) for h in mine)
+                if not len(shard) or (max_hits is not None and got >= max_hits):
+                    continue
+                left = None if max_hits is None else max_hits - got
+                for hits in sub.iter_hit_arrays(shard, q, max_hits=left, workers=workers,
+                                                cancel=flag):  # fmt: skip
+                    mine.append(hits + store.offsets[s])
+                total.append(sub.last_stats())
+        except Cancelled:
+            if timer is None:
+                raise
+            stopped, mine = True, []
+        finally:
+            if timer is not None:
+                timer.cancel()
         local = np.concatenate(mine) if mine else np.zeros(0, dtype=np.int64)
         got = ranks.gather_arrays(np.sort(local))
         early = ranks.gather(any(t.get("stopped_early") for t in total))
+        if any(ranks.gather(stopped) or []):
+            raise Cancelled("the search was stopped at the time limit")
         if got is not None:
             every = np.sort(got[0])
             cut = every if max_hits is None else every[:max_hits]
