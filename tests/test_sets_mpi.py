@@ -275,3 +275,23 @@ def test_mpirun_serve_searcher_death_gives_503(built):
         except subprocess.TimeoutExpired:
             proc.kill()
             raise AssertionError("mpirun did not end after SIGTERM") from None
+
+
+def test_ranks_over_a_set_with_empty_shards(tmp_path):
+    """Five molecules in 7 shards (equal SMILES never split: empty shards), 3 ranks: every verb
+    answers as the one store."""
+    src = tmp_path / "few.smi"
+    src.write_text("CCO a\nCCO b\nCCO c\nc1ccccc1O d\nCCN e\n")
+    molsift.ingest(src, tmp_path / "few.store", workers=1, progress=False)
+    molsift.ingest(src, tmp_path / "few.set", workers=1, shards=7, progress=False)
+    assert 0 in [len(s) for s in molsift.open_store(tmp_path / "few.set").shards]
+    for args in (["search", "-q", "CCO", "-k", "4"], ["search", "-q", "OCC", "-t", "0.1"],
+                 ["substructure", "-q", "CC"], ["analogs", "-q", "CCO", "--dist", "2"],
+                 ["lookup", "-q", "OCC"]):  # fmt: skip
+        want = molsift_run(args[0], tmp_path / "few.store", *args[1:])
+        got = subprocess.run(
+            mpirun_cmd(3) + molsift_cmd() + [args[0], str(tmp_path / "few.set"), *args[1:]],
+            env=mpi_env(), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert got.returncode == want.returncode == 0, got.stderr
+        assert got.stdout == want.stdout, args
