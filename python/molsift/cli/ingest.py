@@ -23,9 +23,8 @@ from .common import (
 EXAMPLES = (
     "molsift ingest data/nci_first_5k.smi -o nci.store           # all cores",
     "mpirun -n 4 molsift ingest big.smi -o big.store             # one slab set per rank",
-    "molsift ingest moses.csv.gz -o moses.store --bits 1024 --radius 3",
     "molsift ingest data/nci_first_5k.smi -o nci.store --overwrite --dedupe --verify-count",
-    "molsift ingest big.smi -o big.set --shards 8                # a store set of 8 shards",
+    "molsift ingest data/nci_first_5k.smi -o nci.set --shards 4   # a store set of 4 shards",
 )
 
 
