@@ -258,6 +258,14 @@ def upgrade_store(
 ) -> str:
     """Writes the version-2 form of the version-1 store `src` at `dst`; returns its manifest."""
 
+def write_set_shards(
+    src: _Path, dir: _Path, shards: int, threads: int = 1
+) -> tuple[list[int], bytes]:
+    """Writes the `shards` shard stores (`shard-NNNN`) of a store set from the version-1 store
+    `src` into the existing directory `dir` (and its `duplicates.tsv` in set positions when
+    `src` has one); returns the bounds (shards + 1 set positions) and the store order (u32
+    little-endian: set position -> position in `src`)."""
+
 class Searcher:
     """Searches one store (its column index, or a row scan) with the GIL released."""
 
@@ -301,10 +309,13 @@ def build_column_index(path: _Path, budget: int = ...) -> int:
 PATTERN_FILES: tuple[str, str, str]
 """The substructure index's files in a store: (header, planes, molecule graphs)."""
 
-def carry_pattern_index(src: _Path, dst: _Path, threads: int = 1) -> int:
+def carry_pattern_index(
+    src: _Path, dst: _Path, threads: int = 1, source: bytes | None = None
+) -> int:
     """Writes the substructure index of the version-2 store `dst` upgraded from the version-1
     store `src` by carrying `src`'s index over to the new positions (graph blocks compressed on
-    `threads` threads); returns its bytes."""
+    `threads` threads); returns its bytes. `source` (u32 little-endian, one per molecule of
+    `dst`: its position in `src`) for a shard of a set; without it, `dst`'s input order."""
 
 PATTERN_COMPACT_FILES: tuple[str, str]
 """The compact substructure index's files in a version-2 store (besides the header):
