@@ -134,6 +134,15 @@ class Ranks:
                 self.sent_bytes += a.nbytes
         return (out, counts) if self.is_root else (None, None)
 
+    def allsum(self, values: list[int]) -> list[int]:
+        """The element-wise sum of `values` over every rank, on every rank."""
+        from mpi4py import MPI
+
+        mine = np.asarray(values, dtype=np.int64)
+        out = np.empty_like(mine)
+        self._wait(self.comm.Iallreduce(mine, out, op=MPI.SUM))
+        return out.tolist()
+
     def gather(self, value):
         """Small Python values (per-query lists, k-bounded analog columns), gathered on rank 0
         in rank order: pickled, lengths first, then the bytes (counted as sent)."""

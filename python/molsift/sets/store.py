@@ -5,9 +5,9 @@ the one store's order and tie rules:
 - similarity (`search`, `search_batch`): each shard's hits (its k best, or all at or above the
   threshold) merged by score descending, then position ascending, cut to k;
 - substructure: the shards in order, each one's hits in store order, until `max_hits`;
-- analogs: each shard's k best (its walk stops where it reaches k: a molecule of the set's k
-  best is among its shard's k best, found at a distance that shard reaches) merged by
-  distance, Tanimoto descending, position, cut to k;
+- analogs: every shard's hits within d edits for d = 0, 1, ... until the set has k (the
+  distance where one store's walk stops), merged by distance, Tanimoto descending, position,
+  and cut to k;
 - lookup: a canonical SMILES lives in the one shard whose first and last SMILES bracket it
   (shards never split equal SMILES); ids are asked of every shard.
 Shards are searched on threads (`threads`, `workers`): the Rust kernels release the GIL."""
@@ -166,7 +166,8 @@ class _SetSearcher:
         got = ranks.gather_arrays(indices, np.asarray(scores, dtype=np.float64))
         if got is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        return merge_hits([(got[0], got[1])], None)
+        order = np.lexsort((got[0], -got[1]))  # every rank's lists, one after another
+        return got[0][order], got[1][order]
 
     def search(self, on_bits, threshold=None, k=None, threads: int = 1):
         with collective(self._store, "search", on_bits, threshold, k, threads):
@@ -199,6 +200,9 @@ class _SetSearcher:
 def merge_hits(parts, k: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(indices, scores) of several shards' hits, each best first, merged best first (score
     descending, then position ascending) and cut to `k`."""
+    if len(parts) == 1:  # one list is in order already
+        i, sc = parts[0]
+        return np.asarray(i, dtype=np.int64)[:k], np.asarray(sc, dtype=np.float64)[:k]
     idx = np.concatenate(
         [np.asarray(i, dtype=np.int64) for i, _ in parts] or [np.zeros(0, np.int64)]
     )
@@ -383,17 +387,33 @@ def set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout
 
 
 def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
+    """With `k`, the set walks distance by distance as one store does: every shard's hits
+    within d edits, d = 0, 1, ..., until the whole set has k of them (summed over the ranks
+    under MPI) or `max_dist` is reached. A shard walking alone to its own k would go much
+    farther than the set needs (a shard has fewer molecules near the query): each shard walks
+    the distances the one store walks, no more."""
     from ..analogs.search import Analogs, analogs
 
-    parts = []
-    for s in store._own():
-        shard = store.shards[s]
-        if len(shard):
-            a = analogs(shard, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout,
-                        lock=lock, cancel=cancel)  # fmt: skip
+    ranks = getattr(store, "_ranks", None)
+    own = [s for s in store._own() if len(store.shards[s])]
+    if sum(1 for shard in store.shards if len(shard)) <= 1:  # one shard: its own walk is the set's
+        steps = [max_dist]
+    else:
+        steps = list(range(max_dist + 1)) if k is not None else [max_dist]
+    for d in steps:
+        parts = []
+        for s in own:
+            a = analogs(store.shards[s], query, max_dist=d, k=k if len(steps) == 1 else None,
+                        limits=limits, timeout=timeout, lock=lock, cancel=cancel)  # fmt: skip
             a.columns["position"] = a.columns["position"] + store.offsets[s]
             parts.append(a)
-    ranks = getattr(store, "_ranks", None)
+        if len(steps) == 1:
+            break
+        found = [sum(len(p) for p in parts), int(any(p.partial for p in parts))]
+        if ranks is not None:
+            found = ranks.allsum(found)
+        if found[0] >= k or found[1] or d == max_dist:
+            break
     if not parts:  # no molecule here: the query checked as a shard would, no hit
         from ..analogs.search import KINDS, _check, _query, parse_limits
 
@@ -404,7 +424,7 @@ def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
                 "tanimoto": np.zeros(0, np.float64), **{c: np.zeros(0, np.int64) for c in KINDS},
                 "mut": np.zeros(0, np.int64)}  # fmt: skip
         parts = [Analogs(cols, max_dist, False, {})]
-    if ranks is not None:  # under MPI: every rank's k best meet at rank 0
+    if ranks is not None:  # under MPI: every rank's hits meet at rank 0
         got = ranks.gather(parts)
         if got is None:
             return Analogs({c: v[:0] for c, v in parts[0].columns.items()}, 0, False, {})
