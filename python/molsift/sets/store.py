@@ -169,9 +169,29 @@ class _SetSearcher:
         order = np.lexsort((got[0], -got[1]))  # every rank's lists, one after another
         return got[0][order], got[1][order]
 
+    def _bounded(self, on_bits, threshold, k):
+        """Top-k over this process's shards one after another, each searched at or above the
+        k-th best score so far (a later shard's molecule scoring below it cannot enter the k
+        best, and one tying it loses on position): the shards together do about the work of
+        one store's top-k, not k per shard."""
+        parts, floor = [], threshold
+        for s in self._store._own():
+            if not len(self._store.shards[s]):
+                continue
+            idx, sc, st = self._one(s, on_bits, floor, k)
+            parts.append((idx, sc, st))
+            indices, scores = merge_hits([(i, c) for i, c, _ in parts], k)
+            parts = [(indices, scores, _sum_stats([p[2] for p in parts]))]
+            if len(scores) == k:
+                floor = max(floor or 0.0, float(scores[-1]))
+        return parts
+
     def search(self, on_bits, threshold=None, k=None, threads: int = 1):
         with collective(self._store, "search", on_bits, threshold, k, threads):
-            parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k), threads)
+            if k is not None and threads <= 1:
+                parts = self._bounded(on_bits, threshold, k)
+            else:
+                parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k), threads)
             indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
             indices, scores = self._across(indices, scores, k)
         return indices.tolist(), scores.tolist(), _sum_stats([st for _, _, st in parts])
@@ -181,6 +201,16 @@ class _SetSearcher:
             return self._search_batch(queries, threshold, k, threads)
 
     def _search_batch(self, queries, threshold, k, threads):
+        if k is not None and threads <= 1:  # each query's shards bounded by its k-th best
+            merged, stats = [], []
+            for q in queries:
+                parts = self._bounded(q, threshold, k)
+                indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
+                indices, scores = self._across(indices, scores, k)
+                merged.append((indices.tolist(), scores.tolist()))
+                stats += [st for _, _, st in parts]
+            return merged, _sum_stats(stats)
+
         def shard(s):
             results, stats = (
                 self._store.shards[s]._searcher().search_batch(queries, threshold, k, 1)
