@@ -5,6 +5,7 @@ through an app in this process, with no server at all."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -80,3 +81,17 @@ def asgi_get(app, path: str, **params) -> tuple[int, bytes]:
     asyncio.run(app(scope, receive, send))
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     return sent[0]["status"], body
+
+
+def without_timings(body: bytes):
+    """A JSON answer without its timing fields (`ms`, `time`, at any depth): what two servers
+    answering the same request must agree on."""
+
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in ("ms", "time")}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+
+    return strip(json.loads(body))

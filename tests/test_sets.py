@@ -224,21 +224,10 @@ def test_verbs_on_a_set(one, small_set, tmp_path):
     assert bad.returncode != 0 and "shards must be" in bad.stderr
 
 
-def _without_timings(body: bytes):
-    def strip(v):
-        if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if k not in ("ms", "time")}
-        if isinstance(v, list):
-            return [strip(x) for x in v]
-        return v
-
-    return strip(json.loads(body))
-
-
 def test_served_set_answers_as_the_served_store(one, small_set):
     """`molsift serve` over a set: our API (every search type, paged) and Arthor's request
     shapes answer as over the one store (the published clients: tests/test_serve_clients.py)."""
-    from servers import asgi_get
+    from servers import asgi_get, without_timings
 
     from molsift.serve import Catalog, Limits, create_app
 
@@ -264,7 +253,7 @@ def test_served_set_answers_as_the_served_store(one, small_set):
     for path, params in requests:
         (sa, a), (sb, b) = (asgi_get(app, path, db="nci", **params) for app in apps)
         assert sa == sb == 200, (path, params, b[:300])
-        a, b = _without_timings(a), _without_timings(b)
+        a, b = without_timings(a), without_timings(b)
         if path == "/api/v1/databases":  # the set says how many shards answer
             assert b["databases"][0].pop("shards") == 3
         assert a == b, (path, params)

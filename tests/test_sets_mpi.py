@@ -5,6 +5,7 @@ killed mid-search ends the job with a non-zero exit, no hang."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -139,36 +140,18 @@ def _rank_pids_of(mpirun_pid: int) -> dict[int, int]:
     return found
 
 
-def _plain(body: bytes):
-    import json
+@contextlib.contextmanager
+def _mpi_server(words: list[str]):
+    """The command `words` (an `mpirun ... molsift serve ...`) with `--port` a free loopback
+    port: (its URL, the process) once it answers; ended by SIGTERM (within 60 s, or the test
+    fails)."""
+    from servers import fetch, free_socket
 
-    def strip(v):
-        if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if k not in ("ms", "time")}
-        if isinstance(v, list):
-            return [strip(x) for x in v]
-        return v
-
-    return strip(json.loads(body))
-
-
-def test_mpirun_serve_answers_as_the_served_store(built):
-    """`mpirun -n 3 molsift serve SET`: rank 0 answers HTTP, every search fanned out to the
-    ranks; answers (one at a time and from 8 concurrent clients) equal a served one store's."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from servers import asgi_get, fetch, free_socket
-
-    from molsift.serve import Catalog, Limits, create_app
-
-    catalog = Catalog()
-    catalog.add("s5", str(built["one"]))
-    local = create_app(catalog, Limits(), None)
     sock = free_socket()
     port = sock.getsockname()[1]
     sock.close()
     proc = subprocess.Popen(
-        mpirun_cmd(3) + molsift_cmd() + ["serve", str(built["sets"][5]), "--port", str(port)],
+        [*words, "--port", str(port)],
         env=mpi_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -177,13 +160,36 @@ def test_mpirun_serve_answers_as_the_served_store(built):
         while True:
             assert proc.poll() is None, proc.stderr.read()
             try:
-                status, _, _ = fetch(f"{url}/api/v1/databases")
-                if status == 200:
+                if fetch(f"{url}/api/v1/databases")[0] == 200:
                     break
             except OSError:
                 pass
             assert time.monotonic() < deadline, "the MPI server never answered"
             time.sleep(0.5)
+        yield url, proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("mpirun did not end after SIGTERM") from None
+
+
+def test_mpirun_serve_answers_as_the_served_store(built):
+    """`mpirun -n 3 molsift serve SET`: rank 0 answers HTTP, every search fanned out to the
+    ranks; answers (one at a time and from 8 concurrent clients) equal a served one store's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from servers import asgi_get, fetch, without_timings
+
+    from molsift.serve import Catalog, Limits, create_app
+
+    catalog = Catalog()
+    catalog.add("s5", str(built["one"]))
+    local = create_app(catalog, Limits(), None)
+    cmd = mpirun_cmd(3) + molsift_cmd() + ["serve", str(built["sets"][5])]
+    with _mpi_server(cmd) as (url, _):
         smiles = molsift.open_store(built["one"]).smiles[777]
         requests = [
             ("/api/v1/search", {"type": "similarity", "query": "c1ccccc1O", "k": 12}),
@@ -205,18 +211,12 @@ def test_mpirun_serve_answers_as_the_served_store(built):
         for (path, params), (status, body) in zip(requests, map(remote, requests)):
             want_status, want = asgi_get(local, path, **params)
             assert status == want_status == 200, (path, params, body[:300])
-            assert _plain(body) == _plain(want), (path, params)
+            assert without_timings(body) == without_timings(want), (path, params)
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(remote, requests * 4))
         for (path, params), (status, body) in zip(requests * 4, answers):
-            assert status == 200 and _plain(body) == _plain(asgi_get(local, path, **params)[1])
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise AssertionError("mpirun did not end after SIGTERM") from None
+            want = asgi_get(local, path, **params)[1]
+            assert status == 200 and without_timings(body) == without_timings(want)
 
 
 def test_mpirun_serve_searcher_death_gives_503(built):
@@ -225,30 +225,12 @@ def test_mpirun_serve_searcher_death_gives_503(built):
     stays up and still answers from the plain store it serves."""
     import json
 
-    from servers import fetch, free_socket
+    from servers import fetch
 
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
     stores = [str(built["sets"][5]), str(built["one"])]
     cmd = [*mpirun_cmd(3), "--enable-recovery", *molsift_cmd(), "serve", *stores]
-    cmd += ["--port", str(port), "--timeout", "2"]
-    proc = subprocess.Popen(
-        cmd, env=mpi_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    url = f"http://127.0.0.1:{port}"
     search = "/api/v1/search?db={}&type=similarity&query=c1ccccc1O&k={}"  # k: no cached answer
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, proc.stderr.read()
-            try:
-                if fetch(f"{url}/api/v1/databases")[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the MPI server never answered"
-            time.sleep(0.5)
+    with _mpi_server([*cmd, "--timeout", "2"]) as (url, proc):
         assert fetch(url + search.format("s5", 5))[0] == 200
         pids = _rank_pids_of(proc.pid)
         os.kill(pids[2], signal.SIGKILL)
@@ -268,13 +250,6 @@ def test_mpirun_serve_searcher_death_gives_503(built):
         t = time.monotonic()
         assert fetch(url + search.format("s5", 99))[0] == 503
         assert time.monotonic() - t < 2  # known lost: at once
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise AssertionError("mpirun did not end after SIGTERM") from None
 
 
 def test_ranks_over_a_set_with_empty_shards(tmp_path):

@@ -437,8 +437,8 @@ fn finish_compact(
 
 /// Writes the substructure index of `to`, a version-2 store holding the molecules of `from`'s
 /// store in another order (upgraded from it: `source[i]` is the position in `from`'s store of
-/// `to`'s molecule `i`), or a part of them (a shard of a set), by carrying the rows and graph records over rather than computing
-/// them again; the same `meaning`. `from` must be the dense form with graphs. Each kept plane
+/// `to`'s molecule `i`), or a part of them (a shard of a set), by carrying the rows and graph
+/// records over rather than computing them again; the same `meaning`. `from` must be the dense form with graphs. Each kept plane
 /// is permuted in memory as the compact screen asks for it and each graph record read where
 /// it lies: nothing is written in between, and memory holds one plane at a time besides what
 /// [`crate::compact::write_compact`] keeps; the graph blocks compressed on `threads` threads.
@@ -466,9 +466,10 @@ pub fn carry_index(
     let (words, graphs) = from.dense_parts()?;
     let pw = plane_words(n);
     let from_pw = plane_words(from.len());
+    let old_plane = |b: usize| &words[b * from_pw..(b + 1) * from_pw];
     // bit i of the new plane is bit source[i] of the old
     let plane = |b: usize, buf: &mut Vec<u64>| {
-        let old = &words[b * from_pw..(b + 1) * from_pw];
+        let old = old_plane(b);
         buf.clear();
         buf.resize(pw, 0);
         for (i, &s) in source.iter().enumerate() {
@@ -486,7 +487,7 @@ pub fn carry_index(
     } else {
         (0..from.bits() as usize)
             .map(|b| {
-                let old = &words[b * plane_words(from.len())..(b + 1) * plane_words(from.len())];
+                let old = old_plane(b);
                 source
                     .iter()
                     .filter(|&&s| (old[s as usize / 64] >> (s % 64)) & 1 == 1)

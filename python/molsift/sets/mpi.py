@@ -160,14 +160,8 @@ def spread(store) -> bool:
     """Under mpirun with more than one rank, hands a store set's shards out to the ranks (each
     then searches its own; answers meet at rank 0). Returns whether this rank writes the
     answers: rank 0, or the only process. A plain store, or a run without MPI, is untouched."""
-    from ..parallel import launched_under_mpi
-
-    if not hasattr(store, "shards") or not launched_under_mpi():
-        return True
-    from ..parallel.mpi import world
-
-    comm = world()
-    if comm.Get_size() <= 1:
+    comm = _world_of_many()
+    if not hasattr(store, "shards") or comm is None:
         return True
     store._ranks = Ranks(comm.Dup(), [len(s) for s in store.shards])
     _ACTIVE.append(store._ranks)
@@ -337,12 +331,16 @@ def start_fanout(catalog, time_limit_s: float | None = None, deadline_s: float =
     limit; similarity and lookups are one bounded pass, analog walks have their own timeout)
     and still meets the merge; rank 0 waits `deadline_s` at most in any step of a search, past
     which the searcher ranks are taken for dead (503)."""
+    return None if _world_of_many() is None else Fanout(catalog, time_limit_s, deadline_s)
+
+
+def _world_of_many():
+    """MPI's world communicator under mpirun with more than one rank; None otherwise (mpi4py
+    not imported then)."""
     from ..parallel import launched_under_mpi
 
     if not launched_under_mpi():
         return None
     from ..parallel.mpi import world
 
-    if world().Get_size() <= 1:
-        return None
-    return Fanout(catalog, time_limit_s, deadline_s)
+    return world() if world().Get_size() > 1 else None

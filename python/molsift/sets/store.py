@@ -186,15 +186,21 @@ class _SetSearcher:
                 floor = max(floor or 0.0, float(scores[-1]))
         return parts
 
+    def _query(self, on_bits, threshold, k, threads):
+        """One query's (indices, scores, stats) over the set: this process's shards (bounded
+        one after another for top-k on one thread, else on threads), merged, then across the
+        ranks."""
+        if k is not None and threads <= 1:
+            parts = self._bounded(on_bits, threshold, k)
+        else:
+            parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k), threads)
+        indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
+        indices, scores = self._across(indices, scores, k)
+        return indices.tolist(), scores.tolist(), _sum_stats([st for _, _, st in parts])
+
     def search(self, on_bits, threshold=None, k=None, threads: int = 1):
         with collective(self._store, "search", on_bits, threshold, k, threads):
-            if k is not None and threads <= 1:
-                parts = self._bounded(on_bits, threshold, k)
-            else:
-                parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k), threads)
-            indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
-            indices, scores = self._across(indices, scores, k)
-        return indices.tolist(), scores.tolist(), _sum_stats([st for _, _, st in parts])
+            return self._query(on_bits, threshold, k, threads)
 
     def search_batch(self, queries, threshold=None, k=None, threads: int = 1):
         with collective(self._store, "search_batch", queries, threshold, k, threads):
@@ -202,14 +208,8 @@ class _SetSearcher:
 
     def _search_batch(self, queries, threshold, k, threads):
         if k is not None and threads <= 1:  # each query's shards bounded by its k-th best
-            merged, stats = [], []
-            for q in queries:
-                parts = self._bounded(q, threshold, k)
-                indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
-                indices, scores = self._across(indices, scores, k)
-                merged.append((indices.tolist(), scores.tolist()))
-                stats += [st for _, _, st in parts]
-            return merged, _sum_stats(stats)
+            answers = [self._query(q, threshold, k, 1) for q in queries]
+            return [(i, sc) for i, sc, _ in answers], _sum_stats([st for *_, st in answers])
 
         def shard(s):
             results, stats = (
@@ -378,8 +378,8 @@ def iter_set_hit_arrays(store: StoreSet, query, *, max_hits=None, workers=None, 
     if max_hits is not None and max_hits < 0:
         raise ValueError(f"max_hits must be >= 0, not {max_hits}")
     store._pattern_index()
-    found, total = 0, [{"query": q.text, "kind": q.kind, "form": q.form, "workers": 1,
-                        "stopped_early": False, "always_false": q.always_false}]  # fmt: skip
+    total = [{"query": q.text, "kind": q.kind, "form": q.form, "workers": 1,
+              "stopped_early": False, "always_false": q.always_false}]  # fmt: skip
     ranks = getattr(store, "_ranks", None)
     if ranks is not None:  # under MPI: this rank's shards, then the hits meet at rank 0
         # no cancel: a rank leaving early would leave the others in the merge
@@ -388,17 +388,7 @@ def iter_set_hit_arrays(store: StoreSet, query, *, max_hits=None, workers=None, 
             yield from _ranks_hit_arrays(store, ranks, q, max_hits, workers, None, total)
         return
     try:
-        for s, shard in enumerate(store.shards):
-            if max_hits is not None and found >= max_hits:
-                break
-            if not len(shard):
-                continue
-            left = None if max_hits is None else max_hits - found
-            for hits in sub.iter_hit_arrays(shard, q, max_hits=left, workers=workers,
-                                            cancel=cancel):  # fmt: skip
-                found += len(hits)
-                yield hits + store.offsets[s]
-            total.append(sub.last_stats())
+        yield from _shard_hits(store, range(len(store.shards)), q, max_hits, workers, cancel, total)
     finally:
         stats = _sum_stats(total)
         stats["stopped_early"] = any(t.get("stopped_early") for t in total)
@@ -407,8 +397,10 @@ def iter_set_hit_arrays(store: StoreSet, query, *, max_hits=None, workers=None, 
 
 def set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout=None, lock=None,
                 cancel=None):  # fmt: skip
-    """`analogs.search.analogs` over a set: each shard's k best, merged (distance, Tanimoto
-    descending, position) and cut to k; complete to the least distance every shard completed."""
+    """`analogs.search.analogs` over a set (`_set_analogs`: the distances one store walks, every
+    shard's hits within them merged by distance, Tanimoto descending, position, cut to k);
+    complete to the least distance every shard completed. Under MPI every rank runs it
+    together, without `cancel`."""
     ranks = getattr(store, "_ranks", None)
     if ranks is not None:  # every rank runs it together; no cancel (none may leave early)
         with collective(store, "analogs", query, max_dist, k, limits, timeout):
@@ -484,13 +476,32 @@ def iter_set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, ti
                       whole.stats)  # fmt: skip
 
 
+def _shard_hits(store, shards, q, max_hits, workers, cancel, total) -> Iterator[np.ndarray]:
+    """The hits of `shards` (ascending) in set positions, in order, at most `max_hits` in all;
+    each shard's `last_stats()` appended to `total`."""
+    from ..substructure import search as sub
+
+    found = 0
+    for s in shards:
+        shard = store.shards[s]
+        if max_hits is not None and found >= max_hits:
+            break
+        if not len(shard):
+            continue
+        left = None if max_hits is None else max_hits - found
+        for hits in sub.iter_hit_arrays(shard, q, max_hits=left, workers=workers, cancel=cancel):
+            found += len(hits)
+            yield hits + store.offsets[s]
+        total.append(sub.last_stats())
+
+
 def _ranks_hit_arrays(store, ranks, q, max_hits, workers, cancel, total) -> Iterator[np.ndarray]:
     """Substructure hits under MPI: each rank its shards' (each to `max_hits`, in set order),
     counts then hits gathered at rank 0, which keeps the first `max_hits` of their union."""
     from ..cancel import Cancelled, new_flag
     from ..substructure import search as sub
 
-    mine = []
+    mine: list[np.ndarray] = []
     # under `mpirun molsift serve`, each rank stops its own part at the time limit and still
     # meets the merge (a rank that left it would leave the others waiting)
     limit = None if ranks.fanout is None else ranks.fanout.time_limit_s
@@ -502,16 +513,7 @@ def _ranks_hit_arrays(store, ranks, q, max_hits, workers, cancel, total) -> Iter
     stopped = False
     try:
         try:
-            for s in ranks.mine:
-                shard = store.shards[s]
-                got = sum(len(h) for h in mine)
-                if not len(shard) or (max_hits is not None and got >= max_hits):
-                    continue
-                left = None if max_hits is None else max_hits - got
-                for hits in sub.iter_hit_arrays(shard, q, max_hits=left, workers=workers,
-                                                cancel=flag):  # fmt: skip
-                    mine.append(hits + store.offsets[s])
-                total.append(sub.last_stats())
+            mine.extend(_shard_hits(store, ranks.mine, q, max_hits, workers, flag, total))
         except Cancelled:
             if timer is None:
                 raise
