@@ -317,6 +317,11 @@ def carry_pattern_index(
     `threads` threads); returns its bytes. `source` (u32 little-endian, one per molecule of
     `dst`: its position in `src`) for a shard of a set; without it, `dst`'s input order."""
 
+def graph_records_from_pickles(pickles: list[bytes | None]) -> list[bytes | None]:
+    """The graph records of molecules given as RDKit's binary form (`Mol.ToBinary()`; None: a
+    molecule RDKit did not parse, an empty record); None where the form holds something the
+    reader does not know (ask `program.graph_record`). GIL released."""
+
 PATTERN_COMPACT_FILES: tuple[str, str]
 """The compact substructure index's files in a version-2 store (besides the header):
 (compressed screen planes, graph records in zstd blocks)."""

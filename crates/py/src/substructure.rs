@@ -1,6 +1,6 @@
 //! Python wrapper of `molsift-substructure`: writing a store's pattern index in parts
 //! (`create_pattern_planes`, `write_pattern_part`, `finish_pattern_index`) and `PatternIndex`,
-//! the screen over an open store (GIL released while screening).
+//! the screen over an open store (GIL released while screening); `graph_records_from_pickles`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -266,6 +266,31 @@ impl PyPatternIndex {
     }
 }
 
+/// The graph records of molecules given as RDKit's binary form (`Mol.ToBinary()`; None for a
+/// molecule RDKit did not parse: an empty record): each a record, or None where the form holds
+/// something the reader does not know (the caller asks RDKit's Python calls then). GIL released.
+#[pyfunction]
+fn graph_records_from_pickles<'py>(
+    py: Python<'py>,
+    pickles: Vec<Option<Vec<u8>>>,
+) -> Vec<Option<Bound<'py, PyBytes>>> {
+    use molsift_substructure::pickle::{record_from_pickle, Read};
+    let records: Vec<Option<Vec<u8>>> = py.detach(|| {
+        pickles
+            .iter()
+            .map(|p| match p.as_deref().map(record_from_pickle) {
+                None => Some(Vec::new()),
+                Some(Read::Record(rec)) => Some(rec),
+                Some(Read::Unknown) => None,
+            })
+            .collect()
+    });
+    records
+        .into_iter()
+        .map(|r| r.map(|rec| PyBytes::new(py, &rec)))
+        .collect()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     use molsift_substructure::layout as l;
     m.add_class::<PyPatternIndex>()?;
@@ -274,6 +299,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_pattern_part, m)?)?;
     m.add_function(wrap_pyfunction!(finish_pattern_index, m)?)?;
     m.add_function(wrap_pyfunction!(carry_pattern_index, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_records_from_pickles, m)?)?;
     m.add(
         "PATTERN_FILES",
         (

@@ -9,6 +9,7 @@
 //! * [`create_planes`], [`write_part`] (any number of processes, one part each, starting on a
 //!   block), [`finish_index`]: writing the index into a finished store.
 //! * [`PatternIndex::open_in`] and [`PatternIndex::screen`]: reading it.
+//! * [`pickle::record_from_pickle`]: a molecule's graph record read from RDKit's binary form.
 //!
 //! The file layout is in [`layout`].
 //!
@@ -48,6 +49,7 @@ mod error;
 pub mod graph;
 pub mod layout;
 pub mod matcher;
+pub mod pickle;
 pub mod program;
 mod screen;
 mod write;

@@ -23,8 +23,8 @@ from ..parallel import choose_executor
 from ..progress import Progress
 from ..store import open_core
 from . import features
-from .program import graph_record
 from .query import FEATURE_OFFSET, OK_BIT, PATTERN_BITS, TOTAL_BITS
+from .records import graph_records
 
 #: Molecules per task (a multiple of the planes' block of 256).
 TASK_MOLECULES = 1 << 15
@@ -64,7 +64,7 @@ def _packer():
 def rows_of(smiles: list[str], graphs: list | None = None) -> np.ndarray:
     """The screening rows (uint64, WORDS_PER_ROW words each) of molecules given as SMILES; a
     molecule RDKit cannot parse gets an empty row (it is never a candidate). With `graphs` (a
-    list), each molecule's graph record (`program.graph_record`) is appended to it."""
+    list), each molecule's graph record (`records.graph_records`) is appended to it."""
     from rdkit import Chem
 
     return rows_of_mols([Chem.MolFromSmiles(s) for s in smiles], graphs)
@@ -76,14 +76,13 @@ def rows_of_mols(mols: list, graphs: list | None = None) -> np.ndarray:
     from rdkit import Chem
 
     pack = _packer()
-    record = graph_record if graphs is not None else None
+    if graphs is not None:
+        graphs.extend(graph_records(mols))
     rows = np.zeros((len(mols), WORDS_PER_ROW), dtype="<u8")
     as_bytes = rows.view(np.uint8)
     pattern_bytes = PATTERN_BITS // 8
     at_row, at_bit = [], []  # feature and "parses" bits, set at once below
     for i, mol in enumerate(mols):
-        if record is not None:
-            graphs.append(record(mol))  # type: ignore[union-attr]
         if mol is None:
             continue
         fp = Chem.PatternFingerprint(mol, fpSize=PATTERN_BITS)

@@ -1,0 +1,366 @@
+//! Graph records ([`crate::graph`]) read from RDKit's binary form of a molecule
+//! (`Mol.ToBinary()`, RDKit's "pickle", format 16.x): the atom and bond properties RDKit
+//! computed when it parsed the molecule (H counts, valences, hybridization, aromaticity, the
+//! rings it found) are all in that form, so a record costs one C++ call and a walk over bytes
+//! instead of a dozen Python calls per atom.
+//!
+//! The reader knows the parts of the form that a molecule parsed from SMILES has: atoms
+//! without queries, coordinates, map numbers, dummy labels or residue information; bonds
+//! without queries or end points; ring information; conformers and property blocks (skipped).
+//! Anything else (another format version, a tag it does not know, a truncated form) gives
+//! [`Read::Unknown`]: the caller computes that molecule's record with RDKit's Python calls
+//! (`program.graph_record`), so an unknown form costs time, never a wrong record. The Python
+//! side also checks, once per process, that this reader and `graph_record` agree on a set of
+//! probe molecules before it uses the reader at all.
+
+/// What reading one molecule's binary form gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// the molecule's graph record (empty: the record form cannot describe the molecule,
+    /// exactly as `graph_record` says)
+    Record(Vec<u8>),
+    /// the form holds something this reader does not know
+    Unknown,
+}
+
+/// RDKit's pickle tags this reader meets (`MolPickler::Tags`).
+mod tag {
+    pub const BEGINATOM: u8 = 1;
+    pub const BEGINBOND: u8 = 11;
+    pub const BEGINPROPS: u8 = 18;
+    pub const ENDPROPS: u8 = 19;
+    pub const BEGINSSSR: u8 = 20;
+    pub const ENDMOL: u8 = 22;
+    pub const BEGINCONFS: u8 = 23;
+    pub const BEGINATOMPROPS: u8 = 58;
+    pub const BEGINBONDPROPS: u8 = 59;
+    pub const BEGINCONFPROPS: u8 = 63;
+    pub const BEGINCONFS_DOUBLE: u8 = 64;
+    pub const BEGINSYMMSSSR: u8 = 66;
+    pub const BEGINFASTFIND: u8 = 67;
+    pub const BEGINFINDOTHERORUNKNOWN: u8 = 68;
+}
+
+/// The pickle's first word.
+const ENDIAN_ID: u32 = 0xDEAD_BEEF;
+/// The only major version of the form this reader knows.
+const MAJOR: i32 = 16;
+/// RDKit's `HybridizationType::SP3`: an atom's hybridization when the form leaves it out.
+const SP3: u8 = 4;
+
+/// A cursor over the bytes; every read past the end is `None`.
+struct Bytes<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Bytes<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.at.checked_add(n)?;
+        let out = self.data.get(self.at..end)?;
+        self.at = end;
+        Some(out)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+    fn i8(&mut self) -> Option<i8> {
+        self.u8().map(|b| b as i8)
+    }
+    /// a count byte RDKit wrote from a non-negative `char`
+    fn small(&mut self) -> Option<u8> {
+        self.i8().and_then(|v| u8::try_from(v).ok())
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
+    fn i32(&mut self) -> Option<i32> {
+        self.u32().map(|v| v as i32)
+    }
+    /// skips a block written as its byte length (i32) then its bytes
+    fn skip_block(&mut self) -> Option<()> {
+        let n = usize::try_from(self.i32()?).ok()?;
+        self.take(n).map(|_| ())
+    }
+}
+
+/// One atom as the form gives it.
+#[derive(Clone, Copy, Default)]
+struct Atom {
+    anum: u8,
+    aromatic: bool,
+    charge: i8,
+    hyb: u8,
+    explicit_hs: u8,
+    explicit_valence: u8,
+    implicit_valence: u8,
+    radicals: u8,
+    isotope: u32,
+}
+
+fn read_atom(b: &mut Bytes<'_>) -> Option<Atom> {
+    let anum = b.u8()?;
+    let flags = b.u8()?;
+    // coordinates, a query, a map number, a dummy label, residue information: not ours
+    if flags & 0b1001_1110 != 0 {
+        return None;
+    }
+    let props = b.u32()?;
+    // bit 0 (a mass difference) is an old form's; bits above 8 are unknown
+    if props & !0x1FE != 0 {
+        return None;
+    }
+    let has = |bit: u32| props & (1 << bit) != 0;
+    let mut atom = Atom {
+        anum,
+        aromatic: flags & 0x40 != 0,
+        hyb: SP3,
+        ..Atom::default()
+    };
+    if has(1) {
+        atom.charge = b.i8()?;
+    }
+    if has(2) {
+        b.small()?; // the chiral tag: not part of the record
+    }
+    if has(3) {
+        atom.hyb = b.small()?;
+    }
+    if has(4) {
+        atom.explicit_hs = b.small()?;
+    }
+    if has(5) {
+        atom.explicit_valence = b.small()?;
+    }
+    if has(6) {
+        atom.implicit_valence = b.small()?;
+    }
+    if has(7) {
+        atom.radicals = b.small()?;
+    }
+    if has(8) {
+        atom.isotope = b.u32()?;
+    }
+    Some(atom)
+}
+
+/// One bond: (begin, end, RDKit bond type, aromatic).
+fn read_bond(b: &mut Bytes<'_>) -> Option<(u8, u8, u8, bool)> {
+    let (begin, end, flags) = (b.u8()?, b.u8()?, b.u8()?);
+    // a query or molfile end points: not ours
+    if flags & 0b0001_0001 != 0 {
+        return None;
+    }
+    let btype = if flags & 0x08 != 0 { b.small()? } else { 1 };
+    if flags & 0x04 != 0 {
+        b.small()?; // the bond direction
+    }
+    if flags & 0x02 != 0 {
+        b.small()?; // the stereo kind, then its atoms
+        let n = b.small()?;
+        b.take(usize::from(n))?;
+    }
+    Some((begin, end, btype, flags & 0x40 != 0))
+}
+
+/// The graph record of the molecule whose binary form (`Mol.ToBinary()`) is `pickle`.
+pub fn record_from_pickle(pickle: &[u8]) -> Read {
+    match read(pickle) {
+        Some(rec) => Read::Record(rec),
+        None => Read::Unknown,
+    }
+}
+
+fn read(pickle: &[u8]) -> Option<Vec<u8>> {
+    let mut b = Bytes {
+        data: pickle,
+        at: 0,
+    };
+    if b.u32()? != ENDIAN_ID || b.i32()? != 0 {
+        return None;
+    }
+    let (major, _minor, _patch) = (b.i32()?, b.i32()?, b.i32()?);
+    if major != MAJOR {
+        return None;
+    }
+    let (na, nb) = (b.i32()?, b.i32()?);
+    let (Ok(na), Ok(nb)) = (usize::try_from(na), usize::try_from(nb)) else {
+        return None;
+    };
+    if na > 255 || nb > 255 {
+        return Some(Vec::new()); // more than the record form holds (as graph_record)
+    }
+    b.u8()?; // the "coordinates may follow" flag of the whole molecule
+    if b.u8()? != tag::BEGINATOM {
+        return None;
+    }
+    let mut atoms = Vec::with_capacity(na);
+    for _ in 0..na {
+        atoms.push(read_atom(&mut b)?);
+    }
+    if b.u8()? != tag::BEGINBOND {
+        return None;
+    }
+    let mut bonds = Vec::with_capacity(nb);
+    for _ in 0..nb {
+        let bond = read_bond(&mut b)?;
+        if usize::from(bond.0) >= na || usize::from(bond.1) >= na {
+            return None;
+        }
+        bonds.push(bond);
+    }
+    // the rings RDKit found (a molecule parsed from SMILES always has them)
+    let mut t = b.u8()?;
+    if !matches!(
+        t,
+        tag::BEGINSSSR | tag::BEGINSYMMSSSR | tag::BEGINFASTFIND | tag::BEGINFINDOTHERORUNKNOWN
+    ) {
+        return None;
+    }
+    let mut nrings = vec![0u32; na];
+    let mut min_ring = vec![0u8; na];
+    let mut ring_pairs: Vec<(u8, u8)> = Vec::new();
+    let rings = b.u32()?;
+    for _ in 0..rings {
+        let size = b.u8()?;
+        let ring = b.take(usize::from(size))?;
+        for (k, &a) in ring.iter().enumerate() {
+            let i = usize::from(a);
+            if i >= na {
+                return None;
+            }
+            nrings[i] += 1;
+            if min_ring[i] == 0 || size < min_ring[i] {
+                min_ring[i] = size;
+            }
+            // RDKit lists a ring's atoms in ring order: its bonds join neighbours in the list
+            let next = ring[(k + 1) % ring.len()];
+            ring_pairs.push((a.min(next), a.max(next)));
+        }
+    }
+    ring_pairs.sort_unstable();
+    // what follows the rings: conformers and property blocks are skipped; substance groups,
+    // stereo groups and query data are not ours
+    t = b.u8()?;
+    loop {
+        match t {
+            tag::ENDMOL => break,
+            tag::BEGINCONFS | tag::BEGINCONFS_DOUBLE => {
+                b.skip_block()?;
+                t = b.u8()?;
+                if t == tag::BEGINCONFPROPS {
+                    b.skip_block()?;
+                    t = b.u8()?;
+                }
+            }
+            tag::BEGINPROPS | tag::BEGINATOMPROPS | tag::BEGINBONDPROPS => {
+                b.skip_block()?;
+                if b.u8()? != tag::ENDPROPS {
+                    return None;
+                }
+                t = b.u8()?;
+            }
+            _ => return None,
+        }
+    }
+    if b.at != pickle.len() {
+        return None;
+    }
+    Some(encode(&atoms, &bonds, &nrings, &min_ring, &ring_pairs))
+}
+
+/// The record (layout in [`crate::graph`]), empty where `graph_record` gives an empty one.
+fn encode(
+    atoms: &[Atom],
+    bonds: &[(u8, u8, u8, bool)],
+    nrings: &[u32],
+    min_ring: &[u8],
+    ring_pairs: &[(u8, u8)],
+) -> Vec<u8> {
+    use crate::graph::{ATOM_BYTES, BOND_BYTES, BOND_TYPES};
+    let mut out = Vec::with_capacity(2 + ATOM_BYTES * atoms.len() + BOND_BYTES * bonds.len());
+    out.push(atoms.len() as u8);
+    out.push(bonds.len() as u8);
+    for (i, a) in atoms.iter().enumerate() {
+        let hs = u16::from(a.explicit_hs) + u16::from(a.implicit_valence);
+        let valence = u16::from(a.explicit_valence) + u16::from(a.implicit_valence);
+        if a.isotope != 0 || a.radicals > 7 || hs > 255 || valence > 255 || nrings[i] > 255 {
+            return Vec::new();
+        }
+        out.extend_from_slice(&[
+            a.anum,
+            a.charge as u8,
+            hs as u8,
+            nrings[i] as u8,
+            min_ring[i],
+            valence as u8,
+            a.hyb,
+            u8::from(a.aromatic) | a.radicals << 1,
+        ]);
+    }
+    for &(begin, end, btype, aromatic) in bonds {
+        if !BOND_TYPES.contains(&btype) {
+            return Vec::new();
+        }
+        let in_ring = ring_pairs
+            .binary_search(&(begin.min(end), begin.max(end)))
+            .is_ok();
+        out.extend_from_slice(&[
+            begin,
+            end,
+            btype | u8::from(aromatic) << 5 | u8::from(in_ring) << 6,
+        ]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Chem.MolFromSmiles("c1ccccc1C(=O)[O-]").ToBinary()` from RDKit 2026.09 (form 16.4)
+    const BENZOATE: &str = "efbeadde000000001000000004000000000000000900000009000000800106406800000003030106406800000003030106406800000003030106406800000003030106406800000003030106402800000003040600280000000304080028000000030208202a000000ff03010b0001680c0102680c0203680c0304680c0405680c050620060728020608200500680c42010000000600010203040517040000000000000016";
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn benzoate() {
+        let Read::Record(rec) = record_from_pickle(&hex(BENZOATE)) else {
+            panic!("not read")
+        };
+        assert_eq!(&rec[..2], &[9, 9]);
+        // the first ring carbon: C, no charge, 1 H, 1 ring, size 6, valence 4, SP2, aromatic
+        assert_eq!(&rec[2..10], &[6, 0, 1, 1, 6, 4, 3, 1]);
+        // the carboxylate O-: charge -1, no H, in no ring, valence 1, SP2
+        assert_eq!(&rec[2 + 8 * 8..2 + 9 * 8], &[8, 0xff, 0, 0, 0, 1, 3, 0]);
+        let bonds = &rec[2 + 9 * 8..];
+        assert_eq!(&bonds[..3], &[0, 1, 12 | 1 << 5 | 1 << 6]); // aromatic ring bond
+        assert_eq!(&bonds[3 * 6..3 * 7], &[6, 7, 2]); // C=O, not in a ring
+        assert_eq!(&bonds[3 * 8..], &[5, 0, 12 | 1 << 5 | 1 << 6]); // the ring's closure
+    }
+
+    #[test]
+    fn anything_else_is_unknown() {
+        let good = hex(BENZOATE);
+        // every truncation, a trailing byte, another major version
+        for n in 0..good.len() {
+            assert_eq!(record_from_pickle(&good[..n]), Read::Unknown, "{n} bytes");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert_eq!(record_from_pickle(&longer), Read::Unknown);
+        let mut other = good.clone();
+        other[8] = 17;
+        assert_eq!(record_from_pickle(&other), Read::Unknown);
+        // an atom with coordinates
+        let mut coords = good;
+        coords[31] |= 0x80;
+        assert_eq!(record_from_pickle(&coords), Read::Unknown);
+    }
+}

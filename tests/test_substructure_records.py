@@ -1,0 +1,85 @@
+"""The graph records read in Rust from RDKit's binary form of a molecule
+(`substructure/records.py`, `crates/substructure/src/pickle.rs`) are byte for byte the records
+of RDKit's own Python calls (`program.graph_record`), on the bundled molecules, RDKit's SDF
+(with coordinates), the substructure test queries parsed as molecules, the reader's probes, and
+20,000 real MOSES molecules parsed from their canonical SMILES as ingest parses them; and the
+reader really is used (it reads nearly every molecule: a reader that silently gave up would
+pass an equality test)."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+
+import pytest
+from conftest import SHARED_DATA
+
+from molsift import _core
+from molsift.substructure import records
+from molsift.substructure.program import graph_record
+
+Chem = pytest.importorskip("rdkit.Chem")
+
+
+def _check(mols: list) -> int:
+    """Asserts the two paths agree on every molecule; returns how many the reader read."""
+    fast = _core.graph_records_from_pickles([None if m is None else m.ToBinary() for m in mols])
+    slow = [graph_record(m) for m in mols]
+    for k, (m, f, s) in enumerate(zip(mols, fast, slow)):
+        if f is not None:
+            assert f == s, f"molecule {k} ({Chem.MolToSmiles(m) if m else None}): records differ"
+    assert records.graph_records(mols) == slow
+    return sum(f is not None for f in fast)
+
+
+def _canonical(smiles: list[str]) -> list:
+    """The molecules as the index sees them: parsed again from their canonical SMILES."""
+    out = []
+    for s in smiles:
+        m = Chem.MolFromSmiles(s)
+        out.append(None if m is None else Chem.MolFromSmiles(Chem.MolToSmiles(m)))
+    return out
+
+
+def test_the_reader_agrees_with_rdkit_on_its_probes():
+    assert records.reader_agrees()
+
+
+def test_bundled_and_sdf_molecules(bundled_smi, rdkit_sdf):
+    lines = bundled_smi.read_text().splitlines()
+    mols = _canonical([line.split()[0] for line in lines if line.strip()])
+    read = _check(mols)
+    assert read >= 0.99 * sum(m is not None for m in mols)
+    sdf = [m for m in Chem.SDMolSupplier(str(rdkit_sdf)) if m is not None]
+    assert sdf and sdf[0].GetNumConformers() == 1  # coordinates in the binary form
+    assert _check(sdf) >= 0.99 * len(sdf)
+
+
+def test_query_molecules_and_odd_cases():
+    from conftest import ROOT
+
+    rows = (ROOT / "tests" / "data" / "substructure" / "queries.tsv").read_text().splitlines()
+    smiles = [r.split("\t")[2] for r in rows[1:] if r.split("\t")[1] == "smiles"]
+    assert len(smiles) > 50
+    _check([Chem.MolFromSmiles(s) for s in smiles])
+    odd = [Chem.MolFromSmiles(s) for s in records.PROBES] + [None]
+    _check(odd)
+    # a molecule the reader does not know (an atom map number) still gets RDKit's record
+    mapped = Chem.MolFromSmiles("[CH3:1]C(=O)O")
+    assert _core.graph_records_from_pickles([mapped.ToBinary()]) == [None]
+    assert records.graph_records([mapped]) == [graph_record(mapped)]
+    # truncated forms are never read
+    whole = Chem.MolFromSmiles("c1ccccc1O").ToBinary()
+    cut = [whole[:n] for n in range(len(whole))]
+    assert _core.graph_records_from_pickles(cut) == [None] * len(cut)
+
+
+@pytest.mark.skipif(
+    not (SHARED_DATA / "moses_train.csv.gz").exists(), reason="../shared/data not present"
+)
+def test_real_molecules_of_moses():
+    with gzip.open(SHARED_DATA / "moses_train.csv.gz", "rt") as fh:
+        next(fh)
+        smiles = [line.split(",")[0] for line in itertools.islice(fh, 20_000)]
+    mols = _canonical(smiles)
+    assert _check(mols) == sum(m is not None for m in mols)
