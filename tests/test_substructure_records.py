@@ -1,6 +1,7 @@
-"""The graph records read in Rust from RDKit's binary form of a molecule
+"""The graph records and screen facts read in Rust from RDKit's binary form of a molecule
 (`substructure/records.py`, `crates/substructure/src/pickle.rs`) are byte for byte the records
-of RDKit's own Python calls (`program.graph_record`), on the bundled molecules, RDKit's SDF
+of RDKit's own Python calls (`program.graph_record`), and the facts give the same feature bits
+as RDKit's bulk calls (`features.molecule_features`), on the bundled molecules, RDKit's SDF
 (with coordinates), the substructure test queries parsed as molecules, the reader's probes, and
 20,000 real MOSES molecules parsed from their canonical SMILES as ingest parses them; and the
 reader really is used (it reads nearly every molecule: a reader that silently gave up would
@@ -16,20 +17,30 @@ from conftest import SHARED_DATA
 
 from molsift import _core
 from molsift.substructure import records
+from molsift.substructure.features import molecule_features
 from molsift.substructure.program import graph_record
 
 Chem = pytest.importorskip("rdkit.Chem")
 
 
 def _check(mols: list) -> int:
-    """Asserts the two paths agree on every molecule; returns how many the reader read."""
-    fast = _core.graph_records_from_pickles([None if m is None else m.ToBinary() for m in mols])
+    """Asserts the two paths agree on every molecule (records, feature bits); returns how many
+    the reader read both of."""
+    pickles = [None if m is None else m.ToBinary() for m in mols]
+    fast = _core.graph_records_from_pickles(pickles)
+    both = _core.screen_from_pickles(pickles)
     slow = [graph_record(m) for m in mols]
-    for k, (m, f, s) in enumerate(zip(mols, fast, slow)):
+    for k, (m, f, s, (r, facts)) in enumerate(zip(mols, fast, slow, both)):
+        name = f"molecule {k} ({Chem.MolToSmiles(m) if m else None})"
+        assert r == f, f"{name}: the two readers differ"
         if f is not None:
-            assert f == s, f"molecule {k} ({Chem.MolToSmiles(m) if m else None}): records differ"
+            assert f == s, f"{name}: records differ"
+        if facts is not None:
+            assert molecule_features(m, facts) == molecule_features(m), f"{name}: features differ"
     assert records.graph_records(mols) == slow
-    return sum(f is not None for f in fast)
+    got, facts = records.screen_inputs(mols)
+    assert got == slow and len(facts) == len(mols)
+    return sum(r is not None and f is not None for r, f in both)
 
 
 def _canonical(smiles: list[str]) -> list:

@@ -322,6 +322,13 @@ def graph_records_from_pickles(pickles: list[bytes | None]) -> list[bytes | None
     molecule RDKit did not parse, an empty record); None where the form holds something the
     reader does not know (ask `program.graph_record`). GIL released."""
 
+_Facts = tuple[list[tuple[int, int]], list[tuple[float, int, int]], int]
+
+def screen_from_pickles(pickles: list[bytes | None]) -> list[tuple[bytes | None, _Facts | None]]:
+    """As `graph_records_from_pickles`, each with the substructure screen's facts: ([(atom
+    invariant, degree)], [(bond valence contribution, invariant, invariant)], H atoms on N and
+    O), or None where the reader does not give them. GIL released."""
+
 PATTERN_COMPACT_FILES: tuple[str, str]
 """The compact substructure index's files in a version-2 store (besides the header):
 (compressed screen planes, graph records in zstd blocks)."""

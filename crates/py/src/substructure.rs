@@ -1,11 +1,13 @@
 //! Python wrapper of `molsift-substructure`: writing a store's pattern index in parts
 //! (`create_pattern_planes`, `write_pattern_part`, `finish_pattern_index`) and `PatternIndex`,
-//! the screen over an open store (GIL released while screening); `graph_records_from_pickles`.
+//! the screen over an open store (GIL released while screening); `graph_records_from_pickles`
+//! and `screen_from_pickles` (records and screen facts read from RDKit's binary form).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use molsift_store::{open_any, StoreFiles};
+use molsift_substructure::pickle::{record_from_pickle, screen_from_pickle, Facts, Read};
 use molsift_substructure::{Compiled, PatternIndex, Program, ScreenStats};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -274,21 +276,63 @@ fn graph_records_from_pickles<'py>(
     py: Python<'py>,
     pickles: Vec<Option<Vec<u8>>>,
 ) -> Vec<Option<Bound<'py, PyBytes>>> {
-    use molsift_substructure::pickle::{record_from_pickle, Read};
-    let records: Vec<Option<Vec<u8>>> = py.detach(|| {
+    let read = py.detach(|| {
         pickles
             .iter()
-            .map(|p| match p.as_deref().map(record_from_pickle) {
-                None => Some(Vec::new()),
-                Some(Read::Record(rec)) => Some(rec),
-                Some(Read::Unknown) => None,
-            })
-            .collect()
+            .map(|p| record_of(p.as_deref().map(record_from_pickle)))
+            .collect::<Vec<_>>()
     });
-    records
-        .into_iter()
+    read.into_iter()
         .map(|r| r.map(|rec| PyBytes::new(py, &rec)))
         .collect()
+}
+
+/// One molecule's screen facts as Python sees them: ([(invariant, degree)], [(valence
+/// contribution, invariant, invariant)], H atoms on N and O).
+type PyFacts = (Vec<(u8, u8)>, Vec<(f64, u8, u8)>, u32);
+
+/// As `graph_records_from_pickles`, each with the screen's facts (`Facts`: None where the
+/// reader does not give them); a bond's type is given as its valence contribution, as RDKit's
+/// adjacency matrix with bond orders holds it. GIL released.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn screen_from_pickles<'py>(
+    py: Python<'py>,
+    pickles: Vec<Option<Vec<u8>>>,
+) -> Vec<(Option<Bound<'py, PyBytes>>, Option<PyFacts>)> {
+    let read = py.detach(|| {
+        pickles
+            .iter()
+            .map(|p| match p.as_deref().map(screen_from_pickle) {
+                None => (Some(Vec::new()), None),
+                Some((rec, facts)) => (record_of(Some(rec)), facts.map(py_facts)),
+            })
+            .collect::<Vec<_>>()
+    });
+    read.into_iter()
+        .map(|(r, f)| (r.map(|rec| PyBytes::new(py, &rec)), f))
+        .collect()
+}
+
+fn record_of(read: Option<Read>) -> Option<Vec<u8>> {
+    match read {
+        None => Some(Vec::new()),
+        Some(Read::Record(rec)) => Some(rec),
+        Some(Read::Unknown) => None,
+    }
+}
+
+fn py_facts(f: Facts) -> PyFacts {
+    let valence = |t: u8| match t {
+        12 => 1.5,
+        t => f64::from(t),
+    };
+    let bonds = f
+        .bonds
+        .into_iter()
+        .map(|(t, a, b)| (valence(t), a, b))
+        .collect();
+    (f.atoms, bonds, f.nhoh)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -300,6 +344,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(finish_pattern_index, m)?)?;
     m.add_function(wrap_pyfunction!(carry_pattern_index, m)?)?;
     m.add_function(wrap_pyfunction!(graph_records_from_pickles, m)?)?;
+    m.add_function(wrap_pyfunction!(screen_from_pickles, m)?)?;
     m.add(
         "PATTERN_FILES",
         (

@@ -164,15 +164,101 @@ fn read_bond(b: &mut Bytes<'_>) -> Option<(u8, u8, u8, bool)> {
     Some((begin, end, btype, flags & 0x40 != 0))
 }
 
+/// A molecule as its binary form gives it.
+struct Molecule {
+    atoms: Vec<Atom>,
+    /// (begin, end, RDKit bond type, aromatic)
+    bonds: Vec<(u8, u8, u8, bool)>,
+    /// rings each atom is in
+    nrings: Vec<u32>,
+    /// each atom's smallest ring (0: none)
+    min_ring: Vec<u8>,
+    /// the atom pairs (lower first) bonded along a ring, sorted
+    ring_pairs: Vec<(u8, u8)>,
+}
+
+/// What the binary form holds.
+enum Parsed {
+    /// more atoms or bonds than a record holds (255)
+    Large,
+    Molecule(Molecule),
+}
+
 /// The graph record of the molecule whose binary form (`Mol.ToBinary()`) is `pickle`.
 pub fn record_from_pickle(pickle: &[u8]) -> Read {
-    match read(pickle) {
-        Some(rec) => Read::Record(rec),
+    match parse(pickle) {
+        Some(Parsed::Large) => Read::Record(Vec::new()),
+        Some(Parsed::Molecule(m)) => Read::Record(encode(&m)),
         None => Read::Unknown,
     }
 }
 
-fn read(pickle: &[u8]) -> Option<Vec<u8>> {
+/// The facts the substructure screen's features count (`features.py`'s `_facts_fast`):
+/// per atom its key (RDKit atom invariant `atomic number % 128 << 1 | aromatic`, degree), per
+/// bond its key (RDKit bond type, the invariants of its ends), and the H atoms on N and O
+/// (RDKit's `CalcNumLipinskiHBD`: `GetTotalNumHs(includeNeighbors=True)` summed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    /// (invariant, degree) per atom
+    pub atoms: Vec<(u8, u8)>,
+    /// (bond type: 1, 2, 3 or 12, invariant of the begin atom, of the end atom) per bond
+    pub bonds: Vec<(u8, u8, u8)>,
+    /// H atoms on N and O
+    pub nhoh: u32,
+}
+
+/// The graph record and the screen's facts of one molecule's binary form; the facts are None
+/// where the form is unknown, the molecule has no atom, more than 255 atoms or bonds, or a
+/// bond other than single, double, triple or aromatic (the caller computes them itself).
+pub fn screen_from_pickle(pickle: &[u8]) -> (Read, Option<Facts>) {
+    match parse(pickle) {
+        Some(Parsed::Large) => (Read::Record(Vec::new()), None),
+        Some(Parsed::Molecule(m)) => {
+            let facts = facts(&m);
+            (Read::Record(encode(&m)), facts)
+        }
+        None => (Read::Unknown, None),
+    }
+}
+
+fn facts(m: &Molecule) -> Option<Facts> {
+    if m.atoms.is_empty() {
+        return None;
+    }
+    let inv: Vec<u8> = m
+        .atoms
+        .iter()
+        .map(|a| (a.anum % 128) << 1 | u8::from(a.aromatic))
+        .collect();
+    let mut degree = vec![0u8; m.atoms.len()];
+    let mut h_nbrs = vec![0u32; m.atoms.len()];
+    let mut bonds = Vec::with_capacity(m.bonds.len());
+    for &(begin, end, btype, _) in &m.bonds {
+        if !crate::graph::BOND_TYPES.contains(&btype) {
+            return None;
+        }
+        let (i, j) = (usize::from(begin), usize::from(end));
+        degree[i] += 1;
+        degree[j] += 1;
+        h_nbrs[i] += u32::from(m.atoms[j].anum == 1);
+        h_nbrs[j] += u32::from(m.atoms[i].anum == 1);
+        bonds.push((btype, inv[i], inv[j]));
+    }
+    let nhoh = m
+        .atoms
+        .iter()
+        .zip(&h_nbrs)
+        .filter(|(a, _)| a.anum == 7 || a.anum == 8)
+        .map(|(a, &h)| u32::from(a.explicit_hs) + u32::from(a.implicit_valence) + h)
+        .sum();
+    Some(Facts {
+        atoms: inv.into_iter().zip(degree).collect(),
+        bonds,
+        nhoh,
+    })
+}
+
+fn parse(pickle: &[u8]) -> Option<Parsed> {
     let mut b = Bytes {
         data: pickle,
         at: 0,
@@ -189,7 +275,7 @@ fn read(pickle: &[u8]) -> Option<Vec<u8>> {
         return None;
     };
     if na > 255 || nb > 255 {
-        return Some(Vec::new()); // more than the record form holds (as graph_record)
+        return Some(Parsed::Large); // more than the record form holds (as graph_record)
     }
     b.u8()?; // the "coordinates may follow" flag of the whole molecule
     if b.u8()? != tag::BEGINATOM {
@@ -267,18 +353,19 @@ fn read(pickle: &[u8]) -> Option<Vec<u8>> {
     if b.at != pickle.len() {
         return None;
     }
-    Some(encode(&atoms, &bonds, &nrings, &min_ring, &ring_pairs))
+    Some(Parsed::Molecule(Molecule {
+        atoms,
+        bonds,
+        nrings,
+        min_ring,
+        ring_pairs,
+    }))
 }
 
 /// The record (layout in [`crate::graph`]), empty where `graph_record` gives an empty one.
-fn encode(
-    atoms: &[Atom],
-    bonds: &[(u8, u8, u8, bool)],
-    nrings: &[u32],
-    min_ring: &[u8],
-    ring_pairs: &[(u8, u8)],
-) -> Vec<u8> {
+fn encode(m: &Molecule) -> Vec<u8> {
     use crate::graph::{ATOM_BYTES, BOND_BYTES, BOND_TYPES};
+    let (atoms, bonds, nrings, min_ring) = (&m.atoms, &m.bonds, &m.nrings, &m.min_ring);
     let mut out = Vec::with_capacity(2 + ATOM_BYTES * atoms.len() + BOND_BYTES * bonds.len());
     out.push(atoms.len() as u8);
     out.push(bonds.len() as u8);
@@ -303,7 +390,8 @@ fn encode(
         if !BOND_TYPES.contains(&btype) {
             return Vec::new();
         }
-        let in_ring = ring_pairs
+        let in_ring = m
+            .ring_pairs
             .binary_search(&(begin.min(end), begin.max(end)))
             .is_ok();
         out.extend_from_slice(&[
@@ -343,6 +431,15 @@ mod tests {
         assert_eq!(&bonds[..3], &[0, 1, 12 | 1 << 5 | 1 << 6]); // aromatic ring bond
         assert_eq!(&bonds[3 * 6..3 * 7], &[6, 7, 2]); // C=O, not in a ring
         assert_eq!(&bonds[3 * 8..], &[5, 0, 12 | 1 << 5 | 1 << 6]); // the ring's closure
+        let (read, facts) = screen_from_pickle(&hex(BENZOATE));
+        assert_eq!(read, Read::Record(rec));
+        let facts = facts.expect("facts");
+        // aromatic C of degree 2, the ring C bearing the carboxylate (degree 3), the O-
+        assert_eq!(facts.atoms[0], (6 << 1 | 1, 2));
+        assert_eq!(facts.atoms[5], (6 << 1 | 1, 3));
+        assert_eq!(facts.atoms[8], (8 << 1, 1));
+        assert_eq!(facts.bonds[6], (2, 6 << 1, 8 << 1)); // C=O
+        assert_eq!(facts.nhoh, 0);
     }
 
     #[test]

@@ -24,7 +24,7 @@ from ..progress import Progress
 from ..store import open_core
 from . import features
 from .query import FEATURE_OFFSET, OK_BIT, PATTERN_BITS, TOTAL_BITS
-from .records import graph_records
+from .records import screen_inputs
 
 #: Molecules per task (a multiple of the planes' block of 256).
 TASK_MOLECULES = 1 << 15
@@ -64,7 +64,7 @@ def _packer():
 def rows_of(smiles: list[str], graphs: list | None = None) -> np.ndarray:
     """The screening rows (uint64, WORDS_PER_ROW words each) of molecules given as SMILES; a
     molecule RDKit cannot parse gets an empty row (it is never a candidate). With `graphs` (a
-    list), each molecule's graph record (`records.graph_records`) is appended to it."""
+    list), each molecule's graph record (`records.screen_inputs`) is appended to it."""
     from rdkit import Chem
 
     return rows_of_mols([Chem.MolFromSmiles(s) for s in smiles], graphs)
@@ -76,8 +76,9 @@ def rows_of_mols(mols: list, graphs: list | None = None) -> np.ndarray:
     from rdkit import Chem
 
     pack = _packer()
+    records, facts = screen_inputs(mols)
     if graphs is not None:
-        graphs.extend(graph_records(mols))
+        graphs.extend(records)
     rows = np.zeros((len(mols), WORDS_PER_ROW), dtype="<u8")
     as_bytes = rows.view(np.uint8)
     pattern_bytes = PATTERN_BITS // 8
@@ -87,7 +88,7 @@ def rows_of_mols(mols: list, graphs: list | None = None) -> np.ndarray:
             continue
         fp = Chem.PatternFingerprint(mol, fpSize=PATTERN_BITS)
         as_bytes[i, :pattern_bytes] = np.frombuffer(pack(fp), dtype=np.uint8)
-        found = features.molecule_features(mol)
+        found = features.molecule_features(mol, facts[i])
         at_row += [i] * (len(found) + 1)
         at_bit += [FEATURE_OFFSET + f for f in found]
         at_bit.append(OK_BIT)

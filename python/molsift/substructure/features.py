@@ -420,16 +420,29 @@ def molecule_counts(mol, slow: bool = False) -> dict[int, int]:
     return _counts(facts, rdMolDescriptors.CalcNumLipinskiHBD(mol))
 
 
-def molecule_features(mol) -> list[int]:
-    """Sorted bit indices in [0, FEATURE_BITS) of a sanitized RDKit molecule."""
+def molecule_features(mol, read=None) -> list[int]:
+    """Sorted bit indices in [0, FEATURE_BITS) of a sanitized RDKit molecule. `read`: its
+    facts as `records.screen_inputs` read them from the molecule's binary form ([(invariant,
+    degree)] per atom, [(valence contribution, invariant, invariant)] per bond, H atoms on N
+    and O), the same values as the bulk calls below give."""
+    if read is not None:
+        keys, bonds, nhoh = read
+        return _from_keys(keys, bonds, nhoh)
     facts = _facts_fast(mol)
     nhoh = rdMolDescriptors.CalcNumLipinskiHBD(mol)
-    if facts is None or max(nhoh, len(facts[2])) >= 1 << _FIELD:
-        facts = _facts_slow(mol) if facts is None else facts
-        return _bits(_counts(facts, nhoh))
+    if facts is None:
+        return _bits(_counts(_facts_slow(mol), nhoh))
     inv, deg, bonds = facts
+    return _from_keys(list(zip(inv, deg)), bonds, nhoh)
+
+
+def _from_keys(keys, bonds, nhoh) -> list[int]:
+    """The bits of a molecule's facts (atom keys, bond keys, H atoms on N and O)."""
+    if max(nhoh, len(bonds), len(keys)) >= 1 << _FIELD:
+        inv, deg = zip(*keys) if keys else ((), ())
+        return _bits(_counts((inv, deg, bonds), nhoh))
     total = (
-        sum(map(_ATOM_INC.__getitem__, zip(inv, deg)))
+        sum(map(_ATOM_INC.__getitem__, keys))
         + sum(map(_BOND_INC.__getitem__, bonds))
         + (nhoh << (_FIELD * _NHOH))
     )
