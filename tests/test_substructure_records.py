@@ -1,7 +1,8 @@
-"""The graph records and screen facts read in Rust from RDKit's binary form of a molecule
-(`substructure/records.py`, `crates/substructure/src/pickle.rs`) are byte for byte the records
-of RDKit's own Python calls (`program.graph_record`), and the facts give the same feature bits
-as RDKit's bulk calls (`features.molecule_features`), on the bundled molecules, RDKit's SDF
+"""The graph records, screen facts and pattern fingerprints read in Rust from RDKit's binary
+form of a molecule (`substructure/records.py`, `crates/substructure/src/pickle.rs`,
+`pattern.rs`) are byte for byte the records of RDKit's own Python calls (`program.graph_record`),
+the facts give the same feature bits as RDKit's bulk calls (`features.molecule_features`), and
+the pattern bits are `Chem.PatternFingerprint`'s, on the bundled molecules, RDKit's SDF
 (with coordinates), the substructure test queries parsed as molecules, the reader's probes, and
 20,000 real MOSES molecules parsed from their canonical SMILES as ingest parses them; and the
 reader really is used (it reads nearly every molecule: a reader that silently gave up would
@@ -17,8 +18,10 @@ from conftest import SHARED_DATA
 
 from molsift import _core
 from molsift.substructure import records
+from molsift.substructure.build import _packer
 from molsift.substructure.features import molecule_features
 from molsift.substructure.program import graph_record
+from molsift.substructure.query import PATTERN_BITS
 
 Chem = pytest.importorskip("rdkit.Chem")
 
@@ -28,19 +31,23 @@ def _check(mols: list) -> int:
     the reader read both of."""
     pickles = [None if m is None else m.ToBinary() for m in mols]
     fast = _core.graph_records_from_pickles(pickles)
-    both = _core.screen_from_pickles(pickles)
+    both = _core.screen_from_pickles(pickles, records.pattern_graphs(), PATTERN_BITS)
     slow = [graph_record(m) for m in mols]
-    for k, (m, f, s, (r, facts)) in enumerate(zip(mols, fast, slow, both)):
+    pack = _packer()
+    for k, (m, f, s, (r, facts, fp)) in enumerate(zip(mols, fast, slow, both)):
         name = f"molecule {k} ({Chem.MolToSmiles(m) if m else None})"
         assert r == f, f"{name}: the two readers differ"
         if f is not None:
             assert f == s, f"{name}: records differ"
         if facts is not None:
             assert molecule_features(m, facts) == molecule_features(m), f"{name}: features differ"
+        if fp is not None:
+            want = pack(Chem.PatternFingerprint(m, fpSize=PATTERN_BITS))
+            assert fp == want, f"{name}: pattern fingerprints differ"
     assert records.graph_records(mols) == slow
-    got, facts = records.screen_inputs(mols)
-    assert got == slow and len(facts) == len(mols)
-    return sum(r is not None and f is not None for r, f in both)
+    got, facts, fps = records.screen_inputs(mols)
+    assert got == slow and len(facts) == len(fps) == len(mols)
+    return sum(r is not None and f is not None and p is not None for r, f, p in both)
 
 
 def _canonical(smiles: list[str]) -> list:
@@ -54,6 +61,7 @@ def _canonical(smiles: list[str]) -> list:
 
 def test_the_reader_agrees_with_rdkit_on_its_probes():
     assert records.reader_agrees()
+    assert records._agreement()[1] is not None  # the pattern bits are RDKit's too
 
 
 def test_bundled_and_sdf_molecules(bundled_smi, rdkit_sdf):

@@ -323,11 +323,17 @@ def graph_records_from_pickles(pickles: list[bytes | None]) -> list[bytes | None
     reader does not know (ask `program.graph_record`). GIL released."""
 
 _Facts = tuple[list[tuple[int, int]], list[tuple[float, int, int]], int]
+_PatternGraph = tuple[list[int], list[tuple[int, int, int]]]
 
-def screen_from_pickles(pickles: list[bytes | None]) -> list[tuple[bytes | None, _Facts | None]]:
+def screen_from_pickles(
+    pickles: list[bytes | None], patterns: list[_PatternGraph] | None = None, bits: int = 2048
+) -> list[tuple[bytes | None, _Facts | None, bytes | None]]:
     """As `graph_records_from_pickles`, each with the substructure screen's facts: ([(atom
     invariant, degree)], [(bond valence contribution, invariant, invariant)], H atoms on N and
-    O), or None where the reader does not give them. GIL released."""
+    O), or None where the reader does not give them; and with `patterns` (RDKit's pattern
+    fingerprint's patterns in its order: atom kinds 0 any / 1 in a ring, bonds (begin, end,
+    0 any / 1 in a ring / 2 single or aromatic)) the pattern fingerprint of `bits` bits, packed
+    (bit i in byte i / 8 at bit i % 8), or None. GIL released."""
 
 PATTERN_COMPACT_FILES: tuple[str, str]
 """The compact substructure index's files in a version-2 store (besides the header):

@@ -1,12 +1,14 @@
 //! Python wrapper of `molsift-substructure`: writing a store's pattern index in parts
 //! (`create_pattern_planes`, `write_pattern_part`, `finish_pattern_index`) and `PatternIndex`,
 //! the screen over an open store (GIL released while screening); `graph_records_from_pickles`
-//! and `screen_from_pickles` (records and screen facts read from RDKit's binary form).
+//! and `screen_from_pickles` (records, screen facts and pattern fingerprints read from RDKit's
+//! binary form).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use molsift_store::{open_any, StoreFiles};
+use molsift_substructure::pattern::{AtomReq, BondReq, Pattern};
 use molsift_substructure::pickle::{record_from_pickle, screen_from_pickle, Facts, Read};
 use molsift_substructure::{Compiled, PatternIndex, Program, ScreenStats};
 use pyo3::prelude::*;
@@ -292,26 +294,80 @@ fn graph_records_from_pickles<'py>(
 type PyFacts = (Vec<(u8, u8)>, Vec<(f64, u8, u8)>, u32);
 
 /// As `graph_records_from_pickles`, each with the screen's facts (`Facts`: None where the
-/// reader does not give them); a bond's type is given as its valence contribution, as RDKit's
-/// adjacency matrix with bond orders holds it. GIL released.
+/// reader does not give them; a bond's type given as its valence contribution, as RDKit's
+/// adjacency matrix with bond orders holds it) and, with `patterns` (RDKit's pattern
+/// fingerprint's patterns, in its order, each as (atoms: 0 any / 1 in a ring, bonds: (begin,
+/// end, 0 any / 1 in a ring / 2 single or aromatic))), the pattern fingerprint of `bits` bits, packed (None where not
+/// read). GIL released.
 #[pyfunction]
+#[pyo3(signature = (pickles, patterns=None, bits=2048))]
 #[allow(clippy::type_complexity)]
 fn screen_from_pickles<'py>(
     py: Python<'py>,
     pickles: Vec<Option<Vec<u8>>>,
-) -> Vec<(Option<Bound<'py, PyBytes>>, Option<PyFacts>)> {
+    patterns: Option<Vec<(Vec<u8>, Vec<(usize, usize, u8)>)>>,
+    bits: u32,
+) -> PyResult<PyScreens<'py>> {
+    let patterns = patterns.map(|ps| {
+        ps.into_iter()
+            .map(pattern_of)
+            .collect::<Result<Vec<_>, _>>()
+    });
+    let patterns = patterns
+        .transpose()
+        .map_err(pyo3::exceptions::PyValueError::new_err)?;
+    if bits == 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err("bits must be > 0"));
+    }
     let read = py.detach(|| {
+        let with = patterns.as_deref().map(|p| (p, bits));
         pickles
             .iter()
-            .map(|p| match p.as_deref().map(screen_from_pickle) {
-                None => (Some(Vec::new()), None),
-                Some((rec, facts)) => (record_of(Some(rec)), facts.map(py_facts)),
-            })
+            .map(
+                |p| match p.as_deref().map(|p| screen_from_pickle(p, with)) {
+                    None => (Some(Vec::new()), None, None),
+                    Some(s) => (record_of(Some(s.record)), s.facts.map(py_facts), s.pattern),
+                },
+            )
             .collect::<Vec<_>>()
     });
-    read.into_iter()
-        .map(|(r, f)| (r.map(|rec| PyBytes::new(py, &rec)), f))
-        .collect()
+    Ok(read
+        .into_iter()
+        .map(|(r, f, p)| {
+            (
+                r.map(|rec| PyBytes::new(py, &rec)),
+                f,
+                p.map(|fp| PyBytes::new(py, &fp)),
+            )
+        })
+        .collect())
+}
+
+/// What `screen_from_pickles` gives per molecule: (record, facts, pattern fingerprint).
+type PyScreens<'py> = Vec<(
+    Option<Bound<'py, PyBytes>>,
+    Option<PyFacts>,
+    Option<Bound<'py, PyBytes>>,
+)>;
+
+fn pattern_of((atoms, bonds): (Vec<u8>, Vec<(usize, usize, u8)>)) -> Result<Pattern, String> {
+    let atom = |a: u8| match a {
+        0 => Ok(AtomReq::Any),
+        1 => Ok(AtomReq::InRing),
+        a => Err(format!("pattern atom kind {a}")),
+    };
+    let bond = |b: u8| match b {
+        0 => Ok(BondReq::Any),
+        1 => Ok(BondReq::InRing),
+        2 => Ok(BondReq::SingleOrAromatic),
+        b => Err(format!("pattern bond kind {b}")),
+    };
+    let atoms = atoms.into_iter().map(atom).collect::<Result<Vec<_>, _>>()?;
+    let bonds = bonds
+        .into_iter()
+        .map(|(a, b, k)| bond(k).map(|k| (a, b, k)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Pattern::new(atoms, bonds)
 }
 
 fn record_of(read: Option<Read>) -> Option<Vec<u8>> {

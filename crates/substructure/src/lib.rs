@@ -9,7 +9,8 @@
 //! * [`create_planes`], [`write_part`] (any number of processes, one part each, starting on a
 //!   block), [`finish_index`]: writing the index into a finished store.
 //! * [`PatternIndex::open_in`] and [`PatternIndex::screen`]: reading it.
-//! * [`pickle::record_from_pickle`]: a molecule's graph record read from RDKit's binary form.
+//! * [`pickle::screen_from_pickle`]: a molecule's graph record, screen facts and RDKit pattern
+//!   fingerprint ([`pattern`]) read from RDKit's binary form of the molecule.
 //!
 //! The file layout is in [`layout`].
 //!
@@ -49,6 +50,7 @@ mod error;
 pub mod graph;
 pub mod layout;
 pub mod matcher;
+pub mod pattern;
 pub mod pickle;
 pub mod program;
 mod screen;

@@ -13,6 +13,8 @@
 //! side also checks, once per process, that this reader and `graph_record` agree on a set of
 //! probe molecules before it uses the reader at all.
 
+use crate::pattern::Pattern;
+
 /// What reading one molecule's binary form gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Read {
@@ -87,8 +89,8 @@ impl<'a> Bytes<'a> {
 
 /// One atom as the form gives it.
 #[derive(Clone, Copy, Default)]
-struct Atom {
-    anum: u8,
+pub(crate) struct Atom {
+    pub(crate) anum: u8,
     aromatic: bool,
     charge: i8,
     hyb: u8,
@@ -165,16 +167,16 @@ fn read_bond(b: &mut Bytes<'_>) -> Option<(u8, u8, u8, bool)> {
 }
 
 /// A molecule as its binary form gives it.
-struct Molecule {
-    atoms: Vec<Atom>,
+pub(crate) struct Molecule {
+    pub(crate) atoms: Vec<Atom>,
     /// (begin, end, RDKit bond type, aromatic)
-    bonds: Vec<(u8, u8, u8, bool)>,
+    pub(crate) bonds: Vec<(u8, u8, u8, bool)>,
     /// rings each atom is in
-    nrings: Vec<u32>,
+    pub(crate) nrings: Vec<u32>,
     /// each atom's smallest ring (0: none)
     min_ring: Vec<u8>,
     /// the atom pairs (lower first) bonded along a ring, sorted
-    ring_pairs: Vec<(u8, u8)>,
+    pub(crate) ring_pairs: Vec<(u8, u8)>,
 }
 
 /// What the binary form holds.
@@ -207,17 +209,39 @@ pub struct Facts {
     pub nhoh: u32,
 }
 
-/// The graph record and the screen's facts of one molecule's binary form; the facts are None
-/// where the form is unknown, the molecule has no atom, more than 255 atoms or bonds, or a
-/// bond other than single, double, triple or aromatic (the caller computes them itself).
-pub fn screen_from_pickle(pickle: &[u8]) -> (Read, Option<Facts>) {
+/// What one molecule's binary form gives the substructure index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Screen {
+    /// the graph record
+    pub record: Read,
+    /// the facts the features count: None where the form is unknown, the molecule has no
+    /// atom, more than 255 atoms or bonds, or a bond other than single, double, triple or
+    /// aromatic (the caller computes them itself)
+    pub facts: Option<Facts>,
+    /// RDKit's pattern fingerprint ([`crate::pattern`]), packed: None where the form is
+    /// unknown, the molecule larger than a record, or no patterns were given
+    pub pattern: Option<Vec<u8>>,
+}
+
+/// The graph record, the screen's facts and (with `patterns`: RDKit's patterns and the
+/// fingerprint's bits) the pattern fingerprint of one molecule's binary form.
+pub fn screen_from_pickle(pickle: &[u8], patterns: Option<(&[Pattern], u32)>) -> Screen {
     match parse(pickle) {
-        Some(Parsed::Large) => (Read::Record(Vec::new()), None),
-        Some(Parsed::Molecule(m)) => {
-            let facts = facts(&m);
-            (Read::Record(encode(&m)), facts)
-        }
-        None => (Read::Unknown, None),
+        Some(Parsed::Large) => Screen {
+            record: Read::Record(Vec::new()),
+            facts: None,
+            pattern: None,
+        },
+        Some(Parsed::Molecule(m)) => Screen {
+            record: Read::Record(encode(&m)),
+            facts: facts(&m),
+            pattern: patterns.map(|(p, bits)| crate::pattern::fingerprint(&m, p, bits)),
+        },
+        None => Screen {
+            record: Read::Unknown,
+            facts: None,
+            pattern: None,
+        },
     }
 }
 
@@ -404,8 +428,13 @@ fn encode(m: &Molecule) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// the benzoate anion's binary form (below)
+    pub(crate) fn benzoate_pickle() -> Vec<u8> {
+        hex(BENZOATE)
+    }
 
     /// `Chem.MolFromSmiles("c1ccccc1C(=O)[O-]").ToBinary()` from RDKit 2026.09 (form 16.4)
     const BENZOATE: &str = "efbeadde000000001000000004000000000000000900000009000000800106406800000003030106406800000003030106406800000003030106406800000003030106406800000003030106402800000003040600280000000304080028000000030208202a000000ff03010b0001680c0102680c0203680c0304680c0405680c050620060728020608200500680c42010000000600010203040517040000000000000016";
@@ -431,9 +460,10 @@ mod tests {
         assert_eq!(&bonds[..3], &[0, 1, 12 | 1 << 5 | 1 << 6]); // aromatic ring bond
         assert_eq!(&bonds[3 * 6..3 * 7], &[6, 7, 2]); // C=O, not in a ring
         assert_eq!(&bonds[3 * 8..], &[5, 0, 12 | 1 << 5 | 1 << 6]); // the ring's closure
-        let (read, facts) = screen_from_pickle(&hex(BENZOATE));
-        assert_eq!(read, Read::Record(rec));
-        let facts = facts.expect("facts");
+        let screen = screen_from_pickle(&hex(BENZOATE), None);
+        assert_eq!(screen.record, Read::Record(rec));
+        assert_eq!(screen.pattern, None);
+        let facts = screen.facts.expect("facts");
         // aromatic C of degree 2, the ring C bearing the carboxylate (degree 3), the O-
         assert_eq!(facts.atoms[0], (6 << 1 | 1, 2));
         assert_eq!(facts.atoms[5], (6 << 1 | 1, 3));

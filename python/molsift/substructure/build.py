@@ -76,7 +76,7 @@ def rows_of_mols(mols: list, graphs: list | None = None) -> np.ndarray:
     from rdkit import Chem
 
     pack = _packer()
-    records, facts = screen_inputs(mols)
+    records, facts, patterns = screen_inputs(mols)
     if graphs is not None:
         graphs.extend(records)
     rows = np.zeros((len(mols), WORDS_PER_ROW), dtype="<u8")
@@ -86,8 +86,10 @@ def rows_of_mols(mols: list, graphs: list | None = None) -> np.ndarray:
     for i, mol in enumerate(mols):
         if mol is None:
             continue
-        fp = Chem.PatternFingerprint(mol, fpSize=PATTERN_BITS)
-        as_bytes[i, :pattern_bytes] = np.frombuffer(pack(fp), dtype=np.uint8)
+        packed = patterns[i]
+        if packed is None:
+            packed = pack(Chem.PatternFingerprint(mol, fpSize=PATTERN_BITS))
+        as_bytes[i, :pattern_bytes] = np.frombuffer(packed, dtype=np.uint8)
         found = features.molecule_features(mol, facts[i])
         at_row += [i] * (len(found) + 1)
         at_bit += [FEATURE_OFFSET + f for f in found]
