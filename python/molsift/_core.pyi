@@ -317,23 +317,21 @@ def carry_pattern_index(
     `threads` threads); returns its bytes. `source` (u32 little-endian, one per molecule of
     `dst`: its position in `src`) for a shard of a set; without it, `dst`'s input order."""
 
-def graph_records_from_pickles(pickles: list[bytes | None]) -> list[bytes | None]:
-    """The graph records of molecules given as RDKit's binary form (`Mol.ToBinary()`; None: a
-    molecule RDKit did not parse, an empty record); None where the form holds something the
-    reader does not know (ask `program.graph_record`). GIL released."""
-
 _Facts = tuple[list[tuple[int, int]], list[tuple[float, int, int]], int]
 _PatternGraph = tuple[list[int], list[tuple[int, int, int]]]
 
 def screen_from_pickles(
     pickles: list[bytes | None], patterns: list[_PatternGraph] | None = None, bits: int = 2048
 ) -> list[tuple[bytes | None, _Facts | None, bytes | None]]:
-    """As `graph_records_from_pickles`, each with the substructure screen's facts: ([(atom
-    invariant, degree)], [(bond valence contribution, invariant, invariant)], H atoms on N and
-    O), or None where the reader does not give them; and with `patterns` (RDKit's pattern
-    fingerprint's patterns in its order: atom kinds 0 any / 1 in a ring, bonds (begin, end,
-    0 any / 1 in a ring / 2 single or aromatic)) the pattern fingerprint of `bits` bits, packed
-    (bit i in byte i / 8 at bit i % 8), or None. GIL released."""
+    """What the substructure index stores of molecules given as RDKit's binary form
+    (`Mol.ToBinary()`; None: a molecule RDKit did not parse, an empty record): per molecule its
+    graph record, or None where the form holds something the reader does not know (ask
+    `program.graph_record`); the screen's facts: ([(atom invariant, degree)], [(bond valence
+    contribution, invariant, invariant)], H atoms on N and O), or None where the reader does not
+    give them; and with `patterns` (RDKit's pattern fingerprint's patterns in its order: atom
+    kinds 0 any / 1 in a ring, bonds (begin, end, 0 any / 1 in a ring / 2 single or aromatic))
+    the pattern fingerprint of `bits` bits, packed (bit i in byte i / 8 at bit i % 8), or None.
+    GIL released."""
 
 PATTERN_COMPACT_FILES: tuple[str, str]
 """The compact substructure index's files in a version-2 store (besides the header):

@@ -1,15 +1,14 @@
 //! Python wrapper of `molsift-substructure`: writing a store's pattern index in parts
 //! (`create_pattern_planes`, `write_pattern_part`, `finish_pattern_index`) and `PatternIndex`,
-//! the screen over an open store (GIL released while screening); `graph_records_from_pickles`
-//! and `screen_from_pickles` (records, screen facts and pattern fingerprints read from RDKit's
-//! binary form).
+//! the screen over an open store (GIL released while screening); `screen_from_pickles` (graph
+//! records, screen facts and pattern fingerprints read from RDKit's binary form).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use molsift_store::{open_any, StoreFiles};
 use molsift_substructure::pattern::{AtomReq, BondReq, Pattern};
-use molsift_substructure::pickle::{record_from_pickle, screen_from_pickle, Facts, Read};
+use molsift_substructure::pickle::{screen_from_pickle, Facts, Read};
 use molsift_substructure::{Compiled, PatternIndex, Program, ScreenStats};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -270,34 +269,18 @@ impl PyPatternIndex {
     }
 }
 
-/// The graph records of molecules given as RDKit's binary form (`Mol.ToBinary()`; None for a
-/// molecule RDKit did not parse: an empty record): each a record, or None where the form holds
-/// something the reader does not know (the caller asks RDKit's Python calls then). GIL released.
-#[pyfunction]
-fn graph_records_from_pickles<'py>(
-    py: Python<'py>,
-    pickles: Vec<Option<Vec<u8>>>,
-) -> Vec<Option<Bound<'py, PyBytes>>> {
-    let read = py.detach(|| {
-        pickles
-            .iter()
-            .map(|p| record_of(p.as_deref().map(record_from_pickle)))
-            .collect::<Vec<_>>()
-    });
-    read.into_iter()
-        .map(|r| r.map(|rec| PyBytes::new(py, &rec)))
-        .collect()
-}
-
 /// One molecule's screen facts as Python sees them: ([(invariant, degree)], [(valence
 /// contribution, invariant, invariant)], H atoms on N and O).
 type PyFacts = (Vec<(u8, u8)>, Vec<(f64, u8, u8)>, u32);
 
-/// As `graph_records_from_pickles`, each with the screen's facts (`Facts`: None where the
-/// reader does not give them; a bond's type given as its valence contribution, as RDKit's
-/// adjacency matrix with bond orders holds it) and, with `patterns` (RDKit's pattern
-/// fingerprint's patterns, in its order, each as (atoms: 0 any / 1 in a ring, bonds: (begin,
-/// end, 0 any / 1 in a ring / 2 single or aromatic))), the pattern fingerprint of `bits` bits, packed (None where not
+/// What the substructure index stores of molecules given as RDKit's binary form
+/// (`Mol.ToBinary()`; None for a molecule RDKit did not parse: an empty record): per molecule
+/// its graph record (None where the form holds something the reader does not know: the caller
+/// asks RDKit's Python calls then), the screen's facts (`Facts`: None where the reader does
+/// not give them; a bond's type given as its valence contribution, as RDKit's adjacency matrix
+/// with bond orders holds it) and, with `patterns` (RDKit's pattern fingerprint's patterns, in
+/// its order, each as (atoms: 0 any / 1 in a ring, bonds: (begin, end, 0 any / 1 in a ring /
+/// 2 single or aromatic))), the pattern fingerprint of `bits` bits, packed (None where not
 /// read). GIL released.
 #[pyfunction]
 #[pyo3(signature = (pickles, patterns=None, bits=2048))]
@@ -326,7 +309,7 @@ fn screen_from_pickles<'py>(
             .map(
                 |p| match p.as_deref().map(|p| screen_from_pickle(p, with)) {
                     None => (Some(Vec::new()), None, None),
-                    Some(s) => (record_of(Some(s.record)), s.facts.map(py_facts), s.pattern),
+                    Some(s) => (record_of(s.record), s.facts.map(py_facts), s.pattern),
                 },
             )
             .collect::<Vec<_>>()
@@ -370,11 +353,10 @@ fn pattern_of((atoms, bonds): (Vec<u8>, Vec<(usize, usize, u8)>)) -> Result<Patt
     Pattern::new(atoms, bonds)
 }
 
-fn record_of(read: Option<Read>) -> Option<Vec<u8>> {
+fn record_of(read: Read) -> Option<Vec<u8>> {
     match read {
-        None => Some(Vec::new()),
-        Some(Read::Record(rec)) => Some(rec),
-        Some(Read::Unknown) => None,
+        Read::Record(rec) => Some(rec),
+        Read::Unknown => None,
     }
 }
 
@@ -399,7 +381,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_pattern_part, m)?)?;
     m.add_function(wrap_pyfunction!(finish_pattern_index, m)?)?;
     m.add_function(wrap_pyfunction!(carry_pattern_index, m)?)?;
-    m.add_function(wrap_pyfunction!(graph_records_from_pickles, m)?)?;
     m.add_function(wrap_pyfunction!(screen_from_pickles, m)?)?;
     m.add(
         "PATTERN_FILES",

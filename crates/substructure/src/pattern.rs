@@ -93,8 +93,8 @@ fn hash_combine(seed: &mut u32, v: u32) {
 struct Graph<'a> {
     m: &'a Molecule,
     n: usize,
-    /// per atom: (neighbour, bond)
-    adj: Vec<Vec<(usize, usize)>>,
+    /// per atom: its neighbours
+    adj: Vec<Vec<usize>>,
     /// bond index + 1 between two atoms (0: none), n x n
     between: Vec<u16>,
     atom_in_ring: Vec<bool>,
@@ -115,8 +115,8 @@ impl<'a> Graph<'a> {
         let mut bond_type = Vec::with_capacity(m.bonds.len());
         for (k, &(a, b, btype, aromatic)) in m.bonds.iter().enumerate() {
             let (a, b) = (usize::from(a), usize::from(b));
-            adj[a].push((b, k));
-            adj[b].push((a, k));
+            adj[a].push(b);
+            adj[b].push(a);
             between[a * n + b] = k as u16 + 1;
             between[b * n + a] = k as u16 + 1;
             let pair = (a.min(b) as u8, a.max(b) as u8);
@@ -244,7 +244,7 @@ fn embed(
             place(c, e);
         }
     } else {
-        for &(c, _) in &g.adj[e.map[pattern.parent[i]]] {
+        for &c in &g.adj[e.map[pattern.parent[i]]] {
             place(c, e);
         }
     }

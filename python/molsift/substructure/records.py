@@ -97,7 +97,7 @@ def pattern_graphs() -> list | None:
 _CHECKED: list[tuple[bool, list | None]] = []
 
 
-def _agreement() -> tuple[bool, list | None]:
+def agreement() -> tuple[bool, list | None]:
     """Whether the Rust reader gives `graph_record`'s bytes and `molecule_features`' bits for
     every probe, and the pattern graphs when it gives RDKit's pattern fingerprint for every
     probe too (checked once per process; a disagreement is logged and that part of the reader
@@ -110,7 +110,7 @@ def _agreement() -> tuple[bool, list | None]:
         RDLogger.DisableLog("rdApp.*")
         mols = [Chem.MolFromSmiles(s) for s in PROBES]
         patterns = pattern_graphs()
-        fast = _core.screen_from_pickles([m.ToBinary() for m in mols], patterns, PATTERN_BITS)
+        fast = _read(mols, patterns)
         pack = _packer()
         # the plain molecules (the first twelve) must be read, and every read one equal
         bad, bad_fp = [], []
@@ -134,30 +134,21 @@ def _agreement() -> tuple[bool, list | None]:
     return _CHECKED[0]
 
 
-def reader_agrees() -> bool:
-    """Whether the records and facts read from the binary form are RDKit's (on the probes)."""
-    return _agreement()[0]
-
-
-def graph_records(mols: list) -> list[bytes]:
-    """The graph record of each molecule (None: not parsed, an empty record)."""
-    if not reader_agrees():
-        return [graph_record(m) for m in mols]
-    fast = _core.graph_records_from_pickles([None if m is None else m.ToBinary() for m in mols])
-    return [graph_record(m) if r is None else r for m, r in zip(mols, fast)]
+def _read(mols: list, patterns: list | None) -> list:
+    """`_core.screen_from_pickles` of the molecules (None: not parsed)."""
+    pickles = [None if m is None else m.ToBinary() for m in mols]
+    return _core.screen_from_pickles(pickles, patterns, PATTERN_BITS)
 
 
 def screen_inputs(mols: list) -> tuple[list[bytes], list, list]:
     """Each molecule's graph record, its screen facts for `features.molecule_features` and its
     packed pattern fingerprint (None where the caller computes them from the molecule: not
     read, not parsed, or that part of the reader not in use)."""
-    agree, patterns = _agreement()
+    agree, patterns = agreement()
     n = len(mols)
     if not agree and patterns is None:
         return [graph_record(m) for m in mols], [None] * n, [None] * n
-    fast = _core.screen_from_pickles(
-        [None if m is None else m.ToBinary() for m in mols], patterns, PATTERN_BITS
-    )
+    fast = _read(mols, patterns)
     if not agree:
         return [graph_record(m) for m in mols], [None] * n, [fp for *_, fp in fast]
     out = [graph_record(m) if r is None else r for m, (r, _f, _p) in zip(mols, fast)]
