@@ -132,7 +132,7 @@ _PEAK = (
 def run_complete(data: Path, out: Path, workers: int, python: str = sys.executable) -> tuple:
     """The complete store, every index: one `molsift ingest` (since the one store); for builds
     before it, ingest --analogs then upgrade. (wall s, peak RSS MiB of any molsift process,
-    the store's path)."""
+    the store's path, what was run: "ingest" or "ingest --analogs + upgrade")."""
     v1, v2 = out.with_suffix(".v1"), out.with_suffix(".v2")
     for p in (v1, v2):
         shutil.rmtree(p, ignore_errors=True)
@@ -141,7 +141,9 @@ def run_complete(data: Path, out: Path, workers: int, python: str = sys.executab
     ).stdout
     if "--no-analogs" in helps:  # one command writes the one store with every index
         cmds = [f"{python} -m molsift ingest {data} -o {v2} -j {workers} -q"]
+        how = "ingest"
     else:
+        how = "ingest --analogs + upgrade"
         cmds = [
             f"{python} -m molsift ingest {data} -o {v1} -j {workers} -q --analogs",
             f"{python} -m molsift upgrade {v1} -o {v2} -j {workers}",
@@ -155,7 +157,7 @@ def run_complete(data: Path, out: Path, workers: int, python: str = sys.executab
     )
     wall, kib = proc.stdout.split()
     shutil.rmtree(v1, ignore_errors=True)
-    return float(wall), int(kib) / 1024, v2
+    return float(wall), int(kib) / 1024, v2, how
 
 
 def run_molsift(data: Path, out: Path, workers: int, python: str = sys.executable) -> tuple:
@@ -344,7 +346,7 @@ def complete(args, work, data, n, workers, builds, peers, ref_rate, expected, sm
     for w in workers:
         for name, python in builds:
             out = work / f"moses_j{w}"
-            wall, peak, v2 = run_complete(data, out, w, python)
+            wall, peak, v2, how = run_complete(data, out, w, python)
             store = molsift.open_store(v2)
             order = np.argsort(store.input_ranks)  # input order of the version-2 positions
             same_fp = bool(np.array_equal(store.fingerprints[order], expected))
@@ -357,8 +359,8 @@ def complete(args, work, data, n, workers, builds, peers, ref_rate, expected, sm
             }
             del store
             rows.append((name, w, wall, n / wall, peak, same_fp, same_smiles,
-                         sum(sizes.values()) / n, kinds))  # fmt: skip
-            print(f"molsift ({name}) -j {w}: ingest + upgrade {wall:.1f} s, peak {peak:.0f} MiB",
+                         sum(sizes.values()) / n, kinds, how))  # fmt: skip
+            print(f"molsift ({name}) -j {w}: {how} {wall:.1f} s, peak {peak:.0f} MiB",
                   flush=True)  # fmt: skip
             shutil.rmtree(v2)
     print()
@@ -370,9 +372,9 @@ def complete(args, work, data, n, workers, builds, peers, ref_rate, expected, sm
     for label, w, sec in peers:
         print(f"| {label} | {sec:.1f} | {n / sec:,.0f} | {n / sec / w / ref_rate:.2f} "
               "| - | - | - | - | - |")  # fmt: skip
-    for name, w, wall, rate, peak, fp, smi, bpm, kinds in rows:
+    for name, w, wall, rate, peak, fp, smi, bpm, kinds, how in rows:
         have = ", ".join(k for k, v in kinds.items() if v)
-        print(f"| molsift ingest --analogs + upgrade -j {w}, {name} | {wall:.1f} | {rate:,.0f} "
+        print(f"| molsift {how} -j {w}, {name} | {wall:.1f} | {rate:,.0f} "
               f"| **{rate / w / ref_rate:.2f}** | {peak:.0f} | {fp} | {smi} | {bpm:.1f} "
               f"| {have} |")  # fmt: skip
     ok = all(r[5] and r[6] for r in rows)

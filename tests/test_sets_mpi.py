@@ -270,3 +270,23 @@ def test_ranks_over_a_set_with_empty_shards(tmp_path):
         )  # fmt: skip
         assert got.returncode == want.returncode == 0, got.stderr
         assert got.stdout == want.stdout, args
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_ranks_write_their_shards_the_same_bytes(built, tmp_path, ranks):
+    """`mpirun -n R molsift ingest --shards 5`: each rank writes the shards it takes (shard s on
+    rank s % R); the set is the one a single process writes, file for file."""
+    out = tmp_path / f"r{ranks}.set"
+    cmd = mpirun_cmd(ranks) + molsift_cmd() + ["ingest", str(BUNDLED_SMI), "-o", str(out)]
+    got = subprocess.run(
+        [*cmd, "--shards", "5", "-q"], capture_output=True, text=True, env=mpi_env(), timeout=600
+    )
+    assert got.returncode == 0, got.stderr
+    want = built["sets"][5]
+    files = sorted(x.relative_to(want) for x in want.rglob("*") if x.is_file())
+    assert files == sorted(x.relative_to(out) for x in out.rglob("*") if x.is_file())
+    for f in files:
+        if f.name in ("manifest.json", "set.json"):
+            continue  # provenance says how many workers or ranks
+        assert (want / f).read_bytes() == (out / f).read_bytes(), f
+    assert molsift.open_store(out).counts == molsift.open_store(want).counts

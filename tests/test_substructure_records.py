@@ -100,3 +100,40 @@ def test_real_molecules_of_moses():
         smiles = [line.split(",")[0] for line in itertools.islice(fh, 20_000)]
     mols = _canonical(smiles)
     assert _check(mols) == sum(m is not None for m in mols)
+
+
+def test_the_stored_molecule_parse_changes_no_row_or_record(bundled_smi):
+    """`build.stored_mol` (MolFromSmiles less its stereo perception, which ingest's second parse
+    skips) gives the rows and graph records of `Chem.MolFromSmiles` on stereoisomers (chiral
+    centres and double bonds, each enumerated), isotopes, explicit H atoms, a map number (a
+    record the Rust reader leaves to RDKit) and SMILES that do not sanitize."""
+    from rdkit.Chem.EnumerateStereoisomers import (
+        EnumerateStereoisomers,
+        StereoEnumerationOptions,
+    )
+
+    from molsift.substructure.build import rows_of, rows_of_mols, stored_mol
+
+    opts = StereoEnumerationOptions(maxIsomers=4, onlyUnassigned=True, unique=True)
+    smiles = []
+    for line in bundled_smi.read_text().splitlines()[:2000]:
+        m = Chem.MolFromSmiles(line.split()[0]) if line.strip() else None
+        if m is not None:
+            smiles += [Chem.MolToSmiles(iso) for iso in EnumerateStereoisomers(m, options=opts)]
+    chiral = sum("@" in s for s in smiles)
+    double = sum("/" in s or "\\" in s for s in smiles)
+    assert chiral > 900 and double > 300, (chiral, double)
+    smiles += [s.replace("C", "[13C]", 1) for s in smiles[:300]]
+    smiles += ["[2H]C([2H])([2H])O", "[H][H]", "[H+]", "[H-].[Na+]", "[CH3:1]C(=O)O"]
+    smiles += ["[C@@H](F)(Cl)Br", "[H]/N=C/C", "[H]C(=O)O", "[H][C@](F)(Cl)Br"]
+    smiles += ["CC(C)(C)(C)(C)C", "c1ccccc1c", "C1CC", "N(=O)=O=O", ""]
+    slow_mols = [Chem.MolFromSmiles(s) for s in smiles]
+    fast_mols = [stored_mol(s) for s in smiles]
+    assert [m is None for m in fast_mols] == [m is None for m in slow_mols]
+    assert [m is None for m in slow_mols[-5:]] == [True] * 4 + [False]  # "" is the empty one
+    slow_records: list[bytes] = []
+    fast_records: list[bytes] = []
+    slow = rows_of_mols(slow_mols, slow_records)
+    fast = rows_of(smiles, fast_records)
+    assert (fast == slow).all()
+    assert fast_records == slow_records

@@ -252,19 +252,30 @@ def upgrade_store(
     dst: _Path,
     overwrite: bool = False,
     threads: int = 1,
-    level: int = 19,
+    level: int = 15,
     check_bits: int = 6,
     hash_bits: int = 64,
 ) -> str:
     """Writes the version-2 form of the version-1 store `src` at `dst`; returns its manifest."""
 
-def write_set_shards(
-    src: _Path, dir: _Path, shards: int, threads: int = 1
-) -> tuple[list[int], bytes]:
-    """Writes the `shards` shard stores (`shard-NNNN`) of a store set from the version-1 store
-    `src` into the existing directory `dir` (and its `duplicates.tsv` in set positions when
-    `src` has one); returns the bounds (shards + 1 set positions) and the store order (u32
-    little-endian: set position -> position in `src`)."""
+def set_plan(src: _Path, dir: _Path, shards: int) -> tuple[list[int], bytes]:
+    """A store set's plan from the version-1 store `src`: the bounds (shards + 1 set positions)
+    and the store order (u32 little-endian: set position -> position in `src`); writes the
+    set's `duplicates.tsv` in set positions into the existing directory `dir` when `src` has
+    one."""
+
+def write_set_shard(
+    src: _Path,
+    out: _Path,
+    index: int,
+    shards: int,
+    offset: int,
+    source: bytes,
+    threads: int = 1,
+) -> None:
+    """Writes shard `index` of `shards` at the new directory `out`: the one store of `src`'s
+    molecules at `source` (u32 little-endian positions, the shard's range of the plan's
+    order), its first molecule at set position `offset`."""
 
 class Searcher:
     """Searches one store (its column index, or a row scan) with the GIL released."""

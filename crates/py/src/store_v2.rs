@@ -186,7 +186,7 @@ impl PyStoreV2 {
 /// Writes the version-2 form of the version-1 store at `src` to `dst`; returns its manifest
 /// (JSON text).
 #[pyfunction]
-#[pyo3(signature = (src, dst, overwrite=false, threads=1, level=19, check_bits=6, hash_bits=64))]
+#[pyo3(signature = (src, dst, overwrite=false, threads=1, level=15, check_bits=6, hash_bits=64))]
 #[allow(clippy::too_many_arguments)]
 fn upgrade_store(
     py: Python<'_>,
@@ -215,38 +215,23 @@ fn upgrade_store(
     .map_err(store_err)
 }
 
-/// Writes the shards of a store set from the version-1 store at `src` into the directory
-/// `dir` (which exists): `shard-NNNN` stores (`molsift_store::v2::write_shard`) cut at
-/// `shard_bounds`, and `duplicates.tsv` in set positions when `src` has one. Returns the
-/// bounds (`shards + 1` set positions) and the store order (u32 little-endian: set position
-/// -> position in `src`), which the substructure carry into each shard reads.
+/// A store set's plan from the version-1 store at `src`: the store order (u32 little-endian:
+/// set position -> position in `src`) cut into `shards` ranges at `shard_bounds` (returned as
+/// `shards + 1` set positions), and the set's `duplicates.tsv` in set positions written into
+/// the directory `dir` (which exists) when `src` has one. Each shard is then written by
+/// [`write_set_shard`], on whichever worker or rank takes it.
 #[pyfunction]
-#[pyo3(signature = (src, dir, shards, threads=1))]
-fn write_set_shards<'py>(
+fn set_plan<'py>(
     py: Python<'py>,
     src: PathBuf,
     dir: PathBuf,
     shards: usize,
-    threads: usize,
 ) -> PyResult<(Vec<usize>, Bound<'py, PyBytes>)> {
-    let opts = UpgradeOptions {
-        threads,
-        ..UpgradeOptions::default()
-    };
     let (bounds, order) = py
         .detach(|| {
             let v1 = Store::open(&src, Verify::Sizes)?;
             let order = store_order(&v1)?;
             let bounds = shard_bounds(&v1, &order, shards)?;
-            for s in 0..shards {
-                let shard = ShardOf {
-                    index: s,
-                    shards,
-                    offset: bounds[s] as u64,
-                };
-                let out = dir.join(format!("shard-{s:04}"));
-                write_shard(&v1, &order, bounds[s]..bounds[s + 1], shard, &out, &opts)?;
-            }
             if let Some(dups) = set_duplicates(&v1, &order)? {
                 let path = dir.join(molsift_store::duplicates::FILE);
                 molsift_iostats::write_file(&path, &dups, true)
@@ -259,9 +244,52 @@ fn write_set_shards<'py>(
     Ok((bounds, PyBytes::new(py, &bytes)))
 }
 
+/// Writes shard `index` of `shards` of a store set at `out` (a new directory): the one store
+/// of the molecules of the version-1 store `src` at `source` (u32 little-endian positions in
+/// `src`, the shard's range of the plan's order), whose first molecule is set position
+/// `offset` (`molsift_store::v2::write_shard`), text compressed on `threads` threads.
+#[pyfunction]
+#[pyo3(signature = (src, out, index, shards, offset, source, threads=1))]
+#[allow(clippy::too_many_arguments)]
+fn write_set_shard(
+    py: Python<'_>,
+    src: PathBuf,
+    out: PathBuf,
+    index: usize,
+    shards: usize,
+    offset: u64,
+    source: &[u8],
+    threads: usize,
+) -> PyResult<()> {
+    if source.len() % 4 != 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "source: u32 positions (a multiple of 4 bytes)",
+        ));
+    }
+    let order: Vec<u32> = source
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let opts = UpgradeOptions {
+        threads,
+        ..UpgradeOptions::default()
+    };
+    py.detach(|| {
+        let v1 = Store::open(&src, Verify::Sizes)?;
+        let shard = ShardOf {
+            index,
+            shards,
+            offset,
+        };
+        write_shard(&v1, &order, 0..order.len(), shard, &out, &opts).map(|_| ())
+    })
+    .map_err(store_err)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStoreV2>()?;
     m.add_function(wrap_pyfunction!(upgrade_store, m)?)?;
-    m.add_function(wrap_pyfunction!(write_set_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(set_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(write_set_shard, m)?)?;
     Ok(())
 }

@@ -25,7 +25,7 @@ fn main() {
             .map(|i| args[i + 1].parse().unwrap())
             .unwrap_or(default)
     };
-    let (level, block, threads) = (opt("--level", 19), opt("--block", 128), opt("--threads", 2));
+    let (level, block, threads) = (opt("--level", 15), opt("--block", 128), opt("--threads", 2));
     let s = Store::open(&store, Verify::Sizes).unwrap();
     let n = s.len();
     let mut order: Vec<u32> = (0..n as u32).collect();

@@ -1,15 +1,18 @@
 """Writing a store set from ingest's staging store (`molsift ingest ... --shards K`): the
 staging store sorted once into the store order and cut into K consecutive ranges (never
-between equal canonical SMILES: a shard may be empty), each range written as a complete one
-store (`molsift_store::v2::write_shard`), its substructure index carried over from the
-staging store's rows and graphs (or computed when the staging store has none), its analog
-index built; then the set's rejects, `--dedupe` list and `set.json`, last."""
+between equal canonical SMILES: a shard may be empty) on the root (`_core.set_plan`), then each
+range written as a complete one store (`molsift_store::v2::write_shard`), its substructure
+index carried over from the staging store's rows and graphs (or computed when the staging store
+has none) and its analog index built: one task per shard, on the ingest's workers or MPI ranks
+(each rank writes the shards it takes, in parallel); then the set's rejects, `--dedupe` list
+and `set.json`, last, on the root."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +21,8 @@ from .manifest import FORMAT, VERSION, file_entry, shard_name, write_manifest
 
 #: the most shards a set may have (a name has four digits)
 MAX_SHARDS = 9999
+#: the plan's store order, beside the shards while they are written (removed before set.json)
+ORDER_FILE = ".order.u32"
 
 
 def check_shards(shards) -> int:
@@ -36,51 +41,118 @@ def write_set(
     pattern: bool = True,
     analogs: bool = True,
     progress: bool | None = None,
-) -> dict:
+    executor: Any = None,
+) -> dict | None:
     """Writes at `dst` (a new path in a work directory) the set of `shards` shards of the
-    version-1 staging store `src`; returns its manifest. The caller moves `dst` into place."""
-    from ..store import open_core, open_version_1
+    version-1 staging store `src`; returns its manifest (on the root; None on other MPI
+    ranks). The shards are written by `executor` (every rank calls this under MPI; default: up
+    to `workers` local processes, one shard each at a time; one process writes them all with
+    `threads` threads). The caller moves `dst` into place."""
+    from ..parallel import choose_executor
 
     check_shards(shards)
-    os.makedirs(dst)
-    bounds, raw = _core.write_set_shards(src, dst, shards, threads=threads)
-    order = np.frombuffer(raw, dtype="<u4")
-    carry = False
-    if pattern:
-        from ..substructure.build import meaning
+    own = executor is None
+    if own:
+        executor = choose_executor(min(workers or threads, shards), use_mpi=False)
+    try:
+        return _write(src, dst, shards, threads, workers, pattern, analogs, progress, executor)
+    finally:
+        if own:
+            executor.close()
 
-        old = open_version_1(src)
-        if old.has_pattern_index:
-            index = old._core.pattern_index()
-            carry = index.has_graphs() and json.loads(index.meaning_json()) == meaning()
-    entries = []
-    for s in range(shards):
-        path = os.path.join(dst, shard_name(s))
-        first, end = bounds[s], bounds[s + 1]
-        if pattern and carry:
-            _core.carry_pattern_index(
-                src, path, threads=workers or threads, source=order[first:end].tobytes()
-            )
-        elif pattern:
-            from ..substructure.build import build_pattern_index
 
-            build_pattern_index(path, workers=workers, progress=progress)
-        if analogs:
-            from ..analogs.search import index_analogs
+def _write(src, dst, shards, threads, workers, pattern, analogs, progress, executor):
+    from ..progress import Progress
 
-            index_analogs(path, workers)
-        core = open_core(path)
-        n = len(core)
-        entries.append(
-            {
-                "name": shard_name(s),
-                "offset": first,
-                "molecules": n,
-                "first_smiles": core.smiles(0) if n else None,
-                "last_smiles": core.smiles(n - 1) if n else None,
-                "manifest_checksum": json.loads(core.manifest_json())["checksum"],
-            }
-        )
+    plan: Any = None
+    if executor.is_root:
+        plan = _plan(src, dst, shards, pattern)
+    plan = executor.broadcast(plan)
+    if isinstance(plan, Exception):
+        raise plan
+    bounds = plan["bounds"]
+    # one process writing every shard uses `threads` threads (`workers` for the indexes);
+    # several processes writing one shard each, one thread apiece
+    alone = executor.size == 1
+    tasks = (
+        {"src": src, "dst": dst, "index": s, "shards": shards, "first": bounds[s],
+         "end": bounds[s + 1], "pattern": pattern, "carry": plan["carry"], "analogs": analogs,
+         "threads": threads if alone else 1, "workers": (workers or threads) if alone else 1}
+        for s in range(shards)
+    )  # fmt: skip
+    show = progress if executor.name != "mpi" else False
+    with Progress("shards", total=shards, unit="shards", enabled=show) as bar:
+        entries = executor.map_ordered(write_shard_task, tasks, on_result=lambda _: bar.update(1))
+    if not executor.is_root:
+        return None
+    os.unlink(os.path.join(dst, ORDER_FILE))
+    return _finish(src, dst, entries)
+
+
+def _plan(src: str, dst: str, shards: int, pattern: bool) -> dict | Exception:
+    """Root only: the bounds, the store order saved beside the shards (every task reads its
+    range of it), and whether the staging store's substructure index can be carried. Errors
+    are returned (and broadcast) rather than raised, so every rank raises the same error."""
+    from ..store import open_version_1
+
+    try:
+        os.makedirs(dst)
+        bounds, raw = _core.set_plan(src, dst, shards)
+        with open(os.path.join(dst, ORDER_FILE), "wb") as fh:
+            fh.write(raw)
+        carry = False
+        if pattern:
+            from ..substructure.build import meaning
+
+            old = open_version_1(src)
+            if old.has_pattern_index:
+                index = old._core.pattern_index()
+                carry = index.has_graphs() and json.loads(index.meaning_json()) == meaning()
+        return {"bounds": bounds, "carry": carry}
+    except Exception as exc:  # handed to every rank
+        return exc
+
+
+def write_shard_task(task: dict) -> dict:
+    """One shard: its one store, its substructure index and its analog index; returns its
+    entry in `set.json` (name, offset, molecules, first and last SMILES, manifest checksum)."""
+    from ..store import open_core
+
+    dst, s, first, end = task["dst"], task["index"], task["first"], task["end"]
+    path = os.path.join(dst, shard_name(s))
+    order = np.memmap(os.path.join(dst, ORDER_FILE), dtype="<u4", mode="r")
+    source = np.ascontiguousarray(order[first:end]).tobytes()
+    del order
+    _core.write_set_shard(
+        task["src"], path, s, task["shards"], first, source, threads=task["threads"]
+    )
+    workers = task["workers"]
+    if task["pattern"] and task["carry"]:
+        _core.carry_pattern_index(task["src"], path, threads=workers, source=source)
+    elif task["pattern"]:
+        from ..substructure.build import build_pattern_index
+
+        build_pattern_index(path, workers=workers, progress=False)
+    if task["analogs"]:
+        from ..analogs.search import index_analogs
+
+        index_analogs(path, workers)
+    core = open_core(path)
+    n = len(core)
+    return {
+        "name": shard_name(s),
+        "offset": first,
+        "molecules": n,
+        "first_smiles": core.smiles(0) if n else None,
+        "last_smiles": core.smiles(n - 1) if n else None,
+        "manifest_checksum": json.loads(core.manifest_json())["checksum"],
+    }
+
+
+def _finish(src: str, dst: str, entries: list[dict]) -> dict:
+    """Root only: the set's rejects and `set.json` (written last)."""
+    from ..store import open_core
+
     staging = json.loads(open_core(src).manifest_json())
     shutil.copyfile(os.path.join(src, "rejects.tsv"), os.path.join(dst, "rejects.tsv"))
     files = {name: file_entry(os.path.join(dst, name))

@@ -61,13 +61,32 @@ def _packer():
     return _PACKERS[0]
 
 
+def stored_mol(smiles: str):
+    """The molecule of a stored canonical SMILES as the screen reads it: what
+    `Chem.MolFromSmiles` gives (None when it fails), less its stereo perception, which sets
+    nothing the graph records, features or pattern bits read (chiral tags and bond stereo are
+    not in them; checked on enumerated stereoisomers in tests/test_substructure_records.py)
+    and took about a third of the parse. A SMILES with an explicit H atom (`[H`) is parsed by
+    `MolFromSmiles` itself, whose removal of H atoms the plain sanitization lacks."""
+    from rdkit import Chem
+
+    if "[H" in smiles:
+        return Chem.MolFromSmiles(smiles)
+    mol = Chem.MolFromSmiles(smiles, sanitize=False)
+    if mol is None:
+        return None
+    try:
+        Chem.SanitizeMol(mol)
+    except Exception:  # RDKit's own sanitization errors (MolSanitizeException and kin)
+        return None
+    return mol
+
+
 def rows_of(smiles: list[str], graphs: list | None = None) -> np.ndarray:
     """The screening rows (uint64, WORDS_PER_ROW words each) of molecules given as SMILES; a
     molecule RDKit cannot parse gets an empty row (it is never a candidate). With `graphs` (a
     list), each molecule's graph record (`records.screen_inputs`) is appended to it."""
-    from rdkit import Chem
-
-    return rows_of_mols([Chem.MolFromSmiles(s) for s in smiles], graphs)
+    return rows_of_mols([stored_mol(s) for s in smiles], graphs)
 
 
 def rows_of_mols(mols: list, graphs: list | None = None) -> np.ndarray:
