@@ -140,6 +140,11 @@ def test_smallworld_api_construction_and_analog_search_with_paging(server, calls
     for dist in (2, 3):
         with warnings.catch_warnings():
             warnings.simplefilter("error", UserWarning)  # e.g. "No completed return code"
+            # but the client's own retry after a dropped kept-alive connection (seen once on a
+            # loaded machine: the view request met the connection's close) is its normal path;
+            # the pages it then reads are checked below like any others
+            retry = "ConnectionError: .* Retrying in 2 seconds"
+            warnings.filterwarnings("ignore", retry, UserWarning)
             first = sw.search_smiles(SMI, db="nci", dist=dist, length=page)
         summary = sw.query_summary
         assert summary["status"] == "END" and summary["partial"] is False

@@ -385,6 +385,8 @@ def ingest(
         # into place last: a killed or failed ingest leaves no store that opens, and an
         # overwritten store stays as it was until the new one is complete
         staged = os.path.join(workdir, "store")
+        staging = os.path.join(workdir, "staging")  # version 2: the parts merged, then read
+        local = workers if executor.name != "mpi" else None  # threads of the root's phases
         if executor.is_root:
             cleanup = workdir  # removed however the ingest ends (a kill -9 leaves it to the sweep)
         reader = {"buffer_size": buffer_size, "max_record_bytes": max_record_bytes, "io": io}
@@ -413,7 +415,7 @@ def ingest(
             }
             # version 2, the one store: the parts are merged into a version-1 staging store
             # beside it (input order), which the one store is then written from
-            first = staged if version == 1 else os.path.join(workdir, "staging")
+            first = staged if version == 1 else staging
             if version != 1:  # the one store written from it says it was not upgraded
                 options["staging"] = True
             report, dropped = _finish(
@@ -423,7 +425,6 @@ def ingest(
             if pattern:  # the substructure index, from the rows the workers computed
                 report.pattern_bytes = _index_from_parts(first, results, dropped, report.molecules)
             _remove_parts(results)
-            local = workers if executor.name != "mpi" else None
             if version == 1:
                 if index:
                     report.index_bytes = _core.build_column_index(staged)
@@ -443,15 +444,14 @@ def ingest(
             # a store set: every rank (or worker) writes the shards it takes, in parallel
             from .sets.write import write_set
 
-            local = workers if executor.name != "mpi" else None
             write_set(
-                os.path.join(workdir, "staging"), staged, shards,
+                staging, staged, shards,
                 threads=local or default_workers(), workers=local, pattern=pattern,
                 analogs=analogs, progress=show, executor=executor,
             )  # fmt: skip
         if executor.is_root:
             if version != 1:
-                shutil.rmtree(os.path.join(workdir, "staging"), ignore_errors=True)
+                shutil.rmtree(staging, ignore_errors=True)
                 _sizes_of_one_store(staged, report)
             report.seconds = time.perf_counter() - start
             if verify_count:

@@ -102,14 +102,7 @@ where
     };
     let fc_of = |b: usize| front_code(&text_of(b));
     let dict = if opts.dict_bytes > 0 && blocks > 0 {
-        train(
-            &text_of,
-            &fc_of,
-            blocks,
-            opts.dict_bytes,
-            opts.numbered,
-            opts.level,
-        )
+        train(&text_of, &fc_of, blocks, opts.dict_bytes, opts.numbered)
     } else {
         Vec::new()
     };
@@ -128,23 +121,30 @@ where
     out.write_all(&vec![0u8; 8 * (blocks + 1)]).map_err(io)?;
     let mut offsets = Vec::with_capacity(blocks + 1);
     offsets.push(0u64);
-    let threads = opts.threads.max(1);
+    let threads = opts.threads.max(1).min(blocks.max(1));
+    // one compressor per thread for the whole column: loading the dictionary at the column's
+    // level builds zstd's match tables for it (per chunk, that was most of the threads' time)
+    let mut compressors = (0..threads)
+        .map(|_| compressor(opts.level, &dict))
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(io)?;
     // chunks of blocks compressed in parallel, written in order
     let chunk = 64 * threads;
     let mut done = 0usize;
     while done < blocks {
         let end = (done + chunk).min(blocks);
         let parts: Vec<Vec<u8>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let (text_of, dict) = (&text_of, &dict);
+            let handles: Vec<_> = compressors
+                .iter_mut()
+                .enumerate()
+                .map(|(t, c)| {
+                    let text_of = &text_of;
                     s.spawn(move || -> std::io::Result<Vec<(usize, Vec<u8>)>> {
-                        let mut c = compressor(opts.level, dict)?;
                         let mut got = Vec::new();
                         let mut b = done + t;
                         while b < end {
                             let text = text_of(b);
-                            got.push((b, encode_block(&text, opts.numbered, &mut c)?));
+                            got.push((b, encode_block(&text, opts.numbered, c)?));
                             b += threads;
                         }
                         Ok(got)
@@ -178,18 +178,19 @@ fn pad8(len: usize) -> usize {
 
 /// Blocks sampled to train the dictionary.
 const TRAIN_SAMPLES: usize = 4000;
+/// zstd level at which the trainer judges its candidate dictionaries (zstd's default).
+const TRAIN_LEVEL: i32 = 3;
 
 /// A dictionary trained on up to [`TRAIN_SAMPLES`] blocks spread evenly over the column,
 /// leaving out those the numbered kinds take (empty when zstd cannot train one: too little
-/// text left). zstd's fastCover trainer with a short parameter search, tuned for `level`,
-/// one thread (the same dictionary every time).
+/// text left). zstd's fastCover trainer with a short parameter search judged at
+/// [`TRAIN_LEVEL`], one thread (the same dictionary every time).
 fn train(
     text_of: &(dyn Fn(usize) -> Vec<u8> + Sync),
     fc_of: &(dyn Fn(usize) -> Vec<u8> + Sync),
     blocks: usize,
     bytes: usize,
     numbered: bool,
-    level: i32,
 ) -> Vec<u8> {
     let take = blocks.min(TRAIN_SAMPLES);
     let samples: Vec<Vec<u8>> = (0..take)
@@ -209,12 +210,15 @@ fn train(
     // into `dict`, and fills `params`; all buffers outlive the call.
     let got = unsafe {
         let mut params: zstd_safe::zstd_sys::ZDICT_fastCover_params_t = std::mem::zeroed();
-        // zstd's own default search (d = 8, 4 steps of k), tuned for the column's level:
-        // the full search (k and d, 40 steps) took 8 minutes on MOSES for 0.2% smaller blocks
+        // zstd's own default search (d = 8, 4 steps of k): the full search (k and d, 40
+        // steps) took 8 minutes on MOSES for 0.2% smaller blocks. Each candidate is judged by
+        // compressing the samples at TRAIN_LEVEL, as zstd's default trainer does, not at the
+        // column's level: the search took most of a column's write at level 15 (MOSES:
+        // SMILES 4.217 against 4.207 B/molecule, BENCHMARKS.md "zstd level")
         params.d = 8;
         params.steps = 4;
         params.nbThreads = 1;
-        params.zParams.compressionLevel = level;
+        params.zParams.compressionLevel = TRAIN_LEVEL;
         params.zParams.dictID = 32768;
         zstd_safe::zstd_sys::ZDICT_optimizeTrainFromBuffer_fastCover(
             dict.as_mut_ptr().cast(),

@@ -137,11 +137,12 @@ fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest,
 pub fn store_order(v1: &Store) -> Result<Vec<u32>, StoreError> {
     let n = v1.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
-    let smiles = |i: u32| v1.smiles(i as usize).map(str::as_bytes);
-    for i in 0..n {
-        v1.smiles(i)?; // every entry readable, once, before the sort trusts them
-    }
-    order.sort_by(|&a, &b| smiles(a).unwrap_or(b"").cmp(smiles(b).unwrap_or(b"")));
+    // every entry read (and checked) once, before the sort compares them: 16 bytes a molecule
+    // for the slices, against a checked read per comparison (a quarter of an upgrade's time)
+    let smiles = (0..n)
+        .map(|i| v1.smiles(i).map(str::as_bytes))
+        .collect::<Result<Vec<&[u8]>, _>>()?;
+    order.sort_by(|&a, &b| smiles[a as usize].cmp(smiles[b as usize]));
     Ok(order)
 }
 

@@ -81,7 +81,7 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
         for s in range(shards)
     )  # fmt: skip
     show = progress if executor.name != "mpi" else False
-    with Progress("shards", total=shards, unit="shards", enabled=show) as bar:
+    with Progress("shards", total=shards, unit="shard", enabled=show) as bar:
         entries = executor.map_ordered(write_shard_task, tasks, on_result=lambda _: bar.update(1))
     if not executor.is_root:
         return None
