@@ -46,8 +46,8 @@ def write_set(
     """Writes at `dst` (a new path in a work directory) the set of `shards` shards of the
     version-1 staging store `src`; returns its manifest (on the root; None on other MPI
     ranks). The shards are written by `executor` (every rank calls this under MPI; default: up
-    to `workers` local processes, one shard each at a time; one process writes them all with
-    `threads` threads). The caller moves `dst` into place."""
+    to `workers` local processes, one shard each at a time), the shards written at once sharing
+    `threads` threads. The caller moves `dst` into place."""
     from ..parallel import choose_executor
 
     check_shards(shards)
@@ -71,13 +71,15 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
     if isinstance(plan, Exception):
         raise plan
     bounds = plan["bounds"]
-    # one process writing every shard uses `threads` threads (`workers` for the indexes);
-    # several processes writing one shard each, one thread apiece
+    # the `threads` of this machine shared by the shards written at once (one process writing
+    # every shard uses them all, `workers` for the indexes; a set of fewer shards than workers
+    # or ranks gives each writer more)
     alone = executor.size == 1
+    per = max(1, threads // min(shards, executor.size))
     tasks = (
         {"src": src, "dst": dst, "index": s, "shards": shards, "first": bounds[s],
          "end": bounds[s + 1], "pattern": pattern, "carry": plan["carry"], "analogs": analogs,
-         "threads": threads if alone else 1, "workers": (workers or threads) if alone else 1}
+         "threads": per, "workers": (workers or threads) if alone else per}
         for s in range(shards)
     )  # fmt: skip
     show = progress if executor.name != "mpi" else False
