@@ -529,20 +529,28 @@ def check_store_output(output: str, overwrite: bool, inputs: Sequence[str] = ())
             )
 
 
-def _pattern_index_of_upgrade(src, staged: str, workers, progress) -> None:
-    """The substructure index of an upgraded store: the source's carried over to the new
-    positions when it has one with graphs, built for this molsift's screening bits; else
-    computed from the stored SMILES."""
-    from .substructure.build import build_pattern_index, meaning
+def pattern_index_carries(src: PathLike) -> bool:
+    """Whether the version-1 store `src` has a substructure index that can be carried into a
+    store written from it (`_core.carry_pattern_index`): one with graphs, built for this
+    molsift's screening bits."""
+    from .substructure.build import meaning
 
     old = open_version_1(src)
-    if old.has_pattern_index:
-        index = old._core.pattern_index()
-        if index.has_graphs() and json.loads(index.meaning_json()) == meaning():
-            _core.carry_pattern_index(
-                os.fspath(src), staged, threads=workers or os.cpu_count() or 1
-            )
-            return
+    if not old.has_pattern_index:
+        return False
+    index = old._core.pattern_index()
+    return index.has_graphs() and json.loads(index.meaning_json()) == meaning()
+
+
+def _pattern_index_of_upgrade(src, staged: str, workers, progress) -> None:
+    """The substructure index of an upgraded store: the source's carried over to the new
+    positions when it can be (`pattern_index_carries`); else computed from the stored
+    SMILES."""
+    from .substructure.build import build_pattern_index
+
+    if pattern_index_carries(src):
+        _core.carry_pattern_index(os.fspath(src), staged, threads=workers or os.cpu_count() or 1)
+        return
     build_pattern_index(staged, workers=workers, progress=progress)
 
 

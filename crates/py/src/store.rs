@@ -140,6 +140,20 @@ pub(crate) fn text_column(column: &str) -> PyResult<bool> {
     }
 }
 
+/// Positions given as little-endian u32 bytes (a store order, or a part of one); a length
+/// that is not a multiple of 4 is a ValueError.
+pub(crate) fn u32s_of(bytes: &[u8]) -> PyResult<Vec<u32>> {
+    if bytes.len() % 4 != 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "positions: u32 values (a multiple of 4 bytes)",
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect())
+}
+
 /// Store positions from little-endian int64 bytes, each checked against the store's size.
 pub(crate) fn positions_of(
     bytes: &[u8],

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::store_err;
-use crate::store::{positions_of, text_column};
+use crate::store::{positions_of, text_column, u32s_of};
 
 /// An open version-2 store.
 #[pyclass(name = "StoreV2", module = "molsift._core", frozen)]
@@ -261,15 +261,7 @@ fn write_set_shard(
     source: &[u8],
     threads: usize,
 ) -> PyResult<()> {
-    if source.len() % 4 != 0 {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "source: u32 positions (a multiple of 4 bytes)",
-        ));
-    }
-    let order: Vec<u32> = source
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let order = u32s_of(source)?;
     let opts = UpgradeOptions {
         threads,
         ..UpgradeOptions::default()

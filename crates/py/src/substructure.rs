@@ -121,11 +121,7 @@ fn carry_pattern_index(
     threads: usize,
     source: Option<&[u8]>,
 ) -> PyResult<u64> {
-    let given: Option<Vec<u32>> = source.map(|b| {
-        b.chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
-    });
+    let given = source.map(crate::store::u32s_of).transpose()?;
     py.detach(|| {
         let from = molsift_store::Store::open(&src, molsift_store::Verify::Sizes)
             .map_err(molsift_substructure::SubstructureError::from)?;

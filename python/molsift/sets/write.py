@@ -95,22 +95,14 @@ def _plan(src: str, dst: str, shards: int, pattern: bool) -> dict | Exception:
     """Root only: the bounds, the store order saved beside the shards (every task reads its
     range of it), and whether the staging store's substructure index can be carried. Errors
     are returned (and broadcast) rather than raised, so every rank raises the same error."""
-    from ..store import open_version_1
+    from ..store import pattern_index_carries
 
     try:
         os.makedirs(dst)
         bounds, raw = _core.set_plan(src, dst, shards)
         with open(os.path.join(dst, ORDER_FILE), "wb") as fh:
             fh.write(raw)
-        carry = False
-        if pattern:
-            from ..substructure.build import meaning
-
-            old = open_version_1(src)
-            if old.has_pattern_index:
-                index = old._core.pattern_index()
-                carry = index.has_graphs() and json.loads(index.meaning_json()) == meaning()
-        return {"bounds": bounds, "carry": carry}
+        return {"bounds": bounds, "carry": pattern and pattern_index_carries(src)}
     except Exception as exc:  # handed to every rank
         return exc
 
