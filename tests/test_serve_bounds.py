@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import select
 import socket
 import threading
@@ -515,6 +516,75 @@ def test_a_timed_out_search_stops_and_frees_its_slot(stores):
         alive(server)
     finally:
         server.stop()
+
+
+def heavy_workers() -> dict[int, int]:
+    """{pid: niceness} of this process's heavy search workers (serve/heavy.py)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        # after the name: state, ppid (field 4) ... nice (field 19)
+        if b"molsift.serve.heavy" in cmd and int(fields[1]) == os.getpid() and fields[0] != "Z":
+            found[int(entry)] = int(fields[16])
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
+def test_heavy_searches_run_in_worker_processes_of_lower_priority(stores):
+    """Substructure, SMARTS and wide analog searches run in a worker process of the server
+    (never holding the server's interpreter lock), niced below it, with the answers of the
+    store itself; a search past the time limit is answered 504 and its worker killed, and a
+    fresh worker answers the next."""
+    from molsift.serve.heavy import HEAVY_NICE
+
+    server = serve(stores, max_heavy=1, timeout_s=1.0, queue_wait_s=5.0)
+    nci = stores.get("nci").store
+    before = set(heavy_workers())
+    try:
+        status, _, body, _ = answer(
+            server, "/api/v1/search", db="nci", query="c1ccncc1", type="substructure", length=500
+        )
+        assert status == 200
+        assert [h["position"] for h in body["hits"]] == nci.substructure("c1ccncc1").tolist()
+        status, _, body, _ = answer(
+            server, "/api/v1/search", db="nci", query="c1ccccc1O", type="analogs", dist=3, k=20
+        )
+        assert status == 200
+        want = nci.analogs("c1ccccc1O", max_dist=3, k=20)
+        assert [h["position"] for h in body["hits"]] == want["position"].tolist()
+        workers = {pid: ni for pid, ni in heavy_workers().items() if pid not in before}
+        assert len(workers) == 1, workers  # one heavy slot: one worker, reused
+        (first, nice), own = workers.popitem(), os.nice(0)
+        assert nice == min(19, own + HEAVY_NICE)
+        status, _, body, took = answer(
+            server, "/api/v1/search", db="lat", query=ODD_RING, type="smarts"
+        )
+        assert status == 504 and "time limit" in body["error"] and took < 3
+        deadline = time.monotonic() + 5
+        while first in heavy_workers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert first not in heavy_workers()  # killed: the search stopped with it
+        status, _, body, _ = answer(
+            server, "/api/v1/search", db="nci", query="c1ccncc1", type="substructure", length=5
+        )
+        assert status == 200 and body["total"] == len(nci.substructure("c1ccncc1"))
+        now = set(heavy_workers()) - before
+        assert now and first not in now
+        alive(server)
+    finally:
+        server.stop()
+    deadline = time.monotonic() + 5
+    while set(heavy_workers()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not set(heavy_workers()) - before  # ended with the server
 
 
 def test_light_searches_never_wait_for_heavy_ones(stores):

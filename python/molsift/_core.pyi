@@ -425,6 +425,9 @@ class FingerprintSet:
 def packed_from_rdkit(binary: bytes, bits: int) -> bytes:
     """The packed row of RDKit's binary `ExplicitBitVect.ToBinary()` of `bits` bits."""
 
+def on_bits_from_rdkit(binary: bytes, bits: int) -> list[int]:
+    """The set bits, ascending, of RDKit's binary `ExplicitBitVect.ToBinary()` of `bits` bits."""
+
 # ---- molsift's I/O counters (molsift-iostats) ----
 
 class CountedFile:

@@ -62,9 +62,9 @@ def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:
     import numpy as np
 
     if isinstance(query, str):
-        from .chem import to_mol
+        from .chem import to_mol_unstereo
 
-        mol, reason = to_mol(query)
+        mol, reason = to_mol_unstereo(query)  # the bits read no stereo
         if mol is None:
             raise ValueError(f"invalid query SMILES {query!r}: {reason}")
         query = mol

@@ -1,8 +1,9 @@
 //! Python wrappers of `molsift-fp`: `FingerprintSet` (`molsift_fp::FingerprintSet`: the
 //! `similarity` scorer's reference actives, the `filter` scorer's substructure prescreens) and
-//! `packed_from_rdkit`, RDKit's `ExplicitBitVect.ToBinary()` read as a packed row. Rows are
-//! bytes: bit i in byte i/8 at bit i%8. `packed_from_rdkit` keeps the GIL: it takes well under
-//! a microsecond, less than releasing and taking back the GIL would cost.
+//! `packed_from_rdkit`, RDKit's `ExplicitBitVect.ToBinary()` read as a packed row, and
+//! `on_bits_from_rdkit`, the same read as the indices of its set bits (a query's form). Rows are
+//! bytes: bit i in byte i/8 at bit i%8. Both keep the GIL: they take well under a microsecond,
+//! less than releasing and taking back the GIL would cost.
 
 use molsift_fp::{unpack_rdkit_bitvect, FingerprintSet};
 use pyo3::prelude::*;
@@ -63,8 +64,27 @@ fn packed_from_rdkit<'py>(
     }
 }
 
+/// The indices of the set bits, ascending, of RDKit's binary bit vector `binary` of `bits` bits:
+/// what `list(fp.GetOnBits())` gives, without RDKit's Python iterator over its vector (about
+/// 15 µs of a query's 40 µs fingerprint); ValueError when it is not one.
+#[pyfunction]
+fn on_bits_from_rdkit(binary: &[u8], bits: u32) -> PyResult<Vec<u32>> {
+    let mut row = vec![0u8; (bits as usize).div_ceil(8)];
+    unpack_rdkit_bitvect(binary, bits, &mut row).map_err(rdkit_bits_err)?;
+    let mut on = Vec::new();
+    for (i, &byte) in row.iter().enumerate() {
+        let mut b = byte;
+        while b != 0 {
+            on.push(i as u32 * 8 + b.trailing_zeros());
+            b &= b - 1;
+        }
+    }
+    Ok(on)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFingerprintSet>()?;
     m.add_function(wrap_pyfunction!(packed_from_rdkit, m)?)?;
+    m.add_function(wrap_pyfunction!(on_bits_from_rdkit, m)?)?;
     Ok(())
 }

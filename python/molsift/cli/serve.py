@@ -58,7 +58,8 @@ def add_parser(subparsers):
         type=at_least_one,
         default=None,
         help="heavy searches (substructure, SMARTS, analogs from --heavy-dist edits) running at "
-        "once, in slots of their own (default: half the cores, at least 1)",
+        "once, in slots and niced worker processes of their own (default: half the cores, at "
+        "least 1)",
     )
     p.add_argument(
         "--heavy-dist",

@@ -29,6 +29,7 @@ from . import api_v1, arthor, queries, smallworld
 from .catalog import Catalog
 from .depict import Depicter
 from .fast import FastGets, FastRoutes
+from .heavy import HeavyWorkers
 from .limits import Gate, Limits, ServiceError
 
 log = logging.getLogger("molsift.serve")
@@ -58,11 +59,13 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
     """The ASGI app for `catalog`; `access_log` is a text stream for the JSON lines (default
     stderr)."""
     depicter = Depicter(limits)
+    workers = HeavyWorkers(catalog, limits)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
         yield
         depicter.close()
+        workers.close()
 
     app = FastAPI(
         lifespan=lifespan,
@@ -73,7 +76,7 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
         redoc_url=None,
     )
     app.state.depicter = depicter
-    searcher = queries.Searcher(limits, Gate(limits))
+    searcher = queries.Searcher(limits, Gate(limits), workers)
     fast = FastRoutes()
     for module in (api_v1, arthor, smallworld):
         app.include_router(module.router(catalog, searcher, limits, fast))
@@ -131,6 +134,7 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
     out = access_log if access_log is not None else sys.stderr
     outer = CollapseSlashes(AccessLog(FastGets(app, fast), out, limits, catalog))
     outer.limits = limits  # for the HTTP layer (server.py)
+    outer.heavy_workers = workers  # ended by the lifespan, or by whoever runs the app without
     return outer
 
 

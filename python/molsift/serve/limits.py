@@ -11,6 +11,7 @@ never make light ones wait."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -105,11 +106,8 @@ class Gate:
             limits.max_heavy, "heavy-search", "heavy searches (substructure, SMARTS, analogs)"
         )
 
-    async def run(self, fn, *args, heavy: bool = False):
-        """`fn(*args)` in a worker thread once a slot of its kind is free; ServiceError 503 when
-        none frees within the queue wait, 504 when the search outlasts the time limit (its
-        cancel flag, `current_flag()` in the thread, is set then)."""
-        slots = self._heavy if heavy else self._light
+    async def _acquire(self, slots: _Slots) -> None:
+        """A slot of `slots`, or ServiceError 503 when none frees within the queue wait."""
         if slots.sem.locked():
             try:
                 await asyncio.wait_for(slots.sem.acquire(), self.limits.queue_wait_s)
@@ -119,6 +117,25 @@ class Gate:
                 ) from None
         else:
             await slots.sem.acquire()  # a free slot: taken at once
+
+    @contextlib.asynccontextmanager
+    async def slot(self, heavy: bool = False):
+        """A slot of its kind held for the block (503 as `run`): for a search that runs
+        elsewhere (a heavy search in a worker process, serve/heavy.py, which keeps its own
+        time limit)."""
+        slots = self._heavy if heavy else self._light
+        await self._acquire(slots)
+        try:
+            yield
+        finally:
+            slots.sem.release()
+
+    async def run(self, fn, *args, heavy: bool = False):
+        """`fn(*args)` in a worker thread once a slot of its kind is free; ServiceError 503 when
+        none frees within the queue wait, 504 when the search outlasts the time limit (its
+        cancel flag, `current_flag()` in the thread, is set then)."""
+        slots = self._heavy if heavy else self._light
+        await self._acquire(slots)
         flag = new_flag()
 
         def call():

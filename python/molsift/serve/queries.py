@@ -44,9 +44,9 @@ class Request:
 
 @dataclass
 class Result:
-    """All hits of a search (store positions; scores: Tanimoto for similarity and analogs),
-    best or first first; analogs add `columns` (distance, edits by kind, mut) and `partial`
-    (the time limit ended the walk)."""
+    """All hits of a search (store positions, a list or an int64 array; scores: Tanimoto for
+    similarity and analogs), best or first first; analogs add `columns` (distance, edits by
+    kind, mut) and `partial` (the time limit ended the walk)."""
 
     positions: list
     scores: list | None
@@ -133,12 +133,15 @@ def check(
 
 
 class Searcher:
-    """Runs checked requests (in a worker thread behind the gate, in its light or heavy slots,
-    stopped by its cancel flag after a 504: limits.Gate) and keeps recent results."""
+    """Runs checked requests behind the gate (limits.Gate: light and heavy slots, a time
+    limit) and keeps recent results. Light searches run in the gate's worker threads, stopped
+    by their cancel flag after a 504; heavy ones, with `workers` (heavy.HeavyWorkers), in its
+    worker processes (a 504 kills the search's process), else in the gate's heavy threads."""
 
-    def __init__(self, limits: Limits, gate: Gate) -> None:
+    def __init__(self, limits: Limits, gate: Gate, workers=None) -> None:
         self.limits = limits
         self.gate = gate
+        self.workers = workers
         self._cache: OrderedDict[Request, Result] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -149,27 +152,56 @@ class Searcher:
                 self._cache.move_to_end(req)
             return hit
 
-    async def answer(self, db: Database, req: Request) -> Result:
-        """The result of `req`: from the cache, or searched in a worker thread behind the gate."""
-        heavy = self.limits.heavy(req.type, req.dist)
-        return self.cached(req) or await self.gate.run(self.run, db, req, heavy=heavy)
-
-    def run(self, db: Database, req: Request) -> Result:
-        hit = self.cached(req)
-        if hit is not None:
-            return hit
-        start = time.perf_counter()
-        if req.type == "analogs":
-            result = _analogs(db, req, self.limits)
-        else:
-            positions, scores, truncated = _search(db, req, self.limits)
-            result = Result(positions, scores, truncated, 0.0)
-        result.ms = (time.perf_counter() - start) * 1e3
+    def _keep(self, req: Request, result: Result) -> Result:
         with self._lock:
             self._cache[req] = result
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
         return result
+
+    def in_process(self, db: Database, heavy: bool) -> bool:
+        """Whether a search of `db` of this weight runs in a worker process."""
+        return heavy and self.workers is not None and self.workers.serves(db)
+
+    async def answer(self, db: Database, req: Request) -> Result:
+        """The result of `req`: from the cache, or searched behind the gate."""
+        hit = self.cached(req)
+        if hit is not None:
+            return hit
+        heavy = self.limits.heavy(req.type, req.dist)
+        if self.in_process(db, heavy):
+            async with self.gate.slot(heavy=True):
+                hit = self.cached(req)  # searched by another request while this one waited
+                return hit or self._keep(req, await self.workers.search(req))
+        return await self.gate.run(self.run, db, req, heavy=heavy)
+
+    def run(self, db: Database, req: Request) -> Result:
+        hit = self.cached(req)
+        return hit or self._keep(req, compute(db, req, self.limits))
+
+
+def compute(db: Database, req: Request, limits: Limits) -> Result:
+    """Searches `req` in this thread (stopped by `current_flag()` once set)."""
+    start = time.perf_counter()
+    if req.type == "analogs":
+        result = _analogs(db, req, limits)
+    else:
+        positions, scores, truncated = _search(db, req, limits)
+        result = Result(positions, scores, truncated, 0.0)
+    result.ms = (time.perf_counter() - start) * 1e3
+    return result
+
+
+def analog_levels(db: Database, query: str, dist: int, caps: dict, limits: Limits, k: int):
+    """`iter_analogs` of a checked analog request (SmallWorld's submit: one Analogs per
+    distance, the best `k`), ended by its own timeout inside the gate's limit and by
+    `current_flag()`."""
+    from ..analogs.search import iter_analogs
+
+    return iter_analogs(
+        db.store, query, max_dist=dist, k=k, limits=caps, timeout=0.8 * limits.timeout_s,
+        lock=db.chem_lock, cancel=current_flag(),
+    )  # fmt: skip
 
 
 def _search(db: Database, req: Request, limits: Limits) -> tuple[list, list | None, bool]:
@@ -191,8 +223,9 @@ def _search(db: Database, req: Request, limits: Limits) -> tuple[list, list | No
                 store, req.query, smarts=req.type == "smarts", max_hits=limits.max_hits + 1,
                 cancel=current_flag(),
             )  # fmt: skip
-            out = pos.tolist()
-            return out[: limits.max_hits], None, len(out) > limits.max_hits
+            # kept as an array: no Python int per hit (a fragment's 300,000 hits were ms of the
+            # interpreter lock), and from a worker process one copy of its bytes
+            return pos[: limits.max_hits], None, len(pos) > limits.max_hits
         from ..lookup import lookup_all
 
         _q, canon, positions = next(lookup_all(store, [req.query], workers=1))

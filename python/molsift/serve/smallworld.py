@@ -36,7 +36,7 @@ from . import queries
 from .catalog import Catalog
 from .encode import JSON
 from .fast import FastRoutes
-from .limits import Limits, ServiceError, current_flag
+from .limits import Limits, ServiceError
 
 NOTE = (
     "ranked by Tanimoto similarity of Morgan radius-2 fingerprints (ECFP4-like); no graph edit "
@@ -228,19 +228,21 @@ def router(
         levels: asyncio.Queue = asyncio.Queue()
 
         def work() -> None:
-            from ..analogs.search import iter_analogs
-
-            # bounded by the walk's own timeout, inside the gate's limit; RDKit under the lock
-            found = iter_analogs(
-                base.store, query, max_dist=dist, k=DEPTH, limits=caps,
-                timeout=0.8 * limits.timeout_s, lock=base.chem_lock, cancel=current_flag(),
-            )  # fmt: skip
-            for level in found:
+            # bounded by the walk's own timeout, inside the gate's limit
+            for level in queries.analog_levels(base, query, dist, caps, limits, DEPTH):
                 loop.call_soon_threadsafe(levels.put_nowait, level)
 
         async def run() -> None:
+            heavy = limits.heavy("analogs", dist)
             try:
-                await searcher.gate.run(work, heavy=limits.heavy("analogs", dist))
+                if searcher.in_process(base, heavy):  # a worker process walks it
+                    async with searcher.gate.slot(heavy=True):
+                        await searcher.workers.levels(
+                            base, query, dist, caps, DEPTH,
+                            lambda level: loop.call_soon_threadsafe(levels.put_nowait, level),
+                        )  # fmt: skip
+                else:
+                    await searcher.gate.run(work, heavy=heavy)
                 await levels.put(None)
             except Exception as e:  # every failure ends the stream with its message
                 await levels.put(e)

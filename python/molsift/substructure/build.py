@@ -62,24 +62,12 @@ def _packer():
 
 
 def stored_mol(smiles: str):
-    """The molecule of a stored canonical SMILES as the screen reads it: what
-    `Chem.MolFromSmiles` gives (None when it fails), less its stereo perception, which sets
-    nothing the graph records, features or pattern bits read (chiral tags and bond stereo are
-    not in them; checked on enumerated stereoisomers in tests/test_substructure_records.py)
-    and took about a third of the parse. A SMILES with an explicit H atom (`[H`) is parsed by
-    `MolFromSmiles` itself, whose removal of H atoms the plain sanitization lacks."""
-    from rdkit import Chem
+    """The molecule of a stored canonical SMILES as the screen reads it (`chem.to_mol_unstereo`:
+    what `Chem.MolFromSmiles` gives less its stereo perception, which sets nothing the graph
+    records, features or pattern bits read); None when RDKit cannot parse it."""
+    from ..chem import to_mol_unstereo
 
-    if "[H" in smiles:
-        return Chem.MolFromSmiles(smiles)
-    mol = Chem.MolFromSmiles(smiles, sanitize=False)
-    if mol is None:
-        return None
-    try:
-        Chem.SanitizeMol(mol)
-    except Exception:  # RDKit's own sanitization errors (MolSanitizeException and kin)
-        return None
-    return mol
+    return to_mol_unstereo(smiles)[0]
 
 
 def rows_of(smiles: list[str], graphs: list | None = None) -> np.ndarray:

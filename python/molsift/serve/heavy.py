@@ -1,0 +1,322 @@
+"""Heavy searches (substructure, SMARTS, analog walks of `heavy_dist` edits and more) in worker
+processes of their own (`python -m molsift.serve.heavy`), at most `max_heavy` of them, each
+searching one request at a time.
+
+Why processes: a heavy search's Python and RDKit parts (the query's parse and analysis, the
+candidates' bookkeeping, the walk's ranking) hold the interpreter lock, and the light searches
+(similarity, exact) that arrive meanwhile waited for it: their p99 was several times their median
+beside a stream of substructure searches (benches/serve.py, the mix). In a process of its own a
+heavy search holds no lock the light ones need; the workers run at a lower CPU priority (nice
++`HEAVY_NICE`), so that on a machine whose cores are all busy the light searches run first and
+the heavy ones take the time left; and a search past the time limit is ended by killing its
+worker (504), with a fresh worker started at once for the next heavy search. A worker's start
+(RDKit, the stores opened and warmed: about a second) is not counted in a search's time limit.
+
+Stores searched by MPI ranks (`mpirun -n R molsift serve SET`) keep the server's own threads:
+their searches are collectives of the ranks (sets/mpi.py).
+
+Protocol, on the worker's stdin and a copy of its stdout (its fd 1 itself goes to stderr, so that
+nothing a library prints reaches the frames): frames of an 8-byte little-endian length, then a
+pickle (the server's own children: trusted). First to the worker: (databases [(name, path)],
+Limits); it answers ("ready",). Then per request: ("search", queries.Request), answered
+("result", queries.Result); or ("levels", (db, query, dist, caps, k)), answered ("level", Analogs)
+for each distance walked, then ("end",). Any request may be answered ("error", status, message)
+(a ServiceError), ("store", message) (a store that failed its checks) or ("failed", text)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+
+from .limits import Limits, ServiceError
+
+log = logging.getLogger("molsift.serve")
+#: the workers' niceness over the server's (lower CPU priority than the light searches)
+HEAVY_NICE = 10
+#: seconds a new worker may take to import RDKit and open the stores (not in a time limit)
+START_S = 120.0
+_LEN = struct.Struct("<Q")
+
+
+def _write(out, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_LEN.pack(len(data)) + data)
+    out.flush()
+
+
+def _read(inp):
+    """The next frame, or None when the stream has ended."""
+    head = inp.read(_LEN.size)
+    if len(head) < _LEN.size:
+        return None
+    (n,) = _LEN.unpack(head)
+    return pickle.loads(inp.read(n))
+
+
+# -- the worker process ---------------------------------------------------------------------
+
+
+def _answer(catalog, limits: Limits, kind: str, args, out) -> None:
+    """Runs one request in this worker; its answer frames written to `out`."""
+    from .._core import StoreError
+    from ..cancel import new_flag
+    from . import queries
+    from .limits import _current
+
+    flag = new_flag()
+    # the worker stops its own search at the time limit (the server kills it if it does not)
+    timer = threading.Timer(limits.timeout_s, flag.set)
+    timer.daemon = True
+    timer.start()
+    _current.flag = flag
+    try:
+        if kind == "search":
+            _write(out, ("result", queries.compute(catalog.require(args.db), args, limits)))
+        else:
+            name, query, dist, caps, k = args
+            db = catalog.require(name)
+            for level in queries.analog_levels(db, query, dist, caps, limits, k):
+                _write(out, ("level", level))
+            _write(out, ("end",))
+    except ServiceError as e:
+        _write(out, ("error", e.status, e.message))
+    except StoreError as e:
+        _write(out, ("store", str(e)))
+    except Exception as e:  # an answer, never a dead worker
+        _write(out, ("failed", f"{type(e).__name__}: {e}"))
+    finally:
+        timer.cancel()
+        _current.flag = None
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server ends it (stdin closed, or killed)
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # what a library prints goes to stderr, never into the frames
+    with contextlib.suppress(OSError):
+        os.nice(HEAVY_NICE)
+    inp = sys.stdin.buffer
+    first = _read(inp)
+    if first is None:
+        return 0
+    databases, limits = first
+    from .catalog import Catalog
+
+    catalog = Catalog()
+    for name, path in databases:
+        catalog.add(name, path)  # opened and warmed as the server's own
+    _write(out, ("ready",))
+    while (frame := _read(inp)) is not None:
+        _answer(catalog, limits, frame[0], frame[1], out)
+    return 0
+
+
+# -- the server's side ----------------------------------------------------------------------
+
+
+class _Worker:
+    """One worker process; its pipes are read and written in the workers' own threads
+    (blocking), so a worker serves any event loop (the server's, or a test's one-request
+    loops) and a killed worker ends the read waiting on it."""
+
+    def __init__(self, databases: list, limits: Limits) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "molsift.serve.heavy"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        self._first = (databases, limits)
+
+    def ready(self) -> _Worker:
+        """Sends the stores and waits for the worker's ready (blocking; a thread's)."""
+        try:
+            _write(self.proc.stdin, self._first)
+            answer = _read(self.proc.stdout)
+        except OSError as exc:
+            answer = exc
+        if answer != ("ready",):
+            self.kill()
+            raise RuntimeError(f"it answered {answer!r}")
+        return self
+
+    def ask(self, frame, each: Callable | None):
+        """Sends a request and reads its answer (blocking; a thread's); `each(level)` for every
+        level frame."""
+        _write(self.proc.stdin, frame)
+        while True:
+            reply = _read(self.proc.stdout)
+            if reply is None:
+                raise EOFError("the heavy search worker stopped")
+            if reply[0] == "level" and each is not None:
+                each(reply[1])
+                continue
+            return reply
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(1.0)  # reaped (a killed process ends at once)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
+class HeavyWorkers:
+    """The heavy searches' worker processes of a server: started on first use (and again at
+    once when one is killed), reused while they live. Callers hold a heavy slot of the gate
+    (limits.Gate.slot), so at most `max_heavy` search at once."""
+
+    def __init__(self, catalog, limits: Limits) -> None:
+        self.limits = limits
+        self._databases = [(db.name, db.path) for db in catalog if _local(db)]
+        self._served = {name for name, _ in self._databases}
+        self._idle: list[_Worker] = []
+        self._spares: list[concurrent.futures.Future] = []
+        self._lock = threading.Lock()  # the lists, from the event loop and close()
+        # pipes are read here: a search's and a start's (spares included) at most per slot
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            2 * limits.max_heavy, thread_name_prefix="heavy-search"
+        )
+
+    def serves(self, db) -> bool:
+        """Whether `db`'s heavy searches run here (a store this process searches itself)."""
+        return db.name in self._served and _local(db)
+
+    def _start(self) -> concurrent.futures.Future:
+        worker = _Worker(self._databases, self.limits)
+        return self._pool.submit(worker.ready)
+
+    async def _take(self) -> _Worker:
+        while True:
+            with self._lock:
+                worker = self._idle.pop() if self._idle else None
+                spare = self._spares.pop() if worker is None and self._spares else None
+            if worker is not None:
+                if worker.alive():
+                    return worker
+                worker.kill()
+                continue
+            started = spare or self._start()
+            try:
+                worker = await asyncio.wait_for(asyncio.wrap_future(started), START_S)
+            except asyncio.TimeoutError:
+                started.add_done_callback(_kill_when_started)
+                log.error("a heavy search worker did not start within %g s", START_S)
+                raise ServiceError(503, "the heavy search worker did not start: retry") from None
+            except RuntimeError as exc:
+                if spare is not None:  # a spare that failed: start one now
+                    continue
+                log.error("a heavy search worker did not start: %s", exc)
+                raise ServiceError(503, "the heavy search worker did not start: retry") from None
+            except BaseException:  # the request was cancelled: no worker left behind
+                started.add_done_callback(_kill_when_started)
+                raise
+            return worker
+
+    def _lose(self, worker: _Worker) -> None:
+        """Kills `worker` (timed out, cancelled or broken) and starts a spare for the next."""
+        worker.kill()
+        with self._lock:
+            if len(self._spares) < self.limits.max_heavy:
+                self._spares.append(self._start())
+
+    async def _ask(self, frame, each: Callable | None = None):
+        """Sends one request and reads its answer within the time limit (504 after it: the
+        worker is killed, which ends the search)."""
+        worker = await self._take()
+        asked = asyncio.wrap_future(self._pool.submit(worker.ask, frame, each))
+        try:
+            async with asyncio.timeout(self.limits.timeout_s):
+                reply = await asyncio.shield(asked)
+        except TimeoutError:
+            self._lose(worker)
+            asked.add_done_callback(_retrieved)
+            raise ServiceError(
+                504, f"the search took longer than the time limit ({self.limits.timeout_s:g} s)"
+            ) from None
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            self._lose(worker)
+            log.error("a heavy search worker failed: %s", exc)
+            raise ServiceError(
+                500, "the heavy search worker failed (logged on the server)"
+            ) from None
+        except BaseException:  # cancelled mid-search: its answer would be the next request's
+            self._lose(worker)
+            asked.add_done_callback(_retrieved)
+            raise
+        with self._lock:
+            self._idle.append(worker)
+        return _unwrap(reply)
+
+    async def search(self, req):
+        """The queries.Result of a checked request, searched in a worker."""
+        return await self._ask(("search", req))
+
+    async def levels(self, db, query: str, dist: int, caps: dict, k: int, each: Callable) -> None:
+        """An analog walk in a worker (queries.analog_levels): `each(level)`, called in one of
+        the workers' threads, with each distance's Analogs as it arrives."""
+        await self._ask(("levels", (db.name, query, dist, caps, k)), each)
+
+    def close(self) -> None:
+        """Ends the idle workers and the spares (a busy one ends with its request, or when the
+        server's end closes its pipe)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            spares, self._spares = self._spares, []
+        for worker in idle:
+            worker.kill()
+        for spare in spares:
+            spare.add_done_callback(_kill_when_started)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def __del__(self) -> None:  # an app dropped without its lifespan's end (tests)
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _kill_when_started(started: concurrent.futures.Future) -> None:
+    if not started.cancelled() and started.exception() is None:
+        started.result().kill()
+
+
+def _retrieved(fut) -> None:
+    """Takes a finished future's exception (a search ended by its worker's kill is no error)."""
+    if not fut.cancelled():
+        fut.exception()
+
+
+def _local(db) -> bool:
+    """A store this process searches itself (not one fanned out to MPI ranks)."""
+    return getattr(db.store, "_ranks", None) is None
+
+
+def _unwrap(reply):
+    kind = reply[0]
+    if kind in ("result", "end"):
+        return reply[1] if kind == "result" else None
+    if kind == "error":
+        raise ServiceError(reply[1], reply[2])
+    if kind == "store":
+        from .._core import StoreError
+
+        raise StoreError(reply[1])
+    log.error("a heavy search failed in its worker: %s", reply[1] if len(reply) > 1 else reply)
+    raise ServiceError(500, "the search failed (logged on the server)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
