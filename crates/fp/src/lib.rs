@@ -5,7 +5,8 @@
 //!
 //! * [`FingerprintLayout`]: how many bits, words and padded bytes one row takes.
 //! * [`pack_on_bits`]: build a row from the list of on-bits RDKit returns.
-//! * [`unpack_rdkit_bitvect`]: read RDKit's binary `ExplicitBitVect` into a packed byte row.
+//! * [`unpack_rdkit_bitvect`]: read RDKit's binary `ExplicitBitVect` into a packed byte row;
+//!   [`rdkit_on_bits`]: its on-bits.
 //! * [`popcount`], [`intersection_count`], [`tanimoto`]: the kernels, dispatched at run time to
 //!   the CPU's `popcnt` instruction where present, with a portable fallback; [`is_subset`], the
 //!   screen of substructure queries.
@@ -37,5 +38,5 @@ mod set;
 
 pub use kernels::{intersection_count, is_subset, popcount, tanimoto};
 pub use layout::{pack_on_bits, FingerprintError, FingerprintLayout, ROW_ALIGN_BYTES};
-pub use rdkit::{unpack_rdkit_bitvect, RdkitBitsError, RDKIT_BITVECT_VERSION};
+pub use rdkit::{rdkit_on_bits, unpack_rdkit_bitvect, RdkitBitsError, RDKIT_BITVECT_VERSION};
 pub use set::FingerprintSet;

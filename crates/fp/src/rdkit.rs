@@ -106,22 +106,22 @@ fn read_packed(data: &[u8], at: &mut usize) -> Result<u64, RdkitBitsError> {
     Ok((raw >> shift) + base)
 }
 
-/// Reads RDKit's binary bit vector `data` of `bits` bits into `row` (cleared first; at least
-/// `bits / 8` bytes, rounded up); returns the number of on-bits.
-pub fn unpack_rdkit_bitvect(data: &[u8], bits: u32, row: &mut [u8]) -> Result<u32, RdkitBitsError> {
+/// Calls `each(bit)` for every on-bit, ascending, of RDKit's binary bit vector `data` of `bits`
+/// bits, once the whole vector has been checked (version, size, runs, end); returns the number
+/// of on-bits.
+fn read_on_bits(data: &[u8], bits: u32, mut each: impl FnMut(u32)) -> Result<u32, RdkitBitsError> {
     let version = read_u32(data, 0)? as i32;
     if version != -RDKIT_BITVECT_VERSION {
         return Err(RdkitBitsError::UnknownVersion(version));
     }
     let found = read_u32(data, 4)?;
-    if found != bits || row.len() < (bits as usize).div_ceil(8) {
+    if found != bits {
         return Err(RdkitBitsError::WrongSize {
             expected: bits,
             found,
         });
     }
     let on = read_u32(data, 8)?;
-    row.fill(0);
     let mut at = 12;
     let mut next = 0u64; // the first bit the next run starts at
     for _ in 0..on {
@@ -129,12 +129,33 @@ pub fn unpack_rdkit_bitvect(data: &[u8], bits: u32, row: &mut [u8]) -> Result<u3
         if bit >= u64::from(bits) {
             return Err(RdkitBitsError::BitOutOfRange { bit, bits });
         }
-        row[(bit / 8) as usize] |= 1 << (bit % 8);
+        each(bit as u32);
         next = bit + 1;
     }
     if next + read_packed(data, &mut at)? != u64::from(bits) || at != data.len() {
         return Err(RdkitBitsError::Inconsistent);
     }
+    Ok(on)
+}
+
+/// Reads RDKit's binary bit vector `data` of `bits` bits into `row` (cleared first; at least
+/// `bits / 8` bytes, rounded up); returns the number of on-bits.
+pub fn unpack_rdkit_bitvect(data: &[u8], bits: u32, row: &mut [u8]) -> Result<u32, RdkitBitsError> {
+    if row.len() < (bits as usize).div_ceil(8) {
+        return Err(RdkitBitsError::WrongSize {
+            expected: bits,
+            found: read_u32(data, 4)?,
+        });
+    }
+    row.fill(0);
+    read_on_bits(data, bits, |bit| row[(bit / 8) as usize] |= 1 << (bit % 8))
+}
+
+/// The on-bits, ascending, of RDKit's binary bit vector `data` of `bits` bits (what RDKit's
+/// `GetOnBits` lists): a query's form, read without a row.
+pub fn rdkit_on_bits(data: &[u8], bits: u32) -> Result<Vec<u32>, RdkitBitsError> {
+    let mut on = Vec::new();
+    read_on_bits(data, bits, |bit| on.push(bit))?;
     Ok(on)
 }
 

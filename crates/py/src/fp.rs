@@ -5,7 +5,7 @@
 //! bytes: bit i in byte i/8 at bit i%8. Both keep the GIL: they take well under a microsecond,
 //! less than releasing and taking back the GIL would cost.
 
-use molsift_fp::{unpack_rdkit_bitvect, FingerprintSet};
+use molsift_fp::{rdkit_on_bits, unpack_rdkit_bitvect, FingerprintSet};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -69,17 +69,7 @@ fn packed_from_rdkit<'py>(
 /// 15 µs of a query's 40 µs fingerprint); ValueError when it is not one.
 #[pyfunction]
 fn on_bits_from_rdkit(binary: &[u8], bits: u32) -> PyResult<Vec<u32>> {
-    let mut row = vec![0u8; (bits as usize).div_ceil(8)];
-    unpack_rdkit_bitvect(binary, bits, &mut row).map_err(rdkit_bits_err)?;
-    let mut on = Vec::new();
-    for (i, &byte) in row.iter().enumerate() {
-        let mut b = byte;
-        while b != 0 {
-            on.push(i as u32 * 8 + b.trailing_zeros());
-            b &= b - 1;
-        }
-    }
-    Ok(on)
+    rdkit_on_bits(binary, bits).map_err(rdkit_bits_err)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
