@@ -67,18 +67,12 @@ def _read(inp):
 
 
 def _answer(catalog, limits: Limits, kind: str, args, out) -> None:
-    """Runs one request in this worker; its answer frames written to `out`."""
+    """Runs one request in this worker; its answer frames written to `out`. The time limit is
+    the server's: it kills this process then (no cancel flag here, whose stop would race the
+    kill and answer the search's end as a failure rather than a 504)."""
     from .._core import StoreError
-    from ..cancel import new_flag
     from . import queries
-    from .limits import _current
 
-    flag = new_flag()
-    # the worker stops its own search at the time limit (the server kills it if it does not)
-    timer = threading.Timer(limits.timeout_s, flag.set)
-    timer.daemon = True
-    timer.start()
-    _current.flag = flag
     try:
         if kind == "search":
             _write(out, ("result", queries.compute(catalog.require(args.db), args, limits)))
@@ -94,9 +88,6 @@ def _answer(catalog, limits: Limits, kind: str, args, out) -> None:
         _write(out, ("store", str(e)))
     except Exception as e:  # an answer, never a dead worker
         _write(out, ("failed", f"{type(e).__name__}: {e}"))
-    finally:
-        timer.cancel()
-        _current.flag = None
 
 
 def main() -> int:
