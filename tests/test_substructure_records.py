@@ -137,3 +137,72 @@ def test_the_stored_molecule_parse_changes_no_row_or_record(bundled_smi):
     fast = rows_of(smiles, fast_records)
     assert (fast == slow).all()
     assert fast_records == slow_records
+
+
+def _written_cases(bundled_smi, rdkit_sdf) -> tuple[list, list[str]]:
+    """Molecules as ingest's workers hold them (parsed from their input, then written as
+    canonical SMILES), with those SMILES: the bundled molecules, their stereoisomers, 20,000
+    MOSES molecules where present, RDKit's SDF (with coordinates), the reader's probes and odd
+    cases (isotopes, explicit H atoms, charges, salts, a map number, cages)."""
+    from rdkit.Chem.EnumerateStereoisomers import (
+        EnumerateStereoisomers,
+        StereoEnumerationOptions,
+    )
+
+    inputs = [line.split()[0] for line in bundled_smi.read_text().splitlines() if line.strip()]
+    opts = StereoEnumerationOptions(maxIsomers=4, onlyUnassigned=True, unique=True)
+    for s in inputs[:500]:
+        m = Chem.MolFromSmiles(s)
+        if m is not None:
+            inputs += [Chem.MolToSmiles(iso) for iso in EnumerateStereoisomers(m, options=opts)]
+    inputs += list(records.PROBES)
+    inputs += ["[2H]C([2H])([2H])O", "[H][H]", "[H-].[Na+]", "[CH3:1]C(=O)O", "[H]/N=C/C"]
+    inputs += ["[H][C@](F)(Cl)Br", "C[N+](C)(C)C.[Cl-]", "[O-][n+]1ccccc1", "C1C2CC3CC1CC(C2)C3"]
+    inputs += ["C12C3C4C1C5C2C3C45", "C1C2CC3C1C1CC3C21", "OC(=O)c1ccc2[nH]ccc2c1", "c1cc2ccc1cc2"]
+    if (SHARED_DATA / "moses_train.csv.gz").exists():
+        with gzip.open(SHARED_DATA / "moses_train.csv.gz", "rt") as fh:
+            next(fh)
+            inputs += [line.split(",")[0] for line in itertools.islice(fh, 20_000)]
+    mols = [Chem.MolFromSmiles(s) for s in inputs]
+    mols += [m for m in Chem.SDMolSupplier(str(rdkit_sdf)) if m is not None]
+    mols = [m for m in mols if m is not None]
+    return mols, [Chem.MolToSmiles(m) for m in mols]
+
+
+def test_rows_from_the_written_molecule_equal_the_stored_smiles_parse(bundled_smi, rdkit_sdf):
+    """Ingest's workers make each stored molecule's screening row and graph record from the
+    molecule its canonical SMILES was written from, its atoms put in the SMILES's order
+    (`build.written_form`, `rows_of_written`), instead of parsing the SMILES again: the rows
+    and records are byte for byte those of the SMILES's own parse (`Chem.MolFromSmiles`, the
+    molecule the searches and their RDKit reference read), and the Rust path is really used
+    (a path that silently fell back to the parse would pass the equality)."""
+    from molsift.substructure.build import (
+        _row_maker,
+        rows_from_parts,
+        rows_of_mols,
+        rows_of_written,
+        written_form,
+    )
+
+    assert _row_maker() is not None  # it agreed with the vocabulary's own rows on the probes
+    mols, smiles = _written_cases(bundled_smi, rdkit_sdf)
+    forms = [written_form(m) for m in mols]
+    assert sum(f is not None for f in forms) >= 0.99 * len(mols)
+    written_records: list[bytes] = []
+    written = rows_of_written(smiles, forms, written_records)
+    parsed = [Chem.MolFromSmiles(s) for s in smiles]
+    parsed_records: list[bytes] = []
+    reference = rows_from_parts(parsed, parsed_records)
+    assert [graph_record(m) for m in parsed] == parsed_records
+    for k in range(len(smiles)):
+        assert written_records[k] == parsed_records[k], f"{smiles[k]}: records differ"
+        assert (written[k] == reference[k]).all(), f"{smiles[k]}: rows differ"
+    # the rows made in Rust from the parsed molecules too (index --pattern's path)
+    again: list[bytes] = []
+    assert (rows_of_mols(parsed, again) == reference).all() and again == parsed_records
+    # a molecule without a form (here: rings not perceived) is parsed again from its SMILES
+    raw = Chem.MolFromSmiles("C1CC2CC1CC2", sanitize=False)
+    assert written_form(raw) is None
+    mine: list[bytes] = []
+    row = rows_of_written(["C1CC2CC1CC2"], [None], mine)
+    assert mine == [graph_record(Chem.MolFromSmiles("C1CC2CC1CC2"))] and row[0].any()

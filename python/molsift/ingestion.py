@@ -148,18 +148,26 @@ def _ingest_task(task: dict) -> dict:
     else:
         src = None
         batches = [task["records"]]
-    # the substructure index's rows and graph records, from each stored SMILES parsed once
-    # more (the molecule every search and its RDKit reference read), in this same pass
+    # the substructure index's rows and graph records, in this same pass: from each molecule
+    # with its atoms put in its stored SMILES's order (`written_form`), or where that cannot
+    # stand for the stored SMILES's parse, from that SMILES parsed once more (the molecule every
+    # search and its RDKit reference read)
     pattern = _PatternPart(task["part"]) if task.get("pattern", False) else None
+    if pattern is not None:
+        from .substructure.build import written_form
     for batch in batches:
-        ids, smiles, lines, fps = [], [], [], []
+        ids, smiles, lines, fps, forms = [], [], [], [], []
         for text, rid, line, offset, problem in batch:
             if problem is None:
                 try:
                     mol, problem = to_mol(text, inp.sdf)
                     if mol is not None:
-                        smiles.append(to_smiles(mol))
-                        fps.append(fper.packed(mol))
+                        smi = to_smiles(mol)
+                        fp = fper.packed(mol)
+                        if pattern is not None:
+                            forms.append(written_form(mol))
+                        smiles.append(smi)
+                        fps.append(fp)
                         ids.append(rid)
                         lines.append(line)
                         continue
@@ -168,7 +176,7 @@ def _ingest_task(task: dict) -> dict:
             writer.add_reject(inp.path, line, offset, rid, problem)
         writer.add_molecules_packed(ids, smiles, lines, b"".join(fps))
         if pattern is not None:
-            pattern.add(smiles)
+            pattern.add(smiles, forms)
     read = src.counters() if src is not None else {}
     manifest = json.loads(writer.finish())
     if pattern is not None:
@@ -198,14 +206,15 @@ class _PatternPart:
         exts = (".rows.u64", ".glen.u32", ".grec.bin")
         self.files = [open(part + ext, "wb") for ext in exts]  # noqa: SIM115
 
-    def add(self, smiles: list[str]) -> None:
-        """The rows and records of one batch's canonical SMILES, each parsed once more."""
+    def add(self, smiles: list[str], forms: list) -> None:
+        """The rows and records of one batch's canonical SMILES, from the molecules they were
+        written from (`forms`: `substructure.build.written_form` of each)."""
         import numpy as np
 
-        from .substructure.build import rows_of
+        from .substructure.build import rows_of_written
 
         records: list[bytes] = []
-        rows = rows_of(smiles, records)
+        rows = rows_of_written(smiles, forms, records)
         self.files[0].write(rows.tobytes())
         self.files[1].write(np.fromiter(map(len, records), dtype="<u4", count=len(records)))
         self.files[2].write(b"".join(records))

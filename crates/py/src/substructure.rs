@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use molsift_store::{open_any, StoreFiles};
+use molsift_substructure::features::{parse_atom_order, screen_row, FeatureTable, RowLayout};
 use molsift_substructure::pattern::{AtomReq, BondReq, Pattern};
 use molsift_substructure::pickle::{screen_from_pickle, Facts, Read};
 use molsift_substructure::{Compiled, PatternIndex, Program, ScreenStats};
@@ -369,9 +370,132 @@ fn py_facts(f: Facts) -> PyFacts {
     (f.atoms, bonds, f.nhoh)
 }
 
+/// The screening rows of molecules given as RDKit's binary form, made in Rust
+/// (`molsift_substructure::features::screen_row`): built once per process from the feature
+/// vocabulary's tables, RDKit's patterns (as `screen_from_pickles` takes them) and the row's
+/// layout.
+#[pyclass(name = "ScreenRows", module = "molsift._core", frozen)]
+struct PyScreenRows {
+    table: FeatureTable,
+    patterns: Vec<Pattern>,
+    layout: RowLayout,
+    words: usize,
+}
+
+#[pymethods]
+impl PyScreenRows {
+    /// `tables`: (atom_inv, atom_deg, bond_type, end1, end2) as sets of counters (ints), `nhoh`
+    /// the counter of H atoms on N and O, `bits` each feature bit's (counter, threshold); the
+    /// row: `words` u64 words, the pattern fingerprint's `pattern_bits` from bit 0, the feature
+    /// bits from `features`, the "parses" bit at `ok`.
+    #[new]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn new(
+        tables: (Vec<u128>, Vec<u128>, [u128; 4], Vec<u128>, Vec<u128>),
+        nhoh: usize,
+        bits: Vec<(u8, u32)>,
+        patterns: Vec<(Vec<u8>, Vec<(usize, usize, u8)>)>,
+        pattern_bits: u32,
+        features: usize,
+        ok: usize,
+        words: usize,
+    ) -> PyResult<Self> {
+        let bad = pyo3::exceptions::PyValueError::new_err;
+        let (atom_inv, atom_deg, bond_type, end1, end2) = tables;
+        let table = FeatureTable {
+            atom_inv,
+            atom_deg,
+            bond_type,
+            end1,
+            end2,
+            nhoh,
+            bits,
+        };
+        let table = table.checked().map_err(bad)?;
+        let patterns = patterns
+            .into_iter()
+            .map(pattern_of)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        let end = features + table.bits.len();
+        if pattern_bits == 0 || pattern_bits as usize > features || end > ok || ok >= words * 64 {
+            return Err(bad(
+                "the row's parts overlap or do not fit its words".to_string()
+            ));
+        }
+        Ok(Self {
+            table,
+            patterns,
+            layout: RowLayout {
+                pattern_bits,
+                features,
+                ok,
+            },
+            words,
+        })
+    }
+
+    /// The rows of molecules given as binary forms (None: a molecule RDKit did not parse, an
+    /// empty row and an empty record): (rows, `words` little-endian u64 words each; each
+    /// molecule's graph record, None where it is not read; the molecules not read, whose rows
+    /// are left zero for the caller to compute). `orders`, one per molecule (None: as it is),
+    /// puts each molecule's atoms in RDKit's `_smilesAtomOutputOrder` (its text, `[2,0,1,]`)
+    /// before its record is made; an order that is not one leaves the molecule not read. GIL
+    /// released.
+    #[pyo3(signature = (pickles, orders=None))]
+    #[allow(clippy::type_complexity)]
+    fn rows<'py>(
+        &self,
+        py: Python<'py>,
+        pickles: Vec<Option<Vec<u8>>>,
+        orders: Option<Vec<Option<String>>>,
+    ) -> PyResult<(
+        Bound<'py, PyBytes>,
+        Vec<Option<Bound<'py, PyBytes>>>,
+        Vec<usize>,
+    )> {
+        if orders.as_ref().is_some_and(|o| o.len() != pickles.len()) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "one order per molecule, or none",
+            ));
+        }
+        let words = self.words;
+        let (rows, records) = py.detach(|| {
+            let mut rows = vec![0u64; pickles.len() * words];
+            let records: Vec<Option<Vec<u8>>> = pickles
+                .iter()
+                .enumerate()
+                .zip(rows.chunks_exact_mut(words.max(1)))
+                .map(|((i, p), row)| {
+                    let p = p.as_deref()?;
+                    let order = match orders.as_ref().and_then(|o| o[i].as_deref()) {
+                        None => None,
+                        Some(text) => Some(parse_atom_order(text)?),
+                    };
+                    let (t, l) = (&self.table, self.layout);
+                    screen_row(p, order.as_deref(), &self.patterns, t, l, row)
+                })
+                .zip(&pickles)
+                .map(|(r, p)| if p.is_none() { Some(Vec::new()) } else { r })
+                .collect();
+            (rows, records)
+        });
+        let missing = (0..records.len())
+            .filter(|&i| records[i].is_none())
+            .collect();
+        let bytes: Vec<u8> = rows.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let records = records
+            .into_iter()
+            .map(|r| r.map(|rec| PyBytes::new(py, &rec)))
+            .collect();
+        Ok((PyBytes::new(py, &bytes), records, missing))
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     use molsift_substructure::layout as l;
     m.add_class::<PyPatternIndex>()?;
+    m.add_class::<PyScreenRows>()?;
     m.add_class::<PyGraphQuery>()?;
     m.add_function(wrap_pyfunction!(create_pattern_planes, m)?)?;
     m.add_function(wrap_pyfunction!(write_pattern_part, m)?)?;

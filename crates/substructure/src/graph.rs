@@ -8,7 +8,8 @@
 //! (`atomic number, formal charge (i8), implicit + explicit H count (not H neighbours), number
 //! of SSSR rings, smallest ring size, total valence, hybridization, flags`: bit 0 aromatic,
 //! bits 1-3 radical electrons, the rest 0), then [`BOND_BYTES`] per bond (`begin,
-//! end, type | aromatic << 5 | in ring << 6`, type 1, 2, 3 or 12). An empty record is a
+//! end, type | aromatic << 5 | in ring << 6`, type 1, 2, 3 or 12; written in ascending
+//! (begin, end) order with begin < end, though a reader takes any order). An empty record is a
 //! molecule the form does not describe (more than 255 atoms or bonds, an isotope, another
 //! bond type, or RDKit could not parse it): the matcher hands it back to RDKit.
 

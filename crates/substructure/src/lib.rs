@@ -10,7 +10,9 @@
 //!   block), [`finish_index`]: writing the index into a finished store.
 //! * [`PatternIndex::open_in`] and [`PatternIndex::screen`]: reading it.
 //! * [`pickle::screen_from_pickle`]: a molecule's graph record, screen facts and RDKit pattern
-//!   fingerprint ([`pattern`]) read from RDKit's binary form of the molecule.
+//!   fingerprint ([`pattern`]) read from RDKit's binary form of the molecule;
+//!   [`features::screen_row`]: a molecule's whole screening row (pattern and feature bits) and
+//!   graph record from that form, as ingest's workers write them.
 //!
 //! The file layout is in [`layout`].
 //!
@@ -47,6 +49,7 @@ compile_error!(
 
 pub mod compact;
 mod error;
+pub mod features;
 pub mod graph;
 pub mod layout;
 pub mod matcher;

@@ -179,6 +179,45 @@ pub(crate) struct Molecule {
     pub(crate) ring_pairs: Vec<(u8, u8)>,
 }
 
+impl Molecule {
+    /// The molecule with its atoms in `order` (new atom k is old atom `order[k]`; RDKit's
+    /// `_smilesAtomOutputOrder` after `MolToSmiles`: the atoms as a parse of the SMILES written
+    /// numbers them), its bonds kept in their order with their ends renumbered; None unless
+    /// `order` is a permutation of the atoms.
+    fn renumbered(self, order: &[usize]) -> Option<Molecule> {
+        let n = self.atoms.len();
+        if order.len() != n {
+            return None;
+        }
+        let mut new_of = vec![usize::MAX; n];
+        for (k, &old) in order.iter().enumerate() {
+            if old >= n || new_of[old] != usize::MAX {
+                return None;
+            }
+            new_of[old] = k;
+        }
+        // a molecule of more than 255 atoms is Parsed::Large: every index fits a u8
+        let new = |a: u8| new_of[usize::from(a)] as u8;
+        let mut ring_pairs: Vec<(u8, u8)> = self
+            .ring_pairs
+            .iter()
+            .map(|&(a, b)| (new(a).min(new(b)), new(a).max(new(b))))
+            .collect();
+        ring_pairs.sort_unstable();
+        Some(Molecule {
+            atoms: order.iter().map(|&o| self.atoms[o]).collect(),
+            bonds: self
+                .bonds
+                .iter()
+                .map(|&(b, e, t, arom)| (new(b), new(e), t, arom))
+                .collect(),
+            nrings: order.iter().map(|&o| self.nrings[o]).collect(),
+            min_ring: order.iter().map(|&o| self.min_ring[o]).collect(),
+            ring_pairs,
+        })
+    }
+}
+
 /// What the binary form holds.
 enum Parsed {
     /// more atoms or bonds than a record holds (255)
@@ -217,7 +256,23 @@ pub struct Screen {
 /// The graph record, the screen's facts and (with `patterns`: RDKit's patterns and the
 /// fingerprint's bits) the pattern fingerprint of one molecule's binary form.
 pub fn screen_from_pickle(pickle: &[u8], patterns: Option<(&[Pattern], u32)>) -> Screen {
-    match parse(pickle) {
+    screen_from_pickle_in(pickle, patterns, None)
+}
+
+/// As [`screen_from_pickle`], the molecule's atoms first put in `order` (new atom k is old atom
+/// `order[k]`, see `Molecule::renumbered`): the record of the molecule as a parse of the SMILES
+/// RDKit wrote from it numbers its atoms. An order that is not a permutation of the atoms gives
+/// [`Read::Unknown`].
+pub fn screen_from_pickle_in(
+    pickle: &[u8],
+    patterns: Option<(&[Pattern], u32)>,
+    order: Option<&[usize]>,
+) -> Screen {
+    let parsed = match (parse(pickle), order) {
+        (Some(Parsed::Molecule(m)), Some(order)) => m.renumbered(order).map(Parsed::Molecule),
+        (parsed, _) => parsed,
+    };
+    match parsed {
         Some(Parsed::Large) => Screen {
             record: Read::Record(Vec::new()),
             facts: None,
@@ -401,20 +456,23 @@ fn encode(m: &Molecule) -> Vec<u8> {
             u8::from(a.aromatic) | a.radicals << 1,
         ]);
     }
+    // bonds by their ends, lower atom first (`graph_record`'s order): the same record for any
+    // order the molecule's bonds were made in
+    let mut sorted = Vec::with_capacity(bonds.len());
     for &(begin, end, btype, aromatic) in bonds {
         if !BOND_TYPES.contains(&btype) {
             return Vec::new();
         }
-        let in_ring = m
-            .ring_pairs
-            .binary_search(&(begin.min(end), begin.max(end)))
-            .is_ok();
-        out.extend_from_slice(&[
-            begin,
-            end,
+        let ends = (begin.min(end), begin.max(end));
+        let in_ring = m.ring_pairs.binary_search(&ends).is_ok();
+        sorted.push([
+            ends.0,
+            ends.1,
             btype | u8::from(aromatic) << 5 | u8::from(in_ring) << 6,
         ]);
     }
+    sorted.sort_unstable();
+    out.extend(sorted.iter().flatten());
     out
 }
 
@@ -438,6 +496,41 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn renumbered_atoms_carry_their_properties_and_bonds() {
+        let plain = screen_from_pickle(&hex(BENZOATE), None);
+        // the carboxylate first (as `[O-]C(=O)c1ccccc1` numbers it), then the ring backwards
+        let order = [8, 6, 7, 5, 4, 3, 2, 1, 0];
+        let moved = screen_from_pickle_in(&hex(BENZOATE), None, Some(&order));
+        let (Read::Record(a), Read::Record(b)) = (plain.record, moved.record) else {
+            panic!("not read")
+        };
+        assert_eq!(&b[..2], &a[..2]);
+        for (k, &old) in order.iter().enumerate() {
+            assert_eq!(
+                b[2 + 8 * k..2 + 8 * (k + 1)],
+                a[2 + 8 * old..2 + 8 * (old + 1)]
+            );
+        }
+        let bonds = &b[2 + 9 * 8..];
+        // O- (0) to C (1), C (1) to O (2), C (1) to the ring's C (3)
+        assert_eq!(&bonds[..9], &[0, 1, 1, 1, 2, 2, 1, 3, 1]);
+        let pairs: Vec<(u8, u8)> = bonds.chunks(3).map(|c| (c[0], c[1])).collect();
+        assert!(pairs.windows(2).all(|w| w[0] < w[1]) && pairs.iter().all(|p| p.0 < p.1));
+        // the ring's bonds keep their flags: 3-4 is aromatic and in the ring
+        assert_eq!(&bonds[9..12], &[3, 4, 12 | 1 << 5 | 1 << 6]);
+        assert_eq!(moved.facts.expect("facts").atoms[0], (8 << 1, 1));
+        // an order that is not a permutation of the atoms is not read
+        for bad in [
+            &[0, 1, 2][..],
+            &[0, 0, 1, 2, 3, 4, 5, 6, 7],
+            &[9, 1, 2, 3, 4, 5, 6, 7, 8],
+        ] {
+            let r = screen_from_pickle_in(&hex(BENZOATE), None, Some(bad)).record;
+            assert_eq!(r, Read::Unknown);
+        }
+    }
+
+    #[test]
     fn benzoate() {
         let Read::Record(rec) = screen_from_pickle(&hex(BENZOATE), None).record else {
             panic!("not read")
@@ -447,10 +540,12 @@ pub(crate) mod tests {
         assert_eq!(&rec[2..10], &[6, 0, 1, 1, 6, 4, 3, 1]);
         // the carboxylate O-: charge -1, no H, in no ring, valence 1, SP2
         assert_eq!(&rec[2 + 8 * 8..2 + 9 * 8], &[8, 0xff, 0, 0, 0, 1, 3, 0]);
+        // bonds by their ends, lower atom first: 0-1, 0-5 (the ring's closure), 1-2, ... 6-8
         let bonds = &rec[2 + 9 * 8..];
         assert_eq!(&bonds[..3], &[0, 1, 12 | 1 << 5 | 1 << 6]); // aromatic ring bond
-        assert_eq!(&bonds[3 * 6..3 * 7], &[6, 7, 2]); // C=O, not in a ring
-        assert_eq!(&bonds[3 * 8..], &[5, 0, 12 | 1 << 5 | 1 << 6]); // the ring's closure
+        assert_eq!(&bonds[3..6], &[0, 5, 12 | 1 << 5 | 1 << 6]); // the ring's closure
+        assert_eq!(&bonds[3 * 7..3 * 8], &[6, 7, 2]); // C=O, not in a ring
+        assert_eq!(&bonds[3 * 8..], &[6, 8, 1]); // C-O-
         let screen = screen_from_pickle(&hex(BENZOATE), None);
         assert_eq!(screen.pattern, None);
         let facts = screen.facts.expect("facts");

@@ -77,9 +77,134 @@ def rows_of(smiles: list[str], graphs: list | None = None) -> np.ndarray:
     return rows_of_mols([stored_mol(s) for s in smiles], graphs)
 
 
+def written_form(mol) -> tuple[bytes, str] | None:
+    """What `rows_of_written` needs of a molecule `Chem.MolToSmiles` has just written (its
+    stored canonical SMILES): its binary form and the order its atoms were written in (RDKit's
+    `_smilesAtomOutputOrder`: the atoms as a parse of that SMILES numbers them). None where the
+    stored SMILES must be parsed again instead: RDKit's rings of the molecule (its symmetrized
+    smallest set of smallest rings) are not all of its relevant cycles, so that another atom
+    order could give other rings (the ring counts a graph record holds)."""
+    ri = mol.GetRingInfo()
+    if not ri.AreRingFamiliesInitialized() or ri.NumRelevantCycles() != ri.NumRings():
+        return None
+    if not mol.HasProp("_smilesAtomOutputOrder"):  # not written (an empty molecule)
+        return None
+    return mol.ToBinary(), mol.GetProp("_smilesAtomOutputOrder")
+
+
+def rows_of_written(smiles: list[str], forms: list, graphs: list | None = None) -> np.ndarray:
+    """As `rows_of` for stored canonical SMILES, each made from the molecule the SMILES was
+    written from (`forms[i]`: `written_form` of that molecule, its atoms put in the SMILES's
+    order) instead of a second parse of the SMILES: ingest's workers. A molecule without a form,
+    or whose form the Rust reader does not read, is parsed again from its SMILES."""
+    maker = _row_maker()
+    if maker is None:
+        return rows_of(smiles, graphs)
+    return _written_rows(maker, smiles, forms, graphs)
+
+
+def _written_rows(maker, smiles: list[str], forms: list, graphs: list | None) -> np.ndarray:
+    """`rows_of_written` by `maker`."""
+    n = len(smiles)
+    have = [i for i, f in enumerate(forms) if f is not None]
+    data, records, missing = maker.rows([forms[i][0] for i in have], [forms[i][1] for i in have])
+    rows = np.zeros((n, WORDS_PER_ROW), dtype="<u8")
+    rows[have] = np.frombuffer(data, dtype="<u8").reshape(len(have), WORDS_PER_ROW)
+    out: list = [None] * n
+    for i, rec in zip(have, records):
+        out[i] = rec
+    again = sorted({i for i, f in enumerate(forms) if f is None} | {have[j] for j in missing})
+    if again:
+        theirs: list[bytes] = []
+        rows[again] = _rows_made(maker, [stored_mol(smiles[i]) for i in again], theirs)
+        for i, rec in zip(again, theirs):
+            out[i] = rec
+    if graphs is not None:
+        graphs.extend(out)
+    return rows
+
+
 def rows_of_mols(mols: list, graphs: list | None = None) -> np.ndarray:
     """As `rows_of`, for RDKit molecules (None: not parsed) read from the stored canonical
-    SMILES: what ingest's workers hand in, one parse of each stored SMILES."""
+    SMILES: what ingest's workers hand in, one parse of each stored SMILES. Each row and graph
+    record is made in Rust from the molecule's binary form (`_core.ScreenRows`) when that
+    agreed with `rows_from_parts` on the probe molecules; the molecules it does not read, by
+    `rows_from_parts`."""
+    maker = _row_maker()
+    if maker is None:
+        return rows_from_parts(mols, graphs)
+    return _rows_made(maker, mols, graphs)
+
+
+def _rows_made(maker, mols: list, graphs: list | None) -> np.ndarray:
+    """`rows_of_mols` by `maker`, the molecules it does not read by `rows_from_parts`."""
+    data, records, missing = maker.rows([None if m is None else m.ToBinary() for m in mols])
+    rows = np.frombuffer(data, dtype="<u8").reshape(len(mols), WORDS_PER_ROW)
+    if missing:
+        rows = rows.copy()
+        theirs: list[bytes] = []
+        rows[missing] = rows_from_parts([mols[i] for i in missing], theirs)
+        for i, rec in zip(missing, theirs):
+            records[i] = rec
+    if graphs is not None:
+        graphs.extend(records)
+    return rows
+
+
+_MAKERS: list = []
+
+
+def _row_maker():
+    """`_core.ScreenRows` for this process, or None (logged) where its rows or records differ
+    from `rows_from_parts`' on the probe molecules (or the pattern reader is not in use):
+    checked once per process."""
+    if not _MAKERS:
+        from rdkit import Chem
+
+        from .records import PROBES, agreement
+
+        agree, patterns = agreement()
+        maker = None
+        if agree and patterns is not None:
+            nhoh, bits = features.feature_thresholds()
+            maker = _core.ScreenRows(
+                features.counter_tables(), nhoh, bits, patterns, PATTERN_BITS,
+                FEATURE_OFFSET, OK_BIT, WORDS_PER_ROW,
+            )  # fmt: skip
+            mols = [Chem.MolFromSmiles(s) for s in PROBES] + [None]
+            ours: list[bytes] = []
+            rows = _rows_made(maker, mols, ours)
+            theirs: list[bytes] = []
+            expected = rows_from_parts(mols, theirs)
+            # and each probe from the molecule its canonical SMILES was written from
+            written = [Chem.MolFromSmiles(s) for s in PROBES]
+            canonical = [Chem.MolToSmiles(m) for m in written]
+            forms = [written_form(m) for m in written]
+            from_written: list[bytes] = []
+            parsed: list[bytes] = []
+            if (
+                ours != theirs
+                or not np.array_equal(rows, expected)
+                or not np.array_equal(
+                    _written_rows(maker, canonical, forms, from_written),
+                    rows_from_parts([stored_mol(s) for s in canonical], parsed),
+                )
+                or from_written != parsed
+            ):
+                import logging
+
+                logging.getLogger("molsift").warning(
+                    "the screening rows made in Rust differ from the vocabulary's own on the "
+                    "probe molecules; computing them in Python (slower)"
+                )
+                maker = None
+        _MAKERS.append(maker)
+    return _MAKERS[0]
+
+
+def rows_from_parts(mols: list, graphs: list | None = None) -> np.ndarray:
+    """As `rows_of_mols`, each row put together here from `records.screen_inputs`' parts
+    (graph record, screen facts, pattern fingerprint) and `features.molecule_features`."""
     from rdkit import Chem
 
     pack = _packer()

@@ -301,23 +301,67 @@ def _atom_counters(key):
     )
 
 
+def _fits(end, atom) -> bool:
+    """Whether an atom (element, aromatic flag) fits a bond counter's end (element, flag sets)."""
+    return _has(end[0], atom[0]) and _has(end[1], atom[1])
+
+
 def _bond_counters(key):
     """The bond counters a bond counts for; key: (valence contribution, invariant, invariant)."""
     valence, inv1, inv2 = key
     types = _BOND_VALENCES.get(valence, _ALL)
     a1, a2 = (inv1 >> 1, inv1 & 1), (inv2 >> 1, inv2 & 1)
-
-    def fits(end, atom):
-        return _has(end[0], atom[0]) and _has(end[1], atom[1])
-
     out = []
     for ci in _BOND_COUNTERS:
         ctypes, (e1, e2) = _COUNTERS[ci][2]
         if _empty(_and(types, ctypes)):
             continue
-        if (fits(e1, a1) and fits(e2, a2)) or (fits(e1, a2) and fits(e2, a1)):
+        if (_fits(e1, a1) and _fits(e2, a2)) or (_fits(e1, a2) and _fits(e2, a1)):
             out.append(ci)
     return tuple(out)
+
+
+#: RDKit bond types as the binary form's facts give them, with their valence contributions
+_FACT_BOND_TYPES = ((_SINGLE, 1.0), (_DOUBLE, 2.0), (_TRIPLE, 3.0), (_AROMATIC, 1.5))
+
+
+def counter_tables() -> tuple:
+    """The counters as tables for the Rust row maker (`_core.ScreenRows`), each entry a set of
+    counters (bit ci for counter ci): (per atom invariant 0..255: the atom counters its element
+    and aromatic flag fit; per degree 0..255: the atom counters it fits; per bond type of
+    `_FACT_BOND_TYPES`: the bond counters of that type; per atom invariant: the bond counters
+    whose first end it fits; the same for the second end). An atom counts for the counters of
+    both its invariant's and its degree's sets; a bond for those of its type's set and of one
+    end's set at each end, either way round: exactly `_atom_counters` and `_bond_counters`,
+    whose tests are the conjunctions these tables split."""
+    atom_inv, atom_deg = [0] * 256, [0] * 256
+    end1, end2 = [0] * 256, [0] * 256
+    for ci in _ATOM_COUNTERS:
+        elem, arom, deg = _COUNTERS[ci][2]
+        for inv in range(256):
+            if _has(elem, inv >> 1) and _has(arom, inv & 1):
+                atom_inv[inv] |= 1 << ci
+        for d in range(256):
+            if _has(deg, d):
+                atom_deg[d] |= 1 << ci
+    bond_type = [0] * len(_FACT_BOND_TYPES)
+    for ci in _BOND_COUNTERS:
+        ctypes, (e1, e2) = _COUNTERS[ci][2]
+        for k, (_t, valence) in enumerate(_FACT_BOND_TYPES):
+            if not _empty(_and(_BOND_VALENCES.get(valence, _ALL), ctypes)):
+                bond_type[k] |= 1 << ci
+        for inv in range(256):
+            atom = (inv >> 1, inv & 1)
+            if _fits(e1, atom):
+                end1[inv] |= 1 << ci
+            if _fits(e2, atom):
+                end2[inv] |= 1 << ci
+    return atom_inv, atom_deg, bond_type, end1, end2
+
+
+def feature_thresholds() -> tuple[int, list[tuple[int, int]]]:
+    """(the counter of H atoms on N and O, each feature bit's (counter, least count))."""
+    return _NHOH, list(zip(_BIT_COUNTER.tolist(), _BIT_THRESHOLD.tolist()))
 
 
 # Counts are summed as one Python int, counter i in bits [16 i, 16 i + 16): an atom or bond adds

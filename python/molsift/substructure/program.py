@@ -190,7 +190,8 @@ def graph_record(mol: Chem.Mol | None) -> bytes:
     """One molecule's record in the index's graphs file (`crates/substructure/src/graph.rs`):
     empty when the molecule is None or the form cannot describe it (then RDKit matches it).
     Ring counts come from RDKit's own ring information (`AtomRings`, `BondRings`: the sets
-    `NumAtomRings`, `MinAtomRingSize` and `NumBondRings` count)."""
+    `NumAtomRings`, `MinAtomRingSize` and `NumBondRings` count). Bonds are listed by their ends,
+    lower atom first, whatever order the molecule's bonds were made in."""
     if mol is None:
         return b""
     na, nb = mol.GetNumAtoms(), mol.GetNumBonds()
@@ -220,10 +221,14 @@ def graph_record(mol: Chem.Mol | None) -> bytes:
             a.GetAtomicNum(), charge, hs, nrings[i], min_ring[i], valence,
             int(a.GetHybridization()) & 255, flags,
         )  # fmt: skip
+    bonds = []
     for k, b in enumerate(mol.GetBonds()):
         t = int(b.GetBondType())
         if t not in BOND_TYPES:
             return b""
         code = t | int(b.GetIsAromatic()) << 5 | int(k in ring_bonds) << 6
-        out += bytes((b.GetBeginAtomIdx(), b.GetEndAtomIdx(), code))
+        i, j = b.GetBeginAtomIdx(), b.GetEndAtomIdx()
+        bonds.append((min(i, j), max(i, j), code))
+    for bond in sorted(bonds):  # by their ends, lower atom first: any bond order, one record
+        out += bytes(bond)
     return bytes(out)
