@@ -344,6 +344,34 @@ def screen_from_pickles(
     the pattern fingerprint of `bits` bits, packed (bit i in byte i / 8 at bit i % 8), or None.
     GIL released."""
 
+class ScreenRows:
+    """Screening rows and graph records of molecules given as RDKit's binary form, made in Rust
+    (`crates/substructure` `features::screen_row`): pattern fingerprint, feature bits counted
+    with the vocabulary's tables (`features.counter_tables`), the "parses" bit."""
+
+    def __init__(
+        self,
+        tables: tuple[list[int], list[int], list[int], list[int], list[int]],
+        nhoh: int,
+        bits: list[tuple[int, int]],
+        patterns: list[_PatternGraph],
+        pattern_bits: int,
+        features: int,
+        ok: int,
+        words: int,
+    ) -> None:
+        """`tables`: (atom_inv, atom_deg, bond_type, end1, end2) as sets of counters; `nhoh`
+        the counter of H atoms on N and O; `bits` each feature bit's (counter, threshold); the
+        row: `words` u64 words, the pattern bits from bit 0, the features from `features`, the
+        "parses" bit at `ok`."""
+    def rows(
+        self, pickles: list[bytes | None], orders: list[str | None] | None = None
+    ) -> tuple[bytes, list[bytes | None], list[int]]:
+        """(rows: `words` u64 words each; each molecule's graph record, None where not read;
+        the molecules not read, their rows left zero). `orders`: RDKit's
+        `_smilesAtomOutputOrder` text per molecule (None: as it is), the atoms put in that
+        order before the record is made. GIL released."""
+
 PATTERN_COMPACT_FILES: tuple[str, str]
 """The compact substructure index's files in a version-2 store (besides the header):
 (compressed screen planes, graph records in zstd blocks)."""
