@@ -9,12 +9,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from rdkit import Chem, RDLogger
-from rdkit.Chem import rdFingerprintGenerator
 
-from ._core import on_bits_from_rdkit as _on_bits_from_rdkit
-from ._core import packed_from_rdkit as _packed_from_rdkit
-from .spec import FingerprintSpec
+from .limits import RDKIT_LOAD_MIB, reserve
+
+reserve("RDKit", RDKIT_LOAD_MIB)  # under `ulimit -v`: RDKit fits, or one clear error here
+
+from rdkit import Chem, RDLogger  # noqa: E402
+from rdkit.Chem import rdFingerprintGenerator  # noqa: E402
+
+from ._core import on_bits_from_rdkit as _on_bits_from_rdkit  # noqa: E402
+from ._core import packed_from_rdkit as _packed_from_rdkit  # noqa: E402
+from .spec import FingerprintSpec  # noqa: E402
 
 RDLogger.DisableLog("rdApp.*")  # reasons are collected per record instead of printed
 

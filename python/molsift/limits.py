@@ -9,8 +9,10 @@ any verb is imported, worker processes when they fail.
 from __future__ import annotations
 
 import errno
+import mmap  # here, not where memory has run out: loading it then can fail too
 import os
-import resource  # here, not where memory has run out: loading it then can fail too
+import re
+import resource
 
 #: The exit status of a worker process that ran out of memory (it cannot send its error then:
 #: that needs a thread); the parent says so in words.
@@ -38,6 +40,28 @@ def fit_to_limit() -> None:
     OpenBLAS then ends the process itself. molsift's work does not use BLAS."""
     if address_space_limit() is not None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+#: MiB of address space RDKit's libraries take as they load (about 52 on Linux x86-64, RDKit
+#: 2026.09, measured as VmSize before and after `from rdkit import Chem`), with a margin
+RDKIT_LOAD_MIB = 64
+
+
+def reserve(what: str, mib: int) -> None:
+    """Under an address-space limit, checks that `mib` MiB of it are still free before loading
+    `what` (a reservation of that many bytes, returned at once): loading libraries at the very
+    edge of the limit fails wherever memory happens to run out, sometimes in the loader itself,
+    which ends the process without a word; this fails first, always the same way (OSError
+    ENOMEM, said in one line by the command line). Without a limit it does nothing."""
+    if address_space_limit() is None:
+        return
+    try:  # no access (prot 0): address space only, no memory
+        region = mmap.mmap(-1, mib << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
+    except OSError:
+        raise OSError(
+            errno.ENOMEM, f"loading {what}: failed to map segment of {mib} MiB of address space"
+        ) from None
+    region.close()
 
 
 def out_of_memory(exc: BaseException) -> str | None:
@@ -83,6 +107,7 @@ def memory_symptom(text: str) -> str | None:
     for line in reversed(text.splitlines()):
         if any(s in line.lower() for s in SYMPTOMS):
             line = line.strip().removeprefix("Original error was: ")
+            line = re.sub(r"^\[Errno \d+\] ", "", line)
             head, sep, rest = line.partition(": ")
             if sep and " " not in head and ("/" in head or ".so" in head):  # lib.so: failed ...
                 line = f"loading {os.path.basename(head)}: {rest}"

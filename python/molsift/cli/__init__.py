@@ -70,16 +70,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Runs one command line; returns its exit status. Memory that runs out anywhere (numpy's
     or RDKit's libraries that cannot be loaded under `ulimit -v`) is one line, status 2."""
-    from ..limits import fit_to_limit, out_of_memory
+    import os
+
+    from ..limits import fit_to_limit, memory_message, out_of_memory
 
     fit_to_limit()
+    # said when even the words cannot be put together any more (memory ran out while handling)
+    last_words = memory_message("a memory allocation failed").encode()
     try:
         return _run(argv)
     except BaseException as exc:  # BaseException: the Rust core's panics are not Exceptions
-        message = out_of_memory(exc)
-        if message is None:
-            raise
-        print(f"molsift: error: {message}", file=sys.stderr)
+        try:
+            message = out_of_memory(exc)
+            if message is None:
+                raise
+            print(f"molsift: error: {message}", file=sys.stderr)
+        except MemoryError:
+            os.write(2, b"molsift: error: " + last_words + b"\n")
         return EXIT_ERROR
 
 
@@ -133,6 +140,10 @@ def _run(argv: list[str] | None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_PIPE_CLOSED
     except OSError as exc:  # a full disk, a file that went away: one line with the file
+        from ..limits import out_of_memory
+
+        if out_of_memory(exc) is not None:  # memory ran out (ENOMEM): said by main, with the limit
+            raise
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"molsift: error: {where}{exc.strerror or exc}", file=sys.stderr)
         _abort_other_ranks()

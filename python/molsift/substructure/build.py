@@ -83,7 +83,9 @@ def written_form(mol) -> tuple[bytes, str] | None:
     `_smilesAtomOutputOrder`: the atoms as a parse of that SMILES numbers them). None where the
     stored SMILES must be parsed again instead: RDKit's rings of the molecule (its symmetrized
     smallest set of smallest rings) are not all of its relevant cycles, so that another atom
-    order could give other rings (the ring counts a graph record holds)."""
+    order could give other rings (the ring counts a graph record holds). A canonical SMILES that
+    RDKit could not parse back (none in MOSES) gets the row and record of the molecule it was
+    written from, as its fingerprint always did, where a second parse gave it an empty row."""
     ri = mol.GetRingInfo()
     if not ri.AreRingFamiliesInitialized() or ri.NumRelevantCycles() != ri.NumRings():
         return None
@@ -177,7 +179,7 @@ def _row_maker():
             theirs: list[bytes] = []
             expected = rows_from_parts(mols, theirs)
             # and each probe from the molecule its canonical SMILES was written from
-            written = [Chem.MolFromSmiles(s) for s in PROBES]
+            written = [m for m in (Chem.MolFromSmiles(s) for s in PROBES) if m is not None]
             canonical = [Chem.MolToSmiles(m) for m in written]
             forms = [written_form(m) for m in written]
             from_written: list[bytes] = []
