@@ -4,6 +4,7 @@ vector to a packed row). The only module that imports RDKit for ingest."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -12,14 +13,15 @@ import numpy as np
 
 from .limits import RDKIT_LOAD_MIB, reserve
 
-reserve("RDKit", RDKIT_LOAD_MIB)  # under `ulimit -v`: RDKit fits, or one clear error here
+if "rdkit.Chem" not in sys.modules:  # under `ulimit -v`: RDKit fits, or one clear error here
+    reserve("RDKit", RDKIT_LOAD_MIB)
 
-from rdkit import Chem, RDLogger  # noqa: E402
-from rdkit.Chem import rdFingerprintGenerator  # noqa: E402
+from rdkit import Chem, RDLogger
+from rdkit.Chem import rdFingerprintGenerator
 
-from ._core import on_bits_from_rdkit as _on_bits_from_rdkit  # noqa: E402
-from ._core import packed_from_rdkit as _packed_from_rdkit  # noqa: E402
-from .spec import FingerprintSpec  # noqa: E402
+from ._core import on_bits_from_rdkit as _on_bits_from_rdkit
+from ._core import packed_from_rdkit as _packed_from_rdkit
+from .spec import FingerprintSpec
 
 RDLogger.DisableLog("rdApp.*")  # reasons are collected per record instead of printed
 
