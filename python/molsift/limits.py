@@ -8,8 +8,9 @@ any verb is imported, worker processes when they fail.
 
 from __future__ import annotations
 
+# mmap and resource here, not where memory has run out: loading them then can fail too
 import errno
-import mmap  # here, not where memory has run out: loading it then can fail too
+import mmap
 import os
 import re
 import resource

@@ -159,6 +159,7 @@ impl PyGraphQuery {
     }
 }
 
+/// `v` as little-endian 8-byte words (store positions, screening rows).
 fn int64_bytes<'py>(py: Python<'py>, v: &[u64]) -> Bound<'py, PyBytes> {
     let mut bytes = Vec::with_capacity(v.len() * 8);
     for p in v {
@@ -467,7 +468,9 @@ impl PyScreenRows {
                 .enumerate()
                 .zip(rows.chunks_exact_mut(words.max(1)))
                 .map(|((i, p), row)| {
-                    let p = p.as_deref()?;
+                    let Some(p) = p.as_deref() else {
+                        return Some(Vec::new()); // not parsed: an empty row and record
+                    };
                     let order = match orders.as_ref().and_then(|o| o[i].as_deref()) {
                         None => None,
                         Some(text) => Some(parse_atom_order(text)?),
@@ -475,20 +478,17 @@ impl PyScreenRows {
                     let (t, l) = (&self.table, self.layout);
                     screen_row(p, order.as_deref(), &self.patterns, t, l, row)
                 })
-                .zip(&pickles)
-                .map(|(r, p)| if p.is_none() { Some(Vec::new()) } else { r })
                 .collect();
             (rows, records)
         });
         let missing = (0..records.len())
             .filter(|&i| records[i].is_none())
             .collect();
-        let bytes: Vec<u8> = rows.iter().flat_map(|w| w.to_le_bytes()).collect();
         let records = records
             .into_iter()
             .map(|r| r.map(|rec| PyBytes::new(py, &rec)))
             .collect();
-        Ok((PyBytes::new(py, &bytes), records, missing))
+        Ok((int64_bytes(py, &rows), records, missing))
     }
 }
 

@@ -121,8 +121,8 @@ class Gate:
     @contextlib.asynccontextmanager
     async def slot(self, heavy: bool = False):
         """A slot of its kind held for the block (503 as `run`): for a search that runs
-        elsewhere (a heavy search in a worker process, serve/heavy.py, which keeps its own
-        time limit)."""
+        elsewhere (a heavy search in a worker process, serve/heavy.py, whose time limit the
+        server keeps: it kills the worker then)."""
         slots = self._heavy if heavy else self._light
         await self._acquire(slots)
         try:
