@@ -17,9 +17,10 @@
 //! | `analogs.deletions.bloom` | a [`Bloom`] filter of the WL hashes of every graph one deletion away from a skeleton (64 bits per molecule): the walk's last distance skips the insertions of a graph it lacks |
 //!
 //! Counts add up: `molecules = indexed + failed`. Limits of this version: 2^32 - 1 molecules,
-//! 65,535 atoms per skeleton; the build holds 48 bytes per molecule in memory.
+//! 65,535 atoms per skeleton; the build holds 48 bytes per molecule in memory, and each thread
+//! the keys of up to 4 Mi skeletons it has edited.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -30,10 +31,10 @@ use serde::{Deserialize, Serialize};
 use crate::bloom::Bloom;
 use crate::canon::canonical;
 use crate::edits::component_count;
-use crate::edits::{edits_of, DELETIONS};
+use crate::edits::{apply, edit_list, edits_of, Edit, DELETIONS};
 use crate::smiles::skeleton_of_smiles;
 use crate::walk::{Grid, Library};
-use crate::wl::{wl_hash, WlScratch, ROUNDS};
+use crate::wl::{wl_hash, WlScratch, WlTable, ROUNDS};
 use crate::AnalogError;
 
 /// Format name in `analogs.json`.
@@ -158,18 +159,22 @@ pub fn write_index(
                 s.spawn(|| {
                     let (mut ok, mut failed) = (Vec::new(), Vec::new());
                     let mut dels = Bloom::with_bits(DELETION_BITS_PER_MOLECULE * n as u64);
+                    let mut work = OneWork::default();
                     loop {
                         let start = next.fetch_add(CHUNK, Ordering::Relaxed);
                         if start >= n {
                             return Ok((ok, failed, dels));
                         }
-                        for pos in start..(start + CHUNK).min(n) {
-                            let smiles = store.smiles_at(pos)?;
-                            match one(&smiles, max_leaves, &mut dels) {
-                                Ok((key, wl, shape)) => ok.push((key, wl, shape, pos as u32)),
-                                Err(why) => failed.push((pos as u32, why)),
-                            }
-                        }
+                        store.for_each_smiles(
+                            start..(start + CHUNK).min(n),
+                            &mut |pos, smiles| {
+                                match one(smiles, max_leaves, &mut dels, &mut work) {
+                                    Ok((key, wl, shape)) => ok.push((key, wl, shape, pos as u32)),
+                                    Err(why) => failed.push((pos as u32, why)),
+                                }
+                                Ok(())
+                            },
+                        )?;
                         let read = (start + CHUNK).min(n) - start;
                         progress((done.fetch_add(read, Ordering::Relaxed) + read) as u64);
                     }
@@ -287,21 +292,66 @@ pub fn write_index(
     })
 }
 
+/// The most skeleton keys [`OneWork`] remembers (about 150 MiB per thread at most).
+const DONE_MAX: usize = 1 << 22;
+
+/// What [`one`] keeps from molecule to molecule on a build thread: the keys of the skeletons
+/// whose deletions are in its filter already (a skeleton shared by many molecules, as about half
+/// of MOSES's are, is edited once per thread; the filter's bits are the same), and buffers.
+#[derive(Default)]
+struct OneWork {
+    done: HashSet<u128>,
+    scratch: WlScratch,
+    edits: Vec<Edit>,
+    bonds: Vec<(u32, u32)>,
+}
+
 /// The key, WL hash and shape of one SMILES's skeleton, or why it has none; the WL hashes of
-/// its deletions go into `dels`.
+/// its deletions go into `dels` (hashed from the neighbour table, [`WlTable::hash_after`], where
+/// it holds the skeleton: the same values as [`wl_hash`] of each deletion's bond list).
 fn one(
     smiles: &str,
     max_leaves: usize,
     dels: &mut Bloom<Vec<u64>>,
+    work: &mut OneWork,
 ) -> Result<(u128, u64, [u16; 3]), String> {
     let g = skeleton_of_smiles(smiles).map_err(|e| e.to_string())?;
     let key = canonical(&g, max_leaves).map_err(|e| e.to_string())?.key();
-    let bonds: Vec<(u32, u32)> = g.bond_list().collect();
-    let mut scratch = WlScratch::default();
-    let wl = wl_hash(g.atoms(), &bonds, &mut scratch);
-    edits_of(&g, DELETIONS, |_, atoms, bonds| {
-        dels.insert(wl_hash(atoms, bonds, &mut scratch))
-    });
+    let table = WlTable::new(&g);
+    let wl = match &table {
+        Some(t) => t.hash(),
+        None => {
+            work.bonds.clear();
+            work.bonds.extend(g.bond_list());
+            wl_hash(g.atoms(), &work.bonds, &mut work.scratch)
+        }
+    };
+    if work.done.len() >= DONE_MAX {
+        work.done.clear(); // memory stays bounded; a skeleton met again is edited again
+    }
+    if work.done.insert(key) {
+        match &table {
+            Some(t) => {
+                edit_list(&g, DELETIONS, &mut work.edits);
+                for &e in &work.edits {
+                    let h = match t.hash_after(e) {
+                        Some(h) => h,
+                        None => {
+                            let atoms = apply(&g, e, &mut work.bonds);
+                            wl_hash(atoms, &work.bonds, &mut work.scratch)
+                        }
+                    };
+                    dels.insert(h);
+                }
+            }
+            None => {
+                let scratch = &mut work.scratch;
+                edits_of(&g, DELETIONS, |_, atoms, bonds| {
+                    dels.insert(wl_hash(atoms, bonds, scratch))
+                });
+            }
+        }
+    }
     let comps = component_count(&g);
     let rings = g.bonds() + comps - g.atoms();
     let fit = |v: usize, what: &str| {

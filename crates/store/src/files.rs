@@ -33,6 +33,18 @@ pub trait StoreFiles: Sync {
     fn verify_file(&self, name: &str) -> Result<(), StoreError>;
     /// The canonical SMILES at store position `i`.
     fn smiles_at(&self, i: usize) -> Result<Cow<'_, str>, StoreError>;
+    /// Calls `f(i, smiles)` for every store position `i` of `range` in order (a reader that
+    /// keeps the SMILES in compressed blocks decodes each block once, not once per molecule).
+    fn for_each_smiles(
+        &self,
+        range: std::ops::Range<usize>,
+        f: &mut dyn FnMut(usize, &str) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        for i in range {
+            f(i, &self.smiles_at(i)?)?;
+        }
+        Ok(())
+    }
     /// Lists files written into the store after it was finished in its manifest, atomically;
     /// returns the new manifest. Hold [`StoreFiles::lock`] meanwhile.
     fn register_files(&self, entries: Vec<(String, FileEntry)>) -> Result<Manifest, StoreError>;
@@ -79,6 +91,28 @@ impl StoreFiles for crate::v2::StoreV2 {
     }
     fn smiles_at(&self, i: usize) -> Result<Cow<'_, str>, StoreError> {
         self.smiles(i).map(Cow::Owned)
+    }
+    fn for_each_smiles(
+        &self,
+        range: std::ops::Range<usize>,
+        f: &mut dyn FnMut(usize, &str) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let column = self.smiles_column()?;
+        let block = column.block_len().max(1);
+        let blocks = range.start / block..(range.end - 1) / block + 1;
+        column.for_each_in_blocks(
+            blocks,
+            |i, s| {
+                if range.contains(&i) {
+                    f(i, s)
+                } else {
+                    Ok(())
+                }
+            },
+        )
     }
     fn register_files(&self, entries: Vec<(String, FileEntry)>) -> Result<Manifest, StoreError> {
         crate::v2::StoreV2::register_files(self, entries)

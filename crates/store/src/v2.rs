@@ -1150,6 +1150,25 @@ mod tests {
     }
 
     #[test]
+    fn smiles_of_a_range_are_those_of_each_position() {
+        use crate::files::StoreFiles;
+        let (_d, v2, _) = stores(1000, |i| format!("m{i}"), &UpgradeOptions::default());
+        let n = v2.len();
+        let block = v2.smiles_column().unwrap().block_len();
+        assert!(block > 1 && block < n, "ranges must cross blocks");
+        for range in [0..n, 0..0, 1..2, block - 1..block + 1, 3..n - 5, n - 1..n] {
+            let mut got = Vec::new();
+            v2.for_each_smiles(range.clone(), &mut |i, s| {
+                got.push((i, s.to_string()));
+                Ok(())
+            })
+            .unwrap();
+            let want: Vec<_> = range.map(|i| (i, v2.smiles(i).unwrap())).collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
     fn a_store_written_before_the_part_masks_of_16_slots_still_opens() {
         for to in [2, 1] {
             let (d, v2, want) = stores(500, |i| format!("m{i}"), &UpgradeOptions::default());
