@@ -524,12 +524,13 @@ def test_a_second_writer_onto_one_output_is_refused_and_the_first_finishes(tmp_p
     assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == []  # no lock left
 
 
-#: where ingest may fail after the workers: the substructure rows merged into the staging store,
-#: the one store's substructure index carried over from them, the one store's analog index
+#: where ingest may fail after the workers: the substructure rows transposed into planes, the
+#: one store's substructure index written from them, the one store's analog index; (module,
+#: class or None, name, which argument is the directory the phase writes into)
 FAILURE_POINTS = {
-    "staging substructure": ("molsift.ingestion", "_index_from_parts"),
-    "substructure carry": ("molsift.store", "_pattern_index_of_upgrade"),
-    "analog index": ("molsift.analogs.search", "index_analogs"),
+    "substructure planes": ("molsift.substructure.build", "PatternParts", "__init__", 1),
+    "substructure index": ("molsift.substructure.build", "PatternParts", "write_index", 1),
+    "analog index": ("molsift.analogs.search", None, "index_analogs", 0),
 }
 
 
@@ -549,15 +550,17 @@ def test_ingest_overwrite_swaps_the_store_in_only_when_every_index_is_written(
     molsift.ingest(old, store, workers=1, progress=False)
     before = {p.name: p.read_bytes() for p in store.iterdir()}
     called = []
+    module, owner, name, arg = FAILURE_POINTS[where]
 
-    def fail_half_way(path, *args, **kwargs):
+    def fail_half_way(*args, **kwargs):
         called.append(where)
-        path = args[0] if where == "substructure carry" else path  # (src, staged, ...)
-        (Path(path) / ".pattern.planes.u64.tmp-1-1@x").write_bytes(b"half")
+        path = Path(args[arg])
+        path = path if path.is_dir() else path.parent  # the planes' file: its directory
+        (path / ".pattern.planes.u64.tmp-1-1@x").write_bytes(b"half")
         raise OSError(28, "No space left on device")
 
-    module, name = FAILURE_POINTS[where]
-    monkeypatch.setattr(importlib.import_module(module), name, fail_half_way)
+    target = importlib.import_module(module)
+    monkeypatch.setattr(getattr(target, owner) if owner else target, name, fail_half_way)
     with pytest.raises(OSError):
         molsift.ingest(new, store, workers=1, progress=False, overwrite=True, dedupe=True)
     assert called == [where]

@@ -203,8 +203,9 @@ class _PatternPart:
 
     def __init__(self, part: str):
         # open for the task's life, closed by close() (a failed task's part is thrown away)
-        exts = (".rows.u64", ".glen.u32", ".grec.bin")
-        self.files = [open(part + ext, "wb") for ext in exts]  # noqa: SIM115
+        from .substructure.build import PART_FILES
+
+        self.files = [open(part + ext, "wb") for ext in PART_FILES]  # noqa: SIM115
 
     def add(self, smiles: list[str], forms: list) -> None:
         """The rows and records of one batch's canonical SMILES, from the molecules they were
@@ -411,6 +412,7 @@ def ingest(
                 run_ingest_task, tasks, on_result=lambda r: bar.update(r["input_bytes"])
             )
         report = None
+        parts = None  # the one store's substructure index, from the workers' rows (root)
         if executor.is_root:
             add_process_records(r.pop("iostats") for r in results if r.get("iostats"))
             options = {
@@ -431,9 +433,18 @@ def ingest(
                 results, input_files, first, spec, options, stream_reads, start
             )
             report.store = output
-            if pattern:  # the substructure index, from the rows the workers computed
+            # the substructure index, from the rows and graph records the workers computed:
+            # their planes in staging order now, each store's index once it is written
+            if pattern and version == 1:
                 report.pattern_bytes = _index_from_parts(first, results, dropped, report.molecules)
-            _remove_parts(results)
+            elif pattern:
+                from .substructure.build import PatternParts
+
+                parts = PatternParts(
+                    os.path.join(workdir, "pattern.planes"), [r["part"] for r in results],
+                    dropped, threads=local or default_workers(),
+                )  # fmt: skip
+            _remove_parts(results, pattern_files=parts is None)
             if version == 1:
                 if index:
                     report.index_bytes = _core.build_column_index(staged)
@@ -447,7 +458,7 @@ def ingest(
 
                 write_complete(
                     first, staged, threads=local or default_workers(), workers=local,
-                    pattern=pattern, analogs=analogs, progress=show,
+                    pattern=pattern, analogs=analogs, progress=show, pattern_parts=parts,
                 )  # fmt: skip
         if shards is not None:
             # a store set: every rank (or worker) writes the shards it takes, in parallel
@@ -456,9 +467,11 @@ def ingest(
             write_set(
                 staging, staged, shards,
                 threads=local or default_workers(), workers=local, pattern=pattern,
-                analogs=analogs, progress=show, executor=executor,
+                analogs=analogs, progress=show, executor=executor, pattern_parts=parts,
             )  # fmt: skip
         if executor.is_root:
+            if parts is not None:
+                parts.remove()
             if version != 1:
                 shutil.rmtree(staging, ignore_errors=True)
                 _sizes_of_one_store(staged, report)
@@ -539,11 +552,15 @@ def _check_output(output: str, overwrite: bool, inputs: Sequence[InputFile]) -> 
     check_store_output(output, overwrite, [inp.path for inp in inputs])
 
 
-def _remove_parts(results) -> None:
-    """The parts (the staged store is in the work directory too: only the parts go)."""
+def _remove_parts(results, pattern_files: bool = True) -> None:
+    """The parts (the staged store is in the work directory too: only the parts go); with
+    `pattern_files` their rows and graph records too (else `PatternParts.remove` takes them,
+    once the index is written from them)."""
+    from .substructure.build import PART_FILES
+
     for r in results:
         shutil.rmtree(r["part"], ignore_errors=True)
-        for extra in (".rows.u64", ".glen.u32", ".grec.bin"):
+        for extra in PART_FILES if pattern_files else ():
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(r["part"] + extra)
 

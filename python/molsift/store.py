@@ -12,7 +12,7 @@ import mmap
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Union, overload
+from typing import Any, Union, overload
 
 import numpy as np
 
@@ -563,14 +563,18 @@ def write_complete(
     pattern: bool = True,
     analogs: bool = True,
     progress: bool | None = None,
+    pattern_parts: Any = None,
 ) -> None:
     """Writes at `staged` (a new path in a work directory) the one store, format version 2,
     from the version-1 store `src` (an old store, or ingest's staging store): the store itself
-    on `threads` threads, then with `pattern` its substructure index (carried over from the
-    source's when it has one), then with `analogs` its analog index. What `upgrade` and
-    `ingest` both run; the caller moves `staged` into place."""
+    on `threads` threads, then with `pattern` its substructure index (ingest's: written from
+    its workers' rows, `pattern_parts`, a `substructure.build.PatternParts`; an upgrade's:
+    carried over from the source's when it has one), then with `analogs` its analog index.
+    What `upgrade` and `ingest` both run; the caller moves `staged` into place."""
     _core.upgrade_store(os.fspath(src), staged, threads=threads)
-    if pattern:
+    if pattern and pattern_parts is not None:
+        pattern_parts.write_index(staged, threads=workers or os.cpu_count() or 1)
+    elif pattern:
         _pattern_index_of_upgrade(src, staged, workers, progress)
     if analogs:
         from .analogs.search import index_analogs

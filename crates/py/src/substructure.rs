@@ -1,5 +1,6 @@
 //! Python wrapper of `molsift-substructure`: writing a store's pattern index in parts
-//! (`create_pattern_planes`, `write_pattern_part`, `finish_pattern_index`) and `PatternIndex`,
+//! (`create_pattern_planes`, `write_pattern_part`, `finish_pattern_index`), ingest's index from
+//! its workers' parts (`pattern_planes_from_parts`, `pattern_index_from_parts`) and `PatternIndex`,
 //! the screen over an open store (GIL released while screening); `screen_from_pickles` (graph
 //! records, screen facts and pattern fingerprints read from RDKit's binary form).
 
@@ -131,14 +132,89 @@ fn carry_pattern_index(
             .map_err(molsift_substructure::SubstructureError::from)?;
         let source = match given {
             Some(s) => s,
-            None => (0..to.len())
-                .map(|i| to.input_rank(i).map(|r| r as u32))
-                .collect::<Result<Vec<u32>, _>>()
-                .map_err(molsift_substructure::SubstructureError::from)?,
+            None => input_ranks(&to)?,
         };
         molsift_substructure::carry_index(&index, &to, &source, threads)
     })
     .map_err(substructure_err)
+}
+
+/// Writes the dense planes (`bits` planes, at the new temporary file `planes`) of the
+/// screening rows of ingest's parts (`parts`: each `PART` of `PART.rows.u64`, `PART.glen.u32`,
+/// `PART.grec.bin`, in task order, less the molecules at `dropped`) on `threads` threads;
+/// returns how many molecules have each bit.
+#[pyfunction]
+#[pyo3(signature = (planes, parts, dropped, bits, words_per_row, threads=1))]
+fn pattern_planes_from_parts(
+    py: Python<'_>,
+    planes: PathBuf,
+    parts: Vec<PathBuf>,
+    dropped: Vec<u64>,
+    bits: u32,
+    words_per_row: usize,
+    threads: usize,
+) -> PyResult<Vec<u64>> {
+    py.detach(|| {
+        let p = molsift_substructure::fromparts::Parts::open(&parts, &dropped, words_per_row)?;
+        molsift_substructure::fromparts::planes_from_parts(&p, &planes, bits, threads)
+    })
+    .map_err(substructure_err)
+}
+
+/// Writes the substructure index of the version-2 store at `dst`, written from ingest's
+/// staging store, from the parts' dense planes (`pattern_planes_from_parts`: `planes`,
+/// `bit_counts`) and graph records, its graph blocks compressed on `threads` threads; returns
+/// the bytes of the screen. `source` (u32 little-endian, one per molecule of `dst`: its
+/// staging position) is given for a shard of a set; without it, `dst`'s input order says it.
+#[pyfunction]
+#[pyo3(signature = (dst, planes, bit_counts, parts, dropped, words_per_row, meaning_json, threads=1, source=None))]
+#[allow(clippy::too_many_arguments)]
+fn pattern_index_from_parts(
+    py: Python<'_>,
+    dst: PathBuf,
+    planes: PathBuf,
+    bit_counts: Vec<u64>,
+    parts: Vec<PathBuf>,
+    dropped: Vec<u64>,
+    words_per_row: usize,
+    meaning_json: &str,
+    threads: usize,
+    source: Option<&[u8]>,
+) -> PyResult<u64> {
+    let meaning = serde_json::from_str(meaning_json).map_err(crate::error::json_err)?;
+    let given = source.map(crate::store::u32s_of).transpose()?;
+    py.detach(|| {
+        let p = molsift_substructure::fromparts::Parts::open(&parts, &dropped, words_per_row)?;
+        let to = molsift_store::v2::StoreV2::open(&dst, false)
+            .map_err(molsift_substructure::SubstructureError::from)?;
+        let source = match given {
+            Some(s) => s,
+            None => input_ranks(&to)?,
+        };
+        let bits = bit_counts.len() as u32;
+        molsift_substructure::fromparts::index_from_parts(
+            &p,
+            &planes,
+            bits,
+            &bit_counts,
+            meaning,
+            &to,
+            &source,
+            threads,
+        )
+    })
+    .map_err(substructure_err)
+}
+
+/// Each molecule's input rank in the version-2 store `to` (its position in the store it was
+/// written from).
+fn input_ranks(
+    to: &molsift_store::v2::StoreV2,
+) -> Result<Vec<u32>, molsift_substructure::SubstructureError> {
+    (0..to.len())
+        .map(|i| to.input_rank(i).map(|r| r as u32))
+        .collect::<Result<Vec<u32>, _>>()
+        .map_err(molsift_substructure::SubstructureError::from)
 }
 
 /// A query compiled for the graph matcher (from the JSON program that
@@ -501,6 +577,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_pattern_part, m)?)?;
     m.add_function(wrap_pyfunction!(finish_pattern_index, m)?)?;
     m.add_function(wrap_pyfunction!(carry_pattern_index, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_planes_from_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_index_from_parts, m)?)?;
     m.add_function(wrap_pyfunction!(screen_from_pickles, m)?)?;
     m.add(
         "PATTERN_FILES",

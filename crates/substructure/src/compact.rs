@@ -24,6 +24,7 @@
 //! `blocks + 1` u64 offsets (from the start of the block area), the blocks.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use crate::graph::Graphs;
 use crate::layout::{checksum, FileInfo, BLOCK, BLOCK_WORDS};
@@ -101,17 +102,45 @@ impl Records for Graphs<'_> {
     }
 }
 
-/// A graphs file read in another order: record `i` is the file's record `source[i]` (how an
-/// upgrade carries the records of a store into the order of the store it writes, without
-/// writing them again in between). Its windows are read in the file's order.
-pub struct Reordered<'g, 'a> {
-    /// the file
-    pub graphs: &'g Graphs<'a>,
-    /// the file's position of each record
+/// Records by position, with their count and lengths: what [`Reordered`] reads from (the
+/// graphs file of a dense index, or the parts of an ingest, [`crate::fromparts::Parts`]).
+pub trait Indexed: Sync {
+    /// Records.
+    fn len(&self) -> usize;
+    /// True for none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The length of record `i`, without reading its bytes; `None` when it cannot be found.
+    fn record_len(&self, i: usize) -> Option<usize>;
+    /// Record `i`; `None` when it cannot be found.
+    fn record(&self, i: usize) -> Option<&[u8]>;
+}
+
+impl Indexed for Graphs<'_> {
+    fn len(&self) -> usize {
+        Graphs::len(self)
+    }
+    fn record_len(&self, i: usize) -> Option<usize> {
+        Graphs::record_len(self, i)
+    }
+    fn record(&self, i: usize) -> Option<&[u8]> {
+        Graphs::record(self, i)
+    }
+}
+
+/// Records read in another order: record `i` is the source's record `source[i]` (how an
+/// upgrade carries the records of a store into the order of the store it writes, and ingest
+/// the records of its parts into the store's, without writing them again in between). Its
+/// windows are read in the source's order.
+pub struct Reordered<'g> {
+    /// the records in their own order
+    pub graphs: &'g dyn Indexed,
+    /// the source's position of each record
     pub source: &'g [u32],
 }
 
-impl Records for Reordered<'_, '_> {
+impl Records for Reordered<'_> {
     fn record(&self, i: usize) -> Option<&[u8]> {
         self.graphs.record(*self.source.get(i)? as usize)
     }
@@ -162,7 +191,7 @@ impl Records for Reordered<'_, '_> {
     }
 }
 
-impl Reordered<'_, '_> {
+impl Reordered<'_> {
     fn record_len(&self, i: usize) -> Option<usize> {
         // a record's length from the offsets alone (the records' bytes are read in `gather`)
         self.graphs.record_len(*self.source.get(i)? as usize)
@@ -214,11 +243,12 @@ impl Records for Window {
 /// Writes the compact screen of the dense planes `planes` gives (`plane(b, buf)` fills `buf`
 /// with plane `b`: `bits` planes of `n` molecules, as [`crate::layout`] lays them out;
 /// `bit_counts` molecules per bit) to `screen_out`, and the graph blocks of `graphs` to
-/// `graphs_out` (both synced), the graph blocks compressed on `threads` threads (the same bytes
-/// for any number). Asks only for the planes it keeps, one at a time.
+/// `graphs_out` (both synced), the kept planes encoded and the graph blocks compressed on
+/// `threads` threads (the same bytes for any number). Asks only for the planes it keeps, one
+/// at a time on each thread.
 #[allow(clippy::too_many_arguments)]
 pub fn write_compact(
-    plane: &dyn Fn(usize, &mut Vec<u64>),
+    plane: &(dyn Fn(usize, &mut Vec<u64>) + Sync),
     bits: u32,
     n: usize,
     bit_counts: &[u64],
@@ -230,41 +260,49 @@ pub fn write_compact(
     let blocks = n.div_ceil(BLOCK);
     let pw = blocks * BLOCK_WORDS;
     let limit = (n as f64 * MAX_DENSITY) as u64;
-    let mut out = Vec::new();
-    let mut planes = Vec::new();
-    let mut words = Vec::with_capacity(pw);
-    for (b, &c) in bit_counts.iter().enumerate().take(bits as usize) {
-        if c == 0 || c > limit {
-            continue;
-        }
-        plane(b, &mut words);
-        let plane = &words[..pw];
-        let start = out.len();
-        let mut payload = Vec::new();
-        for lane in plane.chunks_exact(BLOCK_WORDS) {
-            let count: u32 = lane.iter().map(|w| w.count_ones()).sum();
-            if count >= u32::from(DENSE) {
-                out.push(DENSE);
-                lane.iter()
-                    .for_each(|w| payload.extend_from_slice(&w.to_le_bytes()));
-            } else {
-                out.push(count as u8);
-                for (k, &w) in lane.iter().enumerate() {
-                    let mut x = w;
-                    while x != 0 {
-                        payload.push((k * 64 + x.trailing_zeros() as usize) as u8);
-                        x &= x - 1;
+    let kept: Vec<usize> = bit_counts
+        .iter()
+        .enumerate()
+        .take(bits as usize)
+        .filter(|&(_, &c)| c != 0 && c <= limit)
+        .map(|(b, _)| b)
+        .collect();
+    // the kept planes encoded on `threads` threads (each asks for one plane at a time), then
+    // laid out in bit order: the same bytes for any number of threads
+    let next = AtomicUsize::new(0);
+    let mut encoded: Vec<(usize, Vec<u8>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.clamp(1, kept.len().max(1)))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    let mut words = Vec::with_capacity(pw);
+                    loop {
+                        let k = next.fetch_add(1, AtomicOrdering::Relaxed);
+                        let Some(&b) = kept.get(k) else {
+                            return mine;
+                        };
+                        plane(b, &mut words);
+                        mine.push((k, encode_plane(&words[..pw])));
                     }
-                }
-            }
-        }
-        out.extend_from_slice(&payload);
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("screen plane thread"))
+            .collect()
+    });
+    encoded.sort_unstable_by_key(|e| e.0);
+    let mut out = Vec::with_capacity(encoded.iter().map(|e| e.1.len()).sum::<usize>() + SLACK);
+    let mut planes = Vec::with_capacity(kept.len());
+    for (k, bytes) in encoded {
         planes.push(KeptPlane {
-            bit: b as u32,
-            start: start as u64,
-            bytes: (out.len() - start) as u64,
-            xxh3: checksum(&out[start..]),
+            bit: kept[k] as u32,
+            start: out.len() as u64,
+            bytes: bytes.len() as u64,
+            xxh3: checksum(&bytes),
         });
+        out.extend_from_slice(&bytes);
     }
     out.extend_from_slice(&[0u8; SLACK]);
     molsift_iostats::write_file(screen_out, &out, true)
@@ -284,6 +322,32 @@ pub fn write_compact(
             xxh3: checksum(&g),
         },
     })
+}
+
+/// One kept plane's bytes in the compact screen: a code per block (its molecule count, or
+/// [`DENSE`]), then the blocks' payloads (a dense block's words, a sparse block's positions).
+fn encode_plane(plane: &[u64]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut payload = Vec::new();
+    for lane in plane.chunks_exact(BLOCK_WORDS) {
+        let count: u32 = lane.iter().map(|w| w.count_ones()).sum();
+        if count >= u32::from(DENSE) {
+            out.push(DENSE);
+            lane.iter()
+                .for_each(|w| payload.extend_from_slice(&w.to_le_bytes()));
+        } else {
+            out.push(count as u8);
+            for (k, &w) in lane.iter().enumerate() {
+                let mut x = w;
+                while x != 0 {
+                    payload.push((k * 64 + x.trailing_zeros() as usize) as u8);
+                    x &= x - 1;
+                }
+            }
+        }
+    }
+    out.extend_from_slice(&payload);
+    out
 }
 
 /// The raw text of graph block `b`: record lengths (u16), then the records.

@@ -8,6 +8,7 @@
 //!
 //! * [`create_planes`], [`write_part`] (any number of processes, one part each, starting on a
 //!   block), [`finish_index`]: writing the index into a finished store.
+//! * [`fromparts`]: ingest's index written from its workers' rows and graph records.
 //! * [`PatternIndex::open_in`] and [`PatternIndex::screen`]: reading it.
 //! * [`pickle::screen_from_pickle`]: a molecule's graph record, screen facts and RDKit pattern
 //!   fingerprint ([`pattern`]) read from RDKit's binary form of the molecule;
@@ -50,6 +51,7 @@ compile_error!(
 pub mod compact;
 mod error;
 pub mod features;
+pub mod fromparts;
 pub mod graph;
 pub mod layout;
 pub mod matcher;

@@ -384,7 +384,7 @@ fn finish_compact(
     bits: u32,
     bit_counts: Vec<u64>,
     meaning: serde_json::Value,
-    plane: &dyn Fn(usize, &mut Vec<u64>),
+    plane: &(dyn Fn(usize, &mut Vec<u64>) + Sync),
     graphs: &dyn crate::compact::Records,
     threads: usize,
 ) -> Result<u64, SubstructureError> {
@@ -440,7 +440,7 @@ fn finish_compact(
 /// `to`'s molecule `i`), or a part of them (a shard of a set), by carrying the rows and graph
 /// records over rather than computing them again; the same `meaning`. `from` must be the dense form with graphs. Each kept plane
 /// is permuted in memory as the compact screen asks for it and each graph record read where
-/// it lies: nothing is written in between, and memory holds one plane at a time besides what
+/// it lies: nothing is written in between, and memory holds one plane per thread besides what
 /// [`crate::compact::write_compact`] keeps; the graph blocks compressed on `threads` threads.
 /// Returns what [`finish_index`] returns.
 pub fn carry_index(
@@ -449,13 +449,41 @@ pub fn carry_index(
     source: &[u32],
     threads: usize,
 ) -> Result<u64, SubstructureError> {
+    let (words, graphs) = from.dense_parts()?;
+    carry_planes(
+        words,
+        from.len(),
+        from.bits(),
+        from.bit_counts(),
+        from.meaning().clone(),
+        &graphs,
+        to,
+        source,
+        threads,
+    )
+}
+
+/// [`carry_index`]'s work from dense planes `words` of `from_len` molecules (`bits` planes,
+/// `bit_counts` molecules per bit) and their `graphs`: the index of `to`, whose molecule `i` is
+/// `source[i]` of theirs (all of them, or a part: a shard), meaning `meaning`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn carry_planes(
+    words: &[u64],
+    from_len: usize,
+    bits: u32,
+    bit_counts: &[u64],
+    meaning: serde_json::Value,
+    graphs: &dyn crate::compact::Indexed,
+    to: &dyn StoreFiles,
+    source: &[u32],
+    threads: usize,
+) -> Result<u64, SubstructureError> {
     let n = to.len();
-    let whole = from.len() == n;
-    if source.len() != n || source.iter().any(|&s| s as usize >= from.len()) {
+    let whole = from_len == n;
+    if source.len() != n || source.iter().any(|&s| s as usize >= from_len) {
         return Err(SubstructureError::Invalid(format!(
-            "{} source positions for stores of {} and {n} molecules",
+            "{} source positions for stores of {from_len} and {n} molecules",
             source.len(),
-            from.len()
         )));
     }
     if to.manifest().format_version < 2 {
@@ -463,9 +491,14 @@ pub fn carry_index(
             "the substructure index is carried only into a version-2 store".into(),
         ));
     }
-    let (words, graphs) = from.dense_parts()?;
+    if graphs.len() != from_len {
+        return Err(SubstructureError::Invalid(format!(
+            "{} graph records for {from_len} molecules",
+            graphs.len()
+        )));
+    }
     let pw = plane_words(n);
-    let from_pw = plane_words(from.len());
+    let from_pw = plane_words(from_len);
     let old_plane = |b: usize| &words[b * from_pw..(b + 1) * from_pw];
     // bit i of the new plane is bit source[i] of the old
     let plane = |b: usize, buf: &mut Vec<u64>| {
@@ -477,15 +510,12 @@ pub fn carry_index(
             buf[i / 64] |= ((old[s / 64] >> (s % 64)) & 1) << (i % 64);
         }
     };
-    let records = crate::compact::Reordered {
-        graphs: &graphs,
-        source,
-    };
+    let records = crate::compact::Reordered { graphs, source };
     // a permutation keeps every bit's count; a shard of a set (a part of `from`) counts its own
     let bit_counts = if whole {
-        from.bit_counts().to_vec()
+        bit_counts.to_vec()
     } else {
-        (0..from.bits() as usize)
+        (0..bits as usize)
             .map(|b| {
                 let old = old_plane(b);
                 source
@@ -495,13 +525,5 @@ pub fn carry_index(
             })
             .collect()
     };
-    finish_compact(
-        to,
-        from.bits(),
-        bit_counts,
-        from.meaning().clone(),
-        &plane,
-        &records,
-        threads,
-    )
+    finish_compact(to, bits, bit_counts, meaning, &plane, &records, threads)
 }

@@ -2,10 +2,11 @@
 staging store sorted once into the store order and cut into K consecutive ranges (never
 between equal canonical SMILES: a shard may be empty) on the root (`_core.set_plan`), then each
 range written as a complete one store (`molsift_store::v2::write_shard`), its substructure
-index carried over from the staging store's rows and graphs (or computed when the staging store
-has none) and its analog index built: one task per shard, on the ingest's workers or MPI ranks
-(each rank writes the shards it takes, in parallel); then the set's rejects, `--dedupe` list
-and `set.json`, last, on the root."""
+index written from the rows and graph records ingest's workers computed
+(`substructure.build.PatternParts`; carried over from the staging store's index where it has
+one, computed otherwise) and its analog index built: one task per shard, on the ingest's
+workers or MPI ranks (each rank writes the shards it takes, in parallel); then the set's
+rejects, `--dedupe` list and `set.json`, last, on the root."""
 
 from __future__ import annotations
 
@@ -42,12 +43,15 @@ def write_set(
     analogs: bool = True,
     progress: bool | None = None,
     executor: Any = None,
+    pattern_parts: Any = None,
 ) -> dict | None:
     """Writes at `dst` (a new path in a work directory) the set of `shards` shards of the
     version-1 staging store `src`; returns its manifest (on the root; None on other MPI
     ranks). The shards are written by `executor` (every rank calls this under MPI; default: up
     to `workers` local processes, one shard each at a time), the shards written at once sharing
-    `threads` threads. The caller moves `dst` into place."""
+    `threads` threads. Ingest's shards take their substructure indexes from its workers' rows
+    (`pattern_parts`, a `substructure.build.PatternParts`, given on the root). The caller moves
+    `dst` into place."""
     from ..parallel import choose_executor
 
     check_shards(shards)
@@ -55,18 +59,22 @@ def write_set(
     if own:
         executor = choose_executor(min(workers or threads, shards), use_mpi=False)
     try:
-        return _write(src, dst, shards, threads, workers, pattern, analogs, progress, executor)
+        return _write(
+            src, dst, shards, threads, workers, pattern, analogs, progress, executor, pattern_parts
+        )
     finally:
         if own:
             executor.close()
 
 
-def _write(src, dst, shards, threads, workers, pattern, analogs, progress, executor):
+def _write(src, dst, shards, threads, workers, pattern, analogs, progress, executor, parts):
     from ..progress import Progress
 
     plan: Any = None
     if executor.is_root:
-        plan = _plan(src, dst, shards, pattern)
+        plan = _plan(src, dst, shards, pattern and parts is None)
+        if not isinstance(plan, Exception):
+            plan["parts"] = parts
     plan = executor.broadcast(plan)
     if isinstance(plan, Exception):
         raise plan
@@ -79,6 +87,7 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
     tasks = (
         {"src": src, "dst": dst, "index": s, "shards": shards, "first": bounds[s],
          "end": bounds[s + 1], "pattern": pattern, "carry": plan["carry"], "analogs": analogs,
+         "parts": plan["parts"],
          "threads": per, "workers": (workers or threads) if alone else per}
         for s in range(shards)
     )  # fmt: skip
@@ -121,7 +130,9 @@ def write_shard_task(task: dict) -> dict:
         task["src"], path, s, task["shards"], first, source, threads=task["threads"]
     )
     workers = task["workers"]
-    if task["pattern"] and task["carry"]:
+    if task["pattern"] and task["parts"] is not None:
+        task["parts"].write_index(path, threads=workers, source=source)
+    elif task["pattern"] and task["carry"]:
         _core.carry_pattern_index(task["src"], path, threads=workers, source=source)
     elif task["pattern"]:
         from ..substructure.build import build_pattern_index

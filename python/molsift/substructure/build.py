@@ -276,8 +276,46 @@ def write_graph_records(name: str, records: list[bytes]) -> None:
     os.replace(tmp, name)
 
 
+class PatternParts:
+    """Ingest's one pass: the substructure index of the one store, or of each shard of a set,
+    written from the rows and graph records its workers computed (`crates/substructure`
+    `fromparts`). The parts' rows (each `PART.rows.u64`, in task order, less the molecules
+    `--dedupe` left out at `dropped`) are transposed once into dense planes in that staging
+    order (`planes`, a temporary file in the work directory, on `threads` threads); then
+    `write_index` writes a store's compact index from those planes and the parts' graph
+    records, each read where it lies. Pickles small (paths and counts): MPI ranks writing
+    shards each get it."""
+
+    def __init__(self, planes: str, parts: list[str], dropped: list[int], threads: int = 1):
+        self.planes, self.parts = planes, [os.fspath(p) for p in parts]
+        self.dropped = [int(d) for d in dropped]
+        self.counts = _core.pattern_planes_from_parts(
+            planes, self.parts, self.dropped, TOTAL_BITS, WORDS_PER_ROW, threads=threads
+        )
+
+    def write_index(self, store: str, threads: int = 1, source: bytes | None = None) -> int:
+        """The substructure index of the one store at `store` (written from the staging store:
+        its input order gives each molecule's staging position), or of a shard whose molecules
+        are the staging positions `source` (u32 little-endian); returns the screen's bytes."""
+        return _core.pattern_index_from_parts(
+            os.fspath(store), self.planes, self.counts, self.parts, self.dropped, WORDS_PER_ROW,
+            json.dumps(meaning()), threads=threads, source=source,
+        )  # fmt: skip
+
+    def remove(self) -> None:
+        """Removes the planes and the parts' rows and graph records."""
+        for path in [self.planes] + [p + e for p in self.parts for e in PART_FILES]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+
+#: what an ingest task writes beside its part store for the substructure index
+PART_FILES = (".rows.u64", ".glen.u32", ".grec.bin")
+
+
 class IndexFromParts:
-    """Ingest's one pass: the substructure index of the staged store assembled from the rows
+    """A version-1 ingest (`ingest(..., version=1)`, old stores for tests): the substructure
+    index of the staged store assembled from the rows
     and graph records its workers computed (each part's, in task order, less the molecules
     `--dedupe` left out), written block-aligned into the planes as they come; `finish()`
     writes the index into the store."""

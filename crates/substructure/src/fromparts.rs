@@ -1,0 +1,355 @@
+//! Ingest's substructure index written straight from its workers' parts, with no index of the
+//! staging store in between. A part is what one ingest task wrote beside its part store:
+//! `PART.rows.u64` (one screening row of `words_per_row` little-endian words per molecule),
+//! `PART.glen.u32` (each graph record's length) and `PART.grec.bin` (the records). [`Parts`]
+//! reads the parts in task order, less the molecules `--dedupe` left out (the staging order);
+//! [`planes_from_parts`] transposes their rows into dense planes in that order (a temporary
+//! file, block-aligned chunks on several threads, as [`crate::write_part`] writes them); and
+//! [`index_from_parts`] writes the compact index of a version-2 store holding those molecules
+//! in another order (the whole store, or one shard of a set) from those planes and the parts'
+//! records, each read where it lies, as [`crate::carry_index`] carries an older index over.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memmap2::Mmap;
+use molsift_store::StoreFiles;
+
+use crate::compact::Indexed;
+use crate::layout::{planes_bytes, BLOCK};
+use crate::SubstructureError;
+
+/// Molecules transposed per task of [`planes_from_parts`] (a multiple of [`BLOCK`]).
+const CHUNK: usize = 1 << 16;
+const _: () = assert!(CHUNK % BLOCK == 0);
+
+/// Bits of [`Parts`]' packed location that hold the molecule's place in its part.
+const LOCAL_BITS: u32 = 40;
+
+/// The rows and graph records of ingest's parts, by staging position (task order, less the
+/// molecules left out).
+pub struct Parts {
+    rows: Vec<Option<Mmap>>,
+    records: Vec<Option<Mmap>>,
+    /// per part: where each record starts in its records file (one more than its molecules)
+    starts: Vec<Vec<u64>>,
+    /// per staging position: its part (high bits) and place in the part (low [`LOCAL_BITS`])
+    kept: Vec<u64>,
+    words_per_row: usize,
+}
+
+fn map(path: &Path) -> Result<Option<Mmap>, SubstructureError> {
+    let f = std::fs::File::open(path).map_err(|e| SubstructureError::io(path, e))?;
+    let len = f
+        .metadata()
+        .map_err(|e| SubstructureError::io(path, e))?
+        .len();
+    if len == 0 {
+        return Ok(None); // an empty file cannot be mapped
+    }
+    // SAFETY: the parts are ingest's own files in its work directory, written and closed by
+    // tasks that have ended; nothing writes them while they are mapped.
+    unsafe { Mmap::map(&f) }
+        .map(Some)
+        .map_err(|e| SubstructureError::io(path, e))
+}
+
+fn with_ext(prefix: &Path, ext: &str) -> PathBuf {
+    let mut s = prefix.as_os_str().to_owned();
+    s.push(ext);
+    PathBuf::from(s)
+}
+
+impl Parts {
+    /// Opens the parts named by `prefixes` (each `PART` of `PART.rows.u64` and its siblings), in
+    /// task order, less the molecules at `dropped` (ascending positions in all the parts'
+    /// molecules taken in order). Refuses parts whose files do not agree, naming them.
+    pub fn open(
+        prefixes: &[PathBuf],
+        dropped: &[u64],
+        words_per_row: usize,
+    ) -> Result<Parts, SubstructureError> {
+        if words_per_row == 0 {
+            return Err(SubstructureError::Invalid("rows of no words".into()));
+        }
+        if prefixes.len() >= 1 << (64 - LOCAL_BITS) {
+            return Err(SubstructureError::Invalid(format!(
+                "{} parts: at most {}",
+                prefixes.len(),
+                (1u64 << (64 - LOCAL_BITS)) - 1
+            )));
+        }
+        if dropped.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(SubstructureError::Invalid(
+                "the molecules left out are not in ascending order".into(),
+            ));
+        }
+        let mut p = Parts {
+            rows: Vec::new(),
+            records: Vec::new(),
+            starts: Vec::new(),
+            kept: Vec::new(),
+            words_per_row,
+        };
+        let mut dropped = dropped.iter().copied().peekable();
+        let mut all = 0u64; // molecules of the parts so far, left-out ones included
+        for (k, prefix) in prefixes.iter().enumerate() {
+            let (rows_path, glen_path, grec_path) = (
+                with_ext(prefix, ".rows.u64"),
+                with_ext(prefix, ".glen.u32"),
+                with_ext(prefix, ".grec.bin"),
+            );
+            let glen =
+                std::fs::read(&glen_path).map_err(|e| SubstructureError::io(&glen_path, e))?;
+            let rows = map(&rows_path)?;
+            let records = map(&grec_path)?;
+            let count = glen.len() / 4;
+            let row_bytes = rows.as_ref().map_or(0, |m| m.len());
+            let mut starts = Vec::with_capacity(count + 1);
+            let mut at = 0u64;
+            starts.push(0);
+            for l in glen.chunks_exact(4) {
+                at += u64::from(u32::from_le_bytes(l.try_into().expect("4 bytes")));
+                starts.push(at);
+            }
+            if glen.len() % 4 != 0
+                || row_bytes != count * words_per_row * 8
+                || at != records.as_ref().map_or(0, |m| m.len()) as u64
+            {
+                return Err(SubstructureError::Corrupted {
+                    path: prefix.clone(),
+                    reason: "its screening rows and graph records do not agree".into(),
+                });
+            }
+            if count as u64 >= 1 << LOCAL_BITS {
+                return Err(SubstructureError::Invalid(format!(
+                    "{}: {count} molecules in one part",
+                    prefix.display()
+                )));
+            }
+            for local in 0..count as u64 {
+                if dropped.peek() == Some(&(all + local)) {
+                    dropped.next();
+                    continue;
+                }
+                p.kept.push((k as u64) << LOCAL_BITS | local);
+            }
+            all += count as u64;
+            p.rows.push(rows);
+            p.records.push(records);
+            p.starts.push(starts);
+        }
+        if let Some(d) = dropped.next() {
+            return Err(SubstructureError::Invalid(format!(
+                "molecule {d} is left out, the parts hold {all}"
+            )));
+        }
+        Ok(p)
+    }
+
+    /// Molecules (staging positions).
+    pub fn len(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// True for no molecule.
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
+
+    fn place(&self, i: usize) -> (usize, usize) {
+        let loc = self.kept[i];
+        (
+            (loc >> LOCAL_BITS) as usize,
+            (loc & ((1 << LOCAL_BITS) - 1)) as usize,
+        )
+    }
+
+    /// Appends molecule `i`'s row to `out`.
+    fn push_row(&self, i: usize, out: &mut Vec<u64>) {
+        let (k, local) = self.place(i);
+        let w = self.words_per_row;
+        let bytes = &self.rows[k]
+            .as_ref()
+            .expect("a part with molecules has rows")[local * w * 8..(local + 1) * w * 8];
+        out.extend(
+            bytes
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))),
+        );
+    }
+}
+
+impl Indexed for Parts {
+    fn len(&self) -> usize {
+        self.kept.len()
+    }
+
+    fn record_len(&self, i: usize) -> Option<usize> {
+        let (k, local) = self.place(i);
+        let s = &self.starts[k];
+        Some((s[local + 1] - s[local]) as usize)
+    }
+
+    fn record(&self, i: usize) -> Option<&[u8]> {
+        let (k, local) = self.place(i);
+        let s = &self.starts[k];
+        let (a, b) = (s[local] as usize, s[local + 1] as usize);
+        Some(self.records[k].as_deref().map_or(&[][..], |m| &m[a..b]))
+    }
+}
+
+/// Writes the dense planes of `parts`' rows (`bits` bits, staging order) at `path` (a new
+/// temporary file) on `threads` threads; returns how many molecules have each bit.
+pub fn planes_from_parts(
+    parts: &Parts,
+    path: &Path,
+    bits: u32,
+    threads: usize,
+) -> Result<Vec<u64>, SubstructureError> {
+    let n = parts.len();
+    crate::create_planes(path, bits, n)?;
+    let chunks = n.div_ceil(CHUNK);
+    let next = AtomicUsize::new(0);
+    let results: Vec<Result<Vec<u64>, SubstructureError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.clamp(1, chunks.max(1)))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut counts = vec![0u64; bits as usize];
+                    let mut rows = Vec::with_capacity(CHUNK * parts.words_per_row);
+                    loop {
+                        let c = next.fetch_add(1, Ordering::Relaxed);
+                        if c >= chunks {
+                            return Ok(counts);
+                        }
+                        let (a, z) = (c * CHUNK, ((c + 1) * CHUNK).min(n));
+                        rows.clear();
+                        (a..z).for_each(|i| parts.push_row(i, &mut rows));
+                        let mine = crate::write_part(path, bits, n, a, &rows, parts.words_per_row)?;
+                        counts.iter_mut().zip(mine).for_each(|(t, m)| *t += m);
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("planes thread"))
+            .collect()
+    });
+    let mut counts = vec![0u64; bits as usize];
+    for r in results {
+        counts.iter_mut().zip(r?).for_each(|(t, m)| *t += m);
+    }
+    Ok(counts)
+}
+
+/// Writes the substructure index of `to`, a version-2 store holding the molecules of `parts`
+/// in another order (`source[i]`: the staging position of `to`'s molecule `i`), or a part of
+/// them (a shard of a set), from the dense planes at `planes` ([`planes_from_parts`]: `bits`
+/// planes, `bit_counts` its counts) and the parts' graph records; the index means `meaning`.
+/// Returns the bytes of the screen.
+#[allow(clippy::too_many_arguments)]
+pub fn index_from_parts(
+    parts: &Parts,
+    planes: &Path,
+    bits: u32,
+    bit_counts: &[u64],
+    meaning: serde_json::Value,
+    to: &dyn StoreFiles,
+    source: &[u32],
+    threads: usize,
+) -> Result<u64, SubstructureError> {
+    let n = parts.len();
+    let m = map(planes)?;
+    let bytes = m.as_deref().unwrap_or(&[]);
+    if bytes.len() as u64 != planes_bytes(bits, n) || bit_counts.len() != bits as usize {
+        return Err(SubstructureError::Corrupted {
+            path: planes.to_path_buf(),
+            reason: format!("not the planes of {bits} bits for {n} molecules"),
+        });
+    }
+    // SAFETY: mmap is page aligned and its size a multiple of 8 (checked above); the crate
+    // refuses big-endian targets (lib.rs).
+    let (head, words, tail) = unsafe { bytes.align_to::<u64>() };
+    assert!(head.is_empty() && tail.is_empty(), "planes not u64 aligned");
+    crate::write::carry_planes(
+        words, n, bits, bit_counts, meaning, parts, to, source, threads,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::Indexed;
+
+    /// Writes a part of `rows` (one word per row) and `records` at `prefix`.
+    fn part(prefix: &Path, rows: &[u64], records: &[Vec<u8>]) {
+        let words: Vec<u8> = rows.iter().flat_map(|w| w.to_le_bytes()).collect();
+        std::fs::write(with_ext(prefix, ".rows.u64"), words).unwrap();
+        let lens: Vec<u8> = records
+            .iter()
+            .flat_map(|r| (r.len() as u32).to_le_bytes())
+            .collect();
+        std::fs::write(with_ext(prefix, ".glen.u32"), lens).unwrap();
+        std::fs::write(with_ext(prefix, ".grec.bin"), records.concat()).unwrap();
+    }
+
+    #[test]
+    fn parts_read_in_task_order_less_the_molecules_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        // three parts (one empty), 700 molecules in all, some left out
+        let sizes = [300usize, 0, 400];
+        let mut prefixes = Vec::new();
+        let (mut all_rows, mut all_records) = (Vec::new(), Vec::new());
+        for (k, &size) in sizes.iter().enumerate() {
+            let rows: Vec<u64> = (0..size)
+                .map(|i| ((k * 1000 + i) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) & 0x3ff)
+                .collect();
+            let records: Vec<Vec<u8>> = (0..size).map(|i| vec![k as u8; i % 7]).collect();
+            let prefix = dir.path().join(format!("part{k}"));
+            part(&prefix, &rows, &records);
+            prefixes.push(prefix);
+            all_rows.extend(rows);
+            all_records.extend(records);
+        }
+        let dropped = [0u64, 5, 299, 300, 699];
+        let p = Parts::open(&prefixes, &dropped, 1).unwrap();
+        let keep: Vec<usize> = (0..700)
+            .filter(|i| !dropped.contains(&(*i as u64)))
+            .collect();
+        assert_eq!(Indexed::len(&p), keep.len());
+        for (i, &k) in keep.iter().enumerate() {
+            assert_eq!(p.record(i).unwrap(), &all_records[k][..]);
+            assert_eq!(p.record_len(i), Some(all_records[k].len()));
+        }
+        // the planes equal those write_part makes of the kept rows at once
+        let (ours, theirs) = (dir.path().join("ours"), dir.path().join("theirs"));
+        let counts = planes_from_parts(&p, &ours, 10, 3).unwrap();
+        let kept_rows: Vec<u64> = keep.iter().map(|&k| all_rows[k]).collect();
+        crate::create_planes(&theirs, 10, keep.len()).unwrap();
+        let want = crate::write_part(&theirs, 10, keep.len(), 0, &kept_rows, 1).unwrap();
+        assert_eq!(counts, want);
+        assert_eq!(
+            std::fs::read(&ours).unwrap(),
+            std::fs::read(&theirs).unwrap()
+        );
+        // a molecule left out beyond the parts, or out of order, is refused
+        assert!(Parts::open(&prefixes, &[700], 1).is_err());
+        assert!(Parts::open(&prefixes, &[5, 3], 1).is_err());
+    }
+
+    #[test]
+    fn a_part_whose_files_disagree_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("bad");
+        part(&prefix, &[1, 2, 3], &[vec![1], vec![2]]);
+        let e = Parts::open(std::slice::from_ref(&prefix), &[], 1)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("bad"), "{e}");
+        part(&prefix, &[1, 2], &[vec![1], vec![2]]);
+        std::fs::write(with_ext(&prefix, ".grec.bin"), [1u8]).unwrap();
+        assert!(Parts::open(&[prefix], &[], 1).is_err());
+    }
+}
