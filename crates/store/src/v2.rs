@@ -261,72 +261,87 @@ fn write_selection(
         ..TextOptions::default()
     };
     let smiles_opts = text(false);
-    write_text_blocks(
-        &dir.join(SMILES),
-        n,
-        |i, out| out.extend_from_slice(smiles(sel[i]).unwrap_or(b"")),
-        &smiles_opts,
-    )?;
-    write_text_blocks(
-        &dir.join(IDS),
-        n,
-        |r, out| out.extend_from_slice(v1.id(ranks[r] as usize).map(str::as_bytes).unwrap_or(b"")),
-        &text(true),
-    )?;
-    write(
-        dir,
-        INPUT_ORDER,
-        &crate::packed::encode(&sel.iter().map(|&g| local_rank(g)).collect::<Vec<_>>()),
-    )?;
-    write(
-        dir,
-        SOURCE_LINES,
-        &crate::packed::encode(
-            &(0..n)
-                .map(|r| v1.source_line(ranks[r] as usize) - r as u64)
-                .collect::<Vec<_>>(),
-        ),
-    )?;
-    // exact-match index: the first block of each distinct SMILES
-    let block = smiles_opts.block;
-    let mut entries = Vec::with_capacity(n);
-    let mut prev: Option<&[u8]> = None;
-    let mut duplicates = 0u64;
-    for (i, &r) in sel.iter().enumerate() {
-        let s = smiles(r)?;
-        if prev != Some(s) {
-            entries.push((key_hash(s, opts.lookup.hash_bits), (i / block) as u64));
-        } else {
-            duplicates += 1;
-        }
-        prev = Some(s);
-    }
-    let blocks = n.div_ceil(block) as u64;
-    write(
-        dir,
-        SMILES_LOOKUP,
-        &build_index(entries, blocks, &opts.lookup),
-    )?;
-    let ids = (0..n).map(|r| v1.id(ranks[r] as usize));
-    if !ids_ascending(ids)? {
-        let entries = (0..n)
-            .map(|r| {
-                Ok((
-                    key_hash(v1.id(ranks[r] as usize)?.as_bytes(), opts.lookup.hash_bits),
-                    (r / block) as u64,
-                ))
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        write(dir, IDS_LOOKUP, &build_index(entries, blocks, &opts.lookup))?;
-    }
-    planes::write_planes(
-        dir,
-        spec.bits,
-        n,
-        |i| u32::from(v1.popcount(sel[i] as usize)),
-        |i, out| out.copy_from_slice(&v1.fingerprint(sel[i] as usize)[..out.len()]),
-        opts.plane_budget,
-    )?;
+    // the SMILES column (its dictionary trained on one thread) beside everything else
+    let (column, rest) = std::thread::scope(|s| {
+        let column = s.spawn(|| {
+            write_text_blocks(
+                &dir.join(SMILES),
+                n,
+                |i, out| out.extend_from_slice(smiles(sel[i]).unwrap_or(b"")),
+                &smiles_opts,
+            )
+        });
+        let rest = (|| -> Result<u64, StoreError> {
+            write_text_blocks(
+                &dir.join(IDS),
+                n,
+                |r, out| {
+                    out.extend_from_slice(
+                        v1.id(ranks[r] as usize).map(str::as_bytes).unwrap_or(b""),
+                    )
+                },
+                &text(true),
+            )?;
+            write(
+                dir,
+                INPUT_ORDER,
+                &crate::packed::encode(&sel.iter().map(|&g| local_rank(g)).collect::<Vec<_>>()),
+            )?;
+            write(
+                dir,
+                SOURCE_LINES,
+                &crate::packed::encode(
+                    &(0..n)
+                        .map(|r| v1.source_line(ranks[r] as usize) - r as u64)
+                        .collect::<Vec<_>>(),
+                ),
+            )?;
+            // exact-match index: the first block of each distinct SMILES
+            let block = smiles_opts.block;
+            let mut entries = Vec::with_capacity(n);
+            let mut prev: Option<&[u8]> = None;
+            let mut duplicates = 0u64;
+            for (i, &r) in sel.iter().enumerate() {
+                let s = smiles(r)?;
+                if prev != Some(s) {
+                    entries.push((key_hash(s, opts.lookup.hash_bits), (i / block) as u64));
+                } else {
+                    duplicates += 1;
+                }
+                prev = Some(s);
+            }
+            let blocks = n.div_ceil(block) as u64;
+            write(
+                dir,
+                SMILES_LOOKUP,
+                &build_index(entries, blocks, &opts.lookup),
+            )?;
+            let ids = (0..n).map(|r| v1.id(ranks[r] as usize));
+            if !ids_ascending(ids)? {
+                let entries = (0..n)
+                    .map(|r| {
+                        Ok((
+                            key_hash(v1.id(ranks[r] as usize)?.as_bytes(), opts.lookup.hash_bits),
+                            (r / block) as u64,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, StoreError>>()?;
+                write(dir, IDS_LOOKUP, &build_index(entries, blocks, &opts.lookup))?;
+            }
+            planes::write_planes(
+                dir,
+                spec.bits,
+                n,
+                |i| u32::from(v1.popcount(sel[i] as usize)),
+                |i, out| out.copy_from_slice(&v1.fingerprint(sel[i] as usize)[..out.len()]),
+                opts.plane_budget,
+            )?;
+            Ok(duplicates)
+        })();
+        (column.join().expect("the SMILES column's thread"), rest)
+    });
+    column?;
+    let duplicates = rest?;
     let mut counts = v1.manifest().counts;
     if shard.is_none() {
         let rejects = std::fs::read(v1.path().join(REJECTS))

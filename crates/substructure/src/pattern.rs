@@ -9,6 +9,14 @@
 //! (the pattern's index plus its atom and bond counts, combined with 0xBEEF once per
 //! embedding). Molecules only: a query's fingerprint (wildcards, query bonds) stays RDKit's.
 //!
+//! The embeddings are those RDKit's matcher finds (every one, not one per atom set), found
+//! faster: each pattern's atoms are placed most-constrained first (the atom of most bonds,
+//! then each time the one of most bonds to atoms placed), a candidate needs at least the
+//! pattern atom's number of bonds, and a pattern bond on a cycle of the pattern only takes a
+//! molecule bond on a cycle of the molecule (an embedding maps a cycle onto a cycle; the
+//! molecule's bridges are found by one depth-first search, not read from RDKit's rings). The
+//! bits do not depend on the order embeddings are found in.
+//!
 //! The caller (`substructure/records.py`) checks once per process that these bits equal
 //! RDKit's on probe molecules, and uses RDKit's own function otherwise.
 
@@ -40,45 +48,177 @@ pub struct Pattern {
     atoms: Vec<AtomReq>,
     /// (begin, end, requirement), in RDKit's bond order
     bonds: Vec<(usize, usize, BondReq)>,
-    /// per atom after the first: an earlier atom it is bonded to (candidates are its
-    /// neighbours), and every bond to an earlier atom (the earlier atom, the requirement, the
-    /// pattern bond's index: checked, and the molecule's bond kept, when the atom is placed)
-    parent: Vec<usize>,
-    back: Vec<Vec<(usize, BondReq, usize)>>,
+    /// the pattern atoms in the order they are placed: the first of most bonds, then each time
+    /// the atom with most bonds to atoms placed (then most bonds), so that a placement that
+    /// cannot be completed is left as early as can be
+    steps: Vec<Step>,
+}
+
+/// Placing one pattern atom.
+#[derive(Debug, Clone)]
+struct Step {
+    /// the pattern atom
+    atom: usize,
+    /// what it asks of its molecule atom
+    req: AtomReq,
+    /// its bonds in the pattern: its molecule atom has at least as many
+    degree: u8,
+    /// (after the first) a placed pattern atom it is bonded to, whose molecule atom's
+    /// neighbours are the candidates: (that atom, the bond's requirement, the bond's index,
+    /// whether the bond lies on a cycle of the pattern)
+    via: (usize, BondReq, usize, bool),
+    /// its other bonds to placed atoms (the same four facts), checked when it is placed
+    back: Vec<(usize, BondReq, usize, bool)>,
 }
 
 impl Pattern {
-    /// A pattern of `atoms` and `bonds` (begin, end, requirement); `Err` when an atom after
-    /// the first is bonded to no earlier atom (RDKit's patterns never are) or an index is out
-    /// of range.
+    /// A pattern of `atoms` and `bonds` (begin, end, requirement); `Err` when it is not
+    /// connected (RDKit's patterns all are) or an index is out of range.
     pub fn new(atoms: Vec<AtomReq>, bonds: Vec<(usize, usize, BondReq)>) -> Result<Self, String> {
         let n = atoms.len();
-        let mut back = vec![Vec::new(); n];
-        for (k, &(a, b, req)) in bonds.iter().enumerate() {
+        if n == 0 {
+            return Err("a pattern without atoms".into());
+        }
+        for &(a, b, _) in &bonds {
             if a >= n || b >= n || a == b {
                 return Err(format!("bond {a}-{b} in a pattern of {n} atoms"));
             }
-            let (lo, hi) = (a.min(b), a.max(b));
-            back[hi].push((lo, req, k));
         }
-        let mut parent = vec![0; n];
-        for (i, p) in parent.iter_mut().enumerate().skip(1) {
-            *p = back[i]
+        if n > 255 {
+            return Err(format!("a pattern of {n} atoms"));
+        }
+        let pairs: Vec<(usize, usize)> = bonds.iter().map(|&(a, b, _)| (a, b)).collect();
+        let (start, nbr, _) = neighbour_lists(n, &pairs);
+        let cyclic = on_cycles(n, bonds.len(), &start, &nbr);
+        let degree = |a: usize| bonds.iter().filter(|&&(x, y, _)| x == a || y == a).count();
+        let mut placed = vec![false; n];
+        let mut steps: Vec<Step> = Vec::with_capacity(n);
+        for _ in 0..n {
+            // the unplaced atom of most bonds to placed atoms, then of most bonds, then first
+            let links = |a: usize| {
+                bonds
+                    .iter()
+                    .filter(|&&(x, y, _)| (x == a && placed[y]) || (y == a && placed[x]))
+                    .count()
+            };
+            let next = (0..n)
+                .filter(|&a| !placed[a])
+                .max_by_key(|&a| (links(a), degree(a), std::cmp::Reverse(a)))
+                .expect("an atom left");
+            if !steps.is_empty() && links(next) == 0 {
+                return Err(format!(
+                    "pattern atom {next} is bonded to no other atom placed"
+                ));
+            }
+            let mut to_placed: Vec<(usize, BondReq, usize, bool)> = bonds
                 .iter()
-                .map(|&(j, _, _)| j)
-                .min()
-                .ok_or_else(|| format!("pattern atom {i} is bonded to no earlier atom"))?;
-        }
-        if n == 0 {
-            return Err("a pattern without atoms".into());
+                .enumerate()
+                .filter_map(|(k, &(x, y, req))| {
+                    let other = if x == next {
+                        y
+                    } else if y == next {
+                        x
+                    } else {
+                        return None;
+                    };
+                    placed[other].then_some((other, req, k, cyclic[k]))
+                })
+                .collect();
+            to_placed.sort_by_key(|t| t.0);
+            let via = if to_placed.is_empty() {
+                (0, BondReq::Any, 0, false)
+            } else {
+                to_placed.remove(0)
+            };
+            steps.push(Step {
+                atom: next,
+                req: atoms[next],
+                degree: u8::try_from(degree(next)).map_err(|_| "a pattern atom of 256 bonds")?,
+                via,
+                back: to_placed,
+            });
+            placed[next] = true;
         }
         Ok(Pattern {
             atoms,
             bonds,
-            parent,
-            back,
+            steps,
         })
     }
+}
+
+/// Per bond of a graph of `n` atoms and `bonds` bonds given as neighbour lists (`nbr[start[a]..
+/// start[a + 1]]`: each neighbour of `a` and the bond to it): whether it lies on a cycle (is
+/// not a bridge), by one depth-first search (Tarjan's low links).
+fn on_cycles(n: usize, bonds: usize, start: &[u16], nbr: &[(u8, u16)]) -> Vec<bool> {
+    let mut cyclic = vec![true; bonds];
+    let mut order = vec![u16::MAX; n];
+    let mut low = vec![0u16; n];
+    let mut time = 0u16;
+    // (atom, bond it was reached by, next neighbour to look at)
+    let mut stack: Vec<(usize, usize, usize)> = Vec::with_capacity(n);
+    for root in 0..n {
+        if order[root] != u16::MAX {
+            continue;
+        }
+        stack.push((root, usize::MAX, usize::from(start[root])));
+        order[root] = time;
+        low[root] = time;
+        time += 1;
+        while let Some(&mut (a, from, ref mut next)) = stack.last_mut() {
+            if *next < usize::from(start[a + 1]) {
+                let (b, k) = nbr[*next];
+                let (b, k) = (usize::from(b), usize::from(k));
+                *next += 1;
+                if k == from {
+                    continue;
+                }
+                if order[b] == u16::MAX {
+                    order[b] = time;
+                    low[b] = time;
+                    time += 1;
+                    stack.push((b, k, usize::from(start[b])));
+                } else {
+                    low[a] = low[a].min(order[b]);
+                }
+            } else {
+                stack.pop();
+                if let Some(&(parent, _, _)) = stack.last() {
+                    low[parent] = low[parent].min(low[a]);
+                    if low[a] > order[parent] {
+                        cyclic[from] = false; // nothing below `a` reaches above it: a bridge
+                    }
+                }
+            }
+        }
+    }
+    cyclic
+}
+
+/// Neighbour lists of a graph of `n` atoms and `bonds` (pairs of atoms): per atom its
+/// neighbours and the bonds to them, `nbr[start[a]..start[a + 1]]`, and each atom's degree.
+fn neighbour_lists(n: usize, bonds: &[(usize, usize)]) -> (Vec<u16>, Vec<(u8, u16)>, Vec<u8>) {
+    let mut degree = vec![0u8; n];
+    for &(a, b) in bonds {
+        degree[a] = degree[a].saturating_add(1);
+        degree[b] = degree[b].saturating_add(1);
+    }
+    let mut start = Vec::with_capacity(n + 1);
+    let mut at = 0u16;
+    for &d in &degree {
+        start.push(at);
+        at += u16::from(d);
+    }
+    start.push(at);
+    let mut fill: Vec<u16> = start[..n].to_vec();
+    let mut nbr = vec![(0u8, 0u16); usize::from(at)];
+    for (k, &(a, b)) in bonds.iter().enumerate() {
+        nbr[usize::from(fill[a])] = (b as u8, k as u16);
+        fill[a] += 1;
+        nbr[usize::from(fill[b])] = (a as u8, k as u16);
+        fill[b] += 1;
+    }
+    (start, nbr, degree)
 }
 
 /// boost's `hash_combine` as RDKit's `gboost` has it, on a 32-bit seed.
@@ -90,69 +230,77 @@ fn hash_combine(seed: &mut u32, v: u32) {
 }
 
 /// The molecule's graph as the matcher walks it.
-struct Graph<'a> {
-    m: &'a Molecule,
+struct Graph {
     n: usize,
-    /// per atom: its neighbours
-    adj: Vec<Vec<usize>>,
+    /// each atom's neighbours and the bonds to them: `nbr[start[a]..start[a + 1]]`
+    start: Vec<u16>,
+    nbr: Vec<(u8, u16)>,
     /// bond index + 1 between two atoms (0: none), n x n
     between: Vec<u16>,
+    anum: Vec<u32>,
+    degree: Vec<u8>,
     atom_in_ring: Vec<bool>,
+    /// per bond: in a ring (RDKit's), single or aromatic, on a cycle of the graph (not a bridge)
     bond_in_ring: Vec<bool>,
+    bond_single_or_aromatic: Vec<bool>,
+    bond_on_cycle: Vec<bool>,
     /// a bond's type as the fingerprint hashes it (aromatic: 12)
     bond_code: Vec<u32>,
-    /// a bond's RDKit type
-    bond_type: Vec<u8>,
 }
 
-impl<'a> Graph<'a> {
-    fn new(m: &'a Molecule) -> Self {
+impl Graph {
+    fn new(m: &Molecule) -> Self {
         let n = m.atoms.len();
-        let mut adj = vec![Vec::new(); n];
+        let pairs: Vec<(usize, usize)> = m
+            .bonds
+            .iter()
+            .map(|&(a, b, _, _)| (usize::from(a), usize::from(b)))
+            .collect();
+        let (start, nbr, degree) = neighbour_lists(n, &pairs);
         let mut between = vec![0u16; n * n];
-        let mut bond_in_ring = Vec::with_capacity(m.bonds.len());
-        let mut bond_code = Vec::with_capacity(m.bonds.len());
-        let mut bond_type = Vec::with_capacity(m.bonds.len());
+        let nb = m.bonds.len();
+        let (mut bond_in_ring, mut bond_single_or_aromatic, mut bond_code) = (
+            Vec::with_capacity(nb),
+            Vec::with_capacity(nb),
+            Vec::with_capacity(nb),
+        );
         for (k, &(a, b, btype, aromatic)) in m.bonds.iter().enumerate() {
-            let (a, b) = (usize::from(a), usize::from(b));
-            adj[a].push(b);
-            adj[b].push(a);
-            between[a * n + b] = k as u16 + 1;
-            between[b * n + a] = k as u16 + 1;
-            let pair = (a.min(b) as u8, a.max(b) as u8);
-            bond_in_ring.push(m.ring_pairs.binary_search(&pair).is_ok());
+            let (ai, bi) = (usize::from(a), usize::from(b));
+            between[ai * n + bi] = k as u16 + 1;
+            between[bi * n + ai] = k as u16 + 1;
+            bond_in_ring.push(m.ring_pairs.binary_search(&(a.min(b), a.max(b))).is_ok());
+            bond_single_or_aromatic.push(matches!(btype, 1 | 12));
             bond_code.push(if aromatic { 12 } else { u32::from(btype) });
-            bond_type.push(btype);
         }
+        let bond_on_cycle = on_cycles(n, nb, &start, &nbr);
         Graph {
-            m,
             n,
-            adj,
+            start,
+            nbr,
             between,
+            anum: m.atoms.iter().map(|a| u32::from(a.anum)).collect(),
+            degree,
             atom_in_ring: m.nrings.iter().map(|&r| r > 0).collect(),
             bond_in_ring,
+            bond_single_or_aromatic,
+            bond_on_cycle,
             bond_code,
-            bond_type,
         }
     }
 
-    fn bond(&self, a: usize, b: usize) -> Option<usize> {
-        match self.between[a * self.n + b] {
-            0 => None,
-            k => Some(usize::from(k) - 1),
-        }
+    fn atom_fits(&self, c: usize, step: &Step) -> bool {
+        self.degree[c] >= step.degree && (step.req == AtomReq::Any || self.atom_in_ring[c])
     }
 
-    fn atom_fits(&self, i: usize, req: AtomReq) -> bool {
-        req == AtomReq::Any || self.atom_in_ring[i]
-    }
-
-    fn bond_fits(&self, k: usize, req: BondReq) -> bool {
-        match req {
-            BondReq::Any => true,
-            BondReq::InRing => self.bond_in_ring[k],
-            BondReq::SingleOrAromatic => matches!(self.bond_type[k], 1 | 12),
-        }
+    /// Whether molecule bond `k` may stand for a pattern bond of `req` (`cyclic`: on a cycle
+    /// of the pattern, so only a bond on a cycle of the molecule can be its image).
+    fn bond_fits(&self, k: usize, req: BondReq, cyclic: bool) -> bool {
+        (!cyclic || self.bond_on_cycle[k])
+            && match req {
+                BondReq::Any => true,
+                BondReq::InRing => self.bond_in_ring[k],
+                BondReq::SingleOrAromatic => self.bond_single_or_aromatic[k],
+            }
     }
 }
 
@@ -160,10 +308,6 @@ impl<'a> Graph<'a> {
 /// packed as the store packs RDKit's bit vectors: bit i in byte i / 8 at bit i % 8.
 pub(crate) fn fingerprint(m: &Molecule, patterns: &[Pattern], bits: u32) -> Vec<u8> {
     let mut out = vec![0u8; bits.div_ceil(8) as usize];
-    let mut set = |bit: u32| {
-        let bit = bit % bits;
-        out[(bit / 8) as usize] |= 1 << (bit % 8);
-    };
     let g = Graph::new(m);
     let mut map = Vec::new();
     let mut bond_map = Vec::new();
@@ -172,32 +316,33 @@ pub(crate) fn fingerprint(m: &Molecule, patterns: &[Pattern], bits: u32) -> Vec<
         let index = p as u32 + 1; // RDKit counts its patterns from 1
         let mut count_id = index + pattern.atoms.len() as u32 + pattern.bonds.len() as u32;
         map.clear();
-        map.resize(pattern.atoms.len(), 0usize);
+        map.resize(pattern.atoms.len(), 0u8);
         bond_map.clear();
-        bond_map.resize(pattern.bonds.len(), 0usize);
-        let mut state = Embedding {
+        bond_map.resize(pattern.bonds.len(), 0u16);
+        let mut e = Embedding {
             map: &mut map,
             bonds: &mut bond_map,
             used: &mut used,
         };
-        embed(
-            &g,
-            pattern,
-            0,
-            &mut state,
-            &mut |map: &[usize], bonds: &[usize]| {
-                hash_combine(&mut count_id, 0xBEEF);
-                set(count_id);
-                let mut id = index;
-                for &a in map {
-                    hash_combine(&mut id, u32::from(g.m.atoms[a].anum));
-                }
-                for &k in bonds {
-                    hash_combine(&mut id, g.bond_code[k]);
-                }
-                set(id);
-            },
-        );
+        let out = &mut out;
+        let mut set = move |bit: u32| {
+            let bit = bit % bits;
+            out[(bit / 8) as usize] |= 1 << (bit % 8);
+        };
+        embed(&g, pattern, 0, &mut e, &mut |map: &[u8], bonds: &[u16]| {
+            // one bit for the number of embeddings so far, one for this embedding's atoms and
+            // bonds: the same bits in any order of the embeddings
+            hash_combine(&mut count_id, 0xBEEF);
+            set(count_id);
+            let mut id = index;
+            for &a in map {
+                hash_combine(&mut id, g.anum[usize::from(a)]);
+            }
+            for &k in bonds {
+                hash_combine(&mut id, g.bond_code[usize::from(k)]);
+            }
+            set(id);
+        });
     }
     out
 }
@@ -205,48 +350,61 @@ pub(crate) fn fingerprint(m: &Molecule, patterns: &[Pattern], bits: u32) -> Vec<
 /// A partial embedding: the molecule atom of each placed pattern atom, the molecule bond of
 /// each pattern bond between placed atoms, the molecule atoms taken.
 struct Embedding<'s> {
-    map: &'s mut [usize],
-    bonds: &'s mut [usize],
+    map: &'s mut [u8],
+    bonds: &'s mut [u16],
     used: &'s mut [bool],
 }
 
-/// Every embedding of `pattern` in `g` extending the first `i` atoms of `e`, each handed to
+/// Every embedding of `pattern` in `g` extending its first `s` steps in `e`, each handed to
 /// `found` (atoms in pattern-atom order, bonds in pattern-bond order).
-fn embed(
-    g: &Graph<'_>,
+fn embed<F: FnMut(&[u8], &[u16])>(
+    g: &Graph,
     pattern: &Pattern,
-    i: usize,
+    s: usize,
     e: &mut Embedding<'_>,
-    found: &mut dyn FnMut(&[usize], &[usize]),
+    found: &mut F,
 ) {
-    if i == pattern.atoms.len() {
+    let Some(step) = pattern.steps.get(s) else {
         found(e.map, e.bonds);
         return;
-    }
-    let req = pattern.atoms[i];
-    let mut place = |c: usize, e: &mut Embedding<'_>| {
-        if e.used[c] || !g.atom_fits(c, req) {
-            return;
+    };
+    if s == 0 {
+        for c in 0..g.n {
+            if !g.atom_fits(c, step) {
+                continue;
+            }
+            e.map[step.atom] = c as u8;
+            e.used[c] = true;
+            embed(g, pattern, 1, e, found);
+            e.used[c] = false;
         }
-        for &(j, breq, pb) in &pattern.back[i] {
-            match g.bond(e.map[j], c) {
-                Some(k) if g.bond_fits(k, breq) => e.bonds[pb] = k,
-                _ => return,
+        return;
+    }
+    let (via, via_req, via_bond, via_cyclic) = step.via;
+    let a = usize::from(e.map[via]);
+    let (from, to) = (usize::from(g.start[a]), usize::from(g.start[a + 1]));
+    'candidates: for &(c, k) in &g.nbr[from..to] {
+        let (c, k) = (usize::from(c), usize::from(k));
+        if e.used[c] || !g.atom_fits(c, step) || !g.bond_fits(k, via_req, via_cyclic) {
+            continue;
+        }
+        for &(j, req, pb, cyclic) in &step.back {
+            match g.between[usize::from(e.map[j]) * g.n + c] {
+                0 => continue 'candidates,
+                kb => {
+                    let kb = usize::from(kb) - 1;
+                    if !g.bond_fits(kb, req, cyclic) {
+                        continue 'candidates;
+                    }
+                    e.bonds[pb] = kb as u16;
+                }
             }
         }
-        e.map[i] = c;
+        e.bonds[via_bond] = k as u16;
+        e.map[step.atom] = c as u8;
         e.used[c] = true;
-        embed(g, pattern, i + 1, e, found);
+        embed(g, pattern, s + 1, e, found);
         e.used[c] = false;
-    };
-    if i == 0 {
-        for c in 0..g.n {
-            place(c, e);
-        }
-    } else {
-        for &c in &g.adj[e.map[pattern.parent[i]]] {
-            place(c, e);
-        }
     }
 }
 
@@ -371,6 +529,148 @@ mod tests {
             .filter(|&i| fp[(i / 8) as usize] & (1 << (i % 8)) != 0)
             .collect();
         assert_eq!(on, want);
+    }
+
+    /// Every embedding by brute force (each injective map of the pattern's atoms checked),
+    /// hashed as `fingerprint` hashes them.
+    fn brute_force(m: &Molecule, patterns: &[Pattern], bits: u32) -> Vec<u8> {
+        let mut out = vec![0u8; bits.div_ceil(8) as usize];
+        let mut set = |bit: u32| {
+            let bit = bit % bits;
+            out[(bit / 8) as usize] |= 1 << (bit % 8);
+        };
+        let n = m.atoms.len();
+        let in_ring = |a: usize| m.nrings[a] > 0;
+        let bond = |a: usize, b: usize| {
+            m.bonds.iter().position(|&(x, y, _, _)| {
+                (usize::from(x), usize::from(y)) == (a, b)
+                    || (usize::from(x), usize::from(y)) == (b, a)
+            })
+        };
+        for (p, pattern) in patterns.iter().enumerate() {
+            let index = p as u32 + 1;
+            let mut count_id = index + pattern.atoms.len() as u32 + pattern.bonds.len() as u32;
+            let k = pattern.atoms.len();
+            // every injective map of the pattern's atoms, in lexicographic order
+            let mut maps: Vec<Vec<usize>> = vec![Vec::new()];
+            for _ in 0..k {
+                maps = maps
+                    .into_iter()
+                    .flat_map(|m| {
+                        (0..n)
+                            .filter(|a| !m.contains(a))
+                            .map(|a| {
+                                let mut m = m.clone();
+                                m.push(a);
+                                m
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+            }
+            'maps: for map in maps {
+                if map
+                    .iter()
+                    .zip(&pattern.atoms)
+                    .any(|(&a, &req)| req == AtomReq::InRing && !in_ring(a))
+                {
+                    continue 'maps;
+                }
+                let mut bonds = Vec::new();
+                for &(a, b, req) in &pattern.bonds {
+                    let Some(kb) = bond(map[a], map[b]) else {
+                        continue 'maps;
+                    };
+                    let (x, y, btype, _) = m.bonds[kb];
+                    let ok = match req {
+                        BondReq::Any => true,
+                        BondReq::InRing => m.ring_pairs.contains(&(x.min(y), x.max(y))),
+                        BondReq::SingleOrAromatic => matches!(btype, 1 | 12),
+                    };
+                    if !ok {
+                        continue 'maps;
+                    }
+                    bonds.push(kb);
+                }
+                hash_combine(&mut count_id, 0xBEEF);
+                set(count_id);
+                let mut id = index;
+                for &a in &map {
+                    hash_combine(&mut id, u32::from(m.atoms[a].anum));
+                }
+                for &kb in &bonds {
+                    let (_, _, btype, aromatic) = m.bonds[kb];
+                    hash_combine(&mut id, if aromatic { 12 } else { u32::from(btype) });
+                }
+                set(id);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_search_finds_every_embedding_brute_force_finds() {
+        // random small graphs (rings, bridges, branches, several components; ring flags set
+        // at random, as the search must not rely on them for its own pruning)
+        let patterns = rdkit_patterns();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        let mut with_embeddings = 0;
+        for case in 0..300 {
+            let n = 3 + rnd(5) as usize; // 3 to 7 atoms
+            let mut bonds: Vec<(u8, u8, u8, bool)> = Vec::new();
+            for _ in 0..n + rnd(4) as usize {
+                let (a, b) = (rnd(n as u64) as u8, rnd(n as u64) as u8);
+                if a != b
+                    && !bonds
+                        .iter()
+                        .any(|&(x, y, _, _)| (x, y) == (a, b) || (x, y) == (b, a))
+                {
+                    let t = [1u8, 2, 3, 12][rnd(4) as usize];
+                    bonds.push((a, b, t, t == 12));
+                }
+            }
+            let anums: Vec<u8> = (0..n).map(|_| [6u8, 7, 8][rnd(3) as usize]).collect();
+            let nrings: Vec<u32> = (0..n).map(|_| rnd(3) as u32).collect();
+            let ring_pairs: Vec<(u8, u8)> = bonds
+                .iter()
+                .filter(|_| rnd(3) > 0)
+                .map(|&(a, b, _, _)| (a.min(b), a.max(b)))
+                .collect();
+            let m = Molecule::for_test(&anums, bonds, nrings, ring_pairs);
+            let want = brute_force(&m, &patterns, 2048);
+            assert_eq!(fingerprint(&m, &patterns, 2048), want, "case {case}");
+            with_embeddings += usize::from(want.iter().any(|&b| b != 0));
+        }
+        assert!(with_embeddings > 250, "{with_embeddings}");
+    }
+
+    #[test]
+    fn bridges_are_the_bonds_on_no_cycle() {
+        // a triangle 0-1-2, a bridge 2-3, a square 3-4-5-6, a pendant 6-7, apart 8-9
+        let bonds = [
+            (0, 1),
+            (1, 2),
+            (2, 0),
+            (2, 3),
+            (3, 4),
+            (4, 5),
+            (5, 6),
+            (6, 3),
+            (6, 7),
+            (8, 9),
+        ];
+        let (start, nbr, _) = neighbour_lists(10, &bonds);
+        let cyclic = on_cycles(10, bonds.len(), &start, &nbr);
+        assert_eq!(
+            cyclic,
+            [true, true, true, false, true, true, true, true, false, false]
+        );
     }
 
     #[test]

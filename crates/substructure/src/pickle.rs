@@ -180,6 +180,39 @@ pub(crate) struct Molecule {
 }
 
 impl Molecule {
+    /// A molecule of atoms of atomic numbers `anums` (nothing else set), `bonds` (begin, end,
+    /// RDKit bond type, aromatic), each atom in `nrings[a]` rings and the bonded pairs (lower
+    /// first) in `ring_pairs` along a ring: what the pattern fingerprint's tests make.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        anums: &[u8],
+        bonds: Vec<(u8, u8, u8, bool)>,
+        nrings: Vec<u32>,
+        mut ring_pairs: Vec<(u8, u8)>,
+    ) -> Molecule {
+        ring_pairs.sort_unstable();
+        Molecule {
+            atoms: anums
+                .iter()
+                .map(|&anum| Atom {
+                    anum,
+                    aromatic: false,
+                    charge: 0,
+                    hyb: 0,
+                    explicit_hs: 0,
+                    explicit_valence: 0,
+                    implicit_valence: 0,
+                    radicals: 0,
+                    isotope: 0,
+                })
+                .collect(),
+            bonds,
+            min_ring: vec![0; anums.len()],
+            nrings,
+            ring_pairs,
+        }
+    }
+
     /// The molecule with its atoms in `order` (new atom k is old atom `order[k]`; RDKit's
     /// `_smilesAtomOutputOrder` after `MolToSmiles`: the atoms as a parse of the SMILES written
     /// numbers them), its bonds kept in their order with their ends renumbered; None unless
