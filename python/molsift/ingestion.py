@@ -24,7 +24,7 @@ from .allocator import describe, loaded
 from .inputs import ChunkPlanner, InputFile, PathLike, describe_input, slab_tasks
 from .iostats import add_process_records, collecting, process_record
 from .parallel import choose_executor, default_workers
-from .progress import Progress
+from .progress import Phase, Progress
 from .spec import FingerprintSpec
 
 BATCH_RECORDS = 2048
@@ -429,9 +429,10 @@ def ingest(
             first = staged if version == 1 else staging
             if version != 1:  # the one store written from it says it was not upgraded
                 options["staging"] = True
-            report, dropped = _finish(
-                results, input_files, first, spec, options, stream_reads, start
-            )
+            with Phase("the parts merged", show):
+                report, dropped = _finish(
+                    results, input_files, first, spec, options, stream_reads, start
+                )
             report.store = output
             # the substructure index, from the rows and graph records the workers computed:
             # their planes in staging order now, each store's index once it is written
@@ -440,10 +441,11 @@ def ingest(
             elif pattern:
                 from .substructure.build import PatternParts
 
-                parts = PatternParts(
-                    os.path.join(workdir, "pattern.planes"), [r["part"] for r in results],
-                    dropped, threads=local or default_workers(),
-                )  # fmt: skip
+                with Phase("the substructure planes", show):
+                    parts = PatternParts(
+                        os.path.join(workdir, "pattern.planes"), [r["part"] for r in results],
+                        dropped, threads=local or default_workers(),
+                    )  # fmt: skip
             _remove_parts(results, pattern_files=parts is None)
             if version == 1:
                 if index:

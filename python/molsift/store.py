@@ -570,16 +570,25 @@ def write_complete(
     on `threads` threads, then with `pattern` its substructure index (ingest's: written from
     its workers' rows, `pattern_parts`, a `substructure.build.PatternParts`; an upgrade's:
     carried over from the source's when it has one), then with `analogs` its analog index.
-    What `upgrade` and `ingest` both run; the caller moves `staged` into place."""
-    _core.upgrade_store(os.fspath(src), staged, threads=threads)
+    What `upgrade` and `ingest` both run, each step shown on a terminal (`progress`: the rule of
+    `progress.Progress`); the caller moves `staged` into place."""
+    from .progress import Phase, Progress, counter
+
+    with Phase("the one store: text columns, fingerprint planes, exact-match index", progress):
+        _core.upgrade_store(os.fspath(src), staged, threads=threads)
     if pattern and pattern_parts is not None:
-        pattern_parts.write_index(staged, threads=workers or os.cpu_count() or 1)
+        with Phase("the substructure index", progress):
+            pattern_parts.write_index(staged, threads=workers or os.cpu_count() or 1)
     elif pattern:
-        _pattern_index_of_upgrade(src, staged, workers, progress)
+        with Phase("the substructure index", progress):
+            _pattern_index_of_upgrade(src, staged, workers, progress)
     if analogs:
         from .analogs.search import index_analogs
 
-        index_analogs(staged, workers)
+        with open(os.path.join(staged, "manifest.json"), "rb") as fh:
+            n = json.loads(fh.read())["counts"]["molecules"]
+        with Progress("analog index", total=n, enabled=progress) as bar:
+            index_analogs(staged, workers, progress=counter(bar))
 
 
 def upgrade(

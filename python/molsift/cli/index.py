@@ -77,19 +77,13 @@ def _analogs(args, molecules: int) -> int:
     import os
 
     from ..analogs.search import index_analogs
-    from ..progress import Progress
+    from ..progress import Progress, counter
 
     threads = args.workers or os.cpu_count() or 1
     if threads < 1:
         raise ValueError(f"-j must be at least 1, not {threads}")
     with Progress("skeletons", total=molecules) as bar:
-        seen = [0]
-
-        def progress(done: int) -> None:
-            bar.update(max(done - seen[0], 0))
-            seen[0] = max(seen[0], done)
-
-        header = index_analogs(args.store, threads, progress=progress)
+        header = index_analogs(args.store, threads, progress=counter(bar))
     size = sum(f["bytes"] for f in header["files"].values())
     n = max(header["molecules"], 1)
     print(
