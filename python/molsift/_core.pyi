@@ -328,6 +328,35 @@ def carry_pattern_index(
     `threads` threads); returns its bytes. `source` (u32 little-endian, one per molecule of
     `dst`: its position in `src`) for a shard of a set; without it, `dst`'s input order."""
 
+def pattern_planes_from_parts(
+    planes: _Path,
+    parts: list[_Path],
+    dropped: list[int],
+    bits: int,
+    words_per_row: int,
+    threads: int = 1,
+) -> list[int]:
+    """Writes the dense planes (`bits` planes, at the new temporary file `planes`) of the
+    screening rows of ingest's parts (each `PART` of `PART.rows.u64`, `PART.glen.u32`,
+    `PART.grec.bin`, in task order, less the molecules at `dropped`) on `threads` threads;
+    returns how many molecules have each bit."""
+
+def pattern_index_from_parts(
+    dst: _Path,
+    planes: _Path,
+    bit_counts: list[int],
+    parts: list[_Path],
+    dropped: list[int],
+    words_per_row: int,
+    meaning_json: str,
+    threads: int = 1,
+    source: bytes | None = None,
+) -> int:
+    """Writes the substructure index of the version-2 store `dst` (written from ingest's
+    staging store) from the parts' dense planes and graph records; returns the bytes of the
+    screen. `source` (u32 little-endian, one per molecule of `dst`: its staging position) for a
+    shard of a set; without it, `dst`'s input order."""
+
 _Facts = tuple[list[tuple[int, int]], list[tuple[float, int, int]], int]
 _PatternGraph = tuple[list[int], list[tuple[int, int, int]]]
 
