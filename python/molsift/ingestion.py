@@ -9,7 +9,6 @@ or ranks. The store appears only when complete (moved into place last)."""
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import os
@@ -558,13 +557,12 @@ def _remove_parts(results, pattern_files: bool = True) -> None:
     """The parts (the staged store is in the work directory too: only the parts go); with
     `pattern_files` their rows and graph records too (else `PatternParts.remove` takes them,
     once the index is written from them)."""
-    from .substructure.build import PART_FILES
+    from .substructure.build import remove_part_files
 
     for r in results:
         shutil.rmtree(r["part"], ignore_errors=True)
-        for extra in PART_FILES if pattern_files else ():
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(r["part"] + extra)
+    if pattern_files:
+        remove_part_files([r["part"] for r in results])
 
 
 def _finish(

@@ -13,7 +13,7 @@
 //! | `analogs.offsets.u32` | per skeleton, where its molecules start in `analogs.positions.u32` (skeletons + 1 entries) |
 //! | `analogs.positions.u32` | the molecules of each skeleton, ascending store positions |
 //! | `analogs.failed.tsv` | molecules without a skeleton: `position<TAB>reason` |
-//! | `analogs.wl.u64` | the distinct [`wl_hash`]es of the skeletons, ascending (the walk's filter) |
+//! | `analogs.wl.u64` | the distinct [`wl_hash`](crate::wl::wl_hash)es of the skeletons, ascending (the walk's filter) |
 //! | `analogs.deletions.bloom` | a [`Bloom`] filter of the WL hashes of every graph one deletion away from a skeleton (64 bits per molecule): the walk's last distance skips the insertions of a graph it lacks |
 //!
 //! Counts add up: `molecules = indexed + failed`. Limits of this version: 2^32 - 1 molecules,
@@ -31,10 +31,10 @@ use serde::{Deserialize, Serialize};
 use crate::bloom::Bloom;
 use crate::canon::canonical;
 use crate::edits::component_count;
-use crate::edits::{apply, edit_list, edits_of, Edit, DELETIONS};
+use crate::edits::{edit_list, Edit, DELETIONS};
 use crate::smiles::skeleton_of_smiles;
-use crate::walk::{Grid, Library};
-use crate::wl::{wl_hash, WlScratch, WlTable, ROUNDS};
+use crate::walk::{Graph, Grid, Library};
+use crate::wl::ROUNDS;
 use crate::AnalogError;
 
 /// Format name in `analogs.json`.
@@ -297,18 +297,15 @@ const DONE_MAX: usize = 1 << 22;
 
 /// What [`one`] keeps from molecule to molecule on a build thread: the keys of the skeletons
 /// whose deletions are in its filter already (a skeleton shared by many molecules, as about half
-/// of MOSES's are, is edited once per thread; the filter's bits are the same), and buffers.
+/// of MOSES's are, is edited once per thread; the filter's bits are the same), and the edit list.
 #[derive(Default)]
 struct OneWork {
     done: HashSet<u128>,
-    scratch: WlScratch,
     edits: Vec<Edit>,
-    bonds: Vec<(u32, u32)>,
 }
 
 /// The key, WL hash and shape of one SMILES's skeleton, or why it has none; the WL hashes of
-/// its deletions go into `dels` (hashed from the neighbour table, [`WlTable::hash_after`], where
-/// it holds the skeleton: the same values as [`wl_hash`] of each deletion's bond list).
+/// its deletions go into `dels` (hashed as the walk hashes its edits, [`Graph::hash_after`]).
 fn one(
     smiles: &str,
     max_leaves: usize,
@@ -317,39 +314,15 @@ fn one(
 ) -> Result<(u128, u64, [u16; 3]), String> {
     let g = skeleton_of_smiles(smiles).map_err(|e| e.to_string())?;
     let key = canonical(&g, max_leaves).map_err(|e| e.to_string())?.key();
-    let table = WlTable::new(&g);
-    let wl = match &table {
-        Some(t) => t.hash(),
-        None => {
-            work.bonds.clear();
-            work.bonds.extend(g.bond_list());
-            wl_hash(g.atoms(), &work.bonds, &mut work.scratch)
-        }
-    };
+    let mut hashed = Graph::new(&g);
+    let wl = hashed.hash();
     if work.done.len() >= DONE_MAX {
         work.done.clear(); // memory stays bounded; a skeleton met again is edited again
     }
     if work.done.insert(key) {
-        match &table {
-            Some(t) => {
-                edit_list(&g, DELETIONS, &mut work.edits);
-                for &e in &work.edits {
-                    let h = match t.hash_after(e) {
-                        Some(h) => h,
-                        None => {
-                            let atoms = apply(&g, e, &mut work.bonds);
-                            wl_hash(atoms, &work.bonds, &mut work.scratch)
-                        }
-                    };
-                    dels.insert(h);
-                }
-            }
-            None => {
-                let scratch = &mut work.scratch;
-                edits_of(&g, DELETIONS, |_, atoms, bonds| {
-                    dels.insert(wl_hash(atoms, bonds, scratch))
-                });
-            }
+        edit_list(&g, DELETIONS, &mut work.edits);
+        for &e in &work.edits {
+            dels.insert(hashed.hash_after(e));
         }
     }
     let comps = component_count(&g);

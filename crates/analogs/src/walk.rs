@@ -191,10 +191,11 @@ fn kinds_worth<L: Library>(library: &L, g: &mut Graph<'_>, stats: &mut WalkStats
     }
 }
 
-/// A graph of the walk with what hashing it and its edits takes: its neighbour table
+/// A graph of the walk (and of the analog index's build) with what hashing it and its edits
+/// takes: its neighbour table
 /// ([`WlTable`], made at the first hash: graphs of the distances before the last are never
 /// hashed) where the table holds it, its bond list and the scratch of [`wl_hash`] otherwise.
-struct Graph<'g> {
+pub(crate) struct Graph<'g> {
     g: &'g Skeleton,
     /// `None` until the first hash
     table: Option<Option<WlTable>>,
@@ -203,7 +204,7 @@ struct Graph<'g> {
 }
 
 impl<'g> Graph<'g> {
-    fn new(g: &'g Skeleton) -> Graph<'g> {
+    pub(crate) fn new(g: &'g Skeleton) -> Graph<'g> {
         Graph {
             g,
             table: None,
@@ -218,7 +219,7 @@ impl<'g> Graph<'g> {
     }
 
     /// [`wl_hash`] of the graph.
-    fn hash(&mut self) -> u64 {
+    pub(crate) fn hash(&mut self) -> u64 {
         if let Some(h) = self.table().map(WlTable::hash) {
             return h;
         }
@@ -228,7 +229,7 @@ impl<'g> Graph<'g> {
     }
 
     /// [`wl_hash`] of the graph `e` makes of it.
-    fn hash_after(&mut self, e: Edit) -> u64 {
+    pub(crate) fn hash_after(&mut self, e: Edit) -> u64 {
         if let Some(h) = self.table().and_then(|t| t.hash_after(e)) {
             return h;
         }

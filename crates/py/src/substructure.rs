@@ -191,11 +191,9 @@ fn pattern_index_from_parts(
             Some(s) => s,
             None => input_ranks(&to)?,
         };
-        let bits = bit_counts.len() as u32;
         molsift_substructure::fromparts::index_from_parts(
             &p,
             &planes,
-            bits,
             &bit_counts,
             meaning,
             &to,

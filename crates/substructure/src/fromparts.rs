@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memmap2::Mmap;
+use molsift_iostats::CountedFile;
 use molsift_store::StoreFiles;
 
 use crate::compact::Indexed;
@@ -39,7 +40,7 @@ pub struct Parts {
 }
 
 fn map(path: &Path) -> Result<Option<Mmap>, SubstructureError> {
-    let f = std::fs::File::open(path).map_err(|e| SubstructureError::io(path, e))?;
+    let f = CountedFile::open(path).map_err(|e| SubstructureError::io(path, e))?;
     let len = f
         .metadata()
         .map_err(|e| SubstructureError::io(path, e))?
@@ -49,7 +50,7 @@ fn map(path: &Path) -> Result<Option<Mmap>, SubstructureError> {
     }
     // SAFETY: the parts are ingest's own files in its work directory, written and closed by
     // tasks that have ended; nothing writes them while they are mapped.
-    unsafe { Mmap::map(&f) }
+    unsafe { f.map() }
         .map(Some)
         .map_err(|e| SubstructureError::io(path, e))
 }
@@ -99,8 +100,8 @@ impl Parts {
                 with_ext(prefix, ".glen.u32"),
                 with_ext(prefix, ".grec.bin"),
             );
-            let glen =
-                std::fs::read(&glen_path).map_err(|e| SubstructureError::io(&glen_path, e))?;
+            let glen = molsift_iostats::read_file(&glen_path)
+                .map_err(|e| SubstructureError::io(&glen_path, e))?;
             let rows = map(&rows_path)?;
             let records = map(&grec_path)?;
             let count = glen.len() / 4;
@@ -147,16 +148,6 @@ impl Parts {
         Ok(p)
     }
 
-    /// Molecules (staging positions).
-    pub fn len(&self) -> usize {
-        self.kept.len()
-    }
-
-    /// True for no molecule.
-    pub fn is_empty(&self) -> bool {
-        self.kept.is_empty()
-    }
-
     fn place(&self, i: usize) -> (usize, usize) {
         let loc = self.kept[i];
         (
@@ -181,6 +172,7 @@ impl Parts {
 }
 
 impl Indexed for Parts {
+    /// Molecules (staging positions).
     fn len(&self) -> usize {
         self.kept.len()
     }
@@ -245,14 +237,12 @@ pub fn planes_from_parts(
 
 /// Writes the substructure index of `to`, a version-2 store holding the molecules of `parts`
 /// in another order (`source[i]`: the staging position of `to`'s molecule `i`), or a part of
-/// them (a shard of a set), from the dense planes at `planes` ([`planes_from_parts`]: `bits`
-/// planes, `bit_counts` its counts) and the parts' graph records; the index means `meaning`.
-/// Returns the bytes of the screen.
-#[allow(clippy::too_many_arguments)]
+/// them (a shard of a set), from the dense planes at `planes` ([`planes_from_parts`]: a plane
+/// per entry of `bit_counts`, its counts) and the parts' graph records; the index means
+/// `meaning`. Returns the bytes of the screen.
 pub fn index_from_parts(
     parts: &Parts,
     planes: &Path,
-    bits: u32,
     bit_counts: &[u64],
     meaning: serde_json::Value,
     to: &dyn StoreFiles,
@@ -260,9 +250,11 @@ pub fn index_from_parts(
     threads: usize,
 ) -> Result<u64, SubstructureError> {
     let n = parts.len();
+    let bits = u32::try_from(bit_counts.len())
+        .map_err(|_| SubstructureError::Invalid(format!("{} bits", bit_counts.len())))?;
     let m = map(planes)?;
     let bytes = m.as_deref().unwrap_or(&[]);
-    if bytes.len() as u64 != planes_bytes(bits, n) || bit_counts.len() != bits as usize {
+    if bytes.len() as u64 != planes_bytes(bits, n) {
         return Err(SubstructureError::Corrupted {
             path: planes.to_path_buf(),
             reason: format!("not the planes of {bits} bits for {n} molecules"),

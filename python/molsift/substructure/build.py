@@ -304,21 +304,28 @@ class PatternParts:
 
     def remove(self) -> None:
         """Removes the planes and the parts' rows and graph records."""
-        for path in [self.planes] + [p + e for p in self.parts for e in PART_FILES]:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.planes)
+        remove_part_files(self.parts)
 
 
 #: what an ingest task writes beside its part store for the substructure index
 PART_FILES = (".rows.u64", ".glen.u32", ".grec.bin")
 
 
+def remove_part_files(parts: list[str]) -> None:
+    """Removes the rows and graph records (`PART_FILES`) of each part."""
+    for part in parts:
+        for ext in PART_FILES:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(part + ext)
+
+
 class IndexFromParts:
     """A version-1 ingest (`ingest(..., version=1)`, old stores for tests): the substructure
-    index of the staged store assembled from the rows
-    and graph records its workers computed (each part's, in task order, less the molecules
-    `--dedupe` left out), written block-aligned into the planes as they come; `finish()`
-    writes the index into the store."""
+    index of the staged store assembled from the rows and graph records its workers computed
+    (each part's, in task order, less the molecules `--dedupe` left out), written
+    block-aligned into the planes as they come; `finish()` writes the index into the store."""
 
     def __init__(self, store: str, n: int):
         self.store, self.n = store, n
