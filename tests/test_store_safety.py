@@ -528,6 +528,7 @@ def test_a_second_writer_onto_one_output_is_refused_and_the_first_finishes(tmp_p
 #: one store's substructure index written from them, the one store's analog index; (module,
 #: class or None, name, which argument is the directory the phase writes into)
 FAILURE_POINTS = {
+    "one store": ("molsift.store", None, "write_complete", 1),
     "substructure planes": ("molsift.substructure.build", "PatternParts", "__init__", 1),
     "substructure index": ("molsift.substructure.build", "PatternParts", "write_index", 1),
     "analog index": ("molsift.analogs.search", None, "index_analogs", 0),

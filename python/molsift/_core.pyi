@@ -258,6 +258,60 @@ def upgrade_store(
 ) -> str:
     """Writes the version-2 form of the version-1 store `src` at `dst`; returns its manifest."""
 
+def write_part_run(part: _Path) -> None:
+    """Writes the run of the finished part store at `part` (`PART.run.u32`: its positions
+    sorted by canonical SMILES, stable): what `PartRuns` merges."""
+
+class PartRuns:
+    """Ingest's part stores (task order, each with its run) merged k-way into the one store's
+    order: duplicates counted and, with `dedupe`, left out; no staging copy."""
+
+    def __init__(
+        self,
+        parts: list[_Path],
+        kind: str,
+        bits: int,
+        params_json: str,
+        dedupe: bool = False,
+        provenance_json: str = "null",
+    ) -> None:
+        """Merges the runs of `parts` (fingerprints of `kind`, `bits`, `params_json`)."""
+    def __len__(self) -> int: ...
+    def parts(self) -> list[str]:
+        """The part stores, in task order."""
+    def counts_json(self) -> str:
+        """The counts (records in, molecules, rejected, duplicates, dropped) as JSON text."""
+    def fingerprint_json(self) -> str:
+        """The fingerprint spec as JSON text (as a manifest writes it)."""
+    def provenance_json(self) -> str:
+        """The provenance the store records, as JSON text."""
+    def dropped(self) -> list[int]:
+        """The positions (among all the parts' molecules, ascending) `dedupe` left out."""
+    def write_store(self, dst: _Path, threads: int = 1) -> str:
+        """Writes the one store at the new path `dst`; returns its manifest (JSON text)."""
+    def set_plan(self, dir: _Path, shards: int) -> tuple[list[int], bytes]:
+        """A store set's plan: the bounds (shards + 1 set positions) and the store order (u32
+        little-endian: set position -> input rank); writes the set's `duplicates.tsv` into the
+        existing directory `dir` when a molecule was left out."""
+    def write_rejects(self, path: _Path) -> None:
+        """Writes `rejects.tsv` (its header, then every part's rejected records) at `path`."""
+
+def write_set_shard_from_parts(
+    parts: list[_Path],
+    fingerprint_json: str,
+    dropped: list[int],
+    provenance_json: str,
+    out: _Path,
+    index: int,
+    shards: int,
+    offset: int,
+    source: bytes,
+    threads: int = 1,
+) -> None:
+    """Writes shard `index` of `shards` at the new directory `out`: the one store of the
+    molecules at input ranks `source` (u32 little-endian) of ingest's `parts` less `dropped`,
+    its first molecule at set position `offset`."""
+
 def set_plan(src: _Path, dir: _Path, shards: int) -> tuple[list[int], bytes]:
     """A store set's plan from the version-1 store `src`: the bounds (shards + 1 set positions)
     and the store order (u32 little-endian: set position -> position in `src`); writes the

@@ -1,14 +1,18 @@
 """Ingest: input files -> tasks (byte-range slabs of plain files, each with its first line from
 one pre-pass; record chunks handed out by one streaming decoder for gzip/zstd: `inputs.tasks`)
--> worker processes or MPI ranks that parse with RDKit and write one part store per task ->
-parts merged in task order into a version-1 staging store -> the one store (format version 2,
-every index: `store.write_complete`), in the work directory.
+-> worker processes or MPI ranks that parse with RDKit and write one part store per task, with
+its run (its molecules sorted by canonical SMILES) -> the runs merged k-way on the root
+(`_core.PartRuns`: the store order, duplicates counted and with `--dedupe` left out; no
+staging copy) -> the one store (format version 2, every index: `store.write_complete`) read
+from the parts where they lie, in the work directory.
 
-Because parts are merged in input order, the store is identical whatever the number of workers
-or ranks. The store appears only when complete (moved into place last)."""
+Input ranks are the parts' molecules in task order and the store order is by canonical SMILES
+then input rank, so the store is identical whatever the number of workers or ranks. The store
+appears only when complete (moved into place last)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -178,6 +182,8 @@ def _ingest_task(task: dict) -> dict:
             pattern.add(smiles, forms)
     read = src.counters() if src is not None else {}
     manifest = json.loads(writer.finish())
+    # the part as a sorted run (its positions by canonical SMILES): what the root merges k-way
+    _core.write_part_run(task["part"])
     if pattern is not None:
         pattern.close()
     return {
@@ -394,7 +400,6 @@ def ingest(
         # into place last: a killed or failed ingest leaves no store that opens, and an
         # overwritten store stays as it was until the new one is complete
         staged = os.path.join(workdir, "store")
-        staging = os.path.join(workdir, "staging")  # version 2: the parts merged, then read
         local = workers if executor.name != "mpi" else None  # threads of the root's phases
         if executor.is_root:
             cleanup = workdir  # removed however the ingest ends (a kill -9 leaves it to the sweep)
@@ -412,6 +417,7 @@ def ingest(
             )
         report = None
         parts = None  # the one store's substructure index, from the workers' rows (root)
+        runs = None  # the workers' parts merged as sorted runs (root, version 2)
         if executor.is_root:
             add_process_records(r.pop("iostats") for r in results if r.get("iostats"))
             options = {
@@ -423,20 +429,15 @@ def ingest(
                 "reader": reader,
                 "prepass": plan["prepass"],
             }
-            # version 2, the one store: the parts are merged into a version-1 staging store
-            # beside it (input order), which the one store is then written from
-            first = staged if version == 1 else staging
-            if version != 1:  # the one store written from it says it was not upgraded
-                options["staging"] = True
             with Phase("the parts merged", show):
-                report, dropped = _finish(
-                    results, input_files, first, spec, options, stream_reads, start
+                report, dropped, runs = _finish(
+                    results, input_files, staged, spec, options, stream_reads, start, version
                 )
             report.store = output
             # the substructure index, from the rows and graph records the workers computed:
-            # their planes in staging order now, each store's index once it is written
+            # their planes in input-rank order now, each store's index once it is written
             if pattern and version == 1:
-                report.pattern_bytes = _index_from_parts(first, results, dropped, report.molecules)
+                report.pattern_bytes = _index_from_parts(staged, results, dropped, report.molecules)
             elif pattern:
                 from .substructure.build import PatternParts
 
@@ -445,8 +446,8 @@ def ingest(
                         os.path.join(workdir, "pattern.planes"), [r["part"] for r in results],
                         dropped, threads=local or default_workers(),
                     )  # fmt: skip
-            _remove_parts(results, pattern_files=parts is None)
             if version == 1:
+                _remove_parts(results)
                 if index:
                     report.index_bytes = _core.build_column_index(staged)
                 if analogs:
@@ -458,7 +459,7 @@ def ingest(
                 from .store import write_complete
 
                 write_complete(
-                    first, staged, threads=local or default_workers(), workers=local,
+                    runs, staged, threads=local or default_workers(), workers=local,
                     pattern=pattern, analogs=analogs, progress=show, pattern_parts=parts,
                 )  # fmt: skip
         if shards is not None:
@@ -466,7 +467,7 @@ def ingest(
             from .sets.write import write_set
 
             write_set(
-                staging, staged, shards,
+                runs, staged, shards,
                 threads=local or default_workers(), workers=local, pattern=pattern,
                 analogs=analogs, progress=show, executor=executor, pattern_parts=parts,
             )  # fmt: skip
@@ -474,7 +475,8 @@ def ingest(
             if parts is not None:
                 parts.remove()
             if version != 1:
-                shutil.rmtree(staging, ignore_errors=True)
+                runs = None  # unmaps the parts before they go
+                _remove_parts(results, pattern_files=parts is None)
                 _sizes_of_one_store(staged, report)
             report.seconds = time.perf_counter() - start
             if verify_count:
@@ -554,23 +556,30 @@ def _check_output(output: str, overwrite: bool, inputs: Sequence[InputFile]) -> 
 
 
 def _remove_parts(results, pattern_files: bool = True) -> None:
-    """The parts (the staged store is in the work directory too: only the parts go); with
-    `pattern_files` their rows and graph records too (else `PatternParts.remove` takes them,
-    once the index is written from them)."""
+    """The parts and their runs (the staged store is in the work directory too: only the parts
+    go); with `pattern_files` their rows and graph records too (else `PatternParts.remove`
+    takes them, once the index is written from them)."""
     from .substructure.build import remove_part_files
 
     for r in results:
         shutil.rmtree(r["part"], ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(r["part"] + RUN_EXT)
     if pattern_files:
         remove_part_files([r["part"] for r in results])
 
 
+#: beside each part: its run, the part's positions sorted by canonical SMILES
+RUN_EXT = ".run.u32"
+
+
 def _finish(
-    results, inputs, output, spec, options, stream_reads, start
-) -> tuple[IngestReport, list[int]]:
-    """Root only: merges the parts in task order into a new store at `output` (the staged
-    store, in the work directory) and writes the provenance; returns the report and the
-    positions (among all the parts' molecules) that `--dedupe` left out."""
+    results, inputs, output, spec, options, stream_reads, start, version
+) -> tuple[IngestReport, list[int], Any]:
+    """Root only: the parts' runs merged k-way (`_core.PartRuns`, version 2: what the one store
+    is written from), or (version 1) the parts merged in task order into a version-1 store at
+    `output`; returns the report, the positions (among all the parts' molecules) that
+    `--dedupe` left out, and the merged runs (None for version 1)."""
     by_input = []
     for inp in inputs:
         mine = [r for r in results if r["input"] == inp.path]
@@ -601,17 +610,28 @@ def _finish(
     }
     parts = [r["part"] for r in results]
     dropped: list[int] = []
-    if parts:
+    runs = None
+    store_bytes = 0
+    if version != 1:
+        runs = _core.PartRuns(
+            parts, spec.kind, spec.bits, spec.params_json(), dedupe=options["dedupe"],
+            provenance_json=json.dumps(provenance),
+        )  # fmt: skip
+        counts, dropped = json.loads(runs.counts_json()), runs.dropped()
+    elif parts:
         text, dropped = _core.merge_parts(
             parts, output, False, json.dumps(provenance), dedupe=options["dedupe"]
         )
         manifest = json.loads(text)
+        counts = manifest["counts"]
+        store_bytes = sum(e["bytes"] for e in manifest["files"].values())
     else:  # every input was empty
         w = store_writer(output, spec, False)
         w.set_provenance(json.dumps(provenance))
         w.set_duplicates(0)
         manifest = json.loads(w.finish())
-    counts = manifest["counts"]
+        counts = manifest["counts"]
+        store_bytes = sum(e["bytes"] for e in manifest["files"].values())
     report = IngestReport(
         store=output,
         records_in=counts["records_in"],
@@ -626,11 +646,11 @@ def _finish(
         bytes_in=sum(i.bytes for i in inputs),
         bytes_read=sum(i["bytes_read"] for i in by_input),
         read_calls=sum(i["read_calls"] for i in by_input),
-        store_bytes=sum(e["bytes"] for e in manifest["files"].values()),
+        store_bytes=store_bytes,
         inputs=by_input,
         allocator=describe(r.get("allocator", "system") for r in results) or loaded(),
     )
-    return report, dropped
+    return report, dropped, runs
 
 
 def _verify_count(inputs: Sequence[InputFile], report: IngestReport) -> None:

@@ -2,8 +2,8 @@
 checks it once through the Rust core (one directory handle: every file, and the searcher, come
 from the same generation of the store even while `ingest --overwrite` replaces it); each file's
 checksum is checked before the first answer that depends on it. `write_complete` writes the one
-store from a version-1 store (ingest's staging store, or an old store: `upgrade`), which
-`open_version_1` reads and every verb but `upgrade` refuses."""
+store from ingest's parts (merged as sorted runs) or from a version-1 store (an old store:
+`upgrade`), which `open_version_1` reads and every verb but `upgrade` refuses."""
 
 from __future__ import annotations
 
@@ -566,16 +566,20 @@ def write_complete(
     pattern_parts: Any = None,
 ) -> None:
     """Writes at `staged` (a new path in a work directory) the one store, format version 2,
-    from the version-1 store `src` (an old store, or ingest's staging store): the store itself
-    on `threads` threads, then with `pattern` its substructure index (ingest's: written from
-    its workers' rows, `pattern_parts`, a `substructure.build.PatternParts`; an upgrade's:
-    carried over from the source's when it has one), then with `analogs` its analog index.
-    What `upgrade` and `ingest` both run, each step shown on a terminal (`progress`: the rule of
+    from `src`: ingest's parts merged as sorted runs (a `_core.PartRuns`) or the version-1
+    store at the path `src` (an old store): the store itself on `threads` threads, then with
+    `pattern` its substructure index (ingest's: written from its workers' rows,
+    `pattern_parts`, a `substructure.build.PatternParts`; an upgrade's: carried over from the
+    source's when it has one), then with `analogs` its analog index. What `upgrade` and
+    `ingest` both run, each step shown on a terminal (`progress`: the rule of
     `progress.Progress`); the caller moves `staged` into place."""
     from .progress import Phase, Progress, counter
 
     with Phase("the one store: text columns, fingerprint planes, exact-match index", progress):
-        _core.upgrade_store(os.fspath(src), staged, threads=threads)
+        if isinstance(src, _core.PartRuns):
+            src.write_store(staged, threads=threads)
+        else:
+            _core.upgrade_store(os.fspath(src), staged, threads=threads)
     if pattern and pattern_parts is not None:
         with Phase("the substructure index", progress):
             pattern_parts.write_index(staged, threads=workers or os.cpu_count() or 1)

@@ -1,14 +1,14 @@
 """The killer: kill -9 of `ingest`, `index --pattern`, `index --analogs` and `screen` (the CLI's
 main process) at a seeded random moment, then the next run (`ingest --overwrite` again, `index`
-again, `screen --resume` with the library path as typed, relative), and checks: the final
-result equals an uninterrupted run's (store files byte for byte, the manifest but for its
-timings; every screened record exactly once, same rows), no process of either run left alive
-10 s after the next run, and no leftover work files (hidden `.NAME.*` siblings, `.partial`
-files, stray files inside the store). Ingest is also killed as it enters each of its phases
-after the workers' (the merge into its version-1 staging store, the write of the one store,
-its substructure index carried over, its analog index), and right after a kill its output must
-be exactly what was there before (the previous store, byte for byte, or nothing) or the
-complete new store: never a store that opens half-written."""
+again, `screen --resume` with the library path as typed, relative), and checks: the final result
+equals an uninterrupted run's (store files byte for byte, the manifest but for its timings;
+every screened record exactly once, same rows), no process of either run left alive 10 s after
+the next run, and no leftover work files (hidden `.NAME.*` siblings, `.partial` files, stray
+files inside the store). Ingest is also killed as it enters each of its phases after the
+workers' (the substructure planes written after the merge of the parts' runs, the write of the
+one store, its substructure index, its analog index), and right after a kill its output must be
+exactly what was there before (the previous store, byte for byte, or nothing) or the complete
+new store: never a store that opens half-written."""
 
 from __future__ import annotations
 
@@ -43,10 +43,10 @@ from .common import (
 KIND = "killer"
 SETTLE_S = 10.0
 #: ingest's phases after the workers', each seen in its work directory (`.OUT.ingest-PID-*`):
-#: the staging store the parts are merged into (`staging`), the one store written from it (under
-#: a temporary name, then `store`), its substructure index carried over (`pattern.*` appearing
-#: in `store`), its analog index (`analogs.*`)
-PHASES = ("staging", "store", "pattern", "analogs")
+#: the substructure planes written once the parts' runs are merged (`pattern.planes`), the one
+#: store written from the parts (under a temporary name, then `store`), its substructure index
+#: (`pattern.*` appearing in `store`), its analog index (`analogs.*`)
+PHASES = ("planes", "store", "pattern", "analogs")
 #: tries at killing a run in a given phase (a short phase may pass between two looks)
 PHASE_TRIES = 4
 
@@ -187,8 +187,8 @@ class Ingest(Verb):
         for work in out.parent.glob(f".{out.name}.ingest-{pid}-*"):
             with contextlib.suppress(OSError):
                 inside = os.listdir(work)
-                if "staging" in inside:
-                    seen = "staging"
+                if any(n.startswith("pattern.planes") for n in inside):
+                    seen = "planes"
                 if any(n.startswith(".store.") for n in inside):
                     seen = "store"
                 if "store" in inside:

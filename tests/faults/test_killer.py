@@ -1,10 +1,10 @@
 """The killer's short run under pytest (tests/faults/killer.py): two kill -9s per verb (ingest,
 index --pattern, index --analogs, screen) at seeded moments, one as soon as the workers start
 (ingest, index --pattern, screen), and one as ingest enters each of its later phases (the
-staging store, the write of the one store, its substructure index, its analog index), then the
-next run; right after a kill of ingest its output is the previous store intact, nothing, or
-the complete new store; after the next run the same result as an uninterrupted run, no orphan
-processes, no leftover work files."""
+substructure planes after the merge of the parts' runs, the write of the one store, its
+substructure index, its analog index), then the next run; right after a kill of ingest its
+output is the previous store intact, nothing, or the complete new store; after the next run the
+same result as an uninterrupted run, no orphan processes, no leftover work files."""
 
 from __future__ import annotations
 

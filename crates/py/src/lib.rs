@@ -11,6 +11,7 @@ mod error;
 mod fp;
 mod iostats;
 mod reader;
+mod runs;
 mod search;
 mod store;
 mod store_v2;
@@ -24,6 +25,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reader::register(m)?;
     store::register(m)?;
     store_v2::register(m)?;
+    runs::register(m)?;
     search::register(m)?;
     substructure::register(m)?;
     analogs::register(m)?;

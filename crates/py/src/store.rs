@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 use crate::error::{json_err, os_err, store_err};
 
-fn parse_json(text: &str) -> PyResult<serde_json::Value> {
+pub(crate) fn parse_json(text: &str) -> PyResult<serde_json::Value> {
     serde_json::from_str(text).map_err(json_err)
 }
 

@@ -10,7 +10,7 @@ use molsift_store::v2::{
     set_duplicates, shard_bounds, store_order, upgrade, write_shard, ShardOf, StoreV2,
     UpgradeOptions,
 };
-use molsift_store::{Store, Verify};
+use molsift_store::{Molecules, Store, Verify};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -262,20 +262,32 @@ fn write_set_shard(
     threads: usize,
 ) -> PyResult<()> {
     let order = u32s_of(source)?;
+    let shard = ShardOf {
+        index,
+        shards,
+        offset,
+    };
+    py.detach(|| {
+        let v1 = Store::open(&src, Verify::Sizes)?;
+        shard_of(&v1, &order, shard, &out, threads)
+    })
+    .map_err(store_err)
+}
+
+/// Writes `shard` of a set at `out`: the one store of `src`'s molecules at input ranks `order`,
+/// text compressed on `threads` threads.
+pub(crate) fn shard_of<M: Molecules + ?Sized>(
+    src: &M,
+    order: &[u32],
+    shard: ShardOf,
+    out: &std::path::Path,
+    threads: usize,
+) -> Result<(), molsift_store::StoreError> {
     let opts = UpgradeOptions {
         threads,
         ..UpgradeOptions::default()
     };
-    py.detach(|| {
-        let v1 = Store::open(&src, Verify::Sizes)?;
-        let shard = ShardOf {
-            index,
-            shards,
-            offset,
-        };
-        write_shard(&v1, &order, 0..order.len(), shard, &out, &opts).map(|_| ())
-    })
-    .map_err(store_err)
+    write_shard(src, order, 0..order.len(), shard, out, &opts).map(|_| ())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -162,10 +162,10 @@ fn pattern_planes_from_parts(
 }
 
 /// Writes the substructure index of the version-2 store at `dst`, written from ingest's
-/// staging store, from the parts' dense planes (`pattern_planes_from_parts`: `planes`,
+/// parts, from the parts' dense planes (`pattern_planes_from_parts`: `planes`,
 /// `bit_counts`) and graph records, its graph blocks compressed on `threads` threads; returns
 /// the bytes of the screen. `source` (u32 little-endian, one per molecule of `dst`: its
-/// staging position) is given for a shard of a set; without it, `dst`'s input order says it.
+/// input rank) is given for a shard of a set; without it, `dst`'s input order says it.
 #[pyfunction]
 #[pyo3(signature = (dst, planes, bit_counts, parts, dropped, words_per_row, meaning_json, threads=1, source=None))]
 #[allow(clippy::too_many_arguments)]

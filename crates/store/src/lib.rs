@@ -4,7 +4,10 @@
 //! * [`StoreWriter`] appends molecules and rejects and, on [`StoreWriter::finish`], writes the
 //!   manifest last and renames the temporary directory into place: a killed ingest never leaves
 //!   a directory that opens as a store.
-//! * [`merge_parts`] concatenates finished part stores (one per task) in order into one store.
+//! * [`runs::PartRuns`] merges ingest's part stores (one per task), each with its run (its
+//!   molecules sorted by canonical SMILES), k-way into the one store's order; the one store
+//!   ([`v2`]) is written from any [`Molecules`]: the parts so merged, or a version-1 store.
+//! * [`merge_parts`] concatenates finished part stores in order into one version-1 store.
 //! * [`duplicates`] finds molecules whose canonical SMILES an earlier one had (counted by the
 //!   merge; left out with `--dedupe` and listed in `duplicates.tsv`).
 //! * [`rejects`] is the one format of rejected records (`rejects.tsv`), for ingest and screen.
@@ -44,6 +47,8 @@ pub mod planes;
 mod reader;
 pub mod rejects;
 pub mod replace;
+pub mod runs;
+pub mod source;
 pub mod textblocks;
 pub mod v2;
 mod writer;
@@ -53,4 +58,6 @@ pub use files::{open_any, StoreFiles};
 pub use manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
 pub use merge::{merge_parts, merge_parts_dropped};
 pub use reader::{Store, StoreLock, Verify};
+pub use runs::PartRuns;
+pub use source::Molecules;
 pub use writer::StoreWriter;

@@ -1,7 +1,7 @@
-//! Store format version 2: the same molecules as version 1 in about a tenth of the bytes,
-//! with an exact-match index. Written from a finished version-1 store ([`upgrade`]: what
-//! `molsift upgrade` runs, and what ingest runs on its version-1 staging store), read by
-//! [`StoreV2`].
+//! Store format version 2, the one store: the same molecules as version 1 in about a tenth of
+//! the bytes, with an exact-match index. Written from any [`Molecules`] in a store order
+//! ([`write_store`]: ingest's parts merged as sorted runs, [`crate::runs`]) or from a finished
+//! version-1 store ([`upgrade`]: what `molsift upgrade` runs), read by [`StoreV2`].
 //!
 //! Molecules are reordered: store position `i` is the `i`-th canonical SMILES in byte order,
 //! so that neighbouring SMILES share prefixes and compress well (4.2 bytes per MOSES molecule
@@ -34,6 +34,7 @@ use crate::lookup::{build_index, key_hash, LookupIndex, LookupOptions};
 use crate::manifest::FileEntry;
 use crate::packed::Packed;
 use crate::planes::{self, Planes, PlanesHeader};
+use crate::source::Molecules;
 use crate::textblocks::{write_text_blocks, Block, TextBlocks, TextOptions};
 use crate::{replace, Manifest, Store, StoreError, FORMAT_NAME};
 
@@ -99,6 +100,40 @@ impl Default for UpgradeOptions {
 /// Writes the version-2 form of the version-1 store `v1` at `out` (built under a temporary
 /// name and moved into place when complete: a killed upgrade leaves nothing that opens).
 pub fn upgrade(v1: &Store, out: &Path, opts: &UpgradeOptions) -> Result<Manifest, StoreError> {
+    into_place(out, opts, |dir| {
+        let order = store_order(v1)?;
+        write_selection(v1, &order, None, dir, opts)
+    })
+}
+
+/// Writes at `out` the one store of the molecules `src` in the store order `order` (store
+/// position -> input rank; from [`crate::runs::PartRuns::merge`] for ingest's parts), built
+/// under a temporary name and moved into place when complete.
+pub fn write_store<M: Molecules + ?Sized>(
+    src: &M,
+    order: &[u32],
+    out: &Path,
+    opts: &UpgradeOptions,
+) -> Result<Manifest, StoreError> {
+    if order.len() != src.len() {
+        return Err(StoreError::Invalid(format!(
+            "a store order of {} positions for {} molecules",
+            order.len(),
+            src.len()
+        )));
+    }
+    into_place(out, opts, |dir| {
+        write_selection(src, order, None, dir, opts)
+    })
+}
+
+/// `write` into a new temporary sibling of `out`, then moved into place (an existing `out`
+/// only with `opts.overwrite`); the temporary directory is removed on failure.
+fn into_place(
+    out: &Path,
+    opts: &UpgradeOptions,
+    write: impl FnOnce(&Path) -> Result<Manifest, StoreError>,
+) -> Result<Manifest, StoreError> {
     if molsift_iostats::metadata(out).is_ok() {
         if !opts.overwrite {
             return Err(StoreError::Exists(out.to_path_buf()));
@@ -115,7 +150,7 @@ pub fn upgrade(v1: &Store, out: &Path, opts: &UpgradeOptions) -> Result<Manifest
     replace::sweep_leftovers(parent, out.file_name().and_then(|n| n.to_str()));
     let tmp = replace::temporary_sibling(out, "tmp");
     std::fs::create_dir(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
-    let result = write_into(v1, &tmp, opts).and_then(|m| {
+    let result = write(&tmp).and_then(|m| {
         replace::sync_dir(&tmp)?;
         replace::swap_into_place(&tmp, out, opts.overwrite)?;
         Ok(m)
@@ -124,11 +159,6 @@ pub fn upgrade(v1: &Store, out: &Path, opts: &UpgradeOptions) -> Result<Manifest
         let _ = std::fs::remove_dir_all(&tmp);
     }
     result
-}
-
-fn write_into(v1: &Store, dir: &Path, opts: &UpgradeOptions) -> Result<Manifest, StoreError> {
-    let order = store_order(v1)?;
-    write_selection(v1, &order, None, dir, opts)
 }
 
 /// The store order of the version-1 store `v1`: its positions (input ranks) sorted by
@@ -151,7 +181,11 @@ pub fn store_order(v1: &Store) -> Result<Vec<u32>, StoreError> {
 /// The cuts are as even as the molecules allow: a cut never separates equal canonical SMILES
 /// (each is moved forward to the next change), so a SMILES lives in one shard and a shard may
 /// be empty.
-pub fn shard_bounds(v1: &Store, order: &[u32], shards: usize) -> Result<Vec<usize>, StoreError> {
+pub fn shard_bounds<M: Molecules + ?Sized>(
+    v1: &M,
+    order: &[u32],
+    shards: usize,
+) -> Result<Vec<usize>, StoreError> {
     if shards == 0 {
         return Err(StoreError::Invalid("a set needs at least one shard".into()));
     }
@@ -186,8 +220,8 @@ pub struct ShardOf {
 /// molecules at store positions `range` of `order` (from [`store_order`]), a complete store of
 /// its own. Its input order is the order of those molecules in `v1`; its counts are its own
 /// (the set's rejects and `--dedupe` list live beside the shards, see [`set_duplicates`]).
-pub fn write_shard(
-    v1: &Store,
+pub fn write_shard<M: Molecules + ?Sized>(
+    v1: &M,
     order: &[u32],
     range: std::ops::Range<usize>,
     shard: ShardOf,
@@ -216,27 +250,16 @@ pub fn set_duplicates(v1: &Store, order: &[u32]) -> Result<Option<Vec<u8>>, Stor
 
 /// The one store (shard None: `sel` is the whole store order) or one shard of a set (`sel` its
 /// part of the store order) written into `dir`.
-fn write_selection(
-    v1: &Store,
+pub fn write_selection<M: Molecules + ?Sized>(
+    v1: &M,
     sel: &[u32],
     shard: Option<ShardOf>,
     dir: &Path,
     opts: &UpgradeOptions,
 ) -> Result<Manifest, StoreError> {
     let n = sel.len();
-    let spec = v1.manifest().fingerprint.clone();
-    for name in [
-        crate::layout::SMILES,
-        crate::layout::SMILES_OFFSETS,
-        crate::layout::IDS,
-        crate::layout::ID_OFFSETS,
-        crate::layout::FINGERPRINTS,
-        crate::layout::POPCOUNTS,
-        crate::layout::SOURCE_LINES,
-        REJECTS,
-    ] {
-        v1.verify_file(name)?; // what is copied is what was written
-    }
+    let spec = v1.spec().clone();
+    v1.check_columns()?; // what is copied is what was written
     let smiles = |i: u32| v1.smiles(i as usize).map(str::as_bytes);
     // the selection's molecules in input order: `ranks[r]` is the `v1` position of local input
     // rank `r` (the identity for the whole store)
@@ -342,12 +365,10 @@ fn write_selection(
     });
     column?;
     let duplicates = rest?;
-    let mut counts = v1.manifest().counts;
+    let mut counts = v1.counts();
     if shard.is_none() {
-        let rejects = std::fs::read(v1.path().join(REJECTS))
-            .map_err(|e| StoreError::io(v1.path().join(REJECTS), e))?;
-        write(dir, REJECTS, &rejects)?;
-        if let Some(dups) = set_duplicates(v1, sel)? {
+        write(dir, REJECTS, &v1.rejects()?)?;
+        if let Some(dups) = v1.duplicates(sel)? {
             write(dir, crate::duplicates::FILE, &dups)?;
         }
     } else {
@@ -374,19 +395,12 @@ fn write_selection(
             },
         );
     }
-    let mut provenance = v1.manifest().provenance.clone();
-    if let Some(p) = provenance.as_object_mut() {
-        // ingest's staging store says so ("staging": true): the one store it writes was not
-        // upgraded from anything; a store upgraded by `molsift upgrade` says from what
-        if p.remove("staging").is_none() {
-            p.insert("upgraded_from_version".into(), 1.into());
-        }
-        if let Some(s) = shard {
-            p.insert(
-                "shard".into(),
-                serde_json::json!({"index": s.index, "shards": s.shards, "offset": s.offset}),
-            );
-        }
+    let mut provenance = v1.provenance();
+    if let (Some(p), Some(s)) = (provenance.as_object_mut(), shard) {
+        p.insert(
+            "shard".into(),
+            serde_json::json!({"index": s.index, "shards": s.shards, "offset": s.offset}),
+        );
     }
     let manifest = Manifest {
         format: FORMAT_NAME.to_string(),

@@ -1,8 +1,8 @@
-//! Ingest's substructure index written straight from its workers' parts, with no index of the
-//! staging store in between. A part is what one ingest task wrote beside its part store:
+//! Ingest's substructure index written straight from its workers' parts, with no other index
+//! in between. A part is what one ingest task wrote beside its part store:
 //! `PART.rows.u64` (one screening row of `words_per_row` little-endian words per molecule),
 //! `PART.glen.u32` (each graph record's length) and `PART.grec.bin` (the records). [`Parts`]
-//! reads the parts in task order, less the molecules `--dedupe` left out (the staging order);
+//! reads the parts in task order, less the molecules `--dedupe` left out (the input ranks);
 //! [`planes_from_parts`] transposes their rows into dense planes in that order (a temporary
 //! file, block-aligned chunks on several threads, as [`crate::write_part`] writes them); and
 //! [`index_from_parts`] writes the compact index of a version-2 store holding those molecules
@@ -27,14 +27,14 @@ const _: () = assert!(CHUNK % BLOCK == 0);
 /// Bits of [`Parts`]' packed location that hold the molecule's place in its part.
 const LOCAL_BITS: u32 = 40;
 
-/// The rows and graph records of ingest's parts, by staging position (task order, less the
+/// The rows and graph records of ingest's parts, by input rank (task order, less the
 /// molecules left out).
 pub struct Parts {
     rows: Vec<Option<Mmap>>,
     records: Vec<Option<Mmap>>,
     /// per part: where each record starts in its records file (one more than its molecules)
     starts: Vec<Vec<u64>>,
-    /// per staging position: its part (high bits) and place in the part (low [`LOCAL_BITS`])
+    /// per input rank: its part (high bits) and place in the part (low [`LOCAL_BITS`])
     kept: Vec<u64>,
     words_per_row: usize,
 }
@@ -172,7 +172,7 @@ impl Parts {
 }
 
 impl Indexed for Parts {
-    /// Molecules (staging positions).
+    /// Molecules (input ranks).
     fn len(&self) -> usize {
         self.kept.len()
     }
@@ -191,7 +191,7 @@ impl Indexed for Parts {
     }
 }
 
-/// Writes the dense planes of `parts`' rows (`bits` bits, staging order) at `path` (a new
+/// Writes the dense planes of `parts`' rows (`bits` bits, input-rank order) at `path` (a new
 /// temporary file) on `threads` threads; returns how many molecules have each bit.
 pub fn planes_from_parts(
     parts: &Parts,
@@ -236,7 +236,7 @@ pub fn planes_from_parts(
 }
 
 /// Writes the substructure index of `to`, a version-2 store holding the molecules of `parts`
-/// in another order (`source[i]`: the staging position of `to`'s molecule `i`), or a part of
+/// in another order (`source[i]`: the input rank of `to`'s molecule `i`), or a part of
 /// them (a shard of a set), from the dense planes at `planes` ([`planes_from_parts`]: a plane
 /// per entry of `bit_counts`, its counts) and the parts' graph records; the index means
 /// `meaning`. Returns the bytes of the screen.

@@ -1,9 +1,10 @@
-"""Writing a store set from ingest's staging store (`molsift ingest ... --shards K`): the
-staging store sorted once into the store order and cut into K consecutive ranges (never
-between equal canonical SMILES: a shard may be empty) on the root (`_core.set_plan`), then each
-range written as a complete one store (`molsift_store::v2::write_shard`), its substructure
-index written from the rows and graph records ingest's workers computed
-(`substructure.build.PatternParts`; carried over from the staging store's index where it has
+"""Writing a store set (`molsift ingest ... --shards K`) from ingest's parts merged as sorted
+runs (`_core.PartRuns`), or from a version-1 store: the store order (the runs' merge, or the
+version-1 store sorted once) cut into K consecutive ranges (never between equal canonical
+SMILES: a shard may be empty) on the root, then each range written as a complete one store
+(`molsift_store::v2::write_shard`, reading its molecules from the parts where they lie), its
+substructure index written from the rows and graph records ingest's workers computed
+(`substructure.build.PatternParts`; carried over from a version-1 store's index where it has
 one, computed otherwise) and its analog index built: one task per shard, on the ingest's
 workers or MPI ranks (each rank writes the shards it takes, in parallel); then the set's
 rejects, `--dedupe` list and `set.json`, last, on the root."""
@@ -45,8 +46,9 @@ def write_set(
     executor: Any = None,
     pattern_parts: Any = None,
 ) -> dict | None:
-    """Writes at `dst` (a new path in a work directory) the set of `shards` shards of the
-    version-1 staging store `src`; returns its manifest (on the root; None on other MPI
+    """Writes at `dst` (a new path in a work directory) the set of `shards` shards of `src`
+    (ingest's `_core.PartRuns`, or the path of a version-1 store; given on the root, None on
+    other MPI ranks); returns its manifest (on the root; None on other MPI
     ranks). The shards are written by `executor` (every rank calls this under MPI; default: up
     to `workers` local processes, one shard each at a time), the shards written at once sharing
     `threads` threads. Ingest's shards take their substructure indexes from its workers' rows
@@ -85,7 +87,7 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
     alone = executor.size == 1
     per = max(1, threads // min(shards, executor.size))
     tasks = (
-        {"src": src, "dst": dst, "index": s, "shards": shards, "first": bounds[s],
+        {"src": plan["source"], "dst": dst, "index": s, "shards": shards, "first": bounds[s],
          "end": bounds[s + 1], "pattern": pattern, "carry": plan["carry"], "analogs": analogs,
          "parts": plan["parts"],
          "threads": per, "workers": (workers or threads) if alone else per}
@@ -100,18 +102,29 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
     return _finish(src, dst, entries)
 
 
-def _plan(src: str, dst: str, shards: int, pattern: bool) -> dict | Exception:
+def _plan(src: Any, dst: str, shards: int, pattern: bool) -> dict | Exception:
     """Root only: the bounds, the store order saved beside the shards (every task reads its
-    range of it), and whether the staging store's substructure index can be carried. Errors
-    are returned (and broadcast) rather than raised, so every rank raises the same error."""
+    range of it), what each task reads its molecules from (`source`: the path of a version-1
+    store, or what reopens ingest's parts) and whether a version-1 store's substructure index
+    can be carried. Errors are returned (and broadcast) rather than raised, so every rank
+    raises the same error."""
     from ..store import pattern_index_carries
 
     try:
         os.makedirs(dst)
-        bounds, raw = _core.set_plan(src, dst, shards)
+        if isinstance(src, _core.PartRuns):
+            bounds, raw = src.set_plan(dst, shards)
+            source: Any = {
+                "parts": src.parts(), "fingerprint": src.fingerprint_json(),
+                "dropped": src.dropped(), "provenance": src.provenance_json(),
+            }  # fmt: skip
+            carry = False
+        else:
+            bounds, raw = _core.set_plan(src, dst, shards)
+            source, carry = src, pattern and pattern_index_carries(src)
         with open(os.path.join(dst, ORDER_FILE), "wb") as fh:
             fh.write(raw)
-        return {"bounds": bounds, "carry": pattern and pattern_index_carries(src)}
+        return {"bounds": bounds, "carry": carry, "source": source}
     except Exception as exc:  # handed to every rank
         return exc
 
@@ -126,9 +139,16 @@ def write_shard_task(task: dict) -> dict:
     order = np.memmap(os.path.join(dst, ORDER_FILE), dtype="<u4", mode="r")
     source = np.ascontiguousarray(order[first:end]).tobytes()
     del order
-    _core.write_set_shard(
-        task["src"], path, s, task["shards"], first, source, threads=task["threads"]
-    )
+    if isinstance(task["src"], dict):  # ingest's parts
+        src = task["src"]
+        _core.write_set_shard_from_parts(
+            src["parts"], src["fingerprint"], src["dropped"], src["provenance"], path, s,
+            task["shards"], first, source, threads=task["threads"],
+        )  # fmt: skip
+    else:
+        _core.write_set_shard(
+            task["src"], path, s, task["shards"], first, source, threads=task["threads"]
+        )
     workers = task["workers"]
     if task["pattern"] and task["parts"] is not None:
         task["parts"].write_index(path, threads=workers, source=source)
@@ -154,23 +174,30 @@ def write_shard_task(task: dict) -> dict:
     }
 
 
-def _finish(src: str, dst: str, entries: list[dict]) -> dict:
+def _finish(src: Any, dst: str, entries: list[dict]) -> dict:
     """Root only: the set's rejects and `set.json` (written last)."""
     from ..store import open_core
 
-    staging = json.loads(open_core(src).manifest_json())
-    shutil.copyfile(os.path.join(src, "rejects.tsv"), os.path.join(dst, "rejects.tsv"))
+    if isinstance(src, _core.PartRuns):
+        src.write_rejects(os.path.join(dst, "rejects.tsv"))
+        fingerprint = json.loads(src.fingerprint_json())
+        counts = json.loads(src.counts_json())
+        provenance = json.loads(src.provenance_json())
+    else:
+        staging = json.loads(open_core(src).manifest_json())
+        shutil.copyfile(os.path.join(src, "rejects.tsv"), os.path.join(dst, "rejects.tsv"))
+        fingerprint, counts = staging["fingerprint"], staging["counts"]
+        provenance = dict(staging.get("provenance") or {})
+        provenance.pop("staging", None)
     files = {name: file_entry(os.path.join(dst, name))
              for name in ("rejects.tsv", "duplicates.tsv")
              if os.path.exists(os.path.join(dst, name))}  # fmt: skip
-    provenance = dict(staging.get("provenance") or {})
-    provenance.pop("staging", None)
     manifest = {
         "format": FORMAT,
         "format_version": VERSION,
         "created_by": f"molsift {_core.__version__}",
-        "fingerprint": staging["fingerprint"],
-        "counts": staging["counts"],
+        "fingerprint": fingerprint,
+        "counts": counts,
         "provenance": provenance,
         "shards": entries,
         "files": files,

@@ -280,8 +280,8 @@ class PatternParts:
     """Ingest's one pass: the substructure index of the one store, or of each shard of a set,
     written from the rows and graph records its workers computed (`crates/substructure`
     `fromparts`). The parts' rows (each `PART.rows.u64`, in task order, less the molecules
-    `--dedupe` left out at `dropped`) are transposed once into dense planes in that staging
-    order (`planes`, a temporary file in the work directory, on `threads` threads); then
+    `--dedupe` left out at `dropped`) are transposed once into dense planes in that order, the
+    input ranks (`planes`, a temporary file in the work directory, on `threads` threads); then
     `write_index` writes a store's compact index from those planes and the parts' graph
     records, each read where it lies. Pickles small (paths and counts): MPI ranks writing
     shards each get it."""
@@ -294,9 +294,9 @@ class PatternParts:
         )
 
     def write_index(self, store: str, threads: int = 1, source: bytes | None = None) -> int:
-        """The substructure index of the one store at `store` (written from the staging store:
-        its input order gives each molecule's staging position), or of a shard whose molecules
-        are the staging positions `source` (u32 little-endian); returns the screen's bytes."""
+        """The substructure index of the one store at `store` (written from the same parts:
+        its input order gives each molecule's input rank), or of a shard whose molecules are
+        the input ranks `source` (u32 little-endian); returns the screen's bytes."""
         return _core.pattern_index_from_parts(
             os.fspath(store), self.planes, self.counts, self.parts, self.dropped, WORDS_PER_ROW,
             json.dumps(meaning()), threads=threads, source=source,

@@ -1,0 +1,190 @@
+//! Python wrappers of ingest's sorted runs (`molsift_store::runs`): `write_part_run` (a worker,
+//! after writing its part), `PartRuns` (the root: the parts merged k-way into the one store's
+//! order, and the one store or a store set's plan written from them) and
+//! `write_set_shard_from_parts` (one shard of a set, on whichever worker or rank takes it).
+
+use std::path::{Path, PathBuf};
+
+use molsift_store::runs::{write_run, PartRuns};
+use molsift_store::v2::{shard_bounds, write_store, ShardOf, UpgradeOptions};
+use molsift_store::{FingerprintSpec, Molecules};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::error::store_err;
+use crate::store::{parse_json, u32s_of};
+use crate::store_v2::shard_of;
+
+/// Writes the run of the finished part store at `part` (`PART.run.u32`: its positions sorted
+/// by canonical SMILES).
+#[pyfunction]
+fn write_part_run(py: Python<'_>, part: PathBuf) -> PyResult<()> {
+    py.detach(|| write_run(&part)).map_err(store_err)
+}
+
+fn spec_of(json: &str) -> PyResult<FingerprintSpec> {
+    serde_json::from_str(json)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("fingerprint spec: {e}")))
+}
+
+fn paths(parts: &[PathBuf]) -> Vec<&Path> {
+    parts.iter().map(PathBuf::as_path).collect()
+}
+
+/// Ingest's part stores (in task order, each with its run) merged k-way: the one store's
+/// order, the duplicates counted and, with `dedupe`, left out. `kind`, `bits` and
+/// `params_json` are the ingest's fingerprint spec (as for `StoreWriter`), `provenance_json`
+/// what the store records.
+#[pyclass(name = "PartRuns", module = "molsift._core", frozen)]
+pub struct PyPartRuns {
+    inner: PartRuns,
+    order: Vec<u32>,
+    parts: Vec<PathBuf>,
+}
+
+#[pymethods]
+impl PyPartRuns {
+    #[new]
+    #[pyo3(signature = (parts, kind, bits, params_json, dedupe=false, provenance_json="null"))]
+    fn new(
+        py: Python<'_>,
+        parts: Vec<PathBuf>,
+        kind: &str,
+        bits: u32,
+        params_json: &str,
+        dedupe: bool,
+        provenance_json: &str,
+    ) -> PyResult<Self> {
+        let spec = FingerprintSpec::new(kind, bits, parse_json(params_json)?).map_err(store_err)?;
+        let provenance = parse_json(provenance_json)?;
+        let (inner, order) = py
+            .detach(|| PartRuns::merge(&paths(&parts), spec, dedupe, provenance))
+            .map_err(store_err)?;
+        Ok(PyPartRuns {
+            inner,
+            order,
+            parts,
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// The part stores, in task order.
+    fn parts(&self) -> Vec<PathBuf> {
+        self.parts.clone()
+    }
+
+    /// The counts (records in, molecules, rejected, duplicates, dropped) as JSON text.
+    fn counts_json(&self) -> String {
+        serde_json::to_string(&self.inner.counts()).expect("counts serialize")
+    }
+
+    /// The fingerprint spec as JSON text (as a manifest writes it; what
+    /// `write_set_shard_from_parts` takes).
+    fn fingerprint_json(&self) -> String {
+        serde_json::to_string(self.inner.spec()).expect("spec serializes")
+    }
+
+    /// The provenance as JSON text.
+    fn provenance_json(&self) -> String {
+        self.inner.provenance().to_string()
+    }
+
+    /// The positions (among all the parts' molecules, ascending) `dedupe` left out.
+    fn dropped(&self) -> Vec<u64> {
+        self.inner.dropped()
+    }
+
+    /// Writes the one store at `dst` (a new path; moved into place when complete), text
+    /// compressed on `threads` threads; returns its manifest (JSON text).
+    #[pyo3(signature = (dst, threads=1))]
+    fn write_store(&self, py: Python<'_>, dst: PathBuf, threads: usize) -> PyResult<String> {
+        let opts = UpgradeOptions {
+            threads,
+            ..UpgradeOptions::default()
+        };
+        py.detach(|| write_store(&self.inner, &self.order, &dst, &opts))
+            .map(|m| m.to_text())
+            .map_err(store_err)
+    }
+
+    /// A store set's plan: the order cut into `shards` ranges (`shards + 1` set positions,
+    /// never between equal SMILES) and the order itself (u32 little-endian: set position ->
+    /// input rank); the set's `duplicates.tsv` is written into the directory `dir` (which
+    /// exists) when a molecule was left out.
+    fn set_plan<'py>(
+        &self,
+        py: Python<'py>,
+        dir: PathBuf,
+        shards: usize,
+    ) -> PyResult<(Vec<usize>, Bound<'py, PyBytes>)> {
+        let bounds = py
+            .detach(|| {
+                let bounds = shard_bounds(&self.inner, &self.order, shards)?;
+                if let Some(dups) = self.inner.duplicates(&self.order)? {
+                    let path = dir.join(molsift_store::duplicates::FILE);
+                    molsift_iostats::write_file(&path, &dups, true)
+                        .map_err(|e| molsift_store::StoreError::io(&path, e))?;
+                }
+                Ok::<_, molsift_store::StoreError>(bounds)
+            })
+            .map_err(store_err)?;
+        let bytes: Vec<u8> = self.order.iter().flat_map(|o| o.to_le_bytes()).collect();
+        Ok((bounds, PyBytes::new(py, &bytes)))
+    }
+
+    /// Writes every rejected record (`rejects.tsv`, its header first) at `path`.
+    fn write_rejects(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| {
+            let text = self.inner.rejects()?;
+            molsift_iostats::write_file(&path, &text, true)
+                .map_err(|e| molsift_store::StoreError::io(&path, e))
+        })
+        .map_err(store_err)
+    }
+}
+
+/// Writes shard `index` of `shards` of a store set at `out` (a new directory): the one store
+/// of the molecules at input ranks `source` (u32 little-endian, the shard's range of the
+/// plan's order) of ingest's `parts` less the positions `dropped` (`PartRuns.dropped`; the
+/// spec is `PartRuns.fingerprint_json`), whose first molecule is set
+/// position `offset`, text compressed on `threads` threads.
+#[pyfunction]
+#[pyo3(signature = (parts, fingerprint_json, dropped, provenance_json, out, index, shards, offset, source, threads=1))]
+#[allow(clippy::too_many_arguments)]
+fn write_set_shard_from_parts(
+    py: Python<'_>,
+    parts: Vec<PathBuf>,
+    fingerprint_json: &str,
+    dropped: Vec<u64>,
+    provenance_json: &str,
+    out: PathBuf,
+    index: usize,
+    shards: usize,
+    offset: u64,
+    source: &[u8],
+    threads: usize,
+) -> PyResult<()> {
+    let spec = spec_of(fingerprint_json)?;
+    let provenance = parse_json(provenance_json)?;
+    let order = u32s_of(source)?;
+    let shard = ShardOf {
+        index,
+        shards,
+        offset,
+    };
+    py.detach(|| {
+        let runs = PartRuns::open(&paths(&parts), spec, &dropped, provenance)?;
+        shard_of(&runs, &order, shard, &out, threads)
+    })
+    .map_err(store_err)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyPartRuns>()?;
+    m.add_function(wrap_pyfunction!(write_part_run, m)?)?;
+    m.add_function(wrap_pyfunction!(write_set_shard_from_parts, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,503 @@
+//! Ingest's parts as sorted runs, merged k-way into the one store's order: no staging store
+//! between the workers and the one store.
+//!
+//! Each worker writes its part (a version-1 part store of its task's molecules, in input
+//! order) and beside it the part's run ([`write_run`], `PART.run.u32`: the part's positions
+//! sorted by canonical SMILES in byte order, stable). [`PartRuns::merge`] merges the runs with
+//! a heap of one cursor per part: the root holds the order (4 bytes a molecule) and the mapped
+//! parts, never every SMILES at once. Equal SMILES come out side by side, the earliest record
+//! first, so duplicates are counted in the merge and `--dedupe` leaves out all but the first.
+//! The one store's writer then reads each molecule where it lies in its part
+//! ([`Molecules`]), by input rank.
+//!
+//! Memory on the root: the order (4 bytes a molecule), with `--dedupe` the kept positions (8
+//! bytes a kept molecule, only when one was left out), the pairs of duplicates left out (16
+//! bytes each) and the parts' mapped pages (the kernel's to reclaim).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::source::Molecules;
+use crate::{duplicates, rejects, Counts, FingerprintSpec, Store, StoreError, Verify};
+
+/// The run beside a part: `PART` + this.
+pub const RUN_EXT: &str = ".run.u32";
+
+/// The run file of the part store at `part`.
+pub fn run_path(part: &Path) -> PathBuf {
+    let mut s = part.as_os_str().to_owned();
+    s.push(RUN_EXT);
+    PathBuf::from(s)
+}
+
+/// Writes the run of the finished part store at `part` (beside it, [`run_path`]): its
+/// positions sorted by canonical SMILES in byte order, stable, as u32 little-endian.
+pub fn write_run(part: &Path) -> Result<(), StoreError> {
+    let store = Store::open(part, Verify::Sizes)?;
+    let order = crate::v2::store_order(&store)?;
+    let bytes: Vec<u8> = order.iter().flat_map(|o| o.to_le_bytes()).collect();
+    let path = run_path(part);
+    molsift_iostats::write_file(&path, &bytes, false).map_err(|e| StoreError::io(&path, e))
+}
+
+/// Ingest's part stores, in task order, as one source of molecules: input rank `r` is the
+/// `r`-th molecule of the parts taken in order, less those `--dedupe` left out.
+pub struct PartRuns {
+    parts: Vec<Store>,
+    /// the first position (among all the parts' molecules) of each part, then their number
+    bases: Vec<u64>,
+    /// input rank -> position among all the parts' molecules, when one was left out
+    kept: Option<Vec<u64>>,
+    /// (left-out position, position of the first molecule of its SMILES), ascending
+    dropped: Vec<(u64, u64)>,
+    spec: FingerprintSpec,
+    counts: Counts,
+    provenance: Value,
+}
+
+impl PartRuns {
+    /// Opens the finished part stores `parts` (fingerprints of `spec`), in task order, less
+    /// the molecules at the ascending positions `dropped` (what [`PartRuns::merge`] left out);
+    /// no merge: what a shard's writer, on any worker or rank, reads its molecules from.
+    pub fn open(
+        parts: &[&Path],
+        spec: FingerprintSpec,
+        dropped: &[u64],
+        provenance: Value,
+    ) -> Result<PartRuns, StoreError> {
+        let mut stores = Vec::with_capacity(parts.len());
+        let mut bases = vec![0u64];
+        let mut counts = Counts {
+            duplicates: Some(0),
+            ..Counts::default()
+        };
+        for part in parts {
+            let store = Store::open(part, Verify::Sizes)?;
+            if store.manifest().fingerprint != spec {
+                return Err(StoreError::Invalid(format!(
+                    "{}: fingerprint spec differs from the ingest's",
+                    part.display()
+                )));
+            }
+            let c = store.manifest().counts;
+            counts.records_in += c.records_in;
+            counts.molecules += c.molecules;
+            counts.rejected += c.rejected;
+            bases.push(bases[bases.len() - 1] + store.len() as u64);
+            stores.push(store);
+        }
+        let total = bases[bases.len() - 1];
+        if dropped.windows(2).any(|w| w[0] >= w[1]) || dropped.last().is_some_and(|&d| d >= total) {
+            return Err(StoreError::Invalid(format!(
+                "the molecules left out are not ascending positions below {total}"
+            )));
+        }
+        let kept = (!dropped.is_empty()).then(|| {
+            let mut kept = Vec::with_capacity((total - dropped.len() as u64) as usize);
+            let mut next = dropped.iter().peekable();
+            for g in 0..total {
+                if next.peek() == Some(&&g) {
+                    next.next();
+                } else {
+                    kept.push(g);
+                }
+            }
+            kept
+        });
+        counts.molecules -= dropped.len() as u64;
+        counts.dropped = dropped.len() as u64;
+        Ok(PartRuns {
+            parts: stores,
+            bases,
+            kept,
+            dropped: dropped.iter().map(|&d| (d, d)).collect(),
+            spec,
+            counts,
+            provenance,
+        })
+    }
+
+    /// Opens `parts` (as [`PartRuns::open`]) and merges their runs k-way: returns them with
+    /// the one store's order (store position -> input rank: SMILES ascending, input order
+    /// among equal ones). Duplicates (a SMILES an earlier record gave) are counted; with
+    /// `dedupe` they are left out. A run that is not its part's positions sorted by SMILES is
+    /// an error naming it.
+    pub fn merge(
+        parts: &[&Path],
+        spec: FingerprintSpec,
+        dedupe: bool,
+        provenance: Value,
+    ) -> Result<(PartRuns, Vec<u32>), StoreError> {
+        let mut runs = PartRuns::open(parts, spec, &[], provenance)?;
+        let total = runs.bases[runs.bases.len() - 1];
+        if total > u64::from(u32::MAX) {
+            return Err(StoreError::Invalid(format!(
+                "{total} molecules: one store holds at most {} (write a store set: --shards)",
+                u32::MAX
+            )));
+        }
+        let mut cursors = Vec::with_capacity(parts.len());
+        for (p, part) in parts.iter().enumerate() {
+            cursors.push(Run::read(part, runs.parts[p].len())?);
+        }
+        let mut heap = BinaryHeap::with_capacity(parts.len());
+        for (p, run) in cursors.iter_mut().enumerate() {
+            if let Some(local) = run.next() {
+                heap.push(Reverse((runs.parts[p].smiles(local)?.as_bytes(), p, local)));
+            }
+        }
+        let mut order: Vec<u32> = Vec::with_capacity(total as usize);
+        let mut dropped: Vec<(u64, u64)> = Vec::new();
+        let mut duplicates = 0u64;
+        let mut first: Option<(&[u8], u64)> = None; // the SMILES of the run and its first
+        while let Some(Reverse((smiles, p, local))) = heap.pop() {
+            let g = runs.bases[p] + local as u64;
+            if let Some(local) = cursors[p].next() {
+                let next = runs.parts[p].smiles(local)?.as_bytes();
+                if next < smiles {
+                    return Err(StoreError::Inconsistent {
+                        path: run_path(parts[p]),
+                        reason: "its positions are not in SMILES order".into(),
+                    });
+                }
+                heap.push(Reverse((next, p, local)));
+            }
+            match first {
+                Some((s, kept)) if s == smiles => {
+                    duplicates += 1;
+                    if dedupe {
+                        dropped.push((g, kept));
+                        continue;
+                    }
+                }
+                _ => first = Some((smiles, g)),
+            }
+            order.push(g as u32);
+        }
+        drop(cursors);
+        if !dropped.is_empty() {
+            dropped.sort_unstable();
+            let positions: Vec<u64> = dropped.iter().map(|d| d.0).collect();
+            let mut reopened = PartRuns::open(parts, runs.spec.clone(), &positions, Value::Null)?;
+            // global positions -> input ranks (positions among the kept molecules)
+            for o in &mut order {
+                *o -= positions.partition_point(|&d| d < u64::from(*o)) as u32;
+            }
+            reopened.provenance = std::mem::take(&mut runs.provenance);
+            reopened.dropped = dropped;
+            runs = reopened;
+        } else {
+            runs.dropped.clear();
+        }
+        runs.counts.duplicates = Some(duplicates);
+        Ok((runs, order))
+    }
+
+    /// The positions (among all the parts' molecules, ascending) left out by `--dedupe`.
+    pub fn dropped(&self) -> Vec<u64> {
+        self.dropped.iter().map(|d| d.0).collect()
+    }
+
+    /// The part holding position `g` (among all the parts' molecules) and its place there.
+    fn at(&self, g: u64) -> (&Store, usize) {
+        // the last part starting at or before `g` (empty parts share their start with the next)
+        let p = self.bases.partition_point(|&b| b <= g) - 1;
+        (&self.parts[p], (g - self.bases[p]) as usize)
+    }
+
+    /// The part and place of input rank `r`.
+    fn rank(&self, r: usize) -> (&Store, usize) {
+        self.at(self.kept.as_ref().map_or(r as u64, |k| k[r]))
+    }
+}
+
+/// One part's run, read whole and checked to be a permutation of its positions.
+struct Run {
+    order: Vec<u32>,
+    next: usize,
+}
+
+impl Run {
+    fn read(part: &Path, n: usize) -> Result<Run, StoreError> {
+        let path = run_path(part);
+        let bytes = molsift_iostats::read_file(&path).map_err(|e| StoreError::io(&path, e))?;
+        let bad = |reason: String| StoreError::Inconsistent {
+            path: path.clone(),
+            reason,
+        };
+        if bytes.len() != n * 4 {
+            return Err(bad(format!(
+                "{} bytes for a part of {n} molecules (4 each)",
+                bytes.len()
+            )));
+        }
+        let order: Vec<u32> = bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let mut seen = vec![false; n];
+        for &o in &order {
+            match seen.get_mut(o as usize) {
+                Some(s) if !*s => *s = true,
+                _ => return Err(bad(format!("position {o} out of range or repeated"))),
+            }
+        }
+        Ok(Run { order, next: 0 })
+    }
+
+    fn next(&mut self) -> Option<usize> {
+        let o = self.order.get(self.next)?;
+        self.next += 1;
+        Some(*o as usize)
+    }
+}
+
+impl Molecules for PartRuns {
+    fn len(&self) -> usize {
+        self.counts.molecules as usize
+    }
+
+    fn spec(&self) -> &FingerprintSpec {
+        &self.spec
+    }
+
+    fn smiles(&self, r: usize) -> Result<&str, StoreError> {
+        let (s, i) = self.rank(r);
+        s.smiles(i)
+    }
+
+    fn id(&self, r: usize) -> Result<&str, StoreError> {
+        let (s, i) = self.rank(r);
+        s.id(i)
+    }
+
+    fn source_line(&self, r: usize) -> u64 {
+        let (s, i) = self.rank(r);
+        s.source_line(i)
+    }
+
+    fn popcount(&self, r: usize) -> u16 {
+        let (s, i) = self.rank(r);
+        s.popcount(i)
+    }
+
+    fn fingerprint(&self, r: usize) -> &[u64] {
+        let (s, i) = self.rank(r);
+        s.fingerprint(i)
+    }
+
+    fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    fn provenance(&self) -> Value {
+        self.provenance.clone()
+    }
+
+    fn check_columns(&self) -> Result<(), StoreError> {
+        for part in &self.parts {
+            part.check_columns()?;
+        }
+        Ok(())
+    }
+
+    fn rejects(&self) -> Result<Vec<u8>, StoreError> {
+        let mut out = rejects::HEADER.as_bytes().to_vec();
+        for part in &self.parts {
+            let text = Molecules::rejects(part)?;
+            let rows = text
+                .strip_prefix(rejects::HEADER.as_bytes())
+                .ok_or_else(|| StoreError::Inconsistent {
+                    path: part.path().join(crate::layout::REJECTS),
+                    reason: "it does not start with the rejects header".into(),
+                })?;
+            out.extend_from_slice(rows);
+        }
+        Ok(out)
+    }
+
+    fn duplicates(&self, order: &[u32]) -> Result<Option<Vec<u8>>, StoreError> {
+        if self.dropped.is_empty() {
+            return Ok(None);
+        }
+        let mut position = vec![0u32; self.len()];
+        for (p, &r) in order.iter().enumerate() {
+            position[r as usize] = p as u32;
+        }
+        let kept = self.kept.as_deref().unwrap_or(&[]);
+        let mut out = duplicates::HEADER.as_bytes().to_vec();
+        for &(d, first) in &self.dropped {
+            let (store, i) = self.at(d);
+            let (kept_store, k) = self.at(first);
+            let rank = kept.partition_point(|&g| g < first);
+            out.extend_from_slice(
+                duplicates::row(
+                    store.source_line(i),
+                    store.id(i)?,
+                    u64::from(position[rank]),
+                    kept_store.id(k)?,
+                )
+                .as_bytes(),
+            );
+        }
+        Ok(Some(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::v2::{store_order, upgrade, UpgradeOptions};
+    use crate::{merge_parts_dropped, StoreWriter};
+
+    fn spec() -> FingerprintSpec {
+        FingerprintSpec::new("test", 64, serde_json::json!({})).unwrap()
+    }
+
+    /// A part of `rows` (id, SMILES, line) and one reject, with its run.
+    fn part(dir: &Path, name: &str, rows: &[(&str, &str, u64)]) -> PathBuf {
+        let path = dir.join(name);
+        let mut w = StoreWriter::create(&path, spec(), false).unwrap();
+        for &(id, smiles, line) in rows {
+            w.add_molecule(id, smiles, line, &[(line * 7) as u32 % 64])
+                .unwrap();
+        }
+        w.add_reject("f.smi", 1000 + rows.len() as u64, 0, "bad", "unparsable")
+            .unwrap();
+        w.finish().unwrap();
+        write_run(&path).unwrap();
+        path
+    }
+
+    /// Parts of random SMILES from a small alphabet (many duplicates, within and across parts,
+    /// and empty parts).
+    fn random_parts(dir: &Path, seed: u64) -> Vec<PathBuf> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut line = 1;
+        let mut parts = Vec::new();
+        for p in 0..7 {
+            let n = (next() % 40) as usize * usize::from(p != 3);
+            let rows: Vec<(String, String, u64)> = (0..n)
+                .map(|_| {
+                    let len = 1 + next() % 4;
+                    let s: String = (0..len)
+                        .map(|_| ['C', 'N', 'O'][next() as usize % 3])
+                        .collect();
+                    line += 1 + next() % 2;
+                    (format!("m{line}"), s, line)
+                })
+                .collect();
+            let rows: Vec<(&str, &str, u64)> = rows
+                .iter()
+                .map(|(a, b, l)| (a.as_str(), b.as_str(), *l))
+                .collect();
+            parts.push(part(dir, &format!("part-{p}"), &rows));
+        }
+        parts
+    }
+
+    fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name() != "manifest.json")
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_merged_runs_write_the_store_the_merged_staging_store_upgrades_to() {
+        for seed in 1..6 {
+            for dedupe in [false, true] {
+                let dir = tempfile::tempdir().unwrap();
+                let parts = random_parts(dir.path(), seed);
+                let refs: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+                // the reference: the parts merged into a version-1 store, then upgraded
+                let staged = dir.path().join("staged");
+                let (_, dropped) =
+                    merge_parts_dropped(&refs, &staged, false, Value::Null, dedupe).unwrap();
+                let v1 = Store::open(&staged, Verify::Full).unwrap();
+                let want_order = store_order(&v1).unwrap();
+                let want = dir.path().join("want");
+                upgrade(&v1, &want, &UpgradeOptions::default()).unwrap();
+
+                let (runs, order) = PartRuns::merge(&refs, spec(), dedupe, Value::Null).unwrap();
+                assert_eq!(order, want_order, "seed {seed} dedupe {dedupe}");
+                assert_eq!(runs.dropped(), dropped);
+                assert_eq!(runs.counts(), v1.manifest().counts);
+                let got = dir.path().join("got");
+                std::fs::create_dir(&got).unwrap();
+                crate::v2::write_selection(&runs, &order, None, &got, &UpgradeOptions::default())
+                    .unwrap();
+                assert_eq!(files(&got), files(&want), "seed {seed} dedupe {dedupe}");
+                // a shard's writer reopens the parts without merging them again
+                let again = PartRuns::open(&refs, spec(), &runs.dropped(), Value::Null).unwrap();
+                assert_eq!(again.len(), runs.len());
+                for r in 0..runs.len() {
+                    assert_eq!(again.smiles(r).unwrap(), v1.smiles(r).unwrap());
+                    assert_eq!(again.id(r).unwrap(), v1.id(r).unwrap());
+                    assert_eq!(again.fingerprint(r), v1.fingerprint(r));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_damaged_or_unsorted_run_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = part(
+            dir.path(),
+            "a",
+            &[("a1", "CCO", 1), ("a2", "CC", 2), ("a3", "C", 3)],
+        );
+        let refs = [a.as_path()];
+        let run = run_path(&a);
+        for (bytes, why) in [
+            (vec![0u8; 8], "bytes for a part of 3"),
+            (
+                [2u32, 1, 1].iter().flat_map(|v| v.to_le_bytes()).collect(),
+                "repeated",
+            ),
+            (
+                [2u32, 1, 7].iter().flat_map(|v| v.to_le_bytes()).collect(),
+                "out of range",
+            ),
+            (
+                [0u32, 1, 2].iter().flat_map(|v| v.to_le_bytes()).collect(),
+                "not in SMILES order",
+            ),
+        ] {
+            std::fs::write(&run, bytes).unwrap();
+            let err = PartRuns::merge(&refs, spec(), false, Value::Null)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(err.contains("run.u32") && err.contains(why), "{err}");
+        }
+        write_run(&a).unwrap();
+        let (_, order) = PartRuns::merge(&refs, spec(), false, Value::Null).unwrap();
+        assert_eq!(order, [2, 1, 0]);
+        let other = FingerprintSpec::new("other", 64, serde_json::json!({})).unwrap();
+        let err = PartRuns::merge(&refs, other, false, Value::Null)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("fingerprint spec"), "{err}");
+    }
+}
