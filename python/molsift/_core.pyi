@@ -287,6 +287,9 @@ class PartRuns:
         """The provenance the store records, as JSON text."""
     def dropped(self) -> list[int]:
         """The positions (among all the parts' molecules, ascending) `dedupe` left out."""
+    def release(self) -> None:
+        """Unmaps the parts and drops the order (counts, spec, provenance and `dropped` stay);
+        writing from the runs afterwards raises StoreError."""
     def write_store(self, dst: _Path, threads: int = 1) -> str:
         """Writes the one store at the new path `dst`; returns its manifest (JSON text)."""
     def set_plan(self, dir: _Path, shards: int) -> tuple[list[int], bytes]:

@@ -578,6 +578,7 @@ def write_complete(
     with Phase("the one store: text columns, fingerprint planes, exact-match index", progress):
         if isinstance(src, _core.PartRuns):
             src.write_store(staged, threads=threads)
+            src.release()  # the parts unmapped: the indexes below read their own files
         else:
             _core.upgrade_store(os.fspath(src), staged, threads=threads)
     if pattern and pattern_parts is not None:

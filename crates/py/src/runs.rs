@@ -4,10 +4,11 @@
 //! `write_set_shard_from_parts` (one shard of a set, on whichever worker or rank takes it).
 
 use std::path::{Path, PathBuf};
+use std::sync::RwLock;
 
 use molsift_store::runs::{write_run, PartRuns};
 use molsift_store::v2::{shard_bounds, write_store, ShardOf, UpgradeOptions};
-use molsift_store::{FingerprintSpec, Molecules};
+use molsift_store::{FingerprintSpec, Molecules, StoreError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -37,9 +38,28 @@ fn paths(parts: &[PathBuf]) -> Vec<&Path> {
 /// what the store records.
 #[pyclass(name = "PartRuns", module = "molsift._core", frozen)]
 pub struct PyPartRuns {
-    inner: PartRuns,
-    order: Vec<u32>,
+    /// the merged runs and the order, until `release`
+    merged: RwLock<Option<(PartRuns, Vec<u32>)>>,
     parts: Vec<PathBuf>,
+    len: usize,
+    counts: String,
+    fingerprint: String,
+    provenance: String,
+    dropped: Vec<u64>,
+}
+
+impl PyPartRuns {
+    /// `f` of the merged runs and the order; an error once they were released.
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&PartRuns, &[u32]) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        let guard = self.merged.read().unwrap_or_else(|e| e.into_inner());
+        let (runs, order) = guard.as_ref().ok_or_else(|| {
+            StoreError::Invalid("the parts' runs were released (PartRuns.release)".into())
+        })?;
+        f(runs, order)
+    }
 }
 
 #[pymethods]
@@ -57,18 +77,22 @@ impl PyPartRuns {
     ) -> PyResult<Self> {
         let spec = FingerprintSpec::new(kind, bits, parse_json(params_json)?).map_err(store_err)?;
         let provenance = parse_json(provenance_json)?;
-        let (inner, order) = py
+        let (runs, order) = py
             .detach(|| PartRuns::merge(&paths(&parts), spec, dedupe, provenance))
             .map_err(store_err)?;
         Ok(PyPartRuns {
-            inner,
-            order,
+            len: runs.len(),
+            counts: serde_json::to_string(&runs.counts()).expect("counts serialize"),
+            fingerprint: serde_json::to_string(runs.spec()).expect("spec serializes"),
+            provenance: runs.provenance().to_string(),
+            dropped: runs.dropped(),
+            merged: RwLock::new(Some((runs, order))),
             parts,
         })
     }
 
     fn __len__(&self) -> usize {
-        self.inner.len()
+        self.len
     }
 
     /// The part stores, in task order.
@@ -78,23 +102,30 @@ impl PyPartRuns {
 
     /// The counts (records in, molecules, rejected, duplicates, dropped) as JSON text.
     fn counts_json(&self) -> String {
-        serde_json::to_string(&self.inner.counts()).expect("counts serialize")
+        self.counts.clone()
     }
 
     /// The fingerprint spec as JSON text (as a manifest writes it; what
     /// `write_set_shard_from_parts` takes).
     fn fingerprint_json(&self) -> String {
-        serde_json::to_string(self.inner.spec()).expect("spec serializes")
+        self.fingerprint.clone()
     }
 
     /// The provenance as JSON text.
     fn provenance_json(&self) -> String {
-        self.inner.provenance().to_string()
+        self.provenance.clone()
     }
 
     /// The positions (among all the parts' molecules, ascending) `dedupe` left out.
     fn dropped(&self) -> Vec<u64> {
-        self.inner.dropped()
+        self.dropped.clone()
+    }
+
+    /// Unmaps the parts and drops the order (what is read of the parts stays in the page
+    /// cache, no longer in this process's memory); the counts, spec, provenance and the
+    /// molecules left out stay. Writing from the runs afterwards is an error.
+    fn release(&self) {
+        *self.merged.write().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Writes the one store at `dst` (a new path; moved into place when complete), text
@@ -105,7 +136,7 @@ impl PyPartRuns {
             threads,
             ..UpgradeOptions::default()
         };
-        py.detach(|| write_store(&self.inner, &self.order, &dst, &opts))
+        py.detach(|| self.with(|runs, order| write_store(runs, order, &dst, &opts)))
             .map(|m| m.to_text())
             .map_err(store_err)
     }
@@ -120,27 +151,31 @@ impl PyPartRuns {
         dir: PathBuf,
         shards: usize,
     ) -> PyResult<(Vec<usize>, Bound<'py, PyBytes>)> {
-        let bounds = py
+        let (bounds, bytes) = py
             .detach(|| {
-                let bounds = shard_bounds(&self.inner, &self.order, shards)?;
-                if let Some(dups) = self.inner.duplicates(&self.order)? {
-                    let path = dir.join(molsift_store::duplicates::FILE);
-                    molsift_iostats::write_file(&path, &dups, true)
-                        .map_err(|e| molsift_store::StoreError::io(&path, e))?;
-                }
-                Ok::<_, molsift_store::StoreError>(bounds)
+                self.with(|runs, order| {
+                    let bounds = shard_bounds(runs, order, shards)?;
+                    if let Some(dups) = runs.duplicates(order)? {
+                        let path = dir.join(molsift_store::duplicates::FILE);
+                        molsift_iostats::write_file(&path, &dups, true)
+                            .map_err(|e| StoreError::io(&path, e))?;
+                    }
+                    let bytes: Vec<u8> = order.iter().flat_map(|o| o.to_le_bytes()).collect();
+                    Ok((bounds, bytes))
+                })
             })
             .map_err(store_err)?;
-        let bytes: Vec<u8> = self.order.iter().flat_map(|o| o.to_le_bytes()).collect();
         Ok((bounds, PyBytes::new(py, &bytes)))
     }
 
     /// Writes every rejected record (`rejects.tsv`, its header first) at `path`.
     fn write_rejects(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         py.detach(|| {
-            let text = self.inner.rejects()?;
-            molsift_iostats::write_file(&path, &text, true)
-                .map_err(|e| molsift_store::StoreError::io(&path, e))
+            self.with(|runs, _| {
+                let text = runs.rejects()?;
+                molsift_iostats::write_file(&path, &text, true)
+                    .map_err(|e| StoreError::io(&path, e))
+            })
         })
         .map_err(store_err)
     }

@@ -114,6 +114,8 @@ def _plan(src: Any, dst: str, shards: int, pattern: bool) -> dict | Exception:
         os.makedirs(dst)
         if isinstance(src, _core.PartRuns):
             bounds, raw = src.set_plan(dst, shards)
+            src.write_rejects(os.path.join(dst, "rejects.tsv"))
+            src.release()  # the shards' writers map the parts themselves
             source: Any = {
                 "parts": src.parts(), "fingerprint": src.fingerprint_json(),
                 "dropped": src.dropped(), "provenance": src.provenance_json(),
@@ -178,8 +180,7 @@ def _finish(src: Any, dst: str, entries: list[dict]) -> dict:
     """Root only: the set's rejects and `set.json` (written last)."""
     from ..store import open_core
 
-    if isinstance(src, _core.PartRuns):
-        src.write_rejects(os.path.join(dst, "rejects.tsv"))
+    if isinstance(src, _core.PartRuns):  # its rejects were written with the plan
         fingerprint = json.loads(src.fingerprint_json())
         counts = json.loads(src.counts_json())
         provenance = json.loads(src.provenance_json())
