@@ -27,37 +27,49 @@ pub fn words_for(n: u64, width: u32) -> usize {
 
 /// Encodes `values` as the smallest `width` that holds `max - min`, with `base = min`.
 pub fn encode(values: &[u64]) -> Vec<u8> {
-    let min = values.iter().copied().min().unwrap_or(0);
-    let max = values.iter().copied().max().unwrap_or(0);
-    encode_with(values, bits_for(max - min), min)
+    encode_by(values.len(), |i| values[i])
+}
+
+/// Encodes the `n` values `value(0) .. value(n - 1)` as [`encode`] does, without holding them:
+/// one pass finds their range, a second writes them (`value` is called twice per index).
+pub fn encode_by(n: usize, value: impl Fn(usize) -> u64) -> Vec<u8> {
+    let (mut min, mut max) = (u64::MAX, 0u64);
+    for i in 0..n {
+        let v = value(i);
+        min = min.min(v);
+        max = max.max(v);
+    }
+    let min = if n == 0 { 0 } else { min };
+    encode_with(n, value, bits_for(max.saturating_sub(min)), min)
 }
 
 /// Encodes `values` (each below `2^width`) at `width` bits with base 0.
 pub fn encode_width(values: &[u64], width: u32) -> Vec<u8> {
-    encode_with(values, width, 0)
+    encode_with(values.len(), |i| values[i], width, 0)
 }
 
-fn encode_with(values: &[u64], width: u32, min: u64) -> Vec<u8> {
-    let n = values.len() as u64;
-    let mut words = vec![0u64; words_for(n, width)];
+fn encode_with(n: usize, value: impl Fn(usize) -> u64, width: u32, min: u64) -> Vec<u8> {
+    let words = words_for(n as u64, width);
+    let mut out = vec![0u8; HEADER + 8 * words];
+    out[0] = width as u8;
+    out[8..16].copy_from_slice(&(n as u64).to_le_bytes());
+    out[16..24].copy_from_slice(&min.to_le_bytes());
     if width > 0 {
-        for (i, &v) in values.iter().enumerate() {
-            let x = v - min;
+        let body = &mut out[HEADER..];
+        let mut or_word = |w: usize, x: u64| {
+            let at = &mut body[8 * w..8 * w + 8];
+            let old = u64::from_le_bytes(at.try_into().expect("8 bytes"));
+            at.copy_from_slice(&(old | x).to_le_bytes());
+        };
+        for i in 0..n {
+            let x = value(i) - min;
             let bit = i as u128 * width as u128;
             let (w, s) = ((bit / 64) as usize, (bit % 64) as u32);
-            words[w] |= x << s;
+            or_word(w, x << s);
             if s + width > 64 {
-                words[w + 1] |= x >> (64 - s);
+                or_word(w + 1, x >> (64 - s));
             }
         }
-    }
-    let mut out = Vec::with_capacity(HEADER + 8 * words.len());
-    out.push(width as u8);
-    out.extend_from_slice(&[0; 7]);
-    out.extend_from_slice(&n.to_le_bytes());
-    out.extend_from_slice(&min.to_le_bytes());
-    for w in words {
-        out.extend_from_slice(&w.to_le_bytes());
     }
     out
 }

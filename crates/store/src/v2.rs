@@ -261,20 +261,18 @@ pub fn write_selection<M: Molecules + ?Sized>(
     let spec = v1.spec().clone();
     v1.check_columns()?; // what is copied is what was written
     let smiles = |i: u32| v1.smiles(i as usize).map(str::as_bytes);
-    // the selection's molecules in input order: `ranks[r]` is the `v1` position of local input
-    // rank `r` (the identity for the whole store)
-    let ranks: Vec<u32> = match shard {
-        None => (0..n as u32).collect(),
-        Some(_) => {
-            let mut r = sel.to_vec();
-            r.sort_unstable();
-            r
-        }
-    };
+    // a shard's molecules in input order: `sorted[r]` is the input rank in `v1` of the shard's
+    // local input rank `r` (the whole store's are the identity: nothing held)
+    let sorted: Option<Vec<u32>> = shard.map(|_| {
+        let mut r = sel.to_vec();
+        r.sort_unstable();
+        r
+    });
+    let ranks = |r: usize| -> usize { sorted.as_ref().map_or(r, |s| s[r] as usize) };
     let local_rank = |global: u32| -> u64 {
-        match shard {
+        match &sorted {
             None => u64::from(global),
-            Some(_) => ranks.binary_search(&global).unwrap_or(0) as u64,
+            Some(s) => s.binary_search(&global).unwrap_or(0) as u64,
         }
     };
     let text = |numbered: bool| TextOptions {
@@ -298,26 +296,18 @@ pub fn write_selection<M: Molecules + ?Sized>(
             write_text_blocks(
                 &dir.join(IDS),
                 n,
-                |r, out| {
-                    out.extend_from_slice(
-                        v1.id(ranks[r] as usize).map(str::as_bytes).unwrap_or(b""),
-                    )
-                },
+                |r, out| out.extend_from_slice(v1.id(ranks(r)).map(str::as_bytes).unwrap_or(b"")),
                 &text(true),
             )?;
             write(
                 dir,
                 INPUT_ORDER,
-                &crate::packed::encode(&sel.iter().map(|&g| local_rank(g)).collect::<Vec<_>>()),
+                &crate::packed::encode_by(n, |i| local_rank(sel[i])),
             )?;
             write(
                 dir,
                 SOURCE_LINES,
-                &crate::packed::encode(
-                    &(0..n)
-                        .map(|r| v1.source_line(ranks[r] as usize) - r as u64)
-                        .collect::<Vec<_>>(),
-                ),
+                &crate::packed::encode_by(n, |r| v1.source_line(ranks(r)) - r as u64),
             )?;
             // exact-match index: the first block of each distinct SMILES
             let block = smiles_opts.block;
@@ -339,12 +329,12 @@ pub fn write_selection<M: Molecules + ?Sized>(
                 SMILES_LOOKUP,
                 &build_index(entries, blocks, &opts.lookup),
             )?;
-            let ids = (0..n).map(|r| v1.id(ranks[r] as usize));
+            let ids = (0..n).map(|r| v1.id(ranks(r)));
             if !ids_ascending(ids)? {
                 let entries = (0..n)
                     .map(|r| {
                         Ok((
-                            key_hash(v1.id(ranks[r] as usize)?.as_bytes(), opts.lookup.hash_bits),
+                            key_hash(v1.id(ranks(r))?.as_bytes(), opts.lookup.hash_bits),
                             (r / block) as u64,
                         ))
                     })
