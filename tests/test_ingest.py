@@ -159,18 +159,14 @@ def test_same_store_for_any_worker_count_and_compression(tmp_path, bundled_smi):
     assert rejects == Path(tmp_path / "one" / "rejects.tsv").read_bytes()
 
 
-def test_parts_merge_as_sorted_runs_with_no_staging_store(tmp_path, bundled_smi, monkeypatch):
-    """The one store is written from the workers' parts merged k-way as sorted runs: no
-    version-1 staging store (`merge_parts`, the version-1 merge, is never called), and with
-    `--dedupe` the same store, duplicates list included, for any worker count."""
+def test_parts_merge_as_sorted_runs_with_dedupe_across_parts(tmp_path, bundled_smi):
+    """The one store is written from the workers' parts merged k-way as sorted runs; with
+    `--dedupe` (the copies in other parts than the first of their SMILES) the same store,
+    duplicates list included, for any worker count."""
     lines = Path(bundled_smi).read_bytes().splitlines(keepends=True)
     doubled = tmp_path / "doubled.smi"  # every molecule twice, the copies far apart
     doubled.write_bytes(b"".join(lines[:300] + lines[:300]))
 
-    def no_staging(*args, **kwargs):
-        raise AssertionError("the parts were merged into a version-1 staging store")
-
-    monkeypatch.setattr(molsift._core, "merge_parts", no_staging)
     seen = {}
     for workers, slabs in ((1, None), (3, 7)):
         out = tmp_path / f"d{workers}.store"

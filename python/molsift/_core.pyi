@@ -142,19 +142,6 @@ class StoreWriter:
     def abort(self) -> None:
         """Drops the unfinished store (its temporary directory is removed)."""
 
-def merge_parts(
-    parts: list[_Path],
-    out: _Path,
-    overwrite: bool = False,
-    provenance_json: str = "null",
-    dedupe: bool = False,
-) -> tuple[str, list[int]]:
-    """Merges finished part stores, in order, into `out` (a copy: parts hold absolute lines and
-    ids), counting duplicate molecules (`counts["duplicates"]`); with `dedupe` only the first
-    molecule of each canonical SMILES is kept and the others are listed in `duplicates.tsv`.
-    Returns the manifest as JSON text and the positions, among all the parts' molecules in
-    order, of those left out."""
-
 def reject_row(source: str, line: int, offset: int, id: str, reason: str) -> str:
     """One row of `rejects.tsv` (the one format of rejected records, a store's and screen's)."""
 
@@ -290,6 +277,9 @@ class PartRuns:
     def release(self) -> None:
         """Unmaps the parts and drops the order (counts, spec, provenance and `dropped` stay);
         writing from the runs afterwards raises StoreError."""
+    def write_version_1(self, out: _Path, overwrite: bool = False) -> str:
+        """Writes the molecules at `out` as a version-1 store in input order (what `upgrade`
+        reads; for tests); returns its manifest (JSON text)."""
     def write_store(self, dst: _Path, threads: int = 1) -> str:
         """Writes the one store at the new path `dst`; returns its manifest (JSON text)."""
     def set_plan(self, dir: _Path, shards: int) -> tuple[list[int], bytes]:

@@ -576,10 +576,10 @@ RUN_EXT = ".run.u32"
 def _finish(
     results, inputs, output, spec, options, stream_reads, start, version
 ) -> tuple[IngestReport, list[int], Any]:
-    """Root only: the parts' runs merged k-way (`_core.PartRuns`, version 2: what the one store
-    is written from), or (version 1) the parts merged in task order into a version-1 store at
-    `output`; returns the report, the positions (among all the parts' molecules) that
-    `--dedupe` left out, and the merged runs (None for version 1)."""
+    """Root only: the parts' runs merged k-way (`_core.PartRuns`: what the one store is written
+    from; for version 1, the version-1 store at `output` is written from them in input order);
+    returns the report, the positions (among all the parts' molecules) that `--dedupe` left
+    out, and the merged runs (None for version 1)."""
     by_input = []
     for inp in inputs:
         mine = [r for r in results if r["input"] == inp.path]
@@ -608,30 +608,17 @@ def _finish(
         # of the one store: the whole ingest's time is the report's
         "parse_seconds": round(time.perf_counter() - start, 3),
     }
-    parts = [r["part"] for r in results]
-    dropped: list[int] = []
-    runs = None
-    store_bytes = 0
-    if version != 1:
-        runs = _core.PartRuns(
-            parts, spec.kind, spec.bits, spec.params_json(), dedupe=options["dedupe"],
-            provenance_json=json.dumps(provenance),
-        )  # fmt: skip
-        counts, dropped = json.loads(runs.counts_json()), runs.dropped()
-    elif parts:
-        text, dropped = _core.merge_parts(
-            parts, output, False, json.dumps(provenance), dedupe=options["dedupe"]
-        )
-        manifest = json.loads(text)
-        counts = manifest["counts"]
+    runs = _core.PartRuns(
+        [r["part"] for r in results], spec.kind, spec.bits, spec.params_json(),
+        dedupe=options["dedupe"], provenance_json=json.dumps(provenance),
+    )  # fmt: skip
+    counts, dropped = json.loads(runs.counts_json()), runs.dropped()
+    store_bytes = 0  # the one store's, once written (`_sizes_of_one_store`)
+    if version == 1:
+        manifest = json.loads(runs.write_version_1(output))
         store_bytes = sum(e["bytes"] for e in manifest["files"].values())
-    else:  # every input was empty
-        w = store_writer(output, spec, False)
-        w.set_provenance(json.dumps(provenance))
-        w.set_duplicates(0)
-        manifest = json.loads(w.finish())
-        counts = manifest["counts"]
-        store_bytes = sum(e["bytes"] for e in manifest["files"].values())
+        runs.release()
+        runs = None
     report = IngestReport(
         store=output,
         records_in=counts["records_in"],

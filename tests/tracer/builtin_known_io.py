@@ -68,7 +68,8 @@ w.add_molecules_packed(
 )
 w.add_reject("x.smi", 3, 10, "c", "bad")
 w.finish()
-_core.merge_parts([part], merged)
+_core.write_part_run(part)
+_core.PartRuns([part], "morgan", 64, json.dumps({"radius": 2})).write_version_1(merged)
 _core.open_store_manifest(merged, full=True)
 
 with open(out, "w") as fh:  # outside DIR

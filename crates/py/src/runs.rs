@@ -141,6 +141,15 @@ impl PyPartRuns {
             .map_err(store_err)
     }
 
+    /// Writes the molecules at `out` as a version-1 store in input order (what `molsift
+    /// upgrade` reads: ingest's `version=1`, for tests); returns its manifest (JSON text).
+    #[pyo3(signature = (out, overwrite=false))]
+    fn write_version_1(&self, py: Python<'_>, out: PathBuf, overwrite: bool) -> PyResult<String> {
+        py.detach(|| self.with(|runs, _| runs.write_version_1(&out, overwrite)))
+            .map(|m| m.to_text())
+            .map_err(store_err)
+    }
+
     /// A store set's plan: the order cut into `shards` ranges (`shards + 1` set positions,
     /// never between equal SMILES) and the order itself (u32 little-endian: set position ->
     /// input rank); the set's `duplicates.tsv` is written into the directory `dir` (which

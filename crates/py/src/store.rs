@@ -1,4 +1,4 @@
-//! Python wrappers of `molsift-store`: `StoreWriter`, `merge_parts`, `open_store_manifest`.
+//! Python wrappers of `molsift-store`: `StoreWriter`, `open_store_manifest`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -105,30 +105,6 @@ impl PyStoreWriter {
     fn abort(&mut self) {
         self.inner = None;
     }
-}
-
-/// Merges finished part stores, given in order, into `out`, counting duplicate molecules
-/// (left out with `dedupe`); returns the manifest as JSON text and the positions (among all
-/// the parts' molecules) of those left out.
-#[pyfunction]
-#[pyo3(signature = (parts, out, overwrite=false, provenance_json="null", dedupe=false))]
-fn merge_parts(
-    py: Python<'_>,
-    parts: Vec<PathBuf>,
-    out: PathBuf,
-    overwrite: bool,
-    provenance_json: &str,
-    dedupe: bool,
-) -> PyResult<(String, Vec<u64>)> {
-    let provenance = parse_json(provenance_json)?;
-    let refs: Vec<&std::path::Path> = parts.iter().map(PathBuf::as_path).collect();
-    let (manifest, dropped) = py
-        .detach(|| molsift_store::merge_parts_dropped(&refs, &out, overwrite, provenance, dedupe))
-        .map_err(store_err)?;
-    Ok((
-        serde_json::to_string(&manifest).expect("manifest serializes"),
-        dropped,
-    ))
 }
 
 /// Whether `column` names the SMILES column (true) or the ids (false); ValueError otherwise.
@@ -332,7 +308,6 @@ fn check_replaceable(path: PathBuf) -> PyResult<()> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     use molsift_store::layout as l;
     m.add_class::<PyStoreWriter>()?;
-    m.add_function(wrap_pyfunction!(merge_parts, m)?)?;
     m.add_function(wrap_pyfunction!(reject_row, m)?)?;
     m.add("REJECTS_HEADER", molsift_store::rejects::HEADER)?;
     m.add_function(wrap_pyfunction!(open_store_manifest, m)?)?;

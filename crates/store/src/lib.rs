@@ -6,10 +6,10 @@
 //!   a directory that opens as a store.
 //! * [`runs::PartRuns`] merges ingest's part stores (one per task), each with its run (its
 //!   molecules sorted by canonical SMILES), k-way into the one store's order; the one store
-//!   ([`v2`]) is written from any [`Molecules`]: the parts so merged, or a version-1 store.
-//! * [`merge_parts`] concatenates finished part stores in order into one version-1 store.
-//! * [`duplicates`] finds molecules whose canonical SMILES an earlier one had (counted by the
-//!   merge; left out with `--dedupe` and listed in `duplicates.tsv`).
+//!   ([`v2`]) is written from any [`Molecules`]: the parts so merged, or a version-1 store
+//!   (and [`PartRuns::write_version_1`] writes the old format, for the tests of `upgrade`).
+//! * [`duplicates`]: molecules whose canonical SMILES an earlier one had (found by the merge of
+//!   the runs; left out with `--dedupe` and listed in `duplicates.tsv`).
 //! * [`rejects`] is the one format of rejected records (`rejects.tsv`), for ingest and screen.
 //! * [`Store::open`] checks the manifest, the file sizes and (with [`Verify::Full`]) the
 //!   checksums, then maps the files; [`Store::fingerprint`], [`Store::smiles`], [`Store::id`]
@@ -41,7 +41,6 @@ pub mod fuse;
 pub mod layout;
 pub mod lookup;
 mod manifest;
-mod merge;
 pub mod packed;
 pub mod planes;
 mod reader;
@@ -56,7 +55,6 @@ mod writer;
 pub use error::StoreError;
 pub use files::{open_any, StoreFiles};
 pub use manifest::{Counts, FileEntry, FingerprintSpec, Manifest, FORMAT_NAME, FORMAT_VERSION};
-pub use merge::{merge_parts, merge_parts_dropped};
 pub use reader::{Store, StoreLock, Verify};
 pub use runs::PartRuns;
 pub use source::Molecules;

@@ -10,9 +10,10 @@
 //! The one store's writer then reads each molecule where it lies in its part
 //! ([`Molecules`]), by input rank.
 //!
-//! Memory on the root: the order (4 bytes a molecule), with `--dedupe` the kept positions (8
-//! bytes a kept molecule, only when one was left out), the pairs of duplicates left out (16
-//! bytes each) and the parts' mapped pages (the kernel's to reclaim).
+//! Memory on the root: the order (4 bytes a molecule) and, while merging, the runs (4 more),
+//! with `--dedupe` the kept positions (8 bytes a kept molecule, only when one was left out) and
+//! the pairs of duplicates left out (16 bytes each), and the parts' mapped pages (the kernel's
+//! to reclaim).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -21,7 +22,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::source::Molecules;
-use crate::{duplicates, rejects, Counts, FingerprintSpec, Store, StoreError, Verify};
+use crate::{
+    duplicates, rejects, Counts, FingerprintSpec, Manifest, Store, StoreError, StoreWriter, Verify,
+};
 
 /// The run beside a part: `PART` + this.
 pub const RUN_EXT: &str = ".run.u32";
@@ -196,6 +199,35 @@ impl PartRuns {
         Ok((runs, order))
     }
 
+    /// Writes the molecules at `out` as a version-1 store, in input order (what `molsift
+    /// upgrade` reads; ingest's `version=1`, for the tests of old stores): each part copied,
+    /// less those left out, which are listed in `duplicates.tsv` against the first molecule
+    /// of their SMILES (its position there).
+    pub fn write_version_1(&self, out: &Path, overwrite: bool) -> Result<Manifest, StoreError> {
+        let mut w = StoreWriter::create(out, self.spec.clone(), overwrite)?;
+        for (p, part) in self.parts.iter().enumerate() {
+            if self.dropped.is_empty() {
+                w.append_store(part)?; // a copy, file by file
+            } else {
+                let base = self.bases[p];
+                w.append_store_where(part, |i| {
+                    let g = base + i as u64;
+                    self.dropped.binary_search_by_key(&g, |d| d.0).is_err()
+                })?;
+            }
+        }
+        let kept = self.kept.as_deref().unwrap_or(&[]);
+        for &(d, first) in &self.dropped {
+            let (store, i) = self.at(d);
+            let (kept_store, k) = self.at(first);
+            let rank = kept.partition_point(|&g| g < first) as u64;
+            w.add_duplicate(store.source_line(i), store.id(i)?, rank, kept_store.id(k)?)?;
+        }
+        w.set_duplicates(self.counts.duplicates.unwrap_or(0));
+        w.set_provenance(self.provenance.clone());
+        w.finish()
+    }
+
     /// The positions (among all the parts' molecules, ascending) left out by `--dedupe`.
     pub fn dropped(&self) -> Vec<u64> {
         self.dropped.iter().map(|d| d.0).collect()
@@ -350,8 +382,9 @@ impl Molecules for PartRuns {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+
     use crate::v2::{store_order, upgrade, UpgradeOptions};
-    use crate::{merge_parts_dropped, StoreWriter};
 
     fn spec() -> FingerprintSpec {
         FingerprintSpec::new("test", 64, serde_json::json!({})).unwrap()
@@ -421,36 +454,101 @@ mod tests {
         out
     }
 
+    /// Every molecule of `parts` in task order: (id, SMILES, line, fingerprint).
+    fn all_rows(parts: &[PathBuf]) -> Vec<(String, String, u64, Vec<u64>)> {
+        let mut out = Vec::new();
+        for p in parts {
+            let s = Store::open(p, Verify::Full).unwrap();
+            for i in 0..s.len() {
+                let (id, smi) = (s.id(i).unwrap().into(), s.smiles(i).unwrap().into());
+                out.push((id, smi, s.source_line(i), s.fingerprint(i).to_vec()));
+            }
+        }
+        out
+    }
+
     #[test]
-    fn the_merged_runs_write_the_store_the_merged_staging_store_upgrades_to() {
+    fn the_merge_of_the_runs_equals_a_brute_force_sort_and_both_writers_agree() {
         for seed in 1..6 {
             for dedupe in [false, true] {
                 let dir = tempfile::tempdir().unwrap();
                 let parts = random_parts(dir.path(), seed);
                 let refs: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-                // the reference: the parts merged into a version-1 store, then upgraded
-                let staged = dir.path().join("staged");
-                let (_, dropped) =
-                    merge_parts_dropped(&refs, &staged, false, Value::Null, dedupe).unwrap();
-                let v1 = Store::open(&staged, Verify::Full).unwrap();
-                let want_order = store_order(&v1).unwrap();
-                let want = dir.path().join("want");
-                upgrade(&v1, &want, &UpgradeOptions::default()).unwrap();
+                // the reference: the first record of each SMILES kept (all with no dedupe),
+                // the kept ones sorted by SMILES then input rank
+                let rows = all_rows(&parts);
+                let mut first: HashMap<&str, usize> = HashMap::new();
+                let mut want_dropped = Vec::new();
+                let mut kept = Vec::new();
+                for (g, r) in rows.iter().enumerate() {
+                    let f = *first.entry(r.1.as_str()).or_insert(g);
+                    if dedupe && f != g {
+                        want_dropped.push((g as u64, f));
+                    } else {
+                        kept.push(g);
+                    }
+                }
+                let mut want_order: Vec<u32> = (0..kept.len() as u32).collect();
+                want_order
+                    .sort_by(|&a, &b| rows[kept[a as usize]].1.cmp(&rows[kept[b as usize]].1));
 
                 let (runs, order) = PartRuns::merge(&refs, spec(), dedupe, Value::Null).unwrap();
-                assert_eq!(order, want_order, "seed {seed} dedupe {dedupe}");
-                assert_eq!(runs.dropped(), dropped);
-                assert_eq!(runs.counts(), v1.manifest().counts);
+                let why = format!("seed {seed} dedupe {dedupe}");
+                assert_eq!(order, want_order, "{why}");
+                let dropped: Vec<u64> = want_dropped.iter().map(|d| d.0).collect();
+                assert_eq!(runs.dropped(), dropped, "{why}");
+                let c = runs.counts();
+                assert_eq!(
+                    c.duplicates,
+                    Some((rows.len() - first.len()) as u64),
+                    "{why}"
+                );
+                assert_eq!(
+                    (c.molecules, c.dropped),
+                    (kept.len() as u64, dropped.len() as u64)
+                );
+                assert_eq!(c.rejected, parts.len() as u64);
+                assert!(c.add_up(), "{why}");
+
+                // the version-1 store in input order, its duplicates listed against the kept
+                let staged = dir.path().join("staged");
+                runs.write_version_1(&staged, false).unwrap();
+                let v1 = Store::open(&staged, Verify::Full).unwrap();
+                assert_eq!(v1.manifest().counts, c, "{why}");
+                for (r, &g) in kept.iter().enumerate() {
+                    let want = &rows[g];
+                    assert_eq!(v1.id(r).unwrap(), want.0);
+                    assert_eq!(
+                        (v1.smiles(r).unwrap(), v1.source_line(r)),
+                        (&*want.1, want.2)
+                    );
+                    assert_eq!(v1.fingerprint(r), &want.3[..]);
+                    assert_eq!(runs.smiles(r).unwrap(), want.1);
+                }
+                let listed = std::fs::read_to_string(staged.join(duplicates::FILE)).ok();
+                let want_listed = (!want_dropped.is_empty()).then(|| {
+                    let mut t = duplicates::HEADER.to_string();
+                    for &(d, f) in &want_dropped {
+                        let (r, k) = (&rows[d as usize], kept.binary_search(&f).unwrap());
+                        t += &duplicates::row(r.2, &r.0, k as u64, &rows[f].0);
+                    }
+                    t
+                });
+                assert_eq!(listed, want_listed, "{why}");
+
+                // the one store from the runs equals the one upgraded from that version-1 store
+                let want = dir.path().join("want");
+                upgrade(&v1, &want, &UpgradeOptions::default()).unwrap();
+                assert_eq!(store_order(&v1).unwrap(), order, "{why}");
                 let got = dir.path().join("got");
                 std::fs::create_dir(&got).unwrap();
                 crate::v2::write_selection(&runs, &order, None, &got, &UpgradeOptions::default())
                     .unwrap();
-                assert_eq!(files(&got), files(&want), "seed {seed} dedupe {dedupe}");
+                assert_eq!(files(&got), files(&want), "{why}");
                 // a shard's writer reopens the parts without merging them again
                 let again = PartRuns::open(&refs, spec(), &runs.dropped(), Value::Null).unwrap();
                 assert_eq!(again.len(), runs.len());
                 for r in 0..runs.len() {
-                    assert_eq!(again.smiles(r).unwrap(), v1.smiles(r).unwrap());
                     assert_eq!(again.id(r).unwrap(), v1.id(r).unwrap());
                     assert_eq!(again.fingerprint(r), v1.fingerprint(r));
                 }

@@ -1260,8 +1260,12 @@ mod tests {
             w.add_molecule(id, smi, i as u64 + 1, &[i as u32]).unwrap();
         }
         w.finish().unwrap();
+        crate::runs::write_run(&part).unwrap();
         let p1 = dir.path().join("v1");
-        crate::merge_parts(&[part.as_path()], &p1, false, serde_json::Value::Null, true).unwrap();
+        let spec = FingerprintSpec::new("morgan", 64, serde_json::json!({})).unwrap();
+        let (runs, _) =
+            crate::PartRuns::merge(&[part.as_path()], spec, true, serde_json::Value::Null).unwrap();
+        runs.write_version_1(&p1, false).unwrap();
         let v1 = Store::open(&p1, Verify::Full).unwrap();
         let p2 = dir.path().join("v2");
         upgrade(&v1, &p2, &UpgradeOptions::default()).unwrap();
