@@ -245,6 +245,9 @@ def upgrade_store(
 ) -> str:
     """Writes the version-2 form of the version-1 store `src` at `dst`; returns its manifest."""
 
+PART_RUN_EXT: str
+"""The name a part's run has beside it: the part's path + this (`write_part_run`)."""
+
 def write_part_run(part: _Path) -> None:
     """Writes the run of the finished part store at `part` (`PART.run.u32`: its positions
     sorted by canonical SMILES, stable): what `PartRuns` merges."""

@@ -475,7 +475,7 @@ def ingest(
             if parts is not None:
                 parts.remove()
             if version != 1:
-                runs = None  # unmaps the parts before they go
+                runs = None  # released when the store was written; the parts go now
                 _remove_parts(results, pattern_files=parts is None)
                 _sizes_of_one_store(staged, report)
             report.seconds = time.perf_counter() - start
@@ -564,13 +564,9 @@ def _remove_parts(results, pattern_files: bool = True) -> None:
     for r in results:
         shutil.rmtree(r["part"], ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(r["part"] + RUN_EXT)
+            os.unlink(r["part"] + _core.PART_RUN_EXT)
     if pattern_files:
         remove_part_files([r["part"] for r in results])
-
-
-#: beside each part: its run, the part's positions sorted by canonical SMILES
-RUN_EXT = ".run.u32"
 
 
 def _finish(

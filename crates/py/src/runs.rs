@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
 use molsift_store::runs::{write_run, PartRuns};
-use molsift_store::v2::{shard_bounds, write_store, ShardOf, UpgradeOptions};
+use molsift_store::v2::{plan_set, write_store, ShardOf, UpgradeOptions};
 use molsift_store::{FingerprintSpec, Molecules, StoreError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::store_err;
-use crate::store::{parse_json, u32s_of};
+use crate::store::{parse_json, u32_bytes, u32s_of};
 use crate::store_v2::shard_of;
 
 /// Writes the run of the finished part store at `part` (`PART.run.u32`: its positions sorted
@@ -160,21 +160,13 @@ impl PyPartRuns {
         dir: PathBuf,
         shards: usize,
     ) -> PyResult<(Vec<usize>, Bound<'py, PyBytes>)> {
-        let (bounds, bytes) = py
-            .detach(|| {
-                self.with(|runs, order| {
-                    let bounds = shard_bounds(runs, order, shards)?;
-                    if let Some(dups) = runs.duplicates(order)? {
-                        let path = dir.join(molsift_store::duplicates::FILE);
-                        molsift_iostats::write_file(&path, &dups, true)
-                            .map_err(|e| StoreError::io(&path, e))?;
-                    }
-                    let bytes: Vec<u8> = order.iter().flat_map(|o| o.to_le_bytes()).collect();
-                    Ok((bounds, bytes))
-                })
-            })
+        let bounds = py
+            .detach(|| self.with(|runs, order| plan_set(runs, order, shards, &dir)))
             .map_err(store_err)?;
-        Ok((bounds, PyBytes::new(py, &bytes)))
+        let order = self
+            .with(|_, order| Ok(u32_bytes(py, order)))
+            .map_err(store_err)?;
+        Ok((bounds, order))
     }
 
     /// Writes every rejected record (`rejects.tsv`, its header first) at `path`.
@@ -228,6 +220,7 @@ fn write_set_shard_from_parts(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPartRuns>()?;
+    m.add("PART_RUN_EXT", molsift_store::runs::RUN_EXT)?;
     m.add_function(wrap_pyfunction!(write_part_run, m)?)?;
     m.add_function(wrap_pyfunction!(write_set_shard_from_parts, m)?)?;
     Ok(())

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use molsift_store::{FingerprintSpec, Store, StoreError, StoreWriter, Verify};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use crate::error::{json_err, os_err, store_err};
 
@@ -114,6 +115,12 @@ pub(crate) fn text_column(column: &str) -> PyResult<bool> {
         "ids" => Ok(false),
         _ => Err(PyValueError::new_err(format!("no text column {column:?}"))),
     }
+}
+
+/// u32 values as little-endian bytes (what `u32s_of` reads back).
+pub(crate) fn u32_bytes<'py>(py: Python<'py>, values: &[u32]) -> Bound<'py, PyBytes> {
+    let bytes: Vec<u8> = values.iter().flat_map(|o| o.to_le_bytes()).collect();
+    PyBytes::new(py, &bytes)
 }
 
 /// Positions given as little-endian u32 bytes (a store order, or a part of one); a length

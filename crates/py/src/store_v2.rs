@@ -7,15 +7,14 @@ use std::sync::Arc;
 use molsift_store::lookup::LookupOptions;
 use molsift_store::textblocks::Block;
 use molsift_store::v2::{
-    set_duplicates, shard_bounds, store_order, upgrade, write_shard, ShardOf, StoreV2,
-    UpgradeOptions,
+    plan_set, store_order, upgrade, write_shard, ShardOf, StoreV2, UpgradeOptions,
 };
 use molsift_store::{Molecules, Store, Verify};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::store_err;
-use crate::store::{positions_of, text_column, u32s_of};
+use crate::store::{positions_of, text_column, u32_bytes, u32s_of};
 
 /// An open version-2 store.
 #[pyclass(name = "StoreV2", module = "molsift._core", frozen)]
@@ -231,17 +230,10 @@ fn set_plan<'py>(
         .detach(|| {
             let v1 = Store::open(&src, Verify::Sizes)?;
             let order = store_order(&v1)?;
-            let bounds = shard_bounds(&v1, &order, shards)?;
-            if let Some(dups) = set_duplicates(&v1, &order)? {
-                let path = dir.join(molsift_store::duplicates::FILE);
-                molsift_iostats::write_file(&path, &dups, true)
-                    .map_err(|e| molsift_store::StoreError::io(&path, e))?;
-            }
-            Ok::<_, molsift_store::StoreError>((bounds, order))
+            plan_set(&v1, &order, shards, &dir).map(|bounds| (bounds, order))
         })
         .map_err(store_err)?;
-    let bytes: Vec<u8> = order.iter().flat_map(|o| o.to_le_bytes()).collect();
-    Ok((bounds, PyBytes::new(py, &bytes)))
+    Ok((bounds, u32_bytes(py, &order)))
 }
 
 /// Writes shard `index` of `shards` of a store set at `out` (a new directory): the one store

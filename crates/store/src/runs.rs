@@ -46,6 +46,9 @@ pub fn write_run(part: &Path) -> Result<(), StoreError> {
     molsift_iostats::write_file(&path, &bytes, false).map_err(|e| StoreError::io(&path, e))
 }
 
+/// A molecule's part and its place there.
+type Place<'a> = (&'a Store, usize);
+
 /// Ingest's part stores, in task order, as one source of molecules: input rank `r` is the
 /// `r`-th molecule of the parts taken in order, less those `--dedupe` left out.
 pub struct PartRuns {
@@ -54,8 +57,11 @@ pub struct PartRuns {
     bases: Vec<u64>,
     /// input rank -> position among all the parts' molecules, when one was left out
     kept: Option<Vec<u64>>,
-    /// (left-out position, position of the first molecule of its SMILES), ascending
-    dropped: Vec<(u64, u64)>,
+    /// the positions left out, ascending
+    dropped: Vec<u64>,
+    /// for each of `dropped`, the position of the first molecule of its SMILES (known after
+    /// [`PartRuns::merge`]; empty for parts reopened with [`PartRuns::open`])
+    first: Vec<u64>,
     spec: FingerprintSpec,
     counts: Counts,
     provenance: Value,
@@ -69,6 +75,17 @@ impl PartRuns {
         parts: &[&Path],
         spec: FingerprintSpec,
         dropped: &[u64],
+        provenance: Value,
+    ) -> Result<PartRuns, StoreError> {
+        let mut runs = PartRuns::open_all(parts, spec, provenance)?;
+        runs.leave_out(dropped.to_vec())?;
+        Ok(runs)
+    }
+
+    /// Every molecule of `parts`, none left out.
+    fn open_all(
+        parts: &[&Path],
+        spec: FingerprintSpec,
         provenance: Value,
     ) -> Result<PartRuns, StoreError> {
         let mut stores = Vec::with_capacity(parts.len());
@@ -92,13 +109,33 @@ impl PartRuns {
             bases.push(bases[bases.len() - 1] + store.len() as u64);
             stores.push(store);
         }
-        let total = bases[bases.len() - 1];
+        Ok(PartRuns {
+            parts: stores,
+            bases,
+            kept: None,
+            dropped: Vec::new(),
+            first: Vec::new(),
+            spec,
+            counts,
+            provenance,
+        })
+    }
+
+    /// The molecules of all the parts.
+    fn total(&self) -> u64 {
+        self.bases[self.bases.len() - 1]
+    }
+
+    /// Leaves out the molecules at the ascending positions `dropped` (of a [`PartRuns`] that
+    /// has none left out): the kept positions by input rank and the counts.
+    fn leave_out(&mut self, dropped: Vec<u64>) -> Result<(), StoreError> {
+        let total = self.total();
         if dropped.windows(2).any(|w| w[0] >= w[1]) || dropped.last().is_some_and(|&d| d >= total) {
             return Err(StoreError::Invalid(format!(
                 "the molecules left out are not ascending positions below {total}"
             )));
         }
-        let kept = (!dropped.is_empty()).then(|| {
+        self.kept = (!dropped.is_empty()).then(|| {
             let mut kept = Vec::with_capacity((total - dropped.len() as u64) as usize);
             let mut next = dropped.iter().peekable();
             for g in 0..total {
@@ -110,17 +147,15 @@ impl PartRuns {
             }
             kept
         });
-        counts.molecules -= dropped.len() as u64;
-        counts.dropped = dropped.len() as u64;
-        Ok(PartRuns {
-            parts: stores,
-            bases,
-            kept,
-            dropped: dropped.iter().map(|&d| (d, d)).collect(),
-            spec,
-            counts,
-            provenance,
-        })
+        self.counts.molecules -= dropped.len() as u64;
+        self.counts.dropped = dropped.len() as u64;
+        self.dropped = dropped;
+        Ok(())
+    }
+
+    /// The input rank of the kept molecule at position `g` (among all the parts' molecules).
+    fn rank_of(&self, g: u64) -> u64 {
+        g - self.dropped.partition_point(|&d| d < g) as u64
     }
 
     /// Opens `parts` (as [`PartRuns::open`]) and merges their runs k-way: returns them with
@@ -134,8 +169,8 @@ impl PartRuns {
         dedupe: bool,
         provenance: Value,
     ) -> Result<(PartRuns, Vec<u32>), StoreError> {
-        let mut runs = PartRuns::open(parts, spec, &[], provenance)?;
-        let total = runs.bases[runs.bases.len() - 1];
+        let mut runs = PartRuns::open_all(parts, spec, provenance)?;
+        let total = runs.total();
         if total > u64::from(u32::MAX) {
             return Err(StoreError::Invalid(format!(
                 "{total} molecules: one store holds at most {} (write a store set: --shards)",
@@ -181,22 +216,31 @@ impl PartRuns {
             order.push(g as u32);
         }
         drop(cursors);
-        if !dropped.is_empty() {
-            dropped.sort_unstable();
-            let positions: Vec<u64> = dropped.iter().map(|d| d.0).collect();
-            let mut reopened = PartRuns::open(parts, runs.spec.clone(), &positions, Value::Null)?;
-            // global positions -> input ranks (positions among the kept molecules)
+        dropped.sort_unstable();
+        let (positions, firsts): (Vec<u64>, Vec<u64>) = dropped.into_iter().unzip();
+        runs.leave_out(positions)?;
+        runs.first = firsts;
+        // positions among all the parts' molecules -> input ranks
+        if !runs.dropped.is_empty() {
             for o in &mut order {
-                *o -= positions.partition_point(|&d| d < u64::from(*o)) as u32;
+                *o = runs.rank_of(u64::from(*o)) as u32;
             }
-            reopened.provenance = std::mem::take(&mut runs.provenance);
-            reopened.dropped = dropped;
-            runs = reopened;
-        } else {
-            runs.dropped.clear();
         }
         runs.counts.duplicates = Some(duplicates);
         Ok((runs, order))
+    }
+
+    /// Each molecule left out with the first of its SMILES: (its part and place, the first's
+    /// part and place, the first's input rank); an error for parts reopened without a merge.
+    fn left_out(&self) -> Result<Vec<(Place<'_>, Place<'_>, u64)>, StoreError> {
+        if self.first.len() != self.dropped.len() {
+            return Err(StoreError::Invalid(
+                "the duplicates left out are known only to the merge of the runs".into(),
+            ));
+        }
+        Ok((self.dropped.iter().zip(&self.first))
+            .map(|(&d, &f)| (self.at(d), self.at(f), self.rank_of(f)))
+            .collect())
     }
 
     /// Writes the molecules at `out` as a version-1 store, in input order (what `molsift
@@ -212,15 +256,11 @@ impl PartRuns {
                 let base = self.bases[p];
                 w.append_store_where(part, |i| {
                     let g = base + i as u64;
-                    self.dropped.binary_search_by_key(&g, |d| d.0).is_err()
+                    self.dropped.binary_search(&g).is_err()
                 })?;
             }
         }
-        let kept = self.kept.as_deref().unwrap_or(&[]);
-        for &(d, first) in &self.dropped {
-            let (store, i) = self.at(d);
-            let (kept_store, k) = self.at(first);
-            let rank = kept.partition_point(|&g| g < first) as u64;
+        for ((store, i), (kept_store, k), rank) in self.left_out()? {
             w.add_duplicate(store.source_line(i), store.id(i)?, rank, kept_store.id(k)?)?;
         }
         w.set_duplicates(self.counts.duplicates.unwrap_or(0));
@@ -230,18 +270,18 @@ impl PartRuns {
 
     /// The positions (among all the parts' molecules, ascending) left out by `--dedupe`.
     pub fn dropped(&self) -> Vec<u64> {
-        self.dropped.iter().map(|d| d.0).collect()
+        self.dropped.clone()
     }
 
     /// The part holding position `g` (among all the parts' molecules) and its place there.
-    fn at(&self, g: u64) -> (&Store, usize) {
+    fn at(&self, g: u64) -> Place<'_> {
         // the last part starting at or before `g` (empty parts share their start with the next)
         let p = self.bases.partition_point(|&b| b <= g) - 1;
         (&self.parts[p], (g - self.bases[p]) as usize)
     }
 
     /// The part and place of input rank `r`.
-    fn rank(&self, r: usize) -> (&Store, usize) {
+    fn rank(&self, r: usize) -> Place<'_> {
         self.at(self.kept.as_ref().map_or(r as u64, |k| k[r]))
     }
 }
@@ -355,21 +395,14 @@ impl Molecules for PartRuns {
         if self.dropped.is_empty() {
             return Ok(None);
         }
-        let mut position = vec![0u32; self.len()];
-        for (p, &r) in order.iter().enumerate() {
-            position[r as usize] = p as u32;
-        }
-        let kept = self.kept.as_deref().unwrap_or(&[]);
+        let position = crate::v2::positions_of(order);
         let mut out = duplicates::HEADER.as_bytes().to_vec();
-        for &(d, first) in &self.dropped {
-            let (store, i) = self.at(d);
-            let (kept_store, k) = self.at(first);
-            let rank = kept.partition_point(|&g| g < first);
+        for ((store, i), (kept_store, k), rank) in self.left_out()? {
             out.extend_from_slice(
                 duplicates::row(
                     store.source_line(i),
                     store.id(i)?,
-                    u64::from(position[rank]),
+                    u64::from(position[rank as usize]),
                     kept_store.id(k)?,
                 )
                 .as_bytes(),

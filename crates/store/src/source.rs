@@ -119,6 +119,10 @@ impl Molecules for Store {
     }
 
     fn duplicates(&self, order: &[u32]) -> Result<Option<Vec<u8>>, StoreError> {
-        crate::v2::set_duplicates(self, order)
+        if self.manifest().files.contains_key(crate::duplicates::FILE) {
+            crate::v2::renumber_duplicates(self, order).map(Some)
+        } else {
+            Ok(None)
+        }
     }
 }

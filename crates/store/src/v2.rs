@@ -219,7 +219,7 @@ pub struct ShardOf {
 /// Writes at `dir` (a new directory) one shard of a store set: the one store of `v1`'s
 /// molecules at store positions `range` of `order` (from [`store_order`]), a complete store of
 /// its own. Its input order is the order of those molecules in `v1`; its counts are its own
-/// (the set's rejects and `--dedupe` list live beside the shards, see [`set_duplicates`]).
+/// (the set's rejects and `--dedupe` list live beside the shards, see [`plan_set`]).
 pub fn write_shard<M: Molecules + ?Sized>(
     v1: &M,
     order: &[u32],
@@ -238,14 +238,30 @@ pub fn write_shard<M: Molecules + ?Sized>(
     write_selection(v1, &order[range], Some(shard), dir, opts)
 }
 
-/// The set's `duplicates.tsv` (after `--dedupe`): as the one store's, kept positions in the
-/// set's positions; None when the staging store has none.
-pub fn set_duplicates(v1: &Store, order: &[u32]) -> Result<Option<Vec<u8>>, StoreError> {
-    if v1.manifest().files.contains_key(crate::duplicates::FILE) {
-        renumber_duplicates(v1, order).map(Some)
-    } else {
-        Ok(None)
+/// A store set's plan from `src` in the store order `order`: where [`shard_bounds`] cuts it
+/// into `shards`, and the set's `duplicates.tsv` (after `--dedupe`: as the one store's, kept
+/// positions in set positions) written into the directory `dir` when a molecule was left out.
+/// Each shard is then written by [`write_shard`], on whichever worker or rank takes it.
+pub fn plan_set<M: Molecules + ?Sized>(
+    src: &M,
+    order: &[u32],
+    shards: usize,
+    dir: &Path,
+) -> Result<Vec<usize>, StoreError> {
+    let bounds = shard_bounds(src, order, shards)?;
+    if let Some(dups) = src.duplicates(order)? {
+        write(dir, crate::duplicates::FILE, &dups)?;
     }
+    Ok(bounds)
+}
+
+/// Store position by input rank: the inverse of the store order `order`.
+pub(crate) fn positions_of(order: &[u32]) -> Vec<u32> {
+    let mut position = vec![0u32; order.len()];
+    for (p, &r) in order.iter().enumerate() {
+        position[r as usize] = p as u32;
+    }
+    position
 }
 
 /// The one store (shard None: `sel` is the whole store order) or one shard of a set (`sel` its
@@ -409,14 +425,11 @@ pub fn write_selection<M: Molecules + ?Sized>(
 
 /// `duplicates.tsv` of a version-1 store with its kept positions (input ranks there) turned
 /// into version-2 store positions.
-fn renumber_duplicates(v1: &Store, order: &[u32]) -> Result<Vec<u8>, StoreError> {
+pub(crate) fn renumber_duplicates(v1: &Store, order: &[u32]) -> Result<Vec<u8>, StoreError> {
     let path = v1.path().join(crate::duplicates::FILE);
     v1.verify_file(crate::duplicates::FILE)?;
     let text = std::fs::read_to_string(&path).map_err(|e| StoreError::io(&path, e))?;
-    let mut position = vec![0u64; order.len()];
-    for (p, &r) in order.iter().enumerate() {
-        position[r as usize] = p as u64;
-    }
+    let position = positions_of(order);
     let mut out = String::with_capacity(text.len());
     for (k, line) in text.lines().enumerate() {
         let fields: Vec<&str> = line.split('\t').collect();
