@@ -283,8 +283,11 @@ class PartRuns:
     def write_version_1(self, out: _Path, overwrite: bool = False) -> str:
         """Writes the molecules at `out` as a version-1 store in input order (what `upgrade`
         reads; for tests); returns its manifest (JSON text)."""
-    def write_store(self, dst: _Path, threads: int = 1) -> str:
-        """Writes the one store at the new path `dst`; returns its manifest (JSON text)."""
+    def write_store(
+        self, dst: _Path, threads: int = 1, plane_budget: int | None = None
+    ) -> str:
+        """Writes the one store at the new path `dst` (the similarity planes built from at most
+        `plane_budget` bytes of payload a pass); returns its manifest (JSON text)."""
     def set_plan(self, dir: _Path, shards: int) -> tuple[list[int], bytes]:
         """A store set's plan: the bounds (shards + 1 set positions) and the store order (u32
         little-endian: set position -> input rank); writes the set's `duplicates.tsv` into the
@@ -303,10 +306,12 @@ def write_set_shard_from_parts(
     offset: int,
     source: bytes,
     threads: int = 1,
+    plane_budget: int | None = None,
 ) -> None:
     """Writes shard `index` of `shards` at the new directory `out`: the one store of the
     molecules at input ranks `source` (u32 little-endian) of ingest's `parts` less `dropped`,
-    its first molecule at set position `offset`."""
+    its first molecule at set position `offset` (the similarity planes built from at most
+    `plane_budget` bytes of payload a pass)."""
 
 def set_plan(src: _Path, dir: _Path, shards: int) -> tuple[list[int], bytes]:
     """A store set's plan from the version-1 store `src`: the bounds (shards + 1 set positions)
@@ -401,11 +406,13 @@ def pattern_index_from_parts(
     meaning_json: str,
     threads: int = 1,
     source: bytes | None = None,
+    window_bytes: int = ...,
 ) -> int:
     """Writes the substructure index of the version-2 store `dst` (written from ingest's
-    staging store) from the parts' dense planes and graph records; returns the bytes of the
-    screen. `source` (u32 little-endian, one per molecule of `dst`: its staging position) for a
-    shard of a set; without it, `dst`'s input order."""
+    parts) from the parts' dense planes and graph records; returns the bytes of the screen.
+    `source` (u32 little-endian, one per molecule of `dst`: its input rank) for a shard of a
+    set; without it, `dst`'s input order. The graph blocks are compressed a window of about
+    `window_bytes` of records at a time (default `PATTERN_WINDOW_BYTES`)."""
 
 _Facts = tuple[list[tuple[int, int]], list[tuple[float, int, int]], int]
 _PatternGraph = tuple[list[int], list[tuple[int, int, int]]]
@@ -455,6 +462,7 @@ PATTERN_COMPACT_FILES: tuple[str, str]
 """The compact substructure index's files in a version-2 store (besides the header):
 (compressed screen planes, graph records in zstd blocks)."""
 PATTERN_BLOCK: int
+PATTERN_WINDOW_BYTES: int
 """Molecules per block of the planes: a part written by one task starts on a block."""
 
 class PatternIndex:

@@ -352,6 +352,7 @@ def ingest(
     analogs: bool = True,
     progress: bool | None = None,
     version: int = 2,
+    memory: int | None = None,
 ) -> IngestReport | None:
     """Reads every record of `inputs`, parses it with RDKit, and writes the one store (format
     version 2) at `output`.
@@ -368,8 +369,21 @@ def ingest(
     already gave are counted (`report.duplicates`); with `dedupe` only the first is stored and
     the others are listed in `duplicates.tsv` against it. With `shards`, the output is a store
     set (`molsift.sets`): that many shard stores, each a consecutive range of the one store's
-    order, every index in each. Returns the report on the root (rank 0), None on other ranks."""
+    order, every index in each. `memory` (bytes; default `budget.default_memory()`: three
+    quarters of what the machine or its cgroup allows) is what each process may hold while the
+    store is written: the write buffers are cut from it, and a library whose store (or set)
+    needs more is refused in one line (`budget.OverBudget`, naming the shards that fit) once
+    the parts are merged, before the indexes are built. Returns the report on the root (rank
+    0), None on other ranks."""
+    from .budget import Budget, check, default_memory
+
     start = time.perf_counter()
+    if memory is not None and (
+        isinstance(memory, bool) or not isinstance(memory, int) or memory < 1
+    ):
+        raise ValueError(f"memory must be a number of bytes >= 1, not {memory!r}")
+    budget = Budget(memory or default_memory())
+    check(0, budget, None, 1, 1)  # what any store needs: refused before any work
     spec = fingerprint or FingerprintSpec()
     if shards is not None:
         from .sets.write import check_shards
@@ -428,12 +442,21 @@ def ingest(
                 "dedupe": dedupe,
                 "reader": reader,
                 "prepass": plan["prepass"],
+                "memory": budget.memory,
             }
             with Phase("the parts merged", show):
                 report, dropped, runs = _finish(
                     results, input_files, staged, spec, options, stream_reads, start, version
                 )
             report.store = output
+            if version != 1:
+                from .sets.write import MAX_SHARDS
+
+                # each MPI rank writes its shards on its own memory; local workers share it
+                writers = (
+                    1 if executor.name == "mpi" else min(local or default_workers(), shards or 1)
+                )
+                check(report.molecules, budget, shards, writers, MAX_SHARDS)
             # the substructure index, from the rows and graph records the workers computed:
             # their planes in input-rank order now, each store's index once it is written
             if pattern and version == 1:
@@ -461,6 +484,7 @@ def ingest(
                 write_complete(
                     runs, staged, threads=local or default_workers(), workers=local,
                     pattern=pattern, analogs=analogs, progress=show, pattern_parts=parts,
+                    budget=budget,
                 )  # fmt: skip
         if shards is not None:
             # a store set: every rank (or worker) writes the shards it takes, in parallel
@@ -470,6 +494,7 @@ def ingest(
                 runs, staged, shards,
                 threads=local or default_workers(), workers=local, pattern=pattern,
                 analogs=analogs, progress=show, executor=executor, pattern_parts=parts,
+                budget=budget,
             )  # fmt: skip
         if executor.is_root:
             if parts is not None:

@@ -35,6 +35,44 @@ def address_space_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
+def machine_memory() -> int:
+    """Bytes of memory this process may count on: the least of the machine's (MemTotal), its
+    cgroup's limit (cgroup v2 `memory.max` of its group and the groups above it, or v1
+    `memory.limit_in_bytes`: what `systemd-run -p MemoryMax=` or a batch system sets) and the
+    address-space limit (`ulimit -v`)."""
+    found = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")]
+    found += [limit for limit in (address_space_limit(), _cgroup_limit()) if limit]
+    return min(found)
+
+
+def _cgroup_limit() -> int | None:
+    """The tightest memory limit of this process's cgroup and its parents, None without one."""
+    try:
+        with open("/proc/self/cgroup") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    limits = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # cgroup v2: memory.max of the group and every group above it
+            root, name = "/sys/fs/cgroup", "memory.max"
+        elif "memory" in controllers.split(","):
+            root, name = "/sys/fs/cgroup/memory", "memory.limit_in_bytes"
+        else:
+            continue
+        parts = [p for p in path.split("/") if p]
+        for k in range(len(parts), -1, -1):
+            try:
+                with open(os.path.join(root, *parts[:k], name)) as fh:
+                    text = fh.read().strip()
+            except OSError:
+                continue
+            if text.isdigit() and int(text) < 1 << 60:  # v1 says "no limit" with a huge number
+                limits.append(int(text))
+    return min(limits) if limits else None
+
+
 def fit_to_limit() -> None:
     """Under an address-space limit, numpy's OpenBLAS starts one thread (unless
     OPENBLAS_NUM_THREADS says otherwise): a buffer per core does not fit a few hundred MB, and

@@ -564,6 +564,7 @@ def write_complete(
     analogs: bool = True,
     progress: bool | None = None,
     pattern_parts: Any = None,
+    budget: Any = None,
 ) -> None:
     """Writes at `staged` (a new path in a work directory) the one store, format version 2,
     from `src`: ingest's parts merged as sorted runs (a `_core.PartRuns`) or the version-1
@@ -572,18 +573,25 @@ def write_complete(
     `pattern_parts`, a `substructure.build.PatternParts`; an upgrade's: carried over from the
     source's when it has one), then with `analogs` its analog index. What `upgrade` and
     `ingest` both run, each step shown on a terminal (`progress`: the rule of
-    `progress.Progress`); the caller moves `staged` into place."""
+    `progress.Progress`); the caller moves `staged` into place. With `budget` (a
+    `budget.Budget`: ingest's --memory) the write buffers of ingest's store are cut from it.
+    """
     from .progress import Phase, Progress, counter
+
+    buffers = {} if budget is None else {"plane_budget": budget.plane_budget}
 
     with Phase("the one store: text columns, fingerprint planes, exact-match index", progress):
         if isinstance(src, _core.PartRuns):
-            src.write_store(staged, threads=threads)
+            src.write_store(staged, threads=threads, **buffers)
             src.release()  # the parts unmapped: the indexes below read their own files
         else:
             _core.upgrade_store(os.fspath(src), staged, threads=threads)
     if pattern and pattern_parts is not None:
         with Phase("the substructure index", progress):
-            pattern_parts.write_index(staged, threads=workers or os.cpu_count() or 1)
+            pattern_parts.write_index(
+                staged, threads=workers or os.cpu_count() or 1,
+                window_bytes=None if budget is None else budget.window_bytes,
+            )  # fmt: skip
     elif pattern:
         with Phase("the substructure index", progress):
             _pattern_index_of_upgrade(src, staged, workers, progress)

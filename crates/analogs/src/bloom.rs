@@ -5,6 +5,8 @@
 //! (`analogs.deletions.bloom`): a graph whose hash it lacks is not one insertion away from any
 //! library skeleton, so the walk's last distance skips its insertions.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 /// Words per block (512 bits).
 const BLOCK_WORDS: usize = 8;
 
@@ -33,36 +35,34 @@ fn place(h: u64, blocks: u64) -> (usize, [u32; PROBES as usize]) {
     (block, [bit(0), bit(1), bit(2), bit(3)])
 }
 
-impl Bloom<Vec<u64>> {
-    /// An empty filter of about `bits` bits (rounded up to whole blocks, at least one).
-    pub fn with_bits(bits: u64) -> Bloom<Vec<u64>> {
+impl Bloom<Vec<AtomicU64>> {
+    /// An empty filter of about `bits` bits (rounded up to whole blocks, at least one), that
+    /// threads add to at once: one filter for a build, not one per thread.
+    pub fn with_bits(bits: u64) -> Bloom<Vec<AtomicU64>> {
         let blocks = bits.div_ceil(512).max(1);
         Bloom {
-            words: vec![0; blocks as usize * BLOCK_WORDS],
+            words: (0..blocks as usize * BLOCK_WORDS)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             blocks,
         }
     }
 
-    /// Adds a hash.
-    pub fn insert(&mut self, h: u64) {
+    /// Adds a hash (from any thread).
+    pub fn insert(&self, h: u64) {
         let (block, bits) = place(h, self.blocks);
-        let w = &mut self.words[block * BLOCK_WORDS..(block + 1) * BLOCK_WORDS];
+        let w = &self.words[block * BLOCK_WORDS..(block + 1) * BLOCK_WORDS];
         for b in bits {
-            w[(b / 64) as usize] |= 1 << (b % 64);
-        }
-    }
-
-    /// Adds every hash of `other` (a filter of the same size).
-    pub fn union(&mut self, other: &Bloom<Vec<u64>>) {
-        assert_eq!(self.blocks, other.blocks, "filters of one size");
-        for (a, b) in self.words.iter_mut().zip(&other.words) {
-            *a |= b;
+            w[(b / 64) as usize].fetch_or(1 << (b % 64), Ordering::Relaxed);
         }
     }
 
     /// The words, little-endian, as stored on disk.
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.words.iter().flat_map(|w| w.to_le_bytes()).collect()
+        self.words
+            .iter()
+            .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
+            .collect()
     }
 }
 
@@ -94,17 +94,19 @@ mod tests {
 
     #[test]
     fn no_false_negatives_and_few_false_positives() {
-        let mut f = Bloom::with_bits(7 * 10_000);
-        let mut g = Bloom::with_bits(7 * 10_000);
         let h = |i: u64| i.wrapping_mul(0xd6e8_feb8_6659_fd93).rotate_left(23) ^ 0x1234;
-        for i in 0..5_000 {
-            f.insert(h(i));
-        }
-        for i in 5_000..10_000 {
-            g.insert(h(i));
-        }
-        f.union(&g);
-        let stored = Bloom::from_bytes(f.to_bytes()).unwrap();
+        // one thread, and four adding to one filter at once: the same bits
+        let one = Bloom::with_bits(7 * 10_000);
+        (0..10_000).for_each(|i| one.insert(h(i)));
+        let shared = Bloom::with_bits(7 * 10_000);
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let shared = &shared;
+                s.spawn(move || (t..10_000).step_by(4).for_each(|i| shared.insert(h(i))));
+            }
+        });
+        assert_eq!(shared.to_bytes(), one.to_bytes());
+        let stored = Bloom::from_bytes(one.to_bytes()).unwrap();
         assert!((0..10_000).all(|i| stored.may_contain(h(i))));
         let fp = (10_000..110_000)
             .filter(|&i| stored.may_contain(h(i)))

@@ -17,8 +17,10 @@
 //! | `analogs.deletions.bloom` | a [`Bloom`] filter of the WL hashes of every graph one deletion away from a skeleton (64 bits per molecule): the walk's last distance skips the insertions of a graph it lacks |
 //!
 //! Counts add up: `molecules = indexed + failed`. Limits of this version: 2^32 - 1 molecules,
-//! 65,535 atoms per skeleton; the build holds 48 bytes per molecule in memory, and each thread
-//! the keys of up to 4 Mi skeletons it has edited.
+//! 65,535 atoms per skeleton; the build holds 48 bytes per molecule in memory (an entry each, in
+//! one vector that the threads fill in place), the deletions' filter (8 bytes per molecule, one
+//! for all threads), the data files' bytes, and each thread the keys of up to 4 Mi skeletons it
+//! has edited.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -129,9 +131,6 @@ pub struct Written {
 
 /// One molecule's skeleton: key, WL hash, shape, position.
 type Entry = (u128, u64, [u16; 3], u32);
-/// What one build thread found: skeletons, molecules without one (position, reason), and the
-/// filter of its skeletons' deletions.
-type Part = (Vec<Entry>, Vec<(u32, String)>, Bloom<Vec<u64>>);
 
 /// Builds the analog index of `store` on `threads` threads and renames it into the store
 /// (replacing an earlier one). `progress(done)` is called now and then with the molecules read
@@ -151,31 +150,35 @@ pub fn write_index(
         )));
     }
     const CHUNK: usize = 4096;
-    let next = AtomicUsize::new(0);
+    // each molecule's entry written in its place (position order) by whichever thread reads
+    // its chunk, the molecules without a skeleton marked (position `u32::MAX`, never a
+    // molecule's: n < 2^32) and listed by their threads; one filter that every thread adds to
+    let mut entries: Vec<Entry> = vec![(0, 0, [0; 3], u32::MAX); n];
+    let dels = Bloom::with_bits(DELETION_BITS_PER_MOLECULE * n as u64);
+    let chunks = std::sync::Mutex::new(entries.chunks_mut(CHUNK).enumerate());
     let done = AtomicUsize::new(0);
-    let parts: Vec<Result<Part, AnalogError>> = std::thread::scope(|s| {
+    let parts: Vec<Result<Vec<(u32, String)>, AnalogError>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads.max(1))
             .map(|_| {
                 s.spawn(|| {
-                    let (mut ok, mut failed) = (Vec::new(), Vec::new());
-                    let mut dels = Bloom::with_bits(DELETION_BITS_PER_MOLECULE * n as u64);
+                    let mut failed = Vec::new();
                     let mut work = OneWork::default();
                     loop {
-                        let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-                        if start >= n {
-                            return Ok((ok, failed, dels));
-                        }
-                        store.for_each_smiles(
-                            start..(start + CHUNK).min(n),
-                            &mut |pos, smiles| {
-                                match one(smiles, max_leaves, &mut dels, &mut work) {
-                                    Ok((key, wl, shape)) => ok.push((key, wl, shape, pos as u32)),
-                                    Err(why) => failed.push((pos as u32, why)),
+                        let next = chunks.lock().expect("chunks").next();
+                        let Some((k, slots)) = next else {
+                            return Ok(failed);
+                        };
+                        let start = k * CHUNK;
+                        store.for_each_smiles(start..start + slots.len(), &mut |pos, smiles| {
+                            match one(smiles, max_leaves, &dels, &mut work) {
+                                Ok((key, wl, shape)) => {
+                                    slots[pos - start] = (key, wl, shape, pos as u32);
                                 }
-                                Ok(())
-                            },
-                        )?;
-                        let read = (start + CHUNK).min(n) - start;
+                                Err(why) => failed.push((pos as u32, why)),
+                            }
+                            Ok(())
+                        })?;
+                        let read = slots.len();
                         progress((done.fetch_add(read, Ordering::Relaxed) + read) as u64);
                     }
                 })
@@ -186,20 +189,24 @@ pub fn write_index(
             .map(|h| h.join().expect("analog index thread"))
             .collect()
     });
-    let (mut entries, mut failed) = (Vec::with_capacity(n), Vec::new());
-    let mut dels: Option<Bloom<Vec<u64>>> = None;
+    let mut failed = Vec::new();
     for part in parts {
-        let (ok, bad, d) = part?;
-        entries.extend(ok);
-        failed.extend(bad);
-        match &mut dels {
-            None => dels = Some(d),
-            Some(all) => all.union(&d),
-        }
+        failed.extend(part?);
     }
-    let dels_bytes = dels.unwrap_or_else(|| Bloom::with_bits(0)).to_bytes();
-    entries.sort_unstable_by_key(|e| (e.0, e.3));
     failed.sort_unstable();
+    // every molecule has its entry or its reason, never both, never neither
+    entries.retain(|e| e.3 != u32::MAX);
+    if entries.len() + failed.len() != n {
+        return Err(AnalogError::Invalid(format!(
+            "{}: {} molecules with a skeleton and {} without, for {n} molecules",
+            store.path().display(),
+            entries.len(),
+            failed.len()
+        )));
+    }
+    let dels_bytes = dels.to_bytes();
+    drop(dels);
+    entries.sort_unstable_by_key(|e| (e.0, e.3));
     // the files' bytes
     let (mut keys, mut shapes, mut offsets, mut positions) = (
         Vec::new(),
@@ -309,7 +316,7 @@ struct OneWork {
 fn one(
     smiles: &str,
     max_leaves: usize,
-    dels: &mut Bloom<Vec<u64>>,
+    dels: &Bloom<Vec<std::sync::atomic::AtomicU64>>,
     work: &mut OneWork,
 ) -> Result<(u128, u64, [u16; 3]), String> {
     let g = skeleton_of_smiles(smiles).map_err(|e| e.to_string())?;

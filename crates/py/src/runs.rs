@@ -129,12 +129,22 @@ impl PyPartRuns {
     }
 
     /// Writes the one store at `dst` (a new path; moved into place when complete), text
-    /// compressed on `threads` threads; returns its manifest (JSON text).
-    #[pyo3(signature = (dst, threads=1))]
-    fn write_store(&self, py: Python<'_>, dst: PathBuf, threads: usize) -> PyResult<String> {
+    /// compressed on `threads` threads, the similarity planes built from at most
+    /// `plane_budget` bytes of payload a pass (default: `UpgradeOptions`'); returns its
+    /// manifest (JSON text).
+    #[pyo3(signature = (dst, threads=1, plane_budget=None))]
+    fn write_store(
+        &self,
+        py: Python<'_>,
+        dst: PathBuf,
+        threads: usize,
+        plane_budget: Option<usize>,
+    ) -> PyResult<String> {
+        let default = UpgradeOptions::default();
         let opts = UpgradeOptions {
             threads,
-            ..UpgradeOptions::default()
+            plane_budget: plane_budget.unwrap_or(default.plane_budget),
+            ..default
         };
         py.detach(|| self.with(|runs, order| write_store(runs, order, &dst, &opts)))
             .map(|m| m.to_text())
@@ -186,9 +196,10 @@ impl PyPartRuns {
 /// of the molecules at input ranks `source` (u32 little-endian, the shard's range of the
 /// plan's order) of ingest's `parts` less the positions `dropped` (`PartRuns.dropped`; the
 /// spec is `PartRuns.fingerprint_json`), whose first molecule is set
-/// position `offset`, text compressed on `threads` threads.
+/// position `offset`, text compressed on `threads` threads, the similarity planes built from
+/// at most `plane_budget` bytes of payload a pass (default: `UpgradeOptions`').
 #[pyfunction]
-#[pyo3(signature = (parts, fingerprint_json, dropped, provenance_json, out, index, shards, offset, source, threads=1))]
+#[pyo3(signature = (parts, fingerprint_json, dropped, provenance_json, out, index, shards, offset, source, threads=1, plane_budget=None))]
 #[allow(clippy::too_many_arguments)]
 fn write_set_shard_from_parts(
     py: Python<'_>,
@@ -202,6 +213,7 @@ fn write_set_shard_from_parts(
     offset: u64,
     source: &[u8],
     threads: usize,
+    plane_budget: Option<usize>,
 ) -> PyResult<()> {
     let spec = spec_of(fingerprint_json)?;
     let provenance = parse_json(provenance_json)?;
@@ -213,7 +225,7 @@ fn write_set_shard_from_parts(
     };
     py.detach(|| {
         let runs = PartRuns::open(&paths(&parts), spec, &dropped, provenance)?;
-        shard_of(&runs, &order, shard, &out, threads)
+        shard_of(&runs, &order, shard, &out, threads, plane_budget)
     })
     .map_err(store_err)
 }

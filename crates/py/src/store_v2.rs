@@ -261,7 +261,7 @@ fn write_set_shard(
     };
     py.detach(|| {
         let v1 = Store::open(&src, Verify::Sizes)?;
-        shard_of(&v1, &order, shard, &out, threads)
+        shard_of(&v1, &order, shard, &out, threads, None)
     })
     .map_err(store_err)
 }
@@ -274,10 +274,13 @@ pub(crate) fn shard_of<M: Molecules + ?Sized>(
     shard: ShardOf,
     out: &std::path::Path,
     threads: usize,
+    plane_budget: Option<usize>,
 ) -> Result<(), molsift_store::StoreError> {
+    let default = UpgradeOptions::default();
     let opts = UpgradeOptions {
         threads,
-        ..UpgradeOptions::default()
+        plane_budget: plane_budget.unwrap_or(default.plane_budget),
+        ..default
     };
     write_shard(src, order, 0..order.len(), shard, out, &opts).map(|_| ())
 }

@@ -165,9 +165,13 @@ fn pattern_planes_from_parts(
 /// parts, from the parts' dense planes (`pattern_planes_from_parts`: `planes`,
 /// `bit_counts`) and graph records, its graph blocks compressed on `threads` threads; returns
 /// the bytes of the screen. `source` (u32 little-endian, one per molecule of `dst`: its
-/// input rank) is given for a shard of a set; without it, `dst`'s input order says it.
+/// input rank) is given for a shard of a set; without it, `dst`'s input order says it. The
+/// graph blocks are compressed a window of about `window_bytes` of records at a time (default
+/// `PATTERN_WINDOW_BYTES`).
+const WINDOW_BYTES: usize = molsift_substructure::compact::WINDOW_BYTES;
+
 #[pyfunction]
-#[pyo3(signature = (dst, planes, bit_counts, parts, dropped, words_per_row, meaning_json, threads=1, source=None))]
+#[pyo3(signature = (dst, planes, bit_counts, parts, dropped, words_per_row, meaning_json, threads=1, source=None, window_bytes=WINDOW_BYTES))]
 #[allow(clippy::too_many_arguments)]
 fn pattern_index_from_parts(
     py: Python<'_>,
@@ -180,6 +184,7 @@ fn pattern_index_from_parts(
     meaning_json: &str,
     threads: usize,
     source: Option<&[u8]>,
+    window_bytes: usize,
 ) -> PyResult<u64> {
     let meaning = serde_json::from_str(meaning_json).map_err(crate::error::json_err)?;
     let given = source.map(crate::store::u32s_of).transpose()?;
@@ -199,6 +204,7 @@ fn pattern_index_from_parts(
             &to,
             &source,
             threads,
+            window_bytes.max(1),
         )
     })
     .map_err(substructure_err)
@@ -591,5 +597,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         molsift_store::layout::PATTERN_COMPACT_FILES,
     )?;
     m.add("PATTERN_BLOCK", l::BLOCK)?;
+    m.add(
+        "PATTERN_WINDOW_BYTES",
+        molsift_substructure::compact::WINDOW_BYTES,
+    )?;
     Ok(())
 }

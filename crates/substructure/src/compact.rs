@@ -23,8 +23,12 @@
 //! atom table entries (u32), 4 zero bytes, the table (8 bytes each), the dictionary,
 //! `blocks + 1` u64 offsets (from the start of the block area), the blocks.
 
+use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+
+use molsift_iostats::CountedFile;
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::graph::Graphs;
 use crate::layout::{checksum, FileInfo, BLOCK, BLOCK_WORDS};
@@ -80,6 +84,11 @@ pub struct Written {
 pub trait Records: Sync {
     /// Molecule `i`'s record (`None` when the file's offsets are out of order).
     fn record(&self, i: usize) -> Option<&[u8]>;
+
+    /// The length of molecule `i`'s record (`None` when it cannot be found), without copying it.
+    fn record_len(&self, i: usize) -> Option<usize> {
+        self.record(i).map(<[u8]>::len)
+    }
 
     /// Calls `f` with each of the first `n` records once, in whatever order reads fastest.
     fn each(&self, n: usize, f: &mut dyn FnMut(Option<&[u8]>)) {
@@ -145,6 +154,11 @@ impl Records for Reordered<'_> {
         self.graphs.record(*self.source.get(i)? as usize)
     }
 
+    fn record_len(&self, i: usize) -> Option<usize> {
+        // a record's length from the offsets alone (the records' bytes are read in `gather`)
+        self.graphs.record_len(*self.source.get(i)? as usize)
+    }
+
     fn each(&self, n: usize, f: &mut dyn FnMut(Option<&[u8]>)) {
         // every record once, in the file's order: all of the file's for a permutation, the
         // chosen ones (a shard of a set) otherwise
@@ -191,15 +205,12 @@ impl Records for Reordered<'_> {
     }
 }
 
-impl Reordered<'_> {
-    fn record_len(&self, i: usize) -> Option<usize> {
-        // a record's length from the offsets alone (the records' bytes are read in `gather`)
-        self.graphs.record_len(*self.source.get(i)? as usize)
-    }
-}
+/// Bytes of graph records per window of [`write_compact`]'s graph blocks (gathered, then
+/// compressed, then written) when the caller has no budget of its own.
+pub const WINDOW_BYTES: usize = 64 << 20;
 
-/// Records per window of [`write_compact`]'s graph blocks (gathered, then compressed).
-const WINDOW: usize = 1 << 20;
+/// Encoded screen planes a thread of [`write_compact`] holds before they are written.
+pub const PLANES_PER_THREAD: usize = 4;
 
 /// Copies of consecutive records (a window of the graph blocks being written).
 #[derive(Default)]
@@ -245,7 +256,9 @@ impl Records for Window {
 /// `bit_counts` molecules per bit) to `screen_out`, and the graph blocks of `graphs` to
 /// `graphs_out` (both synced), the kept planes encoded and the graph blocks compressed on
 /// `threads` threads (the same bytes for any number). Asks only for the planes it keeps, one
-/// at a time on each thread.
+/// at a time on each thread. Both files are written as they are made: memory holds
+/// [`PLANES_PER_THREAD`] encoded planes a thread, and a window of about `window_bytes` of graph
+/// records (at least one block's) with their compressed blocks, whatever `n`.
 #[allow(clippy::too_many_arguments)]
 pub fn write_compact(
     plane: &(dyn Fn(usize, &mut Vec<u64>) + Sync),
@@ -256,6 +269,7 @@ pub fn write_compact(
     screen_out: &Path,
     graphs_out: &Path,
     threads: usize,
+    window_bytes: usize,
 ) -> Result<Written, SubstructureError> {
     let blocks = n.div_ceil(BLOCK);
     let pw = blocks * BLOCK_WORDS;
@@ -267,60 +281,69 @@ pub fn write_compact(
         .filter(|&(_, &c)| c != 0 && c <= limit)
         .map(|(b, _)| b)
         .collect();
-    // the kept planes encoded on `threads` threads (each asks for one plane at a time), then
-    // laid out in bit order: the same bytes for any number of threads
-    let next = AtomicUsize::new(0);
-    let mut encoded: Vec<(usize, Vec<u8>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.clamp(1, kept.len().max(1)))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    let mut words = Vec::with_capacity(pw);
-                    loop {
-                        let k = next.fetch_add(1, AtomicOrdering::Relaxed);
-                        let Some(&b) = kept.get(k) else {
-                            return mine;
-                        };
-                        plane(b, &mut words);
-                        mine.push((k, encode_plane(&words[..pw])));
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("screen plane thread"))
-            .collect()
-    });
-    encoded.sort_unstable_by_key(|e| e.0);
-    let mut out = Vec::with_capacity(encoded.iter().map(|e| e.1.len()).sum::<usize>() + SLACK);
+    // the kept planes encoded on `threads` threads (each asks for one plane at a time) a batch
+    // at a time, each batch written in bit order as it ends: the same bytes for any number of
+    // threads, and memory holds a batch's planes, never the whole screen
+    let file = CountedFile::create(screen_out).map_err(|e| SubstructureError::io(screen_out, e))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, &file);
+    let mut hash = Xxh3::new();
+    let mut at = 0u64;
     let mut planes = Vec::with_capacity(kept.len());
-    for (k, bytes) in encoded {
-        planes.push(KeptPlane {
-            bit: kept[k] as u32,
-            start: out.len() as u64,
-            bytes: bytes.len() as u64,
-            xxh3: checksum(&bytes),
+    let workers = threads.clamp(1, kept.len().max(1));
+    for batch in kept.chunks(workers * PLANES_PER_THREAD) {
+        let next = AtomicUsize::new(0);
+        let mut encoded: Vec<(usize, Vec<u8>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers.min(batch.len()))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut mine = Vec::new();
+                        let mut words = Vec::with_capacity(pw);
+                        loop {
+                            let k = next.fetch_add(1, AtomicOrdering::Relaxed);
+                            let Some(&b) = batch.get(k) else {
+                                return mine;
+                            };
+                            plane(b, &mut words);
+                            mine.push((k, encode_plane(&words[..pw])));
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("screen plane thread"))
+                .collect()
         });
-        out.extend_from_slice(&bytes);
+        encoded.sort_unstable_by_key(|e| e.0);
+        for (k, bytes) in encoded {
+            planes.push(KeptPlane {
+                bit: batch[k] as u32,
+                start: at,
+                bytes: bytes.len() as u64,
+                xxh3: checksum(&bytes),
+            });
+            out.write_all(&bytes)
+                .map_err(|e| SubstructureError::io(screen_out, e))?;
+            hash.update(&bytes);
+            at += bytes.len() as u64;
+        }
     }
-    out.extend_from_slice(&[0u8; SLACK]);
-    molsift_iostats::write_file(screen_out, &out, true)
+    out.write_all(&[0u8; SLACK])
+        .and_then(|()| out.flush())
         .map_err(|e| SubstructureError::io(screen_out, e))?;
+    drop(out);
+    file.sync_all()
+        .map_err(|e| SubstructureError::io(screen_out, e))?;
+    hash.update(&[0u8; SLACK]);
     let screen = FileInfo {
-        bytes: out.len() as u64,
-        xxh3: checksum(&out),
+        bytes: at + SLACK as u64,
+        xxh3: format!("{:016x}", hash.digest()),
     };
-    let g = encode_graphs(graphs, n, graphs_out, threads)?;
-    molsift_iostats::write_file(graphs_out, &g, true)
-        .map_err(|e| SubstructureError::io(graphs_out, e))?;
+    let graphs = encode_graphs(graphs, n, graphs_out, threads, window_bytes)?;
     Ok(Written {
         planes,
         screen,
-        graphs: FileInfo {
-            bytes: g.len() as u64,
-            xxh3: checksum(&g),
-        },
+        graphs,
     })
 }
 
@@ -394,24 +417,21 @@ fn zstd_err(path: &Path, e: std::io::Error) -> SubstructureError {
 /// A compressed graph block and the check value of its text.
 type Frame = (Vec<u8>, u32);
 
+/// Writes the graph blocks file of `graphs`' first `n` records at `path` (synced) and returns
+/// its size and XXH3. The blocks are compressed a window at a time (about `window_bytes` of
+/// records, gathered first: a reordered file is read in its own order, not at random), each
+/// window's blocks on `threads` threads in contiguous ranges, then written with their offsets
+/// at their places: each block is its own frame, so the bytes are the same for any window and
+/// thread count, and memory holds one window, not the file.
 fn encode_graphs(
     graphs: &dyn Records,
     n: usize,
     path: &Path,
     threads: usize,
-) -> Result<Vec<u8>, SubstructureError> {
-    encode_graphs_in(graphs, n, path, threads, WINDOW)
-}
-
-/// [`encode_graphs`] with windows of `window_records` records (a multiple of [`GRAPH_BLOCK`]).
-fn encode_graphs_in(
-    graphs: &dyn Records,
-    n: usize,
-    path: &Path,
-    threads: usize,
-    window_records: usize,
-) -> Result<Vec<u8>, SubstructureError> {
+    window_bytes: usize,
+) -> Result<FileInfo, SubstructureError> {
     use zstd::zstd_safe::{CParameter, FrameFormat};
+    let io = |e| SubstructureError::io(path, e);
     let blocks = n.div_ceil(GRAPH_BLOCK);
     let table = AtomTable::of(graphs, n);
     // a dictionary trained on blocks spread over the store (the same one every time)
@@ -425,10 +445,22 @@ fn encode_graphs_in(
     } else {
         Vec::new()
     };
-    // the blocks compressed a window of records at a time (the window's records gathered first:
-    // a reordered file is read in its own order, not at random), each window's blocks on
-    // `threads` threads in contiguous ranges; each block is its own frame, so the bytes are the
-    // same for any window and thread count
+    drop(samples);
+    let mut head = Vec::new();
+    head.extend_from_slice(GRAPH_MAGIC);
+    head.extend_from_slice(&(n as u64).to_le_bytes());
+    head.extend_from_slice(&(GRAPH_BLOCK as u32).to_le_bytes());
+    head.extend_from_slice(&(dict.len() as u32).to_le_bytes());
+    head.extend_from_slice(&(blocks as u64).to_le_bytes());
+    head.extend_from_slice(&(table.atoms.len() as u32).to_le_bytes());
+    head.extend_from_slice(&0u32.to_le_bytes());
+    table.atoms.iter().for_each(|a| head.extend_from_slice(a));
+    head.extend_from_slice(&dict);
+    // the file: the head, `blocks + 1` offsets, the blocks (each frame and its check value)
+    let file = CountedFile::create(path).map_err(io)?;
+    file.write_all_at(&head, 0).map_err(io)?;
+    let offsets_at = head.len() as u64;
+    let body_at = offsets_at + 8 * (blocks as u64 + 1);
     let threads = threads.clamp(1, blocks.max(1));
     let compress_range =
         |window: &Window, range: std::ops::Range<usize>| -> Result<Vec<Frame>, SubstructureError> {
@@ -450,18 +482,27 @@ fn encode_graphs_in(
                 })
                 .collect()
         };
-    let mut parts: Vec<Result<Vec<Frame>, SubstructureError>> = Vec::new();
     let mut window = Window::default();
-    let window_blocks = (window_records / GRAPH_BLOCK).max(1);
-    for first in (0..blocks).step_by(window_blocks) {
-        let last = (first + window_blocks).min(blocks);
+    let (mut body, mut offsets) = (Vec::new(), Vec::new());
+    let mut written = 0u64; // bytes of blocks so far
+    let mut first = 0;
+    while first < blocks {
+        // blocks up to about `window_bytes` of records, at least one
+        let mut last = first;
+        let mut bytes = 0usize;
+        while last < blocks && (last == first || bytes < window_bytes) {
+            for i in last * GRAPH_BLOCK..((last + 1) * GRAPH_BLOCK).min(n) {
+                bytes += graphs.record_len(i).unwrap_or(0);
+            }
+            last += 1;
+        }
         graphs.gather(
             first * GRAPH_BLOCK..(last * GRAPH_BLOCK).min(n),
             &mut window,
         );
         let per = (last - first).div_ceil(threads).max(1);
         let w = &window;
-        parts.extend(std::thread::scope(|s| {
+        let frames = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     let range = (first + t * per).min(last)..(first + (t + 1) * per).min(last);
@@ -473,33 +514,48 @@ fn encode_graphs_in(
                 .into_iter()
                 .map(|h| h.join().expect("a compression thread panicked"))
                 .collect::<Vec<_>>()
-        }));
-    }
-    let mut head = Vec::new();
-    head.extend_from_slice(GRAPH_MAGIC);
-    head.extend_from_slice(&(n as u64).to_le_bytes());
-    head.extend_from_slice(&(GRAPH_BLOCK as u32).to_le_bytes());
-    head.extend_from_slice(&(dict.len() as u32).to_le_bytes());
-    head.extend_from_slice(&(blocks as u64).to_le_bytes());
-    head.extend_from_slice(&(table.atoms.len() as u32).to_le_bytes());
-    head.extend_from_slice(&0u32.to_le_bytes());
-    table.atoms.iter().for_each(|a| head.extend_from_slice(a));
-    head.extend_from_slice(&dict);
-    let mut offsets = Vec::with_capacity(blocks + 1);
-    let mut body = Vec::new();
-    for part in parts {
-        for (frame, check) in part? {
-            offsets.push(body.len() as u64);
-            body.extend_from_slice(&frame);
-            body.extend_from_slice(&check.to_le_bytes());
+        });
+        body.clear();
+        offsets.clear();
+        for part in frames {
+            for (frame, check) in part? {
+                offsets.extend_from_slice(&(written + body.len() as u64).to_le_bytes());
+                body.extend_from_slice(&frame);
+                body.extend_from_slice(&check.to_le_bytes());
+            }
         }
+        file.write_all_at(&offsets, offsets_at + 8 * first as u64)
+            .map_err(io)?;
+        file.write_all_at(&body, body_at + written).map_err(io)?;
+        written += body.len() as u64;
+        first = last;
     }
-    offsets.push(body.len() as u64);
-    for o in offsets {
-        head.extend_from_slice(&o.to_le_bytes());
+    file.write_all_at(&written.to_le_bytes(), offsets_at + 8 * blocks as u64)
+        .map_err(io)?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    Ok(FileInfo {
+        bytes: body_at + written,
+        xxh3: checksum_of_file(path)?,
+    })
+}
+
+/// The XXH3 of the file at `path` (as [`checksum`] gives for its bytes), read a chunk at a time.
+fn checksum_of_file(path: &Path) -> Result<String, SubstructureError> {
+    use std::io::Read;
+    let mut f = CountedFile::open(path).map_err(|e| SubstructureError::io(path, e))?;
+    let mut hash = Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let got = f
+            .read(&mut buf)
+            .map_err(|e| SubstructureError::io(path, e))?;
+        if got == 0 {
+            break;
+        }
+        hash.update(&buf[..got]);
     }
-    head.extend_from_slice(&body);
-    Ok(head)
+    Ok(format!("{:016x}", hash.digest()))
 }
 
 fn check_value(bytes: &[u8]) -> u32 {
@@ -1008,16 +1064,24 @@ mod tests {
                 graphs: &graphs,
                 source: &source,
             };
-            let p = Path::new("g");
-            let expected = encode_graphs(&want, n, p, 1).unwrap();
-            for (threads, window) in [(1, 4), (2, 8), (3, 12), (1, WINDOW)] {
-                let got = encode_graphs_in(&reordered, n, p, threads, window).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("g");
+            let info = encode_graphs(&want, n, &p, 1, WINDOW_BYTES).unwrap();
+            let expected = std::fs::read(&p).unwrap();
+            assert_eq!(info.bytes, expected.len() as u64);
+            assert_eq!(info.xxh3, checksum(&expected));
+            // windows of one block, of a few, of many, and of the whole file
+            for (threads, window) in [(1, 1), (2, 300), (3, 2000), (1, WINDOW_BYTES)] {
+                let got = encode_graphs(&reordered, n, &p, threads, window).unwrap();
                 assert_eq!(
-                    got, expected,
-                    "n {n}, {threads} threads, windows of {window}"
+                    std::fs::read(&p).unwrap(),
+                    expected,
+                    "n {n}, {threads} threads, windows of {window} bytes"
                 );
-                let dense = encode_graphs_in(&want, n, p, threads, window).unwrap();
-                assert_eq!(dense, expected, "n {n}, dense, windows of {window}");
+                assert_eq!(got, info);
+                encode_graphs(&want, n, &p, threads, window).unwrap();
+                let dense = std::fs::read(&p).unwrap();
+                assert_eq!(dense, expected, "n {n}, dense, windows of {window} bytes");
             }
         }
     }
@@ -1036,8 +1100,19 @@ mod tests {
                 buf.clear();
                 buf.extend_from_slice(&words[b * pw..(b + 1) * pw]);
             };
-            let w = write_compact(&plane, bits, n, &counts, &graphs, &s, &gb, 1).unwrap();
-            let w3 = write_compact(&plane, bits, n, &counts, &graphs, &s3, &gb3, 3).unwrap();
+            let w = write_compact(&plane, bits, n, &counts, &graphs, &s, &gb, 1, 1).unwrap();
+            let w3 = write_compact(
+                &plane,
+                bits,
+                n,
+                &counts,
+                &graphs,
+                &s3,
+                &gb3,
+                3,
+                WINDOW_BYTES,
+            )
+            .unwrap();
             assert_eq!(
                 std::fs::read(&gb).unwrap(),
                 std::fs::read(&gb3).unwrap(),

@@ -239,7 +239,9 @@ pub fn planes_from_parts(
 /// in another order (`source[i]`: the input rank of `to`'s molecule `i`), or a part of
 /// them (a shard of a set), from the dense planes at `planes` ([`planes_from_parts`]: a plane
 /// per entry of `bit_counts`, its counts) and the parts' graph records; the index means
-/// `meaning`. Returns the bytes of the screen.
+/// `meaning`; the graph blocks compressed a window of about `window_bytes` of records at a time
+/// ([`crate::compact::write_compact`]). Returns the bytes of the screen.
+#[allow(clippy::too_many_arguments)]
 pub fn index_from_parts(
     parts: &Parts,
     planes: &Path,
@@ -248,6 +250,7 @@ pub fn index_from_parts(
     to: &dyn StoreFiles,
     source: &[u32],
     threads: usize,
+    window_bytes: usize,
 ) -> Result<u64, SubstructureError> {
     let n = parts.len();
     let bits = u32::try_from(bit_counts.len())
@@ -265,7 +268,16 @@ pub fn index_from_parts(
     let (head, words, tail) = unsafe { bytes.align_to::<u64>() };
     assert!(head.is_empty() && tail.is_empty(), "planes not u64 aligned");
     crate::write::carry_planes(
-        words, n, bits, bit_counts, meaning, parts, to, source, threads,
+        words,
+        n,
+        bits,
+        bit_counts,
+        meaning,
+        parts,
+        to,
+        source,
+        threads,
+        window_bytes,
     )
 }
 

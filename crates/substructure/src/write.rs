@@ -366,7 +366,16 @@ fn compact_from(
             buf.clear();
             buf.extend_from_slice(&words[b * pw..(b + 1) * pw]);
         };
-        finish_compact(store, bits, bit_counts, meaning, &plane, &graphs, threads)
+        finish_compact(
+            store,
+            bits,
+            bit_counts,
+            meaning,
+            &plane,
+            &graphs,
+            threads,
+            crate::compact::WINDOW_BYTES,
+        )
     })();
     let _ = std::fs::remove_file(planes_tmp);
     if let Some(g) = graphs_tmp {
@@ -379,6 +388,7 @@ fn compact_from(
 /// `plane(b, buf)` gives and the graph blocks of `graphs`, under temporary names, then the
 /// header, all installed and listed in the manifest while holding the store's lock. Returns
 /// the bytes of the screen.
+#[allow(clippy::too_many_arguments)]
 fn finish_compact(
     store: &dyn StoreFiles,
     bits: u32,
@@ -387,6 +397,7 @@ fn finish_compact(
     plane: &(dyn Fn(usize, &mut Vec<u64>) + Sync),
     graphs: &dyn crate::compact::Records,
     threads: usize,
+    window_bytes: usize,
 ) -> Result<u64, SubstructureError> {
     use crate::compact::{write_compact, GRAPH_BLOCKS_FILE, SCREEN_FILE};
     let n = store.len();
@@ -407,6 +418,7 @@ fn finish_compact(
             &screen_tmp,
             &blocks_tmp,
             threads,
+            window_bytes,
         )?;
         let h = Header {
             format: FORMAT_NAME.into(),
@@ -460,6 +472,7 @@ pub fn carry_index(
         to,
         source,
         threads,
+        crate::compact::WINDOW_BYTES,
     )
 }
 
@@ -477,6 +490,7 @@ pub(crate) fn carry_planes(
     to: &dyn StoreFiles,
     source: &[u32],
     threads: usize,
+    window_bytes: usize,
 ) -> Result<u64, SubstructureError> {
     let n = to.len();
     let whole = from_len == n;
@@ -525,5 +539,14 @@ pub(crate) fn carry_planes(
             })
             .collect()
     };
-    finish_compact(to, bits, bit_counts, meaning, &plane, &records, threads)
+    finish_compact(
+        to,
+        bits,
+        bit_counts,
+        meaning,
+        &plane,
+        &records,
+        threads,
+        window_bytes,
+    )
 }

@@ -18,6 +18,7 @@ from .common import (
     default_of,
     format_options,
     nothing_usable,
+    parse_size,
 )
 
 EXAMPLES = (
@@ -25,6 +26,7 @@ EXAMPLES = (
     "mpirun -n 4 molsift ingest big.smi -o big.store             # one slab set per rank",
     "molsift ingest data/nci_first_5k.smi -o nci.store --overwrite --dedupe --verify-count",
     "molsift ingest data/nci_first_5k.smi -o nci.set --shards 4   # a store set of 4 shards",
+    "molsift ingest big.smi -o big.store --memory 8G             # hold at most about 8 GiB",
 )
 
 
@@ -105,6 +107,15 @@ def add_parser(subparsers):
         "(every verb takes the set as one store; docs/scale-out.md)",
     )
     p.add_argument(
+        "--memory",
+        type=parse_size,
+        metavar="SIZE",
+        help="the memory each process may hold while the store is written (e.g. 4G; default: "
+        "three quarters of what this machine or its cgroup allows): the write buffers are cut "
+        "from it, and a library whose store needs more is refused, once its molecules are "
+        "counted, with the number of shards that fits",
+    )
+    p.add_argument(
         "--no-pattern",
         action="store_true",
         help="leave out the substructure index (substructure search then needs "
@@ -163,6 +174,7 @@ def _ingest(args):
         overwrite=args.overwrite,
         dedupe=args.dedupe,
         shards=args.shards,
+        memory=args.memory,
         verify_count=args.verify_count,
         pattern=not args.no_pattern,
         analogs=not args.no_analogs,

@@ -45,6 +45,7 @@ def write_set(
     progress: bool | None = None,
     executor: Any = None,
     pattern_parts: Any = None,
+    budget: Any = None,
 ) -> dict | None:
     """Writes at `dst` (a new path in a work directory) the set of `shards` shards of `src`
     (ingest's `_core.PartRuns`, or the path of a version-1 store; given on the root, None on
@@ -52,8 +53,9 @@ def write_set(
     ranks). The shards are written by `executor` (every rank calls this under MPI; default: up
     to `workers` local processes, one shard each at a time), the shards written at once sharing
     `threads` threads. Ingest's shards take their substructure indexes from its workers' rows
-    (`pattern_parts`, a `substructure.build.PatternParts`, given on the root). The caller moves
-    `dst` into place."""
+    (`pattern_parts`, a `substructure.build.PatternParts`, given on the root), their write
+    buffers cut from `budget` (a `budget.Budget`: ingest's --memory, shared by the shards
+    written at once on one machine). The caller moves `dst` into place."""
     from ..parallel import choose_executor
 
     check_shards(shards)
@@ -62,14 +64,15 @@ def write_set(
         executor = choose_executor(min(workers or threads, shards), use_mpi=False)
     try:
         return _write(
-            src, dst, shards, threads, workers, pattern, analogs, progress, executor, pattern_parts
-        )
+            src, dst, shards, threads, workers, pattern, analogs, progress, executor,
+            pattern_parts, budget,
+        )  # fmt: skip
     finally:
         if own:
             executor.close()
 
 
-def _write(src, dst, shards, threads, workers, pattern, analogs, progress, executor, parts):
+def _write(src, dst, shards, threads, workers, pattern, analogs, progress, executor, parts, budget):
     from ..progress import Progress
 
     plan: Any = None
@@ -86,10 +89,21 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
     # or ranks gives each writer more)
     alone = executor.size == 1
     per = max(1, threads // min(shards, executor.size))
+    # each MPI rank has its machine's memory; local writers share this one's
+    mine = (
+        None
+        if budget is None
+        else budget.split(1 if alone or executor.name == "mpi" else min(shards, executor.size))
+    )
+    buffers = (
+        {}
+        if mine is None
+        else {"plane_budget": mine.plane_budget, "window_bytes": mine.window_bytes}
+    )
     tasks = (
         {"src": plan["source"], "dst": dst, "index": s, "shards": shards, "first": bounds[s],
          "end": bounds[s + 1], "pattern": pattern, "carry": plan["carry"], "analogs": analogs,
-         "parts": plan["parts"],
+         "parts": plan["parts"], "buffers": buffers,
          "threads": per, "workers": (workers or threads) if alone else per}
         for s in range(shards)
     )  # fmt: skip
@@ -146,6 +160,7 @@ def write_shard_task(task: dict) -> dict:
         _core.write_set_shard_from_parts(
             src["parts"], src["fingerprint"], src["dropped"], src["provenance"], path, s,
             task["shards"], first, source, threads=task["threads"],
+            plane_budget=task["buffers"].get("plane_budget"),
         )  # fmt: skip
     else:
         _core.write_set_shard(
@@ -153,7 +168,9 @@ def write_shard_task(task: dict) -> dict:
         )
     workers = task["workers"]
     if task["pattern"] and task["parts"] is not None:
-        task["parts"].write_index(path, threads=workers, source=source)
+        task["parts"].write_index(
+            path, threads=workers, source=source, window_bytes=task["buffers"].get("window_bytes")
+        )
     elif task["pattern"] and task["carry"]:
         _core.carry_pattern_index(task["src"], path, threads=workers, source=source)
     elif task["pattern"]:

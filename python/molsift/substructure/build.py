@@ -293,13 +293,22 @@ class PatternParts:
             planes, self.parts, self.dropped, TOTAL_BITS, WORDS_PER_ROW, threads=threads
         )
 
-    def write_index(self, store: str, threads: int = 1, source: bytes | None = None) -> int:
+    def write_index(
+        self,
+        store: str,
+        threads: int = 1,
+        source: bytes | None = None,
+        window_bytes: int | None = None,
+    ) -> int:
         """The substructure index of the one store at `store` (written from the same parts:
         its input order gives each molecule's input rank), or of a shard whose molecules are
-        the input ranks `source` (u32 little-endian); returns the screen's bytes."""
+        the input ranks `source` (u32 little-endian), its graph blocks compressed a window of
+        about `window_bytes` of records at a time (default `_core.PATTERN_WINDOW_BYTES`);
+        returns the screen's bytes."""
         return _core.pattern_index_from_parts(
             os.fspath(store), self.planes, self.counts, self.parts, self.dropped, WORDS_PER_ROW,
             json.dumps(meaning()), threads=threads, source=source,
+            window_bytes=window_bytes or _core.PATTERN_WINDOW_BYTES,
         )  # fmt: skip
 
     def remove(self) -> None:
