@@ -283,9 +283,7 @@ class PartRuns:
     def write_version_1(self, out: _Path, overwrite: bool = False) -> str:
         """Writes the molecules at `out` as a version-1 store in input order (what `upgrade`
         reads; for tests); returns its manifest (JSON text)."""
-    def write_store(
-        self, dst: _Path, threads: int = 1, plane_budget: int | None = None
-    ) -> str:
+    def write_store(self, dst: _Path, threads: int = 1, plane_budget: int | None = None) -> str:
         """Writes the one store at the new path `dst` (the similarity planes built from at most
         `plane_budget` bytes of payload a pass); returns its manifest (JSON text)."""
     def set_plan(self, dir: _Path, shards: int) -> tuple[list[int], bytes]:

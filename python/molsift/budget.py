@@ -6,10 +6,13 @@ the set of shards that fits, not killed by the kernel an hour later.
 
 Where the root's memory goes (all of MOSES, 1,584,663 molecules, `ingest -j 2`, resident
 anonymous memory sampled by phase; BENCHMARKS.md "--memory"): the merged runs hold the store
-order (4 bytes a molecule); the substructure planes the parts' places (16); the one store's
-write its exact-match entries (16 a distinct SMILES), the planes' sort (about 20) and up to
-`plane_budget` of plane payload; the substructure index a window of graph records and a batch
-of screen planes; the analog index an entry a molecule (48) and the deletions' filter (8).
+order (4 bytes a molecule); the one store's write its exact-match entries (16 a distinct
+SMILES), the planes' sort (about 20) and up to `plane_budget` of plane payload; the
+substructure index a window of graph records and a batch of screen planes; the analog index an
+entry a molecule (34) and the deletions' filter (8). The parts are read where they lie, each
+molecule found from the parts' first positions and the molecules `--dedupe` left out: a
+shard's writer holds nothing per molecule of the whole set but a record offset every 64
+(1/8 byte).
 Every buffer that grows with the library beyond these is cut from the budget: the similarity
 planes are built `plane_budget` bytes of payload a pass, the graph blocks compressed a window
 of `window_bytes` of records at a time. The bytes of the store are the same for any budget.
@@ -22,13 +25,14 @@ from dataclasses import dataclass
 from . import _core
 from .limits import machine_memory
 
-#: Bytes a molecule that the largest phase of writing one store holds (the analog index's
-#: entries and filter: 56; the one store's write about as much), with a margin: 64 measured
-#: above the start on all of MOSES.
+#: Bytes a molecule that the largest phase of writing one store holds (the one store's write:
+#: about 63 measured above the start on all of MOSES; the analog index's entries and filter
+#: 42), with a margin.
 STORE_BYTES_PER_MOLECULE = 72
 #: Bytes a molecule of the whole set that every writer of a store set's shards holds besides
-#: its shard's (the parts' places: 16; the root also holds the set's order: 4).
-SET_BYTES_PER_MOLECULE = 20
+#: its shard's (a record offset every 64 molecules, with a margin); the root holds the set's
+#: order (4).
+SET_BYTES_PER_MOLECULE = 1
 #: What a process holds before any of it (Python, RDKit, numpy, the runtime: about 130 MiB on
 #: the root of an ingest of MOSES before its first index), with a margin.
 BASE = 160 << 20

@@ -452,10 +452,10 @@ def ingest(
             if version != 1:
                 from .sets.write import MAX_SHARDS
 
-                # each MPI rank writes its shards on its own memory; local workers share it
-                writers = (
-                    1 if executor.name == "mpi" else min(local or default_workers(), shards or 1)
-                )
+                # the shards written at once on one machine share its memory: MPI ranks on one
+                # node, or local workers
+                at_once = executor.ranks_per_node if executor.name == "mpi" else local
+                writers = min(at_once or default_workers(), shards or 1)
                 check(report.molecules, budget, shards, writers, MAX_SHARDS)
             # the substructure index, from the rows and graph records the workers computed:
             # their planes in input-rank order now, each store's index once it is written

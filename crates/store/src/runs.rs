@@ -11,9 +11,10 @@
 //! ([`Molecules`]), by input rank.
 //!
 //! Memory on the root: the order (4 bytes a molecule) and, while merging, the runs (4 more),
-//! with `--dedupe` the kept positions (8 bytes a kept molecule, only when one was left out) and
-//! the pairs of duplicates left out (16 bytes each), and the parts' mapped pages (the kernel's
-//! to reclaim).
+//! with `--dedupe` the pairs of duplicates left out (16 bytes each), and the parts' mapped
+//! pages (the kernel's to reclaim). An input rank's place is found from the parts' first
+//! positions and the molecules left out (two binary searches), so a shard's writer, which
+//! opens every part, holds nothing per molecule of the set.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -55,8 +56,6 @@ pub struct PartRuns {
     parts: Vec<Store>,
     /// the first position (among all the parts' molecules) of each part, then their number
     bases: Vec<u64>,
-    /// input rank -> position among all the parts' molecules, when one was left out
-    kept: Option<Vec<u64>>,
     /// the positions left out, ascending
     dropped: Vec<u64>,
     /// for each of `dropped`, the position of the first molecule of its SMILES (known after
@@ -112,7 +111,6 @@ impl PartRuns {
         Ok(PartRuns {
             parts: stores,
             bases,
-            kept: None,
             dropped: Vec::new(),
             first: Vec::new(),
             spec,
@@ -127,7 +125,7 @@ impl PartRuns {
     }
 
     /// Leaves out the molecules at the ascending positions `dropped` (of a [`PartRuns`] that
-    /// has none left out): the kept positions by input rank and the counts.
+    /// has none left out), and the counts.
     fn leave_out(&mut self, dropped: Vec<u64>) -> Result<(), StoreError> {
         let total = self.total();
         if dropped.windows(2).any(|w| w[0] >= w[1]) || dropped.last().is_some_and(|&d| d >= total) {
@@ -135,18 +133,6 @@ impl PartRuns {
                 "the molecules left out are not ascending positions below {total}"
             )));
         }
-        self.kept = (!dropped.is_empty()).then(|| {
-            let mut kept = Vec::with_capacity((total - dropped.len() as u64) as usize);
-            let mut next = dropped.iter().peekable();
-            for g in 0..total {
-                if next.peek() == Some(&&g) {
-                    next.next();
-                } else {
-                    kept.push(g);
-                }
-            }
-            kept
-        });
         self.counts.molecules -= dropped.len() as u64;
         self.counts.dropped = dropped.len() as u64;
         self.dropped = dropped;
@@ -280,9 +266,25 @@ impl PartRuns {
         (&self.parts[p], (g - self.bases[p]) as usize)
     }
 
+    /// The position (among all the parts' molecules) of input rank `r`: `r` plus the molecules
+    /// left out before it, those whose position less the ones left out before them is at most
+    /// `r` (the inverse of [`PartRuns::rank_of`]).
+    fn position_of(&self, r: u64) -> u64 {
+        let (mut lo, mut hi) = (0, self.dropped.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.dropped[mid] - mid as u64 <= r {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        r + lo as u64
+    }
+
     /// The part and place of input rank `r`.
     fn rank(&self, r: usize) -> Place<'_> {
-        self.at(self.kept.as_ref().map_or(r as u64, |k| k[r]))
+        self.at(self.position_of(r as u64))
     }
 }
 

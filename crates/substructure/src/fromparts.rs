@@ -24,18 +24,25 @@ use crate::SubstructureError;
 const CHUNK: usize = 1 << 16;
 const _: () = assert!(CHUNK % BLOCK == 0);
 
-/// Bits of [`Parts`]' packed location that hold the molecule's place in its part.
-const LOCAL_BITS: u32 = 40;
+/// Records between two entries of a part's sparse start index (its record offsets are the
+/// lengths summed from the entry before).
+const STRIDE: usize = 64;
 
 /// The rows and graph records of ingest's parts, by input rank (task order, less the
-/// molecules left out).
+/// molecules left out). Nothing is held per molecule: the files are mapped, a molecule's part
+/// found from the parts' first positions and the molecules left out, a record's offset from a
+/// start every [`STRIDE`] records (1/8 byte a molecule) and the mapped lengths.
 pub struct Parts {
     rows: Vec<Option<Mmap>>,
     records: Vec<Option<Mmap>>,
-    /// per part: where each record starts in its records file (one more than its molecules)
+    /// per part: its record lengths (`PART.glen.u32`, mapped)
+    lengths: Vec<Option<Mmap>>,
+    /// per part: where records `0, STRIDE, 2 * STRIDE, ...` start in its records file
     starts: Vec<Vec<u64>>,
-    /// per input rank: its part (high bits) and place in the part (low [`LOCAL_BITS`])
-    kept: Vec<u64>,
+    /// the first position (among all the parts' molecules) of each part, then their number
+    bases: Vec<u64>,
+    /// the positions left out, ascending
+    dropped: Vec<u64>,
     words_per_row: usize,
 }
 
@@ -61,6 +68,12 @@ fn with_ext(prefix: &Path, ext: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+fn length_at(lengths: &[u8], i: usize) -> u64 {
+    u64::from(u32::from_le_bytes(
+        lengths[4 * i..4 * i + 4].try_into().expect("4 bytes"),
+    ))
+}
+
 impl Parts {
     /// Opens the parts named by `prefixes` (each `PART` of `PART.rows.u64` and its siblings), in
     /// task order, less the molecules at `dropped` (ascending positions in all the parts'
@@ -73,13 +86,6 @@ impl Parts {
         if words_per_row == 0 {
             return Err(SubstructureError::Invalid("rows of no words".into()));
         }
-        if prefixes.len() >= 1 << (64 - LOCAL_BITS) {
-            return Err(SubstructureError::Invalid(format!(
-                "{} parts: at most {}",
-                prefixes.len(),
-                (1u64 << (64 - LOCAL_BITS)) - 1
-            )));
-        }
         if dropped.windows(2).any(|w| w[0] >= w[1]) {
             return Err(SubstructureError::Invalid(
                 "the molecules left out are not in ascending order".into(),
@@ -88,30 +94,31 @@ impl Parts {
         let mut p = Parts {
             rows: Vec::new(),
             records: Vec::new(),
+            lengths: Vec::new(),
             starts: Vec::new(),
-            kept: Vec::new(),
+            bases: vec![0],
+            dropped: dropped.to_vec(),
             words_per_row,
         };
-        let mut dropped = dropped.iter().copied().peekable();
-        let mut all = 0u64; // molecules of the parts so far, left-out ones included
-        for (k, prefix) in prefixes.iter().enumerate() {
+        for prefix in prefixes {
             let (rows_path, glen_path, grec_path) = (
                 with_ext(prefix, ".rows.u64"),
                 with_ext(prefix, ".glen.u32"),
                 with_ext(prefix, ".grec.bin"),
             );
-            let glen = molsift_iostats::read_file(&glen_path)
-                .map_err(|e| SubstructureError::io(&glen_path, e))?;
+            let lengths = map(&glen_path)?;
             let rows = map(&rows_path)?;
             let records = map(&grec_path)?;
+            let glen = lengths.as_deref().unwrap_or(&[]);
             let count = glen.len() / 4;
             let row_bytes = rows.as_ref().map_or(0, |m| m.len());
-            let mut starts = Vec::with_capacity(count + 1);
+            let mut starts = Vec::with_capacity(count / STRIDE + 1);
             let mut at = 0u64;
-            starts.push(0);
-            for l in glen.chunks_exact(4) {
-                at += u64::from(u32::from_le_bytes(l.try_into().expect("4 bytes")));
-                starts.push(at);
+            for i in 0..count {
+                if i % STRIDE == 0 {
+                    starts.push(at);
+                }
+                at += length_at(glen, i);
             }
             if glen.len() % 4 != 0
                 || row_bytes != count * words_per_row * 8
@@ -122,25 +129,14 @@ impl Parts {
                     reason: "its screening rows and graph records do not agree".into(),
                 });
             }
-            if count as u64 >= 1 << LOCAL_BITS {
-                return Err(SubstructureError::Invalid(format!(
-                    "{}: {count} molecules in one part",
-                    prefix.display()
-                )));
-            }
-            for local in 0..count as u64 {
-                if dropped.peek() == Some(&(all + local)) {
-                    dropped.next();
-                    continue;
-                }
-                p.kept.push((k as u64) << LOCAL_BITS | local);
-            }
-            all += count as u64;
+            p.bases.push(p.bases[p.bases.len() - 1] + count as u64);
             p.rows.push(rows);
             p.records.push(records);
+            p.lengths.push(lengths);
             p.starts.push(starts);
         }
-        if let Some(d) = dropped.next() {
+        let all = p.bases[p.bases.len() - 1];
+        if let Some(&d) = p.dropped.last().filter(|&&d| d >= all) {
             return Err(SubstructureError::Invalid(format!(
                 "molecule {d} is left out, the parts hold {all}"
             )));
@@ -148,12 +144,24 @@ impl Parts {
         Ok(p)
     }
 
+    /// Input rank `i`'s part and place in it: its position among all the parts' molecules is
+    /// `i` plus the molecules left out before it (`j` of them: those whose position, less the
+    /// ones left out before them, is at most `i`).
     fn place(&self, i: usize) -> (usize, usize) {
-        let loc = self.kept[i];
-        (
-            (loc >> LOCAL_BITS) as usize,
-            (loc & ((1 << LOCAL_BITS) - 1)) as usize,
-        )
+        let i = i as u64;
+        let mut lo = 0;
+        let mut hi = self.dropped.len();
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.dropped[mid] - mid as u64 <= i {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let g = i + lo as u64;
+        let k = self.bases.partition_point(|&b| b <= g) - 1;
+        (k, (g - self.bases[k]) as usize)
     }
 
     /// Appends molecule `i`'s row to `out`.
@@ -169,25 +177,37 @@ impl Parts {
                 .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))),
         );
     }
+
+    /// Where record `local` of part `k` starts and its length.
+    fn span(&self, k: usize, local: usize) -> (usize, usize) {
+        let glen = self.lengths[k].as_deref().unwrap_or(&[]);
+        let first = local - local % STRIDE;
+        let start = self.starts[k][local / STRIDE]
+            + (first..local).map(|j| length_at(glen, j)).sum::<u64>();
+        (start as usize, length_at(glen, local) as usize)
+    }
 }
 
 impl Indexed for Parts {
     /// Molecules (input ranks).
     fn len(&self) -> usize {
-        self.kept.len()
+        (self.bases[self.bases.len() - 1] - self.dropped.len() as u64) as usize
     }
 
     fn record_len(&self, i: usize) -> Option<usize> {
         let (k, local) = self.place(i);
-        let s = &self.starts[k];
-        Some((s[local + 1] - s[local]) as usize)
+        let glen = self.lengths[k].as_deref()?;
+        Some(length_at(glen, local) as usize)
     }
 
     fn record(&self, i: usize) -> Option<&[u8]> {
         let (k, local) = self.place(i);
-        let s = &self.starts[k];
-        let (a, b) = (s[local] as usize, s[local + 1] as usize);
-        Some(self.records[k].as_deref().map_or(&[][..], |m| &m[a..b]))
+        let (a, len) = self.span(k, local);
+        Some(
+            self.records[k]
+                .as_deref()
+                .map_or(&[][..], |m| &m[a..a + len]),
+        )
     }
 }
 

@@ -43,10 +43,16 @@ class MPIExecutor:
     name = "mpi"
 
     def __init__(self):
+        from mpi4py import MPI
+
         self.comm = world().Dup()
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
         self.is_root = self.rank == 0
+        # the most ranks sharing one machine's memory (what a memory budget is shared by)
+        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
+        self.ranks_per_node = self.comm.allreduce(node.Get_size(), op=MPI.MAX)
+        node.Free()
 
     def map_ordered(
         self,

@@ -89,12 +89,9 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
     # or ranks gives each writer more)
     alone = executor.size == 1
     per = max(1, threads // min(shards, executor.size))
-    # each MPI rank has its machine's memory; local writers share this one's
-    mine = (
-        None
-        if budget is None
-        else budget.split(1 if alone or executor.name == "mpi" else min(shards, executor.size))
-    )
+    # the shards written at once on one machine share its memory (MPI ranks on one node)
+    at_once = getattr(executor, "ranks_per_node", executor.size)
+    mine = None if budget is None else budget.split(min(shards, at_once))
     buffers = (
         {}
         if mine is None
