@@ -460,8 +460,10 @@ PATTERN_COMPACT_FILES: tuple[str, str]
 """The compact substructure index's files in a version-2 store (besides the header):
 (compressed screen planes, graph records in zstd blocks)."""
 PATTERN_BLOCK: int
-PATTERN_WINDOW_BYTES: int
 """Molecules per block of the planes: a part written by one task starts on a block."""
+PATTERN_WINDOW_BYTES: int
+"""Bytes of graph records a window of the substructure index's graph blocks holds by default
+(gathered, compressed, written; ingest's `--memory` may cut it)."""
 
 class PatternIndex:
     """A store's pattern planes: screens of queries' bits (GIL released)."""
