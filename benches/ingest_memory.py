@@ -89,10 +89,10 @@ def main() -> int:
     threading.Thread(target=_sampler, args=(stop,), daemon=True).start()
     shutil.rmtree(args.out, ignore_errors=True)
     start = time.perf_counter()
+    budget = {} if args.memory is None else {"memory": args.memory}  # older builds: no --memory
     report = molsift.ingest(
-        args.input, args.out, workers=args.workers, overwrite=True, memory=args.memory,
-        progress=False,
-    )  # fmt: skip
+        args.input, args.out, workers=args.workers, overwrite=True, progress=False, **budget
+    )
     seconds = time.perf_counter() - start
     stop.set()
     n = report.molecules
