@@ -93,7 +93,7 @@ def test_the_refusal_names_the_shards_that_fit():
     text = str(e.value)
     k = int(text.split("--shards ")[1].split(")")[0])
     assert set_needs(n, k, 2) <= memory < set_needs(n, k - 1, 2)
-    assert text.startswith("200,000,000 molecules need about 13.6 GiB")
+    assert text.startswith("200,000,000 molecules need about 18.8 GiB")
     # written as a set already, too few shards: the count that fits
     with pytest.raises(OverBudget, match=f"--shards {k}"):
         check(n, Budget(memory), 2, 2, 9999)

@@ -5,7 +5,7 @@ indexes are written, so that a library too large for one store is refused in one
 the set of shards that fits, not killed by the kernel an hour later.
 
 Where the root's memory goes (all of MOSES, 1,584,663 molecules, `ingest -j 2`, resident
-anonymous memory sampled by phase; BENCHMARKS.md "--memory"): the merged runs hold the store
+anonymous memory sampled by phase, `benches/ingest_memory.py`; BENCHMARKS.md "--memory"): the merged runs hold the store
 order (4 bytes a molecule); the one store's write its exact-match entries (16 a distinct
 SMILES), the planes' sort (about 20) and up to `plane_budget` of plane payload; the
 substructure index a window of graph records and a batch of screen planes; the analog index an
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from . import _core
 from .limits import machine_memory
 
-#: Bytes a molecule that the largest phase of writing one store holds (the one store's write:
-#: about 63 measured above the start on all of MOSES; the analog index's entries and filter
-#: 42), with a margin.
-STORE_BYTES_PER_MOLECULE = 72
+#: Bytes a molecule that the largest phase of writing one store holds, with a margin: the one
+#: store's write, 94 measured (the slope of the root's peak between 400,000 molecules of MOSES
+#: and all of it, `benches/ingest_memory.py`; the analog index's phase 83).
+STORE_BYTES_PER_MOLECULE = 100
 #: Bytes a molecule of the whole set that every writer of a store set's shards holds besides
 #: its shard's (a record offset every 64 molecules, with a margin); the root holds the set's
 #: order (4).
