@@ -5,17 +5,17 @@ indexes are written, so that a library too large for one store is refused in one
 the set of shards that fits, not killed by the kernel an hour later.
 
 Where the root's memory goes (all of MOSES, 1,584,663 molecules, `ingest -j 2`, resident
-anonymous memory sampled by phase, `benches/ingest_memory.py`; BENCHMARKS.md "--memory"): the merged runs hold the store
-order (4 bytes a molecule); the one store's write its exact-match entries (16 a distinct
-SMILES), the planes' sort (about 20) and up to `plane_budget` of plane payload; the
-substructure index a window of graph records and a batch of screen planes; the analog index an
-entry a molecule (34) and the deletions' filter (8). The parts are read where they lie, each
-molecule found from the parts' first positions and the molecules `--dedupe` left out: a
-shard's writer holds nothing per molecule of the whole set but a record offset every 64
-(1/8 byte).
-Every buffer that grows with the library beyond these is cut from the budget: the similarity
-planes are built `plane_budget` bytes of payload a pass, the graph blocks compressed a window
-of `window_bytes` of records at a time. The bytes of the store are the same for any budget.
+anonymous memory sampled by phase, `benches/ingest_memory.py`; BENCHMARKS.md "--memory"): the
+merged runs hold the store order (4 bytes a molecule); the one store's write its exact-match
+entries (16 a distinct SMILES), the planes' sort (about 20) and up to `plane_budget` of plane
+payload; the substructure index a window of graph records and a batch of screen planes; the
+analog index an entry a molecule (34) and the deletions' filter (8). The parts are read where
+they lie, each molecule found from the parts' first positions and the molecules `--dedupe` left
+out: a shard's writer holds nothing per molecule of the whole set but a record offset every 64
+(1/8 byte). Every buffer that grows with the library beyond these is cut from the budget: the
+similarity planes are built `plane_budget` bytes of payload a pass, the graph blocks compressed
+a window of `window_bytes` of records at a time. The bytes of the store are the same for any
+budget.
 """
 
 from __future__ import annotations
