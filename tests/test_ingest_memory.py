@@ -122,4 +122,4 @@ def test_cli_help_shows_memory():
     run = subprocess.run(
         [sys.executable, "-m", "molsift", "ingest", "--help"], capture_output=True, text=True
     )
-    assert "--memory SIZE" in run.stdout and "--memory 8G" in run.stdout
+    assert "--memory SIZE" in run.stdout and "--memory 2G" in run.stdout

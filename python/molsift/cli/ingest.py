@@ -25,8 +25,7 @@ EXAMPLES = (
     "molsift ingest data/nci_first_5k.smi -o nci.store           # all cores",
     "mpirun -n 4 molsift ingest big.smi -o big.store             # one slab set per rank",
     "molsift ingest data/nci_first_5k.smi -o nci.store --overwrite --dedupe --verify-count",
-    "molsift ingest data/nci_first_5k.smi -o nci.set --shards 4   # a store set of 4 shards",
-    "molsift ingest big.smi -o big.store --memory 8G             # hold at most about 8 GiB",
+    "molsift ingest data/nci_first_5k.smi -o nci.set --shards 4 --memory 2G  # 4 shards, <= 2 GiB",
 )
 
 
