@@ -10,8 +10,8 @@
 //! The one store's writer then reads each molecule where it lies in its part
 //! ([`Molecules`]), by input rank.
 //!
-//! Memory on the root: the order (4 bytes a molecule) and, while merging, the runs (4 more),
-//! with `--dedupe` the pairs of duplicates left out (16 bytes each), and the parts' mapped
+//! Memory on the root: the order (4 bytes a molecule) and, while merging, the runs mapped (a
+//! bit a molecule of a part while its run is checked), with `--dedupe` the pairs of duplicates left out (16 bytes each), and the parts' mapped
 //! pages (the kernel's to reclaim). An input rank's place is found from the parts' first
 //! positions and the molecules left out (two binary searches), so a shard's writer, which
 //! opens every part, holds nothing per molecule of the set.
@@ -290,42 +290,60 @@ impl PartRuns {
 
 /// One part's run, read whole and checked to be a permutation of its positions.
 struct Run {
-    order: Vec<u32>,
+    /// the run's file, mapped (`None` for an empty part)
+    order: Option<memmap2::Mmap>,
     next: usize,
 }
 
 impl Run {
+    /// Maps the run of `part` (of `n` molecules) and checks it is a permutation of its
+    /// positions (a bit each while checking): nothing of it is held in this process's memory.
     fn read(part: &Path, n: usize) -> Result<Run, StoreError> {
         let path = run_path(part);
-        let bytes = molsift_iostats::read_file(&path).map_err(|e| StoreError::io(&path, e))?;
+        let file =
+            molsift_iostats::CountedFile::open(&path).map_err(|e| StoreError::io(&path, e))?;
+        let len = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
         let bad = |reason: String| StoreError::Inconsistent {
             path: path.clone(),
             reason,
         };
-        if bytes.len() != n * 4 {
+        if len != n as u64 * 4 {
             return Err(bad(format!(
-                "{} bytes for a part of {n} molecules (4 each)",
-                bytes.len()
+                "{len} bytes for a part of {n} molecules (4 each)"
             )));
         }
-        let order: Vec<u32> = bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        let mut seen = vec![false; n];
-        for &o in &order {
-            match seen.get_mut(o as usize) {
-                Some(s) if !*s => *s = true,
+        // SAFETY: the run is ingest's own file in its work directory, written and closed by a
+        // task that has ended; nothing writes it while it is mapped.
+        let order = if n == 0 {
+            None
+        } else {
+            Some(unsafe { file.map() }.map_err(|e| StoreError::io(&path, e))?)
+        };
+        let run = Run { order, next: 0 };
+        let mut seen = vec![0u64; n.div_ceil(64)];
+        for k in 0..n {
+            let o = run.at(k);
+            match seen.get_mut(o / 64) {
+                Some(w) if o < n && *w & (1 << (o % 64)) == 0 => *w |= 1 << (o % 64),
                 _ => return Err(bad(format!("position {o} out of range or repeated"))),
             }
         }
-        Ok(Run { order, next: 0 })
+        Ok(run)
+    }
+
+    /// The run's `k`-th position.
+    fn at(&self, k: usize) -> usize {
+        let m = self.order.as_deref().unwrap_or(&[]);
+        u32::from_le_bytes(m[4 * k..4 * k + 4].try_into().expect("4 bytes")) as usize
     }
 
     fn next(&mut self) -> Option<usize> {
-        let o = self.order.get(self.next)?;
+        let len = self.order.as_ref().map_or(0, |m| m.len() / 4);
+        if self.next >= len {
+            return None;
+        }
         self.next += 1;
-        Some(*o as usize)
+        Some(self.at(self.next - 1))
     }
 }
 
