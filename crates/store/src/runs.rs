@@ -11,8 +11,8 @@
 //! ([`Molecules`]), by input rank.
 //!
 //! Memory on the root: the order (4 bytes a molecule) and, while merging, the runs mapped (a
-//! bit a molecule of a part while its run is checked), with `--dedupe` the pairs of duplicates left out (16 bytes each), and the parts' mapped
-//! pages (the kernel's to reclaim). An input rank's place is found from the parts' first
+//! bit a molecule of a part while its run is checked), with `--dedupe` the pairs of duplicates
+//! left out (16 bytes each), and the parts' mapped pages (the kernel's to reclaim). An input rank's place is found from the parts' first
 //! positions and the molecules left out (two binary searches), so a shard's writer, which
 //! opens every part, holds nothing per molecule of the set.
 
@@ -288,7 +288,7 @@ impl PartRuns {
     }
 }
 
-/// One part's run, read whole and checked to be a permutation of its positions.
+/// One part's run, mapped and checked to be a permutation of its positions.
 struct Run {
     /// the run's file, mapped (`None` for an empty part)
     order: Option<memmap2::Mmap>,
