@@ -47,6 +47,23 @@ pub fn write_run(part: &Path) -> Result<(), StoreError> {
     molsift_iostats::write_file(&path, &bytes, false).map_err(|e| StoreError::io(&path, e))
 }
 
+/// The position among all the parts' molecules of input rank `r`, the ascending positions
+/// `dropped` left out: `r` plus the molecules left out before it, those whose position less
+/// the ones left out before them is at most `r` (a binary search; nothing per molecule).
+/// What every reader of ingest's parts by input rank uses.
+pub fn position_of_rank(dropped: &[u64], r: u64) -> u64 {
+    let (mut lo, mut hi) = (0, dropped.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if dropped[mid] - mid as u64 <= r {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    r + lo as u64
+}
+
 /// A molecule's part and its place there.
 type Place<'a> = (&'a Store, usize);
 
@@ -270,16 +287,7 @@ impl PartRuns {
     /// left out before it, those whose position less the ones left out before them is at most
     /// `r` (the inverse of [`PartRuns::rank_of`]).
     fn position_of(&self, r: u64) -> u64 {
-        let (mut lo, mut hi) = (0, self.dropped.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.dropped[mid] - mid as u64 <= r {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        r + lo as u64
+        position_of_rank(&self.dropped, r)
     }
 
     /// The part and place of input rank `r`.

@@ -148,18 +148,7 @@ impl Parts {
     /// `i` plus the molecules left out before it (`j` of them: those whose position, less the
     /// ones left out before them, is at most `i`).
     fn place(&self, i: usize) -> (usize, usize) {
-        let i = i as u64;
-        let mut lo = 0;
-        let mut hi = self.dropped.len();
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.dropped[mid] - mid as u64 <= i {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        let g = i + lo as u64;
+        let g = molsift_store::runs::position_of_rank(&self.dropped, i as u64);
         let k = self.bases.partition_point(|&b| b <= g) - 1;
         (k, (g - self.bases[k]) as usize)
     }
