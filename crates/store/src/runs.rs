@@ -12,9 +12,10 @@
 //!
 //! Memory on the root: the order (4 bytes a molecule) and, while merging, the runs mapped (a
 //! bit a molecule of a part while its run is checked), with `--dedupe` the pairs of duplicates
-//! left out (16 bytes each), and the parts' mapped pages (the kernel's to reclaim). An input rank's place is found from the parts' first
-//! positions and the molecules left out (two binary searches), so a shard's writer, which
-//! opens every part, holds nothing per molecule of the set.
+//! left out (16 bytes each), and the parts' mapped pages (the kernel's to reclaim). An input
+//! rank's place ([`Places`]) is found from the parts' first positions and the molecules left
+//! out (two binary searches), so a shard's writer, which opens every part, holds nothing per
+//! molecule of the set.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -47,21 +48,103 @@ pub fn write_run(part: &Path) -> Result<(), StoreError> {
     molsift_iostats::write_file(&path, &bytes, false).map_err(|e| StoreError::io(&path, e))
 }
 
-/// The position among all the parts' molecules of input rank `r`, the ascending positions
-/// `dropped` left out: `r` plus the molecules left out before it, those whose position less
-/// the ones left out before them is at most `r` (a binary search; nothing per molecule).
-/// What every reader of ingest's parts by input rank uses.
-pub fn position_of_rank(dropped: &[u64], r: u64) -> u64 {
-    let (mut lo, mut hi) = (0, dropped.len());
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if dropped[mid] - mid as u64 <= r {
-            lo = mid + 1;
-        } else {
-            hi = mid;
+/// Where ingest's molecules lie among its parts: the parts' first positions (among all the
+/// parts' molecules taken in task order) and the positions left out (`--dedupe`), ascending.
+/// Input rank `r` is the `r`-th molecule of the parts less those left out. Nothing is held
+/// per molecule: a place is found by binary searches. What every reader of ingest's parts by
+/// input rank uses ([`PartRuns`] here, the substructure index's parts reader).
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    /// the first position of each part, then their number
+    bases: Vec<u64>,
+    /// the positions left out, ascending
+    dropped: Vec<u64>,
+}
+
+impl Places {
+    /// The places of parts of `sizes` molecules, in task order, none left out.
+    pub fn new(sizes: impl IntoIterator<Item = u64>) -> Places {
+        let mut bases = vec![0u64];
+        for n in sizes {
+            bases.push(bases[bases.len() - 1] + n);
+        }
+        Places {
+            bases,
+            dropped: Vec::new(),
         }
     }
-    r + lo as u64
+
+    /// Leaves out the molecules at positions `dropped` (none left out before); an error (the
+    /// reason) unless they are ascending positions below [`Places::total`].
+    pub fn leave_out(&mut self, dropped: Vec<u64>) -> Result<(), String> {
+        let total = self.total();
+        if dropped.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("the molecules left out are not in ascending order".into());
+        }
+        if let Some(&d) = dropped.last().filter(|&&d| d >= total) {
+            return Err(format!("molecule {d} is left out, the parts hold {total}"));
+        }
+        self.dropped = dropped;
+        Ok(())
+    }
+
+    /// The molecules of all the parts, those left out included.
+    pub fn total(&self) -> u64 {
+        self.bases[self.bases.len() - 1]
+    }
+
+    /// The molecules kept (input ranks).
+    pub fn len(&self) -> u64 {
+        self.total() - self.dropped.len() as u64
+    }
+
+    /// Whether no molecule is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The positions left out, ascending.
+    pub fn dropped(&self) -> &[u64] {
+        &self.dropped
+    }
+
+    /// The first position of part `p`.
+    pub fn base(&self, p: usize) -> u64 {
+        self.bases[p]
+    }
+
+    /// The part holding position `g` and its place there (empty parts share their first
+    /// position with the next: the last part starting at or before `g`).
+    pub fn at(&self, g: u64) -> (usize, usize) {
+        let p = self.bases.partition_point(|&b| b <= g) - 1;
+        (p, (g - self.bases[p]) as usize)
+    }
+
+    /// The input rank of the kept molecule at position `g`.
+    pub fn rank_of(&self, g: u64) -> u64 {
+        g - self.dropped.partition_point(|&d| d < g) as u64
+    }
+
+    /// The position of input rank `r`: `r` plus the molecules left out before it, those whose
+    /// position less the ones left out before them is at most `r` (the inverse of
+    /// [`Places::rank_of`]).
+    pub fn position_of(&self, r: u64) -> u64 {
+        let (mut lo, mut hi) = (0, self.dropped.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.dropped[mid] - mid as u64 <= r {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        r + lo as u64
+    }
+
+    /// The part and place of input rank `r`.
+    pub fn place(&self, r: u64) -> (usize, usize) {
+        self.at(self.position_of(r))
+    }
 }
 
 /// A molecule's part and its place there.
@@ -71,11 +154,9 @@ type Place<'a> = (&'a Store, usize);
 /// `r`-th molecule of the parts taken in order, less those `--dedupe` left out.
 pub struct PartRuns {
     parts: Vec<Store>,
-    /// the first position (among all the parts' molecules) of each part, then their number
-    bases: Vec<u64>,
-    /// the positions left out, ascending
-    dropped: Vec<u64>,
-    /// for each of `dropped`, the position of the first molecule of its SMILES (known after
+    /// where the molecules lie: the parts' first positions, the positions left out
+    places: Places,
+    /// for each position left out, the position of the first molecule of its SMILES (known after
     /// [`PartRuns::merge`]; empty for parts reopened with [`PartRuns::open`])
     first: Vec<u64>,
     spec: FingerprintSpec,
@@ -105,7 +186,6 @@ impl PartRuns {
         provenance: Value,
     ) -> Result<PartRuns, StoreError> {
         let mut stores = Vec::with_capacity(parts.len());
-        let mut bases = vec![0u64];
         let mut counts = Counts {
             duplicates: Some(0),
             ..Counts::default()
@@ -122,13 +202,11 @@ impl PartRuns {
             counts.records_in += c.records_in;
             counts.molecules += c.molecules;
             counts.rejected += c.rejected;
-            bases.push(bases[bases.len() - 1] + store.len() as u64);
             stores.push(store);
         }
         Ok(PartRuns {
+            places: Places::new(stores.iter().map(|s| s.len() as u64)),
             parts: stores,
-            bases,
-            dropped: Vec::new(),
             first: Vec::new(),
             spec,
             counts,
@@ -136,29 +214,16 @@ impl PartRuns {
         })
     }
 
-    /// The molecules of all the parts.
-    fn total(&self) -> u64 {
-        self.bases[self.bases.len() - 1]
-    }
-
     /// Leaves out the molecules at the ascending positions `dropped` (of a [`PartRuns`] that
     /// has none left out), and the counts.
     fn leave_out(&mut self, dropped: Vec<u64>) -> Result<(), StoreError> {
-        let total = self.total();
-        if dropped.windows(2).any(|w| w[0] >= w[1]) || dropped.last().is_some_and(|&d| d >= total) {
-            return Err(StoreError::Invalid(format!(
-                "the molecules left out are not ascending positions below {total}"
-            )));
-        }
-        self.counts.molecules -= dropped.len() as u64;
-        self.counts.dropped = dropped.len() as u64;
-        self.dropped = dropped;
+        let n = dropped.len() as u64;
+        self.places
+            .leave_out(dropped)
+            .map_err(StoreError::Invalid)?;
+        self.counts.molecules -= n;
+        self.counts.dropped = n;
         Ok(())
-    }
-
-    /// The input rank of the kept molecule at position `g` (among all the parts' molecules).
-    fn rank_of(&self, g: u64) -> u64 {
-        g - self.dropped.partition_point(|&d| d < g) as u64
     }
 
     /// Opens `parts` (as [`PartRuns::open`]) and merges their runs k-way: returns them with
@@ -173,7 +238,7 @@ impl PartRuns {
         provenance: Value,
     ) -> Result<(PartRuns, Vec<u32>), StoreError> {
         let mut runs = PartRuns::open_all(parts, spec, provenance)?;
-        let total = runs.total();
+        let total = runs.places.total();
         if total > u64::from(u32::MAX) {
             return Err(StoreError::Invalid(format!(
                 "{total} molecules: one store holds at most {} (write a store set: --shards)",
@@ -195,7 +260,7 @@ impl PartRuns {
         let mut duplicates = 0u64;
         let mut first: Option<(&[u8], u64)> = None; // the SMILES of the run and its first
         while let Some(Reverse((smiles, p, local))) = heap.pop() {
-            let g = runs.bases[p] + local as u64;
+            let g = runs.places.base(p) + local as u64;
             if let Some(local) = cursors[p].next() {
                 let next = runs.parts[p].smiles(local)?.as_bytes();
                 if next < smiles {
@@ -224,9 +289,9 @@ impl PartRuns {
         runs.leave_out(positions)?;
         runs.first = firsts;
         // positions among all the parts' molecules -> input ranks
-        if !runs.dropped.is_empty() {
+        if !runs.places.dropped().is_empty() {
             for o in &mut order {
-                *o = runs.rank_of(u64::from(*o)) as u32;
+                *o = runs.places.rank_of(u64::from(*o)) as u32;
             }
         }
         runs.counts.duplicates = Some(duplicates);
@@ -236,13 +301,13 @@ impl PartRuns {
     /// Each molecule left out with the first of its SMILES: (its part and place, the first's
     /// part and place, the first's input rank); an error for parts reopened without a merge.
     fn left_out(&self) -> Result<Vec<(Place<'_>, Place<'_>, u64)>, StoreError> {
-        if self.first.len() != self.dropped.len() {
+        if self.first.len() != self.places.dropped().len() {
             return Err(StoreError::Invalid(
                 "the duplicates left out are known only to the merge of the runs".into(),
             ));
         }
-        Ok((self.dropped.iter().zip(&self.first))
-            .map(|(&d, &f)| (self.at(d), self.at(f), self.rank_of(f)))
+        Ok((self.places.dropped().iter().zip(&self.first))
+            .map(|(&d, &f)| (self.at(d), self.at(f), self.places.rank_of(f)))
             .collect())
     }
 
@@ -253,13 +318,13 @@ impl PartRuns {
     pub fn write_version_1(&self, out: &Path, overwrite: bool) -> Result<Manifest, StoreError> {
         let mut w = StoreWriter::create(out, self.spec.clone(), overwrite)?;
         for (p, part) in self.parts.iter().enumerate() {
-            if self.dropped.is_empty() {
+            if self.places.dropped().is_empty() {
                 w.append_store(part)?; // a copy, file by file
             } else {
-                let base = self.bases[p];
+                let base = self.places.base(p);
                 w.append_store_where(part, |i| {
                     let g = base + i as u64;
-                    self.dropped.binary_search(&g).is_err()
+                    self.places.dropped().binary_search(&g).is_err()
                 })?;
             }
         }
@@ -273,26 +338,19 @@ impl PartRuns {
 
     /// The positions (among all the parts' molecules, ascending) left out by `--dedupe`.
     pub fn dropped(&self) -> Vec<u64> {
-        self.dropped.clone()
+        self.places.dropped().to_vec()
     }
 
-    /// The part holding position `g` (among all the parts' molecules) and its place there.
+    /// The part store holding position `g` (among all the parts' molecules) and its place.
     fn at(&self, g: u64) -> Place<'_> {
-        // the last part starting at or before `g` (empty parts share their start with the next)
-        let p = self.bases.partition_point(|&b| b <= g) - 1;
-        (&self.parts[p], (g - self.bases[p]) as usize)
+        let (p, i) = self.places.at(g);
+        (&self.parts[p], i)
     }
 
-    /// The position (among all the parts' molecules) of input rank `r`: `r` plus the molecules
-    /// left out before it, those whose position less the ones left out before them is at most
-    /// `r` (the inverse of [`PartRuns::rank_of`]).
-    fn position_of(&self, r: u64) -> u64 {
-        position_of_rank(&self.dropped, r)
-    }
-
-    /// The part and place of input rank `r`.
+    /// The part store and place of input rank `r`.
     fn rank(&self, r: usize) -> Place<'_> {
-        self.at(self.position_of(r as u64))
+        let (p, i) = self.places.place(r as u64);
+        (&self.parts[p], i)
     }
 }
 
@@ -420,7 +478,7 @@ impl Molecules for PartRuns {
     }
 
     fn duplicates(&self, order: &[u32]) -> Result<Option<Vec<u8>>, StoreError> {
-        if self.dropped.is_empty() {
+        if self.places.dropped().is_empty() {
             return Ok(None);
         }
         let position = crate::v2::positions_of(order);
@@ -615,6 +673,55 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Places against a list of every kept molecule's (part, place), on parts of random sizes
+    /// (empty ones among them) with random molecules left out; and the refusals.
+    #[test]
+    fn places_find_each_input_rank_and_invert_rank_of() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for case in 0..200 {
+            let sizes: Vec<u64> = (0..1 + rnd(6)).map(|_| rnd(4) * rnd(9)).collect();
+            let every: Vec<(usize, usize)> = sizes
+                .iter()
+                .enumerate()
+                .flat_map(|(p, &n)| (0..n as usize).map(move |i| (p, i)))
+                .collect();
+            let dropped: Vec<u64> = (0..every.len() as u64)
+                .filter(|_| rnd(4) == 0 || case % 7 == 0)
+                .collect();
+            let mut places = Places::new(sizes.iter().copied());
+            places.leave_out(dropped.clone()).unwrap();
+            let kept: Vec<u64> = (0..every.len() as u64)
+                .filter(|g| !dropped.contains(g))
+                .collect();
+            assert_eq!(places.len(), kept.len() as u64, "case {case}");
+            for (r, &g) in kept.iter().enumerate() {
+                assert_eq!(places.position_of(r as u64), g, "case {case}, rank {r}");
+                assert_eq!(places.rank_of(g), r as u64, "case {case}, position {g}");
+                assert_eq!(places.place(r as u64), every[g as usize], "case {case}");
+            }
+        }
+        let mut places = Places::new([3, 0, 2]);
+        assert!(places
+            .leave_out(vec![2, 1])
+            .unwrap_err()
+            .contains("ascending"));
+        assert_eq!(
+            places.leave_out(vec![1, 5]).unwrap_err(),
+            "molecule 5 is left out, the parts hold 5"
+        );
+        assert_eq!(
+            places.at(3),
+            (2, 0),
+            "an empty part shares its start with the next"
+        );
     }
 
     #[test]

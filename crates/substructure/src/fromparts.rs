@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memmap2::Mmap;
 use molsift_iostats::CountedFile;
+use molsift_store::runs::Places;
 use molsift_store::StoreFiles;
 
 use crate::compact::Indexed;
@@ -39,10 +40,8 @@ pub struct Parts {
     lengths: Vec<Option<Mmap>>,
     /// per part: where records `0, STRIDE, 2 * STRIDE, ...` start in its records file
     starts: Vec<Vec<u64>>,
-    /// the first position (among all the parts' molecules) of each part, then their number
-    bases: Vec<u64>,
-    /// the positions left out, ascending
-    dropped: Vec<u64>,
+    /// where the molecules lie: the parts' first positions, the positions left out
+    places: Places,
     words_per_row: usize,
 }
 
@@ -86,20 +85,15 @@ impl Parts {
         if words_per_row == 0 {
             return Err(SubstructureError::Invalid("rows of no words".into()));
         }
-        if dropped.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(SubstructureError::Invalid(
-                "the molecules left out are not in ascending order".into(),
-            ));
-        }
         let mut p = Parts {
             rows: Vec::new(),
             records: Vec::new(),
             lengths: Vec::new(),
             starts: Vec::new(),
-            bases: vec![0],
-            dropped: dropped.to_vec(),
+            places: Places::default(),
             words_per_row,
         };
+        let mut sizes = Vec::with_capacity(prefixes.len());
         for prefix in prefixes {
             let (rows_path, glen_path, grec_path) = (
                 with_ext(prefix, ".rows.u64"),
@@ -129,28 +123,22 @@ impl Parts {
                     reason: "its screening rows and graph records do not agree".into(),
                 });
             }
-            p.bases.push(p.bases[p.bases.len() - 1] + count as u64);
+            sizes.push(count as u64);
             p.rows.push(rows);
             p.records.push(records);
             p.lengths.push(lengths);
             p.starts.push(starts);
         }
-        let all = p.bases[p.bases.len() - 1];
-        if let Some(&d) = p.dropped.last().filter(|&&d| d >= all) {
-            return Err(SubstructureError::Invalid(format!(
-                "molecule {d} is left out, the parts hold {all}"
-            )));
-        }
+        p.places = Places::new(sizes);
+        p.places
+            .leave_out(dropped.to_vec())
+            .map_err(SubstructureError::Invalid)?;
         Ok(p)
     }
 
-    /// Input rank `i`'s part and place in it: its position among all the parts' molecules is
-    /// `i` plus the molecules left out before it (`j` of them: those whose position, less the
-    /// ones left out before them, is at most `i`).
+    /// Input rank `i`'s part and place in it.
     fn place(&self, i: usize) -> (usize, usize) {
-        let g = molsift_store::runs::position_of_rank(&self.dropped, i as u64);
-        let k = self.bases.partition_point(|&b| b <= g) - 1;
-        (k, (g - self.bases[k]) as usize)
+        self.places.place(i as u64)
     }
 
     /// Appends molecule `i`'s row to `out`.
@@ -180,7 +168,7 @@ impl Parts {
 impl Indexed for Parts {
     /// Molecules (input ranks).
     fn len(&self) -> usize {
-        (self.bases[self.bases.len() - 1] - self.dropped.len() as u64) as usize
+        self.places.len() as usize
     }
 
     fn record_len(&self, i: usize) -> Option<usize> {
