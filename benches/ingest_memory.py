@@ -10,6 +10,7 @@ phase, and anonymous bytes a molecule above the root's memory before the first p
 
     .venv/bin/python benches/ingest_memory.py ../shared/data/moses_train.csv.gz -j 2
     .venv/bin/python benches/ingest_memory.py big.smi -j 2 --memory 2G --out /tmp/x.store
+    .venv/bin/python benches/ingest_memory.py moses.csv -j 2 --shards 4 --dedupe --out /tmp/x.set
 
 Compare builds by running it with each one's `PYTHONPATH` (the same input, the same -j).
 """
@@ -74,6 +75,8 @@ def main() -> int:
     ap.add_argument("-j", "--workers", type=int, default=2)
     ap.add_argument("--memory", type=parse_size, help="ingest's --memory (default its own)")
     ap.add_argument("--out", default="/tmp/ingest_memory.store")
+    ap.add_argument("--shards", type=int, help="write a store set of this many shards")
+    ap.add_argument("--dedupe", action="store_true", help="ingest's --dedupe")
     args = ap.parse_args()
 
     import molsift
@@ -89,16 +92,21 @@ def main() -> int:
     threading.Thread(target=_sampler, args=(stop,), daemon=True).start()
     shutil.rmtree(args.out, ignore_errors=True)
     start = time.perf_counter()
-    budget = {} if args.memory is None else {"memory": args.memory}  # older builds: no --memory
+    extra = {} if args.memory is None else {"memory": args.memory}  # older builds: no --memory
+    if args.shards:
+        extra["shards"] = args.shards
     report = molsift.ingest(
-        args.input, args.out, workers=args.workers, overwrite=True, progress=False, **budget
-    )
+        args.input, args.out, workers=args.workers, overwrite=True, progress=False,
+        dedupe=args.dedupe, **extra,
+    )  # fmt: skip
     seconds = time.perf_counter() - start
     stop.set()
     n = report.molecules
     mib = 2**20
     print(
-        f"`molsift.ingest {Path(args.input).name} -j {args.workers}`: {n:,} molecules in "
+        f"`molsift.ingest {Path(args.input).name} -j {args.workers}"
+        f"{f' --shards {args.shards}' if args.shards else ''}"
+        f"{' --dedupe' if args.dedupe else ''}`: {n:,} molecules in "
         f"{seconds:,.1f} s; the root's memory by phase (anonymous at start {base / mib:,.0f} MiB)"
     )
     print(

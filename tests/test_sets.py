@@ -160,6 +160,35 @@ def test_same_bytes_for_any_worker_count(tmp_path):
         assert (sets[0] / f).read_bytes() == (sets[1] / f).read_bytes(), f
 
 
+def test_each_shard_merges_its_range_with_dedupe_across_parts(tmp_path):
+    """A set's shards merge their own ranges of the workers' runs (no merge of the whole
+    library on the root): with `--dedupe` and every molecule's copy in another part, the same
+    set file by file for any worker count and split, its molecules, duplicates list and counts
+    those of the one store, and the report's counts add up."""
+    lines = BUNDLED_SMI.read_bytes().splitlines(keepends=True)
+    doubled = tmp_path / "doubled.smi"  # every molecule twice, the copies far apart
+    doubled.write_bytes(b"".join(lines[:300] + lines[:300]))
+    one = tmp_path / "one.store"
+    molsift.ingest(doubled, one, workers=1, dedupe=True, progress=False)
+    sets = []
+    for workers, slabs in ((1, None), (3, 7)):
+        path = tmp_path / f"d{workers}.set"
+        report = molsift.ingest(
+            doubled, path, workers=workers, slabs=slabs, dedupe=True, shards=4, progress=False
+        )
+        assert report.dropped == report.duplicates >= 290
+        assert report.records_in == report.molecules + report.rejected + report.dropped
+        s, o = molsift.open_store(path), molsift.open_store(one)
+        assert s.counts == o.counts and len(s) == report.molecules
+        assert list(s.smiles) == list(o.smiles) and list(s.ids) == list(o.ids)
+        assert (path / "duplicates.tsv").read_text() == (one / "duplicates.tsv").read_text()
+        assert not [p for p in path.iterdir() if p.name.startswith(".")]  # merges removed
+        sets.append(path)
+    for f in sorted(x.relative_to(sets[0]) for x in sets[0].rglob("*") if x.is_file()):
+        if f.name not in ("manifest.json", "set.json"):  # provenance says how many workers
+            assert (sets[0] / f).read_bytes() == (sets[1] / f).read_bytes(), f
+
+
 @pytest.fixture
 def small_set(tmp_path):
     path = tmp_path / "s.set"

@@ -254,7 +254,9 @@ def write_part_run(part: _Path) -> None:
 
 class PartRuns:
     """Ingest's part stores (task order, each with its run) merged k-way into the one store's
-    order: duplicates counted and, with `dedupe`, left out; no staging copy."""
+    order: duplicates counted and, with `dedupe`, left out; no staging copy. With
+    `merge=False` (a store set's root) only opened: `set_cuts` cuts them into shards, each of
+    which merges its own range (`merge_set_shard`); writing a store from them raises."""
 
     def __init__(
         self,
@@ -264,9 +266,18 @@ class PartRuns:
         params_json: str,
         dedupe: bool = False,
         provenance_json: str = "null",
+        merge: bool = True,
     ) -> None:
-        """Merges the runs of `parts` (fingerprints of `kind`, `bits`, `params_json`)."""
+        """Merges the runs of `parts` (fingerprints of `kind`, `bits`, `params_json`), or
+        only opens them (`merge=False`)."""
     def __len__(self) -> int: ...
+    @property
+    def dedupe(self) -> bool:
+        """Whether molecules whose SMILES an earlier one had are left out."""
+    def set_cuts(self, shards: int) -> list[bytes | None]:
+        """A store set's `shards - 1` inner cuts (SMILES; None where the shards before are
+        empty), by exact selection over the runs, without a merge: shard s holds the SMILES
+        after cut s up to cut s + 1."""
     def parts(self) -> list[str]:
         """The part stores, in task order."""
     def counts_json(self) -> str:
@@ -286,10 +297,6 @@ class PartRuns:
     def write_store(self, dst: _Path, threads: int = 1, plane_budget: int | None = None) -> str:
         """Writes the one store at the new path `dst` (the similarity planes built from at most
         `plane_budget` bytes of payload a pass); returns its manifest (JSON text)."""
-    def set_plan(self, dir: _Path, shards: int) -> tuple[list[int], bytes]:
-        """A store set's plan: the bounds (shards + 1 set positions) and the store order (u32
-        little-endian: set position -> input rank); writes the set's `duplicates.tsv` into the
-        existing directory `dir` when a molecule was left out."""
     def write_rejects(self, path: _Path) -> None:
         """Writes `rejects.tsv` (its header, then every part's rejected records) at `path`."""
 
@@ -310,6 +317,25 @@ def write_set_shard_from_parts(
     molecules at input ranks `source` (u32 little-endian) of ingest's `parts` less `dropped`,
     its first molecule at set position `offset` (the similarity planes built from at most
     `plane_budget` bytes of payload a pass)."""
+
+def merge_set_shard(
+    parts: list[_Path],
+    fingerprint_json: str,
+    cuts: list[bytes | None],
+    index: int,
+    dedupe: bool,
+    out: _Path,
+) -> tuple[int, int, list[tuple[int, int, int]]]:
+    """Merges shard `index` of a set of ingest's `parts` cut at `cuts` (its slice of every
+    run); writes its molecules (positions among all the parts' molecules, u64 little-endian,
+    set order) at `out`; returns (molecules kept, duplicates, the molecules left out as
+    (position, the first of its SMILES' position, the first's index in the shard))."""
+
+def write_set_duplicates(
+    parts: list[_Path], fingerprint_json: str, rows: list[tuple[int, int, int]], path: _Path
+) -> None:
+    """Writes a set's `duplicates.tsv` at `path`: rows of (position left out, the first of its
+    SMILES' position, the first's set position), ascending."""
 
 def set_plan(src: _Path, dir: _Path, shards: int) -> tuple[list[int], bytes]:
     """A store set's plan from the version-1 store `src`: the bounds (shards + 1 set positions)

@@ -444,10 +444,11 @@ def ingest(
                 "prepass": plan["prepass"],
                 "memory": budget.memory,
             }
-            with Phase("the parts merged", show):
+            with Phase("the parts merged" if shards is None else "the parts opened", show):
                 report, dropped, runs = _finish(
-                    results, input_files, staged, spec, options, stream_reads, start, version
-                )
+                    results, input_files, staged, spec, options, stream_reads, start, version,
+                    merge=shards is None,
+                )  # fmt: skip
             report.store = output
             if version != 1:
                 from .sets.write import MAX_SHARDS
@@ -464,11 +465,17 @@ def ingest(
             elif pattern:
                 from .substructure.build import PatternParts
 
-                with Phase("the substructure planes", show):
-                    parts = PatternParts(
+                def pattern_parts(dropped):
+                    return PatternParts(
                         os.path.join(workdir, "pattern.planes"), [r["part"] for r in results],
                         dropped, threads=local or default_workers(),
                     )  # fmt: skip
+
+                if shards is None:
+                    with Phase("the substructure planes", show):
+                        parts = pattern_parts(dropped)
+                else:  # made by write_set, once the shards' merges found the duplicates
+                    parts = pattern_parts
             if version == 1:
                 _remove_parts(results)
                 if index:
@@ -490,12 +497,18 @@ def ingest(
             # a store set: every rank (or worker) writes the shards it takes, in parallel
             from .sets.write import write_set
 
-            write_set(
+            manifest = write_set(
                 runs, staged, shards,
                 threads=local or default_workers(), workers=local, pattern=pattern,
                 analogs=analogs, progress=show, executor=executor, pattern_parts=parts,
                 budget=budget,
             )  # fmt: skip
+            if executor.is_root:  # the duplicates, known once each shard merged its range
+                counts = manifest["counts"]
+                report.molecules = counts["molecules"]
+                report.duplicates = counts.get("duplicates", 0)
+                report.dropped = counts.get("dropped", 0)
+                parts = None  # write_set removed what it made
         if executor.is_root:
             if parts is not None:
                 parts.remove()
@@ -595,12 +608,13 @@ def _remove_parts(results, pattern_files: bool = True) -> None:
 
 
 def _finish(
-    results, inputs, output, spec, options, stream_reads, start, version
+    results, inputs, output, spec, options, stream_reads, start, version, merge=True
 ) -> tuple[IngestReport, list[int], Any]:
     """Root only: the parts' runs merged k-way (`_core.PartRuns`: what the one store is written
     from; for version 1, the version-1 store at `output` is written from them in input order);
     returns the report, the positions (among all the parts' molecules) that `--dedupe` left
-    out, and the merged runs (None for version 1)."""
+    out, and the merged runs (None for version 1). A store set's (`merge=False`) are only
+    opened: each shard merges its own range (`sets.write`), which counts the duplicates."""
     by_input = []
     for inp in inputs:
         mine = [r for r in results if r["input"] == inp.path]
@@ -632,6 +646,7 @@ def _finish(
     runs = _core.PartRuns(
         [r["part"] for r in results], spec.kind, spec.bits, spec.params_json(),
         dedupe=options["dedupe"], provenance_json=json.dumps(provenance),
+        merge=merge or version == 1,
     )  # fmt: skip
     counts, dropped = json.loads(runs.counts_json()), runs.dropped()
     store_bytes = 0  # the one store's, once written (`_sizes_of_one_store`)

@@ -1,19 +1,22 @@
-//! Python wrappers of ingest's sorted runs (`molsift_store::runs`): `write_part_run` (a worker,
-//! after writing its part), `PartRuns` (the root: the parts merged k-way into the one store's
-//! order, and the one store or a store set's plan written from them) and
-//! `write_set_shard_from_parts` (one shard of a set, on whichever worker or rank takes it).
+//! Python wrappers of ingest's sorted runs (`molsift_store::runs`, `molsift_store::cuts`):
+//! `write_part_run` (a worker, after writing its part), `PartRuns` (the root: the parts merged
+//! k-way into the one store's order and the one store written from them; or, for a store set,
+//! the parts opened unmerged and the set's cuts found), `merge_set_shard` and
+//! `write_set_shard_from_parts` (one shard of a set, on whichever worker or rank takes it) and
+//! `write_set_duplicates` (the set's list of molecules left out, on the root).
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
+use molsift_store::cuts::{set_cuts, set_duplicates};
 use molsift_store::runs::{write_run, PartRuns};
-use molsift_store::v2::{plan_set, write_store, ShardOf, UpgradeOptions};
+use molsift_store::v2::{write_store, ShardOf, UpgradeOptions};
 use molsift_store::{FingerprintSpec, Molecules, StoreError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::store_err;
-use crate::store::{parse_json, u32_bytes, u32s_of};
+use crate::store::{parse_json, u32s_of};
 use crate::store_v2::shard_of;
 
 /// Writes the run of the finished part store at `part` (`PART.run.u32`: its positions sorted
@@ -35,11 +38,16 @@ fn paths(parts: &[PathBuf]) -> Vec<&Path> {
 /// Ingest's part stores (in task order, each with its run) merged k-way: the one store's
 /// order, the duplicates counted and, with `dedupe`, left out. `kind`, `bits` and
 /// `params_json` are the ingest's fingerprint spec (as for `StoreWriter`), `provenance_json`
-/// what the store records.
+/// what the store records. With `merge=False` (a store set's root) the parts are only opened:
+/// `set_cuts` then cuts them into shards, each of which merges its own range
+/// (`merge_set_shard`); the counts have no duplicates yet and writing a store is an error.
 #[pyclass(name = "PartRuns", module = "molsift._core", frozen)]
 pub struct PyPartRuns {
     /// the merged runs and the order, until `release`
     merged: RwLock<Option<(PartRuns, Vec<u32>)>>,
+    /// whether the runs were merged (else the order is empty and nothing is written from it)
+    is_merged: bool,
+    dedupe: bool,
     parts: Vec<PathBuf>,
     len: usize,
     counts: String,
@@ -60,12 +68,26 @@ impl PyPartRuns {
         })?;
         f(runs, order)
     }
+
+    /// [`PyPartRuns::with`] for what needs the merged order.
+    fn with_order<R>(
+        &self,
+        f: impl FnOnce(&PartRuns, &[u32]) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        if !self.is_merged {
+            return Err(StoreError::Invalid(
+                "the parts' runs were opened without a merge (PartRuns(merge=False))".into(),
+            ));
+        }
+        self.with(f)
+    }
 }
 
 #[pymethods]
 impl PyPartRuns {
     #[new]
-    #[pyo3(signature = (parts, kind, bits, params_json, dedupe=false, provenance_json="null"))]
+    #[pyo3(signature = (parts, kind, bits, params_json, dedupe=false, provenance_json="null", merge=true))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         parts: Vec<PathBuf>,
@@ -74,11 +96,18 @@ impl PyPartRuns {
         params_json: &str,
         dedupe: bool,
         provenance_json: &str,
+        merge: bool,
     ) -> PyResult<Self> {
         let spec = FingerprintSpec::new(kind, bits, parse_json(params_json)?).map_err(store_err)?;
         let provenance = parse_json(provenance_json)?;
         let (runs, order) = py
-            .detach(|| PartRuns::merge(&paths(&parts), spec, dedupe, provenance))
+            .detach(|| {
+                if merge {
+                    PartRuns::merge(&paths(&parts), spec, dedupe, provenance)
+                } else {
+                    PartRuns::open(&paths(&parts), spec, &[], provenance).map(|r| (r, Vec::new()))
+                }
+            })
             .map_err(store_err)?;
         Ok(PyPartRuns {
             len: runs.len(),
@@ -87,8 +116,34 @@ impl PyPartRuns {
             provenance: runs.provenance().to_string(),
             dropped: runs.dropped(),
             merged: RwLock::new(Some((runs, order))),
+            is_merged: merge,
+            dedupe,
             parts,
         })
+    }
+
+    /// Whether molecules whose SMILES an earlier one had are left out.
+    #[getter]
+    fn dedupe(&self) -> bool {
+        self.dedupe
+    }
+
+    /// A store set's inner cuts into `shards` shards (`shards - 1` SMILES as bytes, `None`
+    /// where the shards before it are empty), found by exact selection over the runs (each
+    /// checked to be a permutation of its part's positions), without a merge: shard `s` holds
+    /// the SMILES after cut `s` up to cut `s + 1` (`molsift_store::cuts`).
+    fn set_cuts<'py>(
+        &self,
+        py: Python<'py>,
+        shards: usize,
+    ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+        let cuts = py
+            .detach(|| self.with(|runs, _| set_cuts(runs, shards)))
+            .map_err(store_err)?;
+        Ok(cuts
+            .iter()
+            .map(|c| c.as_ref().map(|k| PyBytes::new(py, k)))
+            .collect())
     }
 
     fn __len__(&self) -> usize {
@@ -146,7 +201,7 @@ impl PyPartRuns {
             plane_budget: plane_budget.unwrap_or(default.plane_budget),
             ..default
         };
-        py.detach(|| self.with(|runs, order| write_store(runs, order, &dst, &opts)))
+        py.detach(|| self.with_order(|runs, order| write_store(runs, order, &dst, &opts)))
             .map(|m| m.to_text())
             .map_err(store_err)
     }
@@ -155,28 +210,9 @@ impl PyPartRuns {
     /// upgrade` reads: ingest's `version=1`, for tests); returns its manifest (JSON text).
     #[pyo3(signature = (out, overwrite=false))]
     fn write_version_1(&self, py: Python<'_>, out: PathBuf, overwrite: bool) -> PyResult<String> {
-        py.detach(|| self.with(|runs, _| runs.write_version_1(&out, overwrite)))
+        py.detach(|| self.with_order(|runs, _| runs.write_version_1(&out, overwrite)))
             .map(|m| m.to_text())
             .map_err(store_err)
-    }
-
-    /// A store set's plan: the order cut into `shards` ranges (`shards + 1` set positions,
-    /// never between equal SMILES) and the order itself (u32 little-endian: set position ->
-    /// input rank); the set's `duplicates.tsv` is written into the directory `dir` (which
-    /// exists) when a molecule was left out.
-    fn set_plan<'py>(
-        &self,
-        py: Python<'py>,
-        dir: PathBuf,
-        shards: usize,
-    ) -> PyResult<(Vec<usize>, Bound<'py, PyBytes>)> {
-        let bounds = py
-            .detach(|| self.with(|runs, order| plan_set(runs, order, shards, &dir)))
-            .map_err(store_err)?;
-        let order = self
-            .with(|_, order| Ok(u32_bytes(py, order)))
-            .map_err(store_err)?;
-        Ok((bounds, order))
     }
 
     /// Writes every rejected record (`rejects.tsv`, its header first) at `path`.
@@ -230,10 +266,63 @@ fn write_set_shard_from_parts(
     .map_err(store_err)
 }
 
+/// Merges shard `index` of a store set of ingest's `parts` (the set's `cuts`,
+/// `PartRuns.set_cuts`): its slice of every run, k-way, duplicates counted and with `dedupe`
+/// left out. Writes the shard's molecules (positions among all the parts' molecules, u64
+/// little-endian, in set order) at `out`; returns (molecules kept, duplicates, the molecules
+/// left out as (position, position of the first of its SMILES, the first's index in the
+/// shard)).
+#[pyfunction]
+#[pyo3(signature = (parts, fingerprint_json, cuts, index, dedupe, out))]
+#[allow(clippy::type_complexity)]
+fn merge_set_shard(
+    py: Python<'_>,
+    parts: Vec<PathBuf>,
+    fingerprint_json: &str,
+    cuts: Vec<Option<Vec<u8>>>,
+    index: usize,
+    dedupe: bool,
+    out: PathBuf,
+) -> PyResult<(u64, u64, Vec<(u64, u64, u64)>)> {
+    let spec = spec_of(fingerprint_json)?;
+    py.detach(|| {
+        let runs = PartRuns::open(&paths(&parts), spec, &[], serde_json::Value::Null)?;
+        let m = runs.merge_shard(&cuts, index, dedupe)?;
+        let bytes: Vec<u8> = m.positions.iter().flat_map(|g| g.to_le_bytes()).collect();
+        molsift_iostats::write_file(&out, &bytes, false).map_err(|e| StoreError::io(&out, e))?;
+        let dropped = (m.merged.dropped.iter())
+            .map(|d| (d.position, d.first, d.first_index))
+            .collect();
+        Ok((m.positions.len() as u64, m.merged.duplicates, dropped))
+    })
+    .map_err(store_err)
+}
+
+/// Writes a store set's `duplicates.tsv` at `path` from ingest's `parts`: `rows` are (position
+/// left out, position of the first of its SMILES, the first's set position), ascending.
+#[pyfunction]
+fn write_set_duplicates(
+    py: Python<'_>,
+    parts: Vec<PathBuf>,
+    fingerprint_json: &str,
+    rows: Vec<(u64, u64, u64)>,
+    path: PathBuf,
+) -> PyResult<()> {
+    let spec = spec_of(fingerprint_json)?;
+    py.detach(|| {
+        let runs = PartRuns::open(&paths(&parts), spec, &[], serde_json::Value::Null)?;
+        let text = set_duplicates(&runs, &rows)?;
+        molsift_iostats::write_file(&path, &text, true).map_err(|e| StoreError::io(&path, e))
+    })
+    .map_err(store_err)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPartRuns>()?;
     m.add("PART_RUN_EXT", molsift_store::runs::RUN_EXT)?;
     m.add_function(wrap_pyfunction!(write_part_run, m)?)?;
     m.add_function(wrap_pyfunction!(write_set_shard_from_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_set_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(write_set_duplicates, m)?)?;
     Ok(())
 }

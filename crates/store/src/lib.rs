@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 mod checksum;
+pub mod cuts;
 pub mod duplicates;
 mod error;
 mod files;

@@ -19,6 +19,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -147,6 +148,27 @@ impl Places {
     }
 }
 
+/// A molecule `--dedupe` left out: its position (among all the parts' molecules), that of the
+/// first molecule of its SMILES, and the first's index among the molecules the merge kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dropped {
+    /// its position among all the parts' molecules
+    pub position: u64,
+    /// the position of the first molecule of its SMILES
+    pub first: u64,
+    /// the first's index among the molecules the merge kept
+    pub first_index: u64,
+}
+
+/// What a merge of runs found besides its order.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// with `dedupe`, the molecules left out, in merge order
+    pub dropped: Vec<Dropped>,
+    /// molecules whose SMILES an earlier one of the merge had
+    pub duplicates: u64,
+}
+
 /// A molecule's part and its place there.
 type Place<'a> = (&'a Store, usize);
 
@@ -245,47 +267,15 @@ impl PartRuns {
                 u32::MAX
             )));
         }
-        let mut cursors = Vec::with_capacity(parts.len());
-        for (p, part) in parts.iter().enumerate() {
-            cursors.push(Run::read(part, runs.parts[p].len())?);
-        }
-        let mut heap = BinaryHeap::with_capacity(parts.len());
-        for (p, run) in cursors.iter_mut().enumerate() {
-            if let Some(local) = run.next() {
-                heap.push(Reverse((runs.parts[p].smiles(local)?.as_bytes(), p, local)));
-            }
-        }
+        let files = runs.read_runs()?;
+        let slices: Vec<Range<usize>> = files.iter().map(|r| 0..r.len()).collect();
         let mut order: Vec<u32> = Vec::with_capacity(total as usize);
-        let mut dropped: Vec<(u64, u64)> = Vec::new();
-        let mut duplicates = 0u64;
-        let mut first: Option<(&[u8], u64)> = None; // the SMILES of the run and its first
-        while let Some(Reverse((smiles, p, local))) = heap.pop() {
-            let g = runs.places.base(p) + local as u64;
-            if let Some(local) = cursors[p].next() {
-                let next = runs.parts[p].smiles(local)?.as_bytes();
-                if next < smiles {
-                    return Err(StoreError::Inconsistent {
-                        path: run_path(parts[p]),
-                        reason: "its positions are not in SMILES order".into(),
-                    });
-                }
-                heap.push(Reverse((next, p, local)));
-            }
-            match first {
-                Some((s, kept)) if s == smiles => {
-                    duplicates += 1;
-                    if dedupe {
-                        dropped.push((g, kept));
-                        continue;
-                    }
-                }
-                _ => first = Some((smiles, g)),
-            }
-            order.push(g as u32);
-        }
-        drop(cursors);
+        let merged = runs.merge_slices(&files, &slices, dedupe, |g| order.push(g as u32))?;
+        drop(files);
+        let mut dropped = merged.dropped;
         dropped.sort_unstable();
-        let (positions, firsts): (Vec<u64>, Vec<u64>) = dropped.into_iter().unzip();
+        let (positions, firsts): (Vec<u64>, Vec<u64>) =
+            dropped.into_iter().map(|d| (d.position, d.first)).unzip();
         runs.leave_out(positions)?;
         runs.first = firsts;
         // positions among all the parts' molecules -> input ranks
@@ -294,8 +284,77 @@ impl PartRuns {
                 *o = runs.places.rank_of(u64::from(*o)) as u32;
             }
         }
-        runs.counts.duplicates = Some(duplicates);
+        runs.counts.duplicates = Some(merged.duplicates);
         Ok((runs, order))
+    }
+
+    /// Each part's run, mapped and checked to be a permutation of its positions.
+    pub(crate) fn read_runs(&self) -> Result<Vec<Run>, StoreError> {
+        (self.parts.iter())
+            .map(|part| Run::read(part.path(), part.len(), true))
+            .collect()
+    }
+
+    /// The part stores, in task order.
+    pub(crate) fn part_stores(&self) -> &[Store] {
+        &self.parts
+    }
+
+    /// Merges positions `slices[p]` of each part's run `runs[p]` k-way (SMILES ascending,
+    /// input order among equal ones), handing each molecule kept to `keep` (its position among
+    /// all the parts' molecules). Duplicates (a SMILES an earlier molecule of the merge gave)
+    /// are counted; with `dedupe` they are left out, each listed with the first of its SMILES.
+    /// A slice not in SMILES order is an error naming its run.
+    pub(crate) fn merge_slices(
+        &self,
+        runs: &[Run],
+        slices: &[Range<usize>],
+        dedupe: bool,
+        mut keep: impl FnMut(u64),
+    ) -> Result<Merged, StoreError> {
+        let mut cursors: Vec<Range<usize>> = slices.to_vec();
+        let smiles = |p: usize, k: usize| -> Result<&[u8], StoreError> {
+            Ok(self.parts[p].smiles(runs[p].at(k))?.as_bytes())
+        };
+        let mut heap = BinaryHeap::with_capacity(runs.len());
+        for (p, c) in cursors.iter_mut().enumerate() {
+            if let Some(k) = c.next() {
+                heap.push(Reverse((smiles(p, k)?, p, runs[p].at(k))));
+            }
+        }
+        let mut merged = Merged::default();
+        let mut kept = 0u64;
+        let mut first: Option<(&[u8], u64, u64)> = None; // the SMILES, its first, its index
+        while let Some(Reverse((key, p, local))) = heap.pop() {
+            let g = self.places.base(p) + local as u64;
+            if let Some(k) = cursors[p].next() {
+                let next = smiles(p, k)?;
+                if next < key {
+                    return Err(StoreError::Inconsistent {
+                        path: run_path(self.parts[p].path()),
+                        reason: "its positions are not in SMILES order".into(),
+                    });
+                }
+                heap.push(Reverse((next, p, runs[p].at(k))));
+            }
+            match first {
+                Some((s, f, index)) if s == key => {
+                    merged.duplicates += 1;
+                    if dedupe {
+                        merged.dropped.push(Dropped {
+                            position: g,
+                            first: f,
+                            first_index: index,
+                        });
+                        continue;
+                    }
+                }
+                _ => first = Some((key, g, kept)),
+            }
+            keep(g);
+            kept += 1;
+        }
+        Ok(merged)
     }
 
     /// Each molecule left out with the first of its SMILES: (its part and place, the first's
@@ -342,7 +401,7 @@ impl PartRuns {
     }
 
     /// The part store holding position `g` (among all the parts' molecules) and its place.
-    fn at(&self, g: u64) -> Place<'_> {
+    pub(crate) fn at(&self, g: u64) -> Place<'_> {
         let (p, i) = self.places.at(g);
         (&self.parts[p], i)
     }
@@ -354,17 +413,17 @@ impl PartRuns {
     }
 }
 
-/// One part's run, mapped and checked to be a permutation of its positions.
-struct Run {
+/// One part's run, mapped (and checked to be a permutation of its positions).
+pub(crate) struct Run {
     /// the run's file, mapped (`None` for an empty part)
     order: Option<memmap2::Mmap>,
-    next: usize,
 }
 
 impl Run {
-    /// Maps the run of `part` (of `n` molecules) and checks it is a permutation of its
-    /// positions (a bit each while checking): nothing of it is held in this process's memory.
-    fn read(part: &Path, n: usize) -> Result<Run, StoreError> {
+    /// Maps the run of `part` (of `n` molecules); with `check`, checks it is a permutation of
+    /// its positions (a bit each while checking): nothing of it is held in this process's
+    /// memory.
+    pub(crate) fn read(part: &Path, n: usize, check: bool) -> Result<Run, StoreError> {
         let path = run_path(part);
         let file =
             molsift_iostats::CountedFile::open(&path).map_err(|e| StoreError::io(&path, e))?;
@@ -385,31 +444,29 @@ impl Run {
         } else {
             Some(unsafe { file.map() }.map_err(|e| StoreError::io(&path, e))?)
         };
-        let run = Run { order, next: 0 };
-        let mut seen = vec![0u64; n.div_ceil(64)];
-        for k in 0..n {
-            let o = run.at(k);
-            match seen.get_mut(o / 64) {
-                Some(w) if o < n && *w & (1 << (o % 64)) == 0 => *w |= 1 << (o % 64),
-                _ => return Err(bad(format!("position {o} out of range or repeated"))),
+        let run = Run { order };
+        if check {
+            let mut seen = vec![0u64; n.div_ceil(64)];
+            for k in 0..n {
+                let o = run.at(k);
+                match seen.get_mut(o / 64) {
+                    Some(w) if o < n && *w & (1 << (o % 64)) == 0 => *w |= 1 << (o % 64),
+                    _ => return Err(bad(format!("position {o} out of range or repeated"))),
+                }
             }
         }
         Ok(run)
     }
 
     /// The run's `k`-th position.
-    fn at(&self, k: usize) -> usize {
+    pub(crate) fn at(&self, k: usize) -> usize {
         let m = self.order.as_deref().unwrap_or(&[]);
         u32::from_le_bytes(m[4 * k..4 * k + 4].try_into().expect("4 bytes")) as usize
     }
 
-    fn next(&mut self) -> Option<usize> {
-        let len = self.order.as_ref().map_or(0, |m| m.len() / 4);
-        if self.next >= len {
-            return None;
-        }
-        self.next += 1;
-        Some(self.at(self.next - 1))
+    /// The positions in the run.
+    pub(crate) fn len(&self) -> usize {
+        self.order.as_ref().map_or(0, |m| m.len() / 4)
     }
 }
 
@@ -670,6 +727,84 @@ mod tests {
                 for r in 0..runs.len() {
                     assert_eq!(again.id(r).unwrap(), v1.id(r).unwrap());
                     assert_eq!(again.fingerprint(r), v1.fingerprint(r));
+                }
+            }
+        }
+    }
+
+    /// A set's cuts and each shard's merge of its slices against the whole merge: the shards'
+    /// positions in turn are the one store's order, their duplicates and molecules left out
+    /// together the merge's (each first's index its place in the shard), equal SMILES never
+    /// in two shards; without `--dedupe` the shards are the cuts `shard_bounds` makes of the
+    /// one store's order; and the cuts are the same when every record is in one part.
+    #[test]
+    fn each_shard_merging_its_slices_gives_the_one_stores_order() {
+        use crate::cuts::{set_cuts, shard_range};
+        for seed in 1..6 {
+            for dedupe in [false, true] {
+                let dir = tempfile::tempdir().unwrap();
+                let parts = random_parts(dir.path(), seed);
+                let refs: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+                let (whole, order) = PartRuns::merge(&refs, spec(), dedupe, Value::Null).unwrap();
+                let rows = all_rows(&parts);
+                let one: Vec<(&str, &str, u64)> = rows
+                    .iter()
+                    .map(|r| (r.0.as_str(), r.1.as_str(), r.2))
+                    .collect();
+                let single = [part(dir.path(), "single", &one)];
+                let single: Vec<&Path> = single.iter().map(PathBuf::as_path).collect();
+                let runs = PartRuns::open(&refs, spec(), &[], Value::Null).unwrap();
+                for shards in [1, 2, 3, 5, 40] {
+                    let why = format!("seed {seed} dedupe {dedupe} shards {shards}");
+                    let cuts = set_cuts(&runs, shards).unwrap();
+                    let alone = PartRuns::open(&single, spec(), &[], Value::Null).unwrap();
+                    assert_eq!(set_cuts(&alone, shards).unwrap(), cuts, "{why}");
+                    let (mut got, mut dropped, mut duplicates) = (Vec::new(), Vec::new(), 0);
+                    let mut ends = vec![0usize];
+                    for s in 0..shards {
+                        let m = runs.merge_shard(&cuts, s, dedupe).unwrap();
+                        let offset = got.len() as u64;
+                        for d in &m.merged.dropped {
+                            let at = offset + d.first_index;
+                            dropped.push((d.position, d.first, at));
+                        }
+                        duplicates += m.merged.duplicates;
+                        let (after, upto) = shard_range(&cuts, s);
+                        for &g in &m.positions {
+                            let key = crate::cuts::Key::At(rows[g as usize].1.as_bytes());
+                            assert!(after != crate::cuts::Key::Max && key != after, "{why}");
+                            let inside = |k: &crate::cuts::Key| match (k, key) {
+                                (crate::cuts::Key::At(a), crate::cuts::Key::At(b)) => Some(*a < b),
+                                _ => None,
+                            };
+                            assert_ne!(inside(&after), Some(false), "{why}: before its range");
+                            assert_ne!(inside(&upto), Some(true), "{why}: past its range");
+                        }
+                        got.extend(m.positions);
+                        ends.push(got.len());
+                    }
+                    let ranks: Vec<u32> = got
+                        .iter()
+                        .map(|&g| whole.places.rank_of(g) as u32)
+                        .collect();
+                    assert_eq!(ranks, order, "{why}");
+                    dropped.sort_unstable();
+                    let positions: Vec<u64> = dropped.iter().map(|d| d.0).collect();
+                    assert_eq!(positions, whole.dropped(), "{why}");
+                    let firsts: Vec<u64> = dropped.iter().map(|d| d.1).collect();
+                    assert_eq!(firsts, whole.first, "{why}");
+                    for &(_, f, at) in &dropped {
+                        assert_eq!(got[at as usize], f, "{why}: the first's place");
+                    }
+                    assert_eq!(Some(duplicates), whole.counts().duplicates, "{why}");
+                    // the set's duplicates.tsv as the whole merge's plan writes it
+                    let listed = (!dropped.is_empty())
+                        .then(|| crate::cuts::set_duplicates(&runs, &dropped).unwrap());
+                    assert_eq!(listed, whole.duplicates(&order).unwrap(), "{why}");
+                    if !dedupe {
+                        let bounds = crate::v2::shard_bounds(&whole, &order, shards).unwrap();
+                        assert_eq!(ends, bounds, "{why}");
+                    }
                 }
             }
         }

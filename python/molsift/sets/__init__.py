@@ -6,7 +6,7 @@ byte order), and `set.json`, the set manifest written last (`manifest.py`). A se
 the shard's offset plus the position inside the shard, and equals the position in the one store
 built from the same input: every search of a set (`store.py`, `StoreSet`) answers exactly what
 that one store answers (positions, scores, order, tie rule). `write.py` writes a set from
-ingest's parts merged as sorted runs."""
+ingest's parts and their sorted runs, each shard merging its own range of them."""
 
 from .manifest import SET_FILE, is_set
 from .store import StoreSet, open_set

@@ -1,13 +1,19 @@
-"""Writing a store set (`molsift ingest ... --shards K`) from ingest's parts merged as sorted
-runs (`_core.PartRuns`), or from a version-1 store: the store order (the runs' merge, or the
-version-1 store sorted once) cut into K consecutive ranges (never between equal canonical
-SMILES: a shard may be empty) on the root, then each range written as a complete one store
-(`molsift_store::v2::write_shard`, reading its molecules from the parts where they lie), its
-substructure index written from the rows and graph records ingest's workers computed
-(`substructure.build.PatternParts`; carried over from a version-1 store's index where it has
-one, computed otherwise) and its analog index built: one task per shard, on the ingest's
-workers or MPI ranks (each rank writes the shards it takes, in parallel); then the set's
-rejects, `--dedupe` list and `set.json`, last, on the root."""
+"""Writing a store set (`molsift ingest ... --shards K`) from ingest's parts and their sorted
+runs (`_core.PartRuns`, opened unmerged), or from a version-1 store. The store order is cut
+into K consecutive ranges, never between equal canonical SMILES (a shard may be empty).
+
+From ingest's parts nothing merges the whole library: the root finds the K - 1 cuts by exact
+selection over the runs (`PartRuns.set_cuts`: binary searches, nothing per molecule), then
+each shard merges its own slice of every run (`_core.merge_set_shard`, with `--dedupe` there:
+equal SMILES are in one shard), the root gathers the counts and the molecules left out (the
+set's `duplicates.tsv`), and each shard is written as a complete one store
+(`molsift_store::v2::write_shard`, its molecules read from the parts where they lie), its
+substructure index from the rows and graph records ingest's workers computed
+(`substructure.build.PatternParts`) and its analog index built. From a version-1 store the
+root sorts it once and cuts the order (`_core.set_plan`); its substructure index is carried
+over where it has one, computed otherwise. Each merge and each shard is a task of the
+ingest's workers or MPI ranks (each rank takes its share, in parallel); the set's rejects,
+`--dedupe` list and `set.json`, last, are written on the root."""
 
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ from .manifest import FORMAT, VERSION, file_entry, shard_name, write_manifest
 MAX_SHARDS = 9999
 #: the plan's store order, beside the shards while they are written (removed before set.json)
 ORDER_FILE = ".order.u32"
+#: a shard's merged molecules (positions among the parts' molecules, u64) until it is written
+POSITIONS_FILE = ".shard-{:04d}.pos.u64"
 
 
 def check_shards(shards) -> int:
@@ -53,9 +61,11 @@ def write_set(
     ranks). The shards are written by `executor` (every rank calls this under MPI; default: up
     to `workers` local processes, one shard each at a time), the shards written at once sharing
     `threads` threads. Ingest's shards take their substructure indexes from its workers' rows
-    (`pattern_parts`, a `substructure.build.PatternParts`, given on the root), their write
-    buffers cut from `budget` (a `budget.Budget`: ingest's --memory, shared by the shards
-    written at once on one machine). The caller moves `dst` into place."""
+    (`pattern_parts`, given on the root: a `substructure.build.PatternParts`, or a function
+    of the positions `--dedupe` left out that makes one once the shards' merges found them;
+    what it made it removes), their write buffers cut from `budget` (a `budget.Budget`:
+    ingest's --memory, shared by the shards written at once on one machine). The caller moves
+    `dst` into place."""
     from ..parallel import choose_executor
 
     check_shards(shards)
@@ -78,11 +88,21 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
     plan: Any = None
     if executor.is_root:
         plan = _plan(src, dst, shards, pattern and parts is None)
-        if not isinstance(plan, Exception):
-            plan["parts"] = parts
     plan = executor.broadcast(plan)
     if isinstance(plan, Exception):
         raise plan
+    show = progress if executor.name != "mpi" else False
+    made = None  # the PatternParts made here from the merges' molecules left out
+    if "cuts" in plan:  # ingest's parts: each shard merges its own slice of every run
+        plan = _merge_shards(plan, dst, shards, executor, show)
+        if executor.is_root and callable(parts):
+            from ..progress import Phase
+
+            with Phase("the substructure planes", show):
+                parts = made = parts(plan["source"]["dropped"])
+    if executor.is_root:
+        plan["parts"] = None if callable(parts) else parts
+    plan["parts"] = executor.broadcast(plan["parts"] if executor.is_root else None)
     bounds = plan["bounds"]
     # the `threads` of this machine shared by the shards written at once (one process writing
     # every shard uses them all, `workers` for the indexes; a set of fewer shards than workers
@@ -104,42 +124,106 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
          "threads": per, "workers": (workers or threads) if alone else per}
         for s in range(shards)
     )  # fmt: skip
-    show = progress if executor.name != "mpi" else False
-    with Progress("shards", total=shards, unit="shard", enabled=show) as bar:
-        entries = executor.map_ordered(write_shard_task, tasks, on_result=lambda _: bar.update(1))
+    try:
+        with Progress("shards", total=shards, unit="shard", enabled=show) as bar:
+            entries = executor.map_ordered(
+                write_shard_task, tasks, on_result=lambda _: bar.update(1)
+            )
+    finally:
+        if made is not None:
+            made.remove()
     if not executor.is_root:
         return None
-    os.unlink(os.path.join(dst, ORDER_FILE))
-    return _finish(src, dst, entries)
+    if "cuts" not in plan:
+        os.unlink(os.path.join(dst, ORDER_FILE))
+    return _finish(src, dst, entries, plan.get("counts"))
 
 
 def _plan(src: Any, dst: str, shards: int, pattern: bool) -> dict | Exception:
-    """Root only: the bounds, the store order saved beside the shards (every task reads its
-    range of it), what each task reads its molecules from (`source`: the path of a version-1
-    store, or what reopens ingest's parts) and whether a version-1 store's substructure index
-    can be carried. Errors are returned (and broadcast) rather than raised, so every rank
-    raises the same error."""
+    """Root only. From ingest's parts: the set's cuts (`PartRuns.set_cuts`), its rejects, and
+    what reopens the parts (`source`). From a version-1 store: the bounds, the store order
+    saved beside the shards (every task reads its range of it) and whether the store's
+    substructure index can be carried. Errors are returned (and broadcast) rather than raised,
+    so every rank raises the same error."""
     from ..store import pattern_index_carries
 
     try:
         os.makedirs(dst)
         if isinstance(src, _core.PartRuns):
-            bounds, raw = src.set_plan(dst, shards)
+            cuts = src.set_cuts(shards)
             src.write_rejects(os.path.join(dst, "rejects.tsv"))
-            src.release()  # the shards' writers map the parts themselves
+            src.release()  # the shards' merges and writers map the parts themselves
             source: Any = {
                 "parts": src.parts(), "fingerprint": src.fingerprint_json(),
-                "dropped": src.dropped(), "provenance": src.provenance_json(),
+                "provenance": src.provenance_json(), "dedupe": src.dedupe,
             }  # fmt: skip
-            carry = False
-        else:
-            bounds, raw = _core.set_plan(src, dst, shards)
-            source, carry = src, pattern and pattern_index_carries(src)
+            counts = json.loads(src.counts_json())
+            return {"cuts": cuts, "carry": False, "source": source, "counts": counts}
+        bounds, raw = _core.set_plan(src, dst, shards)
         with open(os.path.join(dst, ORDER_FILE), "wb") as fh:
             fh.write(raw)
-        return {"bounds": bounds, "carry": carry, "source": source}
+        return {"bounds": bounds, "carry": pattern and pattern_index_carries(src), "source": src}
     except Exception as exc:  # handed to every rank
         return exc
+
+
+def merge_shard_task(task: dict) -> dict:
+    """One shard's merge of its slice of every run: its molecules (positions among all the
+    parts' molecules) written beside the shards; returns its count, its duplicates and the
+    molecules it left out (position, the first of its SMILES' position, the first's index)."""
+    src, s = task["source"], task["index"]
+    n, duplicates, dropped = _core.merge_set_shard(
+        src["parts"], src["fingerprint"], task["cuts"], s, src["dedupe"],
+        os.path.join(task["dst"], POSITIONS_FILE.format(s)),
+    )  # fmt: skip
+    return {"molecules": n, "duplicates": duplicates, "dropped": dropped}
+
+
+def _merge_shards(plan: dict, dst: str, shards: int, executor, show) -> dict:
+    """Every shard's merge as a task of the workers or ranks; then, on the root, the bounds
+    (set positions), the molecules left out (sorted, into `source` for the writers), the set's
+    `duplicates.tsv` and counts; the plan with them on every rank."""
+    from ..progress import Progress
+
+    tasks = (
+        {"source": plan["source"], "dst": dst, "index": s, "cuts": plan["cuts"]}
+        for s in range(shards)
+    )
+    with Progress("shards merged", total=shards, unit="shard", enabled=show) as bar:
+        merged = executor.map_ordered(merge_shard_task, tasks, on_result=lambda _: bar.update(1))
+    found: Any = None
+    if executor.is_root:
+        try:
+            found = _gather_merges(plan, dst, merged)
+        except Exception as exc:  # handed to every rank
+            found = exc
+    found = executor.broadcast(found)
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+def _gather_merges(plan: dict, dst: str, merged: list[dict]) -> dict:
+    """Root only: the plan completed from the shards' merges."""
+    bounds = [0]
+    for m in merged:
+        bounds.append(bounds[-1] + m["molecules"])
+    rows = sorted(
+        (pos, first, bounds[s] + index)
+        for s, m in enumerate(merged)
+        for pos, first, index in m["dropped"]
+    )
+    src = dict(plan["source"], dropped=[r[0] for r in rows])
+    if rows:
+        _core.write_set_duplicates(
+            src["parts"], src["fingerprint"], rows, os.path.join(dst, "duplicates.tsv")
+        )
+    counts = dict(plan["counts"])
+    counts["duplicates"] = sum(m["duplicates"] for m in merged)
+    counts["molecules"] -= len(rows)
+    if rows:  # as a manifest writes it: absent when none was left out
+        counts["dropped"] = len(rows)
+    return {**plan, "bounds": bounds, "source": src, "counts": counts}
 
 
 def write_shard_task(task: dict) -> dict:
@@ -149,9 +233,19 @@ def write_shard_task(task: dict) -> dict:
 
     dst, s, first, end = task["dst"], task["index"], task["first"], task["end"]
     path = os.path.join(dst, shard_name(s))
-    order = np.memmap(os.path.join(dst, ORDER_FILE), dtype="<u4", mode="r")
-    source = np.ascontiguousarray(order[first:end]).tobytes()
-    del order
+    if isinstance(task["src"], dict):  # ingest's parts: the shard's merge, as input ranks
+        src = task["src"]
+        merged = os.path.join(dst, POSITIONS_FILE.format(s))
+        positions = np.fromfile(merged, dtype="<u8")
+        dropped = np.asarray(src["dropped"], dtype=np.uint64)
+        ranks = positions - np.searchsorted(dropped, positions).astype(np.uint64)
+        source = ranks.astype("<u4").tobytes()
+        del positions, ranks
+        os.unlink(merged)
+    else:
+        order = np.memmap(os.path.join(dst, ORDER_FILE), dtype="<u4", mode="r")
+        source = np.ascontiguousarray(order[first:end]).tobytes()
+        del order
     if isinstance(task["src"], dict):  # ingest's parts
         src = task["src"]
         _core.write_set_shard_from_parts(
@@ -190,13 +284,13 @@ def write_shard_task(task: dict) -> dict:
     }
 
 
-def _finish(src: Any, dst: str, entries: list[dict]) -> dict:
-    """Root only: the set's rejects and `set.json` (written last)."""
+def _finish(src: Any, dst: str, entries: list[dict], counts: dict | None) -> dict:
+    """Root only: the set's rejects and `set.json` (written last); `counts` those the shards'
+    merges completed (ingest's parts)."""
     from ..store import open_core
 
     if isinstance(src, _core.PartRuns):  # its rejects were written with the plan
         fingerprint = json.loads(src.fingerprint_json())
-        counts = json.loads(src.counts_json())
         provenance = json.loads(src.provenance_json())
     else:
         staging = json.loads(open_core(src).manifest_json())
