@@ -438,6 +438,22 @@ def pattern_index_from_parts(
     set; without it, `dst`'s input order. The graph blocks are compressed a window of about
     `window_bytes` of records at a time (default `PATTERN_WINDOW_BYTES`)."""
 
+def pattern_shard_index_from_parts(
+    dst: _Path,
+    scratch: _Path,
+    parts: list[_Path],
+    dropped: list[int],
+    bits: int,
+    words_per_row: int,
+    meaning_json: str,
+    source: bytes,
+    threads: int = 1,
+    window_bytes: int = ...,
+) -> int:
+    """Writes the substructure index of `dst`, a shard of a set whose molecules are the input
+    ranks `source` (u32 little-endian) of ingest's `parts`, from the shard's own rows (their
+    dense planes at the temporary file `scratch`, removed after); returns the screen's bytes."""
+
 _Facts = tuple[list[tuple[int, int]], list[tuple[float, int, int]], int]
 _PatternGraph = tuple[list[int], list[tuple[int, int, int]]]
 

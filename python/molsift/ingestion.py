@@ -459,23 +459,26 @@ def ingest(
                 writers = min(at_once or default_workers(), shards or 1)
                 check(report.molecules, budget, shards, writers, MAX_SHARDS)
             # the substructure index, from the rows and graph records the workers computed:
-            # their planes in input-rank order now, each store's index once it is written
+            # the one store's planes in input-rank order now, its index once it is written (a
+            # set's shards each transpose their own rows)
             if pattern and version == 1:
                 report.pattern_bytes = _index_from_parts(staged, results, dropped, report.molecules)
             elif pattern:
                 from .substructure.build import PatternParts
 
-                def pattern_parts(dropped):
-                    return PatternParts(
-                        os.path.join(workdir, "pattern.planes"), [r["part"] for r in results],
-                        dropped, threads=local or default_workers(),
-                    )  # fmt: skip
-
+                names = [r["part"] for r in results]
                 if shards is None:
                     with Phase("the substructure planes", show):
-                        parts = pattern_parts(dropped)
-                else:  # made by write_set, once the shards' merges found the duplicates
-                    parts = pattern_parts
+                        parts = PatternParts(
+                            os.path.join(workdir, "pattern.planes"), names, dropped,
+                            threads=local or default_workers(),
+                        )  # fmt: skip
+                else:  # made by write_set once the shards' merges found the duplicates; each
+                    # shard's writer transposes its own molecules' rows
+
+                    def parts(dropped):
+                        return PatternParts.for_shards(names, dropped)
+
             if version == 1:
                 _remove_parts(results)
                 if index:

@@ -189,9 +189,7 @@ fn pattern_index_from_parts(
     let meaning = serde_json::from_str(meaning_json).map_err(crate::error::json_err)?;
     let given = source.map(crate::store::u32s_of).transpose()?;
     py.detach(|| {
-        let p = molsift_substructure::fromparts::Parts::open(&parts, &dropped, words_per_row)?;
-        let to = molsift_store::v2::StoreV2::open(&dst, false)
-            .map_err(molsift_substructure::SubstructureError::from)?;
+        let (p, to) = parts_and_store(&parts, &dropped, words_per_row, &dst)?;
         let source = match given {
             Some(s) => s,
             None => input_ranks(&to)?,
@@ -208,6 +206,65 @@ fn pattern_index_from_parts(
         )
     })
     .map_err(substructure_err)
+}
+
+/// Writes the substructure index of `dst`, one shard of a store set whose molecules are the
+/// input ranks `source` (u32 little-endian) of ingest's `parts` (less the molecules at
+/// `dropped`), from the shard's own rows: their `bits` dense planes written at `scratch` (a new
+/// temporary file, removed before returning), then the index as `pattern_index_from_parts`
+/// writes it; returns the bytes of the screen.
+#[pyfunction]
+#[pyo3(signature = (dst, scratch, parts, dropped, bits, words_per_row, meaning_json, source, threads=1, window_bytes=WINDOW_BYTES))]
+#[allow(clippy::too_many_arguments)]
+fn pattern_shard_index_from_parts(
+    py: Python<'_>,
+    dst: PathBuf,
+    scratch: PathBuf,
+    parts: Vec<PathBuf>,
+    dropped: Vec<u64>,
+    bits: u32,
+    words_per_row: usize,
+    meaning_json: &str,
+    source: &[u8],
+    threads: usize,
+    window_bytes: usize,
+) -> PyResult<u64> {
+    let meaning = serde_json::from_str(meaning_json).map_err(crate::error::json_err)?;
+    let source = crate::store::u32s_of(source)?;
+    py.detach(|| {
+        let (p, to) = parts_and_store(&parts, &dropped, words_per_row, &dst)?;
+        molsift_substructure::fromparts::shard_index_from_parts(
+            &p,
+            &scratch,
+            bits,
+            meaning,
+            &to,
+            &source,
+            threads,
+            window_bytes.max(1),
+        )
+    })
+    .map_err(substructure_err)
+}
+
+/// Ingest's parts (less the molecules at `dropped`) and the version-2 store at `dst` their
+/// substructure index is written into.
+fn parts_and_store(
+    parts: &[PathBuf],
+    dropped: &[u64],
+    words_per_row: usize,
+    dst: &std::path::Path,
+) -> Result<
+    (
+        molsift_substructure::fromparts::Parts,
+        molsift_store::v2::StoreV2,
+    ),
+    molsift_substructure::SubstructureError,
+> {
+    let p = molsift_substructure::fromparts::Parts::open(parts, dropped, words_per_row)?;
+    let to = molsift_store::v2::StoreV2::open(dst, false)
+        .map_err(molsift_substructure::SubstructureError::from)?;
+    Ok((p, to))
 }
 
 /// Each molecule's input rank in the version-2 store `to` (its position in the store it was
@@ -583,6 +640,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(carry_pattern_index, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_planes_from_parts, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_index_from_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_shard_index_from_parts, m)?)?;
     m.add_function(wrap_pyfunction!(screen_from_pickles, m)?)?;
     m.add(
         "PATTERN_FILES",

@@ -196,7 +196,25 @@ pub fn planes_from_parts(
     bits: u32,
     threads: usize,
 ) -> Result<Vec<u64>, SubstructureError> {
-    let n = parts.len();
+    planes_of(parts, None, path, bits, threads)
+}
+
+/// [`planes_from_parts`] of the molecules at input ranks `order` (all of them in input-rank
+/// order when `None`), molecule `i` of the planes being `order[i]`.
+fn planes_of(
+    parts: &Parts,
+    order: Option<&[u32]>,
+    path: &Path,
+    bits: u32,
+    threads: usize,
+) -> Result<Vec<u64>, SubstructureError> {
+    let n = order.map_or(parts.len(), <[u32]>::len);
+    if let Some(&bad) = order.and_then(|o| o.iter().find(|&&r| r as usize >= parts.len())) {
+        return Err(SubstructureError::Invalid(format!(
+            "input rank {bad} of parts holding {} molecules",
+            parts.len()
+        )));
+    }
     crate::create_planes(path, bits, n)?;
     let chunks = n.div_ceil(CHUNK);
     let next = AtomicUsize::new(0);
@@ -213,7 +231,9 @@ pub fn planes_from_parts(
                         }
                         let (a, z) = (c * CHUNK, ((c + 1) * CHUNK).min(n));
                         rows.clear();
-                        (a..z).for_each(|i| parts.push_row(i, &mut rows));
+                        for i in a..z {
+                            parts.push_row(order.map_or(i, |o| o[i] as usize), &mut rows);
+                        }
                         let mine = crate::write_part(path, bits, n, a, &rows, parts.words_per_row)?;
                         counts.iter_mut().zip(mine).for_each(|(t, m)| *t += m);
                     }
@@ -230,6 +250,28 @@ pub fn planes_from_parts(
         counts.iter_mut().zip(r?).for_each(|(t, m)| *t += m);
     }
     Ok(counts)
+}
+
+/// The words of the mapped dense planes at `path` (`m`), checked to be `bits` planes of `n`
+/// molecules.
+fn planes_words<'m>(
+    m: &'m Option<Mmap>,
+    path: &Path,
+    bits: u32,
+    n: usize,
+) -> Result<&'m [u64], SubstructureError> {
+    let bytes = m.as_deref().unwrap_or(&[]);
+    if bytes.len() as u64 != planes_bytes(bits, n) {
+        return Err(SubstructureError::Corrupted {
+            path: path.to_path_buf(),
+            reason: format!("not the planes of {bits} bits for {n} molecules"),
+        });
+    }
+    // SAFETY: mmap is page aligned and its size a multiple of 8 (checked above); the crate
+    // refuses big-endian targets (lib.rs).
+    let (head, words, tail) = unsafe { bytes.align_to::<u64>() };
+    assert!(head.is_empty() && tail.is_empty(), "planes not u64 aligned");
+    Ok(words)
 }
 
 /// Writes the substructure index of `to`, a version-2 store holding the molecules of `parts`
@@ -253,17 +295,7 @@ pub fn index_from_parts(
     let bits = u32::try_from(bit_counts.len())
         .map_err(|_| SubstructureError::Invalid(format!("{} bits", bit_counts.len())))?;
     let m = map(planes)?;
-    let bytes = m.as_deref().unwrap_or(&[]);
-    if bytes.len() as u64 != planes_bytes(bits, n) {
-        return Err(SubstructureError::Corrupted {
-            path: planes.to_path_buf(),
-            reason: format!("not the planes of {bits} bits for {n} molecules"),
-        });
-    }
-    // SAFETY: mmap is page aligned and its size a multiple of 8 (checked above); the crate
-    // refuses big-endian targets (lib.rs).
-    let (head, words, tail) = unsafe { bytes.align_to::<u64>() };
-    assert!(head.is_empty() && tail.is_empty(), "planes not u64 aligned");
+    let words = planes_words(&m, planes, bits, n)?;
     crate::write::carry_planes(
         words,
         n,
@@ -276,6 +308,42 @@ pub fn index_from_parts(
         threads,
         window_bytes,
     )
+}
+
+/// Writes the substructure index of `to`, one shard of a store set whose molecules are the
+/// input ranks `source` of `parts`, from the shard's own rows: their dense planes are written at
+/// `scratch` (a new temporary file, removed before returning) in the shard's order, then the
+/// index as [`index_from_parts`] writes it. What a shard's writer does on its own, so nothing
+/// of the whole set's rows is transposed in one place. Returns the bytes of the screen.
+#[allow(clippy::too_many_arguments)]
+pub fn shard_index_from_parts(
+    parts: &Parts,
+    scratch: &Path,
+    bits: u32,
+    meaning: serde_json::Value,
+    to: &dyn StoreFiles,
+    source: &[u32],
+    threads: usize,
+    window_bytes: usize,
+) -> Result<u64, SubstructureError> {
+    let written = (|| {
+        let counts = planes_of(parts, Some(source), scratch, bits, threads)?;
+        let m = map(scratch)?;
+        let words = planes_words(&m, scratch, bits, source.len())?;
+        crate::write::index_from_planes(
+            words,
+            bits,
+            counts,
+            meaning,
+            parts,
+            to,
+            source,
+            threads,
+            window_bytes,
+        )
+    })();
+    let _ = std::fs::remove_file(scratch);
+    written
 }
 
 #[cfg(test)]
@@ -334,6 +402,20 @@ mod tests {
             std::fs::read(&ours).unwrap(),
             std::fs::read(&theirs).unwrap()
         );
+        // a shard's planes: the molecules at input ranks `order`, in that order
+        let order: Vec<u32> = (0..keep.len() as u32).rev().step_by(3).collect();
+        let (ours, theirs) = (dir.path().join("ours2"), dir.path().join("theirs2"));
+        let counts = planes_of(&p, Some(&order), &ours, 10, 2).unwrap();
+        let rows: Vec<u64> = order.iter().map(|&r| all_rows[keep[r as usize]]).collect();
+        crate::create_planes(&theirs, 10, order.len()).unwrap();
+        let want = crate::write_part(&theirs, 10, order.len(), 0, &rows, 1).unwrap();
+        assert_eq!(counts, want);
+        assert_eq!(
+            std::fs::read(&ours).unwrap(),
+            std::fs::read(&theirs).unwrap()
+        );
+        let past = [keep.len() as u32];
+        assert!(planes_of(&p, Some(&past), &dir.path().join("x"), 10, 1).is_err());
         // a molecule left out beyond the parts, or out of order, is refused
         assert!(Parts::open(&prefixes, &[700], 1).is_err());
         assert!(Parts::open(&prefixes, &[5, 3], 1).is_err());

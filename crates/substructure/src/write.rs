@@ -476,6 +476,53 @@ pub fn carry_index(
     )
 }
 
+/// Writes the substructure index of `to` from dense planes already in its order (`words`: a
+/// plane of `to.len()` bits per entry of `bit_counts`, their counts) and the records `graphs`
+/// holds at positions `source` (one per molecule of `to`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn index_from_planes(
+    words: &[u64],
+    bits: u32,
+    bit_counts: Vec<u64>,
+    meaning: serde_json::Value,
+    graphs: &dyn crate::compact::Indexed,
+    to: &dyn StoreFiles,
+    source: &[u32],
+    threads: usize,
+    window_bytes: usize,
+) -> Result<u64, SubstructureError> {
+    let n = to.len();
+    let pw = plane_words(n);
+    if source.len() != n || words.len() != bits as usize * pw {
+        return Err(SubstructureError::Invalid(format!(
+            "{} source positions and {} plane words for a store of {n} molecules",
+            source.len(),
+            words.len()
+        )));
+    }
+    if let Some(&bad) = source.iter().find(|&&s| s as usize >= graphs.len()) {
+        return Err(SubstructureError::Invalid(format!(
+            "source position {bad} of {} graph records",
+            graphs.len()
+        )));
+    }
+    let plane = |b: usize, buf: &mut Vec<u64>| {
+        buf.clear();
+        buf.extend_from_slice(&words[b * pw..(b + 1) * pw]);
+    };
+    let records = crate::compact::Reordered { graphs, source };
+    finish_compact(
+        to,
+        bits,
+        bit_counts,
+        meaning,
+        &plane,
+        &records,
+        threads,
+        window_bytes,
+    )
+}
+
 /// [`carry_index`]'s work from dense planes `words` of `from_len` molecules (`bits` planes,
 /// `bit_counts` molecules per bit) and their `graphs`: the index of `to`, whose molecule `i` is
 /// `source[i]` of theirs (all of them, or a part: a shard), meaning `meaning`.

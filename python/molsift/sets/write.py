@@ -8,8 +8,9 @@ each shard merges its own slice of every run (`_core.merge_set_shard`, with `--d
 equal SMILES are in one shard), the root gathers the counts and the molecules left out (the
 set's `duplicates.tsv`), and each shard is written as a complete one store
 (`molsift_store::v2::write_shard`, its molecules read from the parts where they lie), its
-substructure index from the rows and graph records ingest's workers computed
-(`substructure.build.PatternParts`) and its analog index built. From a version-1 store the
+substructure index from the rows and graph records ingest's workers computed (each shard's
+writer transposes its own molecules' rows: `substructure.build.PatternParts.for_shards`) and
+its analog index built. From a version-1 store the
 root sorts it once and cuts the order (`_core.set_plan`); its substructure index is carried
 over where it has one, computed otherwise. Each merge and each shard is a task of the
 ingest's workers or MPI ranks (each rank takes its share, in parallel); the set's rejects,
@@ -96,10 +97,7 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
     if "cuts" in plan:  # ingest's parts: each shard merges its own slice of every run
         plan = _merge_shards(plan, dst, shards, executor, show)
         if executor.is_root and callable(parts):
-            from ..progress import Phase
-
-            with Phase("the substructure planes", show):
-                parts = made = parts(plan["source"]["dropped"])
+            parts = made = parts(plan["source"]["dropped"])
     if executor.is_root:
         plan["parts"] = None if callable(parts) else parts
     plan["parts"] = executor.broadcast(plan["parts"] if executor.is_root else None)

@@ -279,19 +279,36 @@ def write_graph_records(name: str, records: list[bytes]) -> None:
 class PatternParts:
     """Ingest's one pass: the substructure index of the one store, or of each shard of a set,
     written from the rows and graph records its workers computed (`crates/substructure`
-    `fromparts`). The parts' rows (each `PART.rows.u64`, in task order, less the molecules
-    `--dedupe` left out at `dropped`) are transposed once into dense planes in that order, the
-    input ranks (`planes`, a temporary file in the work directory, on `threads` threads); then
-    `write_index` writes a store's compact index from those planes and the parts' graph
-    records, each read where it lies. Pickles small (paths and counts): MPI ranks writing
-    shards each get it."""
+    `fromparts`). For the one store the parts' rows (each `PART.rows.u64`, in task order, less
+    the molecules `--dedupe` left out at `dropped`) are transposed once into dense planes in
+    that order, the input ranks (`planes`, a temporary file in the work directory, on `threads`
+    threads); then `write_index` writes the store's compact index from those planes and the
+    parts' graph records, each read where it lies. For a set (`for_shards`) each shard's writer
+    transposes only its own molecules' rows. Pickles small (paths and counts): MPI ranks
+    writing shards each get it."""
 
-    def __init__(self, planes: str, parts: list[str], dropped: list[int], threads: int = 1):
+    def __init__(
+        self,
+        planes: str | None,
+        parts: list[str],
+        dropped: list[int],
+        threads: int = 1,
+    ):
         self.planes, self.parts = planes, [os.fspath(p) for p in parts]
         self.dropped = [int(d) for d in dropped]
-        self.counts = _core.pattern_planes_from_parts(
-            planes, self.parts, self.dropped, TOTAL_BITS, WORDS_PER_ROW, threads=threads
+        self.counts = (
+            None
+            if planes is None
+            else _core.pattern_planes_from_parts(
+                planes, self.parts, self.dropped, TOTAL_BITS, WORDS_PER_ROW, threads=threads
+            )
         )
+
+    @classmethod
+    def for_shards(cls, parts: list[str], dropped: list[int]) -> PatternParts:
+        """A store set's: no planes of the whole library; each shard's `write_index` writes
+        the planes of its own molecules' rows beside it and its index from them."""
+        return cls(None, parts, dropped)
 
     def write_index(
         self,
@@ -304,7 +321,16 @@ class PatternParts:
         its input order gives each molecule's input rank), or of a shard whose molecules are
         the input ranks `source` (u32 little-endian), its graph blocks compressed a window of
         about `window_bytes` of records at a time (default `_core.PATTERN_WINDOW_BYTES`);
-        returns the screen's bytes."""
+        returns the screen's bytes. For a set's shard (`for_shards`) the planes of its own
+        molecules are written beside it first (`STORE.pattern-planes.tmp`, removed after)."""
+        if self.planes is None:
+            if source is None:
+                raise ValueError("a set's pattern parts write shards' indexes only (source)")
+            return _core.pattern_shard_index_from_parts(
+                os.fspath(store), os.fspath(store) + ".pattern-planes.tmp", self.parts,
+                self.dropped, TOTAL_BITS, WORDS_PER_ROW, json.dumps(meaning()), source,
+                threads=threads, window_bytes=window_bytes or _core.PATTERN_WINDOW_BYTES,
+            )  # fmt: skip
         return _core.pattern_index_from_parts(
             os.fspath(store), self.planes, self.counts, self.parts, self.dropped, WORDS_PER_ROW,
             json.dumps(meaning()), threads=threads, source=source,
@@ -313,8 +339,9 @@ class PatternParts:
 
     def remove(self) -> None:
         """Removes the planes and the parts' rows and graph records."""
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.planes)
+        if self.planes is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.planes)
         remove_part_files(self.parts)
 
 
