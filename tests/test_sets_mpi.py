@@ -290,3 +290,26 @@ def test_ranks_write_their_shards_the_same_bytes(built, tmp_path, ranks):
             continue  # provenance says how many workers or ranks
         assert (want / f).read_bytes() == (out / f).read_bytes(), f
     assert molsift.open_store(out).counts == molsift.open_store(want).counts
+
+
+def test_ranks_merge_their_shards_with_dedupe(tmp_path):
+    """`mpirun -n 2 molsift ingest --shards 5 --dedupe`: each rank merges the ranges of the
+    shards it takes (equal SMILES in one shard, the duplicates left out there) and the root
+    gathers the molecules left out: the set, its duplicates list and counts are those one
+    process writes, file for file."""
+    want = tmp_path / "one.set"
+    molsift.ingest(BUNDLED_SMI, want, workers=1, shards=5, dedupe=True, progress=False)
+    assert (want / "duplicates.tsv").exists()
+    out = tmp_path / "r2.set"
+    cmd = mpirun_cmd(2) + molsift_cmd() + ["ingest", str(BUNDLED_SMI), "-o", str(out)]
+    got = subprocess.run(
+        [*cmd, "--shards", "5", "--dedupe", "-q"],
+        capture_output=True, text=True, env=mpi_env(), timeout=600,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    files = sorted(x.relative_to(want) for x in want.rglob("*") if x.is_file())
+    assert files == sorted(x.relative_to(out) for x in out.rglob("*") if x.is_file())
+    for f in files:
+        if f.name not in ("manifest.json", "set.json"):  # provenance: workers or ranks
+            assert (want / f).read_bytes() == (out / f).read_bytes(), f
+    assert molsift.open_store(out).counts == molsift.open_store(want).counts
