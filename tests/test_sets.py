@@ -6,6 +6,7 @@ damaged, missing or swapped shard refused by name; every verb on a set."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -187,6 +188,59 @@ def test_each_shard_merges_its_range_with_dedupe_across_parts(tmp_path):
     for f in sorted(x.relative_to(sets[0]) for x in sets[0].rglob("*") if x.is_file()):
         if f.name not in ("manifest.json", "set.json"):  # provenance says how many workers
             assert (sets[0] / f).read_bytes() == (sets[1] / f).read_bytes(), f
+
+
+@pytest.mark.parametrize("phase", ["merges", "shards"])
+def test_killed_set_ingest_leaves_the_previous_set(tmp_path, phase):
+    """kill -9 of `molsift ingest --shards 3 --dedupe --overwrite` while its shards merge their
+    ranges (their merges beside the shards) or while the shards are written: the previous set
+    stays whole (byte for byte), nothing of the new one opens, and the next run completes
+    (sweeping what the killed one left) and gives the set an uninterrupted run gives."""
+    import signal
+    import subprocess
+    import time
+
+    from conftest import molsift_cmd
+
+    out, ref = tmp_path / "s.set", tmp_path / "ref.set"
+    molsift.ingest(BUNDLED_SMI, out, workers=1, shards=2, progress=False)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    molsift.ingest(BUNDLED_SMI, ref, workers=2, shards=3, dedupe=True, progress=False)
+    args = ["ingest", BUNDLED_SMI, "-o", out, "--shards", "3", "--dedupe", "-j", "2"]
+    proc = subprocess.Popen(
+        molsift_cmd() + [str(a) for a in [*args, "--overwrite", "-q"]],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+
+    def reached() -> bool:
+        try:  # the work directory changes under the walk
+            for work in tmp_path.glob(".s.set.ingest-*"):
+                if phase == "merges" and any(work.rglob(".shard-*.pos.u64")):
+                    return True
+                if phase == "shards" and any(work.rglob("shard-0000/manifest.json")):
+                    return True
+        except FileNotFoundError:
+            pass
+        return False
+
+    end = time.monotonic() + 120
+    while not reached() and proc.poll() is None and time.monotonic() < end:
+        time.sleep(0.005)
+    if proc.poll() is not None:
+        pytest.skip(f"the ingest ended before its {phase} were seen")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before, "the previous set changed"
+    assert len(molsift.open_store(out)) == len(molsift.open_store(ref)) + molsift.open_store(
+        ref
+    ).counts.get("dropped", 0)
+    done = molsift_run(*args, "--overwrite", "-q", timeout=600)  # takes over the lock too
+    assert done.returncode == 0, done.stderr
+    assert not list(tmp_path.glob(".s.set.*")), "the killed run's work was left"
+    for f in sorted(x.relative_to(ref) for x in ref.rglob("*") if x.is_file()):
+        if f.name not in ("manifest.json", "set.json"):
+            assert (ref / f).read_bytes() == (out / f).read_bytes(), f
 
 
 @pytest.fixture
