@@ -758,37 +758,54 @@ def _atom_fits(box, elem, arom):
     return _subset(box.get("elem", _ALL), elem) and _subset(box.get("arom", _ALL), arom)
 
 
+def _group(counters, key, rest):
+    """`counters` grouped by `key(counter)`, each group's `rest(counter)` in counter order:
+    what `_counts_of` tests once per group rather than once per counter."""
+    groups: dict = {}
+    for ci in counters:
+        groups.setdefault(key(_COUNTERS[ci][2]), []).append((ci, *rest(_COUNTERS[ci][2])))
+    return tuple((k, tuple(g)) for k, g in groups.items())
+
+
+# atom counters by (element set, aromatic set): [(counter, degree set)]
+_ATOM_GROUPS = _group(_ATOM_COUNTERS, lambda c: (c[0], c[1]), lambda c: (c[2],))
+# bond counters by bond types: [(counter, end 1, end 2)], each end (element set, aromatic set)
+_BOND_GROUPS = _group(_BOND_COUNTERS, lambda c: c[0], lambda c: c[1])
+
+
 def _counts_of(atoms, bonds):
     counts = dict.fromkeys(range(len(_COUNTERS)), 0)
     live = [not _is_bottom(b) for b, _ in atoms]
-    memo: dict = {}  # (atom, element set, aromatic set) -> fits: counters share them
+    # per atom: (element set, aromatic set) -> whether the atom's box lies inside them
+    memo: list[dict] = [{} for _ in atoms]
 
-    def fits(i, elem, arom):
-        key = (i, elem, arom)
-        hit = memo.get(key)
-        if hit is None:
-            hit = memo[key] = _atom_fits(atoms[i][0], elem, arom)
-        return hit
+    def fits(i, ea):
+        got = memo[i].get(ea)
+        if got is None:
+            got = memo[i][ea] = _atom_fits(atoms[i][0], *ea)
+        return got
 
     for i, ((box, _), ok) in enumerate(zip(atoms, live)):
         if not ok:
             continue
-        for ci in _ATOM_COUNTERS:
-            elem, arom, deg = _COUNTERS[ci][2]
-            if fits(i, elem, arom) and _subset(box.get("deg", _ALL), deg):
-                counts[ci] += 1
+        deg = box.get("deg", _ALL)
+        for ea, group in _ATOM_GROUPS:
+            if fits(i, ea):
+                for ci, want in group:
+                    if _subset(deg, want):
+                        counts[ci] += 1
         if _subset(box.get("elem", _ALL), _fin(7, 8)):
             counts[_NHOH] += _min_hs(box)
     for box, i, j in bonds:
         if _is_bottom(box) or not (live[i] and live[j]):
             continue
         types = box.get("type", _ALL)
-        for ci in _BOND_COUNTERS:
-            ctypes, (e1, e2) = _COUNTERS[ci][2]
+        for ctypes, group in _BOND_GROUPS:
             if not _subset(types, ctypes):
                 continue
-            if (fits(i, *e1) and fits(j, *e2)) or (fits(i, *e2) and fits(j, *e1)):
-                counts[ci] += 1
+            for ci, e1, e2 in group:
+                if (fits(i, e1) and fits(j, e2)) or (fits(i, e2) and fits(j, e1)):
+                    counts[ci] += 1
     for (_, req), ok in zip(atoms, live):
         if ok:
             counts = _req_and(counts, req)
