@@ -267,6 +267,50 @@ def test_random_smarts(nci):
             assert not any(m.HasSubstructMatch(query) for m in mols), text
 
 
+def _counts_counter_by_counter(atoms, bonds):
+    """The reference: every counter tested on its own against every atom and bond (what
+    `features._counts_of` computes with its counters grouped)."""
+    counts = dict.fromkeys(range(len(F._COUNTERS)), 0)
+    live = [not F._is_bottom(b) for b, _ in atoms]
+    for (box, _), ok in zip(atoms, live):
+        if not ok:
+            continue
+        for ci in F._ATOM_COUNTERS:
+            elem, arom, deg = F._COUNTERS[ci][2]
+            if F._atom_fits(box, elem, arom) and F._subset(box.get("deg", F._ALL), deg):
+                counts[ci] += 1
+        if F._subset(box.get("elem", F._ALL), F._fin(7, 8)):
+            counts[F._NHOH] += F._min_hs(box)
+    for box, i, j in bonds:
+        if F._is_bottom(box) or not (live[i] and live[j]):
+            continue
+        for ci in F._BOND_COUNTERS:
+            ctypes, (e1, e2) = F._COUNTERS[ci][2]
+            if not F._subset(box.get("type", F._ALL), ctypes):
+                continue
+            a, b = atoms[i][0], atoms[j][0]
+            if (F._atom_fits(a, *e1) and F._atom_fits(b, *e2)) or (
+                F._atom_fits(a, *e2) and F._atom_fits(b, *e1)
+            ):
+                counts[ci] += 1
+    for (_, req), ok in zip(atoms, live):
+        if ok:
+            counts = F._req_and(counts, req)
+    return counts
+
+
+def test_grouped_counts_equal_counter_by_counter(nci, queries):
+    """The query counts, counters tested a group at a time, equal the counter-by-counter
+    reference on every query and on NCI molecules read as SMILES and as SMARTS."""
+    mols = [q for _, _, q in queries]
+    for m in nci[:600:2]:
+        mols.append(m)
+        mols.append(Chem.MolFromSmarts(Chem.MolToSmiles(m)))
+    for m in mols:
+        atoms, bonds = F.analyze(m)
+        assert F._counts_of(atoms, bonds) == _counts_counter_by_counter(atoms, bonds)
+
+
 def test_always_false(molecules, queries):
     """Every query flagged as never matching matches none of the molecules; the contradictory
     ones are flagged, and those that match something are not."""
