@@ -41,16 +41,6 @@ pub fn shard_range(cuts: &[Option<Vec<u8>>], s: usize) -> (Key<'_>, Key<'_>) {
     (after, upto)
 }
 
-/// The SMILES of the molecule at position `k` of part `p`'s run.
-fn smiles<'a>(
-    runs: &'a PartRuns,
-    files: &[Run],
-    p: usize,
-    k: usize,
-) -> Result<&'a [u8], StoreError> {
-    Ok(runs.part_stores()[p].smiles(files[p].at(k))?.as_bytes())
-}
-
 /// The first position in `lo..hi` of part `p`'s run whose SMILES is above `x` (`upper`) or at
 /// least `x` (the run sorted).
 fn bound(
@@ -63,7 +53,7 @@ fn bound(
 ) -> Result<usize, StoreError> {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let s = smiles(runs, files, p, mid)?;
+        let s = runs.run_smiles(files, p, mid)?;
         if s < x || (upper && s == x) {
             lo = mid + 1;
         } else {
@@ -83,7 +73,7 @@ fn select(runs: &PartRuns, files: &[Run], r: u64) -> Result<Vec<u8>, StoreError>
         for p in 0..files.len() {
             if lo[p] < hi[p] {
                 let mid = lo[p] + (hi[p] - lo[p]) / 2;
-                mids.push((smiles(runs, files, p, mid)?, (hi[p] - lo[p]) as u64));
+                mids.push((runs.run_smiles(files, p, mid)?, (hi[p] - lo[p]) as u64));
             }
         }
         if mids.is_empty() {
@@ -127,7 +117,7 @@ pub fn set_cuts(runs: &PartRuns, shards: usize) -> Result<Vec<Option<Vec<u8>>>, 
     if shards == 0 {
         return Err(StoreError::Invalid("a set needs at least one shard".into()));
     }
-    let files = runs.read_runs()?;
+    let files = runs.read_runs(true)?;
     let total: u64 = files.iter().map(|f| f.len() as u64).sum();
     if total > u64::from(u32::MAX) {
         return Err(StoreError::Invalid(format!(
@@ -171,9 +161,7 @@ impl PartRuns {
             )));
         }
         let (after, upto) = shard_range(cuts, s);
-        let files = (self.part_stores().iter())
-            .map(|part| Run::read(part.path(), part.len(), false))
-            .collect::<Result<Vec<_>, _>>()?;
+        let files = self.read_runs(false)?;
         let mut slices = Vec::with_capacity(files.len());
         for (p, f) in files.iter().enumerate() {
             let n = f.len();
@@ -184,13 +172,10 @@ impl PartRuns {
                     Key::At(x) => x,
                 };
                 let k_at = bound(self, &files, p, (0, n), k, true)?;
-                let sorted = (k_at == 0 || smiles(self, &files, p, k_at - 1)? <= k)
-                    && (k_at == n || smiles(self, &files, p, k_at)? > k);
+                let sorted = (k_at == 0 || self.run_smiles(&files, p, k_at - 1)? <= k)
+                    && (k_at == n || self.run_smiles(&files, p, k_at)? > k);
                 if !sorted {
-                    return Err(StoreError::Inconsistent {
-                        path: crate::runs::run_path(self.part_stores()[p].path()),
-                        reason: "its positions are not in SMILES order".into(),
-                    });
+                    return Err(self.unsorted(p));
                 }
                 Ok(k_at)
             };

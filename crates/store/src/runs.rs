@@ -267,7 +267,7 @@ impl PartRuns {
                 u32::MAX
             )));
         }
-        let files = runs.read_runs()?;
+        let files = runs.read_runs(true)?;
         let slices: Vec<Range<usize>> = files.iter().map(|r| 0..r.len()).collect();
         let mut order: Vec<u32> = Vec::with_capacity(total as usize);
         let merged = runs.merge_slices(&files, &slices, dedupe, |g| order.push(g as u32))?;
@@ -288,16 +288,24 @@ impl PartRuns {
         Ok((runs, order))
     }
 
-    /// Each part's run, mapped and checked to be a permutation of its positions.
-    pub(crate) fn read_runs(&self) -> Result<Vec<Run>, StoreError> {
+    /// Each part's run, mapped; with `check`, checked to be a permutation of its positions.
+    pub(crate) fn read_runs(&self, check: bool) -> Result<Vec<Run>, StoreError> {
         (self.parts.iter())
-            .map(|part| Run::read(part.path(), part.len(), true))
+            .map(|part| Run::read(part.path(), part.len(), check))
             .collect()
     }
 
-    /// The part stores, in task order.
-    pub(crate) fn part_stores(&self) -> &[Store] {
-        &self.parts
+    /// The SMILES of the molecule at position `k` of part `p`'s run (`runs[p]`).
+    pub(crate) fn run_smiles(&self, runs: &[Run], p: usize, k: usize) -> Result<&[u8], StoreError> {
+        Ok(self.parts[p].smiles(runs[p].at(k))?.as_bytes())
+    }
+
+    /// The error for part `p`'s run found out of SMILES order.
+    pub(crate) fn unsorted(&self, p: usize) -> StoreError {
+        StoreError::Inconsistent {
+            path: run_path(self.parts[p].path()),
+            reason: "its positions are not in SMILES order".into(),
+        }
     }
 
     /// Merges positions `slices[p]` of each part's run `runs[p]` k-way (SMILES ascending,
@@ -313,9 +321,7 @@ impl PartRuns {
         mut keep: impl FnMut(u64),
     ) -> Result<Merged, StoreError> {
         let mut cursors: Vec<Range<usize>> = slices.to_vec();
-        let smiles = |p: usize, k: usize| -> Result<&[u8], StoreError> {
-            Ok(self.parts[p].smiles(runs[p].at(k))?.as_bytes())
-        };
+        let smiles = |p: usize, k: usize| self.run_smiles(runs, p, k);
         let mut heap = BinaryHeap::with_capacity(runs.len());
         for (p, c) in cursors.iter_mut().enumerate() {
             if let Some(k) = c.next() {
@@ -330,10 +336,7 @@ impl PartRuns {
             if let Some(k) = cursors[p].next() {
                 let next = smiles(p, k)?;
                 if next < key {
-                    return Err(StoreError::Inconsistent {
-                        path: run_path(self.parts[p].path()),
-                        reason: "its positions are not in SMILES order".into(),
-                    });
+                    return Err(self.unsorted(p));
                 }
                 heap.push(Reverse((next, p, runs[p].at(k))));
             }

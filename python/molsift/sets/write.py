@@ -240,18 +240,15 @@ def write_shard_task(task: dict) -> dict:
         source = ranks.astype("<u4").tobytes()
         del positions, ranks
         os.unlink(merged)
-    else:
-        order = np.memmap(os.path.join(dst, ORDER_FILE), dtype="<u4", mode="r")
-        source = np.ascontiguousarray(order[first:end]).tobytes()
-        del order
-    if isinstance(task["src"], dict):  # ingest's parts
-        src = task["src"]
         _core.write_set_shard_from_parts(
             src["parts"], src["fingerprint"], src["dropped"], src["provenance"], path, s,
             task["shards"], first, source, threads=task["threads"],
             plane_budget=task["buffers"].get("plane_budget"),
         )  # fmt: skip
     else:
+        order = np.memmap(os.path.join(dst, ORDER_FILE), dtype="<u4", mode="r")
+        source = np.ascontiguousarray(order[first:end]).tobytes()
+        del order
         _core.write_set_shard(
             task["src"], path, s, task["shards"], first, source, threads=task["threads"]
         )
