@@ -6,6 +6,7 @@ killed mid-search ends the job with a non-zero exit, no hang."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -313,3 +314,81 @@ def test_ranks_merge_their_shards_with_dedupe(tmp_path):
         if f.name not in ("manifest.json", "set.json"):  # provenance: workers or ranks
             assert (want / f).read_bytes() == (out / f).read_bytes(), f
     assert molsift.open_store(out).counts == molsift.open_store(want).counts
+
+
+def test_ranks_share_each_querys_preparation(built, tmp_path):
+    """`sets.mpi.prepared` under `mpirun -n 3`: each rank prepares only its share of the
+    queries (items r, r + 3, ... of each chunk), yet every rank gets every result and every
+    error, in order, as one process preparing them all would."""
+    script = tmp_path / "share.py"
+    script.write_text(
+        "import json, sys\n"
+        "import molsift\n"
+        "from molsift.sets.mpi import prepared, spread\n"
+        "store = molsift.open_store(sys.argv[1])\n"
+        "spread(store)\n"
+        "calls = []\n"
+        "def prepare(x):\n"
+        "    calls.append(x)\n"
+        "    if x % 7 == 3:\n"
+        "        raise ValueError(f'bad {x}')\n"
+        "    return x * x\n"
+        "got = [(i, r, None if e is None else str(e))\n"
+        "       for i, r, e in prepared(store, list(range(150)), prepare, chunk=64)]\n"
+        "rank = store._ranks.rank\n"
+        "with open(sys.argv[2] + f'.{rank}', 'w') as fh:\n"
+        "    json.dump({'got': got, 'calls': calls}, fh)\n"
+    )
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        mpirun_cmd(3) + [molsift_cmd()[0], str(script), str(built["sets"][5]), str(out)],
+        env=mpi_env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    want = [(x, None, f"bad {x}") if x % 7 == 3 else (x, x * x, None) for x in range(150)]
+    calls = []
+    for rank in range(3):
+        seen = json.loads((tmp_path / f"out.{rank}").read_text())
+        assert [tuple(g) for g in seen["got"]] == want
+        # this rank's share of each chunk of 64: items rank, rank + 3, ... of the chunk
+        share = [c + j for c in range(0, 150, 64) for j in range(rank, min(64, 150 - c), 3)]
+        assert seen["calls"] == share
+        calls += seen["calls"]
+    assert sorted(calls) == list(range(150))
+
+
+@pytest.mark.parametrize("verb", ["substructure", "search-k", "lookup"])
+def test_ranks_sharing_queries_report_bad_ones_as_one_process(built, tmp_path, verb):
+    """150 queries (three chunks of the shared preparation), some unreadable, on 3 ranks: the
+    hits, every skipped query's message and the exit status are the one store's."""
+    store = molsift.open_store(built["one"])
+    lines = []
+    for i in range(150):
+        if i % 23 == 5:
+            lines.append(f"C1CC(( bad{i}\n")
+        elif verb == "substructure":
+            lines.append(f"{['c1ccccc1O', '[#7;R]', 'C(=O)[OH]', 'C1CCNCC1'][i % 4]} s{i}\n")
+        else:
+            lines.append(f"{store.smiles[(i * 37) % len(store)]} m{i}\n")
+    queries = tmp_path / "q.smi"
+    queries.write_text("".join(lines))
+    head, tail = VERBS[verb][:1], [*VERBS[verb][1:], "--queries", str(queries)]
+    if verb == "substructure":
+        tail = ["--smarts", "--max-hits", "3", "--queries", str(queries)]
+    want = molsift_run(*head, built["one"], *tail)
+    got = subprocess.run(
+        mpirun_cmd(3) + molsift_cmd() + [*head, str(built["sets"][2]), *tail],
+        env=mpi_env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert got.returncode == want.returncode, got.stderr
+    assert got.stdout == want.stdout
+
+    def messages(text: str) -> list[str]:  # molsift's lines, the timings apart
+        return [ln.split(" in ")[0] for ln in text.splitlines() if ln.startswith("molsift:")]
+
+    assert messages(got.stderr) == messages(want.stderr)
+    bad = [f"q.smi:{i + 1}: " for i in range(150) if i % 23 == 5]  # each told by its line
+    if verb == "lookup":
+        assert any("7 unparsable" in ln for ln in messages(want.stderr))
+    else:
+        assert [b for b in bad if any(b in ln for ln in messages(want.stderr))] == bad

@@ -48,8 +48,11 @@ def canonicalize(queries: list[str], workers: int | None = None) -> list[str | N
 
 def lookup_all(store, smiles: Iterable[str], workers: int | None = None) -> Iterator[tuple]:
     """(query, canonical SMILES or None, store positions) for each query, in order."""
+    from .sets.mpi import shared
+
     queries = [str(s) for s in smiles]
-    canon = canonicalize(queries, workers)
+    # under mpirun over a set the ranks share the canonicalization (`shared`)
+    canon = shared(store, queries, lambda mine: canonicalize(mine, workers))
     probe = [c for c in canon if c is not None]
     found = iter(store._core.lookup(probe))
     for q, c in zip(queries, canon):

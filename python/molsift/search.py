@@ -104,9 +104,15 @@ def search_batch(
 ) -> list[Hits]:
     """As `search` for many queries at once (threads share the queries); result i answers
     queries[i]. The stats of each result are those summed over the batch."""
+    from .sets.mpi import prepared
+
     _check(threshold, k)
     fp = fingerprinter_for(store)
-    on_bits = [query_on_bits(store, q, fp) for q in queries]
+    on_bits = []
+    for _, bits, error in prepared(store, queries, lambda q: query_on_bits(store, q, fp)):
+        if error is not None:
+            raise error
+        on_bits.append(bits)
     results, stats = store._searcher().search_batch(on_bits, threshold, k, threads)
     return [_hits(i, s, stats) for i, s in results]
 

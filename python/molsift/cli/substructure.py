@@ -135,7 +135,7 @@ class _Writer:
 
 
 def run(args) -> int:
-    from ..sets.mpi import for_ranks
+    from ..sets.mpi import for_ranks, prepared
     from ..store import open_store
     from ..substructure import QueryError, last_stats, parse_query
     from ..substructure.search import iter_hit_arrays
@@ -150,20 +150,27 @@ def run(args) -> int:
     asked = failed = hits_total = 0
     start = time.perf_counter()
     show = sys.stderr.isatty()
+
+    def parse(given):
+        if given.problem is not None:
+            return None
+        return parse_query(given.text, smarts=args.smarts, chirality=args.chirality)
+
     try:
-        for given in queries:
+        # under mpirun over a set the ranks share the queries' parsing (`prepared`)
+        for given, query, error in prepared(store, queries, parse):
             asked += 1
             where, name = given.where, given.id
             if given.problem is not None:
                 report_skipped(where, name, given.problem)
                 failed += 1
                 continue
-            try:
-                query = parse_query(given.text, smarts=args.smarts, chirality=args.chirality)
-            except QueryError as exc:
-                print(f"molsift: {where}{exc}", file=sys.stderr)
+            if isinstance(error, QueryError):
+                print(f"molsift: {where}{error}", file=sys.stderr)
                 failed += 1
                 continue
+            if error is not None:
+                raise error
             if query.note:
                 print(f"molsift: {where}note: {query.note}", file=sys.stderr)
             if query.always_false:

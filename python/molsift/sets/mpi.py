@@ -16,9 +16,12 @@ it through mpirun, with the rank named."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 import numpy as np
 
+#: the most bytes one reduction of many queries' top-k records carries (`Ranks.topk_many`)
+_BATCH_BYTES = 4 << 20
 #: a padding record sorts after every real one (scores are in [0, 1])
 _PAD_SCORE, _PAD_POS = -1.0, np.iinfo(np.int64).max
 RECORD = np.dtype([("score", "<f8"), ("pos", "<i8")])
@@ -48,6 +51,7 @@ class Ranks:
         self.is_root = self.rank == 0
         self._ops: dict[int, tuple] = {}
         self.sent_bytes = 0
+        self.prepared_bytes = 0
         self.fanout = fanout
         self.name = name
 
@@ -60,10 +64,12 @@ class Ranks:
             from mpi4py import MPI
 
             def merge(inbuf, inoutbuf, datatype) -> None:
-                a = np.frombuffer(inbuf, dtype=RECORD)
-                b = np.frombuffer(inoutbuf, dtype=RECORD)
-                both = np.concatenate([a, b])
-                b[:] = both[np.lexsort((both["pos"], -both["score"]))[:k]]
+                # one element: one query's k records; a reduction may carry many
+                a = np.frombuffer(inbuf, dtype=RECORD).reshape(-1, k)
+                b = np.frombuffer(inoutbuf, dtype=RECORD).reshape(-1, k)
+                both = np.concatenate([a, b], axis=1)
+                best = np.lexsort((both["pos"], -both["score"]), axis=-1)[:, :k]
+                b[:] = np.take_along_axis(both, best, axis=1)
 
             dtype = MPI.BYTE.Create_contiguous(RECORD.itemsize * k).Commit()
             got = self._ops[k] = (MPI.Op.Create(merge, commute=True), dtype)
@@ -92,22 +98,77 @@ class Ranks:
     def topk(self, indices: np.ndarray, scores: np.ndarray, k: int):
         """The k best (score descending, position ascending) of every rank's hits, on rank 0
         (empty arrays elsewhere): one reduction of k records per rank."""
+        return self.topk_many([(indices, scores)], k)[0]
+
+    def topk_many(self, answers: list[tuple[np.ndarray, np.ndarray]], k: int) -> list[tuple]:
+        """`topk` of many queries' hits in one reduction per chunk (at most `_BATCH_BYTES`):
+        each query's k records are one element of the reduction, merged element by element.
+        On rank 0 the k best (positions, scores) of each query; empty arrays elsewhere."""
         op, dtype = self._topk_op(k)
-        send = np.empty(k, dtype=RECORD)
-        send["score"], send["pos"] = _PAD_SCORE, _PAD_POS
-        n = min(k, len(indices))
-        send["score"][:n], send["pos"][:n] = scores[:n], indices[:n]
-        recv = np.empty_like(send) if self.is_root else None
-        self._wait(
-            self.comm.Ireduce(
-                [send, 1, dtype], [recv, 1, dtype] if self.is_root else None, op=op, root=0
+        out: list[tuple] = []
+        step = max(1, _BATCH_BYTES // (RECORD.itemsize * k))
+        for at in range(0, len(answers), step):
+            part = answers[at : at + step]
+            send = np.empty((len(part), k), dtype=RECORD)
+            send["score"], send["pos"] = _PAD_SCORE, _PAD_POS
+            for row, (indices, scores) in zip(send, part):
+                n = min(k, len(indices))
+                row["score"][:n], row["pos"][:n] = scores[:n], indices[:n]
+            recv = np.empty_like(send) if self.is_root else None
+            self._wait(
+                self.comm.Ireduce(
+                    [send, len(part), dtype],
+                    [recv, len(part), dtype] if self.is_root else None,
+                    op=op,
+                    root=0,
+                )
             )
+            if not self.is_root:
+                self.sent_bytes += send.nbytes
+                empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+                out.extend(empty for _ in part)
+                continue
+            for row in recv:
+                real = row["score"] >= 0
+                out.append((row["pos"][real].copy(), row["score"][real].copy()))
+        return out
+
+    def gather_many(self, answers: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple]:
+        """Threshold hits of many queries: every rank's (positions, scores) of each query, in
+        one gather of counts and arrays (`gather_arrays`), merged on rank 0 best first (score
+        descending, position ascending); empty arrays elsewhere."""
+        counts = np.array([len(i) for i, _ in answers], dtype=np.int64)
+        indices = np.concatenate(
+            [np.asarray(i, dtype=np.int64) for i, _ in answers] or [np.zeros(0, np.int64)]
         )
-        if not self.is_root:
-            self.sent_bytes += send.nbytes
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        real = recv["score"] >= 0
-        return recv["pos"][real].copy(), recv["score"][real].copy()
+        scores = np.concatenate(
+            [np.asarray(s, dtype=np.float64) for _, s in answers] or [np.zeros(0)]
+        )
+        got = self.gather_arrays(counts)
+        arrays = self.gather_arrays(indices, scores)
+        if got is None or arrays is None:
+            return [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)) for _ in answers]
+        per_rank = got[0].reshape(self.size, len(answers))
+        starts = np.concatenate([[0], np.cumsum(per_rank.ravel())]).reshape(-1)
+        out = []
+        for q in range(len(answers)):
+            cuts = [(starts[r * len(answers) + q], per_rank[r, q]) for r in range(self.size)]
+            idx = np.concatenate([arrays[0][a : a + n] for a, n in cuts])
+            sc = np.concatenate([arrays[1][a : a + n] for a, n in cuts])
+            order = np.lexsort((idx, -sc))
+            out.append((idx[order], sc[order]))
+        return out
+
+    def share(self, items: list, work) -> list:
+        """`work(items)` (a list of as many picklable results) on every rank, the work shared:
+        rank r does items r, r + R, ... and the results are exchanged (one allgather of their
+        pickles; `prepared_bytes` counts what this rank sent)."""
+        import pickle
+
+        data = pickle.dumps(work(items[self.rank :: self.size]), pickle.HIGHEST_PROTOCOL)
+        self.prepared_bytes += len(data)
+        every = [pickle.loads(d) for d in self.comm.allgather(data)]
+        return [every[j % self.size][j // self.size] for j in range(len(items))]
 
     def _counts(self, n: int) -> list[int] | None:
         mine = np.array([n], dtype=np.int64)
@@ -154,6 +215,64 @@ class Ranks:
             return None
         ends = np.cumsum(counts).tolist()
         return [pickle.loads(got[0][e - c : e].tobytes()) for e, c in zip(ends, counts)]
+
+
+def _attempt(prepare, item) -> tuple:
+    """(prepare(item), None), or (None, the exception) when it raised one."""
+    try:
+        return prepare(item), None
+    except Exception as exc:  # handed to the caller, raised or reported there
+        return None, exc
+
+
+def _portable(outcome: tuple) -> tuple:
+    """An outcome of `_attempt` whose exception survives pickling (one that does not travels
+    as a RuntimeError with its message)."""
+    import pickle
+
+    error = outcome[1]
+    if error is None:
+        return outcome
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return None, RuntimeError(str(error))
+    return outcome
+
+
+def prepared(store, items, prepare, chunk: int = 64) -> Iterator[tuple]:
+    """(item, result, error) of `prepare(item)` for each of `items`, in order (`error` the
+    exception `prepare` raised, then `result` is None, so that every rank meets it at the same
+    item). A query's preparation (parsing a substructure query, a similarity query's
+    fingerprint) is the same on every rank: under `mpirun` over a set the ranks share it, a
+    chunk of items at a time (`shared`); elsewhere the items are prepared here in turn, lazily."""
+    if _sharing(store) is None:
+        for item in items:
+            yield (item, *_attempt(prepare, item))
+        return
+    items = list(items)
+    for at in range(0, len(items), chunk):
+        part = items[at : at + chunk]
+        done = shared(store, part, lambda mine: [_portable(_attempt(prepare, x)) for x in mine])
+        for item, (result, error) in zip(part, done):
+            yield item, result, error
+
+
+def shared(store, items: list, work) -> list:
+    """`work(items)`, a list of one picklable result per item. Under `mpirun` over a set
+    (every rank running the same verb) each rank does its share (`Ranks.share`) and every
+    rank gets every result; elsewhere `work(items)` here."""
+    ranks = _sharing(store)
+    return work(items) if ranks is None else ranks.share(items, work)
+
+
+def _sharing(store):
+    """The `Ranks` that share a verb's per-query work, or None: no MPI, a plain store, one
+    rank, or a server's ranks (rank 0 prepares each query; the searcher ranks receive it)."""
+    ranks = getattr(store, "_ranks", None)
+    if ranks is None or ranks.fanout is not None or ranks.size == 1:
+        return None
+    return ranks
 
 
 def spread(store) -> bool:

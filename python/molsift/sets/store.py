@@ -155,19 +155,14 @@ class _SetSearcher:
         idx, scores, stats = self._store.shards[s]._searcher().search(on_bits, threshold, k, 1)
         return np.asarray(idx, dtype=np.int64) + self._store.offsets[s], scores, stats
 
-    def _across(self, indices, scores, k):
-        """This process's merged hits combined with the other ranks' (rank 0 gets the set's
-        answer, the others nothing); unchanged without MPI."""
+    def _across(self, answers: list[tuple], k):
+        """Each query's hits of this process (merged over its shards), combined with the other
+        ranks' (rank 0 gets the set's answers, the others empty ones): one reduction of top-k
+        records, or one gather of threshold hits, for all the queries; unchanged without MPI."""
         ranks = getattr(self._store, "_ranks", None)
         if ranks is None:
-            return indices, scores
-        if k is not None:
-            return ranks.topk(indices, scores, k)
-        got = ranks.gather_arrays(indices, np.asarray(scores, dtype=np.float64))
-        if got is None:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        order = np.lexsort((got[0], -got[1]))  # every rank's lists, one after another
-        return got[0][order], got[1][order]
+            return answers
+        return ranks.topk_many(answers, k) if k is not None else ranks.gather_many(answers)
 
     def _bounded(self, on_bits, threshold, k):
         """Top-k over this process's shards one after another, each searched at or above the
@@ -186,17 +181,21 @@ class _SetSearcher:
                 floor = max(floor or 0.0, float(scores[-1]))
         return parts
 
-    def _query(self, on_bits, threshold, k, threads):
-        """One query's (indices, scores, stats) over the set: this process's shards (bounded
-        one after another for top-k on one thread, else on threads), merged, then across the
-        ranks."""
+    def _local(self, on_bits, threshold, k, threads):
+        """One query's (indices, scores, stats) over this process's shards (bounded one after
+        another for top-k on one thread, else on threads), merged."""
         if k is not None and threads <= 1:
             parts = self._bounded(on_bits, threshold, k)
         else:
             parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k), threads)
         indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
-        indices, scores = self._across(indices, scores, k)
-        return indices.tolist(), scores.tolist(), _sum_stats([st for _, _, st in parts])
+        return indices, scores, _sum_stats([st for _, _, st in parts])
+
+    def _query(self, on_bits, threshold, k, threads):
+        """One query's (indices, scores, stats) over the set, across the ranks."""
+        indices, scores, stats = self._local(on_bits, threshold, k, threads)
+        [(indices, scores)] = self._across([(indices, scores)], k)
+        return indices.tolist(), scores.tolist(), stats
 
     def search(self, on_bits, threshold=None, k=None, threads: int = 1):
         with collective(self._store, "search", on_bits, threshold, k, threads):
@@ -207,24 +206,26 @@ class _SetSearcher:
             return self._search_batch(queries, threshold, k, threads)
 
     def _search_batch(self, queries, threshold, k, threads):
+        """Every query's hits over this process's shards first, then across the ranks at once
+        (`_across`: one reduction or gather for the batch, not one per query)."""
         if k is not None and threads <= 1:  # each query's shards bounded by its k-th best
-            answers = [self._query(q, threshold, k, 1) for q in queries]
-            return [(i, sc) for i, sc, _ in answers], _sum_stats([st for *_, st in answers])
+            answers = [self._local(q, threshold, k, 1) for q in queries]
+            local = [(i, sc) for i, sc, _ in answers]
+            stats = _sum_stats([st for *_, st in answers])
+        else:
 
-        def shard(s):
-            results, stats = (
-                self._store.shards[s]._searcher().search_batch(queries, threshold, k, 1)
-            )
-            off = self._store.offsets[s]
-            return [(np.asarray(i, dtype=np.int64) + off, sc) for i, sc in results], stats
+            def shard(s):
+                results, stats = (
+                    self._store.shards[s]._searcher().search_batch(queries, threshold, k, 1)
+                )
+                off = self._store.offsets[s]
+                return [(np.asarray(i, dtype=np.int64) + off, sc) for i, sc in results], stats
 
-        parts = self._store._map(shard, threads)
-        merged = []
-        for q in range(len(queries)):
-            indices, scores = merge_hits([p[0][q] for p in parts], k)
-            indices, scores = self._across(indices, scores, k)
-            merged.append((indices.tolist(), scores.tolist()))
-        return merged, _sum_stats([p[1] for p in parts])
+            parts = self._store._map(shard, threads)
+            local = [merge_hits([p[0][q] for p in parts], k) for q in range(len(queries))]
+            stats = _sum_stats([p[1] for p in parts])
+        merged = [(i.tolist(), sc.tolist()) for i, sc in self._across(local, k)]
+        return merged, stats
 
 
 def merge_hits(parts, k: int | None) -> tuple[np.ndarray, np.ndarray]:
