@@ -101,10 +101,35 @@ def test_analogs_equal_the_one_store(one, sharded):
             a, b = one.analogs(q, max_dist=2, k=k), sharded.analogs(q, max_dist=2, k=k)
             for col in a.columns:
                 assert a.columns[col].tolist() == b.columns[col].tolist(), (q, k, col)
+            assert (a.complete_to, a.partial) == (b.complete_to, b.partial), (q, k)
         per = [x for x in sharded.iter_analogs(q, max_dist=2, k=12)]
         whole = one.analogs(q, max_dist=2, k=12)
         assert np.concatenate([x["position"] for x in per]).tolist() == whole["position"].tolist()
         assert [x.complete_to for x in per] == list(range(len(per)))
+
+
+def test_each_shard_walks_once_for_top_k_analogs(one, sharded, monkeypatch):
+    """A set's top-k analog search walks each shard once, all shards distance by distance
+    until the set has k hits (`LevelWalk`), not one walk per distance; the same hits and the
+    same distance complete."""
+    from molsift.analogs import search
+
+    started = []
+    real = search.LevelWalk.__init__
+
+    def counted(self, store, *args, **kwargs):
+        started.append(store)
+        real(self, store, *args, **kwargs)
+
+    monkeypatch.setattr(search.LevelWalk, "__init__", counted)
+    for q in _queries(one)[:4]:
+        started.clear()
+        a, b = one.analogs(q, max_dist=3, k=25), sharded.analogs(q, max_dist=3, k=25)
+        assert b["position"].tolist() == a["position"].tolist()
+        assert b.complete_to == a.complete_to
+        live = [id(s) for s in sharded.shards if len(s)]
+        # one shard: its own walk with k is the set's (no walk in step)
+        assert sorted(map(id, started)) == (sorted(live) if len(live) > 1 else [])
 
 
 def test_lookup_equals_the_one_store(one, sharded):

@@ -341,7 +341,7 @@ def test_ranks_share_each_querys_preparation(built, tmp_path):
     )
     out = tmp_path / "out"
     proc = subprocess.run(
-        mpirun_cmd(3) + [molsift_cmd()[0], str(script), str(built["sets"][5]), str(out)],
+        [*mpirun_cmd(3), molsift_cmd()[0], str(script), str(built["sets"][5]), str(out)],
         env=mpi_env(), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -724,14 +724,17 @@ class AnalogIndex:
         | None = None,
         elements: list[str] | None = None,
         cancel: CancelFlag | None = None,
+        probe: bool | None = None,
     ) -> tuple[list[tuple[int, bytes, list[int]]], HitPaths, list[tuple[str, int]]]:
         """Indexed molecules within max_dist edits, nearest skeletons first: ([(distance, edits
         by kind as 6 bytes, positions)], the paths to each hit (none without elements, the
         query atoms' symbols), [(stat, value)]: edges, pruned, nodes, complete_to, timed_out,
         first_hit_ns, ns). stop_after: end with the distance at which that many molecules are
         found; timeout_s: stop there (timed_out 1); on_level(distance, hits, paths): called as
-        each distance completes (then only an unfinished distance's hits return); cancel: the
-        walk stops once it is set and raises Cancelled."""
+        each distance completes (then only an unfinished distance's hits return; an exception
+        it raises ends the walk); cancel: the walk stops once it is set and raises Cancelled;
+        probe (default: with stop_after): each distance's hits found, and on_level called,
+        before its graphs are canonicalized for the next distance."""
     def element_changes(
         self, paths: HitPaths, rows: list[tuple[int, int]]
     ) -> tuple[list[int], list[bytes]]:

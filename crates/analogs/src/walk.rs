@@ -315,7 +315,9 @@ pub enum Event<'a> {
         /// whether this key was handed out before (at this distance)
         again: bool,
     },
-    /// Every hit at this distance (and below) has been reported.
+    /// Every hit at this distance (and below) has been reported: with
+    /// [`WalkOptions::probe`], before the distance's graphs are canonicalized for the next
+    /// one, so that returning true ends the walk without that work.
     Done(usize),
 }
 
@@ -335,8 +337,9 @@ pub struct WalkOptions<'a> {
     /// end a walk whose answer nobody waits for any more
     pub stop: Option<&'a AtomicBool>,
     /// find each distance's hits before canonicalizing its graphs for the next distance
-    /// (cheap: only graphs the WL filter passes are canonicalized); pays when `on` is likely
-    /// to end the walk early (a top-k search), costs one more pass over the edits otherwise
+    /// (cheap: only graphs the WL filter passes are canonicalized), then report the distance
+    /// [`Event::Done`]; pays when `on` is likely to end the walk early (a top-k search, the
+    /// shards of a store set walking in step), costs one more pass over the edits otherwise
     pub probe: bool,
 }
 
@@ -466,9 +469,14 @@ pub fn walk<L: Library>(
             if let Some(e) = error {
                 return Err(e);
             }
-            if enough && !stats.timed_out {
-                stats.complete_to = depth;
-                on(Event::Done(depth));
+            if stats.timed_out {
+                break;
+            }
+            // every hit at this distance is out: the caller may end the walk here, before the
+            // level is canonicalized for the next distance
+            stats.complete_to = depth;
+            if enough | on(Event::Done(depth)) {
+                enough = true;
                 break;
             }
         }
@@ -554,7 +562,7 @@ pub fn walk<L: Library>(
         if let Some(e) = error {
             return Err(e);
         }
-        if !stats.timed_out {
+        if !stats.timed_out && !probed {
             stats.complete_to = depth;
             enough |= on(Event::Done(depth));
         }

@@ -428,9 +428,11 @@ impl PyAnalogIndex {
     /// `stop_after`: end with the distance at which that many molecules are found;
     /// `timeout_s`: stop there (stats `timed_out` 1; hits up to `complete_to` are complete);
     /// `on_level(distance, hits)`: called as each distance completes, with its hits (then only
-    /// the hits of an unfinished distance are returned); `cancel` (a `CancelFlag`): the walk
-    /// stops once it is set (read every 256 edits) and raises `Cancelled`.
-    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None, elements=None, cancel=None))]
+    /// the hits of an unfinished distance are returned; an exception it raises ends the walk);
+    /// `cancel` (a `CancelFlag`): the walk stops once it is set (read every 256 edits) and
+    /// raises `Cancelled`; `probe` (default: with `stop_after`): each distance's hits found,
+    /// and `on_level` called, before its graphs are canonicalized for the next distance.
+    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None, elements=None, cancel=None, probe=None))]
     #[allow(clippy::type_complexity, clippy::too_many_arguments)] // the Python signature
     fn walk<'py>(
         &self,
@@ -444,6 +446,7 @@ impl PyAnalogIndex {
         on_level: Option<Py<PyAny>>,
         elements: Option<Vec<String>>,
         cancel: Option<PyRef<'py, crate::cancel::PyCancelFlag>>,
+        probe: Option<bool>,
     ) -> PyResult<(Hits, PyHitPaths, Vec<(&'static str, u64)>)> {
         let stop = crate::cancel::shared(cancel);
         let opts = WalkOptions {
@@ -452,7 +455,7 @@ impl PyAnalogIndex {
             max_leaves: self.inner.header().max_leaves,
             deadline: deadline(timeout_s)?,
             stop: stop.as_deref(),
-            probe: stop_after != usize::MAX,
+            probe: probe.unwrap_or(stop_after != usize::MAX),
         };
         let index = &self.inner;
         let molecules = |key| {

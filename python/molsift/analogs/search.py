@@ -303,5 +303,76 @@ def iter_analogs(
         worker.join()
 
 
+class LevelWalk:
+    """One store's analog walk (no `k`: it goes on until told otherwise) in its own thread,
+    pausing as each distance completes: `level()` gives that distance's hits (ranked columns)
+    and the walk waits for `go_on(True)` to walk the next distance or `go_on(False)` to end.
+    A store set walks every shard so, distance by distance, and stops them all where the set
+    has k hits (`sets.store`): each shard walks once, not once per distance. `halt()` ends a
+    walk wherever it is (inside the kernel when the extension takes a cancel flag)."""
+
+    def __init__(self, store, query, max_dist, limits, timeout, lock, gate=None):
+        from ..cancel import new_flag
+
+        self.store = store
+        #: held while the walk runs, not while it waits (a set's walks share one: at most as
+        #: many walking at once as it allows)
+        self._gate = gate or contextlib.nullcontext()
+        #: (what, distance, data): ("level", d, (hits, paths)), ("end", None, the walk's
+        #: (rest, paths, stats)), ("stopped", None, None) or ("error", None, exception)
+        self.events: queue.Queue = queue.Queue()
+        self.bits, args, elements, self.index = _prepare(
+            store, query, max_dist, None, limits, timeout, lock
+        )
+        self._flag = new_flag()
+        self._go: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(
+            target=self._run, args=(args, elements), name="molsift-analogs", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, args, elements) -> None:
+        def level(d, hits, paths) -> None:
+            self.events.put(("level", d, (hits, paths)))
+            self._gate.__exit__(None, None, None)
+            more = self._go.get()
+            self._gate.__enter__()
+            if not more:
+                raise _Stopped
+
+        try:
+            with self._gate:
+                # probe: each distance's hits, and the pause, before its graphs are
+                # canonicalized for the next distance (work a walk told to stop never does)
+                found = self.index.walk(*args, on_level=level, elements=elements, probe=True,
+                                        **_walk_extra(self._flag))  # fmt: skip
+            self.events.put(("end", None, found))
+        except _Stopped:
+            self.events.put(("stopped", None, None))
+        except BaseException as exc:  # handed to the coordinator, raised there
+            self.events.put(("error", None, exc))
+
+    def columns(self, hits, paths) -> dict:
+        """A distance's hits (or a timed-out walk's last ones) as ranked columns."""
+        return _rank(self.store, self.bits, hits, self.index, paths, None)
+
+    def next_event(self, cancel=None) -> tuple:
+        """The walk's next event; `Cancelled` when `cancel` is set meanwhile."""
+        while True:
+            try:
+                return self.events.get(timeout=0.05)
+            except queue.Empty:
+                check(cancel)
+
+    def go_on(self, more: bool) -> None:
+        self._go.put(more)
+
+    def halt(self) -> None:
+        """Ends the walk now (it then reports `stopped` or an error) and waits for it."""
+        self._flag.set()
+        self._go.put(False)
+        self._thread.join()
+
+
 class _Stopped(Exception):
     """Raised in the walk's level callback once the consumer has gone."""

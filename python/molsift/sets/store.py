@@ -419,34 +419,22 @@ def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
 
     ranks = getattr(store, "_ranks", None)
     own = [s for s in store._own() if len(store.shards[s])]
-    if sum(1 for shard in store.shards if len(shard)) <= 1:  # one shard: its own walk is the set's
-        steps = [max_dist]
-    else:
-        steps = list(range(max_dist + 1)) if k is not None else [max_dist]
-    for d in steps:
+    if k is not None and sum(1 for shard in store.shards if len(shard)) > 1:
+        parts = _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel)
+    else:  # one shard (its own walk is the set's), or every hit within max_dist
         parts = []
         for s in own:
-            a = analogs(store.shards[s], query, max_dist=d, k=k if len(steps) == 1 else None,
-                        limits=limits, timeout=timeout, lock=lock, cancel=cancel)  # fmt: skip
+            a = analogs(store.shards[s], query, max_dist=max_dist, k=k, limits=limits,
+                        timeout=timeout, lock=lock, cancel=cancel)  # fmt: skip
             a.columns["position"] = a.columns["position"] + store.offsets[s]
             parts.append(a)
-        if len(steps) == 1:
-            break
-        found = [sum(len(p) for p in parts), int(any(p.partial for p in parts))]
-        if ranks is not None:
-            found = ranks.allsum(found)
-        if found[0] >= k or found[1] or d == max_dist:
-            break
     if not parts:  # no molecule here: the query checked as a shard would, no hit
-        from ..analogs.search import KINDS, _check, _query, parse_limits
+        from ..analogs.search import _check, _query, parse_limits
 
         _check(max_dist, k, timeout)
         parse_limits(limits)
         _query(store, query)
-        cols = {"position": np.zeros(0, np.int64), "distance": np.zeros(0, np.int64),
-                "tanimoto": np.zeros(0, np.float64), **{c: np.zeros(0, np.int64) for c in KINDS},
-                "mut": np.zeros(0, np.int64)}  # fmt: skip
-        parts = [Analogs(cols, max_dist, False, {})]
+        parts = [Analogs(_no_hits(), max_dist, False, {})]
     if ranks is not None:  # under MPI: every rank's hits meet at rank 0
         got = ranks.gather(parts)
         if got is None:
@@ -457,6 +445,74 @@ def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
     cols = {c: v[order] for c, v in cols.items()}
     stats = _sum_stats([p.stats for p in parts])
     return Analogs(cols, min(p.complete_to for p in parts), any(p.partial for p in parts), stats)
+
+
+def _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel) -> list:
+    """Each of `own` shards' hits (an `Analogs` each, set positions) of a top-k analog search:
+    every shard walks once (`LevelWalk`, on its own thread, at most as many walking at once as
+    there are cores), all of them distance by distance, and all stop after the distance d where
+    the whole set has k hits (summed over the ranks under MPI), the last distance, or a
+    timeout. As one store's walk with `k`: complete to d, every hit within d."""
+    from ..analogs.search import Analogs, LevelWalk
+
+    ranks = getattr(store, "_ranks", None)
+    gate = threading.BoundedSemaphore(os.cpu_count() or 1)  # walks running at once: the cores
+    walks = {s: LevelWalk(store.shards[s], query, max_dist, limits, timeout, lock, gate)
+             for s in own}  # fmt: skip
+    cols: dict[int, list] = {s: [] for s in own}
+    ended: dict[int, dict] = {}  # the stats of each walk that ended by itself
+    ahead: dict[int, tuple] = {}  # a walk's next level, beyond the distance being gathered
+    stop_at = max_dist
+    try:
+        for d in range(max_dist + 1):
+            paused = []
+            for s in own:
+                if s in ended:
+                    continue
+                what, dist, data = ahead.pop(s, None) or walks[s].next_event(cancel)
+                if what == "error":
+                    raise data
+                if what == "level" and dist > d:  # no hit of this shard at distance d
+                    ahead[s] = (what, dist, data)
+                elif what == "level":
+                    cols[s].append(walks[s].columns(*data))
+                    paused.append(s)
+                elif what == "end":
+                    rest, paths, stats = data
+                    ended[s] = dict(stats)
+                    if ended[s]["timed_out"]:  # the hits of the distance it did not finish
+                        cols[s].append(walks[s].columns(rest, paths))
+            found = [sum(len(c["position"]) for cs in cols.values() for c in cs),
+                     int(any(st["timed_out"] for st in ended.values()))]  # fmt: skip
+            if ranks is not None:
+                found = ranks.allsum(found)
+            more = not (found[0] >= k or found[1] or d == max_dist)
+            for s in paused:
+                walks[s].go_on(more)
+            if not more:
+                stop_at = d
+                break
+    finally:
+        for walk in walks.values():
+            walk.halt()
+    parts = []
+    for s in own:
+        stats = ended.get(s, {})
+        complete_to = min(int(stats.get("complete_to", stop_at)), stop_at)
+        shard = cols[s] or [_no_hits()]
+        merged = {c: np.concatenate([x[c] for x in shard]) for c in shard[0]}
+        merged["position"] = merged["position"] + store.offsets[s]
+        parts.append(Analogs(merged, complete_to, bool(stats.get("timed_out")), stats))
+    return parts
+
+
+def _no_hits() -> dict:
+    """The columns of an analog result with no hit."""
+    from ..analogs.search import KINDS
+
+    return {"position": np.zeros(0, np.int64), "distance": np.zeros(0, np.int64),
+            "tanimoto": np.zeros(0, np.float64), **{c: np.zeros(0, np.int64) for c in KINDS},
+            "mut": np.zeros(0, np.int64)}  # fmt: skip
 
 
 def iter_set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout=None,
