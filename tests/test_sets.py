@@ -108,28 +108,59 @@ def test_analogs_equal_the_one_store(one, sharded):
         assert [x.complete_to for x in per] == list(range(len(per)))
 
 
-def test_each_shard_walks_once_for_top_k_analogs(one, sharded, monkeypatch):
-    """A set's top-k analog search walks each shard once, all shards distance by distance
-    until the set has k hits (`LevelWalk`), not one walk per distance; the same hits and the
-    same distance complete."""
+def test_a_set_is_walked_once_over_the_union_of_its_shards(one, sharded):
+    """Without MPI a set's analog search is one walk over the union of its shards' indexes
+    (`_core.AnalogIndexUnion`), every hit's position in the set: the one store's answers, and
+    streamed by distance as the one store's (`iter_analogs`)."""
+    from molsift import _core
     from molsift.analogs import search
 
+    assert isinstance(search._index(sharded), _core.AnalogIndexUnion)
+    for q in _queries(one)[:4]:
+        a, b = one.analogs(q, max_dist=3, k=25), sharded.analogs(q, max_dist=3, k=25)
+        for col in a.columns:
+            assert a.columns[col].tolist() == b.columns[col].tolist(), (q, col)
+        assert (a.complete_to, a.partial) == (b.complete_to, b.partial)
+        whole = [(x.complete_to, x["position"].tolist()) for x in one.iter_analogs(q, max_dist=2)]
+        per = [(x.complete_to, x["position"].tolist()) for x in sharded.iter_analogs(q, max_dist=2)]
+        assert per == whole
+
+
+@pytest.mark.parametrize("union", [True, False])
+def test_shard_by_shard_walks_in_step(one, sharded, monkeypatch, union):
+    """A set searched shard by shard (as each MPI rank searches its own shards,
+    `sets.store.set_analogs`) walks once, distance by distance until the set has k hits
+    (`LevelWalk`), not once per distance: over the union of the shards, or (a set too large
+    for 32-bit positions, `UNION_MAX`) each shard once, all in step; the one store's hits and
+    the same distance complete."""
+    from molsift.analogs import search
+    from molsift.sets import store as set_store
+
+    if not union:
+        monkeypatch.setattr(set_store, "UNION_MAX", 0)
     started = []
     real = search.LevelWalk.__init__
 
-    def counted(self, store, *args, **kwargs):
-        started.append(store)
-        real(self, store, *args, **kwargs)
+    def counted(self, lib, *args, **kwargs):
+        started.append(lib)
+        real(self, lib, *args, **kwargs)
 
     monkeypatch.setattr(search.LevelWalk, "__init__", counted)
+    live = [s for s in sharded.shards if len(s)]
     for q in _queries(one)[:4]:
-        started.clear()
-        a, b = one.analogs(q, max_dist=3, k=25), sharded.analogs(q, max_dist=3, k=25)
-        assert b["position"].tolist() == a["position"].tolist()
-        assert b.complete_to == a.complete_to
-        live = [id(s) for s in sharded.shards if len(s)]
-        # one shard: its own walk with k is the set's (no walk in step)
-        assert sorted(map(id, started)) == (sorted(live) if len(live) > 1 else [])
+        for k in (1, 25):
+            started.clear()
+            a = one.analogs(q, max_dist=3, k=k)
+            b = set_store.set_analogs(sharded, q, max_dist=3, k=k)
+            for col in a.columns:
+                assert a.columns[col].tolist() == b.columns[col].tolist(), (q, k, col)
+            assert (a.complete_to, a.partial) == (b.complete_to, b.partial)
+            if len(live) == 1:  # one shard: its own walk with k is the set's
+                assert started == []
+            elif union:
+                assert [type(x) for x in started] == [set_store._Shards]
+            else:
+                assert sorted(map(id, started)) == sorted(map(id, live))
 
 
 def test_lookup_equals_the_one_store(one, sharded):

@@ -742,6 +742,34 @@ class AnalogIndex:
         they come from, under the best isomorphism, over the hit's paths (-1 where unknown),
         and the edits by kind of the path that gives it (6 bytes)."""
 
+class AnalogIndexUnion:
+    """The analog indexes of a store set's shards searched by one walk, positions in the set
+    (each shard's offset added): what a walk of every shard finds, for about the cost of one."""
+
+    def __init__(self, parts: list[AnalogIndex], offsets: list[int]) -> None:
+        """The shards' indexes in set order and each one's first set position; ValueError
+        unless the offsets ascend, the set's positions fit 32 bits and the indexes were built
+        alike (max_leaves)."""
+    def walk(
+        self,
+        n: int,
+        bonds: list[tuple[int, int]],
+        max_dist: int,
+        limits: list[int] = ...,
+        stop_after: int = ...,
+        timeout_s: float | None = None,
+        on_level: Callable[[int, list[tuple[int, bytes, list[int]]], HitPaths], object]
+        | None = None,
+        elements: list[str] | None = None,
+        cancel: CancelFlag | None = None,
+        probe: bool | None = None,
+    ) -> tuple[list[tuple[int, bytes, list[int]]], HitPaths, list[tuple[str, int]]]:
+        """As AnalogIndex.walk, over every shard at once, positions in the set."""
+    def element_changes(
+        self, paths: HitPaths, rows: list[tuple[int, int]]
+    ) -> tuple[list[int], list[bytes]]:
+        """As AnalogIndex.element_changes, rows by set position."""
+
 def build_analog_index(
     path: _Path,
     threads: int = 1,

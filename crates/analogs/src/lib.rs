@@ -11,7 +11,7 @@
 //! * [`edits`]: every single edit of a skeleton, by [`Kind`].
 //! * [`walk`]: the exact search, breadth first from the query over every edit.
 //! * [`AnalogIndex`]: a store's distinct skeletons and their molecules, on disk
-//!   ([`write_index`]), the library a walk searches.
+//!   ([`write_index`]), the library a walk searches; [`Union`]: several searched by one walk.
 //!
 //! ```
 //! use molsift_analogs::{canonical, Skeleton};
@@ -30,6 +30,7 @@ pub mod skeleton;
 pub mod smiles;
 #[cfg(test)]
 mod tests;
+pub mod union;
 pub mod walk;
 pub mod wl;
 
@@ -39,6 +40,7 @@ pub use index::{write_index, AnalogIndex};
 pub use mapping::element_changes;
 pub use skeleton::Skeleton;
 pub use smiles::{element_code, skeleton_and_elements, skeleton_of_smiles};
+pub use union::Union;
 pub use walk::{walk, Event, KeySet, Library, SkeletonGroups, WalkOptions, WalkStats, UNLIMITED};
 
 /// Errors of this crate.

@@ -46,6 +46,22 @@ pub trait Library {
     }
 }
 
+/// A reference to a library is one (a [`crate::Union`] of borrowed libraries).
+impl<L: Library + ?Sized> Library for &L {
+    fn contains(&self, key: u128) -> bool {
+        (**self).contains(key)
+    }
+    fn bound(&self, components: usize, atoms: usize, rings: usize) -> Option<usize> {
+        (**self).bound(components, atoms, rings)
+    }
+    fn may_contain(&self, wl: u64) -> bool {
+        (**self).may_contain(wl)
+    }
+    fn insertion_may_reach(&self, wl: u64) -> bool {
+        (**self).insertion_may_reach(wl)
+    }
+}
+
 /// A library held as a set of keys and, per number of components, a table of the least
 /// `|atoms difference| + |rings difference|` to any of its skeletons (filled by [`finish`]).
 ///

@@ -9,7 +9,7 @@ use molsift_analogs::mapping::{colours, element_changes_below};
 use molsift_analogs::walk::{Limits, WalkStats};
 use molsift_analogs::{
     canonical, edits, element_code, skeleton_and_elements, skeleton_of_smiles, walk, write_index,
-    AnalogIndex, Event, Skeleton, SkeletonGroups, WalkOptions,
+    AnalogIndex, Event, Library, Skeleton, SkeletonGroups, Union, WalkOptions,
 };
 use molsift_store::{open_any, StoreFiles};
 use pyo3::prelude::*;
@@ -448,15 +448,6 @@ impl PyAnalogIndex {
         cancel: Option<PyRef<'py, crate::cancel::PyCancelFlag>>,
         probe: Option<bool>,
     ) -> PyResult<(Hits, PyHitPaths, Vec<(&'static str, u64)>)> {
-        let stop = crate::cancel::shared(cancel);
-        let opts = WalkOptions {
-            max_dist,
-            limits,
-            max_leaves: self.inner.header().max_leaves,
-            deadline: deadline(timeout_s)?,
-            stop: stop.as_deref(),
-            probe: probe.unwrap_or(stop_after != usize::MAX),
-        };
         let index = &self.inner;
         let molecules = |key| {
             index
@@ -464,26 +455,25 @@ impl PyAnalogIndex {
                 .map(|i| index.positions(i))
                 .unwrap_or_default()
         };
-        let codes = element_codes(elements.as_deref());
-        let (hits, paths, stats) = timed_walk(
-            py,
+        let args = WalkArgs {
             n,
-            &bonds,
-            &opts,
-            index,
+            bonds,
+            max_dist,
+            limits,
             stop_after,
-            molecules,
-            codes.as_deref(),
-            on_level.as_ref(),
-        )?;
-        if stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
-            return Err(crate::error::cancelled());
-        }
-        let paths = PyHitPaths {
-            query: codes.unwrap_or_default(),
-            hits: paths,
+            timeout_s,
+            on_level,
+            elements,
+            probe,
         };
-        Ok((hits, paths, stats))
+        library_walk(
+            py,
+            index,
+            index.header().max_leaves,
+            molecules,
+            args,
+            cancel,
+        )
     }
 
     /// The element changes of hit rows: for each (hit, position), with `paths` from the walk
@@ -503,6 +493,180 @@ impl PyAnalogIndex {
                 .smiles_at(pos as usize)
                 .ok()
                 .and_then(|s| skeleton_and_elements(&s).ok())
+        };
+        py.detach(|| paths.changes(&rows, &target))
+    }
+}
+
+/// A walk's hits, their paths and its stats, as Python receives them.
+type WalkOutput = (Hits, PyHitPaths, Vec<(&'static str, u64)>);
+
+/// What a walk of a Python caller asks for (`AnalogIndex.walk`, `AnalogIndexUnion.walk`).
+struct WalkArgs {
+    n: usize,
+    bonds: Vec<(u32, u32)>,
+    max_dist: usize,
+    limits: Limits,
+    stop_after: usize,
+    timeout_s: Option<f64>,
+    on_level: Option<Py<PyAny>>,
+    elements: Option<Vec<String>>,
+    probe: Option<bool>,
+}
+
+/// A walk over `library` (whose skeletons' molecules `molecules(key)` gives), as
+/// `AnalogIndex.walk` returns it.
+fn library_walk<L: Library + Sync>(
+    py: Python<'_>,
+    library: &L,
+    max_leaves: usize,
+    molecules: impl Fn(u128) -> Vec<u32> + Send + Sync,
+    args: WalkArgs,
+    cancel: Option<PyRef<'_, crate::cancel::PyCancelFlag>>,
+) -> PyResult<WalkOutput> {
+    let stop = crate::cancel::shared(cancel);
+    let opts = WalkOptions {
+        max_dist: args.max_dist,
+        limits: args.limits,
+        max_leaves,
+        deadline: deadline(args.timeout_s)?,
+        stop: stop.as_deref(),
+        probe: args.probe.unwrap_or(args.stop_after != usize::MAX),
+    };
+    let codes = element_codes(args.elements.as_deref());
+    let (hits, paths, stats) = timed_walk(
+        py,
+        args.n,
+        &args.bonds,
+        &opts,
+        library,
+        args.stop_after,
+        molecules,
+        codes.as_deref(),
+        args.on_level.as_ref(),
+    )?;
+    if stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+        return Err(crate::error::cancelled());
+    }
+    let paths = PyHitPaths {
+        query: codes.unwrap_or_default(),
+        hits: paths,
+    };
+    Ok((hits, paths, stats))
+}
+
+/// The analog indexes of a store set's shards searched by one walk
+/// (`molsift_analogs::Union`), positions in the set (each shard's offset added): what a walk
+/// of every shard finds, for about the cost of one walk.
+#[pyclass(name = "AnalogIndexUnion", module = "molsift._core", frozen)]
+pub struct PyAnalogIndexUnion {
+    parts: Vec<Py<PyAnalogIndex>>,
+    offsets: Vec<u32>,
+}
+
+impl PyAnalogIndexUnion {
+    fn indexes(&self) -> Vec<&AnalogIndex> {
+        self.parts.iter().map(|p| &p.get().inner).collect()
+    }
+}
+
+#[pymethods]
+impl PyAnalogIndexUnion {
+    /// The shards' indexes (`AnalogIndex`, in set order) and each shard's first set position;
+    /// ValueError unless the offsets ascend, the set's positions fit 32 bits and the indexes
+    /// were built alike (`max_leaves`).
+    #[new]
+    fn new(parts: Vec<Py<PyAnalogIndex>>, offsets: Vec<u64>) -> PyResult<Self> {
+        let bad = |why: String| Err(pyo3::exceptions::PyValueError::new_err(why));
+        if parts.len() != offsets.len() || parts.is_empty() {
+            return bad(format!(
+                "{} indexes and {} offsets (one each, at least one)",
+                parts.len(),
+                offsets.len()
+            ));
+        }
+        if offsets.windows(2).any(|w| w[0] >= w[1]) {
+            return bad("the shards' offsets must ascend".into());
+        }
+        let mut out = Vec::with_capacity(offsets.len());
+        for (p, &o) in parts.iter().zip(&offsets) {
+            let end = o + p.get().inner.header().molecules;
+            if end > u64::from(u32::MAX) + 1 {
+                return bad(format!("set positions up to {end} do not fit 32 bits"));
+            }
+            out.push(o as u32);
+        }
+        let leaves = parts[0].get().inner.header().max_leaves;
+        if parts
+            .iter()
+            .any(|p| p.get().inner.header().max_leaves != leaves)
+        {
+            return bad("the shards' analog indexes were built with different max_leaves".into());
+        }
+        Ok(PyAnalogIndexUnion {
+            parts,
+            offsets: out,
+        })
+    }
+
+    /// As `AnalogIndex.walk`, over every shard at once, positions in the set.
+    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None, elements=None, cancel=None, probe=None))]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)] // the Python signature
+    fn walk<'py>(
+        &self,
+        py: Python<'py>,
+        n: usize,
+        bonds: Vec<(u32, u32)>,
+        max_dist: usize,
+        limits: Limits,
+        stop_after: usize,
+        timeout_s: Option<f64>,
+        on_level: Option<Py<PyAny>>,
+        elements: Option<Vec<String>>,
+        cancel: Option<PyRef<'py, crate::cancel::PyCancelFlag>>,
+        probe: Option<bool>,
+    ) -> PyResult<(Hits, PyHitPaths, Vec<(&'static str, u64)>)> {
+        let indexes = self.indexes();
+        let offsets = &self.offsets;
+        let molecules = |key| {
+            let mut out = Vec::new();
+            for (index, &off) in indexes.iter().zip(offsets) {
+                if let Some(i) = index.find(key) {
+                    out.extend(index.positions(i).into_iter().map(|p| p + off));
+                }
+            }
+            out
+        };
+        let leaves = indexes[0].header().max_leaves;
+        let args = WalkArgs {
+            n,
+            bonds,
+            max_dist,
+            limits,
+            stop_after,
+            timeout_s,
+            on_level,
+            elements,
+            probe,
+        };
+        library_walk(py, &Union(&indexes), leaves, molecules, args, cancel)
+    }
+
+    /// As `AnalogIndex.element_changes`, rows by set position.
+    #[allow(clippy::type_complexity)] // the Python signature
+    fn element_changes(
+        &self,
+        py: Python<'_>,
+        paths: &PyHitPaths,
+        rows: Vec<(usize, u32)>,
+    ) -> PyResult<(Vec<i32>, Vec<[u8; 6]>)> {
+        let target = |pos: u32| {
+            let s = self.offsets.partition_point(|&o| o <= pos).checked_sub(1)?;
+            let store = &self.parts[s].get()._store;
+            store
+                .smiles_at((pos - self.offsets[s]) as usize)
+                .ok()
+                .and_then(|smi| skeleton_and_elements(&smi).ok())
         };
         py.detach(|| paths.changes(&rows, &target))
     }
@@ -556,6 +720,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(skeleton_edits, m)?)?;
     m.add_class::<PySkeletonLibrary>()?;
     m.add_class::<PyAnalogIndex>()?;
+    m.add_class::<PyAnalogIndexUnion>()?;
     m.add_class::<PyHitPaths>()?;
     m.add_function(wrap_pyfunction!(build_analog_index, m)?)?;
     Ok(())

@@ -125,11 +125,29 @@ def _query(store, query):
 
 
 def _index(store):
-    """The store's analog index, opened once per open store."""
+    """The store's analog index, opened once per open store; a store set's, the union of its
+    shards' (`_core.AnalogIndexUnion`: one walk over every shard, positions in the set)."""
     index = getattr(store, "_analog_obj", None)
-    if index is None:
+    if index is None and hasattr(store, "shards"):
+        from .. import _core
+
+        live = [s for s, shard in enumerate(store.shards) if len(shard)]
+        index = _core.AnalogIndexUnion(
+            [_index(store.shards[s]) for s in live], [store.offsets[s] for s in live]
+        )
+        store._analog_obj = index
+    elif index is None:
         index = store._analog_obj = store._core.analog_index()
     return index
+
+
+def _shard_by_shard(store) -> bool:
+    """Whether `store` is a store set searched shard by shard (`sets.store.set_analogs`): under
+    MPI (each rank walks its own shards), or a set with no molecule or too many for one walk's
+    32-bit positions. Any other set is searched by one walk over the union of its shards."""
+    if not hasattr(store, "shards"):
+        return False
+    return getattr(store, "_ranks", None) is not None or not 0 < len(store) <= 1 << 32
 
 
 def _tanimoto(store, bits: list[int], positions: np.ndarray) -> np.ndarray:
@@ -222,7 +240,7 @@ def analogs(
     which the result is partial; `lock`: held around the RDKit work (a server sharing the store
     between threads); `cancel`: a flag that ends the walk with `Cancelled` once set. ValueError
     for a bad query or argument, StoreError when the store has no analog index."""
-    if hasattr(store, "shards"):  # a store set: each shard's, merged
+    if _shard_by_shard(store):  # a store set under MPI: each rank's shards, merged
         from ..sets.store import set_analogs
 
         return set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)
@@ -248,7 +266,7 @@ def iter_analogs(
     distance has been searched completely (the walk goes on meanwhile). With `k`, the last
     distance is cut to make k in all. The last one is marked partial if the timeout ended the
     search (it then holds the hits found at the unfinished distance)."""
-    if hasattr(store, "shards"):  # a store set: each shard's, merged, then cut by distance
+    if _shard_by_shard(store):  # each shard's, merged, then cut by distance
         from ..sets.store import iter_set_analogs
 
         yield from iter_set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)

@@ -447,63 +447,90 @@ def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
     return Analogs(cols, min(p.complete_to for p in parts), any(p.partial for p in parts), stats)
 
 
+#: the most molecules a set's shards walked as one library may hold (its hits' positions are
+#: 32-bit); a larger set's shards each walk alone, in step
+UNION_MAX = 1 << 32
+
+
 def _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel) -> list:
-    """Each of `own` shards' hits (an `Analogs` each, set positions) of a top-k analog search:
-    every shard walks once (`LevelWalk`, on its own thread, at most as many walking at once as
-    there are cores), all of them distance by distance, and all stop after the distance d where
-    the whole set has k hits (summed over the ranks under MPI), the last distance, or a
-    timeout. As one store's walk with `k`: complete to d, every hit within d."""
+    """The hits of `own` shards (`Analogs`, set positions) of a top-k analog search: one walk
+    (`LevelWalk`) over the union of their indexes (`_Shards`; each shard's own walk on its own
+    thread, at most as many at once as there are cores, when the set's positions pass 32 bits),
+    distance by distance, stopped after the distance d where the whole set has k hits (summed
+    over the ranks under MPI, whose walks go in step), the last distance, or a timeout. As one
+    store's walk with `k`: complete to d, every hit within d."""
     from ..analogs.search import Analogs, LevelWalk
 
     ranks = getattr(store, "_ranks", None)
+    if own and len(store) <= UNION_MAX:
+        units = [(_Shards(store, own), 0)]
+    else:
+        units = [(store.shards[s], store.offsets[s]) for s in own]
     gate = threading.BoundedSemaphore(os.cpu_count() or 1)  # walks running at once: the cores
-    walks = {s: LevelWalk(store.shards[s], query, max_dist, limits, timeout, lock, gate)
-             for s in own}  # fmt: skip
-    cols: dict[int, list] = {s: [] for s in own}
+    walks = [LevelWalk(lib, query, max_dist, limits, timeout, lock, gate) for lib, _ in units]
+    cols: list[list] = [[] for _ in units]
     ended: dict[int, dict] = {}  # the stats of each walk that ended by itself
     ahead: dict[int, tuple] = {}  # a walk's next level, beyond the distance being gathered
     stop_at = max_dist
     try:
         for d in range(max_dist + 1):
             paused = []
-            for s in own:
-                if s in ended:
+            for u, walk in enumerate(walks):
+                if u in ended:
                     continue
-                what, dist, data = ahead.pop(s, None) or walks[s].next_event(cancel)
+                what, dist, data = ahead.pop(u, None) or walk.next_event(cancel)
                 if what == "error":
                     raise data
-                if what == "level" and dist > d:  # no hit of this shard at distance d
-                    ahead[s] = (what, dist, data)
+                if what == "level" and dist > d:  # no hit of this walk at distance d
+                    ahead[u] = (what, dist, data)
                 elif what == "level":
-                    cols[s].append(walks[s].columns(*data))
-                    paused.append(s)
+                    cols[u].append(walk.columns(*data))
+                    paused.append(walk)
                 elif what == "end":
                     rest, paths, stats = data
-                    ended[s] = dict(stats)
-                    if ended[s]["timed_out"]:  # the hits of the distance it did not finish
-                        cols[s].append(walks[s].columns(rest, paths))
-            found = [sum(len(c["position"]) for cs in cols.values() for c in cs),
+                    ended[u] = dict(stats)
+                    if ended[u]["timed_out"]:  # the hits of the distance it did not finish
+                        cols[u].append(walk.columns(rest, paths))
+            found = [sum(len(c["position"]) for cs in cols for c in cs),
                      int(any(st["timed_out"] for st in ended.values()))]  # fmt: skip
             if ranks is not None:
                 found = ranks.allsum(found)
             more = not (found[0] >= k or found[1] or d == max_dist)
-            for s in paused:
-                walks[s].go_on(more)
+            for walk in paused:
+                walk.go_on(more)
             if not more:
                 stop_at = d
                 break
     finally:
-        for walk in walks.values():
+        for walk in walks:
             walk.halt()
     parts = []
-    for s in own:
-        stats = ended.get(s, {})
+    for u, (_, offset) in enumerate(units):
+        stats = ended.get(u, {})
         complete_to = min(int(stats.get("complete_to", stop_at)), stop_at)
-        shard = cols[s] or [_no_hits()]
-        merged = {c: np.concatenate([x[c] for x in shard]) for c in shard[0]}
-        merged["position"] = merged["position"] + store.offsets[s]
+        got = cols[u] or [_no_hits()]
+        merged = {c: np.concatenate([x[c] for x in got]) for c in got[0]}
+        merged["position"] = merged["position"] + offset
         parts.append(Analogs(merged, complete_to, bool(stats.get("timed_out")), stats))
     return parts
+
+
+class _Shards:
+    """Some shards of a set as one library of an analog walk: the union of their analog
+    indexes (`_core.AnalogIndexUnion`), positions in the set, the set's fingerprints (what
+    `analogs.search` reads of a store to walk and rank)."""
+
+    def __init__(self, store: StoreSet, shards: list[int]):
+        from ..analogs.search import _index
+        from ..search import fingerprinter_for
+
+        self.manifest = store.manifest
+        self.fingerprint_spec = store.fingerprint_spec
+        self.fingerprints_at = store.fingerprints_at
+        self._fingerprinter = fingerprinter_for(store)
+        self._analog_obj = _core.AnalogIndexUnion(
+            [_index(store.shards[s]) for s in shards], [store.offsets[s] for s in shards]
+        )
 
 
 def _no_hits() -> dict:
