@@ -15,7 +15,8 @@ store (`store.write_complete`) and each set (`sets.write.write_set`), as `molsif
 `molsift ingest --shards K` write them.
 
     .venv/bin/python benches/scale_out.py --library moses=../shared/data/moses_train.csv.gz \\
-        --workdir /work/bench/scaleout [--shards 1,2,4,8] [--ranks 1,2,4] [--json out.json]
+        --workdir /work/bench/scaleout [--shards 1,2,4,8] [--ranks 1,2,4] [--rounds 3] \\
+        [--json out.json]
 
 A rank's loop (`--rank-loop SET OUT.json`) runs under mpirun: every rank takes the queries, a
 barrier before each query, rank 0 times it (the answer is complete on rank 0 when the merge
@@ -176,6 +177,32 @@ def build(library: str, work: Path, shards: list[int]) -> tuple[Path, dict[int, 
     return one, sets
 
 
+def one_store_times(store, qs: dict) -> dict:
+    """The one store in this process: each kind's median ms query by query, its batch ms per
+    query, and both answers (through JSON, as the cells' come back)."""
+    base = {}
+    for kind in KINDS:
+        run_kind(store, kind, {"sim": qs["sim"][:1], "sub": qs["sub"][:1],
+                               "analogs": qs["analogs"][:1]})  # fmt: skip
+        times, answers = run_kind(store, kind, qs)
+        ms, batch = run_batch(store, kind, qs)
+        base[kind] = {"median_ms": statistics.median(times), "batch_ms": ms,
+                      "answers": json.loads(json.dumps(answers)),
+                      "batch_answers": json.loads(json.dumps(batch))}  # fmt: skip
+    return base
+
+
+def run_cell(args, set_path: Path, ranks: int, out: Path, env: dict) -> dict:
+    """One cell: the rank loop over `set_path` on `ranks` ranks (mpirun past one)."""
+    cmd = [sys.executable, __file__, "--rank-loop", str(set_path), str(out),
+           "--sim-queries", str(args.sim_queries), "--sub-queries", str(args.sub_queries),
+           "--analog-queries", str(args.analog_queries)]  # fmt: skip
+    if ranks > 1:
+        cmd = ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none", *cmd]
+    subprocess.run(cmd, check=True, env=env)
+    return json.loads(out.read_text())
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--library", action="append", default=[], help="NAME=PATH (repeatable)")
@@ -185,6 +212,10 @@ def main() -> None:
     p.add_argument("--sim-queries", type=int, default=100)
     p.add_argument("--sub-queries", type=int, default=100)
     p.add_argument("--analog-queries", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="rounds, each timing the one store and then every cell; each cell's "
+                   "efficiency is the median over the rounds of its ratio to the same "
+                   "round's one store (a noisy machine drifts between minutes)")  # fmt: skip
     p.add_argument("--json")
     p.add_argument("--rank-loop", nargs=2, metavar=("SET", "OUT"), help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -195,8 +226,9 @@ def main() -> None:
     import molsift
 
     cores = os.cpu_count() or 1
-    report = {"cores": cores, "libraries": {}}
+    report = {"cores": cores, "rounds": args.rounds, "libraries": {}}
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    med = statistics.median
     for spec in args.library:
         name, path = spec.split("=", 1)
         work = Path(args.workdir) / name
@@ -204,59 +236,52 @@ def main() -> None:
         one, sets = build(path, work, [int(k) for k in args.shards.split(",")])
         store = molsift.open_store(one, verify=False)
         run_kind(store, "t07", {"sim": qs["sim"][:1]})  # warm
-        base = {}
-        for kind in KINDS:
-            run_kind(store, kind, {"sim": qs["sim"][:1], "sub": qs["sub"][:1],
-                                   "analogs": qs["analogs"][:1]})  # fmt: skip
-            times, answers = run_kind(store, kind, qs)
-            ms, batch = run_batch(store, kind, qs)
-            # as the cells' answers come back: through JSON
-            base[kind] = {"median_ms": statistics.median(times), "batch_ms": ms,
-                          "answers": json.loads(json.dumps(answers)),
-                          "batch_answers": json.loads(json.dumps(batch))}  # fmt: skip
+        bases: list[dict] = []
+        cells: dict[tuple, list] = {}
+        for round_ in range(args.rounds):
+            base = one_store_times(store, qs)
+            bases.append(base)
+            for k, set_path in sets.items():
+                for r in [int(x) for x in args.ranks.split(",")]:
+                    cell = run_cell(args, set_path, r, work / f"cell-{k}-{r}.json", env)
+                    for kind in KINDS:
+                        if cell[kind]["answers"] != base[kind]["answers"]:
+                            raise SystemExit(
+                                f"{name}: {k} shards, {r} ranks: {kind} answers differ"
+                            )
+                        if cell[kind]["batch_answers"] != base[kind]["batch_answers"]:
+                            raise SystemExit(f"{name}: {k} shards, {r} ranks: {kind} batch differs")
+                    cells.setdefault((k, r), []).append(cell)
+                    print(f"round {round_ + 1}: {k} shards, {r} ranks done", flush=True)
         rows = []
-        for k, set_path in sets.items():
-            for r in [int(x) for x in args.ranks.split(",")]:
-                out = work / f"cell-{k}-{r}.json"
-                cmd = [
-                    sys.executable,
-                    __file__,
-                    "--rank-loop",
-                    str(set_path),
-                    str(out),
-                    "--sim-queries",
-                    str(args.sim_queries),
-                    "--sub-queries",
-                    str(args.sub_queries),
-                    "--analog-queries",
-                    str(args.analog_queries),
+        for (k, r), runs in cells.items():
+            row = {"shards": k, "ranks": r, "oversubscribed": r > cores,
+                   "reduction_us": runs[-1].get("reduction_us")}  # fmt: skip
+            for kind in KINDS:
+                pairs = list(zip(bases, runs))
+                row[f"{kind}_ms"] = med([c[kind]["median_ms"] for c in runs])
+                row[f"{kind}_efficiency"] = med(
+                    [b[kind]["median_ms"] / c[kind]["median_ms"] / r for b, c in pairs]
+                )
+                row[f"{kind}_batch_ms"] = med([c[kind]["batch_ms"] for c in runs])
+                row[f"{kind}_batch_efficiency"] = med(
+                    [b[kind]["batch_ms"] / c[kind]["batch_ms"] / r for b, c in pairs]
+                )
+                row[f"{kind}_batch_efficiency_range"] = [
+                    min(b[kind]["batch_ms"] / c[kind]["batch_ms"] / r for b, c in pairs),
+                    max(b[kind]["batch_ms"] / c[kind]["batch_ms"] / r for b, c in pairs),
                 ]
-                if r > 1:
-                    cmd = ["mpirun", "-n", str(r), "--oversubscribe", "--bind-to", "none", *cmd]
-                subprocess.run(cmd, check=True, env=env)
-                cell = json.loads(out.read_text())
-                row = {"shards": k, "ranks": r, "oversubscribed": r > cores,
-                       "reduction_us": cell.get("reduction_us")}  # fmt: skip
-                for kind in KINDS:
-                    if cell[kind]["answers"] != base[kind]["answers"]:
-                        raise SystemExit(f"{name}: {k} shards, {r} ranks: {kind} answers differ")
-                    if cell[kind]["batch_answers"] != base[kind]["batch_answers"]:
-                        raise SystemExit(f"{name}: {k} shards, {r} ranks: {kind} batch differs")
-                    ms = cell[kind]["median_ms"]
-                    row[f"{kind}_ms"] = ms
-                    row[f"{kind}_efficiency"] = base[kind]["median_ms"] / ms / r
-                    row[f"{kind}_batch_ms"] = cell[kind]["batch_ms"]
-                    row[f"{kind}_batch_efficiency"] = (
-                        base[kind]["batch_ms"] / cell[kind]["batch_ms"] / r
-                    )
-                    row[f"{kind}_sent_bytes"] = max(cell[kind]["sent_bytes_per_query"] or [0])
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-        report["libraries"][name] = {"molecules": len(store),
-                                     "one_store_ms": {k: v["median_ms"] for k, v in base.items()},
+                row[f"{kind}_sent_bytes"] = max(runs[-1][kind]["sent_bytes_per_query"] or [0])
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        one_ms = {kind: med([b[kind]["median_ms"] for b in bases]) for kind in KINDS}
+        one_batch = {kind: med([b[kind]["batch_ms"] for b in bases]) for kind in KINDS}
+        report["libraries"][name] = {"molecules": len(store), "one_store_ms": one_ms,
+                                     "one_store_batch_ms": one_batch,
                                      "cells": rows}  # fmt: skip
-        print(f"\n{name}: {len(store):,} molecules; one store, one process: "
-              + ", ".join(f"{k} {v['median_ms']:.2f} ms" for k, v in base.items()))  # fmt: skip
+        rounds = f" (medians of {args.rounds} rounds)" if args.rounds > 1 else ""
+        print(f"\n{name}: {len(store):,} molecules{rounds}; one store, one process: "
+              + ", ".join(f"{k} {v:.2f} ms" for k, v in one_ms.items()))  # fmt: skip
         print(
             "| shards | ranks | t=0.7 ms (eff) | top-10 ms (eff, B sent/rank) | "
             "substructure ms (eff) | analogs ms (eff) |"
@@ -274,15 +299,18 @@ def main() -> None:
             )
         print("\nthe same queries as one batch each (`--queries FILE`), ms/query = wall / "
               "queries; one store, one process: "
-              + ", ".join(f"{k} {v['batch_ms']:.2f} ms" for k, v in base.items()))  # fmt: skip
-        print("| shards | ranks | t=0.7 ms (eff) | top-10 ms (eff) | substructure ms (eff) | "
-              "analogs ms (eff) |")  # fmt: skip
+              + ", ".join(f"{k} {v:.2f} ms" for k, v in one_batch.items()))  # fmt: skip
+        print("| shards | ranks | t=0.7 ms (eff, range) | top-10 ms (eff, range) | "
+              "substructure ms (eff, range) | analogs ms (eff, range) |")  # fmt: skip
         print("|---|---|---|---|---|---|")
         for row in rows:
             over = " (oversubscribed)" if row["oversubscribed"] else ""
             print(f"| {row['shards']} | {row['ranks']}{over} | "
                   + " | ".join(f"{row[f'{kind}_batch_ms']:.3f} "
-                               f"({row[f'{kind}_batch_efficiency']:.0%})" for kind in KINDS)
+                               f"({row[f'{kind}_batch_efficiency']:.0%}, "
+                               + "-".join(f"{x:.0%}" for x in
+                                          row[f"{kind}_batch_efficiency_range"]) + ")"
+                               for kind in KINDS)
                   + " |")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
