@@ -26,6 +26,7 @@ VERBS = {
     "search-kt": ["search", "-k", "3", "-t", "0.5"],
     "substructure": ["substructure", "--smarts", "--max-hits", "40"],
     "analogs": ["analogs", "--dist", "2", "-k", "15"],
+    "analogs-all": ["analogs", "--dist", "1"],
     "lookup": ["lookup"],
 }
 

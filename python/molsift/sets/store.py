@@ -410,23 +410,24 @@ def set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout
 
 
 def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
-    """With `k`, the set walks distance by distance as one store does: every shard's hits
-    within d edits, d = 0, 1, ..., until the whole set has k of them (summed over the ranks
-    under MPI) or `max_dist` is reached. A shard walking alone to its own k would go much
-    farther than the set needs (a shard has fewer molecules near the query): each shard walks
-    the distances the one store walks, no more."""
+    """This process walks its shards once, as one library (`_walk_units`: their union). With
+    `k`, distance by distance as one store does (`_walk_in_step`): the hits within d edits, d =
+    0, 1, ..., until the whole set has k of them (summed over the ranks under MPI) or
+    `max_dist` is reached. A rank walking alone to its own k would go much farther than the set
+    needs (its shards have fewer molecules near the query): each walks the distances the one
+    store walks, no more."""
     from ..analogs.search import Analogs, analogs
 
     ranks = getattr(store, "_ranks", None)
     own = [s for s in store._own() if len(store.shards[s])]
     if k is not None and sum(1 for shard in store.shards if len(shard)) > 1:
         parts = _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel)
-    else:  # one shard (its own walk is the set's), or every hit within max_dist
+    else:  # one shard (its own walk is the set's), or every hit within max_dist: one walk
         parts = []
-        for s in own:
-            a = analogs(store.shards[s], query, max_dist=max_dist, k=k, limits=limits,
-                        timeout=timeout, lock=lock, cancel=cancel)  # fmt: skip
-            a.columns["position"] = a.columns["position"] + store.offsets[s]
+        for lib, offset in _walk_units(store, own):
+            a = analogs(lib, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout,
+                        lock=lock, cancel=cancel)  # fmt: skip
+            a.columns["position"] = a.columns["position"] + offset
             parts.append(a)
     if not parts:  # no molecule here: the query checked as a shard would, no hit
         from ..analogs.search import _check, _query, parse_limits
@@ -462,10 +463,7 @@ def _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel)
     from ..analogs.search import Analogs, LevelWalk
 
     ranks = getattr(store, "_ranks", None)
-    if own and len(store) <= UNION_MAX:
-        units = [(_Shards(store, own), 0)]
-    else:
-        units = [(store.shards[s], store.offsets[s]) for s in own]
+    units = _walk_units(store, own)
     gate = threading.BoundedSemaphore(os.cpu_count() or 1)  # walks running at once: the cores
     walks = [LevelWalk(lib, query, max_dist, limits, timeout, lock, gate) for lib, _ in units]
     cols: list[list] = [[] for _ in units]
@@ -513,6 +511,15 @@ def _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel)
         merged["position"] = merged["position"] + offset
         parts.append(Analogs(merged, complete_to, bool(stats.get("timed_out")), stats))
     return parts
+
+
+def _walk_units(store: StoreSet, own: list[int]) -> list[tuple]:
+    """What this process walks for `own` shards, with the set offset of its positions: their
+    union (`_Shards`, set positions), or each shard alone when the set's positions pass 32 bits
+    (`UNION_MAX`); nothing when `own` is empty."""
+    if own and len(store) <= UNION_MAX:
+        return [(_Shards(store, own), 0)]
+    return [(store.shards[s], store.offsets[s]) for s in own]
 
 
 class _Shards:
