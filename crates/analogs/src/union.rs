@@ -2,7 +2,10 @@
 //! machine): a skeleton is in the union when one of them has it, and every filter passes a
 //! graph when one of them would. Each filter of a part has no false negatives, so neither has
 //! the union's, and the walk over it reaches every skeleton of every part within its distance:
-//! one walk finds what a walk of each part finds, for about the cost of one.
+//! one walk finds what a walk of each part finds. It costs more than a walk of one library of
+//! them all would: each part's deletions filter is sized to that part, and a graph passes the
+//! union's when it passes any of them (all of MOSES in 8 shards: 25,578 edits on one query
+//! against 15,870 over the one store), and a key is looked up in every part.
 
 use crate::walk::Library;
 
