@@ -129,13 +129,10 @@ def _index(store):
     shards' (`_core.AnalogIndexUnion`: one walk over every shard, positions in the set)."""
     index = getattr(store, "_analog_obj", None)
     if index is None and hasattr(store, "shards"):
-        from .. import _core
+        from ..sets.store import union_index
 
         live = [s for s, shard in enumerate(store.shards) if len(shard)]
-        index = _core.AnalogIndexUnion(
-            [_index(store.shards[s]) for s in live], [store.offsets[s] for s in live]
-        )
-        store._analog_obj = index
+        index = store._analog_obj = union_index(store, live)
     elif index is None:
         index = store._analog_obj = store._core.analog_index()
     return index
@@ -147,7 +144,9 @@ def _shard_by_shard(store) -> bool:
     32-bit positions. Any other set is searched by one walk over the union of its shards."""
     if not hasattr(store, "shards"):
         return False
-    return getattr(store, "_ranks", None) is not None or not 0 < len(store) <= 1 << 32
+    from ..sets.store import UNION_MAX
+
+    return getattr(store, "_ranks", None) is not None or not 0 < len(store) <= UNION_MAX
 
 
 def _tanimoto(store, bits: list[int], positions: np.ndarray) -> np.ndarray:
@@ -323,11 +322,12 @@ def iter_analogs(
 
 class LevelWalk:
     """One store's analog walk (no `k`: it goes on until told otherwise) in its own thread,
-    pausing as each distance completes: `level()` gives that distance's hits (ranked columns)
-    and the walk waits for `go_on(True)` to walk the next distance or `go_on(False)` to end.
-    A store set walks every shard so, distance by distance, and stops them all where the set
-    has k hits (`sets.store`): each shard walks once, not once per distance. `halt()` ends a
-    walk wherever it is (inside the kernel when the extension takes a cancel flag)."""
+    pausing as each distance completes: `next_event()` gives the walk's next event (a
+    distance's hits, which `columns` ranks, or its end) and, after a distance, the walk waits
+    for `go_on(True)` to walk the next one or `go_on(False)` to end. Under MPI each rank walks
+    its shards of a store set so, the ranks in step, and all stop after the distance where the
+    set has k hits (`sets.store._walk_in_step`): one walk, not one per distance. `halt()` ends
+    a walk wherever it is (inside the kernel when the extension takes a cancel flag)."""
 
     def __init__(self, store, query, max_dist, limits, timeout, lock, gate=None):
         from ..cancel import new_flag

@@ -468,7 +468,6 @@ def _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel)
     walks = [LevelWalk(lib, query, max_dist, limits, timeout, lock, gate) for lib, _ in units]
     cols: list[list] = [[] for _ in units]
     ended: dict[int, dict] = {}  # the stats of each walk that ended by itself
-    ahead: dict[int, tuple] = {}  # a walk's next level, beyond the distance being gathered
     stop_at = max_dist
     try:
         for d in range(max_dist + 1):
@@ -476,12 +475,12 @@ def _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel)
             for u, walk in enumerate(walks):
                 if u in ended:
                     continue
-                what, dist, data = ahead.pop(u, None) or walk.next_event(cancel)
+                what, dist, data = walk.next_event(cancel)
                 if what == "error":
                     raise data
-                if what == "level" and dist > d:  # no hit of this walk at distance d
-                    ahead[u] = (what, dist, data)
-                elif what == "level":
+                if what == "level":  # the walk reports every distance in turn
+                    if dist != d:
+                        raise RuntimeError(f"an analog walk reported distance {dist} at {d}")
                     cols[u].append(walk.columns(*data))
                     paused.append(walk)
                 elif what == "end":
@@ -528,16 +527,23 @@ class _Shards:
     `analogs.search` reads of a store to walk and rank)."""
 
     def __init__(self, store: StoreSet, shards: list[int]):
-        from ..analogs.search import _index
         from ..search import fingerprinter_for
 
         self.manifest = store.manifest
         self.fingerprint_spec = store.fingerprint_spec
         self.fingerprints_at = store.fingerprints_at
         self._fingerprinter = fingerprinter_for(store)
-        self._analog_obj = _core.AnalogIndexUnion(
-            [_index(store.shards[s]) for s in shards], [store.offsets[s] for s in shards]
-        )
+        self._analog_obj = union_index(store, shards)
+
+
+def union_index(store: StoreSet, shards: list[int]):
+    """The analog indexes of `shards` (each opened once per open shard) as one
+    (`_core.AnalogIndexUnion`), positions in the set."""
+    from ..analogs.search import _index
+
+    return _core.AnalogIndexUnion(
+        [_index(store.shards[s]) for s in shards], [store.offsets[s] for s in shards]
+    )
 
 
 def _no_hits() -> dict:
