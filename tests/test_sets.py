@@ -163,6 +163,44 @@ def test_shard_by_shard_walks_in_step(one, sharded, monkeypatch, union):
                 assert sorted(map(id, started)) == sorted(map(id, live))
 
 
+@pytest.mark.parametrize("union", [True, False])
+def test_shard_by_shard_streams_each_distance(one, sharded, monkeypatch, union):
+    """A set searched shard by shard (each MPI rank's path: `_stream_in_step`) hands out each
+    distance as soon as it is walked, before the walk goes on, and its levels equal the one
+    store's `iter_analogs` (hits, order, complete_to, partial), with and without k: over the
+    union of the shards, or each shard alone (`UNION_MAX`)."""
+    from molsift.analogs import search
+
+    monkeypatch.setattr(search, "_shard_by_shard", lambda store: hasattr(store, "shards"))
+    if not union:
+        from molsift.sets import store as set_store
+
+        monkeypatch.setattr(set_store, "UNION_MAX", 0)
+    released = []
+    real = search.LevelWalk.go_on
+
+    def go_on(self, more):
+        released.append(more)
+        real(self, more)
+
+    monkeypatch.setattr(search.LevelWalk, "go_on", go_on)
+    walks = sum(1 for s in sharded.shards if len(s)) if not union else 1
+
+    def levels(store, q, k):
+        return [(x.complete_to, x.partial, x["position"].tolist(), x["distance"].tolist(),
+                 x["tanimoto"].tolist()) for x in store.iter_analogs(q, max_dist=2, k=k)]  # fmt: skip
+
+    for q in _queries(one)[:3]:
+        for k in (None, 1, 25):
+            assert levels(sharded, q, k) == levels(one, q, k), (q, k)
+        released.clear()
+        stream = sharded.iter_analogs(q, max_dist=2)
+        first = next(stream)
+        assert first.complete_to == 0
+        assert released == [True] * walks, "distance 0 handed out once walked, the rest not yet"
+        stream.close()
+
+
 def test_lookup_equals_the_one_store(one, sharded):
     stored = [one.smiles[i] for i in range(0, len(one), 101)]
     randomized = [Chem.MolToSmiles(Chem.MolFromSmiles(s), doRandom=True) for s in stored]

@@ -358,6 +358,47 @@ def test_ranks_share_each_querys_preparation(built, tmp_path):
     assert sorted(calls) == list(range(150))
 
 
+def test_ranks_of_a_node_share_each_top_k_querys_bar(built, tmp_path):
+    """Under `mpirun -n 3` the ranks (one node) map one window of cells: after each top-k
+    query every rank reads the same shared k-th best in that query's cell, one that is a real
+    score of the set (at most its k-th best); the answers are the one store's."""
+    script = tmp_path / "bars.py"
+    script.write_text(
+        "import json, sys\n"
+        "import molsift\n"
+        "from molsift.sets.mpi import spread\n"
+        "store = molsift.open_store(sys.argv[1])\n"
+        "spread(store)\n"
+        "ranks = store._ranks\n"
+        "seen = []\n"
+        "for q in sys.argv[3:]:\n"
+        "    hits = store.search(q, k=10)\n"
+        "    ranks.comm.Barrier()\n"
+        "    seen.append([ranks._tag, ranks._bars.get(ranks._tag), hits.indices.tolist()])\n"
+        "    ranks.comm.Barrier()\n"
+        "with open(sys.argv[2] + f'.{ranks.rank}', 'w') as fh:\n"
+        "    json.dump(seen, fh)\n"
+    )
+    one = molsift.open_store(built["one"])
+    queries = [one.smiles[i] for i in range(0, len(one), 997)]
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [*mpirun_cmd(3), molsift_cmd()[0], str(script), str(built["sets"][5]), str(out),
+         *queries],
+        env=mpi_env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    every = [json.loads((tmp_path / f"out.{r}").read_text()) for r in range(3)]
+    for j, q in enumerate(queries):
+        want = one.search(q, k=10)
+        tags = {seen[j][0] for seen in every}
+        bars = {seen[j][1] for seen in every}
+        assert len(tags) == 1 and len(bars) == 1, (tags, bars)
+        (bar,) = bars
+        assert bar is not None and bar <= want.scores[-1], (q, bar, want.scores.tolist())
+        assert every[0][j][2] == want.indices.tolist()
+
+
 @pytest.mark.parametrize("verb", ["substructure", "search-k", "lookup"])
 def test_ranks_sharing_queries_report_bad_ones_as_one_process(built, tmp_path, verb):
     """150 queries (three chunks of the shared preparation), some unreadable, on 3 ranks: the

@@ -380,8 +380,12 @@ class Searcher:
         threshold: float | None = None,
         k: int | None = None,
         threads: int = 1,
+        bars: SharedBars | None = None,
+        tag: int = 0,
     ) -> tuple[list[int], list[float], dict[str, Any]]:
-        """One query by its on-bits: (indices, scores, stats), best first."""
+        """One query by its on-bits: (indices, scores, stats), best first. With `bars`
+        (top-k): searches of this query over other shards given the same `bars` and `tag`
+        share their k-th best with this one as they run."""
     def search_batch(
         self,
         queries: list[list[int]],
@@ -390,6 +394,22 @@ class Searcher:
         threads: int = 1,
     ) -> tuple[list[tuple[list[int], list[float]]], dict[str, Any]]:
         """Many queries at once: (indices, scores) per query, and the summed stats."""
+
+class SharedBars:
+    """Cells where searches of one query over different shards share their k-th best as they
+    run (a cell per query in flight, chosen by the query's tag), owned or in memory that
+    another object owns (an MPI window the ranks of a node share)."""
+
+    def __init__(self, cells: int = 1) -> None:
+        """`cells` cells of this object's own, none holding a bar."""
+    @staticmethod
+    def over(address: int, nbytes: int, owner: object) -> SharedBars:
+        """Cells in `nbytes` zeroed bytes at `address` (aligned to 8), valid while `owner`
+        lives (kept with the cells)."""
+    def __len__(self) -> int:
+        """Cells."""
+    def get(self, tag: int) -> float | None:
+        """The bar shared for query `tag` (its score), or None."""
 
 def build_column_index(path: _Path, budget: int = ...) -> int:
     """Builds and writes the store's column index in bounded memory; returns its bytes."""

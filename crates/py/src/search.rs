@@ -2,9 +2,10 @@
 //! scan), and `build_column_index` to write a store's index.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use molsift_search::{ColumnIndex, Query, SearchOptions, SearchStats, StoreSearcher};
+use molsift_search::{BarSlot, ColumnIndex, Query, SearchOptions, SearchStats, StoreSearcher};
 use molsift_store::planes;
 use molsift_store::v2::StoreV2;
 use molsift_store::Store;
@@ -34,6 +35,7 @@ impl PySearcher {
             threshold,
             k,
             threads: threads.max(1),
+            bar: None,
         }
     }
 
@@ -138,7 +140,10 @@ impl PySearcher {
 
     /// One query given by its on-bits: (indices, scores, stats), best first (score descending,
     /// then store index ascending).
-    #[pyo3(signature = (on_bits, threshold=None, k=None, threads=1))]
+    /// With `bars` (top-k): the searches of this query over other shards given the same
+    /// `bars` and `tag` share their k-th best with this one as they run (cell `tag % len`).
+    #[pyo3(signature = (on_bits, threshold=None, k=None, threads=1, bars=None, tag=0))]
+    #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
         py: Python<'py>,
@@ -146,9 +151,12 @@ impl PySearcher {
         threshold: Option<f64>,
         k: Option<usize>,
         threads: usize,
+        bars: Option<PyRef<'py, PySharedBars>>,
+        tag: u32,
     ) -> PyResult<(Vec<u64>, Vec<f64>, Bound<'py, PyDict>)> {
         let query = self.query(&on_bits)?;
-        let opts = Self::options(threshold, k, threads);
+        let mut opts = Self::options(threshold, k, threads);
+        opts.bar = bars.as_ref().map(|b| b.slot(tag));
         let (hits, stats) = py
             .detach(|| match &self.target {
                 Target::Store(s) => s.search(&query, &opts),
@@ -189,6 +197,83 @@ impl PySearcher {
     }
 }
 
+/// Cells where searches of one query over different shards share their k-th best as they
+/// run (`molsift_search::BarSlot`): owned (threads of this process), or in memory that another
+/// object owns (an MPI window that the ranks of a node share), which this one keeps alive.
+#[pyclass(name = "SharedBars", module = "molsift._core", frozen)]
+pub struct PySharedBars {
+    owned: Box<[AtomicU64]>,
+    /// address and cells of the foreign memory, and its owner
+    foreign: Option<(usize, usize, Py<PyAny>)>,
+}
+
+impl PySharedBars {
+    fn cells(&self) -> usize {
+        match &self.foreign {
+            Some((_, n, _)) => *n,
+            None => self.owned.len(),
+        }
+    }
+
+    /// The slot of query `tag`: cell `tag % len`.
+    fn slot(&self, tag: u32) -> BarSlot {
+        let i = tag as usize % self.cells();
+        let cell: *const AtomicU64 = match &self.foreign {
+            // SAFETY: `over` checked that `n` aligned cells start at `addr`.
+            Some((addr, _, _)) => unsafe { (*addr as *const AtomicU64).add(i) },
+            None => &self.owned[i],
+        };
+        // SAFETY: the cell lives as long as `self` (owned, or its owner kept alive), and the
+        // caller holds `self` for the whole search.
+        unsafe { BarSlot::new(cell, tag) }
+    }
+}
+
+#[pymethods]
+impl PySharedBars {
+    /// `cells` cells of this object's own, none holding a bar.
+    #[new]
+    #[pyo3(signature = (cells=1))]
+    fn new(cells: usize) -> PyResult<Self> {
+        if cells == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "SharedBars needs a cell",
+            ));
+        }
+        Ok(PySharedBars {
+            owned: (0..cells).map(|_| AtomicU64::new(0)).collect(),
+            foreign: None,
+        })
+    }
+
+    /// Cells in memory that `owner` keeps: `nbytes` bytes at `address` (aligned to 8 bytes,
+    /// zeroed by whoever made it, accessed by every process that maps it only through
+    /// SharedBars), valid for as long as `owner` lives (it is kept with this object).
+    #[staticmethod]
+    fn over(address: usize, nbytes: usize, owner: Py<PyAny>) -> PyResult<Self> {
+        if address == 0 || address % 8 != 0 || nbytes < 8 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "SharedBars.over needs at least 8 bytes aligned to 8",
+            ));
+        }
+        Ok(PySharedBars {
+            owned: Box::new([]),
+            foreign: Some((address, nbytes / 8, owner)),
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.cells()
+    }
+
+    /// The bar shared for query `tag` (its score), or None.
+    fn get(&self, tag: u32) -> Option<f64> {
+        self.slot(tag)
+            .get()
+            .map(|(c, u)| molsift_search::rdkit_score(c, c + u, 0))
+    }
+}
+
 /// Builds the column index of the store at `path` and writes it into the store directory
 /// (its header last), holding at most `budget` bytes of planes in memory at a time; returns the
 /// index size in bytes.
@@ -201,6 +286,7 @@ fn build_column_index(py: Python<'_>, path: PathBuf, budget: usize) -> PyResult<
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySearcher>()?;
+    m.add_class::<PySharedBars>()?;
     m.add_function(wrap_pyfunction!(build_column_index, m)?)?;
     Ok(())
 }

@@ -13,12 +13,14 @@
 //!   the best score are read first (`Plan::seeds`), which raises the bar before the rest is
 //!   read once.
 //!   Each thread takes a share of every bucket and keeps its own
-//!   heap; the threads share their best k-th score (`SharedBar`); the heaps are merged at the
+//!   heap; the threads share their best k-th score (`bar.rs`: with the searches of the same
+//!   query over other shards too, when the caller gives a cell); the heaps are merged at the
 //!   end.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
+use crate::bar::SharedBar;
 use crate::compressed::SlotOrder;
 use crate::layout::{Bucket, ColumnIndex, BLOCK};
 use crate::scan::{Plan, Read, Sink};
@@ -68,37 +70,6 @@ impl Sink for ThresholdSink<'_> {
     }
 }
 
-/// The best k-th score any thread of one search has reached, packed as
-/// `common << 32 | union` (0: none yet). Every thread prunes with the best of its own and this:
-/// the final k-th best is at least any thread's k-th best.
-#[derive(Debug, Default)]
-pub(crate) struct SharedBar(AtomicU64);
-
-impl SharedBar {
-    fn get(&self) -> Option<(u32, u32)> {
-        let v = self.0.load(Ordering::Relaxed);
-        (v != 0).then_some(((v >> 32) as u32, v as u32))
-    }
-
-    fn raise(&self, c: u32, u: u32) {
-        let new = (u64::from(c) << 32) | u64::from(u);
-        let mut cur = self.0.load(Ordering::Relaxed);
-        loop {
-            let (cc, cu) = ((cur >> 32) as u32, cur as u32);
-            if cur != 0 && cmp_ratio(c, u, cc, cu).is_le() {
-                return;
-            }
-            match self
-                .0
-                .compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(v) => cur = v,
-            }
-        }
-    }
-}
-
 /// Keeps the k best, raising the bar as the heap fills (and as other threads' heaps fill).
 pub(crate) struct TopKSink<'a> {
     order: SlotOrder<'a>,
@@ -109,7 +80,7 @@ pub(crate) struct TopKSink<'a> {
     m: u32,
     /// the bar `m` was computed from, as an exact score
     bar: Option<(u32, u32)>,
-    shared: Option<&'a SharedBar>,
+    shared: Option<SharedBar<'a>>,
     pub(crate) heap: TopK,
     pub(crate) candidates: u64,
 }
@@ -120,7 +91,7 @@ impl<'a> TopKSink<'a> {
         t: f64,
         q: u32,
         k: usize,
-        shared: Option<&'a SharedBar>,
+        shared: Option<SharedBar<'a>>,
     ) -> Self {
         TopKSink {
             order,
@@ -141,7 +112,7 @@ impl<'a> TopKSink<'a> {
         if let (Some(shared), Some((c, u))) = (self.shared, local) {
             shared.raise(c, u);
         }
-        let other = self.shared.and_then(SharedBar::get);
+        let other = self.shared.as_ref().and_then(SharedBar::get);
         self.bar = match (local, other) {
             (Some(a), Some(b)) => Some(if cmp_ratio(a.0, a.1, b.0, b.1).is_ge() {
                 a
@@ -164,7 +135,7 @@ impl Sink for TopKSink<'_> {
         self.refresh();
     }
     fn poll(&mut self) {
-        if let Some((c, u)) = self.shared.and_then(SharedBar::get) {
+        if let Some((c, u)) = self.shared.as_ref().and_then(SharedBar::get) {
             let better = match self.bar {
                 Some((bc, bu)) => cmp_ratio(c, u, bc, bu).is_gt(),
                 None => true,
@@ -241,10 +212,18 @@ impl ColumnIndex {
             Some(0) => Vec::new(),
             Some(k) => {
                 let visit = topk_order(&self.buckets, q);
-                let shared = SharedBar::default();
+                // the threads' k-th best shared in a cell of this search's, or in the one the
+                // caller gave (other shards' searches of this query share it too)
+                let own = AtomicU64::new(0);
+                let shared = match &opts.bar {
+                    Some(slot) => Some(slot.shared()),
+                    None => (threads > 1).then(|| SharedBar::new(&own, 1)),
+                };
+                if let Some(bar) = &shared {
+                    bar.claim();
+                }
                 let run = |i: usize| {
-                    let mut sink =
-                        TopKSink::new(self.slot_order(), t, q, k, (threads > 1).then_some(&shared));
+                    let mut sink = TopKSink::new(self.slot_order(), t, q, k, shared);
                     // compressed planes with part masks: blocks best bound first
                     let mine = |b: &Bucket| share(b.block_range(), threads, i);
                     if let Some((read, buckets)) = plan.top_k_best_first(&visit, &mine, &mut sink) {

@@ -48,6 +48,7 @@ compile_error!(
 );
 
 mod adders;
+mod bar;
 mod batch;
 mod build;
 mod columns;
@@ -62,6 +63,7 @@ mod store;
 mod threshold;
 mod topk;
 
+pub use bar::BarSlot;
 pub use build::{write_index, DEFAULT_BUILD_BUDGET};
 pub use error::SearchError;
 pub use io::{FORMAT_NAME, FORMAT_VERSION, HEADER_FILE, ORDER_FILE, PLANES_FILE};

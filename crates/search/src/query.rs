@@ -3,6 +3,7 @@
 
 use molsift_fp::{pack_on_bits, FingerprintLayout};
 
+use crate::bar::BarSlot;
 use crate::threshold::check_threshold;
 use crate::SearchError;
 
@@ -101,6 +102,9 @@ pub struct SearchOptions {
     pub k: Option<usize>,
     /// worker threads (0 or 1: the calling thread only)
     pub threads: usize,
+    /// top-k: a cell where searches of this query over other shards share their k-th best
+    /// (see [`BarSlot`]); the threads of this search share one of their own without it
+    pub bar: Option<BarSlot>,
 }
 
 impl Default for SearchOptions {
@@ -109,6 +113,7 @@ impl Default for SearchOptions {
             threshold: None,
             k: None,
             threads: 1,
+            bar: None,
         }
     }
 }

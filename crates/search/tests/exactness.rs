@@ -37,6 +37,7 @@ fn check_all(set: &Set, queries: &[Query], ks: &[usize]) {
             threshold: Some(0.5),
             k: Some(k),
             threads: 1,
+            bar: None,
         });
     }
     opts.push(SearchOptions::default());
@@ -163,11 +164,13 @@ fn best_first_top_k_reads_blocks_whose_bound_equals_the_bar() {
             threshold: Some(0.5),
             k: Some(4),
             threads: 1,
+            bar: None,
         },
         SearchOptions {
             threshold: Some(0.5),
             k: Some(100),
             threads: 1,
+            bar: None,
         },
     ] {
         let want = brute(&set, &q, o.threshold, o.k);
@@ -290,6 +293,7 @@ fn batch_equals_one_by_one() {
             threshold: Some(0.6),
             k: Some(3),
             threads: 1,
+            bar: None,
         },
         SearchOptions::top_k(0),
     ] {
@@ -468,6 +472,7 @@ fn large_buckets_exercise_runs_survivors_and_rising_bars() {
                 threshold: Some(0.8),
                 k: Some(50),
                 threads: 1,
+                bar: None,
             },
         ] {
             let want = brute(&set, q, o.threshold, o.k);
@@ -508,4 +513,122 @@ fn path_choice_follows_the_byte_rule() {
     );
     let empty = index(&family_set(25, 2048, 0, 40));
     assert_eq!(choose(&empty, 44), SearchPath::Columns);
+}
+
+/// The set cut into shards at `cuts` (consecutive ranges), each a set of its own.
+fn shards_of(set: &Set, cuts: &[usize]) -> Vec<(usize, Set)> {
+    let mut edges = vec![0];
+    edges.extend_from_slice(cuts);
+    edges.push(set.n());
+    edges
+        .windows(2)
+        .map(|w| {
+            let shard = Set {
+                bits: set.bits,
+                stride: set.stride,
+                rows: set.rows[w[0] * set.stride..w[1] * set.stride].to_vec(),
+                pops: set.pops[w[0]..w[1]].to_vec(),
+            };
+            (w[0], shard)
+        })
+        .collect()
+}
+
+/// Shards of one store searched at once, in threads, sharing their k-th best through one cell
+/// given from outside (as the ranks of a node share theirs), the query tagged: the k best of
+/// their answers together equal the whole store's, ties at the k-th place included; a second
+/// query reusing the cell is not misled by the first's bar.
+#[test]
+fn shards_sharing_a_bar_merge_to_the_whole_top_k() {
+    use molsift_search::BarSlot;
+    use std::sync::atomic::AtomicU64;
+
+    let family = family_set(5, 2048, 2500, 40);
+    // 40 copies of one fingerprint at scattered places: a tie across the shards at the k-th
+    let mut ties = Set::new(2048);
+    let mut rng = common::Rng(11);
+    let target: Vec<u32> = (0..40).map(|i| i * 37 % 2048).collect();
+    for i in 0..1500 {
+        if i % 37 == 5 {
+            ties.push(&target);
+        } else {
+            ties.push(&common::mutate(&mut rng, 2048, &target));
+        }
+    }
+    let tie_query = vec![Query::from_on_bits(2048, &target).unwrap()];
+    let cell = AtomicU64::new(0);
+    let mut tag = 0u32;
+    for (set, queries, cuts) in [
+        (&family, queries_for(6, &family, 10), vec![700, 1900]),
+        (&ties, tie_query, vec![400, 401, 1100]),
+    ] {
+        let shards = shards_of(set, &cuts);
+        let indexes: Vec<_> = shards
+            .iter()
+            .map(|(off, s)| (*off as u64, common::compressed_index(s)))
+            .collect();
+        for q in &queries {
+            for k in [1, 7, 10, 40, 41, 100] {
+                for threshold in [None, Some(0.5)] {
+                    tag += 1;
+                    // SAFETY: the cell outlives the searches (scoped threads below).
+                    let slot = unsafe { BarSlot::new(&cell, tag) };
+                    let o = SearchOptions {
+                        threshold,
+                        k: Some(k),
+                        threads: 1,
+                        bar: Some(slot),
+                    };
+                    let mut got: Vec<Hit> = std::thread::scope(|sc| {
+                        let runs: Vec<_> = indexes
+                            .iter()
+                            .map(|(off, (_dir, idx))| {
+                                sc.spawn(move || {
+                                    let hits = idx.search(q, &o).unwrap();
+                                    hits.into_iter()
+                                        .map(|h| Hit {
+                                            index: h.index + off,
+                                            score: h.score,
+                                        })
+                                        .collect::<Vec<_>>()
+                                })
+                            })
+                            .collect();
+                        runs.into_iter().flat_map(|r| r.join().unwrap()).collect()
+                    });
+                    got.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+                    got.truncate(k);
+                    let want = brute(set, q, threshold, Some(k));
+                    assert_eq!(got, want, "k={k} t={threshold:?} cuts={cuts:?}");
+                    // a bar was shared exactly when some shard alone holds k hits
+                    let full = shards
+                        .iter()
+                        .any(|(_, s)| brute(s, q, threshold, Some(k)).len() == k);
+                    assert_eq!(slot.get().is_some(), full, "k={k} t={threshold:?}");
+                    // one after another, the last shard first: each later search starts from
+                    // the bar of the shards after it (molecules that tie it, at lower
+                    // positions, must stay in)
+                    tag += 1;
+                    // SAFETY: as above.
+                    let o = SearchOptions {
+                        bar: Some(unsafe { BarSlot::new(&cell, tag) }),
+                        ..o
+                    };
+                    let mut seq: Vec<Hit> = indexes
+                        .iter()
+                        .rev()
+                        .flat_map(|(off, (_dir, idx))| {
+                            idx.search(q, &o).unwrap().into_iter().map(move |h| Hit {
+                                index: h.index + off,
+                                score: h.score,
+                            })
+                        })
+                        .collect();
+                    seq.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+                    seq.truncate(k);
+                    assert_eq!(seq, want, "one after another: k={k} t={threshold:?}");
+                }
+            }
+        }
+    }
 }

@@ -28,6 +28,7 @@ fn options() -> impl Strategy<Value = SearchOptions> {
         threshold,
         k,
         threads,
+        bar: None,
     })
 }
 

@@ -54,6 +54,18 @@ class Ranks:
         self.prepared_bytes = 0
         self.fanout = fanout
         self.name = name
+        self._bars = _node_bars(comm)
+        self._tag = 0
+
+    def bar(self):
+        """(cells, tag) for the next top-k query: the ranks of this node share each query's
+        k-th best in a window of memory they all map (`_core.SharedBars`), the tag counting the
+        queries as every rank counts them (each top-k query is searched by every rank in the
+        same order); None where the MPI cannot share memory."""
+        if self._bars is None:
+            return None
+        self._tag = (self._tag + 1) & 0xFFFFFFFF or 1
+        return self._bars, self._tag
 
     def bcast(self, value):
         return self.comm.bcast(value, root=0)
@@ -215,6 +227,33 @@ class Ranks:
             return None
         ends = np.cumsum(counts).tolist()
         return [pickle.loads(got[0][e - c : e].tobytes()) for e, c in zip(ends, counts)]
+
+
+#: cells of the node's shared k-th best window (one per query in flight: the ranks are at most
+#: a few queries apart, far fewer)
+_BAR_CELLS = 4096
+
+
+def _node_bars(comm):
+    """`_core.SharedBars` over a window of memory that the ranks of `comm` on this node share
+    (collective over `comm`), zeroed by the node's first rank; None if the MPI cannot make one."""
+    from mpi4py import MPI
+
+    from .._core import SharedBars
+
+    try:
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        size = _BAR_CELLS * 8 if node.Get_rank() == 0 else 0
+        win = MPI.Win.Allocate_shared(size, 8, comm=node)
+        buf, _ = win.Shared_query(0)
+        cells = np.frombuffer(buf, dtype=np.uint64)
+        if node.Get_rank() == 0:
+            cells[:] = 0
+        node.Barrier()
+    except MPI.Exception:
+        return None
+    # the window, its node communicator and the array stay alive with the cells
+    return SharedBars.over(cells.ctypes.data, cells.nbytes, (win, node, cells))
 
 
 def _attempt(prepare, item) -> tuple:

@@ -151,9 +151,27 @@ class _SetSearcher:
     def __init__(self, store: StoreSet):
         self._store = store
 
-    def _one(self, s: int, on_bits, threshold, k):
-        idx, scores, stats = self._store.shards[s]._searcher().search(on_bits, threshold, k, 1)
+    def _one(self, s: int, on_bits, threshold, k, bar=None):
+        bars, tag = bar or (None, 0)
+        idx, scores, stats = (
+            self._store.shards[s]._searcher().search(on_bits, threshold, k, 1, bars, tag)
+        )
         return np.asarray(idx, dtype=np.int64) + self._store.offsets[s], scores, stats
+
+    def _bar(self, k, threads):
+        """Where a top-k query's shard searches share their k-th best as they run: with the
+        other ranks of this node (MPI), or between this process's threads; None for threshold
+        searches and for one thread without MPI (`_bounded` passes the bar shard to shard)."""
+        if k is None:
+            return None
+        ranks = getattr(self._store, "_ranks", None)
+        if ranks is not None:
+            return ranks.bar()
+        if threads > 1:
+            from .._core import SharedBars
+
+            return SharedBars(1), 1
+        return None
 
     def _across(self, answers: list[tuple], k):
         """Each query's hits of this process (merged over its shards), combined with the other
@@ -169,11 +187,11 @@ class _SetSearcher:
         k-th best score so far (a later shard's molecule scoring below it cannot enter the k
         best, and one tying it loses on position): the shards together do about the work of
         one store's top-k, not k per shard."""
-        parts, floor = [], threshold
+        parts, floor, bar = [], threshold, self._bar(k, 1)
         for s in self._store._own():
             if not len(self._store.shards[s]):
                 continue
-            idx, sc, st = self._one(s, on_bits, floor, k)
+            idx, sc, st = self._one(s, on_bits, floor, k, bar)
             parts.append((idx, sc, st))
             indices, scores = merge_hits([(i, c) for i, c, _ in parts], k)
             parts = [(indices, scores, _sum_stats([p[2] for p in parts]))]
@@ -187,7 +205,8 @@ class _SetSearcher:
         if k is not None and threads <= 1:
             parts = self._bounded(on_bits, threshold, k)
         else:
-            parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k), threads)
+            bar = self._bar(k, threads)
+            parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k, bar), threads)
         indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
         return indices, scores, _sum_stats([st for _, _, st in parts])
 
@@ -454,62 +473,97 @@ UNION_MAX = 1 << 32
 
 
 def _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel) -> list:
-    """The hits of `own` shards (`Analogs`, set positions) of a top-k analog search: one walk
-    (`LevelWalk`) over the union of their indexes (`_Shards`; each shard's own walk on its own
-    thread, at most as many at once as there are cores, when the set's positions pass 32 bits),
-    distance by distance, stopped after the distance d where the whole set has k hits (summed
-    over the ranks under MPI, whose walks go in step), the last distance, or a timeout. As one
-    store's walk with `k`: complete to d, every hit within d."""
-    from ..analogs.search import Analogs, LevelWalk
+    """The hits of `own` shards (`Analogs`, set positions) of a top-k analog search, every
+    distance of `_InStep` walked: as one store's walk with `k`, complete to the distance where
+    the set has k hits, every hit within it."""
+    step = _InStep(store, own, query, max_dist, k, limits, timeout, lock, cancel)
+    for _ in step.levels():
+        pass
+    return step.parts()
 
-    ranks = getattr(store, "_ranks", None)
-    units = _walk_units(store, own)
-    gate = threading.BoundedSemaphore(os.cpu_count() or 1)  # walks running at once: the cores
-    walks = [LevelWalk(lib, query, max_dist, limits, timeout, lock, gate) for lib, _ in units]
-    cols: list[list] = [[] for _ in units]
-    ended: dict[int, dict] = {}  # the stats of each walk that ended by itself
-    stop_at = max_dist
-    try:
-        for d in range(max_dist + 1):
-            paused = []
-            for u, walk in enumerate(walks):
-                if u in ended:
-                    continue
-                what, dist, data = walk.next_event(cancel)
-                if what == "error":
-                    raise data
-                if what == "level":  # the walk reports every distance in turn
-                    if dist != d:
-                        raise RuntimeError(f"an analog walk reported distance {dist} at {d}")
-                    cols[u].append(walk.columns(*data))
-                    paused.append(walk)
-                elif what == "end":
-                    rest, paths, stats = data
-                    ended[u] = dict(stats)
-                    if ended[u]["timed_out"]:  # the hits of the distance it did not finish
-                        cols[u].append(walk.columns(rest, paths))
-            found = [sum(len(c["position"]) for cs in cols for c in cs),
-                     int(any(st["timed_out"] for st in ended.values()))]  # fmt: skip
-            if ranks is not None:
-                found = ranks.allsum(found)
-            more = not (found[0] >= k or found[1] or d == max_dist)
-            for walk in paused:
-                walk.go_on(more)
-            if not more:
-                stop_at = d
-                break
-    finally:
-        for walk in walks:
-            walk.halt()
-    parts = []
-    for u, (_, offset) in enumerate(units):
-        stats = ended.get(u, {})
-        complete_to = min(int(stats.get("complete_to", stop_at)), stop_at)
-        got = cols[u] or [_no_hits()]
-        merged = {c: np.concatenate([x[c] for x in got]) for c in got[0]}
-        merged["position"] = merged["position"] + offset
-        parts.append(Analogs(merged, complete_to, bool(stats.get("timed_out")), stats))
-    return parts
+
+class _InStep:
+    """This process's walk of `own` shards (one `LevelWalk` over the union of their indexes,
+    `_Shards`; each shard's own walk on its own thread, at most as many at once as there are
+    cores, when the set's positions pass 32 bits), distance by distance, in step with the other
+    ranks' under MPI: after each distance d the ranks sum their hits, and all stop after the
+    distance where the whole set has `k` (if given), the last distance, or a timeout anywhere.
+    A rank walking alone to its own k would go much farther than the set needs."""
+
+    def __init__(self, store, own, query, max_dist, k, limits, timeout, lock, cancel):
+        from ..analogs.search import LevelWalk
+
+        self.ranks = getattr(store, "_ranks", None)
+        self.units = _walk_units(store, own)
+        gate = threading.BoundedSemaphore(os.cpu_count() or 1)  # walks at once: the cores
+        self.walks = [LevelWalk(lib, query, max_dist, limits, timeout, lock, gate)
+                      for lib, _ in self.units]  # fmt: skip
+        self.cols: list[list] = [[] for _ in self.units]
+        self.ended: dict[int, dict] = {}  # the stats of each walk that ended by itself
+        self.stop_at = max_dist
+        self.max_dist, self.k, self.cancel = max_dist, k, cancel
+
+    def levels(self) -> Iterator[tuple[int, list[dict], bool]]:
+        """Per distance d: (d, the hits this process found at d, one dict of columns in set
+        positions per unit that found some, whether a walk timed out in it: d is then the
+        last and its hits are those found before the timeout)."""
+        try:
+            for d in range(self.max_dist + 1):
+                paused, new = [], []
+                for u, walk in enumerate(self.walks):
+                    if u in self.ended:
+                        continue
+                    what, dist, data = walk.next_event(self.cancel)
+                    if what == "error":
+                        raise data
+                    if what == "level":  # the walk reports every distance in turn
+                        if dist != d:
+                            raise RuntimeError(f"an analog walk reported distance {dist} at {d}")
+                        new.append((u, walk.columns(*data)))
+                        paused.append(walk)
+                    elif what == "end":
+                        rest, paths, stats = data
+                        self.ended[u] = dict(stats)
+                        if self.ended[u]["timed_out"]:  # the hits of the distance it left
+                            new.append((u, walk.columns(rest, paths)))
+                for u, c in new:
+                    self.cols[u].append(c)
+                found = [sum(len(c["position"]) for cs in self.cols for c in cs),
+                         int(any(st["timed_out"] for st in self.ended.values()))]  # fmt: skip
+                if self.ranks is not None:
+                    found = self.ranks.allsum(found)
+                more = not ((self.k is not None and found[0] >= self.k) or found[1]
+                            or d == self.max_dist)  # fmt: skip
+                for walk in paused:
+                    walk.go_on(more)
+                yield d, [self._in_set(u, c) for u, c in new], bool(found[1])
+                if not more:
+                    self.stop_at = d
+                    return
+        finally:
+            for walk in self.walks:
+                walk.halt()
+
+    def _in_set(self, u: int, cols: dict) -> dict:
+        """A unit's columns with set positions."""
+        return {**cols, "position": cols["position"] + self.units[u][1]}
+
+    def parts(self) -> list:
+        """Each unit's hits of every distance walked (`Analogs`, set positions)."""
+        from ..analogs.search import Analogs
+
+        parts = []
+        for u in range(len(self.units)):
+            stats = self.ended.get(u, {})
+            complete_to = min(int(stats.get("complete_to", self.stop_at)), self.stop_at)
+            got = [self._in_set(u, c) for c in self.cols[u]] or [_no_hits()]
+            merged = {c: np.concatenate([x[c] for x in got]) for c in got[0]}
+            parts.append(Analogs(merged, complete_to, bool(stats.get("timed_out")), stats))
+        return parts
+
+    def stats(self) -> dict:
+        """The walks' statistics summed (those that ended by themselves)."""
+        return _sum_stats(list(self.ended.values()))
 
 
 def _walk_units(store: StoreSet, own: list[int]) -> list[tuple]:
@@ -557,10 +611,16 @@ def _no_hits() -> dict:
 
 def iter_set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout=None,
                      lock=None, cancel=None):  # fmt: skip
-    """As `analogs.search.iter_analogs`, one `Analogs` per distance, for a set: the set's
-    answer is merged first, then cut by distance (the first arrives when every shard is done)."""
+    """As `analogs.search.iter_analogs`, one `Analogs` per distance, for a set searched shard
+    by shard: each distance handed out as soon as every rank (or every shard's walk) has
+    searched it (`_stream_in_step`). Under `mpirun molsift serve` (whose searcher ranks run
+    whole searches) the set's answer is merged first, then cut by distance."""
     from ..analogs.search import Analogs
 
+    ranks = getattr(store, "_ranks", None)
+    if ranks is None or ranks.fanout is None:
+        yield from _stream_in_step(store, query, max_dist, k, limits, timeout, lock, cancel)
+        return
     whole = set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)
     dist = whole.columns["distance"]
     top = int(dist.max()) if len(dist) else -1
@@ -571,6 +631,38 @@ def iter_set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, ti
     if whole.partial:
         yield Analogs({c: v[:0] for c, v in whole.columns.items()}, whole.complete_to, True,
                       whole.stats)  # fmt: skip
+
+
+def _stream_in_step(store, query, max_dist, k, limits, timeout, lock, cancel):
+    """`iter_set_analogs` by `_InStep`: after each distance, its hits of every rank meet at rank
+    0 (one gather), ranked (Tanimoto descending, then position) and cut to what `k` leaves,
+    and are handed out (every rank hands out a level, empty but on rank 0). A timeout ends with
+    the partial level (its hits found so far), marked partial as one store's last level is."""
+    from ..analogs.search import Analogs, _check, _query, parse_limits
+
+    ranks = getattr(store, "_ranks", None)
+    own = [s for s in store._own() if len(store.shards[s])]
+    if not own:  # no molecule here: the query checked as a shard would
+        _check(max_dist, k, timeout)
+        parse_limits(limits)
+        _query(store, query)
+    step = _InStep(store, own, query, max_dist, k, limits, timeout, lock,
+                   None if ranks is not None else cancel)  # fmt: skip
+    given = 0
+    for d, new, timed_out in step.levels():
+        if ranks is not None:
+            got = ranks.gather(new)
+            new = [c for part in (got or []) for c in part]
+        cols = {c: np.concatenate([x[c] for x in new]) for c in new[0]} if new else _no_hits()
+        order = np.lexsort((cols["position"], -cols["tanimoto"]))
+        if k is not None:
+            order = order[: max(0, k - given)]
+        cols = {c: v[order] for c, v in cols.items()}
+        given += len(order)
+        if timed_out:
+            yield Analogs(cols, d - 1, True, step.stats())
+            return
+        yield Analogs(cols, d, False, {})
 
 
 def _shard_hits(store, shards, q, max_hits, workers, cancel, total) -> Iterator[np.ndarray]:
