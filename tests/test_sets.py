@@ -187,8 +187,9 @@ def test_shard_by_shard_streams_each_distance(one, sharded, monkeypatch, union):
     walks = sum(1 for s in sharded.shards if len(s)) if not union else 1
 
     def levels(store, q, k):
-        return [(x.complete_to, x.partial, x["position"].tolist(), x["distance"].tolist(),
-                 x["tanimoto"].tolist()) for x in store.iter_analogs(q, max_dist=2, k=k)]  # fmt: skip
+        cols = ("position", "distance", "tanimoto")
+        return [(x.complete_to, x.partial, *(x[c].tolist() for c in cols))
+                for x in store.iter_analogs(q, max_dist=2, k=k)]  # fmt: skip
 
     for q in _queries(one)[:3]:
         for k in (None, 1, 25):
