@@ -221,6 +221,55 @@ def test_mpirun_serve_answers_as_the_served_store(built):
             assert status == 200 and without_timings(body) == without_timings(want)
 
 
+def test_mpirun_serve_runs_searches_of_a_set_at_once(built):
+    """`mpirun -n 3 molsift serve SET` runs its searches of the set in lanes at once (as many
+    as the server's light and heavy slots): while a heavy analog search walks 8 edits (until
+    the time limit), similarity searches of the set are answered at once, equal to a served
+    one store's; the heavy search still ends in its time."""
+    import threading
+    import urllib.parse
+
+    from servers import asgi_get, fetch, without_timings
+
+    from molsift.serve import Catalog, Limits, create_app
+
+    catalog = Catalog()
+    catalog.add("s5", str(built["one"]))
+    local = create_app(catalog, Limits(), None)
+    cmd = mpirun_cmd(3) + molsift_cmd() + [
+        "serve", str(built["sets"][5]), "--timeout", "8", "--max-concurrent", "2",
+        "--max-heavy", "1",
+    ]  # fmt: skip
+    with _mpi_server(cmd) as (url, _):
+        heavy = {}
+
+        def walk():
+            start = time.monotonic()
+            q = urllib.parse.urlencode({"type": "analogs", "query": "CC(=O)Nc1ccc(O)cc1",
+                                        "dist": 8, "k": 100000})  # fmt: skip
+            heavy["status"] = fetch(f"{url}/api/v1/search?{q}")[0]
+            heavy["s"] = time.monotonic() - start
+
+        runner = threading.Thread(target=walk)
+        runner.start()
+        time.sleep(1.5)  # the walk is under way
+        answered = []
+        for query in ("c1ccccc1O", "c1ccccc1N", "CCOC(=O)C", "c1ccncc1", "CC(=O)Nc1ccccc1"):
+            light = {"type": "similarity", "query": query, "k": 12}  # each searched: not cached
+            start = time.monotonic()
+            status, _, body = fetch(f"{url}/api/v1/search?{urllib.parse.urlencode(light)}")
+            answered.append(time.monotonic() - start)
+            assert status == 200, body[:300]
+            assert without_timings(body) == without_timings(asgi_get(local, "/api/v1/search",
+                                                                     **light)[1])  # fmt: skip
+        still_walking = runner.is_alive()
+        runner.join(60)
+        assert max(answered) < 3.0, ("light searches waited for the heavy one", answered, heavy)
+        assert still_walking, f"the heavy search ended too soon to tell ({heavy})"
+        assert heavy["s"] > sum(answered), (answered, heavy)
+        assert heavy["status"] in (200, 504), heavy
+
+
 def test_mpirun_serve_searcher_death_gives_503(built):
     """A searcher rank killed under `mpirun --enable-recovery molsift serve`: searches of the
     set get 503 with a message (within the time limit and its grace, no hang), the front end
@@ -374,7 +423,7 @@ def test_ranks_of_a_node_share_each_top_k_querys_bar(built, tmp_path):
         "for q in sys.argv[3:]:\n"
         "    hits = store.search(q, k=10)\n"
         "    ranks.comm.Barrier()\n"
-        "    seen.append([ranks._tag, ranks._bars.get(ranks._tag), hits.indices.tolist()])\n"
+        "    seen.append([ranks.tag(), ranks._bars.get(ranks.tag()), hits.indices.tolist()])\n"
         "    ranks.comm.Barrier()\n"
         "with open(sys.argv[2] + f'.{ranks.rank}', 'w') as fh:\n"
         "    json.dump(seen, fh)\n"

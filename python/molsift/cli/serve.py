@@ -190,8 +190,14 @@ def run(args) -> int:
     # under mpirun: rank 0 serves, the others search; each rank stops its part at the time
     # limit, and rank 0 waits for them at most the limit and a grace period in any step (a
     # searcher that died: 503, the front end stays up; `mpirun --enable-recovery` keeps it)
+    # as many searches of the sets at once as the server has slots, light and heavy
+    default = Limits()
+    lanes = (args.max_concurrent or default.max_concurrent) + (args.max_heavy or default.max_heavy)
     fanout = start_fanout(
-        catalog, time_limit_s=args.timeout, deadline_s=args.timeout + max(5.0, args.timeout)
+        catalog,
+        time_limit_s=args.timeout,
+        deadline_s=args.timeout + max(5.0, args.timeout),
+        lanes=lanes,
     )
     if fanout is not None and not fanout.is_root:
         try:
@@ -241,7 +247,7 @@ def run(args) -> int:
         if fanout is not None:
             print(
                 f"molsift serve: {len(fanout.sets)} set(s) searched by {fanout.comm.Get_size()} "
-                "MPI ranks (this one answers HTTP)",
+                f"MPI ranks (this one answers HTTP), {fanout.lanes} searches at once",
                 file=sys.stderr,
             )
         uvicorn.Server(config).run()

@@ -16,6 +16,7 @@ it through mpirun, with the rank named."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -39,38 +40,64 @@ def assign(sizes: list[int], ranks: int) -> list[list[int]]:
     return [sorted(m) for m in mine]
 
 
+#: the lane of this thread (`Fanout.lane`): which of a set's communicators its search uses
+_LANE = threading.local()
+
+
+def _lane() -> int:
+    return getattr(_LANE, "index", 0)
+
+
 class Ranks:
     """The ranks searching one set: the communicator, this rank's shards, the reduction's
     operations and bytes sent (`sent_bytes`: what this rank sent in reductions and gathers).
-    `fanout`: under `mpirun molsift serve`, the channel rank 0 announces each search on."""
+    `fanout`: under `mpirun molsift serve`, the channel rank 0 announces each search on; its
+    searches run at once in `lanes` lanes, each with a communicator of its own (`comm` is the
+    one of the calling thread's lane)."""
 
-    def __init__(self, comm, sizes: list[int], fanout=None, name: str = ""):
-        self.comm = comm
+    def __init__(self, comm, sizes: list[int], fanout=None, name: str = "", lanes: int = 1):
+        self._comms = [comm, *(comm.Dup() for _ in range(lanes - 1))]
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.mine = assign(sizes, self.size)[self.rank]
         self.is_root = self.rank == 0
         self._ops: dict[int, tuple] = {}
+        self._ops_lock = threading.Lock()
         self.sent_bytes = 0
         self.prepared_bytes = 0
         self.fanout = fanout
         self.name = name
         self._bars = _node_bars(comm)
-        self._tag = 0
+        self._tags = [0] * lanes
+
+    @property
+    def comm(self):
+        """The communicator of this thread's lane."""
+        return self._comms[_lane()]
 
     def bar(self):
         """(cells, tag) for the next top-k query: the ranks of this node share each query's
         k-th best in a window of memory they all map (`_core.SharedBars`), the tag counting the
-        queries as every rank counts them (each top-k query is searched by every rank in the
-        same order); None where the MPI cannot share memory."""
+        queries of this lane as every rank counts them (each top-k query of a lane is searched
+        by every rank in the same order; lanes interleave their tags); None where the MPI
+        cannot share memory."""
         if self._bars is None:
             return None
-        self._tag = (self._tag + 1) & 0xFFFFFFFF or 1
-        return self._bars, self._tag
+        self._tags[_lane()] += 1
+        return self._bars, self.tag()
+
+    def tag(self) -> int:
+        """The tag of this lane's last top-k query (its cell's, in the shared window)."""
+        lane, lanes = _lane(), len(self._tags)
+        return (self._tags[lane] * lanes + lane) & 0xFFFFFFFF or 1
 
     def bcast(self, value):
         return self.comm.bcast(value, root=0)
 
     def _topk_op(self, k: int):
+        with self._ops_lock:  # lanes' threads may ask at once
+            return self._make_topk_op(k)
+
+    def _make_topk_op(self, k: int):
         got = self._ops.get(k)
         if got is None:
             from mpi4py import MPI
@@ -365,15 +392,16 @@ def root_status(store, status: int) -> int:
 @contextlib.contextmanager
 def collective(store, op: str, *args):
     """Around one search of a set that every rank runs together. Under `mpirun molsift serve`,
-    rank 0 (answering HTTP requests on many threads) first announces it to the searcher ranks
-    (`Fanout.loop` runs the same call there) and holds the fan-out's lock until it ends: one
-    search of the set at a time, so every rank meets the same collectives in the same order."""
+    rank 0 (answering HTTP requests on many threads) takes a free lane of the fan-out, announces
+    the search on it (`Fanout.loop` runs the same call in that lane's thread there) and holds
+    the lane until the search ends: searches in different lanes run at once, each on its own
+    communicators, so every rank meets each lane's collectives in the same order."""
     ranks = getattr(store, "_ranks", None)
     fan = None if ranks is None else ranks.fanout
     if fan is None or not ranks.is_root:
         yield
         return
-    with fan.lock:
+    with fan.lane():
         fan.announce((ranks.name, op, args))
         yield
 
@@ -381,18 +409,29 @@ def collective(store, op: str, *args):
 class Fanout:
     """`mpirun -n R molsift serve SET...`: rank 0 is the HTTP front end, the other ranks search
     their shards of every served set. Each search rank 0 runs on a set is announced to them on
-    this channel (a broadcast of the set's name, the operation and its arguments; `collective`)
-    and then run by all ranks together, the answer merged at rank 0 as for `mpirun molsift
-    search`. Plain stores are searched by rank 0 alone."""
+    one of `lanes` channels (a broadcast of the set's name, the operation and its arguments;
+    `collective`) and then run by all ranks together in that lane, the answer merged at rank 0
+    as for `mpirun molsift search`. A searcher rank runs a thread per lane, so as many searches
+    of the sets run at once as there are lanes (the server's light and heavy slots: a heavy
+    search never holds up a light one); an MPI without thread support gets one lane. Plain
+    stores are searched by rank 0 alone."""
 
-    def __init__(self, catalog, time_limit_s: float | None = None, deadline_s: float = 60.0):
-        import threading
+    def __init__(self, catalog, time_limit_s: float | None = None, deadline_s: float = 60.0,
+                 lanes: int = 1):  # fmt: skip
+        from mpi4py import MPI
 
         from ..parallel.mpi import world
 
-        self.comm = world().Dup()
-        self.is_root = self.comm.Get_rank() == 0
-        self.lock = threading.Lock()
+        comm = world().Dup()
+        self.is_root = comm.Get_rank() == 0
+        # rank 0's count for every rank; one lane where the MPI cannot take calls from threads
+        lanes = comm.bcast(max(1, lanes), root=0)
+        if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            lanes = 1
+        self._chan = [comm, *(comm.Dup() for _ in range(lanes - 1))]
+        self.lanes = lanes
+        self._free = list(range(lanes))
+        self._lanes_free = threading.Condition()
         self.time_limit_s = time_limit_s
         self.deadline_s = deadline_s
         self.lost: str | None = None
@@ -400,10 +439,31 @@ class Fanout:
         for db in catalog:
             if hasattr(db.store, "shards"):
                 db.store._ranks = Ranks(
-                    world().Dup(), [len(s) for s in db.store.shards], self, db.name
+                    world().Dup(), [len(s) for s in db.store.shards], self, db.name, lanes
                 )
                 self.sets[db.name] = db.store
         _ACTIVE.append(self)
+
+    @property
+    def comm(self):
+        """The announcement channel of this thread's lane."""
+        return self._chan[_lane()]
+
+    @contextlib.contextmanager
+    def lane(self):
+        """Rank 0: a free lane for one search (waiting for one if all are busy), this thread's
+        until the search ends."""
+        with self._lanes_free:
+            self._lanes_free.wait_for(lambda: self._free)
+            index = self._free.pop(0)
+        _LANE.index = index
+        try:
+            yield index
+        finally:
+            _LANE.index = 0
+            with self._lanes_free:
+                self._free.append(index)
+                self._lanes_free.notify()
 
     def lose(self, reason: str):
         """Rank 0: the searcher ranks are gone; this search and every later one of a set get
@@ -414,7 +474,8 @@ class Fanout:
         raise ServiceError(503, f"{self.lost}; the store sets of this server cannot answer")
 
     def announce(self, command) -> None:
-        """Rank 0: the next search, to every searcher rank (its length, then its pickle)."""
+        """Rank 0: the next search of this thread's lane, to every searcher rank (its length,
+        then its pickle)."""
         import pickle
 
         if self.lost:
@@ -443,9 +504,33 @@ class Fanout:
         return pickle.loads(data.tobytes())
 
     def loop(self) -> None:
-        """A searcher rank's life: run what rank 0 announces until it says stop."""
+        """A searcher rank's life: a thread per lane runs what rank 0 announces on it until it
+        says stop."""
+        threads = [
+            threading.Thread(target=self._lane_thread, args=(i,), name=f"molsift-lane-{i}")
+            for i in range(1, self.lanes)
+        ]
+        for t in threads:
+            t.start()
+        self._lane_loop(0)
+        for t in threads:
+            t.join()
+
+    def _lane_thread(self, index: int) -> None:
+        """A lane other than the first, in its own thread: a failure there ends the job as one
+        in the rank's main thread does (rank 0 would otherwise wait on that lane)."""
+        try:
+            self._lane_loop(index)
+        except BaseException:
+            from ..parallel.mpi import abort_job
+
+            abort_job()
+            raise
+
+    def _lane_loop(self, index: int) -> None:
         from .store import _SetCore, iter_set_hit_arrays, set_analogs
 
+        _LANE.index = index
         while True:
             name, op, args = self._receive()
             if op == "stop":
@@ -471,10 +556,19 @@ class Fanout:
                 continue
 
     def stop(self) -> None:
-        """Rank 0, at shutdown: the searcher ranks leave their loop (unless they are gone)."""
-        if self.is_root and not self.lost:
-            with self.lock, contextlib.suppress(Exception):  # a searcher gone: none to tell
-                self.announce(("", "stop", ()))
+        """Rank 0, at shutdown: every lane's searcher threads leave their loop (unless the
+        searchers are gone), each once its search under way has ended (a stopped lane is not
+        handed out again)."""
+        if not self.is_root:
+            return
+        for _ in range(self.lanes):
+            with self._lanes_free:
+                self._lanes_free.wait_for(lambda: self._free)
+                _LANE.index = self._free.pop(0)
+            with contextlib.suppress(Exception):  # a searcher gone: none to tell
+                if not self.lost:
+                    self.announce(("", "stop", ()))
+        _LANE.index = 0
 
 
 def _core_error():
@@ -483,13 +577,17 @@ def _core_error():
     return _core.MolsiftError
 
 
-def start_fanout(catalog, time_limit_s: float | None = None, deadline_s: float = 60.0):
-    """Under mpirun with more than one rank, the `Fanout` of a server's catalog; else None.
-    Every rank stops its part of a substructure search at `time_limit_s` (the server's time
-    limit; similarity and lookups are one bounded pass, analog walks have their own timeout)
-    and still meets the merge; rank 0 waits `deadline_s` at most in any step of a search, past
-    which the searcher ranks are taken for dead (503)."""
-    return None if _world_of_many() is None else Fanout(catalog, time_limit_s, deadline_s)
+def start_fanout(catalog, time_limit_s: float | None = None, deadline_s: float = 60.0,
+                 lanes: int = 1):  # fmt: skip
+    """Under mpirun with more than one rank, the `Fanout` of a server's catalog, searching in
+    `lanes` lanes at once (rank 0's count); else None. Every rank stops its part of a
+    substructure search at `time_limit_s` (the server's time limit; similarity and lookups are
+    one bounded pass, analog walks have their own timeout) and still meets the merge; rank 0
+    waits `deadline_s` at most in any step of a search, past which the searcher ranks are taken
+    for dead (503)."""
+    if _world_of_many() is None:
+        return None
+    return Fanout(catalog, time_limit_s, deadline_s, lanes)
 
 
 def _world_of_many():
