@@ -27,6 +27,11 @@ RDKit random SMILES (same molecule, same fingerprint, same hits): about 1,000 di
 strings, so that the server's result cache (64 results) never answers (a client asks a string
 another asked about 1,000 requests before). The direct call runs over the same strings.
 
+`--mpirun R --store SET` serves a store set under `mpirun -n R` (rank 0 the HTTP front end,
+the other ranks searching the shards; the server's CPU columns count every process under
+mpirun). The server's CPU is that of the server and every process under it (its heavy-search
+workers).
+
 The load generator's own cost: on a machine of few cores the clients compete with the server
 for the CPU (on 2 cores, 64 client threads and the server share 2 cores), so the latencies
 include the clients' own scheduling and `http.client`'s parsing (a few tenths of a ms of CPU a
@@ -161,12 +166,27 @@ def _worker(port: int, jobs: list, seconds: float, ready, go, results) -> None:
 
 
 def server_cpu_s(pid: int) -> float | None:
-    """The server process's user + system CPU seconds (Linux /proc), else None."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
+    """The server's user + system CPU seconds (Linux /proc), else None: the process and every
+    process under it (mpirun's ranks, the heavy-search workers) that is alive."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                text = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            stats[int(entry)] = text.rsplit(")", 1)[1].split()
+    if pid not in stats:
         return None
+    children: dict[int, list[int]] = {}
+    for p, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(p)
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += int(stats[p][11]) + int(stats[p][12])
+        todo += children.get(p, [])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(sorted_values: list, p: float) -> float | None:
@@ -287,11 +307,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(store: str, port: int, log_path: Path) -> subprocess.Popen:
-    """`molsift serve` (default limits) on 127.0.0.1:port, once it answers."""
+def start_server(store: str, port: int, log_path: Path, ranks: int = 0) -> subprocess.Popen:
+    """`molsift serve` (default limits) on 127.0.0.1:port, once it answers; under `mpirun -n
+    ranks` (rank 0 the front end, the others searching a set's shards) when ranks > 0."""
     log = open(log_path, "w")  # noqa: SIM115 - the server's stderr: start-up lines, access log
+    mpirun = ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none"] if ranks else []
     server = subprocess.Popen(
-        [sys.executable, "-m", "molsift", "serve", "--name", f"{DB}={store}",
+        [*mpirun, sys.executable, "-m", "molsift", "serve", "--name", f"{DB}={store}",
          "--host", "127.0.0.1", "--port", str(port)],
         stdout=log, stderr=log,
     )  # fmt: skip
@@ -407,6 +429,9 @@ def main() -> int:
     ap.add_argument("--similarity", choices=("top10", "t0.7"), default="top10")
     ap.add_argument("--spellings", type=int, default=10, help="random SMILES per molecule")
     ap.add_argument("--no-mix", action="store_true", help="skip the substructure mix")
+    ap.add_argument("--mpirun", type=int, default=0, metavar="R",
+                    help="serve --store (a store set) with `mpirun -n R`: rank 0 answers HTTP, "
+                    "the others search the shards")  # fmt: skip
     ap.add_argument("--json")
     args = ap.parse_args()
     import molsift
@@ -429,7 +454,7 @@ def main() -> int:
 
     port = free_port()
     log_path = Path(tempfile.gettempdir()) / f"molsift-bench-serve.{port}.log"
-    server = start_server(store_path, port, log_path)
+    server = start_server(store_path, port, log_path, args.mpirun)
     rows, levels, mix = [direct_row], {}, None
     try:
         same_answers(port, store, queries, params)

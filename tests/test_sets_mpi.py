@@ -222,10 +222,10 @@ def test_mpirun_serve_answers_as_the_served_store(built):
 
 
 def test_mpirun_serve_runs_searches_of_a_set_at_once(built):
-    """`mpirun -n 3 molsift serve SET` runs its searches of the set in lanes at once (as many
-    as the server's light and heavy slots): while a heavy analog search walks 8 edits (until
-    the time limit), similarity searches of the set are answered at once, equal to a served
-    one store's; the heavy search still ends in its time."""
+    """`mpirun -n 3 molsift serve SET` runs its searches of the set in lanes at once (one for
+    light searches, one per heavy slot): while a heavy analog search walks 8 edits (until the
+    time limit), similarity searches of the set are answered at once, equal to a served one
+    store's; the heavy search still ends in its time."""
     import threading
     import urllib.parse
 

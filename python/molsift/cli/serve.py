@@ -190,9 +190,8 @@ def run(args) -> int:
     # under mpirun: rank 0 serves, the others search; each rank stops its part at the time
     # limit, and rank 0 waits for them at most the limit and a grace period in any step (a
     # searcher that died: 503, the front end stays up; `mpirun --enable-recovery` keeps it)
-    # as many searches of the sets at once as the server has slots, light and heavy
-    default = Limits()
-    lanes = (args.max_concurrent or default.max_concurrent) + (args.max_heavy or default.max_heavy)
+    # a lane for the light searches of the sets and one per heavy slot of the server
+    lanes = 1 + (args.max_heavy or Limits().max_heavy)
     fanout = start_fanout(
         catalog,
         time_limit_s=args.timeout,

@@ -392,16 +392,17 @@ def root_status(store, status: int) -> int:
 @contextlib.contextmanager
 def collective(store, op: str, *args):
     """Around one search of a set that every rank runs together. Under `mpirun molsift serve`,
-    rank 0 (answering HTTP requests on many threads) takes a free lane of the fan-out, announces
-    the search on it (`Fanout.loop` runs the same call in that lane's thread there) and holds
-    the lane until the search ends: searches in different lanes run at once, each on its own
-    communicators, so every rank meets each lane's collectives in the same order."""
+    rank 0 (answering HTTP requests on many threads) takes a free lane of the fan-out (the
+    light one, or a heavy one for substructure and analog searches), announces the search on
+    it (`Fanout.loop` runs the same call in that lane's thread there) and holds the lane until
+    the search ends: searches in different lanes run at once, each on its own communicators,
+    so every rank meets each lane's collectives in the same order."""
     ranks = getattr(store, "_ranks", None)
     fan = None if ranks is None else ranks.fanout
     if fan is None or not ranks.is_root:
         yield
         return
-    with fan.lane():
+    with fan.lane(heavy=op in ("substructure", "analogs")):
         fan.announce((ranks.name, op, args))
         yield
 
@@ -412,9 +413,10 @@ class Fanout:
     one of `lanes` channels (a broadcast of the set's name, the operation and its arguments;
     `collective`) and then run by all ranks together in that lane, the answer merged at rank 0
     as for `mpirun molsift search`. A searcher rank runs a thread per lane, so as many searches
-    of the sets run at once as there are lanes (the server's light and heavy slots: a heavy
-    search never holds up a light one); an MPI without thread support gets one lane. Plain
-    stores are searched by rank 0 alone."""
+    of the sets run at once as there are lanes: one for light searches (one at a time), the
+    others for heavy ones (the server's heavy slots), so that a heavy search never holds up a
+    light one; an MPI without thread support gets one lane. Plain stores are searched by rank 0
+    alone."""
 
     def __init__(self, catalog, time_limit_s: float | None = None, deadline_s: float = 60.0,
                  lanes: int = 1):  # fmt: skip
@@ -450,20 +452,28 @@ class Fanout:
         return self._chan[_lane()]
 
     @contextlib.contextmanager
-    def lane(self):
+    def lane(self, heavy: bool = False):
         """Rank 0: a free lane for one search (waiting for one if all are busy), this thread's
-        until the search ends."""
+        until the search ends (a search inside another keeps the outer one's). Light searches
+        (similarity, lookups) take the first lane, one at a time: each takes a few ms, and its
+        searcher threads hear it at once (`_receive`); heavy ones (substructure, analogs) take
+        the others, so that they never hold up a light one."""
+        if getattr(_LANE, "held", False):
+            yield _lane()
+            return
+        pool = [0] if not heavy or self.lanes == 1 else list(range(1, self.lanes))
         with self._lanes_free:
-            self._lanes_free.wait_for(lambda: self._free)
-            index = self._free.pop(0)
-        _LANE.index = index
+            self._lanes_free.wait_for(lambda: any(i in self._free for i in pool))
+            index = next(i for i in pool if i in self._free)
+            self._free.remove(index)
+        _LANE.index, _LANE.held = index, True
         try:
             yield index
         finally:
-            _LANE.index = 0
+            _LANE.index, _LANE.held = 0, False
             with self._lanes_free:
                 self._free.append(index)
-                self._lanes_free.notify()
+                self._lanes_free.notify_all()
 
     def lose(self, reason: str):
         """Rank 0: the searcher ranks are gone; this search and every later one of a set get
@@ -495,10 +505,20 @@ class Fanout:
             time.sleep(1e-4)
 
     def _receive(self):
+        """A searcher lane: the next announcement. The first lane (rank 0 hands out the lowest
+        free lane, so a lone search always takes it) waits in `Wait`, which Open MPI spins in,
+        and hears a search at once; the others poll with short sleeps (20 µs, doubling to at
+        most 200 µs), so that idle lanes do not keep every searcher rank's cores busy."""
         import pickle
+        import time
 
         size = np.empty(1, dtype=np.int64)
-        self.comm.Ibcast(size, root=0).Wait()
+        req, pause = self.comm.Ibcast(size, root=0), 2e-5
+        if _lane() == 0:
+            req.Wait()
+        while not req.Test():
+            time.sleep(pause)
+            pause = min(pause * 2, 2e-4)
         data = np.empty(int(size[0]), dtype=np.uint8)
         self.comm.Ibcast(data, root=0).Wait()
         return pickle.loads(data.tobytes())
