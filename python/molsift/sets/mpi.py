@@ -505,10 +505,10 @@ class Fanout:
             time.sleep(1e-4)
 
     def _receive(self):
-        """A searcher lane: the next announcement. The first lane (rank 0 hands out the lowest
-        free lane, so a lone search always takes it) waits in `Wait`, which Open MPI spins in,
-        and hears a search at once; the others poll with short sleeps (20 µs, doubling to at
-        most 200 µs), so that idle lanes do not keep every searcher rank's cores busy."""
+        """A searcher lane: the next announcement. The first lane (the light searches', one
+        at a time) waits in `Wait`, which Open MPI spins in, and hears a search at once; the
+        heavy lanes poll with short sleeps (20 µs, doubling to at most 200 µs), so that idle
+        lanes do not keep every searcher rank's cores busy."""
         import pickle
         import time
 
