@@ -264,13 +264,9 @@ def main() -> None:
                     [b[kind]["median_ms"] / c[kind]["median_ms"] / r for b, c in pairs]
                 )
                 row[f"{kind}_batch_ms"] = med([c[kind]["batch_ms"] for c in runs])
-                row[f"{kind}_batch_efficiency"] = med(
-                    [b[kind]["batch_ms"] / c[kind]["batch_ms"] / r for b, c in pairs]
-                )
-                row[f"{kind}_batch_efficiency_range"] = [
-                    min(b[kind]["batch_ms"] / c[kind]["batch_ms"] / r for b, c in pairs),
-                    max(b[kind]["batch_ms"] / c[kind]["batch_ms"] / r for b, c in pairs),
-                ]
+                batch = [b[kind]["batch_ms"] / c[kind]["batch_ms"] / r for b, c in pairs]
+                row[f"{kind}_batch_efficiency"] = med(batch)
+                row[f"{kind}_batch_efficiency_range"] = [min(batch), max(batch)]
                 row[f"{kind}_sent_bytes"] = max(runs[-1][kind]["sent_bytes_per_query"] or [0])
             rows.append(row)
             print(json.dumps(row), flush=True)

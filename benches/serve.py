@@ -28,9 +28,8 @@ strings, so that the server's result cache (64 results) never answers (a client 
 another asked about 1,000 requests before). The direct call runs over the same strings.
 
 `--mpirun R --store SET` serves a store set under `mpirun -n R` (rank 0 the HTTP front end,
-the other ranks searching the shards; the server's CPU columns count every process under
-mpirun). The server's CPU is that of the server and every process under it (its heavy-search
-workers).
+the other ranks searching the shards). The server's CPU columns count the server and every
+process under it (mpirun's ranks, the heavy-search workers).
 
 The load generator's own cost: on a machine of few cores the clients compete with the server
 for the CPU (on 2 cores, 64 client threads and the server share 2 cores), so the latencies

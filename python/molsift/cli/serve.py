@@ -187,29 +187,6 @@ def run(args) -> int:
         return 2
     from ..sets.mpi import start_fanout
 
-    # under mpirun: rank 0 serves, the others search; each rank stops its part at the time
-    # limit, and rank 0 waits for them at most the limit and a grace period in any step (a
-    # searcher that died: 503, the front end stays up; `mpirun --enable-recovery` keeps it)
-    # a lane for the light searches of the sets and one per heavy slot of the server
-    lanes = 1 + (args.max_heavy or Limits().max_heavy)
-    fanout = start_fanout(
-        catalog,
-        time_limit_s=args.timeout,
-        deadline_s=args.timeout + max(5.0, args.timeout),
-        lanes=lanes,
-    )
-    if fanout is not None and not fanout.is_root:
-        try:
-            fanout.loop()
-        finally:
-            catalog.close()
-        return 0
-    if not _is_loopback(args.host):
-        print(
-            f"molsift serve: WARNING: listening on {args.host}, not loopback: anyone who can "
-            "reach this machine can search these stores",
-            file=sys.stderr,
-        )
     limits = Limits(
         timeout_s=args.timeout,
         max_length=args.max_length,
@@ -227,6 +204,28 @@ def run(args) -> int:
         limits.max_concurrent = args.max_concurrent
     if args.max_heavy:
         limits.max_heavy = args.max_heavy
+    # under mpirun: rank 0 serves, the others search; each rank stops its part at the time
+    # limit, and rank 0 waits for them at most the limit and a grace period in any step (a
+    # searcher that died: 503, the front end stays up; `mpirun --enable-recovery` keeps it);
+    # a lane for the light searches of the sets and one per heavy slot of the server
+    fanout = start_fanout(
+        catalog,
+        time_limit_s=args.timeout,
+        deadline_s=args.timeout + max(5.0, args.timeout),
+        lanes=1 + limits.max_heavy,
+    )
+    if fanout is not None and not fanout.is_root:
+        try:
+            fanout.loop()
+        finally:
+            catalog.close()
+        return 0
+    if not _is_loopback(args.host):
+        print(
+            f"molsift serve: WARNING: listening on {args.host}, not loopback: anyone who can "
+            "reach this machine can search these stores",
+            file=sys.stderr,
+        )
     log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None  # noqa: SIM115
     try:
         app = create_app(catalog, limits, log)

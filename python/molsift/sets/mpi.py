@@ -122,17 +122,11 @@ class Ranks:
         if fan is None or not self.is_root:
             req.Wait()
             return
-        import time
-
-        start, pause = time.monotonic(), 2e-5
-        while not req.Test():
-            if time.monotonic() - start > fan.deadline_s:
-                fan.lose(
-                    f"a searcher rank of {self.name!r} did not answer within "
-                    f"{fan.deadline_s:g} s (it may have died)"
-                )
-            time.sleep(pause)
-            pause = min(pause * 2, 2e-3)
+        late = (
+            f"a searcher rank of {self.name!r} did not answer within {fan.deadline_s:g} s "
+            "(it may have died)"
+        )
+        _poll(req, 2e-5, 2e-3, fan.deadline_s, lambda: fan.lose(late))
 
     def topk(self, indices: np.ndarray, scores: np.ndarray, k: int):
         """The k best (score descending, position ascending) of every rank's hits, on rank 0
@@ -495,14 +489,8 @@ class Fanout:
         self._bcast_wait(np.ascontiguousarray(data))
 
     def _bcast_wait(self, buf) -> None:
-        import time
-
-        req = self.comm.Ibcast(buf, root=0)
-        start = time.monotonic()
-        while not req.Test():
-            if time.monotonic() - start > self.deadline_s:
-                self.lose(f"a searcher rank did not answer within {self.deadline_s:g} s")
-            time.sleep(1e-4)
+        late = f"a searcher rank did not answer within {self.deadline_s:g} s"
+        _poll(self.comm.Ibcast(buf, root=0), 1e-4, 1e-4, self.deadline_s, lambda: self.lose(late))
 
     def _receive(self):
         """A searcher lane: the next announcement. The first lane (the light searches', one
@@ -510,15 +498,13 @@ class Fanout:
         heavy lanes poll with short sleeps (20 µs, doubling to at most 200 µs), so that idle
         lanes do not keep every searcher rank's cores busy."""
         import pickle
-        import time
 
         size = np.empty(1, dtype=np.int64)
-        req, pause = self.comm.Ibcast(size, root=0), 2e-5
+        req = self.comm.Ibcast(size, root=0)
         if _lane() == 0:
             req.Wait()
-        while not req.Test():
-            time.sleep(pause)
-            pause = min(pause * 2, 2e-4)
+        else:
+            _poll(req, 2e-5, 2e-4)
         data = np.empty(int(size[0]), dtype=np.uint8)
         self.comm.Ibcast(data, root=0).Wait()
         return pickle.loads(data.tobytes())
@@ -589,6 +575,20 @@ class Fanout:
                 if not self.lost:
                     self.announce(("", "stop", ()))
         _LANE.index = 0
+
+
+def _poll(req, first: float, most: float, deadline_s: float | None = None, late=None) -> None:
+    """Waits for a non-blocking operation by testing it between sleeps (`first` seconds,
+    doubling to `most`) rather than in `Wait`, which Open MPI spins in; past `deadline_s`,
+    calls `late()` (which raises)."""
+    import time
+
+    start, pause = time.monotonic(), first
+    while not req.Test():
+        if deadline_s is not None and time.monotonic() - start > deadline_s:
+            late()
+        time.sleep(pause)
+        pause = min(pause * 2, most)
 
 
 def _core_error():

@@ -449,11 +449,7 @@ def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
             a.columns["position"] = a.columns["position"] + offset
             parts.append(a)
     if not parts:  # no molecule here: the query checked as a shard would, no hit
-        from ..analogs.search import _check, _query, parse_limits
-
-        _check(max_dist, k, timeout)
-        parse_limits(limits)
-        _query(store, query)
+        _check_query(store, query, max_dist, k, limits, timeout)
         parts = [Analogs(_no_hits(), max_dist, False, {})]
     if ranks is not None:  # under MPI: every rank's hits meet at rank 0
         got = ranks.gather(parts)
@@ -600,6 +596,16 @@ def union_index(store: StoreSet, shards: list[int]):
     )
 
 
+def _check_query(store, query, max_dist, k, limits, timeout) -> None:
+    """An analog search's arguments and query checked as a shard's walk checks them (a process
+    with no molecule of the set raises the same error as one that walks)."""
+    from ..analogs.search import _check, _query, parse_limits
+
+    _check(max_dist, k, timeout)
+    parse_limits(limits)
+    _query(store, query)
+
+
 def _no_hits() -> dict:
     """The columns of an analog result with no hit."""
     from ..analogs.search import KINDS
@@ -638,14 +644,12 @@ def _stream_in_step(store, query, max_dist, k, limits, timeout, lock, cancel):
     0 (one gather), ranked (Tanimoto descending, then position) and cut to what `k` leaves,
     and are handed out (every rank hands out a level, empty but on rank 0). A timeout ends with
     the partial level (its hits found so far), marked partial as one store's last level is."""
-    from ..analogs.search import Analogs, _check, _query, parse_limits
+    from ..analogs.search import Analogs
 
     ranks = getattr(store, "_ranks", None)
     own = [s for s in store._own() if len(store.shards[s])]
     if not own:  # no molecule here: the query checked as a shard would
-        _check(max_dist, k, timeout)
-        parse_limits(limits)
-        _query(store, query)
+        _check_query(store, query, max_dist, k, limits, timeout)
     step = _InStep(store, own, query, max_dist, k, limits, timeout, lock,
                    None if ranks is not None else cancel)  # fmt: skip
     given = 0
