@@ -7,14 +7,20 @@
 //! molecules that tie it: the tie rule is decided at the merge). A search that learns a higher
 //! bar from the others early counts fewer blocks with a low bar (`BENCHMARKS.md`).
 //!
-//! A cell is one `u64`: `tag << 32 | common << 16 | union`, the tag naming the query (searches
-//! of different queries that reuse a cell never read each other's bar), `common << 16 | union`
-//! the score as an exact ratio (0: none yet). A score whose terms do not fit 16 bits
-//! (fingerprints of more than 32,767 bits) is not shared.
+//! A cell is one `u64`: `tag << 36 | common << 18 | union`, the tag (28 bits) naming the query
+//! (searches of different queries that reuse a cell never read each other's bar), `common << 18
+//! | union` the score as an exact ratio (0: none yet). 18 bits hold every term of the format's
+//! largest fingerprints (`common <= 65,536`, `union <= 131,072`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::threshold::cmp_ratio;
+
+/// Bits of a cell's tag, and of each term of its score.
+const TAG_BITS: u32 = 28;
+const TERM_BITS: u32 = 18;
+const TAG_MASK: u32 = (1 << TAG_BITS) - 1;
+const TERM_MASK: u32 = (1 << TERM_BITS) - 1;
 
 /// A shared k-th best: the cell and the tag of the query whose bar it holds.
 #[derive(Debug, Clone, Copy)]
@@ -24,8 +30,12 @@ pub(crate) struct SharedBar<'a> {
 }
 
 impl<'a> SharedBar<'a> {
+    /// The cell shared for the query `tag` (its low 28 bits are kept).
     pub(crate) fn new(cell: &'a AtomicU64, tag: u32) -> Self {
-        SharedBar { cell, tag }
+        SharedBar {
+            cell,
+            tag: tag & TAG_MASK,
+        }
     }
 
     /// The bar shared for this query, as `(common, union)`, if any.
@@ -45,7 +55,7 @@ impl<'a> SharedBar<'a> {
     /// Raises the shared bar to `c / u` if that is better (and the cell is this query's, or an
     /// older query's).
     pub(crate) fn raise(&self, c: u32, u: u32) {
-        if c > 0xFFFF || u > 0xFFFF || (c, u) == (0, 0) {
+        if c > TERM_MASK || u > TERM_MASK || (c, u) == (0, 0) {
             return;
         }
         let tag = self.tag;
@@ -74,29 +84,30 @@ impl<'a> SharedBar<'a> {
 }
 
 fn pack(tag: u32, c: u32, u: u32) -> u64 {
-    (u64::from(tag) << 32) | (u64::from(c) << 16) | u64::from(u)
+    (u64::from(tag) << (2 * TERM_BITS)) | (u64::from(c) << TERM_BITS) | u64::from(u)
 }
 
 fn unpack(v: u64) -> (u32, u32, u32) {
     (
-        (v >> 32) as u32,
-        (v >> 16) as u32 & 0xFFFF,
-        v as u32 & 0xFFFF,
+        (v >> (2 * TERM_BITS)) as u32,
+        (v >> TERM_BITS) as u32 & TERM_MASK,
+        v as u32 & TERM_MASK,
     )
 }
 
-/// Whether the cell's value belongs to a query before `tag` (tags compared modulo 2^32, so a
+/// Whether the cell's value belongs to a query before `tag` (tags compared modulo 2^28, so a
 /// long-running process may wrap them; cells are reused within far fewer queries).
 fn older(cur: u64, tag: u32) -> bool {
-    let t = (cur >> 32) as u32;
-    (tag.wrapping_sub(t) as i32) > 0
+    let t = unpack(cur).0;
+    let ahead = tag.wrapping_sub(t) & TAG_MASK;
+    ahead != 0 && ahead < 1 << (TAG_BITS - 1)
 }
 
 /// A cell given to a search from outside ([`crate::SearchOptions::bar`]), with the tag of the
 /// query: searches of the same query given cells at the same place share their k-th best.
 /// Tags must increase query by query in every process that shares the cell (as they do when
 /// every MPI rank counts the same collective queries), and differ from the last tag the cell
-/// held within the last 2^31 queries.
+/// held within the last 2^27 queries (tags are kept modulo 2^28).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BarSlot {
     cell: *const AtomicU64,
@@ -159,13 +170,23 @@ mod tests {
         a.raise(9, 10);
         assert_eq!(next.get(), Some((1, 10)), "and keeps it");
         let big = SharedBar::new(&cell, 9);
-        big.raise(70_000, 80_000);
-        assert_eq!(big.get(), None, "terms past 16 bits are not shared");
+        big.raise(65_536, 131_072);
+        assert_eq!(
+            big.get(),
+            Some((65_536, 131_072)),
+            "the largest fingerprints' terms"
+        );
+        big.raise(300_000, 400_000);
+        assert_eq!(
+            big.get(),
+            Some((65_536, 131_072)),
+            "terms past 18 bits are not shared"
+        );
     }
 
     #[test]
     fn tags_wrap() {
-        let cell = AtomicU64::new(pack(u32::MAX, 5, 10));
+        let cell = AtomicU64::new(pack(TAG_MASK, 5, 10));
         let wrapped = SharedBar::new(&cell, 2);
         wrapped.claim();
         assert_eq!(wrapped.get(), None);
@@ -177,5 +198,8 @@ mod tests {
             Some((4, 10)),
             "the query before the wrap is older"
         );
+        // a caller's 32-bit tags are kept modulo 2^28: both spellings name one query
+        SharedBar::new(&cell, (1 << 28) + 2).raise(6, 10);
+        assert_eq!(wrapped.get(), Some((6, 10)));
     }
 }
