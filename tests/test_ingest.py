@@ -112,6 +112,41 @@ def test_fingerprints_of_chosen_positions_equal_rdkit(bundled_store, bundled_smi
         store.fingerprints_at([n])
 
 
+def test_tanimoto_of_chosen_positions_equals_rdkit(bundled_store, bundled_smi):
+    """`tanimoto_at` scores the molecules asked for from the query's planes alone (what analog
+    search ranks by): in any order, with repeats, equal to RDKit's BulkTanimotoSimilarity of
+    the same Morgan fingerprints; a position outside the store is an error."""
+    from rdkit import DataStructs
+
+    from molsift.search import fingerprinter_for
+
+    store = molsift.open_store(bundled_store[1].path)  # fresh: nothing decoded yet
+    n = len(store)
+    picked = [n - 1, 0, 17, 17, *range(n - 2, 0, -53)]
+    fp = fingerprinter_for(store)
+    bits = store.manifest["fingerprint"]["bits"]
+    for query in ("c1ccccc1O", store.smiles[17], "CC(=O)Nc1ccc(cc1)S(N)(=O)=O", "[He]"):
+        mol = Chem.MolFromSmiles(query)
+        on = fp.on_bits(mol)
+        got = store.tanimoto_at(picked, on)
+        assert getattr(store, "_fps", None) is None, "every fingerprint was decoded"
+        qv = DataStructs.ExplicitBitVect(bits)
+        qv.SetBitsFromList(list(on))
+        refs = []
+        for p in picked:
+            v = DataStructs.ExplicitBitVect(bits)
+            v.SetBitsFromList(fp.on_bits(Chem.MolFromSmiles(store.smiles[p])))
+            refs.append(v)
+        want = DataStructs.BulkTanimotoSimilarity(qv, refs)
+        assert got.tolist() == want, query
+    assert (
+        store.tanimoto_at(picked[:1], fp.on_bits(Chem.MolFromSmiles(store.smiles[n - 1])))[0] == 1.0
+    )
+    assert len(store.tanimoto_at([], [1, 2])) == 0
+    with pytest.raises(molsift.StoreError, match="outside"):
+        store.tanimoto_at([n], [1])
+
+
 def test_rejected_records_are_rdkit_failures_with_lines(bundled_store, bundled_smi):
     _, store = bundled_store
     rows = read_smi(bundled_smi)

@@ -50,6 +50,8 @@ def test_columns_and_counts_are_the_one_stores(one, sharded):
     picks = [len(one) - 1, 0, 17, 2500, 17]
     assert sharded.smiles.take(picks) == one.smiles.take(picks)
     assert (sharded.fingerprints_at(picks) == one.fingerprints_at(picks)).all()
+    on = [3, 64, 1000, 2047]
+    assert sharded.tanimoto_at(picks, on).tolist() == one.tanimoto_at(picks, on).tolist()
 
 
 def test_similarity_equals_the_one_store(one, sharded):

@@ -219,6 +219,9 @@ class StoreV2:
         """Every fingerprint in store order, little-endian u64 words."""
     def fingerprint_rows_at(self, positions: list[int]) -> bytes:
         """The fingerprints of those store positions (in that order), decoded for them alone."""
+    def tanimoto_at(self, positions: list[int], on_bits: list[int]) -> bytes:
+        """The Tanimoto of a query (its on-bits) to those store positions (in that order),
+        little-endian f64, from the query's planes alone."""
     def positions_by_input(self) -> bytes:
         """Store position of each input rank, little-endian u32."""
     def file_sizes(self) -> dict[str, int]:

@@ -403,6 +403,16 @@ class StoreV2(_StoreBase):
         raw = np.frombuffer(self._core.fingerprint_rows_at(pos), dtype="<u8")
         return raw.reshape(len(pos), words)
 
+    def tanimoto_at(self, positions, on_bits) -> np.ndarray:
+        """float64: the Tanimoto of a query (its on-bits in this store's fingerprint spec) to
+        the molecules at those store positions, in that order, read from the query's planes
+        alone (`fingerprints_at` decodes every bit of each molecule)."""
+        pos = [int(p) for p in positions]
+        if getattr(self, "_fps", None) is not None:
+            return _tanimoto_rows(self._fps[np.asarray(pos, dtype=np.int64)], on_bits)
+        raw = self._core.tanimoto_at(pos, [int(b) for b in on_bits])
+        return np.frombuffer(raw, dtype="<f8").astype(np.float64)
+
     @property
     def popcounts(self) -> np.ndarray:
         """uint16 popcount of each fingerprint, in store order."""
@@ -456,6 +466,19 @@ class StoreV2(_StoreBase):
             f"<molsift.StoreV2 {self.path!r}: {len(self)} molecules, "
             f"{fp['kind']} {fp['bits']} bits, {self.counts['rejected']} rejected>"
         )
+
+
+def _tanimoto_rows(rows: np.ndarray, on_bits) -> np.ndarray:
+    """float64: the Tanimoto of a query (its on-bits) to each fingerprint row (uint64 words);
+    two empty fingerprints score 1."""
+    q = np.zeros(rows.shape[1] if rows.ndim == 2 else 0, dtype=np.uint64)
+    for b in on_bits:
+        q[b // 64] |= np.uint64(1) << np.uint64(b % 64)
+    common = np.bitwise_count(rows & q).sum(axis=1, dtype=np.int64)
+    union = np.bitwise_count(rows | q).sum(axis=1, dtype=np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(union > 0, common / np.maximum(union, 1), 1.0)
+    return t.astype(np.float64)
 
 
 def format_version(path: PathLike) -> int | None:

@@ -7,7 +7,7 @@
 
 use molsift_analogs::walk::WalkOptions;
 use molsift_analogs::{skeleton_of_smiles, walk, AnalogIndex, Event};
-use molsift_store::{Store, Verify};
+use molsift_store::v2::StoreV2;
 use std::time::Instant;
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -17,7 +17,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let store = Store::open(args[1].as_ref(), Verify::Sizes).expect("open the store");
+    let store = StoreV2::open(args[1].as_ref(), false).expect("open the store");
     let index = AnalogIndex::open_in(&store).expect("open the analog index");
     let text = std::fs::read_to_string(&args[2]).expect("read the queries");
     let max_dist: usize = args.get(3).map_or(3, |d| d.parse().expect("MAX_DIST"));

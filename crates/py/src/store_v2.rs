@@ -139,6 +139,21 @@ impl PyStoreV2 {
         Ok(PyBytes::new(py, &bytes))
     }
 
+    /// The Tanimoto of a query (its on-bits) to the molecules at `positions`, in the order
+    /// given (little-endian `f64` each), from the query's planes alone.
+    fn tanimoto_at<'py>(
+        &self,
+        py: Python<'py>,
+        positions: Vec<u64>,
+        on_bits: Vec<u32>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let scores = py
+            .detach(|| self.inner.tanimoto_at(&positions, &on_bits))
+            .map_err(store_err)?;
+        let bytes: Vec<u8> = scores.iter().flat_map(|t| t.to_le_bytes()).collect();
+        Ok(PyBytes::new(py, &bytes))
+    }
+
     /// Store position of each input rank (`len` little-endian `u32`).
     fn positions_by_input<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let pos = py

@@ -752,32 +752,68 @@ impl<'a> Planes<'a> {
     /// index in the block), `words` per row, in the order given.
     pub fn decode_slots(&self, slots: &[usize], words: usize) -> Vec<u64> {
         let mut out = vec![0u64; slots.len() * words];
-        // by block, so that the molecules of one block share its container's lookup
-        let mut by_slot: Vec<(usize, usize)> = slots.iter().copied().zip(0..).collect();
-        by_slot.sort_unstable();
+        let by_slot = by_block(slots);
         for p in 0..self.header.bits as usize {
             let (w, bit) = (p / 64, 1u64 << (p % 64));
-            let codes = self.codes(p);
-            let mut lane: Option<(usize, [u64; 4])> = None;
-            for &(slot, k) in &by_slot {
-                let (blk, j) = (slot / BLOCK, slot % BLOCK);
-                if codes.get(blk).copied().unwrap_or(0) == 0 {
-                    continue;
-                }
-                let words4 = match lane {
-                    Some((b, l)) if b == blk => l,
-                    _ => {
-                        let l = self.container(p, blk).lane();
-                        lane = Some((blk, l));
-                        l
-                    }
-                };
-                if words4[j / 64] >> (j % 64) & 1 == 1 {
-                    out[k * words + w] |= bit;
-                }
-            }
+            self.each_set(p, &by_slot, |k| out[k * words + w] |= bit);
         }
         out
+    }
+
+    /// Calls `set(k)` for each `(slot, k)` of `by_slot` (sorted by slot: [`by_block`]) whose
+    /// bit is set in plane `p`: the molecules of one block share its container's lookup.
+    fn each_set(&self, p: usize, by_slot: &[(usize, usize)], mut set: impl FnMut(usize)) {
+        let codes = self.codes(p);
+        let mut lane: Option<(usize, [u64; 4])> = None;
+        for &(slot, k) in by_slot {
+            let (blk, j) = (slot / BLOCK, slot % BLOCK);
+            if codes.get(blk).copied().unwrap_or(0) == 0 {
+                continue;
+            }
+            let words4 = match lane {
+                Some((b, l)) if b == blk => l,
+                _ => {
+                    let l = self.container(p, blk).lane();
+                    lane = Some((blk, l));
+                    l
+                }
+            };
+            if words4[j / 64] >> (j % 64) & 1 == 1 {
+                set(k);
+            }
+        }
+    }
+
+    /// The Tanimoto of a query (`on`: its on-bits, each below the planes' bits) to the molecules
+    /// in `slots`, in the order given: the query's planes alone are read (a slot's popcount is
+    /// its bucket's), where [`decode_slots`](Planes::decode_slots) reads every plane. Two
+    /// empty fingerprints score 1.
+    pub fn tanimoto_slots(&self, slots: &[usize], on: &[u32]) -> Vec<f64> {
+        let mut on: Vec<usize> = on.iter().map(|&b| b as usize).collect();
+        on.sort_unstable();
+        on.dedup();
+        let mut common = vec![0u32; slots.len()];
+        let by_slot = by_block(slots);
+        for &p in on.iter().filter(|&&p| p < self.header.bits as usize) {
+            self.each_set(p, &by_slot, |k| common[k] += 1);
+        }
+        let buckets = &self.header.buckets;
+        let query = on.len() as u64;
+        slots
+            .iter()
+            .zip(&common)
+            .map(|(&slot, &c)| {
+                let blk = (slot / BLOCK) as u64;
+                let b = buckets.partition_point(|b| b.first_block + b.blocks <= blk);
+                let pop = buckets.get(b).map_or(0, |b| u64::from(b.popcount));
+                let union = query + pop - u64::from(c);
+                if union == 0 {
+                    1.0
+                } else {
+                    f64::from(c) / union as f64
+                }
+            })
+            .collect()
     }
 
     /// Decodes every fingerprint into `out` (`molecules * words` words, zeroed by the caller),
@@ -870,6 +906,13 @@ fn gray_rank(g: u128) -> u128 {
         shift <<= 1;
     }
     x
+}
+
+/// `(slot, place in slots)` pairs sorted by slot (so by block).
+fn by_block(slots: &[usize]) -> Vec<(usize, usize)> {
+    let mut by_slot: Vec<(usize, usize)> = slots.iter().copied().zip(0..).collect();
+    by_slot.sort_unstable();
+    by_slot
 }
 
 #[cfg(test)]

@@ -1010,6 +1010,29 @@ impl StoreV2 {
     /// in the order given), decoded from the planes for those molecules alone: memory for the
     /// rows asked for and a slot per molecule (built once), never every fingerprint.
     pub fn fingerprint_rows_at(&self, positions: &[u64]) -> Result<Vec<u64>, StoreError> {
+        let (planes, slots) = self.slots_of(positions)?;
+        let words = (self.manifest.fingerprint.bits as usize).div_ceil(64);
+        Ok(planes.decode_slots(&slots, words))
+    }
+
+    /// The Tanimoto of a query (its on-bits, each below the fingerprint's bits) to the
+    /// molecules at store positions `positions`, in the order given, from the query's planes
+    /// alone ([`planes::Planes::tanimoto_slots`]): what ranking a few molecules by similarity
+    /// needs, without decoding their fingerprints.
+    pub fn tanimoto_at(&self, positions: &[u64], on: &[u32]) -> Result<Vec<f64>, StoreError> {
+        let bits = self.manifest.fingerprint.bits;
+        if let Some(&b) = on.iter().find(|&&b| b >= bits) {
+            return Err(StoreError::Invalid(format!(
+                "query bit {b} outside a fingerprint of {bits} bits"
+            )));
+        }
+        let (planes, slots) = self.slots_of(positions)?;
+        Ok(planes.tanimoto_slots(&slots, on))
+    }
+
+    /// The planes (each file checked as the store's verification asks) and the slot of each of
+    /// `positions` in them (a map of every molecule's slot, built once).
+    fn slots_of(&self, positions: &[u64]) -> Result<(planes::Planes<'_>, Vec<usize>), StoreError> {
         let n = self.len();
         if let Some(&p) = positions.iter().find(|&&p| p >= n as u64) {
             return Err(StoreError::Invalid(format!(
@@ -1050,8 +1073,7 @@ impl StoreV2 {
             .iter()
             .map(|&p| slot_of[p as usize] as usize)
             .collect();
-        let words = (self.manifest.fingerprint.bits as usize).div_ceil(64);
-        Ok(planes.decode_slots(&slots, words))
+        Ok((planes, slots))
     }
 
     /// Bytes of each file, by name.
@@ -1122,6 +1144,32 @@ mod tests {
             );
         }
         assert!(v2.fingerprint_rows_at(&[n as u64]).is_err());
+        // Tanimoto from the query's planes alone: as from the decoded rows (empty rows and an
+        // empty query score 1 together, a bit given twice counts once)
+        for on in [
+            vec![],
+            vec![3u32],
+            vec![0, 5, 64, 65, 127],
+            vec![9, 9, 70, 2, 100, 33],
+        ] {
+            let scores = v2.tanimoto_at(&picked, &on).unwrap();
+            let q: std::collections::BTreeSet<u32> = on.iter().copied().collect();
+            for (k, &p) in picked.iter().enumerate() {
+                let row = &rows[p as usize * 2..p as usize * 2 + 2];
+                let has = |b: u32| row[b as usize / 64] >> (b % 64) & 1 == 1;
+                let common = q.iter().filter(|&&b| has(b)).count() as u32;
+                let pop = row[0].count_ones() + row[1].count_ones();
+                let union = q.len() as u32 + pop - common;
+                let want = if union == 0 {
+                    1.0
+                } else {
+                    f64::from(common) / f64::from(union)
+                };
+                assert_eq!(scores[k], want, "position {p}, query {on:?}");
+            }
+        }
+        assert!(v2.tanimoto_at(&[n as u64], &[1]).is_err());
+        assert!(v2.tanimoto_at(&[0], &[128]).is_err());
         let mut buf = Block::default();
         let mut seen = vec![false; n];
         for i in 0..n {

@@ -151,23 +151,17 @@ def _shard_by_shard(store) -> bool:
 
 def _tanimoto(store, bits: list[int], positions: np.ndarray) -> np.ndarray:
     """Morgan Tanimoto of the query (its on-bits in the store's fingerprint spec) to each stored
-    molecule."""
+    molecule: the store's `tanimoto_at` (the query's planes alone), else from the hits' rows."""
     import numpy as np
 
-    words = store.manifest["fingerprint"]["bits"] // 64
-    q = np.zeros(words, dtype=np.uint64)
-    for b in bits:
-        q[b // 64] |= np.uint64(1) << np.uint64(b % 64)
+    from ..store import _tanimoto_rows
+
     if len(positions) == 0:
         return np.zeros(0, dtype=np.float64)
-    # the hits' rows alone (every fingerprint decoded would be bits/8 bytes per molecule)
-    at = getattr(store, "fingerprints_at", None)
-    rows = at(positions) if at is not None else store.fingerprints[positions]
-    common = np.bitwise_count(rows & q).sum(axis=1, dtype=np.int64)
-    union = np.bitwise_count(rows | q).sum(axis=1, dtype=np.int64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.where(union > 0, common / np.maximum(union, 1), 1.0)
-    return t.astype(np.float64)
+    at = getattr(store, "tanimoto_at", None)
+    if at is not None:
+        return at(positions, bits)
+    return _tanimoto_rows(store.fingerprints[positions], bits)
 
 
 def _rank(store, bits: list[int], hits: list, index=None, paths=None, k=None) -> dict:
@@ -370,9 +364,10 @@ class LevelWalk:
         except BaseException as exc:  # handed to the coordinator, raised there
             self.events.put(("error", None, exc))
 
-    def columns(self, hits, paths) -> dict:
-        """A distance's hits (or a timed-out walk's last ones) as ranked columns."""
-        return _rank(self.store, self.bits, hits, self.index, paths, None)
+    def columns(self, hits, paths, k=None) -> dict:
+        """A distance's hits (or a timed-out walk's last ones) as ranked columns, the first `k`
+        (all when None)."""
+        return _rank(self.store, self.bits, hits, self.index, paths, k)
 
     def next_event(self, cancel=None) -> tuple:
         """The walk's next event; `Cancelled` when `cancel` is set meanwhile."""

@@ -359,6 +359,15 @@ class StoreSet(_StoreBase):
             out[at] = self.shards[s].fingerprints_at(pos[at] - self.offsets[s])
         return out
 
+    def tanimoto_at(self, positions, on_bits) -> np.ndarray:
+        pos = np.asarray([int(p) for p in positions], dtype=np.int64)
+        out = np.zeros(len(pos), dtype=np.float64)
+        shard_of = self._shard_of(pos)
+        for s in np.unique(shard_of).tolist():
+            at = np.flatnonzero(shard_of == s)
+            out[at] = self.shards[s].tanimoto_at(pos[at] - self.offsets[s], on_bits)
+        return out
+
     def lookup(self, smiles, workers: int | None = None) -> np.ndarray:
         from ..lookup import lookup
 
@@ -484,7 +493,10 @@ class _InStep:
     cores, when the set's positions pass 32 bits), distance by distance, in step with the other
     ranks' under MPI: after each distance d the ranks sum their hits, and all stop after the
     distance where the whole set has `k` (if given), the last distance, or a timeout anywhere.
-    A rank walking alone to its own k would go much farther than the set needs."""
+    A rank walking alone to its own k would go much farther than the set needs. A distance's
+    hits are ranked and cut to what `k` leaves after the set's hits of the distances before
+    (the set's answer keeps no more of them; each unit's best of them hold every one it keeps),
+    so that the element changes of hits the answer drops are never computed."""
 
     def __init__(self, store, own, query, max_dist, k, limits, timeout, lock, cancel):
         from ..analogs.search import LevelWalk
@@ -498,6 +510,8 @@ class _InStep:
         self.ended: dict[int, dict] = {}  # the stats of each walk that ended by itself
         self.stop_at = max_dist
         self.max_dist, self.k, self.cancel = max_dist, k, cancel
+        self.hits = 0  # this process's hits of every distance walked, before any cut
+        self.before = 0  # the set's hits of the distances before the current one
 
     def levels(self) -> Iterator[tuple[int, list[dict], bool]]:
         """Per distance d: (d, the hits this process found at d, one dict of columns in set
@@ -506,6 +520,7 @@ class _InStep:
         try:
             for d in range(self.max_dist + 1):
                 paused, new = [], []
+                keep = None if self.k is None else self.k - self.before
                 for u, walk in enumerate(self.walks):
                     if u in self.ended:
                         continue
@@ -515,19 +530,21 @@ class _InStep:
                     if what == "level":  # the walk reports every distance in turn
                         if dist != d:
                             raise RuntimeError(f"an analog walk reported distance {dist} at {d}")
-                        new.append((u, walk.columns(*data)))
+                        self.hits += sum(len(ps) for _, _, ps in data[0])
+                        new.append((u, walk.columns(*data, keep)))
                         paused.append(walk)
                     elif what == "end":
                         rest, paths, stats = data
                         self.ended[u] = dict(stats)
                         if self.ended[u]["timed_out"]:  # the hits of the distance it left
-                            new.append((u, walk.columns(rest, paths)))
+                            self.hits += sum(len(ps) for _, _, ps in rest)
+                            new.append((u, walk.columns(rest, paths, keep)))
                 for u, c in new:
                     self.cols[u].append(c)
-                found = [sum(len(c["position"]) for cs in self.cols for c in cs),
-                         int(any(st["timed_out"] for st in self.ended.values()))]  # fmt: skip
+                found = [self.hits, int(any(st["timed_out"] for st in self.ended.values()))]
                 if self.ranks is not None:
                     found = self.ranks.allsum(found)
+                self.before = found[0]
                 more = not ((self.k is not None and found[0] >= self.k) or found[1]
                             or d == self.max_dist)  # fmt: skip
                 for walk in paused:
@@ -573,15 +590,15 @@ def _walk_units(store: StoreSet, own: list[int]) -> list[tuple]:
 
 class _Shards:
     """Some shards of a set as one library of an analog walk: the union of their analog
-    indexes (`_core.AnalogIndexUnion`), positions in the set, the set's fingerprints (what
-    `analogs.search` reads of a store to walk and rank)."""
+    indexes (`_core.AnalogIndexUnion`), positions in the set, the set's Tanimoto to a query
+    (what `analogs.search` reads of a store to walk and rank)."""
 
     def __init__(self, store: StoreSet, shards: list[int]):
         from ..search import fingerprinter_for
 
         self.manifest = store.manifest
         self.fingerprint_spec = store.fingerprint_spec
-        self.fingerprints_at = store.fingerprints_at
+        self.tanimoto_at = store.tanimoto_at
         self._fingerprinter = fingerprinter_for(store)
         self._analog_obj = union_index(store, shards)
 
