@@ -133,6 +133,35 @@ def test_analogs_keep_per_kind_limits_exactly(analog_store):
             assert head["position"].tolist() == got["position"][:3].tolist()
 
 
+def test_a_walk_divided_among_threads_gives_every_column_alike(analog_store):
+    """Each distance divided among 2, 3 and 5 threads (`threads`): every column (positions,
+    distances, Tanimoto, edits by kind, element changes), the distances complete and the
+    walk's counts of edits and graphs are the one thread's, with and without k and limits,
+    streamed or not, against the reference too."""
+    store, smiles, skeletons = analog_store
+    rng = random.Random(21)
+    pool = [p for p, s in enumerate(skeletons) if 5 <= s.n <= 12 and s.components == 1]
+    cases = [(2, None, None), (3, 20, None), (2, None, {"rup": 0, "tdn": 1}), (3, 5, {"lup": 1})]
+    balls: dict = {}
+    for p in rng.sample(pool, 4):
+        for dist, k, limits in cases:
+            one = store.analogs(smiles[p], max_dist=dist, k=k, limits=limits)
+            if k is None:
+                want = reference(skeletons, skeletons[p], dist, limits, balls=balls)
+                assert dict(zip(one["position"].tolist(), one["distance"].tolist())) == want
+            for threads in (2, 3, 5):
+                got = store.analogs(smiles[p], max_dist=dist, k=k, limits=limits, threads=threads)
+                for col in one.columns:
+                    assert got[col].tolist() == one[col].tolist(), (smiles[p], threads, col)
+                assert (got.complete_to, got.partial) == (one.complete_to, one.partial)
+                for stat in ("edges", "pruned", "filtered", "nodes", "insertions_skipped"):
+                    assert got.stats[stat] == one.stats[stat], (smiles[p], threads, stat)
+                levels = list(store.iter_analogs(smiles[p], max_dist=dist, k=k, limits=limits,
+                                                 threads=threads))  # fmt: skip
+                joined = np.concatenate([lv["position"] for lv in levels])
+                assert joined.tolist() == one["position"].tolist()
+
+
 def test_k_and_streaming_give_the_head_of_the_full_ranking(analog_store):
     store, smiles, skeletons = analog_store
     rng = random.Random(5)

@@ -407,11 +407,10 @@ def test_ranks_share_each_querys_preparation(built, tmp_path):
     assert sorted(calls) == list(range(150))
 
 
-def test_ranks_of_a_node_share_each_top_k_querys_bar(built, tmp_path):
-    """Under `mpirun -n 3` the ranks (one node) map one window of cells: after each top-k
-    query every rank reads the same shared k-th best in that query's cell, one that is a real
-    score of the set (at most its k-th best); the answers are the one store's."""
-    script = tmp_path / "bars.py"
+def _on_three_ranks(tmp_path, body: str, set_path, queries: list[str]) -> list:
+    """What each of 3 ranks (`mpirun -n 3`, one node) put in `out` running `body` (Python, with
+    `store`: the set spread over the ranks, `ranks`: its `Ranks`, `queries`), as JSON."""
+    script = tmp_path / "ranks.py"
     script.write_text(
         "import json, sys\n"
         "import molsift\n"
@@ -419,25 +418,33 @@ def test_ranks_of_a_node_share_each_top_k_querys_bar(built, tmp_path):
         "store = molsift.open_store(sys.argv[1])\n"
         "spread(store)\n"
         "ranks = store._ranks\n"
-        "seen = []\n"
-        "for q in sys.argv[3:]:\n"
-        "    hits = store.search(q, k=10)\n"
-        "    ranks.comm.Barrier()\n"
-        "    seen.append([ranks.tag(), ranks._bars.get(ranks.tag()), hits.indices.tolist()])\n"
-        "    ranks.comm.Barrier()\n"
-        "with open(sys.argv[2] + f'.{ranks.rank}', 'w') as fh:\n"
-        "    json.dump(seen, fh)\n"
+        "queries = sys.argv[3:]\n"
+        "out = []\n" + body + "with open(sys.argv[2] + f'.{ranks.rank}', 'w') as fh:\n"
+        "    json.dump(out, fh)\n"
     )
-    one = molsift.open_store(built["one"])
-    queries = [one.smiles[i] for i in range(0, len(one), 997)]
     out = tmp_path / "out"
     proc = subprocess.run(
-        [*mpirun_cmd(3), molsift_cmd()[0], str(script), str(built["sets"][5]), str(out),
-         *queries],
+        [*mpirun_cmd(3), molsift_cmd()[0], str(script), str(set_path), str(out), *queries],
         env=mpi_env(), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    every = [json.loads((tmp_path / f"out.{r}").read_text()) for r in range(3)]
+    return [json.loads((tmp_path / f"out.{r}").read_text()) for r in range(3)]
+
+
+def test_ranks_of_a_node_share_each_top_k_querys_bar(built, tmp_path):
+    """Under `mpirun -n 3` the ranks (one node) map one window of cells: after each top-k
+    query every rank reads the same shared k-th best in that query's cell, one that is a real
+    score of the set (at most its k-th best); the answers are the one store's."""
+    body = (
+        "for q in queries:\n"
+        "    hits = store.search(q, k=10)\n"
+        "    ranks.comm.Barrier()\n"
+        "    out.append([ranks.tag(), ranks._bars.get(ranks.tag()), hits.indices.tolist()])\n"
+        "    ranks.comm.Barrier()\n"
+    )
+    one = molsift.open_store(built["one"])
+    queries = [one.smiles[i] for i in range(0, len(one), 997)]
+    every = _on_three_ranks(tmp_path, body, built["sets"][5], queries)
     for j, q in enumerate(queries):
         want = one.search(q, k=10)
         tags = {seen[j][0] for seen in every}
@@ -446,6 +453,52 @@ def test_ranks_of_a_node_share_each_top_k_querys_bar(built, tmp_path):
         (bar,) = bars
         assert bar is not None and bar <= want.scores[-1], (q, bar, want.scores.tolist())
         assert every[0][j][2] == want.indices.tolist()
+
+
+def test_ranks_of_a_node_divide_each_analog_walk(built, tmp_path):
+    """Under `mpirun -n 3` (one node) the ranks walk their node's shards as one library, each
+    distance divided among them (`Ranks.walkers`): each rank makes part of the walk's edits
+    and they add up to the walk of the set in one process (the same library: the union of
+    every shard), and so do the graphs kept (the set's answer's stats are their sum); every
+    rank sends records; the answers (every column) are the one store's, streamed by distance
+    too."""
+    body = (
+        "import molsift.sets.store as ss\n"
+        "own = []\n"
+        "real = ss._InStep.parts\n"
+        "def parts(self):\n"
+        "    own.append(self.stats())\n"
+        "    return real(self)\n"
+        "ss._InStep.parts = parts\n"
+        "for q in queries:\n"
+        "    a = store.analogs(q, max_dist=3, k=30)\n"
+        "    levels = [lv['position'].tolist() for lv in store.iter_analogs(q, max_dist=3, k=30)]\n"
+        "    out.append([{c: a[c].tolist() for c in a.columns}, own[-1], levels,\n"
+        "                a.stats.get('edges')])\n"
+        "out.append(ranks.walk_bytes)\n"
+    )
+    one = molsift.open_store(built["one"])
+    whole = molsift.open_store(built["sets"][5])  # no MPI: one walk over the union
+    queries = [one.smiles[i] for i in range(11, len(one), 1201)]
+    every = _on_three_ranks(tmp_path, body, built["sets"][5], queries)
+    assert all(got[-1] > 0 for got in every), "a rank sent no walk records"
+    deep = 0
+    for j, q in enumerate(queries):
+        want = one.analogs(q, max_dist=3, k=30)
+        assert every[0][j][0] == {c: want[c].tolist() for c in want.columns}, q
+        union = whole.analogs(q, max_dist=3, k=30).stats
+        edges = [got[j][1]["edges"] for got in every]
+        assert sum(edges) == union["edges"], (q, edges)
+        if want.complete_to >= 2:  # past distance 1 (whose frontier is the query alone)
+            assert max(edges) < union["edges"], (q, edges)
+            deep += 1
+        assert sum(got[j][1]["nodes"] for got in every) == union["nodes"]
+        assert every[0][j][3] == sum(edges)
+        levels = [lv for lv in every[0][j][2]]
+        assert [p for lv in levels for p in lv] == want["position"].tolist()
+    assert deep >= 2
+    for r in range(3):  # every rank made edits
+        assert sum(every[r][j][1]["edges"] for j in range(len(queries))) > 0
 
 
 @pytest.mark.parametrize("verb", ["substructure", "search-k", "lookup"])

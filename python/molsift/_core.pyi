@@ -748,16 +748,24 @@ class AnalogIndex:
         elements: list[str] | None = None,
         cancel: CancelFlag | None = None,
         probe: bool | None = None,
+        threads: int = 1,
+        peers: tuple[int, int, Callable[[bytes], list[bytes]]] | None = None,
     ) -> tuple[list[tuple[int, bytes, list[int]]], HitPaths, list[tuple[str, int]]]:
         """Indexed molecules within max_dist edits, nearest skeletons first: ([(distance, edits
         by kind as 6 bytes, positions)], the paths to each hit (none without elements, the
         query atoms' symbols), [(stat, value)]: edges, pruned, nodes, complete_to, timed_out,
         first_hit_ns, ns). stop_after: end with the distance at which that many molecules are
         found; timeout_s: stop there (timed_out 1); on_level(distance, hits, paths): called as
-        each distance completes (then only an unfinished distance's hits return; an exception
-        it raises ends the walk); cancel: the walk stops once it is set and raises Cancelled;
-        probe (default: with stop_after): each distance's hits found, and on_level called,
-        before its graphs are canonicalized for the next distance."""
+        each distance completes (then only an unfinished distance's hits return; a true answer
+        ends the walk there, an exception it raises ends it with that error); cancel: the walk
+        stops once it is set and raises Cancelled; probe (default: with stop_after): each
+        distance's hits found, and on_level called,
+        before its graphs are canonicalized for the next distance; threads: each distance
+        divided among that many threads; peers (rank, size, exchange): other processes walking
+        the same query over the same library with the same arguments at once, each distance
+        divided among them too, every exchange(bytes) -> list[bytes] a collective (every
+        walker's bytes in rank order: an allgather); every walker gets the whole walk's hits,
+        its stats count its own work."""
     def element_changes(
         self, paths: HitPaths, rows: list[tuple[int, int]]
     ) -> tuple[list[int], list[bytes]]:
@@ -786,6 +794,8 @@ class AnalogIndexUnion:
         elements: list[str] | None = None,
         cancel: CancelFlag | None = None,
         probe: bool | None = None,
+        threads: int = 1,
+        peers: tuple[int, int, Callable[[bytes], list[bytes]]] | None = None,
     ) -> tuple[list[tuple[int, bytes, list[int]]], HitPaths, list[tuple[str, int]]]:
         """As AnalogIndex.walk, over every shard at once, positions in the set."""
     def element_changes(

@@ -190,17 +190,20 @@ class _StoreBase:
         k: int | None = None,
         limits: dict | None = None,
         timeout: float | None = None,
+        threads: int = 1,
     ):
         """Analog search by graph edit distance (docs/analogs.md): the molecules whose skeletons
         are at most `max_dist` edits from the query's (SMILES or RDKit Mol), ranked by distance,
         then Morgan Tanimoto to the query, then position, as an `Analogs` of numpy columns
         (`position`, `distance`, `tanimoto`, edits by kind). `k`: the k best (the walk stops at
         the distance where k molecules are reached); `limits`: the most edits of each kind
-        ({"rup": 0, ...}); `timeout`: seconds, after which the result is marked partial. Needs
+        ({"rup": 0, ...}); `timeout`: seconds, after which the result is marked partial;
+        `threads`: each distance of the walk divided among that many (the same answer). Needs
         the analog index (`molsift index STORE --analogs`)."""
         from .analogs.search import analogs
 
-        return analogs(self, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout)
+        return analogs(self, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout,
+                       threads=threads)  # fmt: skip
 
     def iter_analogs(
         self,
@@ -209,12 +212,14 @@ class _StoreBase:
         k: int | None = None,
         limits: dict | None = None,
         timeout: float | None = None,
+        threads: int = 1,
     ):
         """As `analogs`, one `Analogs` per distance, each as soon as that distance has been
         searched (nearest first)."""
         from .analogs.search import iter_analogs
 
-        return iter_analogs(self, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout)
+        return iter_analogs(self, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout,
+                            threads=threads)  # fmt: skip
 
     @property
     def has_analog_index(self) -> bool:

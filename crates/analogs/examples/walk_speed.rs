@@ -1,6 +1,7 @@
 //! Walk speed on a store's analog index, from Rust: `cargo run --release -p molsift-analogs
-//! --example walk_speed -- STORE QUERIES.smi [MAX_DIST] [K]` (one SMILES per line). Runs
-//! `store.analogs(smiles, max_dist, k)`'s walk for each query on one thread (probe on, ending
+//! --example walk_speed -- STORE QUERIES.smi [MAX_DIST] [K]` (one SMILES per line; `THREADS=N`
+//! divides each distance among N threads). Runs
+//! `store.analogs(smiles, max_dist, k)`'s walk for each query (probe on, ending
 //! with the distance at which K molecules are found) and prints per query the edits
 //! considered, the graphs reached, the time, and the medians: edits per second is the
 //! issue's "edges per second".
@@ -32,6 +33,7 @@ fn main() {
         let mut opts = WalkOptions::new(max_dist);
         opts.max_leaves = index.header().max_leaves;
         opts.probe = true;
+        opts.threads = std::env::var("THREADS").map_or(1, |t| t.parse().expect("THREADS"));
         let mut found = 0usize;
         let began = Instant::now();
         let stats = walk(&q, &opts, &index, |e| match e {

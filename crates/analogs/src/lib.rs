@@ -9,7 +9,8 @@
 //! * [`element_changes`]: the atoms of a hit whose element differs from the query atom they
 //!   come from, under the best isomorphism.
 //! * [`edits`]: every single edit of a skeleton, by [`Kind`].
-//! * [`walk`]: the exact search, breadth first from the query over every edit.
+//! * [`walk`]: the exact search, breadth first from the query over every edit; [`divide`]:
+//!   each distance of it divided among threads and processes ([`walk_with`]).
 //! * [`AnalogIndex`]: a store's distinct skeletons and their molecules, on disk
 //!   ([`write_index`]), the library a walk searches; [`Union`]: several searched by one walk.
 //!
@@ -23,6 +24,7 @@
 
 pub mod bloom;
 pub mod canon;
+pub mod divide;
 pub mod edits;
 pub mod index;
 pub mod mapping;
@@ -35,13 +37,16 @@ pub mod walk;
 pub mod wl;
 
 pub use canon::{canonical, Canon};
+pub use divide::Peers;
 pub use edits::{edits, Kind};
 pub use index::{write_index, AnalogIndex};
 pub use mapping::element_changes;
 pub use skeleton::Skeleton;
 pub use smiles::{element_code, skeleton_and_elements, skeleton_of_smiles};
 pub use union::Union;
-pub use walk::{walk, Event, KeySet, Library, SkeletonGroups, WalkOptions, WalkStats, UNLIMITED};
+pub use walk::{
+    walk, walk_with, Event, KeySet, Library, SkeletonGroups, WalkOptions, WalkStats, UNLIMITED,
+};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]

@@ -65,7 +65,7 @@ mod tests {
         SkeletonGroups::build(smiles, 1, 100_000).keys
     }
 
-    fn hits<L: Library>(query: &Skeleton, lib: &L, max_dist: usize) -> Vec<(usize, u128)> {
+    fn hits<L: Library + Sync>(query: &Skeleton, lib: &L, max_dist: usize) -> Vec<(usize, u128)> {
         let mut out = Vec::new();
         walk(query, &WalkOptions::new(max_dist), lib, |event| {
             if let Event::Hit {

@@ -21,9 +21,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::canon::canonical;
-use crate::edits::{
-    apply, carry, component_count, edit_list, Edit, Kind, ALL_KINDS, DELETIONS, NEW_ATOM,
-};
+use crate::divide::{pass, Alone, Fixed, Level, Pass, Peers, State, Workers};
+use crate::edits::{apply, carry, component_count, Edit, Kind, ALL_KINDS, DELETIONS, NEW_ATOM};
 use crate::skeleton::Skeleton;
 use crate::wl::{wl_hash, WlScratch, WlTable};
 use crate::AnalogError;
@@ -198,7 +197,7 @@ pub const UNLIMITED: Limits = [u8::MAX; 6];
 
 /// The edit kinds worth making from `g` when only library skeletons one edit away matter:
 /// all, or the deletions alone when no insertion can reach one (counted in `stats`).
-fn kinds_worth<L: Library>(library: &L, g: &mut Graph<'_>, stats: &mut WalkStats) -> u8 {
+pub(crate) fn kinds_worth<L: Library>(library: &L, g: &mut Graph<'_>, stats: &mut WalkStats) -> u8 {
     if library.insertion_may_reach(g.hash()) {
         ALL_KINDS
     } else {
@@ -255,8 +254,9 @@ impl<'g> Graph<'g> {
 }
 
 /// Counts one edit considered; false once the walk is out of time or told to stop (the
-/// deadline and the stop flag are read every 256 edits), and from then on.
-fn count_edit(
+/// deadline and the stop flag are read as each worker's pass over a distance starts and
+/// every 256 edits of it: [`out_of_time`]), and from then on.
+pub(crate) fn count_edit(
     stats: &mut WalkStats,
     deadline: Option<std::time::Instant>,
     stop: Option<&AtomicBool>,
@@ -265,17 +265,20 @@ fn count_edit(
         return false;
     }
     stats.edges += 1;
-    if stats.edges % 256 == 0
-        && (deadline.is_some_and(|d| std::time::Instant::now() >= d)
-            || stop.is_some_and(|s| s.load(Ordering::Relaxed)))
-    {
+    if stats.edges % 256 == 0 && out_of_time(deadline, stop) {
         stats.timed_out = true;
     }
     !stats.timed_out
 }
 
+/// Whether the deadline has passed or the stop flag is set.
+pub(crate) fn out_of_time(deadline: Option<std::time::Instant>, stop: Option<&AtomicBool>) -> bool {
+    deadline.is_some_and(|d| std::time::Instant::now() >= d)
+        || stop.is_some_and(|s| s.load(Ordering::Relaxed))
+}
+
 /// The ring count after an edit of `kind` on a graph of `rings` rings.
-fn shift_rings(kind: Kind, rings: usize) -> usize {
+pub(crate) fn shift_rings(kind: Kind, rings: usize) -> usize {
     match kind {
         Kind::Rdn => rings - 1,
         Kind::Rup => rings + 1,
@@ -303,7 +306,7 @@ fn hit_event<'a>(
     }
 }
 
-fn dominated(seen: &[[u8; 6]], c: &[u8; 6]) -> bool {
+pub(crate) fn dominated(seen: &[[u8; 6]], c: &[u8; 6]) -> bool {
     seen.iter().any(|s| s.iter().zip(c).all(|(a, b)| a <= b))
 }
 
@@ -357,10 +360,13 @@ pub struct WalkOptions<'a> {
     /// [`Event::Done`]; pays when `on` is likely to end the walk early (a top-k search, the
     /// shards of a store set walking in step), costs one more pass over the edits otherwise
     pub probe: bool,
+    /// the threads each distance is divided among (the same events, in the same order, for
+    /// any number: [`crate::divide`]); 0 or 1: the calling thread alone
+    pub threads: usize,
 }
 
 impl WalkOptions<'_> {
-    /// To `max_dist`, no limits, 100,000 leaves, no deadline, no stop flag.
+    /// To `max_dist`, no limits, 100,000 leaves, no deadline, no stop flag, one thread.
     pub fn new(max_dist: usize) -> WalkOptions<'static> {
         WalkOptions {
             max_dist,
@@ -369,6 +375,7 @@ impl WalkOptions<'_> {
             deadline: None,
             stop: None,
             probe: false,
+            threads: 1,
         }
     }
 }
@@ -376,11 +383,27 @@ impl WalkOptions<'_> {
 /// Walks from `query` to distance `opts.max_dist`, telling `on` each library skeleton reached
 /// (once, nearest first) and each distance completed ([`Event`]). When `on` returns true the
 /// walk ends with the distance it is at (every hit at that distance is still reported: enough
-/// to rank the nearest k).
-pub fn walk<L: Library>(
+/// to rank the nearest k). Each distance is divided among [`WalkOptions::threads`] threads.
+pub fn walk<L: Library + Sync>(
     query: &Skeleton,
     opts: &WalkOptions<'_>,
     library: &L,
+    on: impl FnMut(Event<'_>) -> bool,
+) -> Result<WalkStats, AnalogError> {
+    walk_with(query, opts, library, &mut Alone, on)
+}
+
+/// [`walk`], each distance divided among this process's threads and `peers`: processes walking
+/// the same query over the same library with the same options at the same time, each
+/// distance's records exchanged with them ([`crate::divide`]). Every walker hands `on` the
+/// events of the whole walk, the same as one walk alone; each counts in its [`WalkStats`] the
+/// edits it made and the graphs it kept (summed over the walkers: one walk's), and all end
+/// where one walk ends (when one runs out of time or fails, all do).
+pub fn walk_with<L: Library + Sync>(
+    query: &Skeleton,
+    opts: &WalkOptions<'_>,
+    library: &L,
+    peers: &mut dyn Peers,
     mut on: impl FnMut(Event<'_>) -> bool,
 ) -> Result<WalkStats, AnalogError> {
     let WalkOptions {
@@ -390,6 +413,7 @@ pub fn walk<L: Library>(
         deadline,
         stop,
         probe,
+        threads,
     } = *opts;
     let mut stats = WalkStats::default();
     if query.atoms() >= NEW_ATOM as usize {
@@ -399,17 +423,21 @@ pub fn walk<L: Library>(
             NEW_ATOM - 1
         )));
     }
+    let workers = Workers {
+        rank: peers.rank(),
+        size: peers.size().max(1),
+        threads: threads.max(1),
+    };
     let comps = component_count(query);
     let start = canonical(query, max_leaves)?.key();
     let identity: Vec<u16> = (0..query.atoms() as u16).collect();
-    // key -> count vectors kept (one, the first, without limits)
-    let mut seen: HashMap<u128, Vec<[u8; 6]>> = HashMap::new();
-    seen.insert(start, vec![[0; 6]]);
-    // key -> the distance it was found at
-    let mut found: HashMap<u128, usize> = HashMap::new();
+    // seen: key -> count vectors kept (one, the first, without limits); found: key -> the
+    // distance it was found at
+    let mut state = State::default();
+    state.seen.insert(start, vec![[0; 6]]);
     let mut enough = false;
     if library.contains(start) {
-        found.insert(start, 0);
+        state.found.insert(start, 0);
         enough = on(Event::Hit {
             distance: 0,
             key: start,
@@ -421,7 +449,15 @@ pub fn walk<L: Library>(
     }
     enough |= on(Event::Done(0));
     let limited = limits != UNLIMITED;
-    let mut frontier: Vec<(Skeleton, [u8; 6], Vec<u16>)> = vec![(query.clone(), [0; 6], identity)];
+    state.frontier = vec![(query.clone(), [0; 6], identity)];
+    let fixed = Fixed {
+        comps,
+        limits,
+        max_leaves,
+        deadline,
+        stop,
+        library,
+    };
     let mut origin = Vec::new();
     for depth in 1..=max_dist {
         if enough || stats.timed_out {
@@ -429,61 +465,29 @@ pub fn walk<L: Library>(
         }
         stats.complete_to = depth - 1;
         let left = max_dist - depth;
-        let mut error = None;
         // keys handed out at this distance
         let mut reported: std::collections::HashSet<u128> = std::collections::HashSet::new();
-        let (mut list, mut bonds) = (Vec::new(), Vec::new());
         let probed = left > 0 && probe;
         if probed {
             // this distance's hits first, canonicalizing only the graphs the filter passes;
             // the whole level is canonicalized below only if the walk goes on
-            for (g, counts, from) in &frontier {
-                if stats.timed_out || error.is_some() {
-                    break;
+            let level = Level {
+                fixed: &fixed,
+                state: &state,
+                depth,
+                left,
+            };
+            let records = pass(&level, Pass::Probe, workers, peers, &mut stats)?;
+            for mut r in records {
+                let (g, counts, from) = &state.frontier[r.item as usize];
+                if *state.found.entry(r.key).or_insert(depth) != depth {
+                    continue;
                 }
-                let rings = g.bonds() + comps - g.atoms();
-                let mut graph = Graph::new(g);
-                let mask = kinds_worth(library, &mut graph, &mut stats);
-                edit_list(g, mask, &mut list);
-                for &e in &list {
-                    if !count_edit(&mut stats, deadline, stop) {
-                        break;
-                    }
-                    let k = e.kind as usize;
-                    let atoms = e.atoms_after(g.atoms());
-                    if counts[k] >= limits[k]
-                        || library.bound(comps, atoms, shift_rings(e.kind, rings)) != Some(0)
-                    {
-                        continue;
-                    }
-                    if !library.may_contain(graph.hash_after(e)) {
-                        stats.filtered += 1;
-                        continue;
-                    }
-                    apply(g, e, &mut bonds);
-                    let (result, key) = match Skeleton::new(atoms, &bonds)
-                        .and_then(|r| canonical(&r, max_leaves).map(|c| (r, c.key())))
-                    {
-                        Ok(rk) => rk,
-                        Err(err) => {
-                            error = Some(err);
-                            break;
-                        }
-                    };
-                    if library.contains(key) {
-                        let at = *found.entry(key).or_insert(depth);
-                        if at == depth {
-                            let mut c = *counts;
-                            c[k] += 1;
-                            carry(from, e, &mut origin);
-                            let event = hit_event(depth, key, &c, &result, &origin, &mut reported);
-                            enough |= on(event);
-                        }
-                    }
-                }
-            }
-            if let Some(e) = error {
-                return Err(e);
+                let mut c = *counts;
+                c[r.edit.kind as usize] += 1;
+                let result = r.take_graph(g)?;
+                carry(from, r.edit, &mut origin);
+                enough |= on(hit_event(depth, r.key, &c, &result, &origin, &mut reported));
             }
             if stats.timed_out {
                 break;
@@ -496,93 +500,57 @@ pub fn walk<L: Library>(
                 break;
             }
         }
+        let level = Level {
+            fixed: &fixed,
+            state: &state,
+            depth,
+            left,
+        };
+        let records = pass(&level, Pass::Build, workers, peers, &mut stats)?;
         let mut next = Vec::new();
-        for (g, counts, from) in &frontier {
-            if stats.timed_out || error.is_some() {
-                break;
+        for mut r in records {
+            let (g, counts, from) = &state.frontier[r.item as usize];
+            let mut c = *counts;
+            c[r.edit.kind as usize] += 1;
+            // a library skeleton first found at this distance: every path to it is handed out
+            // (unless the probe above handed them out already)
+            let emit = r.hit && *state.found.entry(r.key).or_insert(depth) == depth && !probed;
+            let mut result = None;
+            if emit {
+                let made = result.insert(r.take_graph(g)?);
+                carry(from, r.edit, &mut origin);
+                enough |= on(hit_event(depth, r.key, &c, made, &origin, &mut reported));
             }
-            let rings = g.bonds() + comps - g.atoms();
-            let mut graph = Graph::new(g);
-            // at the last distance only library skeletons matter
-            let mask = if left == 0 {
-                kinds_worth(library, &mut graph, &mut stats)
-            } else {
-                ALL_KINDS
-            };
-            edit_list(g, mask, &mut list);
-            for &e in &list {
-                if !count_edit(&mut stats, deadline, stop) {
-                    break;
-                }
-                let k = e.kind as usize;
-                if counts[k] >= limits[k] {
-                    continue;
-                }
-                let atoms = e.atoms_after(g.atoms());
-                match library.bound(comps, atoms, shift_rings(e.kind, rings)) {
-                    Some(b) if b <= left => {}
-                    _ => {
-                        stats.pruned += 1;
-                        continue;
-                    }
-                }
-                // at the last distance only library skeletons matter
-                if left == 0 && !library.may_contain(graph.hash_after(e)) {
-                    stats.filtered += 1;
-                    continue;
-                }
-                apply(g, e, &mut bonds);
-                let result = match Skeleton::new(atoms, &bonds) {
-                    Ok(r) => r,
-                    Err(err) => {
-                        error = Some(err);
-                        break;
-                    }
-                };
-                let key = match canonical(&result, max_leaves) {
-                    Ok(c) => c.key(),
-                    Err(err) => {
-                        error = Some(err);
-                        break;
-                    }
-                };
-                let mut c = *counts;
-                c[k] += 1;
-                // a library skeleton first found at this distance: every path to it is handed
-                // out (unless the probe above handed them out already)
-                let hit = library.contains(key) && *found.entry(key).or_insert(depth) == depth;
-                let emit = hit && !probed;
-                if emit {
-                    carry(from, e, &mut origin);
-                    enough |= on(hit_event(depth, key, &c, &result, &origin, &mut reported));
-                }
-                let kept = seen.entry(key).or_default();
-                if limited {
-                    if dominated(kept, &c) {
-                        continue;
-                    }
-                    kept.retain(|s| !c.iter().zip(s).all(|(a, b)| a <= b));
-                } else if !kept.is_empty() {
-                    continue;
-                }
-                kept.push(c);
-                stats.nodes += 1;
-                if left > 0 {
-                    if !emit {
-                        carry(from, e, &mut origin);
-                    }
-                    next.push((result, c, origin.clone()));
-                }
+            if !r.keep {
+                continue;
             }
-        }
-        if let Some(e) = error {
-            return Err(e);
+            let kept = state.seen.entry(r.key).or_default();
+            if limited {
+                if dominated(kept, &c) {
+                    continue;
+                }
+                kept.retain(|s| !c.iter().zip(s).all(|(a, b)| a <= b));
+            } else if !kept.is_empty() {
+                continue;
+            }
+            kept.push(c);
+            stats.nodes += u64::from(r.own);
+            if left > 0 {
+                if !emit {
+                    carry(from, r.edit, &mut origin);
+                }
+                let made = match result {
+                    Some(made) => made,
+                    None => r.take_graph(g)?,
+                };
+                next.push((made, c, origin.clone()));
+            }
         }
         if !stats.timed_out && !probed {
             stats.complete_to = depth;
             enough |= on(Event::Done(depth));
         }
-        frontier = next;
+        state.frontier = next;
     }
     if !enough && !stats.timed_out {
         stats.complete_to = max_dist;

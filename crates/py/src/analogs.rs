@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use molsift_analogs::divide::Alone;
 use molsift_analogs::mapping::{colours, element_changes_below};
 use molsift_analogs::walk::{Limits, WalkStats};
 use molsift_analogs::{
-    canonical, edits, element_code, skeleton_and_elements, skeleton_of_smiles, walk, write_index,
-    AnalogIndex, Event, Library, Skeleton, SkeletonGroups, Union, WalkOptions,
+    canonical, edits, element_code, skeleton_and_elements, skeleton_of_smiles, walk_with,
+    write_index, AnalogError, AnalogIndex, Event, Library, Peers, Skeleton, SkeletonGroups, Union,
+    WalkOptions,
 };
 use molsift_store::{open_any, StoreFiles};
 use pyo3::prelude::*;
@@ -129,10 +131,11 @@ impl PySkeletonLibrary {
             deadline: None,
             stop: None,
             probe: stop_after != usize::MAX,
+            threads: 1,
         };
         let molecules = |key| lib.groups[&key].clone();
         let (hits, _, stats) = timed_walk(
-            py, n, &bonds, &opts, &lib.keys, stop_after, molecules, None, None,
+            py, n, &bonds, &opts, &lib.keys, stop_after, molecules, None, None, &mut Alone,
         )?;
         let hits = hits.into_iter().map(|(d, _, p)| (d, p)).collect();
         Ok((hits, stats))
@@ -279,6 +282,7 @@ fn timed_walk<L: molsift_analogs::Library + Sync>(
     molecules: impl Fn(u128) -> Vec<u32> + Send + Sync,
     elements: Option<&[u16]>,
     on_level: Option<&Py<PyAny>>,
+    peers: &mut (dyn Peers + Send),
 ) -> PyResult<(Hits, Paths, Stats)> {
     let (rest, rest_paths, stats, first, total) = py.detach(|| {
         let began = Instant::now();
@@ -298,7 +302,7 @@ fn timed_walk<L: molsift_analogs::Library + Sync>(
         let mut at: std::collections::HashMap<u128, usize> = Default::default();
         let mut found = 0usize;
         let mut failed = None;
-        let stats = walk(&q, opts, library, |event| match (event, on_level) {
+        let stats = walk_with(&q, opts, library, peers, |event| match (event, on_level) {
             (
                 Event::Hit {
                     again,
@@ -345,7 +349,8 @@ fn timed_walk<L: molsift_analogs::Library + Sync>(
                     hits: std::mem::take(&mut paths),
                 };
                 Python::attach(|py| match callback.call1(py, (d, level, level_paths)) {
-                    Ok(_) => false,
+                    // a true answer ends the walk here, its stats returned
+                    Ok(more) => more.bind(py).is_truthy().unwrap_or(false),
                     Err(e) => {
                         failed = Some(e);
                         true
@@ -365,6 +370,38 @@ fn timed_walk<L: molsift_analogs::Library + Sync>(
         rest_paths,
         stats_list(&stats, first.unwrap_or(total), total),
     ))
+}
+
+/// The processes walking with this one (`molsift_analogs::Peers`), as Python gives them:
+/// `exchange(bytes) -> list[bytes]` (every walker's, in rank order) is called with the GIL held,
+/// by every walker at the same point of the walk (under MPI: an allgather).
+struct PyPeers {
+    rank: usize,
+    size: usize,
+    exchange: Py<PyAny>,
+    /// what `exchange` raised (the walk then ends with an error)
+    failed: Option<PyErr>,
+}
+
+impl Peers for PyPeers {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn exchange(&mut self, mine: Vec<u8>) -> Result<Vec<Vec<u8>>, AnalogError> {
+        let got = Python::attach(|py| {
+            self.exchange
+                .call1(py, (PyBytes::new(py, &mine),))
+                .and_then(|all| all.extract::<Vec<Vec<u8>>>(py))
+        });
+        got.map_err(|e| {
+            let why = AnalogError::Invalid(format!("the exchange with the walk's peers: {e}"));
+            self.failed = Some(e);
+            why
+        })
+    }
 }
 
 fn stats_list(stats: &WalkStats, first: u64, total: u64) -> Vec<(&'static str, u64)> {
@@ -428,11 +465,17 @@ impl PyAnalogIndex {
     /// `stop_after`: end with the distance at which that many molecules are found;
     /// `timeout_s`: stop there (stats `timed_out` 1; hits up to `complete_to` are complete);
     /// `on_level(distance, hits)`: called as each distance completes, with its hits (then only
-    /// the hits of an unfinished distance are returned; an exception it raises ends the walk);
+    /// the hits of an unfinished distance are returned; a true answer ends the walk there, an
+    /// exception it raises ends it with that error);
     /// `cancel` (a `CancelFlag`): the walk stops once it is set (read every 256 edits) and
     /// raises `Cancelled`; `probe` (default: with `stop_after`): each distance's hits found,
-    /// and `on_level` called, before its graphs are canonicalized for the next distance.
-    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None, elements=None, cancel=None, probe=None))]
+    /// and `on_level` called, before its graphs are canonicalized for the next distance;
+    /// `threads`: each distance divided among that many threads; `peers` (rank, size,
+    /// exchange): other processes walking the same query over the same library with the same
+    /// arguments at the same time, each distance divided among all of them too, every
+    /// `exchange(bytes) -> list[bytes]` a collective (every walker's bytes in rank order: an
+    /// allgather); every walker gets the whole walk's hits, its stats count its own work.
+    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None, elements=None, cancel=None, probe=None, threads=1, peers=None))]
     #[allow(clippy::type_complexity, clippy::too_many_arguments)] // the Python signature
     fn walk<'py>(
         &self,
@@ -447,6 +490,8 @@ impl PyAnalogIndex {
         elements: Option<Vec<String>>,
         cancel: Option<PyRef<'py, crate::cancel::PyCancelFlag>>,
         probe: Option<bool>,
+        threads: usize,
+        peers: Option<(usize, usize, Py<PyAny>)>,
     ) -> PyResult<(Hits, PyHitPaths, Vec<(&'static str, u64)>)> {
         let index = &self.inner;
         let molecules = |key| {
@@ -465,6 +510,8 @@ impl PyAnalogIndex {
             on_level,
             elements,
             probe,
+            threads,
+            peers,
         };
         library_walk(
             py,
@@ -512,6 +559,10 @@ struct WalkArgs {
     on_level: Option<Py<PyAny>>,
     elements: Option<Vec<String>>,
     probe: Option<bool>,
+    /// threads each distance is divided among
+    threads: usize,
+    /// (rank, size, exchange): the processes walking with this one (`PyPeers`)
+    peers: Option<(usize, usize, Py<PyAny>)>,
 }
 
 /// A walk over `library` (whose skeletons' molecules `molecules(key)` gives), as
@@ -532,9 +583,17 @@ fn library_walk<L: Library + Sync>(
         deadline: deadline(args.timeout_s)?,
         stop: stop.as_deref(),
         probe: args.probe.unwrap_or(args.stop_after != usize::MAX),
+        threads: args.threads,
     };
     let codes = element_codes(args.elements.as_deref());
-    let (hits, paths, stats) = timed_walk(
+    let mut peers = args.peers.map(|(rank, size, exchange)| PyPeers {
+        rank,
+        size,
+        exchange,
+        failed: None,
+    });
+    let mut alone = Alone;
+    let walked = timed_walk(
         py,
         args.n,
         &args.bonds,
@@ -544,7 +603,16 @@ fn library_walk<L: Library + Sync>(
         molecules,
         codes.as_deref(),
         args.on_level.as_ref(),
-    )?;
+        match peers.as_mut() {
+            Some(p) => p,
+            None => &mut alone,
+        },
+    );
+    // an exchange that raised: its exception, not the walk's word for it
+    if let Some(e) = peers.and_then(|p| p.failed) {
+        return Err(e);
+    }
+    let (hits, paths, stats) = walked?;
     if stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
         return Err(crate::error::cancelled());
     }
@@ -610,7 +678,7 @@ impl PyAnalogIndexUnion {
     }
 
     /// As `AnalogIndex.walk`, over every shard at once, positions in the set.
-    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None, elements=None, cancel=None, probe=None))]
+    #[pyo3(signature = (n, bonds, max_dist, limits=[255; 6], stop_after=usize::MAX, timeout_s=None, on_level=None, elements=None, cancel=None, probe=None, threads=1, peers=None))]
     #[allow(clippy::type_complexity, clippy::too_many_arguments)] // the Python signature
     fn walk<'py>(
         &self,
@@ -625,6 +693,8 @@ impl PyAnalogIndexUnion {
         elements: Option<Vec<String>>,
         cancel: Option<PyRef<'py, crate::cancel::PyCancelFlag>>,
         probe: Option<bool>,
+        threads: usize,
+        peers: Option<(usize, usize, Py<PyAny>)>,
     ) -> PyResult<(Hits, PyHitPaths, Vec<(&'static str, u64)>)> {
         let indexes = self.indexes();
         let offsets = &self.offsets;
@@ -648,6 +718,8 @@ impl PyAnalogIndexUnion {
             on_level,
             elements,
             probe,
+            threads,
+            peers,
         };
         library_walk(py, &Union(&indexes), leaves, molecules, args, cancel)
     }

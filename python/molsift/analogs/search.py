@@ -211,10 +211,12 @@ def _prepare(store, query, max_dist, k, limits, timeout, lock):
     return bits, args, elements, _index(store)
 
 
-def _walk_extra(cancel) -> dict:
-    """The walk's cancel argument: none for an Event, or an extension built before it."""
+def _walk_extra(cancel, threads: int = 1) -> dict:
+    """The walk's cancel argument (none for an Event, or an extension built before it) and
+    its threads."""
     flag = kernel_flag(cancel)
-    return {} if flag is None else {"cancel": flag}
+    extra = {"threads": max(1, int(threads))}
+    return extra if flag is None else {**extra, "cancel": flag}
 
 
 def analogs(
@@ -226,19 +228,21 @@ def analogs(
     timeout: float | None = None,
     lock=None,
     cancel=None,
+    threads: int = 1,
 ) -> Analogs:
     """The molecules of `store` within `max_dist` edits of `query` (SMILES or RDKit Mol), in rank
     order. `k`: stop at the distance where k molecules are reached and keep the k best;
     `limits`: the most edits of each kind, e.g. {"rup": 0, "tdn": 2}; `timeout`: seconds, after
     which the result is partial; `lock`: held around the RDKit work (a server sharing the store
-    between threads); `cancel`: a flag that ends the walk with `Cancelled` once set. ValueError
-    for a bad query or argument, StoreError when the store has no analog index."""
+    between threads); `cancel`: a flag that ends the walk with `Cancelled` once set; `threads`:
+    each distance of the walk divided among that many (the same answer for any number).
+    ValueError for a bad query or argument, StoreError when the store has no analog index."""
     if _shard_by_shard(store):  # a store set under MPI: each rank's shards, merged
         from ..sets.store import set_analogs
 
-        return set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)
+        return set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel, threads)
     bits, args, elements, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
-    hits, paths, stats = index.walk(*args, elements=elements, **_walk_extra(cancel))
+    hits, paths, stats = index.walk(*args, elements=elements, **_walk_extra(cancel, threads))
     check(cancel)
     stats = dict(stats)
     cols = _rank(store, bits, hits, index, paths, k)
@@ -254,6 +258,7 @@ def iter_analogs(
     timeout: float | None = None,
     lock=None,
     cancel=None,
+    threads: int = 1,
 ) -> Iterator[Analogs]:
     """As `analogs`, one `Analogs` per distance (0, 1, 2, ...), each handed out as soon as that
     distance has been searched completely (the walk goes on meanwhile). With `k`, the last
@@ -262,13 +267,14 @@ def iter_analogs(
     if _shard_by_shard(store):  # each shard's, merged, then cut by distance
         from ..sets.store import iter_set_analogs
 
-        yield from iter_set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)
+        yield from iter_set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel,
+                                    threads)  # fmt: skip
         return
     bits, args, elements, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
     out: queue.Queue = queue.Queue()
     stop = threading.Event()
 
-    extra = _walk_extra(cancel)
+    extra = _walk_extra(cancel, threads)
 
     def level(d, hits, paths) -> None:
         if stop.is_set():  # the consumer is gone: end the walk at this distance
@@ -321,9 +327,13 @@ class LevelWalk:
     for `go_on(True)` to walk the next one or `go_on(False)` to end. Under MPI each rank walks
     its shards of a store set so, the ranks in step, and all stop after the distance where the
     set has k hits (`sets.store._walk_in_step`): one walk, not one per distance. `halt()` ends
-    a walk wherever it is (inside the kernel when the extension takes a cancel flag)."""
+    a walk wherever it is (inside the kernel when the extension takes a cancel flag).
+    `threads`: each distance divided among that many; `peers` (rank, size, exchange): the
+    other processes walking the same library with it, each distance divided among them too
+    (`_core.AnalogIndex.walk`: every one of them gets the whole walk's hits)."""
 
-    def __init__(self, store, query, max_dist, limits, timeout, lock, gate=None):
+    def __init__(self, store, query, max_dist, limits, timeout, lock, gate=None, threads=1,
+                 peers=None):  # fmt: skip
         from ..cancel import new_flag
 
         self.store = store
@@ -338,26 +348,28 @@ class LevelWalk:
         )
         self._flag = new_flag()
         self._go: queue.Queue = queue.Queue()
+        self._extra = {**_walk_extra(self._flag, threads), "peers": peers}
         self._thread = threading.Thread(
             target=self._run, args=(args, elements), name="molsift-analogs", daemon=True
         )
         self._thread.start()
 
     def _run(self, args, elements) -> None:
-        def level(d, hits, paths) -> None:
+        def level(d, hits, paths) -> bool:
             self.events.put(("level", d, (hits, paths)))
             self._gate.__exit__(None, None, None)
             more = self._go.get()
             self._gate.__enter__()
-            if not more:
+            if more is None:  # halted
                 raise _Stopped
+            return not more  # told to end: the walk ends here and reports its stats
 
         try:
             with self._gate:
                 # probe: each distance's hits, and the pause, before its graphs are
                 # canonicalized for the next distance (work a walk told to stop never does)
                 found = self.index.walk(*args, on_level=level, elements=elements, probe=True,
-                                        **_walk_extra(self._flag))  # fmt: skip
+                                        **self._extra)  # fmt: skip
             self.events.put(("end", None, found))
         except _Stopped:
             self.events.put(("stopped", None, None))
@@ -378,12 +390,14 @@ class LevelWalk:
                 check(cancel)
 
     def go_on(self, more: bool) -> None:
+        """After a distance: walk the next one, or end here (the walk then reports `end`
+        with its stats, the distance complete)."""
         self._go.put(more)
 
     def halt(self) -> None:
         """Ends the walk now (it then reports `stopped` or an error) and waits for it."""
         self._flag.set()
-        self._go.put(False)
+        self._go.put(None)
         self._thread.join()
 
 

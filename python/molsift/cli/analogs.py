@@ -5,6 +5,7 @@ stdout (TSV), a TSV file or a Parquet file."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -23,7 +24,7 @@ EXAMPLES = (
     "molsift analogs nci.store -q 'c1ccccc1CCO' --dist 2  # nearest skeletons first",
     "molsift analogs nci.store -q 'c1ccc2[nH]ccc2c1' --dist 3 -k 100 --timeout 5",
     "molsift analogs nci.store -q 'CC(=O)Nc1ccccc1' --dist 2 --rup 0 --rdn 0  # keep the rings",
-    "molsift analogs big.store --queries leads.smi --dist 2 -k 50 -o analogs.parquet",
+    "molsift analogs big.store --queries leads.smi --dist 2 -k 50 -j 4 -o analogs.parquet",
 )
 # the edit kinds as analogs/skeleton.py orders them, written out: importing that module here
 # would add about 5 ms to the start of every verb (the parser imports each verb module)
@@ -88,6 +89,14 @@ def add_parser(subparsers):
         "distance finished, and a note on stderr says so",
     )
     p.add_argument(
+        "-j",
+        "--threads",
+        type=at_least_one,
+        metavar="N",
+        help="threads each distance of the walk is divided among, the same hits for any number "
+        "(default: all cores; 1 a rank under mpirun, where the ranks of a node divide it)",
+    )
+    p.add_argument(
         "-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout"
     )
     add_io_log(p)
@@ -111,6 +120,7 @@ def run(args) -> int:
     if not store.has_analog_index:
         raise ValueError(store.missing_index("analogs"))
     queries = for_ranks(store, args, lambda: query_source(args))
+    threads = args.threads or (1 if getattr(store, "_ranks", None) else os.cpu_count() or 1)
     writer = _Writer(args.output or None, COLUMNS, TYPES)
     asked = failed = hits_total = 0
     start = time.perf_counter()
@@ -125,7 +135,12 @@ def run(args) -> int:
             found = 0
             try:
                 for level in store.iter_analogs(
-                    given.text, max_dist=args.dist, k=args.k, limits=limits, timeout=args.timeout
+                    given.text,
+                    max_dist=args.dist,
+                    k=args.k,
+                    limits=limits,
+                    timeout=args.timeout,
+                    threads=threads,
                 ):
                     cols = level.columns
                     positions = cols["position"].tolist()

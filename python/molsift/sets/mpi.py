@@ -16,6 +16,7 @@ it through mpirun, with the rank named."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Iterator
 
@@ -68,6 +69,8 @@ class Ranks:
         self.name = name
         self._bars = _node_bars(comm)
         self._tags = [0] * lanes
+        self._walkers: dict[int, tuple | None] = {}  # by lane: `walkers()`
+        self.walk_bytes = 0  # what this rank sent in analog walks' exchanges
 
     @property
     def comm(self):
@@ -92,6 +95,41 @@ class Ranks:
 
     def bcast(self, value):
         return self.comm.bcast(value, root=0)
+
+    def walkers(self):
+        """(rank, size, shards, exchange): this rank's place among the ranks of its node (of
+        this lane's communicator), the shards they hold together, and their exchange of an
+        analog walk's records (`exchange(bytes) -> list[bytes]`, every rank's in node order: an
+        allgather on the node's communicator of this lane, made once, collectively, at the
+        lane's first call). None when this rank is alone on its node."""
+        lane = _lane()
+        if lane not in self._walkers:
+            self._walkers[lane] = self._make_walkers()
+        return self._walkers[lane]
+
+    def _make_walkers(self):
+        from mpi4py import MPI
+
+        try:
+            node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
+        except MPI.Exception:
+            return None
+        if node.Get_size() == 1:
+            node.Free()
+            return None
+        shards = sorted(s for mine in node.allgather(self.mine) for s in mine)
+        return node.Get_rank(), node.Get_size(), shards, functools.partial(self._exchange, node)
+
+    def _exchange(self, node, data: bytes) -> list[bytes]:
+        """Every rank's `data` on `node`, in node order: the lengths, then the bytes."""
+        n = node.Get_size()
+        sizes = np.empty(n, dtype=np.int64)
+        self._wait(node.Iallgather(np.array([len(data)], dtype=np.int64), sizes))
+        out = np.empty(int(sizes.sum()), dtype=np.uint8)
+        self._wait(node.Iallgatherv(np.frombuffer(data, dtype=np.uint8), [out, sizes]))
+        self.walk_bytes += len(data)
+        ends = np.cumsum(sizes).tolist()
+        return [out[e - c : e].tobytes() for e, c in zip(ends, sizes.tolist())]
 
     def _topk_op(self, k: int):
         with self._ops_lock:  # lanes' threads may ask at once

@@ -425,19 +425,19 @@ def iter_set_hit_arrays(store: StoreSet, query, *, max_hits=None, workers=None, 
 
 
 def set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout=None, lock=None,
-                cancel=None):  # fmt: skip
+                cancel=None, threads=1):  # fmt: skip
     """`analogs.search.analogs` over a set (`_set_analogs`: the distances one store walks, every
     shard's hits within them merged by distance, Tanimoto descending, position, cut to k);
     complete to the least distance every shard completed. Under MPI every rank runs it
-    together, without `cancel`."""
+    together, without `cancel`. `threads`: each walk's distances divided among that many."""
     ranks = getattr(store, "_ranks", None)
     if ranks is not None:  # every rank runs it together; no cancel (none may leave early)
         with collective(store, "analogs", query, max_dist, k, limits, timeout):
-            return _set_analogs(store, query, max_dist, k, limits, timeout, lock, None)
-    return _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)
+            return _set_analogs(store, query, max_dist, k, limits, timeout, lock, None, threads)
+    return _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel, threads)
 
 
-def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
+def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel, threads=1):
     """This process walks its shards once, as one library (`_walk_units`: their union). With
     `k`, distance by distance as one store does (`_walk_in_step`): the hits within d edits, d =
     0, 1, ..., until the whole set has k of them (summed over the ranks under MPI) or
@@ -449,12 +449,13 @@ def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
     ranks = getattr(store, "_ranks", None)
     own = [s for s in store._own() if len(store.shards[s])]
     if k is not None and sum(1 for shard in store.shards if len(shard)) > 1:
-        parts = _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel)
+        parts = _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel,
+                              threads)  # fmt: skip
     else:  # one shard (its own walk is the set's), or every hit within max_dist: one walk
         parts = []
         for lib, offset in _walk_units(store, own):
             a = analogs(lib, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout,
-                        lock=lock, cancel=cancel)  # fmt: skip
+                        lock=lock, cancel=cancel, threads=threads)  # fmt: skip
             a.columns["position"] = a.columns["position"] + offset
             parts.append(a)
     if not parts:  # no molecule here: the query checked as a shard would, no hit
@@ -477,11 +478,11 @@ def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel):
 UNION_MAX = 1 << 32
 
 
-def _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel) -> list:
+def _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel, threads=1):
     """The hits of `own` shards (`Analogs`, set positions) of a top-k analog search, every
     distance of `_InStep` walked: as one store's walk with `k`, complete to the distance where
     the set has k hits, every hit within it."""
-    step = _InStep(store, own, query, max_dist, k, limits, timeout, lock, cancel)
+    step = _InStep(store, own, query, max_dist, k, limits, timeout, lock, cancel, threads)
     for _ in step.levels():
         pass
     return step.parts()
@@ -496,16 +497,33 @@ class _InStep:
     A rank walking alone to its own k would go much farther than the set needs. A distance's
     hits are ranked and cut to what `k` leaves after the set's hits of the distances before
     (the set's answer keeps no more of them; each unit's best of them hold every one it keeps),
-    so that the element changes of hits the answer drops are never computed."""
+    so that the element changes of hits the answer drops are never computed.
 
-    def __init__(self, store, own, query, max_dist, k, limits, timeout, lock, cancel):
+    Under MPI the ranks of one node walk their node's shards together (`Ranks.walkers`): one
+    walk over the union of those shards, each distance divided among the ranks (its records
+    exchanged among them: `_core.AnalogIndexUnion.walk`'s peers), where each rank walked its
+    own shards and every rank of the node repeated the same walk. Every rank of the node then
+    has every hit of the node; each ranks and hands out its share (the hits `i` with `i %
+    size == rank`), so that the node's hits are counted and ranked once, by all of its
+    ranks."""
+
+    def __init__(self, store, own, query, max_dist, k, limits, timeout, lock, cancel,
+                 threads=1):  # fmt: skip
         from ..analogs.search import LevelWalk
 
         self.ranks = getattr(store, "_ranks", None)
+        self.share, peers = None, None
+        walkers = None
+        if self.ranks is not None and len(store) <= UNION_MAX:
+            walkers = self.ranks.walkers()
+        if walkers is not None:
+            rank, size, shards, exchange = walkers
+            own = [s for s in shards if len(store.shards[s])]
+            self.share, peers = (rank, size), (rank, size, exchange)
         self.units = _walk_units(store, own)
         gate = threading.BoundedSemaphore(os.cpu_count() or 1)  # walks at once: the cores
-        self.walks = [LevelWalk(lib, query, max_dist, limits, timeout, lock, gate)
-                      for lib, _ in self.units]  # fmt: skip
+        self.walks = [LevelWalk(lib, query, max_dist, limits, timeout, lock, gate, threads,
+                                peers) for lib, _ in self.units]  # fmt: skip
         self.cols: list[list] = [[] for _ in self.units]
         self.ended: dict[int, dict] = {}  # the stats of each walk that ended by itself
         self.stop_at = max_dist
@@ -530,13 +548,15 @@ class _InStep:
                     if what == "level":  # the walk reports every distance in turn
                         if dist != d:
                             raise RuntimeError(f"an analog walk reported distance {dist} at {d}")
-                        self.hits += sum(len(ps) for _, _, ps in data[0])
-                        new.append((u, walk.columns(*data, keep)))
-                        paused.append(walk)
+                        hits = self._mine(data[0])
+                        self.hits += sum(len(ps) for _, _, ps in hits)
+                        new.append((u, walk.columns(hits, data[1], keep)))
+                        paused.append((u, walk))
                     elif what == "end":
                         rest, paths, stats = data
                         self.ended[u] = dict(stats)
                         if self.ended[u]["timed_out"]:  # the hits of the distance it left
+                            rest = self._mine(rest)
                             self.hits += sum(len(ps) for _, _, ps in rest)
                             new.append((u, walk.columns(rest, paths, keep)))
                 for u, c in new:
@@ -547,8 +567,15 @@ class _InStep:
                 self.before = found[0]
                 more = not ((self.k is not None and found[0] >= self.k) or found[1]
                             or d == self.max_dist)  # fmt: skip
-                for walk in paused:
+                for _, walk in paused:
                     walk.go_on(more)
+                if not more:  # each walk ends at d and reports what it did
+                    for u, walk in paused:
+                        what, _, data = walk.next_event(self.cancel)
+                        if what == "error":
+                            raise data
+                        if what == "end":
+                            self.ended[u] = dict(data[2])
                 yield d, [self._in_set(u, c) for u, c in new], bool(found[1])
                 if not more:
                     self.stop_at = d
@@ -556,6 +583,14 @@ class _InStep:
         finally:
             for walk in self.walks:
                 walk.halt()
+
+    def _mine(self, hits: list) -> list:
+        """A distance's hits (distance, edits by kind, positions), those of other ranks'
+        share emptied (a hit's place in the list is its index in the walk's paths)."""
+        if self.share is None:
+            return hits
+        rank, size = self.share
+        return [h if i % size == rank else (h[0], h[1], []) for i, h in enumerate(hits)]
 
     def _in_set(self, u: int, cols: dict) -> dict:
         """A unit's columns with set positions."""
@@ -575,7 +610,8 @@ class _InStep:
         return parts
 
     def stats(self) -> dict:
-        """The walks' statistics summed (those that ended by themselves)."""
+        """The walks' statistics summed (this process's work: each walk's own edits and graphs,
+        whether it walked alone or divided among the ranks of its node)."""
         return _sum_stats(list(self.ended.values()))
 
 
@@ -633,7 +669,7 @@ def _no_hits() -> dict:
 
 
 def iter_set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout=None,
-                     lock=None, cancel=None):  # fmt: skip
+                     lock=None, cancel=None, threads=1):  # fmt: skip
     """As `analogs.search.iter_analogs`, one `Analogs` per distance, for a set searched shard
     by shard: each distance handed out as soon as every rank (or every shard's walk) has
     searched it (`_stream_in_step`). Under `mpirun molsift serve` (whose searcher ranks run
@@ -642,9 +678,10 @@ def iter_set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, ti
 
     ranks = getattr(store, "_ranks", None)
     if ranks is None or ranks.fanout is None:
-        yield from _stream_in_step(store, query, max_dist, k, limits, timeout, lock, cancel)
+        yield from _stream_in_step(store, query, max_dist, k, limits, timeout, lock, cancel,
+                                   threads)  # fmt: skip
         return
-    whole = set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel)
+    whole = set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel, threads)
     dist = whole.columns["distance"]
     top = int(dist.max()) if len(dist) else -1
     last = max(top, whole.complete_to if not whole.partial else top)
@@ -656,7 +693,7 @@ def iter_set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, ti
                       whole.stats)  # fmt: skip
 
 
-def _stream_in_step(store, query, max_dist, k, limits, timeout, lock, cancel):
+def _stream_in_step(store, query, max_dist, k, limits, timeout, lock, cancel, threads=1):
     """`iter_set_analogs` by `_InStep`: after each distance, its hits of every rank meet at rank
     0 (one gather), ranked (Tanimoto descending, then position) and cut to what `k` leaves,
     and are handed out (every rank hands out a level, empty but on rank 0). A timeout ends with
@@ -668,7 +705,7 @@ def _stream_in_step(store, query, max_dist, k, limits, timeout, lock, cancel):
     if not own:  # no molecule here: the query checked as a shard would
         _check_query(store, query, max_dist, k, limits, timeout)
     step = _InStep(store, own, query, max_dist, k, limits, timeout, lock,
-                   None if ranks is not None else cancel)  # fmt: skip
+                   None if ranks is not None else cancel, threads)  # fmt: skip
     given = 0
     for d, new, timed_out in step.levels():
         if ranks is not None:
