@@ -164,6 +164,17 @@ def _tanimoto(store, bits: list[int], positions: np.ndarray) -> np.ndarray:
     return _tanimoto_rows(store.fingerprints[positions], bits)
 
 
+def share_of(hits: list, share: tuple[int, int] | None) -> list:
+    """A walk's hits (distance, edits by kind, positions) of one walker's share `(rank, size)`
+    of them (walkers dividing a walk each get every hit: `AnalogIndex.walk`'s peers): the
+    hits at places rank, rank + size, ... of the list, the others' positions emptied (a hit's
+    place is its index in the walk's paths). All of them when `share` is None."""
+    if share is None:
+        return hits
+    rank, size = share
+    return [h if i % size == rank else (h[0], h[1], []) for i, h in enumerate(hits)]
+
+
 def _rank(store, bits: list[int], hits: list, index=None, paths=None, k=None) -> dict:
     """Columns of (distance, counts, positions) hits in rank order, the first `k` (all when
     None); with `index` and `paths` (the walk's), each kept row's element changes (`mut`) and
@@ -229,23 +240,29 @@ def analogs(
     lock=None,
     cancel=None,
     threads: int = 1,
+    *,
+    peers=None,
+    share: tuple[int, int] | None = None,
 ) -> Analogs:
     """The molecules of `store` within `max_dist` edits of `query` (SMILES or RDKit Mol), in rank
     order. `k`: stop at the distance where k molecules are reached and keep the k best;
     `limits`: the most edits of each kind, e.g. {"rup": 0, "tdn": 2}; `timeout`: seconds, after
     which the result is partial; `lock`: held around the RDKit work (a server sharing the store
     between threads); `cancel`: a flag that ends the walk with `Cancelled` once set; `threads`:
-    each distance of the walk divided among that many (the same answer for any number).
-    ValueError for a bad query or argument, StoreError when the store has no analog index."""
+    each distance of the walk divided among that many (the same answer for any number);
+    `peers` and `share`: the walk divided among processes too (`LevelWalk`), this one ranking
+    its share of the hits (`share_of`). ValueError for a bad query or argument, StoreError when
+    the store has no analog index."""
     if _shard_by_shard(store):  # a store set under MPI: each rank's shards, merged
         from ..sets.store import set_analogs
 
         return set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel, threads)
     bits, args, elements, index = _prepare(store, query, max_dist, k, limits, timeout, lock)
-    hits, paths, stats = index.walk(*args, elements=elements, **_walk_extra(cancel, threads))
+    extra = _walk_extra(cancel, threads)
+    hits, paths, stats = index.walk(*args, elements=elements, peers=peers, **extra)
     check(cancel)
     stats = dict(stats)
-    cols = _rank(store, bits, hits, index, paths, k)
+    cols = _rank(store, bits, share_of(hits, share), index, paths, k)
     return Analogs(cols, int(stats["complete_to"]), bool(stats["timed_out"]), stats)
 
 

@@ -121,12 +121,14 @@ class Ranks:
         return node.Get_rank(), node.Get_size(), shards, functools.partial(self._exchange, node)
 
     def _exchange(self, node, data: bytes) -> list[bytes]:
-        """Every rank's `data` on `node`, in node order: the lengths, then the bytes."""
+        """Every rank's `data` on `node`, in node order: the lengths, then the bytes. A rank
+        that finished its part of a distance first waits for the others between short sleeps
+        (`_walk_wait`), not spinning on a core its node's walkers share."""
         n = node.Get_size()
         sizes = np.empty(n, dtype=np.int64)
-        self._wait(node.Iallgather(np.array([len(data)], dtype=np.int64), sizes))
+        self._walk_wait(node.Iallgather(np.array([len(data)], dtype=np.int64), sizes))
         out = np.empty(int(sizes.sum()), dtype=np.uint8)
-        self._wait(node.Iallgatherv(np.frombuffer(data, dtype=np.uint8), [out, sizes]))
+        self._walk_wait(node.Iallgatherv(np.frombuffer(data, dtype=np.uint8), [out, sizes]))
         self.walk_bytes += len(data)
         ends = np.cumsum(sizes).tolist()
         return [out[e - c : e].tobytes() for e, c in zip(ends, sizes.tolist())]
@@ -165,6 +167,17 @@ class Ranks:
             "(it may have died)"
         )
         _poll(req, 2e-5, 2e-3, fan.deadline_s, lambda: fan.lose(late))
+
+    def _walk_wait(self, req) -> None:
+        """`_wait` for a walk's exchange: polled between sleeps of 10 to 100 µs, where `Wait`
+        spins (a rank waiting for the others' part of a distance would take the core of a rank
+        still walking when the ranks outnumber the cores, or slow it on the core's other
+        hardware thread); rank 0 of a server within the fan-out's deadline."""
+        fan = self.fanout
+        if fan is not None and self.is_root:
+            self._wait(req)
+            return
+        _poll(req, 1e-5, 1e-4)
 
     def topk(self, indices: np.ndarray, scores: np.ndarray, k: int):
         """The k best (score descending, position ascending) of every rank's hits, on rank 0

@@ -452,10 +452,12 @@ def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel, threa
         parts = _walk_in_step(store, own, query, max_dist, k, limits, timeout, lock, cancel,
                               threads)  # fmt: skip
     else:  # one shard (its own walk is the set's), or every hit within max_dist: one walk
+        own, share, peers = _node_walk(store, own)
         parts = []
         for lib, offset in _walk_units(store, own):
             a = analogs(lib, query, max_dist=max_dist, k=k, limits=limits, timeout=timeout,
-                        lock=lock, cancel=cancel, threads=threads)  # fmt: skip
+                        lock=lock, cancel=cancel, threads=threads, peers=peers,
+                        share=share)  # fmt: skip
             a.columns["position"] = a.columns["position"] + offset
             parts.append(a)
     if not parts:  # no molecule here: the query checked as a shard would, no hit
@@ -512,14 +514,7 @@ class _InStep:
         from ..analogs.search import LevelWalk
 
         self.ranks = getattr(store, "_ranks", None)
-        self.share, peers = None, None
-        walkers = None
-        if self.ranks is not None and len(store) <= UNION_MAX:
-            walkers = self.ranks.walkers()
-        if walkers is not None:
-            rank, size, shards, exchange = walkers
-            own = [s for s in shards if len(store.shards[s])]
-            self.share, peers = (rank, size), (rank, size, exchange)
+        own, self.share, peers = _node_walk(store, own)
         self.units = _walk_units(store, own)
         gate = threading.BoundedSemaphore(os.cpu_count() or 1)  # walks at once: the cores
         self.walks = [LevelWalk(lib, query, max_dist, limits, timeout, lock, gate, threads,
@@ -535,6 +530,8 @@ class _InStep:
         """Per distance d: (d, the hits this process found at d, one dict of columns in set
         positions per unit that found some, whether a walk timed out in it: d is then the
         last and its hits are those found before the timeout)."""
+        from ..analogs.search import share_of
+
         try:
             for d in range(self.max_dist + 1):
                 paused, new = [], []
@@ -548,7 +545,7 @@ class _InStep:
                     if what == "level":  # the walk reports every distance in turn
                         if dist != d:
                             raise RuntimeError(f"an analog walk reported distance {dist} at {d}")
-                        hits = self._mine(data[0])
+                        hits = share_of(data[0], self.share)
                         self.hits += sum(len(ps) for _, _, ps in hits)
                         new.append((u, walk.columns(hits, data[1], keep)))
                         paused.append((u, walk))
@@ -556,7 +553,7 @@ class _InStep:
                         rest, paths, stats = data
                         self.ended[u] = dict(stats)
                         if self.ended[u]["timed_out"]:  # the hits of the distance it left
-                            rest = self._mine(rest)
+                            rest = share_of(rest, self.share)
                             self.hits += sum(len(ps) for _, _, ps in rest)
                             new.append((u, walk.columns(rest, paths, keep)))
                 for u, c in new:
@@ -584,14 +581,6 @@ class _InStep:
             for walk in self.walks:
                 walk.halt()
 
-    def _mine(self, hits: list) -> list:
-        """A distance's hits (distance, edits by kind, positions), those of other ranks'
-        share emptied (a hit's place in the list is its index in the walk's paths)."""
-        if self.share is None:
-            return hits
-        rank, size = self.share
-        return [h if i % size == rank else (h[0], h[1], []) for i, h in enumerate(hits)]
-
     def _in_set(self, u: int, cols: dict) -> dict:
         """A unit's columns with set positions."""
         return {**cols, "position": cols["position"] + self.units[u][1]}
@@ -613,6 +602,20 @@ class _InStep:
         """The walks' statistics summed (this process's work: each walk's own edits and graphs,
         whether it walked alone or divided among the ranks of its node)."""
         return _sum_stats(list(self.ended.values()))
+
+
+def _node_walk(store: StoreSet, own: list[int]) -> tuple:
+    """(shards, share, peers) of this process's analog walk: under MPI the non-empty shards of
+    its node, walked by the node's ranks together (`Ranks.walkers`), this rank's share of the
+    hits `(rank, size)` and the walk's peers `(rank, size, exchange)`; otherwise `own`, and
+    None, None (also for a set whose positions pass 32 bits: its shards walk alone)."""
+    ranks = getattr(store, "_ranks", None)
+    walkers = ranks.walkers() if ranks is not None and len(store) <= UNION_MAX else None
+    if walkers is None:
+        return own, None, None
+    rank, size, shards, exchange = walkers
+    mine = [s for s in shards if len(store.shards[s])]
+    return mine, (rank, size), (rank, size, exchange)
 
 
 def _walk_units(store: StoreSet, own: list[int]) -> list[tuple]:
