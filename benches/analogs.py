@@ -6,7 +6,9 @@ changes). Prints the index (distinct skeletons, bytes per molecule, build second
 per distance D, over the queries: ms to the first hit, ms to the top 100 (the walk ends with the
 distance at which 100 are found, or at D), molecules found, graphs reached (the network's nodes
 visited: distinct graphs canonicalized and kept) and per second of walk, edits considered (its
-edges) per second of walk.
+edges) per second of walk. With `--walk-threads 1,2` the D=3 and D=4 rows are repeated with each
+distance of the walk divided among that many threads (`store.analogs(..., threads=N)`: the same
+answers, checked).
 
 Peers in the same run:
 * Morgan top-100 (`store.search(query, k=100)`, one thread): its time, and how many of the
@@ -17,7 +19,7 @@ Peers in the same run:
   targets it would have to examine (said so in the table).
 
     .venv/bin/python benches/analogs.py --store MOSES.store [--dist 1,2] [--queries 100]
-        [--d3-queries 5] [--d4-queries 0 --d4-timeout 60] [--threads 2]
+        [--d3-queries 5] [--d4-queries 0 --d4-timeout 60] [--threads 2] [--walk-threads 1,2]
         [--reference-queries 3] [--json out.json]
 """
 
@@ -47,15 +49,22 @@ def held_out(n: int) -> list[str]:
     return [line.split(",")[0] for line in lines[-n:]]
 
 
-def run(store, queries: list[str], dist: int, timeout: float | None = None) -> dict:
+def run(store, queries: list[str], dist: int, timeout: float | None = None, threads: int = 1,
+        answers: dict | None = None) -> dict:  # fmt: skip
+    """One row: `queries` at `dist` on `threads`; each answer checked equal to the one in
+    `answers` (by query) when it holds one, else kept there."""
     first, top, found, nodes, rate, node_rate = [], [], [], [], [], []
     morgan_ms, missed = [], []
     partial = 0
     for smi in queries:
         began = time.perf_counter()
-        got = store.analogs(smi, max_dist=dist, k=100, timeout=timeout)
+        got = store.analogs(smi, max_dist=dist, k=100, timeout=timeout, threads=threads)
         partial += got.partial
         wall = (time.perf_counter() - began) * 1e3
+        if answers is not None and not got.partial:
+            mine = (got["position"].tolist(), got["tanimoto"].tolist(), got["mut"].tolist())
+            if answers.setdefault((smi, dist), mine) != mine:
+                raise SystemExit(f"{smi} at D={dist}: {threads} threads answered differently")
         st = got.stats
         first.append(st["first_hit_ns"] / 1e6)
         top.append(wall)
@@ -69,6 +78,7 @@ def run(store, queries: list[str], dist: int, timeout: float | None = None) -> d
         missed.append(len(set(got["position"].tolist()) - set(fp.indices.tolist())))
     return {
         "dist": dist,
+        "walk_threads": threads,
         "queries": len(queries),
         "first_hit_ms_p50": statistics.median(first),
         "top100_ms_p50": statistics.median(top),
@@ -108,13 +118,14 @@ def reference_cost(store, queries: list[str], dist: int, targets: int, seed: int
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--store", required=True, help="a version-1 store (analog index rebuilt)")
+    ap.add_argument("--store", required=True, help="a store (its analog index rebuilt)")
     ap.add_argument("--dist", default="1,2")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--d3-queries", type=int, default=5)
     ap.add_argument("--d4-queries", type=int, default=0)
     ap.add_argument("--d4-timeout", type=float, default=60.0, help="seconds per D=4 query")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--walk-threads", default="1", help="threads of each D>=3 walk, e.g. 1,2")
     ap.add_argument("--reference-queries", type=int, default=3)
     ap.add_argument("--reference-targets", type=int, default=20)
     ap.add_argument("--json")
@@ -131,18 +142,22 @@ def main() -> None:
     queries = held_out(args.queries)
     store.analogs(queries[0], max_dist=1)  # open the index and the fingerprinter once
     rows = [run(store, queries, d) for d in (int(x) for x in args.dist.split(","))]
-    if args.d3_queries:
-        rows.append(run(store, queries[: args.d3_queries], 3))
-    if args.d4_queries:
-        rows.append(run(store, queries[: args.d4_queries], 4, args.d4_timeout))
-    print("\n| D | queries | first hit p50 ms | top-100 p50 ms | top-100 max ms | molecules p50 | "
-          "graphs reached p50 | graphs/s p50 | edits/s p50 | Morgan top-100 p50 ms | analog "
-          "hits Morgan top-100 misses |")  # fmt: skip
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    answers: dict = {}
+    for threads in (int(x) for x in args.walk_threads.split(",")):
+        if args.d3_queries:
+            rows.append(run(store, queries[: args.d3_queries], 3, None, threads, answers))
+        if args.d4_queries:
+            rows.append(run(store, queries[: args.d4_queries], 4, args.d4_timeout, threads,
+                            answers))  # fmt: skip
+    print("\n| D | walk threads | queries | first hit p50 ms | top-100 p50 ms | top-100 max ms | "
+          "molecules p50 | graphs reached p50 | graphs/s p50 | edits/s p50 | Morgan top-100 "
+          "p50 ms | analog hits Morgan top-100 misses |")  # fmt: skip
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         note = f" ({r['partial']} stopped at {r['timeout_s']:g} s)" if r["partial"] else ""
-        print(f"| {r['dist']} | {r['queries']} | {r['first_hit_ms_p50']:.2f} | "
-              f"{r['top100_ms_p50']:.1f} | {r['top100_ms_max']:.1f} | {r['molecules_p50']:g} | "
+        print(f"| {r['dist']} | {r['walk_threads']} | {r['queries']} | "
+              f"{r['first_hit_ms_p50']:.2f} | {r['top100_ms_p50']:.1f} | "
+              f"{r['top100_ms_max']:.1f} | {r['molecules_p50']:g} | "
               f"{r['nodes_p50']:g} | {r['nodes_per_s_p50'] / 1e3:.0f} k | "
               f"{r['edges_per_s_p50'] / 1e6:.2f} M | "
               f"{r['morgan_top100_ms_p50']:.2f} | "
