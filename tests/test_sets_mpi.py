@@ -474,7 +474,8 @@ def test_ranks_of_a_node_divide_each_analog_walk(built, tmp_path):
         "    a = store.analogs(q, max_dist=3, k=30)\n"
         "    levels = [lv['position'].tolist() for lv in store.iter_analogs(q, max_dist=3, k=30)]\n"
         "    out.append([{c: a[c].tolist() for c in a.columns}, own[-1], levels,\n"
-        "                a.stats.get('edges')])\n"
+        "                a.stats.get('edges'), [a.stats.get('complete_to'),\n"
+        "                a.stats.get('timed_out')]])\n"
         "out.append(ranks.walk_bytes)\n"
     )
     one = molsift.open_store(built["one"])
@@ -494,6 +495,7 @@ def test_ranks_of_a_node_divide_each_analog_walk(built, tmp_path):
             deep += 1
         assert sum(got[j][1]["nodes"] for got in every) == union["nodes"]
         assert every[0][j][3] == sum(edges)
+        assert every[0][j][4] == [want.complete_to, 0], q  # not summed over the ranks
         levels = [lv for lv in every[0][j][2]]
         assert [p for lv in levels for p in lv] == want["position"].tolist()
     assert deep >= 2

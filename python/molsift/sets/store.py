@@ -261,14 +261,24 @@ def merge_hits(parts, k: int | None) -> tuple[np.ndarray, np.ndarray]:
     return idx[order], sc[order]
 
 
+#: walk statistics that are not counts: how they combine over walks (the rest are summed)
+_STAT_COMBINE = {"complete_to": min, "first_hit_ns": min, "timed_out": max, "ns": max}
+
+
 def _sum_stats(stats: list) -> dict:
+    """The statistics of several walks (of shards, or of ranks dividing one walk) as one: the
+    counts (edits, pruned, filtered, graphs kept...) summed, the distance complete to the
+    least, timed out if any did, the first hit the earliest, the time the longest."""
     out: dict = {}
     for st in stats:
         for key, v in dict(st).items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                out[key] = out.get(key, 0) + v
-            else:
-                out.setdefault(key, v)
+            combine = _STAT_COMBINE.get(key)
+            if key not in out:
+                out[key] = v
+            elif combine is not None:
+                out[key] = combine(out[key], v)
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[key] = out[key] + v
     return out
 
 
@@ -520,7 +530,7 @@ class _InStep:
         self.walks = [LevelWalk(lib, query, max_dist, limits, timeout, lock, gate, threads,
                                 peers) for lib, _ in self.units]  # fmt: skip
         self.cols: list[list] = [[] for _ in self.units]
-        self.ended: dict[int, dict] = {}  # the stats of each walk that ended by itself
+        self.ended: dict[int, dict] = {}  # the stats of each walk that ended
         self.stop_at = max_dist
         self.max_dist, self.k, self.cancel = max_dist, k, cancel
         self.hits = 0  # this process's hits of every distance walked, before any cut
