@@ -120,9 +120,12 @@ def test_a_set_is_walked_once_over_the_union_of_its_shards(one, sharded):
     assert isinstance(search._index(sharded), _core.AnalogIndexUnion)
     for q in _queries(one)[:4]:
         a, b = one.analogs(q, max_dist=3, k=25), sharded.analogs(q, max_dist=3, k=25)
+        c = sharded.analogs(q, max_dist=3, k=25, threads=3)  # each distance on 3 threads
         for col in a.columns:
             assert a.columns[col].tolist() == b.columns[col].tolist(), (q, col)
+            assert c.columns[col].tolist() == b.columns[col].tolist(), (q, col)
         assert (a.complete_to, a.partial) == (b.complete_to, b.partial)
+        assert b.stats["edges"] == c.stats["edges"] and b.stats["nodes"] == c.stats["nodes"]
         whole = [(x.complete_to, x["position"].tolist()) for x in one.iter_analogs(q, max_dist=2)]
         per = [(x.complete_to, x["position"].tolist()) for x in sharded.iter_analogs(q, max_dist=2)]
         assert per == whole
