@@ -140,7 +140,7 @@ def _index(store):
 
 def _shard_by_shard(store) -> bool:
     """Whether `store` is a store set searched shard by shard (`sets.store.set_analogs`): under
-    MPI (each rank walks its own shards), or a set with no molecule or too many for one walk's
+    MPI (the ranks of a node walk its shards), or a set with no molecule or too many for one walk's
     32-bit positions. Any other set is searched by one walk over the union of its shards."""
     if not hasattr(store, "shards"):
         return False
@@ -253,7 +253,7 @@ def analogs(
     `peers` and `share`: the walk divided among processes too (`LevelWalk`), this one ranking
     its share of the hits (`share_of`). ValueError for a bad query or argument, StoreError when
     the store has no analog index."""
-    if _shard_by_shard(store):  # a store set under MPI: each rank's shards, merged
+    if _shard_by_shard(store):  # a store set under MPI: each node's shards, merged
         from ..sets.store import set_analogs
 
         return set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel, threads)
@@ -341,9 +341,10 @@ class LevelWalk:
     """One store's analog walk (no `k`: it goes on until told otherwise) in its own thread,
     pausing as each distance completes: `next_event()` gives the walk's next event (a
     distance's hits, which `columns` ranks, or its end) and, after a distance, the walk waits
-    for `go_on(True)` to walk the next one or `go_on(False)` to end. Under MPI each rank walks
-    its shards of a store set so, the ranks in step, and all stop after the distance where the
-    set has k hits (`sets.store._walk_in_step`): one walk, not one per distance. `halt()` ends
+    for `go_on(True)` to walk the next one or `go_on(False)` to end. Under MPI the ranks of a
+    node walk their node's shards of a store set so, the nodes in step, and all stop after the
+    distance where the set has k hits (`sets.store._walk_in_step`): one walk, not one per
+    distance. `halt()` ends
     a walk wherever it is (inside the kernel when the extension takes a cancel flag).
     `threads`: each distance divided among that many; `peers` (rank, size, exchange): the
     other processes walking the same library with it, each distance divided among them too

@@ -448,7 +448,8 @@ def set_analogs(store: StoreSet, query, max_dist=2, k=None, limits=None, timeout
 
 
 def _set_analogs(store, query, max_dist, k, limits, timeout, lock, cancel, threads=1):
-    """This process walks its shards once, as one library (`_walk_units`: their union). With
+    """This process walks its shards once, as one library (`_walk_units`: their union; under
+    MPI with the other ranks of its node, the node's shards: `_node_walk`). With
     `k`, distance by distance as one store does (`_walk_in_step`): the hits within d edits, d =
     0, 1, ..., until the whole set has k of them (summed over the ranks under MPI) or
     `max_dist` is reached. A rank walking alone to its own k would go much farther than the set
