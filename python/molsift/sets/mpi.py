@@ -108,11 +108,8 @@ class Ranks:
         return self._walkers[lane]
 
     def _make_walkers(self):
-        from mpi4py import MPI
-
-        try:
-            node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
-        except MPI.Exception:
+        node = _node_comm(self.comm)
+        if node is None:
             return None
         if node.Get_size() == 1:
             node.Free()
@@ -123,12 +120,12 @@ class Ranks:
     def _exchange(self, node, data: bytes) -> list[bytes]:
         """Every rank's `data` on `node`, in node order: the lengths, then the bytes. A rank
         that finished its part of a distance first waits for the others between short sleeps
-        (`_walk_wait`), not spinning on a core its node's walkers share."""
+        (`_wait(spin=False)`), not spinning on a core its node's walkers share."""
         n = node.Get_size()
         sizes = np.empty(n, dtype=np.int64)
-        self._walk_wait(node.Iallgather(np.array([len(data)], dtype=np.int64), sizes))
+        self._wait(node.Iallgather(np.array([len(data)], dtype=np.int64), sizes), spin=False)
         out = np.empty(int(sizes.sum()), dtype=np.uint8)
-        self._walk_wait(node.Iallgatherv(np.frombuffer(data, dtype=np.uint8), [out, sizes]))
+        self._wait(node.Iallgatherv(np.frombuffer(data, dtype=np.uint8), [out, sizes]), spin=False)
         self.walk_bytes += len(data)
         ends = np.cumsum(sizes).tolist()
         return [out[e - c : e].tobytes() for e, c in zip(ends, sizes.tolist())]
@@ -154,30 +151,25 @@ class Ranks:
             got = self._ops[k] = (MPI.Op.Create(merge, commute=True), dtype)
         return got
 
-    def _wait(self, req) -> None:
+    def _wait(self, req, spin: bool = True) -> None:
         """Waits for a non-blocking operation. Rank 0 of a server (`fanout`) waits at most the
         fan-out's deadline: a searcher rank that died never completes it, and the server then
-        answers 503 rather than hanging (`Fanout.lose`)."""
-        fan = self.fanout
-        if fan is None or not self.is_root:
-            req.Wait()
-            return
-        late = (
-            f"a searcher rank of {self.name!r} did not answer within {fan.deadline_s:g} s "
-            "(it may have died)"
-        )
-        _poll(req, 2e-5, 2e-3, fan.deadline_s, lambda: fan.lose(late))
-
-    def _walk_wait(self, req) -> None:
-        """`_wait` for a walk's exchange: polled between sleeps of 10 to 100 µs, where `Wait`
-        spins (a rank waiting for the others' part of a distance would take the core of a rank
+        answers 503 rather than hanging (`Fanout.lose`). Elsewhere in `Wait`, or with `spin`
+        false (a walk's exchange) by testing between sleeps of 10 to 100 µs, where `Wait`
+        spins: a rank waiting for the others' part of a distance would take the core of a rank
         still walking when the ranks outnumber the cores, or slow it on the core's other
-        hardware thread); rank 0 of a server within the fan-out's deadline."""
+        hardware thread."""
         fan = self.fanout
         if fan is not None and self.is_root:
-            self._wait(req)
-            return
-        _poll(req, 1e-5, 1e-4)
+            late = (
+                f"a searcher rank of {self.name!r} did not answer within {fan.deadline_s:g} s "
+                "(it may have died)"
+            )
+            _poll(req, 2e-5, 2e-3, fan.deadline_s, lambda: fan.lose(late))
+        elif spin:
+            req.Wait()
+        else:
+            _poll(req, 1e-5, 1e-4)
 
     def topk(self, indices: np.ndarray, scores: np.ndarray, k: int):
         """The k best (score descending, position ascending) of every rank's hits, on rank 0
@@ -306,6 +298,17 @@ class Ranks:
 _BAR_CELLS = 4096
 
 
+def _node_comm(comm):
+    """The ranks of `comm` on this node (collective over `comm`), or None if the MPI cannot
+    tell."""
+    from mpi4py import MPI
+
+    try:
+        return comm.Split_type(MPI.COMM_TYPE_SHARED)
+    except MPI.Exception:
+        return None
+
+
 def _node_bars(comm):
     """`_core.SharedBars` over a window of memory that the ranks of `comm` on this node share
     (collective over `comm`), zeroed by the node's first rank; None if the MPI cannot make one."""
@@ -313,8 +316,10 @@ def _node_bars(comm):
 
     from .._core import SharedBars
 
+    node = _node_comm(comm)
+    if node is None:
+        return None
     try:
-        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
         size = _BAR_CELLS * 8 if node.Get_rank() == 0 else 0
         win = MPI.Win.Allocate_shared(size, 8, comm=node)
         buf, _ = win.Shared_query(0)

@@ -74,10 +74,7 @@ class _SetColumn(_Column):
     def take(self, positions) -> list[str]:
         pos = np.asarray(positions, dtype=np.int64)
         out: list[str] = [""] * len(pos)
-        shard_of = self._store._shard_of(pos)
-        for s in np.unique(shard_of).tolist():
-            at = np.flatnonzero(shard_of == s)
-            local = pos[at] - self._store.offsets[s]
+        for s, at, local in self._store._per_shard(pos):
             texts = getattr(self._store.shards[s], self._column).take(local)
             for j, t in zip(at.tolist(), texts):
                 out[j] = t
@@ -309,6 +306,14 @@ class StoreSet(_StoreBase):
             raise IndexError(f"a position outside a set of {len(self)} molecules")
         return np.searchsorted(np.asarray(self._ends), positions, side="right")
 
+    def _per_shard(self, pos: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """(shard, places in `pos`, the shard's own positions) for each shard holding some of
+        the set positions `pos` (int64; IndexError for one outside the set)."""
+        shard_of = self._shard_of(pos)
+        for s in np.unique(shard_of).tolist():
+            at = np.flatnonzero(shard_of == s)
+            yield s, at, pos[at] - self.offsets[s]
+
     def _map(self, fn, threads: int):
         """fn(s) for every shard that holds molecules, in shard order, on up to `threads`
         threads."""
@@ -363,19 +368,15 @@ class StoreSet(_StoreBase):
         pos = np.asarray([int(p) for p in positions], dtype=np.int64)
         words = self.manifest["fingerprint"]["bits"] // 64
         out = np.zeros((len(pos), words), dtype=np.uint64)
-        shard_of = self._shard_of(pos)
-        for s in np.unique(shard_of).tolist():
-            at = np.flatnonzero(shard_of == s)
-            out[at] = self.shards[s].fingerprints_at(pos[at] - self.offsets[s])
+        for s, at, local in self._per_shard(pos):
+            out[at] = self.shards[s].fingerprints_at(local)
         return out
 
     def tanimoto_at(self, positions, on_bits) -> np.ndarray:
         pos = np.asarray([int(p) for p in positions], dtype=np.int64)
         out = np.zeros(len(pos), dtype=np.float64)
-        shard_of = self._shard_of(pos)
-        for s in np.unique(shard_of).tolist():
-            at = np.flatnonzero(shard_of == s)
-            out[at] = self.shards[s].tanimoto_at(pos[at] - self.offsets[s], on_bits)
+        for s, at, local in self._per_shard(pos):
+            out[at] = self.shards[s].tanimoto_at(local, on_bits)
         return out
 
     def lookup(self, smiles, workers: int | None = None) -> np.ndarray:
