@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use molsift_search::{BarSlot, ColumnIndex, Query, SearchOptions, SearchStats, StoreSearcher};
+use molsift_search::{
+    BarSlot, ColumnIndex, Query, SearchOptions, SearchStats, StoreSearcher, SCORES_WORDS, SHARED_K,
+};
 use molsift_store::planes;
 use molsift_store::v2::StoreV2;
 use molsift_store::Store;
@@ -202,30 +204,35 @@ impl PySearcher {
 /// object owns (an MPI window that the ranks of a node share), which this one keeps alive.
 #[pyclass(name = "SharedBars", module = "molsift._core", frozen)]
 pub struct PySharedBars {
+    /// the cells, then each cell's slot of scores (`SCORES_WORDS` words)
     owned: Box<[AtomicU64]>,
-    /// address and cells of the foreign memory, and its owner
+    /// address and cells of the foreign memory (laid out as `owned`), and its owner
     foreign: Option<(usize, usize, Py<PyAny>)>,
 }
+
+/// Bytes of one cell with its slot of scores.
+const CELL_BYTES: usize = 8 * (1 + SCORES_WORDS);
 
 impl PySharedBars {
     fn cells(&self) -> usize {
         match &self.foreign {
             Some((_, n, _)) => *n,
-            None => self.owned.len(),
+            None => self.owned.len() / (1 + SCORES_WORDS),
         }
     }
 
-    /// The slot of query `tag`: cell `tag % len`.
+    /// The slot of query `tag`: cell `tag % len`, with its scores.
     fn slot(&self, tag: u32) -> BarSlot {
-        let i = tag as usize % self.cells();
-        let cell: *const AtomicU64 = match &self.foreign {
-            // SAFETY: `over` checked that `n` aligned cells start at `addr`.
-            Some((addr, _, _)) => unsafe { (*addr as *const AtomicU64).add(i) },
-            None => &self.owned[i],
+        let n = self.cells();
+        let i = tag as usize % n;
+        let base: *const AtomicU64 = match &self.foreign {
+            Some((addr, _, _)) => *addr as *const AtomicU64,
+            None => self.owned.as_ptr(),
         };
-        // SAFETY: the cell lives as long as `self` (owned, or its owner kept alive), and the
+        // SAFETY: `over` checked (and `new` made) `n` cells and `n` slots of scores after them,
+        // aligned; they live as long as `self` (owned, or its owner kept alive), and the
         // caller holds `self` for the whole search.
-        unsafe { BarSlot::new(cell, tag) }
+        unsafe { BarSlot::with_scores(base.add(i), base.add(n + i * SCORES_WORDS), tag) }
     }
 }
 
@@ -241,24 +248,36 @@ impl PySharedBars {
             ));
         }
         Ok(PySharedBars {
-            owned: (0..cells).map(|_| AtomicU64::new(0)).collect(),
+            owned: (0..cells * (1 + SCORES_WORDS))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             foreign: None,
         })
     }
 
-    /// Cells in memory that `owner` keeps: `nbytes` bytes at `address` (aligned to 8 bytes,
-    /// zeroed by whoever made it, accessed by every process that maps it only through
-    /// SharedBars), valid for as long as `owner` lives (it is kept with this object).
+    /// Bytes a cell takes in the memory given to `over` (its k-th best, and a slot where the
+    /// searches of a top-k query of `k <= SHARED_K` share their molecules' scores).
+    #[classattr]
+    const CELL_BYTES: usize = CELL_BYTES;
+
+    /// The largest k whose searches share their molecules' scores, not only their k-th bests.
+    #[classattr]
+    const SHARED_K: usize = SHARED_K;
+
+    /// Cells in memory that `owner` keeps: `nbytes` bytes at `address` (`nbytes // CELL_BYTES`
+    /// cells; aligned to 8 bytes, zeroed by whoever made it, accessed by every process that
+    /// maps it only through SharedBars), valid for as long as `owner` lives (it is kept with
+    /// this object).
     #[staticmethod]
     fn over(address: usize, nbytes: usize, owner: Py<PyAny>) -> PyResult<Self> {
-        if address == 0 || address % 8 != 0 || nbytes < 8 {
-            return Err(pyo3::exceptions::PyValueError::new_err(
-                "SharedBars.over needs at least 8 bytes aligned to 8",
-            ));
+        if address == 0 || address % 8 != 0 || nbytes < CELL_BYTES {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "SharedBars.over needs at least {CELL_BYTES} bytes aligned to 8"
+            )));
         }
         Ok(PySharedBars {
             owned: Box::new([]),
-            foreign: Some((address, nbytes / 8, owner)),
+            foreign: Some((address, nbytes / CELL_BYTES, owner)),
         })
     }
 

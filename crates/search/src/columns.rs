@@ -13,14 +13,15 @@
 //!   the best score are read first (`Plan::seeds`), which raises the bar before the rest is
 //!   read once.
 //!   Each thread takes a share of every bucket and keeps its own
-//!   heap; the threads share their best k-th score (`bar.rs`: with the searches of the same
-//!   query over other shards too, when the caller gives a cell); the heaps are merged at the
-//!   end.
+//!   heap; the threads share their best k-th score and, for k <= `SHARED_K`, the scores of
+//!   the molecules they keep, whose k-th best together is the bar (`bar.rs`: with the
+//!   searches of the same query over other shards too, when the caller gives a cell); the
+//!   heaps are merged at the end.
 
 use std::ops::Range;
 use std::sync::atomic::AtomicU64;
 
-use crate::bar::SharedBar;
+use crate::bar::{SharedBar, SCORES_WORDS};
 use crate::compressed::SlotOrder;
 use crate::layout::{Bucket, ColumnIndex, BLOCK};
 use crate::scan::{Plan, Read, Sink};
@@ -81,6 +82,10 @@ pub(crate) struct TopKSink<'a> {
     /// the bar `m` was computed from, as an exact score
     bar: Option<(u32, u32)>,
     shared: Option<SharedBar<'a>>,
+    /// scores of kept molecules not yet added to the shared slot (when it takes scores)
+    pending: Vec<(u32, u32)>,
+    shares_scores: bool,
+    k: usize,
     pub(crate) heap: TopK,
     pub(crate) candidates: u64,
 }
@@ -102,8 +107,19 @@ impl<'a> TopKSink<'a> {
             m: 0,
             bar: None,
             shared,
+            pending: Vec::new(),
+            shares_scores: shared.is_some_and(|b| b.shares_scores(k)),
+            k,
             heap: TopK::new(k),
             candidates: 0,
+        }
+    }
+
+    /// Adds the kept molecules' scores to the shared slot, if it takes them (and its lock is
+    /// free now).
+    fn share_scores(&mut self) {
+        if let Some(shared) = self.shared.filter(|_| !self.pending.is_empty()) {
+            shared.add_scores(self.k, &mut self.pending);
         }
     }
 
@@ -130,11 +146,13 @@ impl<'a> TopKSink<'a> {
 
 impl Sink for TopKSink<'_> {
     fn enter(&mut self, p: u32) {
+        self.share_scores();
         self.p = p;
         self.user_m = need_f64(self.t, p, self.q);
         self.refresh();
     }
     fn poll(&mut self) {
+        self.share_scores();
         if let Some((c, u)) = self.shared.as_ref().and_then(SharedBar::get) {
             let better = match self.bar {
                 Some((bc, bu)) => cmp_ratio(c, u, bc, bu).is_gt(),
@@ -151,12 +169,11 @@ impl Sink for TopKSink<'_> {
     #[inline]
     fn accept(&mut self, slot: usize, common: u32) {
         self.candidates += 1;
-        if self.heap.offer(Scored::new(
-            self.order.position(slot),
-            common,
-            self.p,
-            self.q,
-        )) {
+        let scored = Scored::new(self.order.position(slot), common, self.p, self.q);
+        if self.shares_scores {
+            self.pending.push((scored.common, scored.union));
+        }
+        if self.heap.offer(scored) {
             self.refresh();
         }
     }
@@ -215,9 +232,12 @@ impl ColumnIndex {
                 // the threads' k-th best shared in a cell of this search's, or in the one the
                 // caller gave (other shards' searches of this query share it too)
                 let own = AtomicU64::new(0);
+                let own_scores: Vec<AtomicU64> = (0..if threads > 1 { SCORES_WORDS } else { 0 })
+                    .map(|_| AtomicU64::new(0))
+                    .collect();
                 let shared = match &opts.bar {
                     Some(slot) => Some(slot.shared()),
-                    None => (threads > 1).then(|| SharedBar::new(&own, 1)),
+                    None => (threads > 1).then(|| SharedBar::new(&own, 1).with_scores(&own_scores)),
                 };
                 if let Some(bar) = &shared {
                     bar.claim();

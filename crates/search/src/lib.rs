@@ -63,7 +63,7 @@ mod store;
 mod threshold;
 mod topk;
 
-pub use bar::BarSlot;
+pub use bar::{BarSlot, SCORES_WORDS, SHARED_K};
 pub use build::{write_index, DEFAULT_BUILD_BUDGET};
 pub use error::SearchError;
 pub use io::{FORMAT_NAME, FORMAT_VERSION, HEADER_FILE, ORDER_FILE, PLANES_FILE};

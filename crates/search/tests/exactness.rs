@@ -535,12 +535,13 @@ fn shards_of(set: &Set, cuts: &[usize]) -> Vec<(usize, Set)> {
 }
 
 /// Shards of one store searched at once, in threads, sharing their k-th best through one cell
-/// given from outside (as the ranks of a node share theirs), the query tagged: the k best of
-/// their answers together equal the whole store's, ties at the k-th place included; a second
-/// query reusing the cell is not misled by the first's bar.
+/// given from outside (as the ranks of a node share theirs), the query tagged, the cell alone
+/// and then with a slot of their molecules' scores (a bar never above the k-th best of all):
+/// the k best of their answers together equal the whole store's, ties at the k-th place
+/// included; a second query reusing the cell is not misled by the first's bar.
 #[test]
 fn shards_sharing_a_bar_merge_to_the_whole_top_k() {
-    use molsift_search::BarSlot;
+    use molsift_search::{BarSlot, SCORES_WORDS};
     use std::sync::atomic::AtomicU64;
 
     let family = family_set(5, 2048, 2500, 40);
@@ -557,11 +558,22 @@ fn shards_sharing_a_bar_merge_to_the_whole_top_k() {
     }
     let tie_query = vec![Query::from_on_bits(2048, &target).unwrap()];
     let cell = AtomicU64::new(0);
+    let scores: Vec<AtomicU64> = (0..SCORES_WORDS).map(|_| AtomicU64::new(0)).collect();
     let mut tag = 0u32;
-    for (set, queries, cuts) in [
-        (&family, queries_for(6, &family, 10), vec![700, 1900]),
-        (&ties, tie_query, vec![400, 401, 1100]),
+    for (set, queries, cuts, scored) in [
+        (&family, queries_for(6, &family, 10), vec![700, 1900], false),
+        (&ties, tie_query.clone(), vec![400, 401, 1100], false),
+        (&family, queries_for(6, &family, 10), vec![700, 1900], true),
+        (&ties, tie_query, vec![400, 401, 1100], true),
     ] {
+        // SAFETY (both): the cell and the slot outlive the searches (scoped threads below).
+        let slot_of = |tag: u32| unsafe {
+            if scored {
+                BarSlot::with_scores(&cell, scores.as_ptr(), tag)
+            } else {
+                BarSlot::new(&cell, tag)
+            }
+        };
         let shards = shards_of(set, &cuts);
         let indexes: Vec<_> = shards
             .iter()
@@ -571,8 +583,7 @@ fn shards_sharing_a_bar_merge_to_the_whole_top_k() {
             for k in [1, 7, 10, 40, 41, 100] {
                 for threshold in [None, Some(0.5)] {
                     tag += 1;
-                    // SAFETY: the cell outlives the searches (scoped threads below).
-                    let slot = unsafe { BarSlot::new(&cell, tag) };
+                    let slot = slot_of(tag);
                     let o = SearchOptions {
                         threshold,
                         k: Some(k),
@@ -600,18 +611,26 @@ fn shards_sharing_a_bar_merge_to_the_whole_top_k() {
                     got.truncate(k);
                     let want = brute(set, q, threshold, Some(k));
                     assert_eq!(got, want, "k={k} t={threshold:?} cuts={cuts:?}");
-                    // a bar was shared exactly when some shard alone holds k hits
+                    // a bar was shared exactly when some shard alone holds k hits; with the
+                    // scores shared, never above the k-th best of all the shards together
                     let full = shards
                         .iter()
                         .any(|(_, s)| brute(s, q, threshold, Some(k)).len() == k);
-                    assert_eq!(slot.get().is_some(), full, "k={k} t={threshold:?}");
+                    if !scored {
+                        assert_eq!(slot.get().is_some(), full, "k={k} t={threshold:?}");
+                    } else if let Some((c, u)) = slot.get() {
+                        assert_eq!(want.len(), k, "a bar from fewer than k molecules");
+                        let kth = want[k - 1].score;
+                        assert!(f64::from(c) / f64::from(u) <= kth + 1e-12, "k={k}: {c}/{u}");
+                    } else {
+                        assert!(!full, "k={k} t={threshold:?}: a shard's own bar not shared");
+                    }
                     // one after another, the last shard first: each later search starts from
                     // the bar of the shards after it (molecules that tie it, at lower
                     // positions, must stay in)
                     tag += 1;
-                    // SAFETY: as above.
                     let o = SearchOptions {
-                        bar: Some(unsafe { BarSlot::new(&cell, tag) }),
+                        bar: Some(slot_of(tag)),
                         ..o
                     };
                     let mut seq: Vec<Hit> = indexes

@@ -320,7 +320,7 @@ def _node_bars(comm):
     if node is None:
         return None
     try:
-        size = _BAR_CELLS * 8 if node.Get_rank() == 0 else 0
+        size = _BAR_CELLS * SharedBars.CELL_BYTES if node.Get_rank() == 0 else 0
         win = MPI.Win.Allocate_shared(size, 8, comm=node)
         buf, _ = win.Shared_query(0)
         cells = np.frombuffer(buf, dtype=np.uint64)
