@@ -270,6 +270,42 @@ def test_mpirun_serve_runs_searches_of_a_set_at_once(built):
         assert heavy["status"] in (200, 504), heavy
 
 
+def _cpu_seconds(pids) -> float:
+    """User + system CPU seconds of the processes `pids` (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads CPU times from /proc")
+def test_an_idle_mpirun_serve_keeps_no_core_busy(built):
+    """`mpirun -n 3 molsift serve SET` between searches: its searcher ranks wait for the next
+    search without spinning (before, each spun in MPI's wait: a core of every searcher rank at
+    all times), and a search after the pause is answered as before."""
+    import urllib.parse
+
+    from servers import fetch
+
+    cmd = mpirun_cmd(3) + molsift_cmd() + ["serve", str(built["sets"][5])]
+    with _mpi_server(cmd) as (url, proc):
+        light = urllib.parse.urlencode({"type": "similarity", "query": "c1ccccc1O", "k": 5})
+        assert fetch(f"{url}/api/v1/search?{light}")[0] == 200
+        ranks = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
+        pids = [int(p) for p in ranks.stdout.split()]
+        assert len(pids) == 3, ranks
+        time.sleep(0.5)  # the last search's spin is over
+        before, start = _cpu_seconds(pids), time.monotonic()
+        time.sleep(3)
+        used = _cpu_seconds(pids) - before
+        wall = time.monotonic() - start
+        assert used < 0.4 * wall, f"3 idle ranks used {used:.2f} CPU s in {wall:.2f} s"
+        light = urllib.parse.urlencode({"type": "similarity", "query": "c1ccccc1N", "k": 5})
+        assert fetch(f"{url}/api/v1/search?{light}")[0] == 200
+
+
 def test_mpirun_serve_searcher_death_gives_503(built):
     """A searcher rank killed under `mpirun --enable-recovery molsift serve`: searches of the
     set get 503 with a message (within the time limit and its grace, no hang), the front end

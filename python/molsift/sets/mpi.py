@@ -550,17 +550,19 @@ class Fanout:
 
     def _receive(self):
         """A searcher lane: the next announcement. The first lane (the light searches', one
-        at a time) waits in `Wait`, which Open MPI spins in, and hears a search at once; the
-        heavy lanes poll with short sleeps (20 µs, doubling to at most 200 µs), so that idle
-        lanes do not keep every searcher rank's cores busy."""
+        at a time) tests for it without sleeping for `LIGHT_SPIN_S` after the last search, so
+        that searches arriving one after another are heard at once, and then between sleeps
+        (20 µs, doubling to at most 1 ms): an idle server keeps no core busy (it spun in `Wait`
+        before, a core of every searcher rank at all times). The heavy lanes poll with short
+        sleeps (20 µs, doubling to at most 1 ms: a heavy search takes tens of ms)."""
         import pickle
 
         size = np.empty(1, dtype=np.int64)
         req = self.comm.Ibcast(size, root=0)
         if _lane() == 0:
-            req.Wait()
+            _spin_then_poll(req, LIGHT_SPIN_S, 1e-3)
         else:
-            _poll(req, 2e-5, 2e-4)
+            _poll(req, 2e-5, 1e-3)
         data = np.empty(int(size[0]), dtype=np.uint8)
         self.comm.Ibcast(data, root=0).Wait()
         return pickle.loads(data.tobytes())
@@ -631,6 +633,25 @@ class Fanout:
                 if not self.lost:
                     self.announce(("", "stop", ()))
         _LANE.index = 0
+
+
+#: seconds a searcher rank's light lane tests for the next search without sleeping, after the
+#: last one ended (`Fanout._receive`)
+LIGHT_SPIN_S = 0.01
+
+
+def _spin_then_poll(req, spin_s: float, most: float) -> None:
+    """Waits for a non-blocking operation: tests it for `spin_s` seconds without sleeping (the
+    interpreter lock yielded between tests, for the rank's other lanes), then as `_poll` does,
+    between sleeps from 20 µs doubling to `most`."""
+    import time
+
+    end = time.monotonic() + spin_s
+    while not req.Test():
+        if time.monotonic() > end:
+            _poll(req, 2e-5, most)
+            return
+        time.sleep(0)
 
 
 def _poll(req, first: float, most: float, deadline_s: float | None = None, late=None) -> None:
