@@ -644,11 +644,21 @@ fn split_number(id: &[u8]) -> Option<(&[u8], u8, u64)> {
 
 fn render_number(out: &mut Vec<u8>, prefix: &[u8], width: u8, value: u64) {
     out.extend_from_slice(prefix);
-    let s = value.to_string();
-    for _ in s.len()..width as usize {
-        out.push(b'0');
+    // the digits written from the end of a buffer: no allocation per number (a block's
+    // numbers are rendered for every id read)
+    let mut digits = [0u8; 20];
+    let (mut at, mut v) = (digits.len(), value);
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
     }
-    out.extend_from_slice(s.as_bytes());
+    let len = digits.len() - at;
+    out.extend(std::iter::repeat(b'0').take((width as usize).saturating_sub(len)));
+    out.extend_from_slice(&digits[at..]);
 }
 
 fn encode_numbered(text: &[u8]) -> Option<Vec<u8>> {
