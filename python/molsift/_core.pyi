@@ -401,25 +401,25 @@ class Searcher:
 class SharedBars:
     """Cells where searches of one query over different shards share their k-th best as they
     run (a cell per query in flight, chosen by the query's tag), owned or in memory that
-    another object owns (an MPI window the ranks of a node share). For top-k of k <= SHARED_K
+    another object owns (an MPI window the ranks of a node share). For top-k of k <= SHARED_BAR_K
     each cell also holds the scores of the searches' molecules: its bar is then the k-th best of
     their molecules together."""
-
-    CELL_BYTES: int
-    """Bytes a cell takes in the memory given to `over`."""
-    SHARED_K: int
-    """The largest k whose searches share their molecules' scores."""
 
     def __init__(self, cells: int = 1) -> None:
         """`cells` cells of this object's own, none holding a bar."""
     @staticmethod
     def over(address: int, nbytes: int, owner: object) -> SharedBars:
-        """`nbytes // CELL_BYTES` cells in `nbytes` zeroed bytes at `address` (aligned to 8),
+        """`nbytes // SHARED_BAR_BYTES` cells in `nbytes` zeroed bytes at `address` (aligned to 8),
         valid while `owner` lives (kept with the cells)."""
     def __len__(self) -> int:
         """Cells."""
     def get(self, tag: int) -> float | None:
         """The bar shared for query `tag` (its score), or None."""
+
+SHARED_BAR_BYTES: int
+"""Bytes a cell of SharedBars takes in the memory given to `SharedBars.over`."""
+SHARED_BAR_K: int
+"""The largest k whose top-k searches share their molecules' scores, not only their k-th bests."""
 
 def build_column_index(path: _Path, budget: int = ...) -> int:
     """Builds and writes the store's column index in bounded memory; returns its bytes."""

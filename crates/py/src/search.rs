@@ -255,19 +255,10 @@ impl PySharedBars {
         })
     }
 
-    /// Bytes a cell takes in the memory given to `over` (its k-th best, and a slot where the
-    /// searches of a top-k query of `k <= SHARED_K` share their molecules' scores).
-    #[classattr]
-    const CELL_BYTES: usize = CELL_BYTES;
-
-    /// The largest k whose searches share their molecules' scores, not only their k-th bests.
-    #[classattr]
-    const SHARED_K: usize = SHARED_K;
-
-    /// Cells in memory that `owner` keeps: `nbytes` bytes at `address` (`nbytes // CELL_BYTES`
-    /// cells; aligned to 8 bytes, zeroed by whoever made it, accessed by every process that
-    /// maps it only through SharedBars), valid for as long as `owner` lives (it is kept with
-    /// this object).
+    /// Cells in memory that `owner` keeps: `nbytes` bytes at `address` (`nbytes //
+    /// SHARED_BAR_BYTES` cells; aligned to 8 bytes, zeroed by whoever made it, accessed by
+    /// every process that maps it only through SharedBars), valid for as long as `owner` lives
+    /// (it is kept with this object).
     #[staticmethod]
     fn over(address: usize, nbytes: usize, owner: Py<PyAny>) -> PyResult<Self> {
         if address == 0 || address % 8 != 0 || nbytes < CELL_BYTES {
@@ -306,6 +297,11 @@ fn build_column_index(py: Python<'_>, path: PathBuf, budget: usize) -> PyResult<
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySearcher>()?;
     m.add_class::<PySharedBars>()?;
+    // bytes a cell of SharedBars takes in the memory given to `over` (its k-th best, and a slot
+    // where the searches of a top-k query of k <= SHARED_K share their molecules' scores)
+    m.add("SHARED_BAR_BYTES", CELL_BYTES)?;
+    // the largest k whose searches share their molecules' scores, not only their k-th bests
+    m.add("SHARED_BAR_K", SHARED_K)?;
     m.add_function(wrap_pyfunction!(build_column_index, m)?)?;
     Ok(())
 }

@@ -314,13 +314,13 @@ def _node_bars(comm):
     (collective over `comm`), zeroed by the node's first rank; None if the MPI cannot make one."""
     from mpi4py import MPI
 
-    from .._core import SharedBars
+    from .._core import SHARED_BAR_BYTES, SharedBars
 
     node = _node_comm(comm)
     if node is None:
         return None
     try:
-        size = _BAR_CELLS * SharedBars.CELL_BYTES if node.Get_rank() == 0 else 0
+        size = _BAR_CELLS * SHARED_BAR_BYTES if node.Get_rank() == 0 else 0
         win = MPI.Win.Allocate_shared(size, 8, comm=node)
         buf, _ = win.Shared_query(0)
         cells = np.frombuffer(buf, dtype=np.uint64)
