@@ -116,7 +116,7 @@ impl<'a> SharedBar<'a> {
     /// Raises the shared bar to `c / u` if that is better (and the cell is this query's, or an
     /// older query's).
     pub(crate) fn raise(&self, c: u32, u: u32) {
-        if c > TERM_MASK || u > TERM_MASK || (c, u) == (0, 0) {
+        if !fits(c, u) {
             return;
         }
         let tag = self.tag;
@@ -183,55 +183,49 @@ impl SharedScores<'_> {
             v != 0 && unpack(v).0 != tag && !older(v, tag)
         });
         if !later {
-            let mine = |v: u64| v != 0 && unpack(v).0 == tag;
-            for &(c, u) in pending {
-                if c > TERM_MASK || u > TERM_MASK || (c, u) == (0, 0) {
-                    continue;
-                }
-                let new = pack(tag, c, u);
-                // a free cell, or else the least score if this one beats it
-                let mut at = None;
-                let mut least: Option<(usize, u32, u32)> = None;
-                for (i, cell) in cells.iter().enumerate() {
-                    let v = cell.load(Ordering::Relaxed);
-                    if !mine(v) {
-                        at = Some(i);
-                        break;
-                    }
-                    let (_, lc, lu) = unpack(v);
-                    if least.map_or(true, |(_, bc, bu)| cmp_ratio(lc, lu, bc, bu).is_lt()) {
-                        least = Some((i, lc, lu));
-                    }
-                }
-                let at = at.or_else(|| {
-                    least
-                        .filter(|&(_, lc, lu)| cmp_ratio(c, u, lc, lu).is_gt())
-                        .map(|(i, _, _)| i)
-                });
+            for &(c, u) in pending.iter().filter(|&&(c, u)| fits(c, u)) {
+                let at = match free_or_least(cells, tag) {
+                    Place::Free(i) => Some(i),
+                    Place::Least(i, lc, lu) => cmp_ratio(c, u, lc, lu).is_gt().then_some(i),
+                };
                 if let Some(i) = at {
-                    cells[i].store(new, Ordering::Relaxed);
+                    cells[i].store(pack(tag, c, u), Ordering::Relaxed);
                 }
             }
-            let mut kth: Option<(u32, u32)> = None;
-            let mut full = true;
-            for cell in cells {
-                let v = cell.load(Ordering::Relaxed);
-                if !mine(v) {
-                    full = false;
-                    break;
-                }
-                let (_, c, u) = unpack(v);
-                if kth.map_or(true, |(bc, bu)| cmp_ratio(c, u, bc, bu).is_lt()) {
-                    kth = Some((c, u));
-                }
-            }
-            if let (true, Some((c, u))) = (full, kth) {
+            if let Place::Least(_, c, u) = free_or_least(cells, tag) {
                 out = Added::Kth(c, u);
             }
         }
         lock.store(0, Ordering::Release);
         out
     }
+}
+
+/// Where a slot's next score goes: the first cell holding no score of the query (free), or,
+/// when every cell holds one, the cell of the least (the slot's k-th best).
+enum Place {
+    Free(usize),
+    Least(usize, u32, u32),
+}
+
+fn free_or_least(cells: &[AtomicU64], tag: u32) -> Place {
+    let mut least: Option<(usize, u32, u32)> = None;
+    for (i, cell) in cells.iter().enumerate() {
+        let (t, c, u) = unpack(cell.load(Ordering::Relaxed));
+        if t != tag || (c, u) == (0, 0) {
+            return Place::Free(i);
+        }
+        if least.map_or(true, |(_, bc, bu)| cmp_ratio(c, u, bc, bu).is_lt()) {
+            least = Some((i, c, u));
+        }
+    }
+    let (i, c, u) = least.expect("a slot of at least one cell");
+    Place::Least(i, c, u)
+}
+
+/// Whether `c / u` is a score a cell can hold: 18-bit terms, not "none yet".
+fn fits(c: u32, u: u32) -> bool {
+    c <= TERM_MASK && u <= TERM_MASK && (c, u) != (0, 0)
 }
 
 fn pack(tag: u32, c: u32, u: u32) -> u64 {

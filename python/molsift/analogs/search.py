@@ -344,8 +344,8 @@ class LevelWalk:
     for `go_on(True)` to walk the next one or `go_on(False)` to end. Under MPI the ranks of a
     node walk their node's shards of a store set so, the nodes in step, and all stop after the
     distance where the set has k hits (`sets.store._walk_in_step`): one walk, not one per
-    distance. `halt()` ends
-    a walk wherever it is (inside the kernel when the extension takes a cancel flag).
+    distance. `halt()` ends a walk wherever it is (inside the kernel when the extension takes a
+    cancel flag).
     `threads`: each distance divided among that many; `peers` (rank, size, exchange): the
     other processes walking the same library with it, each distance divided among them too
     (`_core.AnalogIndex.walk`: every one of them gets the whole walk's hits)."""
