@@ -61,12 +61,30 @@ def test_similarity_equals_the_one_store(one, sharded):
             assert a.indices.tolist() == b.indices.tolist(), (q, kw)
             assert a.scores.tolist() == b.scores.tolist(), (q, kw)
     qs = _queries(one)
-    for a, b in zip(one.search_batch(qs, k=5), sharded.search_batch(qs, k=5, threads=2)):
-        assert a.indices.tolist() == b.indices.tolist() and a.scores.tolist() == b.scores.tolist()
+    # a batch's shards share each query's k-th best (a cell per query): shard after shard on
+    # one thread, at once on two; and a batch longer than the cells, in chunks
+    for kw in ({"k": 5}, {"k": 1}, {"k": 5, "threshold": 0.45}, {"threshold": 0.45}):
+        for threads in (1, 2):
+            for a, b in zip(
+                one.search_batch(qs, **kw), sharded.search_batch(qs, threads=threads, **kw)
+            ):
+                assert a.indices.tolist() == b.indices.tolist(), (kw, threads)
+                assert a.scores.tolist() == b.scores.tolist(), (kw, threads)
     assert (
         sharded.search(qs[0], k=3, threads=2).indices.tolist()
         == one.search(qs[0], k=3).indices.tolist()
     )
+
+
+def test_a_batch_longer_than_the_cells_is_searched_in_chunks(one, sharded, monkeypatch):
+    from molsift.sets import store as set_store
+
+    monkeypatch.setattr(set_store, "_BAR_CELLS", 3)
+    qs = _queries(one)
+    assert len(qs) > 3
+    want = [(h.indices.tolist(), h.scores.tolist()) for h in one.search_batch(qs, k=4)]
+    got = [(h.indices.tolist(), h.scores.tolist()) for h in sharded.search_batch(qs, k=4)]
+    assert got == want
 
 
 def test_similarity_against_rdkit(sharded):

@@ -395,8 +395,12 @@ class Searcher:
         threshold: float | None = None,
         k: int | None = None,
         threads: int = 1,
+        bars: SharedBars | None = None,
+        tags: list[int] | None = None,
     ) -> tuple[list[tuple[list[int], list[float]]], dict[str, Any]]:
-        """Many queries at once: (indices, scores) per query, and the summed stats."""
+        """Many queries at once: (indices, scores) per query, and the summed stats. With
+        `bars` and `tags` (one per query, top-k): query i shares its k-th best with the
+        searches of the same query over other shards given the same `bars` and tag."""
 
 class SharedBars:
     """Cells where searches of one query over different shards share their k-th best as they

@@ -170,8 +170,11 @@ impl PySearcher {
     }
 
     /// Many queries at once (threads share the queries): a list of (indices, scores), and the
-    /// stats summed over the queries.
-    #[pyo3(signature = (queries, threshold=None, k=None, threads=1))]
+    /// stats summed over the queries. With `bars` (top-k) and `tags` (one per query): query
+    /// `i` shares its k-th best with the searches of the same query over other shards given
+    /// the same `bars` and tag (cell `tags[i] % len`), as `search` does for one query.
+    #[pyo3(signature = (queries, threshold=None, k=None, threads=1, bars=None, tags=None))]
+    #[allow(clippy::too_many_arguments)]
     fn search_batch<'py>(
         &self,
         py: Python<'py>,
@@ -179,16 +182,29 @@ impl PySearcher {
         threshold: Option<f64>,
         k: Option<usize>,
         threads: usize,
+        bars: Option<PyRef<'py, PySharedBars>>,
+        tags: Option<Vec<u32>>,
     ) -> PyResult<(Vec<PyHits>, Bound<'py, PyDict>)> {
         let queries = queries
             .iter()
             .map(|q| self.query(q))
             .collect::<PyResult<Vec<_>>>()?;
+        let slots: Vec<BarSlot> = match (&bars, tags) {
+            (Some(b), Some(tags)) => tags.iter().map(|&t| b.slot(t)).collect(),
+            (None, None) => Vec::new(),
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "give bars and tags together (one tag per query)",
+                ))
+            }
+        };
         let opts = Self::options(threshold, k, threads);
         let (all, stats) = py
             .detach(|| match &self.target {
-                Target::Store(s) => s.search_batch(&queries, &opts),
-                Target::Bare(c) => molsift_search::search_batch(c, None, &queries, &opts),
+                Target::Store(s) => s.search_batch_sharing(&queries, &opts, &slots),
+                Target::Bare(c) => {
+                    molsift_search::search_batch_sharing(c, None, &queries, &opts, &slots)
+                }
             })
             .map_err(search_err)?;
         let out = all

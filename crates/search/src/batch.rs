@@ -7,10 +7,16 @@
 //! README): with the rarest-planes-first gate a query reads mostly its own rare planes, which
 //! other queries rarely share, so the blocked walk only added chunk-switching costs
 //! (0.39 against 0.32 ms/query at t = 0.7, 0.88 against 0.77 top-10, one thread).
+//!
+//! A top-k batch may give each query a [`BarSlot`] of its own
+//! ([`ColumnIndex::search_batch_sharing`]): the searches of a store set's other shards (other
+//! threads, or other MPI ranks of the node) given the same slots share each query's k-th best,
+//! so that a set's shards are searched as one batch per shard rather than one call per query.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use crate::bar::BarSlot;
 use crate::columns::run_threads;
 use crate::layout::ColumnIndex;
 use crate::{Hit, Query, SearchError, SearchOptions, SearchPath, SearchStats};
@@ -32,9 +38,24 @@ impl ColumnIndex {
         queries: &[Query],
         opts: &SearchOptions,
     ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
+        self.search_batch_sharing(queries, opts, &[])
+    }
+
+    /// [`ColumnIndex::search_batch_with_stats`] where query `i` shares its k-th best through
+    /// `bars[i]` (`opts.bar` for every query when `bars` is empty): the searches of the same
+    /// query over other shards given the same slot prune with it, as
+    /// [`SearchOptions::bar`] does for one query.
+    pub fn search_batch_sharing(
+        &self,
+        queries: &[Query],
+        opts: &SearchOptions,
+        bars: &[BarSlot],
+    ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
         opts.checked_threshold()?;
-        let one = SearchOptions {
+        check_bars(queries.len(), bars)?;
+        let one = |i: usize| SearchOptions {
             threads: 1,
+            bar: bars.get(i).copied().or(opts.bar),
             ..*opts
         };
         let threads = opts.thread_count().min(queries.len().max(1));
@@ -47,7 +68,7 @@ impl ColumnIndex {
                 if i >= queries.len() {
                     break;
                 }
-                match self.search_with_stats(&queries[i], &one) {
+                match self.search_with_stats(&queries[i], &one(i)) {
                     Ok((hits, st)) => done.push((i, hits, st)),
                     Err(e) => {
                         *failed.lock().expect("no panics while locked") = Some(e);
@@ -71,4 +92,15 @@ impl ColumnIndex {
         }
         Ok((out, stats))
     }
+}
+
+/// `bars` is empty or gives one slot per query.
+pub(crate) fn check_bars(queries: usize, bars: &[BarSlot]) -> Result<(), SearchError> {
+    if bars.is_empty() || bars.len() == queries {
+        return Ok(());
+    }
+    Err(SearchError::Invalid(format!(
+        "{} bar slots for {queries} queries: give one per query, or none",
+        bars.len()
+    )))
 }

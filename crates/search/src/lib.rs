@@ -130,12 +130,30 @@ pub fn search_batch(
     queries: &[Query],
     opts: &SearchOptions,
 ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
+    search_batch_sharing(columns, rows, queries, opts, &[])
+}
+
+/// [`search_batch`] where query `i` of a top-k batch shares its k-th best through `bars[i]`
+/// (see [`ColumnIndex::search_batch_sharing`]; `bars` empty: `opts.bar` for every query).
+pub fn search_batch_sharing(
+    columns: &ColumnIndex,
+    rows: Option<&RowScan>,
+    queries: &[Query],
+    opts: &SearchOptions,
+    bars: &[BarSlot],
+) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
+    batch::check_bars(queries.len(), bars)?;
     let by_rows = |q: &Query| rows.is_some() && choose(columns, q.popcount()) == SearchPath::Rows;
     let col_ix: Vec<usize> = (0..queries.len())
         .filter(|&i| !by_rows(&queries[i]))
         .collect();
     let col_queries: Vec<Query> = col_ix.iter().map(|&i| queries[i].clone()).collect();
-    let (col_hits, mut stats) = columns.search_batch_with_stats(&col_queries, opts)?;
+    let col_bars: Vec<BarSlot> = if bars.is_empty() {
+        Vec::new()
+    } else {
+        col_ix.iter().map(|&i| bars[i]).collect()
+    };
+    let (col_hits, mut stats) = columns.search_batch_sharing(&col_queries, opts, &col_bars)?;
     let mut out = vec![Vec::new(); queries.len()];
     for (i, h) in col_ix.into_iter().zip(col_hits) {
         out[i] = h;
@@ -143,7 +161,11 @@ pub fn search_batch(
     if let Some(r) = rows {
         for (i, q) in queries.iter().enumerate() {
             if by_rows(q) {
-                let (h, st) = r.search_with_stats(q, opts)?;
+                let one = SearchOptions {
+                    bar: bars.get(i).copied().or(opts.bar),
+                    ..*opts
+                };
+                let (h, st) = r.search_with_stats(q, &one)?;
                 out[i] = h;
                 stats.add(&st);
             }

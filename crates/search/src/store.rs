@@ -9,7 +9,7 @@ use std::sync::Arc;
 use molsift_store::{layout, Store, Verify};
 
 use crate::{
-    ColumnIndex, Hit, Query, RowScan, SearchError, SearchOptions, SearchPath, SearchStats,
+    BarSlot, ColumnIndex, Hit, Query, RowScan, SearchError, SearchOptions, SearchPath, SearchStats,
 };
 
 /// A store opened for search.
@@ -100,8 +100,19 @@ impl StoreSearcher {
         queries: &[Query],
         opts: &SearchOptions,
     ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
+        self.search_batch_sharing(queries, opts, &[])
+    }
+
+    /// Many queries at once, query `i` sharing its k-th best through `bars[i]` (see
+    /// [`crate::search_batch_sharing`]).
+    pub fn search_batch_sharing(
+        &self,
+        queries: &[Query],
+        opts: &SearchOptions,
+        bars: &[BarSlot],
+    ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
         let rows = self.rows_for(queries)?;
-        crate::search_batch(&self.columns, rows.as_ref(), queries, opts)
+        crate::search_batch_sharing(&self.columns, rows.as_ref(), queries, opts, bars)
     }
 }
 

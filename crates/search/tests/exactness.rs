@@ -534,6 +534,22 @@ fn shards_of(set: &Set, cuts: &[usize]) -> Vec<(usize, Set)> {
         .collect()
 }
 
+/// 1,500 molecules, 41 of them copies of one fingerprint at scattered places (a tie across the
+/// shards at the k-th place), the rest mutations of it; and that fingerprint's on-bits.
+fn tie_set(seed: u64) -> (Set, Vec<u32>) {
+    let mut ties = Set::new(2048);
+    let mut rng = common::Rng(seed);
+    let target: Vec<u32> = (0..40).map(|i| i * 37 % 2048).collect();
+    for i in 0..1500 {
+        if i % 37 == 5 {
+            ties.push(&target);
+        } else {
+            ties.push(&common::mutate(&mut rng, 2048, &target));
+        }
+    }
+    (ties, target)
+}
+
 /// Shards of one store searched at once, in threads, sharing their k-th best through one cell
 /// given from outside (as the ranks of a node share theirs), the query tagged, the cell alone
 /// and then with a slot of their molecules' scores (a bar never above the k-th best of all):
@@ -545,17 +561,7 @@ fn shards_sharing_a_bar_merge_to_the_whole_top_k() {
     use std::sync::atomic::AtomicU64;
 
     let family = family_set(5, 2048, 2500, 40);
-    // 40 copies of one fingerprint at scattered places: a tie across the shards at the k-th
-    let mut ties = Set::new(2048);
-    let mut rng = common::Rng(11);
-    let target: Vec<u32> = (0..40).map(|i| i * 37 % 2048).collect();
-    for i in 0..1500 {
-        if i % 37 == 5 {
-            ties.push(&target);
-        } else {
-            ties.push(&common::mutate(&mut rng, 2048, &target));
-        }
-    }
+    let (ties, target) = tie_set(11);
     let tie_query = vec![Query::from_on_bits(2048, &target).unwrap()];
     let cell = AtomicU64::new(0);
     let scores: Vec<AtomicU64> = (0..SCORES_WORDS).map(|_| AtomicU64::new(0)).collect();
@@ -650,4 +656,84 @@ fn shards_sharing_a_bar_merge_to_the_whole_top_k() {
             }
         }
     }
+}
+
+/// A store's shards each searched as one batch, query `i` of every batch sharing its k-th best
+/// through a slot of its own (`search_batch_sharing`, as a set's shards and ranks search a
+/// batch of queries): shard after shard, and all shards at once on threads, the k best of the
+/// shards' answers together equal the whole store's, ties at the k-th place included; a batch
+/// given a slot count other than its query count is refused.
+#[test]
+fn shard_batches_sharing_a_slot_per_query_merge_to_the_whole_top_k() {
+    use molsift_search::{search_batch_sharing, BarSlot, SCORES_WORDS};
+    use std::sync::atomic::AtomicU64;
+
+    let family = family_set(6, 2048, 2500, 40);
+    let (ties, target) = tie_set(12);
+    let mut queries = queries_for(7, &family, 10);
+    queries.push(Query::from_on_bits(2048, &target).unwrap());
+    let n = queries.len();
+    let mut tag = 0u32;
+    for (set, cuts) in [(&family, vec![700, 1900]), (&ties, vec![400, 401, 1100])] {
+        let shards = shards_of(set, &cuts);
+        let indexes: Vec<_> = shards
+            .iter()
+            .map(|(off, s)| (*off as u64, common::compressed_index(s)))
+            .collect();
+        for k in [1, 10, 41, 100, 101] {
+            for at_once in [false, true] {
+                let cells: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+                let scores: Vec<AtomicU64> =
+                    (0..n * SCORES_WORDS).map(|_| AtomicU64::new(0)).collect();
+                // SAFETY: the cells and slots outlive every search (scoped threads below).
+                let slots: Vec<BarSlot> = (0..n)
+                    .map(|i| unsafe {
+                        tag += 1;
+                        BarSlot::with_scores(&cells[i], scores.as_ptr().add(i * SCORES_WORDS), tag)
+                    })
+                    .collect();
+                let o = SearchOptions::top_k(k);
+                let shard_hits = |(off, (_dir, idx)): &(u64, (_, ColumnIndex))| {
+                    let (all, _) = search_batch_sharing(idx, None, &queries, &o, &slots).unwrap();
+                    all.into_iter()
+                        .map(|hits| {
+                            hits.into_iter()
+                                .map(|h| Hit {
+                                    index: h.index + off,
+                                    score: h.score,
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                        .collect::<Vec<_>>()
+                };
+                let per_shard: Vec<Vec<Vec<Hit>>> = if at_once {
+                    std::thread::scope(|sc| {
+                        let runs: Vec<_> = indexes
+                            .iter()
+                            .map(|s| sc.spawn(move || shard_hits(s)))
+                            .collect();
+                        runs.into_iter().map(|r| r.join().unwrap()).collect()
+                    })
+                } else {
+                    indexes.iter().rev().map(shard_hits).collect()
+                };
+                for (i, q) in queries.iter().enumerate() {
+                    let mut got: Vec<Hit> = per_shard.iter().flat_map(|s| s[i].clone()).collect();
+                    got.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+                    got.truncate(k);
+                    let want = brute(set, q, None, Some(k));
+                    assert_eq!(got, want, "query {i} k={k} at once={at_once} cuts={cuts:?}");
+                }
+            }
+        }
+    }
+    let (_dir, idx) = common::compressed_index(&family);
+    let cell = AtomicU64::new(0);
+    // SAFETY: the cell outlives the call.
+    let one = unsafe { BarSlot::new(&cell, 1) };
+    let refused = search_batch_sharing(&idx, None, &queries, &SearchOptions::top_k(3), &[one]);
+    assert!(
+        matches!(&refused, Err(SearchError::Invalid(m)) if m.contains("one per query")),
+        "{refused:?}"
+    );
 }

@@ -25,7 +25,7 @@ import numpy as np
 from .. import _core
 from ..store import StoreV2, _Column, _StoreBase
 from .manifest import check_file, read_manifest
-from .mpi import collective
+from .mpi import _BAR_CELLS, collective
 
 _SUMMED = ("candidates", "matched", "hits", "screen_seconds", "planes_read_bytes")
 
@@ -223,25 +223,47 @@ class _SetSearcher:
 
     def _search_batch(self, queries, threshold, k, threads):
         """Every query's hits over this process's shards first, then across the ranks at once
-        (`_across`: one reduction or gather for the batch, not one per query)."""
-        if k is not None and threads <= 1:  # each query's shards bounded by its k-th best
-            answers = [self._local(q, threshold, k, 1) for q in queries]
-            local = [(i, sc) for i, sc, _ in answers]
-            stats = _sum_stats([st for *_, st in answers])
-        else:
+        (`_across`: one reduction or gather for the batch, not one per query). Each shard takes
+        the queries as one batch (one call into Rust, not one per query); in a top-k batch
+        query i's searches share its k-th best through a cell of its own (`_batch_bars`),
+        shard after shard and thread with thread here, rank with rank on the node, a chunk of
+        at most `_BAR_CELLS` queries (the cells) at a time."""
+        local, stats = [], []
+        for at in range(0, len(queries), _BAR_CELLS):
+            part = queries[at : at + _BAR_CELLS]
+            bars, tags = self._batch_bars(k, len(part))
 
-            def shard(s):
-                results, stats = (
-                    self._store.shards[s]._searcher().search_batch(queries, threshold, k, 1)
+            def shard(s, part=part, bars=bars, tags=tags):
+                results, st = (
+                    self._store.shards[s]
+                    ._searcher()
+                    .search_batch(part, threshold, k, 1, bars, tags)
                 )
                 off = self._store.offsets[s]
-                return [(np.asarray(i, dtype=np.int64) + off, sc) for i, sc in results], stats
+                return [(np.asarray(i, dtype=np.int64) + off, sc) for i, sc in results], st
 
             parts = self._store._map(shard, threads)
-            local = [merge_hits([p[0][q] for p in parts], k) for q in range(len(queries))]
-            stats = _sum_stats([p[1] for p in parts])
+            local.extend(merge_hits([p[0][q] for p in parts], k) for q in range(len(part)))
+            stats.extend(p[1] for p in parts)
         merged = [(i.tolist(), sc.tolist()) for i, sc in self._across(local, k)]
-        return merged, stats
+        return merged, _sum_stats(stats)
+
+    def _batch_bars(self, k, n: int):
+        """(bars, tags) for a chunk of `n` top-k queries: the node's shared cells and the next
+        `n` tags of the ranks (every rank counts them alike), or, in one process searching more
+        than one shard, `n` cells of its own; (None, None) for threshold searches, one shard
+        alone, or an MPI that cannot share memory."""
+        if k is None:
+            return None, None
+        ranks = getattr(self._store, "_ranks", None)
+        if ranks is not None:
+            got = [ranks.bar() for _ in range(n)]
+            if not got or got[0] is None:
+                return None, None
+            return got[0][0], [tag for _, tag in got]
+        if sum(1 for s in self._store._own() if len(self._store.shards[s])) < 2:
+            return None, None
+        return _core.SharedBars(max(1, n)), list(range(1, n + 1))
 
 
 def merge_hits(parts, k: int | None) -> tuple[np.ndarray, np.ndarray]:
