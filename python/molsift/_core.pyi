@@ -401,6 +401,20 @@ class Searcher:
         """Many queries at once: (indices, scores) per query, and the summed stats. With
         `bars` and `tags` (one per query, top-k): query i shares its k-th best with the
         searches of the same query over other shards given the same `bars` and tag."""
+    @staticmethod
+    def search_shards(
+        searchers: list[Searcher],
+        offsets: list[int],
+        queries: list[list[int]],
+        threshold: float | None = None,
+        k: int | None = None,
+        threads: int = 1,
+        bars: SharedBars | None = None,
+        tags: list[int] | None = None,
+    ) -> tuple[list[tuple[list[int], list[float]]], dict[str, Any]]:
+        """Many queries over several searchers at once (a set's shards), at set positions
+        `offsets[i]` + each one's own: (positions, scores) per query merged best first, and the
+        summed stats. Top-k goes best bound first across every shard's blocks."""
 
 class SharedBars:
     """Cells where searches of one query over different shards share their k-th best as they

@@ -63,6 +63,17 @@ impl PySearcher {
     }
 }
 
+/// The bar slot of each query's tag in `bars`: none without them; both or neither.
+fn slots_of(bars: Option<&PySharedBars>, tags: Option<Vec<u32>>) -> PyResult<Vec<BarSlot>> {
+    match (bars, tags) {
+        (Some(b), Some(tags)) => Ok(tags.iter().map(|&t| b.slot(t)).collect()),
+        (None, None) => Ok(Vec::new()),
+        _ => Err(pyo3::exceptions::PyValueError::new_err(
+            "give bars and tags together (one tag per query)",
+        )),
+    }
+}
+
 fn stats_dict<'py>(py: Python<'py>, s: &SearchStats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("path", s.path.name())?;
@@ -189,15 +200,7 @@ impl PySearcher {
             .iter()
             .map(|q| self.query(q))
             .collect::<PyResult<Vec<_>>>()?;
-        let slots: Vec<BarSlot> = match (&bars, tags) {
-            (Some(b), Some(tags)) => tags.iter().map(|&t| b.slot(t)).collect(),
-            (None, None) => Vec::new(),
-            _ => {
-                return Err(pyo3::exceptions::PyValueError::new_err(
-                    "give bars and tags together (one tag per query)",
-                ))
-            }
-        };
+        let slots = slots_of(bars.as_deref(), tags)?;
         let opts = Self::options(threshold, k, threads);
         let (all, stats) = py
             .detach(|| match &self.target {
@@ -206,6 +209,55 @@ impl PySearcher {
                     molsift_search::search_batch_sharing(c, None, &queries, &opts, &slots)
                 }
             })
+            .map_err(search_err)?;
+        let out = all
+            .into_iter()
+            .map(|hits| hits.into_iter().map(|h| (h.index, h.score)).unzip())
+            .collect();
+        Ok((out, stats_dict(py, &stats)?))
+    }
+
+    /// Many queries over several searchers at once (a store set's shards in this process), at
+    /// set positions `offsets[i] +` each searcher's own: a list of (positions, scores) per
+    /// query, merged best first, and the stats summed. Top-k goes best bound first across
+    /// every shard's blocks (`molsift_search::search_shards`); `bars` and `tags` (one per
+    /// query) share each query's k-th best with other processes' searches of it.
+    #[staticmethod]
+    #[pyo3(signature = (searchers, offsets, queries, threshold=None, k=None, threads=1, bars=None, tags=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_shards<'py>(
+        py: Python<'py>,
+        searchers: Vec<PyRef<'py, PySearcher>>,
+        offsets: Vec<u64>,
+        queries: Vec<Vec<u32>>,
+        threshold: Option<f64>,
+        k: Option<usize>,
+        threads: usize,
+        bars: Option<PyRef<'py, PySharedBars>>,
+        tags: Option<Vec<u32>>,
+    ) -> PyResult<(Vec<PyHits>, Bound<'py, PyDict>)> {
+        if searchers.len() != offsets.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{} searchers and {} offsets: give one offset per searcher",
+                searchers.len(),
+                offsets.len()
+            )));
+        }
+        let Some(first) = searchers.first() else {
+            return Ok((vec![(Vec::new(), Vec::new()); queries.len()], {
+                stats_dict(py, &SearchStats::default())?
+            }));
+        };
+        let queries = queries
+            .iter()
+            .map(|q| first.query(q))
+            .collect::<PyResult<Vec<_>>>()?;
+        let slots = slots_of(bars.as_deref(), tags)?;
+        let shards: Vec<(&ColumnIndex, u64)> =
+            searchers.iter().map(|s| s.columns()).zip(offsets).collect();
+        let opts = Self::options(threshold, k, threads);
+        let (all, stats) = py
+            .detach(|| molsift_search::search_shards_batch(&shards, &queries, &opts, &slots))
             .map_err(search_err)?;
         let out = all
             .into_iter()

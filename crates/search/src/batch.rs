@@ -53,45 +53,61 @@ impl ColumnIndex {
     ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
         opts.checked_threshold()?;
         check_bars(queries.len(), bars)?;
-        let one = |i: usize| SearchOptions {
-            threads: 1,
-            bar: bars.get(i).copied().or(opts.bar),
-            ..*opts
-        };
-        let threads = opts.thread_count().min(queries.len().max(1));
-        let next = AtomicUsize::new(0);
-        let failed: Mutex<Option<SearchError>> = Mutex::new(None);
-        let parts = run_threads(threads, |_| {
-            let mut done = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= queries.len() {
-                    break;
-                }
-                match self.search_with_stats(&queries[i], &one(i)) {
-                    Ok((hits, st)) => done.push((i, hits, st)),
-                    Err(e) => {
-                        *failed.lock().expect("no panics while locked") = Some(e);
-                        next.store(queries.len(), Ordering::Relaxed);
-                    }
+        run_batch(queries.len(), opts.thread_count(), |i| {
+            self.search_with_stats(&queries[i], &query_options(opts, bars, i))
+        })
+    }
+}
+
+/// The options of query `i` of a batch: one thread, and its own bar slot if `bars` has one.
+pub(crate) fn query_options(opts: &SearchOptions, bars: &[BarSlot], i: usize) -> SearchOptions {
+    SearchOptions {
+        threads: 1,
+        bar: bars.get(i).copied().or(opts.bar),
+        ..*opts
+    }
+}
+
+/// `one(i)` for each of `n` queries, `threads` threads taking the next unanswered query: the
+/// results in query order and the stats summed; the first error stops the batch.
+pub(crate) fn run_batch(
+    n: usize,
+    threads: usize,
+    one: impl Fn(usize) -> Result<(Vec<Hit>, SearchStats), SearchError> + Sync,
+) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
+    let threads = threads.max(1).min(n.max(1));
+    let next = AtomicUsize::new(0);
+    let failed: Mutex<Option<SearchError>> = Mutex::new(None);
+    let parts = run_threads(threads, |_| {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                break;
+            }
+            match one(i) {
+                Ok((hits, st)) => done.push((i, hits, st)),
+                Err(e) => {
+                    *failed.lock().expect("no panics while locked") = Some(e);
+                    next.store(n, Ordering::Relaxed);
                 }
             }
-            done
-        });
-        if let Some(e) = failed.into_inner().expect("no panics while locked") {
-            return Err(e);
         }
-        let mut stats = SearchStats {
-            path: SearchPath::Columns,
-            ..Default::default()
-        };
-        let mut out = vec![Vec::new(); queries.len()];
-        for (i, hits, st) in parts.into_iter().flatten() {
-            out[i] = hits;
-            stats.add(&st);
-        }
-        Ok((out, stats))
+        done
+    });
+    if let Some(e) = failed.into_inner().expect("no panics while locked") {
+        return Err(e);
     }
+    let mut stats = SearchStats {
+        path: SearchPath::Columns,
+        ..Default::default()
+    };
+    let mut out = vec![Vec::new(); n];
+    for (i, hits, st) in parts.into_iter().flatten() {
+        out[i] = hits;
+        stats.add(&st);
+    }
+    Ok((out, stats))
 }
 
 /// `bars` is empty or gives one slot per query.

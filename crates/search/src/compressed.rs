@@ -20,7 +20,9 @@
 
 mod bestfirst;
 
-pub(crate) use bestfirst::{top_k as top_k_best_first, usable as best_first_usable, Work};
+pub(crate) use bestfirst::{
+    same_parts, top_k as top_k_best_first, top_k_many, usable as best_first_usable, Work,
+};
 
 use std::cell::RefCell;
 use std::ops::Range;

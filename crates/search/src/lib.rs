@@ -59,6 +59,7 @@ mod layout;
 mod query;
 mod rowscan;
 mod scan;
+mod shards;
 mod store;
 mod threshold;
 mod topk;
@@ -71,6 +72,7 @@ pub use layout::{Bucket, ColumnIndex, BLOCK, MAX_BITS};
 pub use query::{Hit, Query, SearchOptions, SearchPath, SearchStats};
 pub use rowscan::RowScan;
 pub use scan::set_simd;
+pub use shards::{search_shards, search_shards_batch, Shard};
 pub use store::StoreSearcher;
 pub use threshold::{min_common, rdkit_score};
 

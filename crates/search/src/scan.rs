@@ -225,18 +225,28 @@ impl<'a> Plan<'a> {
         share: &dyn Fn(&Bucket) -> Range<u64>,
         sink: &mut S,
     ) -> Option<(Read, u32)> {
+        let work = self.best_first_work(visit, share)?;
+        Some(crate::compressed::top_k_best_first(&work, sink))
+    }
+
+    /// What a best-first top-k search of this plan reads (`visit`, `share` as
+    /// [`Plan::top_k_best_first`] takes them), or `None` when the plan cannot go best first.
+    pub(crate) fn best_first_work<'w>(
+        &'w self,
+        visit: &'w [usize],
+        share: &'w dyn Fn(&Bucket) -> Range<u64>,
+    ) -> Option<crate::compressed::Work<'w, 'a>> {
         let (_, cp) = self.compressed.as_ref()?;
         if !crate::compressed::best_first_enabled() || !crate::compressed::best_first_usable(cp) {
             return None;
         }
-        let work = crate::compressed::Work {
+        Some(crate::compressed::Work {
             cp,
             buckets: self.index.buckets(),
             visit,
             share,
             q: self.q,
-        };
-        Some(crate::compressed::top_k_best_first(&work, sink))
+        })
     }
 
     /// Scans `blocks` (inside `bucket`), feeding `sink`; returns what it read.

@@ -737,3 +737,82 @@ fn shard_batches_sharing_a_slot_per_query_merge_to_the_whole_top_k() {
         "{refused:?}"
     );
 }
+
+/// Several shards searched at once by one process (`search_shards`): top-k best bound first
+/// across every shard's blocks (planes with part masks of 16 or of 32 slots), with a bar of
+/// its own or a caller's slot, and one shard after another (planes without part masks,
+/// threshold searches, several threads) give the whole store's hits at set positions, ties at
+/// the k-th place and an empty shard included; a batch equals its queries one by one.
+#[test]
+fn shards_searched_at_once_give_the_whole_stores_hits() {
+    use molsift_search::{search_shards, search_shards_batch, BarSlot, SCORES_WORDS};
+    use std::sync::atomic::AtomicU64;
+
+    let family = family_set(8, 2048, 2500, 40);
+    let (ties, target) = tie_set(13);
+    let mut queries = queries_for(9, &family, 6);
+    queries.push(Query::from_on_bits(2048, &target).unwrap());
+    for (set, cuts) in [
+        (&family, vec![700, 700, 1900]),
+        (&ties, vec![400, 401, 1100]),
+    ] {
+        let shards = shards_of(set, &cuts);
+        for format in [3, 2, 1] {
+            let built: Vec<_> = shards
+                .iter()
+                .map(|(off, s)| (*off as u64, common::compressed_index_of_format(s, format)))
+                .collect();
+            let together: Vec<(&ColumnIndex, u64)> =
+                built.iter().map(|(off, (_dir, idx))| (idx, *off)).collect();
+            for q in &queries {
+                for (k, threshold) in [
+                    (Some(1), None),
+                    (Some(10), None),
+                    (Some(41), None),
+                    (Some(100), None),
+                    (Some(10), Some(0.5)),
+                    (None, Some(0.45)),
+                ] {
+                    for threads in [1, 2] {
+                        let o = SearchOptions {
+                            threshold,
+                            k,
+                            threads,
+                            bar: None,
+                        };
+                        let (got, _) = search_shards(&together, q, &o).unwrap();
+                        let want = brute(set, q, threshold, k);
+                        assert_eq!(
+                            got, want,
+                            "format {format} k={k:?} t={threshold:?} threads {threads}"
+                        );
+                    }
+                }
+                // a caller's slot (another process searching the same query shares it)
+                let cell = AtomicU64::new(0);
+                let scores: Vec<AtomicU64> = (0..SCORES_WORDS).map(|_| AtomicU64::new(0)).collect();
+                // SAFETY: the cell and the slot outlive the search.
+                let slot = unsafe { BarSlot::with_scores(&cell, scores.as_ptr(), 7) };
+                let o = SearchOptions {
+                    bar: Some(slot),
+                    ..SearchOptions::top_k(10)
+                };
+                let (got, _) = search_shards(&together, q, &o).unwrap();
+                assert_eq!(
+                    got,
+                    brute(set, q, None, Some(10)),
+                    "format {format}, a caller's slot"
+                );
+            }
+            let o = SearchOptions::top_k(10);
+            let (batch, _) = search_shards_batch(&together, &queries, &o, &[]).unwrap();
+            for (q, got) in queries.iter().zip(&batch) {
+                assert_eq!(
+                    got,
+                    &brute(set, q, None, Some(10)),
+                    "format {format}, a batch"
+                );
+            }
+        }
+    }
+}

@@ -158,7 +158,7 @@ class _SetSearcher:
     def _bar(self, k, threads):
         """Where a top-k query's shard searches share their k-th best as they run: with the
         other ranks of this node (MPI), or between this process's threads; None for threshold
-        searches and for one thread without MPI (`_bounded` passes the bar shard to shard)."""
+        searches and for one thread without MPI."""
         if k is None:
             return None
         ranks = getattr(self._store, "_ranks", None)
@@ -179,33 +179,38 @@ class _SetSearcher:
             return answers
         return ranks.topk_many(answers, k) if k is not None else ranks.gather_many(answers)
 
-    def _bounded(self, on_bits, threshold, k):
-        """Top-k over this process's shards one after another, each searched at or above the
-        k-th best score so far (a later shard's molecule scoring below it cannot enter the k
-        best, and one tying it loses on position): the shards together do about the work of
-        one store's top-k, not k per shard."""
-        parts, floor, bar = [], threshold, self._bar(k, 1)
-        for s in self._store._own():
-            if not len(self._store.shards[s]):
-                continue
-            idx, sc, st = self._one(s, on_bits, floor, k, bar)
-            parts.append((idx, sc, st))
-            indices, scores = merge_hits([(i, c) for i, c, _ in parts], k)
-            parts = [(indices, scores, _sum_stats([p[2] for p in parts]))]
-            if len(scores) == k:
-                floor = max(floor or 0.0, float(scores[-1]))
-        return parts
-
     def _local(self, on_bits, threshold, k, threads):
-        """One query's (indices, scores, stats) over this process's shards (bounded one after
-        another for top-k on one thread, else on threads), merged."""
-        if k is not None and threads <= 1:
-            parts = self._bounded(on_bits, threshold, k)
-        else:
-            bar = self._bar(k, threads)
-            parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k, bar), threads)
+        """One query's (indices, scores, stats) over this process's shards: top-k over several
+        shards on one thread as one best-first search over all their blocks (`_together`),
+        else the shards on threads (sharing a top-k bar), merged."""
+        if k is not None and threads <= 1 and len(self._live()) > 1:
+            bar = self._bar(k, 1)
+            bars, tags = (bar[0], [bar[1]]) if bar is not None else (None, None)
+            [(indices, scores)], stats = self._together([on_bits], threshold, k, 1, bars, tags)
+            return indices, scores, stats
+        bar = self._bar(k, threads)
+        parts = self._store._map(lambda s: self._one(s, on_bits, threshold, k, bar), threads)
         indices, scores = merge_hits([(i, sc) for i, sc, _ in parts], k)
         return indices, scores, _sum_stats([st for _, _, st in parts])
+
+    def _live(self) -> list[int]:
+        """This process's shards that hold molecules."""
+        return [s for s in self._store._own() if len(self._store.shards[s])]
+
+    def _together(self, queries, threshold, k, threads, bars, tags):
+        """The queries over this process's shards at once (`Searcher.search_shards`: top-k best
+        bound first across every shard's blocks, a shared bar per query): a list of (set
+        positions, scores) arrays per query, and the stats."""
+        live = self._live()
+        results, stats = _core.Searcher.search_shards(
+            [self._store.shards[s]._searcher() for s in live],
+            [self._store.offsets[s] for s in live],
+            queries, threshold, k, threads, bars, tags,
+        )  # fmt: skip
+        out = [
+            (np.asarray(i, dtype=np.int64), np.asarray(sc, dtype=np.float64)) for i, sc in results
+        ]
+        return out, stats
 
     def _query(self, on_bits, threshold, k, threads):
         """One query's (indices, scores, stats) over the set, across the ranks."""
@@ -223,15 +228,22 @@ class _SetSearcher:
 
     def _search_batch(self, queries, threshold, k, threads):
         """Every query's hits over this process's shards first, then across the ranks at once
-        (`_across`: one reduction or gather for the batch, not one per query). Each shard takes
-        the queries as one batch (one call into Rust, not one per query); in a top-k batch
-        query i's searches share its k-th best through a cell of its own (`_batch_bars`),
-        shard after shard and thread with thread here, rank with rank on the node, a chunk of
-        at most `_BAR_CELLS` queries (the cells) at a time."""
+        (`_across`: one reduction or gather for the batch, not one per query), one call into
+        Rust for the batch, not one per query: a top-k batch over several shards of this
+        process goes best bound first across all their blocks, query by query (`_together`);
+        otherwise each shard takes the batch (threads share the shards). Under MPI query i's
+        searches share its k-th best with the node's other ranks through a cell of its own
+        (`_batch_bars`), a chunk of at most `_BAR_CELLS` queries (the cells) at a time."""
         local, stats = [], []
+        together = k is not None and len(self._live()) > 1
         for at in range(0, len(queries), _BAR_CELLS):
             part = queries[at : at + _BAR_CELLS]
             bars, tags = self._batch_bars(k, len(part))
+            if together:  # every shard's blocks best bound first, query by query
+                got, st = self._together(part, threshold, k, threads, bars, tags)
+                local.extend(got)
+                stats.append(st)
+                continue
 
             def shard(s, part=part, bars=bars, tags=tags):
                 results, st = (
@@ -249,21 +261,17 @@ class _SetSearcher:
         return merged, _sum_stats(stats)
 
     def _batch_bars(self, k, n: int):
-        """(bars, tags) for a chunk of `n` top-k queries: the node's shared cells and the next
-        `n` tags of the ranks (every rank counts them alike), or, in one process searching more
-        than one shard, `n` cells of its own; (None, None) for threshold searches, one shard
-        alone, or an MPI that cannot share memory."""
-        if k is None:
-            return None, None
+        """(bars, tags) for a chunk of `n` top-k queries under MPI: the node's shared cells and
+        the next `n` tags of the ranks (every rank counts them alike); (None, None) for
+        threshold searches, without MPI (a process's own shards share their bar in Rust), or
+        where the MPI cannot share memory."""
         ranks = getattr(self._store, "_ranks", None)
-        if ranks is not None:
-            got = [ranks.bar() for _ in range(n)]
-            if not got or got[0] is None:
-                return None, None
-            return got[0][0], [tag for _, tag in got]
-        if sum(1 for s in self._store._own() if len(self._store.shards[s])) < 2:
+        if k is None or ranks is None:
             return None, None
-        return _core.SharedBars(max(1, n)), list(range(1, n + 1))
+        got = [ranks.bar() for _ in range(n)]
+        if not got or got[0] is None:
+            return None, None
+        return got[0][0], [tag for _, tag in got]
 
 
 def merge_hits(parts, k: int | None) -> tuple[np.ndarray, np.ndarray]:

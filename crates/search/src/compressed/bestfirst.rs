@@ -35,22 +35,27 @@ use crate::threshold::{cmp_ratio, UNREACHABLE};
 /// Blocks in a chunk of the bound pass (one 256-bit register of part bytes per plane).
 const CHUNK: usize = 32;
 
-/// The blocks of one bucket (the thread's share of it) whose bound is `c` of `u`:
-/// `arena[at .. at + len]`, each as its place in the share.
+/// The blocks of one bucket (the thread's share of it) of one index whose bound is `c` of
+/// `u`: `arena[at .. at + len]`, each as its place in the share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Group {
     c: u32,
     u: u32,
-    /// the bucket's place in the visit order
+    /// the index among those searched together ([`top_k_many`]; 0 alone)
+    shard: u32,
+    /// the bucket's place in its index's visit order
     visit: u32,
     at: u32,
     len: u32,
 }
 
 impl Ord for Group {
-    /// Greater is visited first: the better bound, then the bucket visited first.
+    /// Greater is visited first: the better bound, then the bucket visited first, then the
+    /// first index.
     fn cmp(&self, o: &Group) -> Ordering {
-        cmp_ratio(self.c, self.u, o.c, o.u).then(o.visit.cmp(&self.visit))
+        cmp_ratio(self.c, self.u, o.c, o.u)
+            .then(o.visit.cmp(&self.visit))
+            .then(o.shard.cmp(&self.shard))
     }
 }
 
@@ -81,15 +86,39 @@ pub(crate) struct Work<'a, 'p> {
 /// The search: returns what it read and how many buckets it counted blocks of.
 pub(crate) fn top_k<S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Read, u32) {
     debug_assert!(usable(w.cp));
+    top_k_many(std::slice::from_ref(w), std::slice::from_mut(sink))
+        .pop()
+        .expect("one index, one result")
+}
+
+/// One search over the blocks of several indexes (a store set's shards, each with its own
+/// sink), best bound first across all of them, as one index's search visits its own: the
+/// blocks that hold the nearest molecules of any index come first, so the k-th best rises as
+/// fast as over one store holding them all. The sinks must share their bar (a `SharedBar`
+/// taking their scores: each one's k-th best is then the k-th best of all of them), so that
+/// the first group below one sink's bar ends the search of all. Every index must be
+/// [`usable`], all with part masks of the same size ([`same_parts`]). Per index: what it read
+/// and how many buckets it counted blocks of.
+pub(crate) fn top_k_many<S: Sink>(ws: &[Work<'_, '_>], sinks: &mut [S]) -> Vec<(Read, u32)> {
+    debug_assert!(ws.iter().all(|w| usable(w.cp)) && same_parts(ws));
+    debug_assert_eq!(ws.len(), sinks.len());
+    let p16 = ws.first().is_some_and(|w| has_parts16(w.cp));
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") && crate::scan::simd_enabled() {
         // SAFETY: AVX2 is present.
-        return unsafe { top_k_avx2(w, sink) };
+        return unsafe { top_k_avx2(ws, sinks, p16) };
     }
-    if has_parts16(w.cp) {
-        return top_k_impl::<false, true, S>(w, sink);
+    if p16 {
+        return top_k_impl::<false, true, S>(ws, sinks);
     }
-    top_k_impl::<false, false, S>(w, sink)
+    top_k_impl::<false, false, S>(ws, sinks)
+}
+
+/// Whether the indexes' query planes all have part masks of one size (all of 16 slots, or
+/// none), as [`top_k_many`] needs.
+pub(crate) fn same_parts(ws: &[Work<'_, '_>]) -> bool {
+    let first = ws.first().map(|w| has_parts16(w.cp));
+    ws.iter().all(|w| Some(has_parts16(w.cp)) == first)
 }
 
 /// Whether every query plane has part masks of 16 slots (planes of format 3).
@@ -103,59 +132,68 @@ fn has_parts16(cp: &[CPlane<'_>]) -> bool {
 /// The CPU must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn top_k_avx2<S: Sink>(w: &Work<'_, '_>, sink: &mut S) -> (Read, u32) {
-    if has_parts16(w.cp) {
-        return top_k_impl::<true, true, S>(w, sink);
+unsafe fn top_k_avx2<S: Sink>(ws: &[Work<'_, '_>], sinks: &mut [S], p16: bool) -> Vec<(Read, u32)> {
+    if p16 {
+        return top_k_impl::<true, true, S>(ws, sinks);
     }
-    top_k_impl::<true, false, S>(w, sink)
+    top_k_impl::<true, false, S>(ws, sinks)
 }
 
 /// The search; `AVX2`: compiled inside [`top_k_avx2`] (the offsets' code sums use it);
 /// `P16`: with the part masks of 16 slots (else of 32).
 #[inline(always)]
 fn top_k_impl<const AVX2: bool, const P16: bool, S: Sink>(
-    w: &Work<'_, '_>,
-    sink: &mut S,
-) -> (Read, u32) {
-    let Work {
-        cp,
-        buckets,
-        visit,
-        share,
-        q,
-    } = *w;
-    let mut read = Read::default();
+    ws: &[Work<'_, '_>],
+    sinks: &mut [S],
+) -> Vec<(Read, u32)> {
+    let mut reads = vec![Read::default(); ws.len()];
     let mut heap: BinaryHeap<Group> = BinaryHeap::new();
     let mut arena: Vec<u32> = Vec::new();
     let mut bound: Vec<u8> = Vec::new();
     let mut half: Vec<u8> = Vec::new();
-    let shares: Vec<Range<u64>> = visit.iter().map(|&b| share(&buckets[b])).collect();
-    let mut counted = vec![false; visit.len()];
+    let shares: Vec<Vec<Range<u64>>> = ws
+        .iter()
+        .map(|w| w.visit.iter().map(|&b| (w.share)(&w.buckets[b])).collect())
+        .collect();
+    let mut counted: Vec<Vec<bool>> = ws.iter().map(|w| vec![false; w.visit.len()]).collect();
     let mut cnt = [0u8; CNT];
-    let mut next = 0;
+    let mut next = vec![0usize; ws.len()];
     'search: loop {
-        // the buckets whose own bound is at least the best group's: their groups first
-        while let Some(&b) = visit.get(next) {
-            let bucket = &buckets[b];
-            let p = bucket.popcount;
-            let (bc, bu) = (p.min(q), p.max(q));
+        // the buckets whose own bound is at least the best group's, of whichever index has the
+        // best next one: their groups first
+        loop {
+            let mut pick: Option<(usize, u32, u32)> = None;
+            for (s, w) in ws.iter().enumerate() {
+                if let Some(&b) = w.visit.get(next[s]) {
+                    let p = w.buckets[b].popcount;
+                    let (bc, bu) = (p.min(w.q), p.max(w.q));
+                    if pick.map_or(true, |(_, c, u)| cmp_ratio(bc, bu, c, u).is_gt()) {
+                        pick = Some((s, bc, bu));
+                    }
+                }
+            }
+            let Some((s, bc, bu)) = pick else {
+                break;
+            };
             if heap
                 .peek()
                 .is_some_and(|top| cmp_ratio(bc, bu, top.c, top.u).is_lt())
             {
                 break;
             }
-            let v = next;
-            next += 1;
+            let (w, sink) = (&ws[s], &mut sinks[s]);
+            let v = next[s];
+            next[s] += 1;
+            let p = w.buckets[w.visit[v]].popcount;
             sink.enter(p);
             let need = sink.need();
-            if need == UNREACHABLE || bc < need || shares[v].is_empty() {
+            if need == UNREACHABLE || bc < need || shares[s][v].is_empty() {
                 continue;
             }
             if P16 {
-                part_max16(cp, shares[v].clone(), &mut bound, &mut half);
+                part_max16(w.cp, shares[s][v].clone(), &mut bound, &mut half);
             } else {
-                part_max(cp, shares[v].clone(), &mut bound);
+                part_max(w.cp, shares[s][v].clone(), &mut bound);
             }
             // the blocks by bound, best first (a counting sort), those that can reach `need`
             let mut hist = [0u32; 256];
@@ -170,7 +208,8 @@ fn top_k_impl<const AVX2: bool, const P16: bool, S: Sink>(
                     start[c as usize] = at;
                     heap.push(Group {
                         c,
-                        u: p + q - c,
+                        u: p + w.q - c,
+                        shard: s as u32,
                         visit: v as u32,
                         at,
                         len,
@@ -192,8 +231,9 @@ fn top_k_impl<const AVX2: bool, const P16: bool, S: Sink>(
             break; // every block that could reach the bar is counted
         };
         // every bucket not yet expanded, and every group left, is bounded by `g`'s score
-        let v = g.visit as usize;
-        let bucket = &buckets[visit[v]];
+        let (s, v) = (g.shard as usize, g.visit as usize);
+        let (w, sink) = (&ws[s], &mut sinks[s]);
+        let bucket = &w.buckets[w.visit[v]];
         sink.enter(bucket.popcount);
         let ks = &arena[g.at as usize..(g.at + g.len) as usize];
         for &k in ks {
@@ -202,12 +242,16 @@ fn top_k_impl<const AVX2: bool, const P16: bool, S: Sink>(
                 // the bar (or the threshold) is above this bound and so above all the rest
                 break 'search;
             }
-            counted[v] = true;
-            let blk = shares[v].start as usize + k as usize;
-            count_block::<AVX2, P16, S>(cp, bucket, blk, &mut cnt, sink, &mut read);
+            counted[s][v] = true;
+            let blk = shares[s][v].start as usize + k as usize;
+            count_block::<AVX2, P16, S>(w.cp, bucket, blk, &mut cnt, sink, &mut reads[s]);
         }
     }
-    (read, counted.iter().filter(|&&c| c).count() as u32)
+    reads
+        .into_iter()
+        .zip(&counted)
+        .map(|(r, c)| (r, c.iter().filter(|&&c| c).count() as u32))
+        .collect()
 }
 
 /// Per block of `blocks`, the largest number of query planes non-empty in one of its parts,
