@@ -3,7 +3,9 @@
 Set position = shard offset + shard position, so each merge only shifts positions and keeps
 the one store's order and tie rules:
 - similarity (`search`, `search_batch`): each shard's hits (its k best, or all at or above the
-  threshold) merged by score descending, then position ascending, cut to k;
+  threshold) merged by score descending, then position ascending, cut to k; a process's top-k
+  over several shards is one best-first search across all their blocks (`crates/search`
+  shards.rs), its shards sharing one bar;
 - substructure: the shards in order, each one's hits in store order, until `max_hits`;
 - analogs: every shard's hits within d edits for d = 0, 1, ... until the set has k (the
   distance where one store's walk stops), merged by distance, Tanimoto descending, position,
@@ -228,10 +230,10 @@ class _SetSearcher:
 
     def _search_batch(self, queries, threshold, k, threads):
         """Every query's hits over this process's shards first, then across the ranks at once
-        (`_across`: one reduction or gather for the batch, not one per query), one call into
-        Rust for the batch, not one per query: a top-k batch over several shards of this
-        process goes best bound first across all their blocks, query by query (`_together`);
-        otherwise each shard takes the batch (threads share the shards). Under MPI query i's
+        (`_across`: one reduction or gather for the batch), each in one call into Rust: a top-k
+        batch over several shards of this process goes best bound first across all their
+        blocks, query by query (`_together`); otherwise each shard takes the batch (threads
+        share the shards). Under MPI query i's
         searches share its k-th best with the node's other ranks through a cell of its own
         (`_batch_bars`), a chunk of at most `_BAR_CELLS` queries (the cells) at a time."""
         local, stats = [], []
