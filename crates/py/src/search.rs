@@ -6,7 +6,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use molsift_search::{
-    BarSlot, ColumnIndex, Query, SearchOptions, SearchStats, StoreSearcher, SCORES_WORDS, SHARED_K,
+    BarSlot, ColumnIndex, Hit, Query, SearchOptions, SearchStats, StoreSearcher, SCORES_WORDS,
+    SHARED_K,
 };
 use molsift_store::planes;
 use molsift_store::v2::StoreV2;
@@ -52,6 +53,11 @@ impl PySearcher {
         Query::from_on_bits(self.columns().bits(), on_bits).map_err(search_err)
     }
 
+    /// [`PySearcher::query`] of each of a batch's queries.
+    fn queries(&self, batch: &[Vec<u32>]) -> PyResult<Vec<Query>> {
+        batch.iter().map(|q| self.query(q)).collect()
+    }
+
     /// A searcher over an open store (the same generation as the caller's other reads).
     pub(crate) fn over(py: Python<'_>, store: Arc<Store>) -> PyResult<Self> {
         let s = py
@@ -72,6 +78,19 @@ fn slots_of(bars: Option<&PySharedBars>, tags: Option<Vec<u32>>) -> PyResult<Vec
             "give bars and tags together (one tag per query)",
         )),
     }
+}
+
+/// A batch's answer for Python: (indices, scores) per query, and the stats.
+fn batch_answer<'py>(
+    py: Python<'py>,
+    all: Vec<Vec<Hit>>,
+    stats: &SearchStats,
+) -> PyResult<(Vec<PyHits>, Bound<'py, PyDict>)> {
+    let out = all
+        .into_iter()
+        .map(|hits| hits.into_iter().map(|h| (h.index, h.score)).unzip())
+        .collect();
+    Ok((out, stats_dict(py, stats)?))
 }
 
 fn stats_dict<'py>(py: Python<'py>, s: &SearchStats) -> PyResult<Bound<'py, PyDict>> {
@@ -196,10 +215,7 @@ impl PySearcher {
         bars: Option<PyRef<'py, PySharedBars>>,
         tags: Option<Vec<u32>>,
     ) -> PyResult<(Vec<PyHits>, Bound<'py, PyDict>)> {
-        let queries = queries
-            .iter()
-            .map(|q| self.query(q))
-            .collect::<PyResult<Vec<_>>>()?;
+        let queries = self.queries(&queries)?;
         let slots = slots_of(bars.as_deref(), tags)?;
         let opts = Self::options(threshold, k, threads);
         let (all, stats) = py
@@ -210,11 +226,7 @@ impl PySearcher {
                 }
             })
             .map_err(search_err)?;
-        let out = all
-            .into_iter()
-            .map(|hits| hits.into_iter().map(|h| (h.index, h.score)).unzip())
-            .collect();
-        Ok((out, stats_dict(py, &stats)?))
+        batch_answer(py, all, &stats)
     }
 
     /// Many queries over several searchers at once (a store set's shards in this process), at
@@ -244,14 +256,9 @@ impl PySearcher {
             )));
         }
         let Some(first) = searchers.first() else {
-            return Ok((vec![(Vec::new(), Vec::new()); queries.len()], {
-                stats_dict(py, &SearchStats::default())?
-            }));
+            return batch_answer(py, vec![Vec::new(); queries.len()], &SearchStats::default());
         };
-        let queries = queries
-            .iter()
-            .map(|q| first.query(q))
-            .collect::<PyResult<Vec<_>>>()?;
+        let queries = first.queries(&queries)?;
         let slots = slots_of(bars.as_deref(), tags)?;
         let shards: Vec<(&ColumnIndex, u64)> =
             searchers.iter().map(|s| s.columns()).zip(offsets).collect();
@@ -259,11 +266,7 @@ impl PySearcher {
         let (all, stats) = py
             .detach(|| molsift_search::search_shards_batch(&shards, &queries, &opts, &slots))
             .map_err(search_err)?;
-        let out = all
-            .into_iter()
-            .map(|hits| hits.into_iter().map(|h| (h.index, h.score)).unzip())
-            .collect();
-        Ok((out, stats_dict(py, &stats)?))
+        batch_answer(py, all, &stats)
     }
 }
 

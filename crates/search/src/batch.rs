@@ -51,31 +51,24 @@ impl ColumnIndex {
         opts: &SearchOptions,
         bars: &[BarSlot],
     ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
-        opts.checked_threshold()?;
-        check_bars(queries.len(), bars)?;
-        run_batch(queries.len(), opts.thread_count(), |i| {
-            self.search_with_stats(&queries[i], &query_options(opts, bars, i))
-        })
+        each_query(queries, opts, bars, |q, o| self.search_with_stats(q, o))
     }
 }
 
-/// The options of query `i` of a batch: one thread, and its own bar slot if `bars` has one.
-pub(crate) fn query_options(opts: &SearchOptions, bars: &[BarSlot], i: usize) -> SearchOptions {
-    SearchOptions {
-        threads: 1,
-        bar: bars.get(i).copied().or(opts.bar),
-        ..*opts
-    }
-}
-
-/// `one(i)` for each of `n` queries, `threads` threads taking the next unanswered query: the
-/// results in query order and the stats summed; the first error stops the batch.
-pub(crate) fn run_batch(
-    n: usize,
-    threads: usize,
-    one: impl Fn(usize) -> Result<(Vec<Hit>, SearchStats), SearchError> + Sync,
+/// `search(query, its options)` for every query of a batch (each on one thread, with
+/// `bars[i]` as its bar when `bars` gives one per query, else `opts.bar`), `opts.threads`
+/// threads taking the next unanswered query: the results in query order and the stats summed;
+/// the first error stops the batch.
+pub(crate) fn each_query(
+    queries: &[Query],
+    opts: &SearchOptions,
+    bars: &[BarSlot],
+    search: impl Fn(&Query, &SearchOptions) -> Result<(Vec<Hit>, SearchStats), SearchError> + Sync,
 ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
-    let threads = threads.max(1).min(n.max(1));
+    opts.checked_threshold()?;
+    check_bars(queries.len(), bars)?;
+    let n = queries.len();
+    let threads = opts.thread_count().min(n.max(1));
     let next = AtomicUsize::new(0);
     let failed: Mutex<Option<SearchError>> = Mutex::new(None);
     let parts = run_threads(threads, |_| {
@@ -85,7 +78,11 @@ pub(crate) fn run_batch(
             if i >= n {
                 break;
             }
-            match one(i) {
+            let one = SearchOptions {
+                threads: 1,
+                ..opts.with_bar_of(bars, i)
+            };
+            match search(&queries[i], &one) {
                 Ok((hits, st)) => done.push((i, hits, st)),
                 Err(e) => {
                     *failed.lock().expect("no panics while locked") = Some(e);

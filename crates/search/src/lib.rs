@@ -163,11 +163,7 @@ pub fn search_batch_sharing(
     if let Some(r) = rows {
         for (i, q) in queries.iter().enumerate() {
             if by_rows(q) {
-                let one = SearchOptions {
-                    bar: bars.get(i).copied().or(opts.bar),
-                    ..*opts
-                };
-                let (h, st) = r.search_with_stats(q, &one)?;
+                let (h, st) = r.search_with_stats(q, &opts.with_bar_of(bars, i))?;
                 out[i] = h;
                 stats.add(&st);
             }

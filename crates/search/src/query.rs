@@ -145,6 +145,15 @@ impl SearchOptions {
         check_threshold(self.threshold.unwrap_or(0.0))
     }
 
+    /// These options for query `i` of a batch: its own bar slot when `bars` gives one, else
+    /// `self.bar`.
+    pub(crate) fn with_bar_of(&self, bars: &[BarSlot], i: usize) -> SearchOptions {
+        SearchOptions {
+            bar: bars.get(i).copied().or(self.bar),
+            ..*self
+        }
+    }
+
     pub(crate) fn thread_count(&self) -> usize {
         self.threads.max(1)
     }

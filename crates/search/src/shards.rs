@@ -14,8 +14,8 @@
 
 use std::sync::atomic::AtomicU64;
 
-use crate::bar::{BarSlot, SharedBar, SCORES_WORDS};
-use crate::batch::{check_bars, query_options, run_batch};
+use crate::bar::{BarSlot, SCORES_WORDS};
+use crate::batch::each_query;
 use crate::columns::{topk_order, TopKSink};
 use crate::compressed::{same_parts, top_k_many, Work};
 use crate::layout::{Bucket, ColumnIndex, BLOCK};
@@ -60,11 +60,7 @@ pub fn search_shards_batch(
     opts: &SearchOptions,
     bars: &[BarSlot],
 ) -> Result<(Vec<Vec<Hit>>, SearchStats), SearchError> {
-    opts.checked_threshold()?;
-    check_bars(queries.len(), bars)?;
-    run_batch(queries.len(), opts.thread_count(), |i| {
-        search_shards(shards, &queries[i], &query_options(opts, bars, i))
-    })
+    each_query(queries, opts, bars, |q, o| search_shards(shards, q, o))
 }
 
 /// Top-k over every shard at once, best bound first; `None` when a shard's plan cannot go best
@@ -97,37 +93,34 @@ fn best_first_together(
     if !same_parts(&works) {
         return Ok(None);
     }
-    let own = AtomicU64::new(0);
-    let own_scores: Vec<AtomicU64> = (0..SCORES_WORDS).map(|_| AtomicU64::new(0)).collect();
-    let shared = match &bar {
-        Some(slot) => slot.shared(),
-        None => SharedBar::new(&own, 1).with_scores(&own_scores),
-    };
-    shared.claim();
-    let mut sinks: Vec<TopKSink<'_>> = live
-        .iter()
-        .zip(&plans)
-        .map(|((index, _), plan)| TopKSink::new(index.slot_order(), t, plan.q, k, Some(shared)))
-        .collect();
-    let reads = top_k_many(&works, &mut sinks);
-    let mut stats = SearchStats {
-        path: SearchPath::Columns,
-        ..Default::default()
-    };
-    let mut read = Read::default();
-    let mut all: Vec<Scored> = Vec::new();
-    for ((&(_, offset), sink), (r, buckets)) in live.iter().zip(sinks).zip(reads) {
-        stats.candidates += sink.candidates;
-        stats.buckets_visited += buckets;
-        read.add(r);
-        all.extend(sink.heap.into_vec().into_iter().map(|s| Scored {
-            index: s.index + offset,
-            ..s
-        }));
-    }
-    stats.units_visited = read.blocks;
-    stats.bytes_touched = read.plane_blocks * (BLOCK / 8) as u64 + stats.candidates * 8;
-    Ok(Some((finish(all, Some(k)), stats)))
+    with_slot(bar, |slot| {
+        let shared = slot.shared();
+        shared.claim();
+        let mut sinks: Vec<TopKSink<'_>> = live
+            .iter()
+            .zip(&plans)
+            .map(|((index, _), plan)| TopKSink::new(index.slot_order(), t, plan.q, k, Some(shared)))
+            .collect();
+        let reads = top_k_many(&works, &mut sinks);
+        let mut stats = SearchStats {
+            path: SearchPath::Columns,
+            ..Default::default()
+        };
+        let mut read = Read::default();
+        let mut all: Vec<Scored> = Vec::new();
+        for ((&(_, offset), sink), (r, buckets)) in live.iter().zip(sinks).zip(reads) {
+            stats.candidates += sink.candidates;
+            stats.buckets_visited += buckets;
+            read.add(r);
+            all.extend(sink.heap.into_vec().into_iter().map(|s| Scored {
+                index: s.index + offset,
+                ..s
+            }));
+        }
+        stats.units_visited = read.blocks;
+        stats.bytes_touched = read.plane_blocks * (BLOCK / 8) as u64 + stats.candidates * 8;
+        Ok(Some((finish(all, Some(k)), stats)))
+    })
 }
 
 /// Each shard searched in turn (top-k: all sharing one bar, the caller's or this search's own),
@@ -137,31 +130,41 @@ fn one_after_another(
     query: &Query,
     opts: &SearchOptions,
 ) -> Result<(Vec<Hit>, SearchStats), SearchError> {
-    let own = AtomicU64::new(0);
-    let own_scores: Vec<AtomicU64> = (0..SCORES_WORDS).map(|_| AtomicU64::new(0)).collect();
-    let bar = match (opts.k, opts.bar) {
-        (None, _) => None,
-        (Some(_), Some(slot)) => Some(slot),
-        // SAFETY: the cell and the slot outlive every search below.
-        (Some(_), None) => Some(unsafe { BarSlot::with_scores(&own, own_scores.as_ptr(), 1) }),
+    let search = |bar: Option<BarSlot>| {
+        let mut stats = SearchStats {
+            path: SearchPath::Columns,
+            ..Default::default()
+        };
+        let mut all: Vec<Hit> = Vec::new();
+        for &(index, offset) in live {
+            let o = SearchOptions { bar, ..*opts };
+            let (hits, st) = index.search_with_stats(query, &o)?;
+            stats.add(&st);
+            all.extend(hits.into_iter().map(|h| Hit {
+                index: h.index + offset,
+                score: h.score,
+            }));
+        }
+        all.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+        if let Some(k) = opts.k {
+            all.truncate(k);
+        }
+        Ok((all, stats))
     };
-    let mut stats = SearchStats {
-        path: SearchPath::Columns,
-        ..Default::default()
-    };
-    let mut all: Vec<Hit> = Vec::new();
-    for &(index, offset) in live {
-        let o = SearchOptions { bar, ..*opts };
-        let (hits, st) = index.search_with_stats(query, &o)?;
-        stats.add(&st);
-        all.extend(hits.into_iter().map(|h| Hit {
-            index: h.index + offset,
-            score: h.score,
-        }));
+    match opts.k {
+        None => search(None),
+        Some(_) => with_slot(opts.bar, |slot| search(Some(slot))),
     }
-    all.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
-    if let Some(k) = opts.k {
-        all.truncate(k);
+}
+
+/// `f` given the caller's slot, or else a cell and a slot of scores of this search's own, alive
+/// for the call: the bar a query's searches over the shards share.
+fn with_slot<R>(bar: Option<BarSlot>, f: impl FnOnce(BarSlot) -> R) -> R {
+    if let Some(slot) = bar {
+        return f(slot);
     }
-    Ok((all, stats))
+    let cell = AtomicU64::new(0);
+    let scores: Vec<AtomicU64> = (0..SCORES_WORDS).map(|_| AtomicU64::new(0)).collect();
+    // SAFETY: the cell and the slot (aligned, zeroed) outlive `f`, the only user of the slot.
+    f(unsafe { BarSlot::with_scores(&cell, scores.as_ptr(), 1) })
 }

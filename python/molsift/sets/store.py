@@ -186,8 +186,7 @@ class _SetSearcher:
         shards on one thread as one best-first search over all their blocks (`_together`),
         else the shards on threads (sharing a top-k bar), merged."""
         if k is not None and threads <= 1 and len(self._live()) > 1:
-            bar = self._bar(k, 1)
-            bars, tags = (bar[0], [bar[1]]) if bar is not None else (None, None)
+            bars, tags = self._batch_bars(k, 1)
             [(indices, scores)], stats = self._together([on_bits], threshold, k, 1, bars, tags)
             return indices, scores, stats
         bar = self._bar(k, threads)
@@ -263,10 +262,10 @@ class _SetSearcher:
         return merged, _sum_stats(stats)
 
     def _batch_bars(self, k, n: int):
-        """(bars, tags) for a chunk of `n` top-k queries under MPI: the node's shared cells and
-        the next `n` tags of the ranks (every rank counts them alike); (None, None) for
-        threshold searches, without MPI (a process's own shards share their bar in Rust), or
-        where the MPI cannot share memory."""
+        """(bars, tags) for `n` top-k queries under MPI (a chunk of a batch, or one query): the
+        node's shared cells and the next `n` tags of the ranks (every rank counts them alike);
+        (None, None) for threshold searches, without MPI (a process's own shards share their
+        bar in Rust), or where the MPI cannot share memory."""
         ranks = getattr(self._store, "_ranks", None)
         if k is None or ranks is None:
             return None, None
