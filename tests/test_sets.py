@@ -458,3 +458,25 @@ def test_served_set_answers_as_the_served_store(one, small_set):
         if path == "/api/v1/databases":  # the set says how many shards answer
             assert b["databases"][0].pop("shards") == 3
         assert a == b, (path, params)
+
+
+def test_top_k_records_round_trip_padded_rows():
+    """The reduction's records (`sets.mpi._records`, `_unpad`): each query's k best packed as
+    one row of k records, padded past its hits, and read back as its real records only, in
+    order, for a query with no hit, fewer than k, k and more than k."""
+    from molsift.sets.mpi import RECORD, _records, _unpad
+
+    k = 4
+    answers = [
+        (np.zeros(0, dtype=np.int64), np.zeros(0)),
+        (np.array([7, 3]), np.array([0.9, 0.5])),
+        (np.array([1, 2, 3, 4]), np.array([1.0, 0.8, 0.8, 0.1])),
+        (np.array([9, 8, 7, 6, 5, 4]), np.array([0.7, 0.6, 0.5, 0.4, 0.3, 0.2])),
+    ]
+    rows = _records(answers, k)
+    assert rows.dtype == RECORD and rows.shape == (4, k)
+    assert rows["score"][0].tolist() == [-1.0] * k
+    back = _unpad(rows)
+    want = [(i[:k].tolist(), s[:k].tolist()) for i, s in answers]
+    assert [(i.tolist(), s.tolist()) for i, s in back] == want
+    assert _unpad(_records([], k)) == []

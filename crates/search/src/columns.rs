@@ -170,7 +170,13 @@ impl Sink for TopKSink<'_> {
     fn accept(&mut self, slot: usize, common: u32) {
         self.candidates += 1;
         let scored = Scored::new(self.order.position(slot), common, self.p, self.q);
-        if self.shares_scores {
+        // a score at or below the bar can never raise the k-th best of the shared scores above
+        // the bar (it could only enter their k best below it): it stays out of the slot
+        if self.shares_scores
+            && self.bar.map_or(true, |(c, u)| {
+                cmp_ratio(scored.common, scored.union, c, u).is_gt()
+            })
+        {
             self.pending.push((scored.common, scored.union));
         }
         if self.heap.offer(scored) {

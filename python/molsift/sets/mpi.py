@@ -185,11 +185,7 @@ class Ranks:
         step = max(1, _BATCH_BYTES // (RECORD.itemsize * k))
         for at in range(0, len(answers), step):
             part = answers[at : at + step]
-            send = np.empty((len(part), k), dtype=RECORD)
-            send["score"], send["pos"] = _PAD_SCORE, _PAD_POS
-            for row, (indices, scores) in zip(send, part):
-                n = min(k, len(indices))
-                row["score"][:n], row["pos"][:n] = scores[:n], indices[:n]
+            send = _records(part, k)
             recv = np.empty_like(send) if self.is_root else None
             self._wait(
                 self.comm.Ireduce(
@@ -204,9 +200,7 @@ class Ranks:
                 empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
                 out.extend(empty for _ in part)
                 continue
-            for row in recv:
-                real = row["score"] >= 0
-                out.append((row["pos"][real].copy(), row["score"][real].copy()))
+            out.extend(_unpad(recv))
         return out
 
     def gather_many(self, answers: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple]:
@@ -291,6 +285,29 @@ class Ranks:
             return None
         ends = np.cumsum(counts).tolist()
         return [pickle.loads(got[0][e - c : e].tobytes()) for e, c in zip(ends, counts)]
+
+
+def _records(answers: list[tuple], k: int) -> np.ndarray:
+    """Each answer's k best (positions, scores), best first, as a row of k records padded past
+    its hits (`_PAD_SCORE`, `_PAD_POS`): one array for the whole batch, filled at once."""
+    send = np.empty((len(answers), k), dtype=RECORD)
+    send["score"], send["pos"] = _PAD_SCORE, _PAD_POS
+    heads = [(i[:k], sc[:k]) for i, sc in answers]
+    lens = np.fromiter((len(i) for i, _ in heads), dtype=np.intp, count=len(heads))
+    if lens.any():
+        filled = np.arange(k) < lens[:, None]
+        send["pos"][filled] = np.concatenate([i for i, _ in heads])
+        send["score"][filled] = np.concatenate([sc for _, sc in heads])
+    return send
+
+
+def _unpad(recv: np.ndarray) -> list[tuple]:
+    """The rows of a reduction's records as (positions, scores) of their real records (a row's
+    padding sorts after them)."""
+    pos = np.ascontiguousarray(recv["pos"])
+    scores = np.ascontiguousarray(recv["score"])
+    real = (scores >= 0).sum(axis=1).tolist()
+    return [(p[:n], s[:n]) for p, s, n in zip(pos, scores, real)]
 
 
 #: cells of the node's shared k-th best window (one per query in flight: the ranks are at most
