@@ -46,11 +46,14 @@ impl Scored {
     }
 }
 
-/// The `k` best candidates seen so far, kept as a buffer that is cut back to the `k` best
-/// (a linear-time selection) whenever it holds `2k`: amortized O(1) per candidate, where a heap
-/// pays O(log k) for every candidate that enters. The bar (the k-th best at the last cut) rises
-/// at each cut; between cuts it is lower than a heap's would be, which only lets a few more
-/// candidates in, never keeps a better one out.
+/// The `k` best candidates seen so far. For `k <= SORTED_K` they are kept sorted, best first
+/// (a candidate that enters is put in its place and the k-th dropped): the bar is the exact
+/// k-th best after every candidate, so it rises as early as it can and the search counts fewer
+/// blocks (all of MOSES, top-10 of unlike queries: 220 blocks a query against 272 with the
+/// buffer below). Larger `k` are kept as a buffer cut back to the `k` best (a linear-time
+/// selection) whenever it holds `2k`: amortized O(1) per candidate; its bar (the k-th best at
+/// the last cut) rises at each cut, lower between cuts, which only lets a few more candidates
+/// in, never keeps a better one out.
 #[derive(Debug, Clone)]
 pub(crate) struct TopK {
     k: usize,
@@ -58,6 +61,9 @@ pub(crate) struct TopK {
     /// the k-th best at the last cut
     worst: Option<Scored>,
 }
+
+/// The largest `k` kept sorted (exact bar after every candidate).
+const SORTED_K: usize = 64;
 
 impl TopK {
     pub(crate) fn new(k: usize) -> TopK {
@@ -68,10 +74,23 @@ impl TopK {
         }
     }
 
-    /// Offers a candidate; returns true if the bar rose (the buffer was cut back).
+    /// Offers a candidate; returns true if the bar rose (it entered a full sorted list, or the
+    /// buffer was cut back).
     #[inline]
     pub(crate) fn offer(&mut self, s: Scored) -> bool {
         if self.k == 0 || self.worst.is_some_and(|w| s.rank_cmp(&w) != Ordering::Less) {
+            return false;
+        }
+        if self.k <= SORTED_K {
+            let at = self
+                .buf
+                .partition_point(|x| x.rank_cmp(&s) == Ordering::Less);
+            self.buf.insert(at, s);
+            self.buf.truncate(self.k);
+            if self.buf.len() == self.k {
+                self.worst = self.buf.last().copied();
+                return true;
+            }
             return false;
         }
         self.buf.push(s);
@@ -125,59 +144,34 @@ pub(crate) fn finish(mut all: Vec<Scored>, k: Option<usize>) -> Vec<Hit> {
 mod tests {
     use super::*;
 
+    fn scored(index: u64, common: u32, union: u32) -> Scored {
+        Scored {
+            index,
+            common,
+            union,
+        }
+    }
+
     #[test]
     fn ties_go_to_the_lower_index() {
+        // k = 2, kept sorted: the bar is the exact 2nd best after every candidate
         let mut t = TopK::new(2);
         // three molecules with score 1/2, one with 1/3
-        assert!(!t.offer(Scored {
-            index: 9,
-            common: 1,
-            union: 2
-        }));
-        assert!(
-            t.offer(Scored {
-                index: 5,
-                common: 2,
-                union: 4
-            }),
-            "k in: the first cut sets the bar"
-        );
+        assert!(!t.offer(scored(9, 1, 2)), "one in: no bar yet");
+        assert!(t.offer(scored(5, 2, 4)), "k in: the bar is set");
         assert_eq!(t.bar().map(|w| w.index), Some(9));
         assert!(
-            !t.offer(Scored {
-                index: 3,
-                common: 3,
-                union: 6
-            }),
-            "better than the bar: kept, no cut yet"
-        );
-        assert!(
-            !t.offer(Scored {
-                index: 1,
-                common: 1,
-                union: 3
-            }),
-            "below the bar"
-        );
-        assert!(
-            t.offer(Scored {
-                index: 7,
-                common: 1,
-                union: 2
-            }),
-            "2k in: cut back to k"
+            t.offer(scored(3, 3, 6)),
+            "better than the bar: in, the bar rises"
         );
         assert_eq!(
             t.bar().map(|w| w.index),
             Some(5),
-            "the 2nd best of 9, 5, 3 and 7 (score 1/2, then index)"
+            "the 2nd best of 9, 5 and 3"
         );
+        assert!(!t.offer(scored(1, 1, 3)), "below the bar");
         assert!(
-            !t.offer(Scored {
-                index: 6,
-                common: 1,
-                union: 2
-            }),
+            !t.offer(scored(7, 1, 2)),
             "ties the bar with a higher index: out"
         );
         let hits = finish(t.into_vec(), None);
@@ -186,17 +180,69 @@ mod tests {
     }
 
     #[test]
-    fn keeps_the_k_best_of_many() {
-        for k in [1usize, 2, 3, 10, 64] {
-            let mut t = TopK::new(k);
-            let mut all = Vec::new();
-            let mut x = 12345u64;
-            for i in 0..1000u64 {
+    fn a_large_k_is_cut_back_every_k() {
+        // k past SORTED_K: a buffer cut back to the k best whenever it holds 2k
+        let k = SORTED_K + 1;
+        let mut t = TopK::new(k);
+        for i in 0..k as u64 - 1 {
+            assert!(!t.offer(scored(100 + i, 1, 2)));
+        }
+        assert!(
+            t.offer(scored(99, 1, 4)),
+            "k in: the first cut sets the bar"
+        );
+        assert_eq!(t.bar().map(|w| w.index), Some(99));
+        for i in 0..k as u64 - 1 {
+            assert!(!t.offer(scored(i, 1, 2)), "better: kept, no cut before 2k");
+            assert_eq!(
+                t.bar().map(|w| w.index),
+                Some(99),
+                "the bar waits for the cut"
+            );
+        }
+        assert!(t.offer(scored(98, 1, 2)), "2k in: cut back to k");
+        assert_eq!(
+            t.bar().map(|w| w.index),
+            Some(98),
+            "the k-th best of 0 .. k - 2, 98 and 100 .. (score 1/2, then index)"
+        );
+    }
+
+    /// `n` candidates of pseudo-random scores (popcounts 40 and 40), indices 0 .. n.
+    fn random_scored(n: u64, seed: u64) -> Vec<Scored> {
+        let mut x = seed;
+        (0..n)
+            .map(|i| {
                 x = x
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
-                let s = Scored::new(i, (x >> 59) as u32, 40, 40);
+                Scored::new(i, (x >> 59) as u32, 40, 40)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_sorted_bar_is_the_kth_best_after_every_candidate() {
+        for k in [1usize, 2, 10, SORTED_K] {
+            let mut t = TopK::new(k);
+            let mut all = Vec::new();
+            for (i, s) in random_scored(500, 777).into_iter().enumerate() {
                 all.push(s);
+                t.offer(s);
+                let mut best = all.clone();
+                best.sort_unstable_by(Scored::rank_cmp);
+                let want = (best.len() >= k).then(|| best[k - 1].index);
+                assert_eq!(t.bar().map(|w| w.index), want, "k = {k}, after {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn keeps_the_k_best_of_many() {
+        for k in [1usize, 2, 3, 10, 64, 65, 200] {
+            let mut t = TopK::new(k);
+            let all = random_scored(1000, 12345);
+            for &s in &all {
                 t.offer(s);
             }
             let got: Vec<u64> = finish(t.into_vec(), Some(k))
