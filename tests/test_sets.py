@@ -473,10 +473,12 @@ def test_top_k_records_round_trip_padded_rows():
         (np.array([1, 2, 3, 4]), np.array([1.0, 0.8, 0.8, 0.1])),
         (np.array([9, 8, 7, 6, 5, 4]), np.array([0.7, 0.6, 0.5, 0.4, 0.3, 0.2])),
     ]
-    rows = _records(answers, k)
-    assert rows.dtype == RECORD and rows.shape == (4, k)
-    assert rows["score"][0].tolist() == [-1.0] * k
-    back = _unpad(rows)
-    want = [(i[:k].tolist(), s[:k].tolist()) for i, s in answers]
-    assert [(i.tolist(), s.tolist()) for i, s in back] == want
+    # one query, a few (packed row by row) and a batch (packed at once)
+    for batch in (answers[1:2], answers, 5 * answers):
+        rows = _records(batch, k)
+        assert rows.dtype == RECORD and rows.shape == (len(batch), k)
+        back = _unpad(rows)
+        want = [(i[:k].tolist(), s[:k].tolist()) for i, s in batch]
+        assert [(i.tolist(), s.tolist()) for i, s in back] == want
+    assert _records(answers, k)["score"][0].tolist() == [-1.0] * k
     assert _unpad(_records([], k)) == []

@@ -289,9 +289,15 @@ class Ranks:
 
 def _records(answers: list[tuple], k: int) -> np.ndarray:
     """Each answer's k best (positions, scores), best first, as a row of k records padded past
-    its hits (`_PAD_SCORE`, `_PAD_POS`): one array for the whole batch, filled at once."""
+    its hits (`_PAD_SCORE`, `_PAD_POS`): a batch's rows filled at once, a few row by row
+    (cheaper for one query)."""
     send = np.empty((len(answers), k), dtype=RECORD)
     send["score"], send["pos"] = _PAD_SCORE, _PAD_POS
+    if len(answers) <= _FEW_PACKED:
+        for row, (indices, scores) in zip(send, answers):
+            n = min(k, len(indices))
+            row["score"][:n], row["pos"][:n] = scores[:n], indices[:n]
+        return send
     heads = [(i[:k], sc[:k]) for i, sc in answers]
     lens = np.fromiter((len(i) for i, _ in heads), dtype=np.intp, count=len(heads))
     if lens.any():
@@ -304,10 +310,21 @@ def _records(answers: list[tuple], k: int) -> np.ndarray:
 def _unpad(recv: np.ndarray) -> list[tuple]:
     """The rows of a reduction's records as (positions, scores) of their real records (a row's
     padding sorts after them)."""
+    if len(recv) <= _FEW_UNPACKED:
+        out = []
+        for row in recv:
+            n = int(np.count_nonzero(row["score"] >= 0))
+            out.append((row["pos"][:n].copy(), row["score"][:n].copy()))
+        return out
     pos = np.ascontiguousarray(recv["pos"])
     scores = np.ascontiguousarray(recv["score"])
     real = (scores >= 0).sum(axis=1).tolist()
     return [(p[:n], s[:n]) for p, s, n in zip(pos, scores, real)]
+
+
+#: answers of a reduction up to which its records are packed row by row, and unpacked (for
+#: one query a row costs 3 µs to pack and 3 to unpack, the batch's way 9 and 5)
+_FEW_PACKED, _FEW_UNPACKED = 8, 2
 
 
 #: cells of the node's shared k-th best window (one per query in flight: the ranks are at most
