@@ -308,6 +308,37 @@ impl BarSlot {
     }
 }
 
+/// A cell and a slot of scores of one search's own, zeroed: where its threads (or its shards)
+/// share their k-th best when the caller gave no [`BarSlot`].
+pub(crate) struct OwnSlot {
+    cell: AtomicU64,
+    scores: Vec<AtomicU64>,
+}
+
+impl OwnSlot {
+    pub(crate) fn new() -> OwnSlot {
+        OwnSlot {
+            cell: AtomicU64::new(0),
+            scores: (0..SCORES_WORDS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The bar shared in this cell and slot (query tag 1: the only query they serve).
+    pub(crate) fn shared(&self) -> SharedBar<'_> {
+        SharedBar::new(&self.cell, 1).with_scores(&self.scores)
+    }
+}
+
+/// `f` given the caller's slot, or else an [`OwnSlot`]'s, alive for the call.
+pub(crate) fn with_slot<R>(bar: Option<BarSlot>, f: impl FnOnce(BarSlot) -> R) -> R {
+    if let Some(slot) = bar {
+        return f(slot);
+    }
+    let own = OwnSlot::new();
+    // SAFETY: the cell and the slot (aligned, zeroed) outlive `f`, the only user of the slot.
+    f(unsafe { BarSlot::with_scores(&own.cell, own.scores.as_ptr(), 1) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

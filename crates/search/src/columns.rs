@@ -19,9 +19,8 @@
 //!   heaps are merged at the end.
 
 use std::ops::Range;
-use std::sync::atomic::AtomicU64;
 
-use crate::bar::{SharedBar, SCORES_WORDS};
+use crate::bar::{OwnSlot, SharedBar};
 use crate::compressed::SlotOrder;
 use crate::layout::{Bucket, ColumnIndex, BLOCK};
 use crate::scan::{Plan, Read, Sink};
@@ -237,13 +236,10 @@ impl ColumnIndex {
                 let visit = topk_order(&self.buckets, q);
                 // the threads' k-th best shared in a cell of this search's, or in the one the
                 // caller gave (other shards' searches of this query share it too)
-                let own = AtomicU64::new(0);
-                let own_scores: Vec<AtomicU64> = (0..if threads > 1 { SCORES_WORDS } else { 0 })
-                    .map(|_| AtomicU64::new(0))
-                    .collect();
+                let own = (opts.bar.is_none() && threads > 1).then(OwnSlot::new);
                 let shared = match &opts.bar {
                     Some(slot) => Some(slot.shared()),
-                    None => (threads > 1).then(|| SharedBar::new(&own, 1).with_scores(&own_scores)),
+                    None => own.as_ref().map(OwnSlot::shared),
                 };
                 if let Some(bar) = &shared {
                     bar.claim();

@@ -12,9 +12,7 @@
 //! (threshold searches, planes without part masks, several threads) searches the shards one
 //! after another, each top-k search pruning with the bar the ones before it left.
 
-use std::sync::atomic::AtomicU64;
-
-use crate::bar::{BarSlot, SCORES_WORDS};
+use crate::bar::{with_slot, BarSlot};
 use crate::batch::each_query;
 use crate::columns::{topk_order, TopKSink};
 use crate::compressed::{same_parts, top_k_many, Work};
@@ -155,16 +153,4 @@ fn one_after_another(
         None => search(None),
         Some(_) => with_slot(opts.bar, |slot| search(Some(slot))),
     }
-}
-
-/// `f` given the caller's slot, or else a cell and a slot of scores of this search's own, alive
-/// for the call: the bar a query's searches over the shards share.
-fn with_slot<R>(bar: Option<BarSlot>, f: impl FnOnce(BarSlot) -> R) -> R {
-    if let Some(slot) = bar {
-        return f(slot);
-    }
-    let cell = AtomicU64::new(0);
-    let scores: Vec<AtomicU64> = (0..SCORES_WORDS).map(|_| AtomicU64::new(0)).collect();
-    // SAFETY: the cell and the slot (aligned, zeroed) outlive `f`, the only user of the slot.
-    f(unsafe { BarSlot::with_scores(&cell, scores.as_ptr(), 1) })
 }
