@@ -805,7 +805,8 @@ class AnalogIndexUnion:
     def __init__(self, parts: list[AnalogIndex], offsets: list[int]) -> None:
         """The shards' indexes in set order and each one's first set position; ValueError
         unless the offsets ascend, the set's positions fit 32 bits and the indexes were built
-        alike (max_leaves)."""
+        alike (max_leaves). Makes the union's filter (every shard's WL hashes in one bitmap,
+        the bounds' tables joined): a few ms for millions of molecules, so made once."""
     def walk(
         self,
         n: int,

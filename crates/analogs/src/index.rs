@@ -674,6 +674,20 @@ impl AnalogIndex {
     }
 }
 
+impl crate::union::Summary for AnalogIndex {
+    fn wl_count(&self) -> u64 {
+        self.header.wl_hashes
+    }
+
+    fn each_wl(&self, f: &mut dyn FnMut(u64)) {
+        (0..self.header.wl_hashes as usize).for_each(|i| f(self.wl_at(i)));
+    }
+
+    fn grids(&self) -> &HashMap<usize, Grid> {
+        &self.grids
+    }
+}
+
 impl Library for AnalogIndex {
     fn contains(&self, key: u128) -> bool {
         self.find(key).is_some()

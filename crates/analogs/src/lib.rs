@@ -43,7 +43,7 @@ pub use index::{write_index, AnalogIndex};
 pub use mapping::element_changes;
 pub use skeleton::Skeleton;
 pub use smiles::{element_code, skeleton_and_elements, skeleton_of_smiles};
-pub use union::Union;
+pub use union::{Union, UnionFilter};
 pub use walk::{
     walk, walk_with, Event, KeySet, Library, SkeletonGroups, WalkOptions, WalkStats, UNLIMITED,
 };

@@ -74,9 +74,10 @@ pub struct KeySet {
     grids: HashMap<usize, Grid>,
 }
 
-/// L1 distances to the nearest present (atoms, rings), for atoms `0..=amax`, rings `0..=rmax`.
+/// L1 distances to the nearest present (atoms, rings), for atoms `0..=amax`, rings `0..=rmax`
+/// (a library's bound for one number of components, [`Library::bound`]).
 #[derive(Debug, Clone)]
-pub(crate) struct Grid {
+pub struct Grid {
     amax: usize,
     rmax: usize,
     cells: Vec<u32>,
@@ -117,6 +118,25 @@ impl Grid {
         let (a, r) = (atoms.min(self.amax), rings.min(self.rmax));
         (atoms - a) + (rings - r) + self.cells[r * (self.amax + 1) + a] as usize
     }
+
+    /// The grid of the union of the grids' points: each cell the least of theirs. [`get`] is
+    /// the exact L1 distance to a grid's nearest point anywhere (beyond `amax` or `rmax` it
+    /// grows by one a step), so the union's `get` is the least of theirs everywhere.
+    ///
+    /// [`get`]: Grid::get
+    pub(crate) fn union(grids: &[&Grid]) -> Grid {
+        let amax = grids.iter().map(|g| g.amax).max().unwrap_or(0);
+        let rmax = grids.iter().map(|g| g.rmax).max().unwrap_or(0);
+        let far = (u32::MAX / 4) as usize;
+        let mut cells = Vec::with_capacity((amax + 1) * (rmax + 1));
+        for r in 0..=rmax {
+            for a in 0..=amax {
+                let d = grids.iter().map(|g| g.get(a, r)).min().unwrap_or(far);
+                cells.push(d.min(far) as u32);
+            }
+        }
+        Grid { amax, rmax, cells }
+    }
 }
 
 impl KeySet {
@@ -149,6 +169,20 @@ impl KeySet {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+}
+
+impl crate::union::Summary for KeySet {
+    fn wl_count(&self) -> u64 {
+        self.wl.len() as u64
+    }
+
+    fn each_wl(&self, f: &mut dyn FnMut(u64)) {
+        self.wl.iter().for_each(|&h| f(h));
+    }
+
+    fn grids(&self) -> &HashMap<usize, Grid> {
+        &self.grids
     }
 }
 

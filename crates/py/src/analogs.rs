@@ -11,7 +11,7 @@ use molsift_analogs::walk::{Limits, WalkStats};
 use molsift_analogs::{
     canonical, edits, element_code, skeleton_and_elements, skeleton_of_smiles, walk_with,
     write_index, AnalogError, AnalogIndex, Event, Library, Peers, Skeleton, SkeletonGroups, Union,
-    WalkOptions,
+    UnionFilter, WalkOptions,
 };
 use molsift_store::{open_any, StoreFiles};
 use pyo3::prelude::*;
@@ -630,6 +630,7 @@ fn library_walk<L: Library + Sync>(
 pub struct PyAnalogIndexUnion {
     parts: Vec<Py<PyAnalogIndex>>,
     offsets: Vec<u32>,
+    filter: UnionFilter,
 }
 
 impl PyAnalogIndexUnion {
@@ -642,7 +643,9 @@ impl PyAnalogIndexUnion {
 impl PyAnalogIndexUnion {
     /// The shards' indexes (`AnalogIndex`, in set order) and each shard's first set position;
     /// ValueError unless the offsets ascend, the set's positions fit 32 bits and the indexes
-    /// were built alike (`max_leaves`).
+    /// were built alike (`max_leaves`). Makes the union's filter
+    /// (`molsift_analogs::UnionFilter`: every shard's WL hashes in one bitmap, the bounds'
+    /// tables joined), so made once per set and shards.
     #[new]
     fn new(parts: Vec<Py<PyAnalogIndex>>, offsets: Vec<u64>) -> PyResult<Self> {
         let bad = |why: String| Err(pyo3::exceptions::PyValueError::new_err(why));
@@ -671,9 +674,14 @@ impl PyAnalogIndexUnion {
         {
             return bad("the shards' analog indexes were built with different max_leaves".into());
         }
+        let filter = {
+            let indexes: Vec<&AnalogIndex> = parts.iter().map(|p| &p.get().inner).collect();
+            UnionFilter::new(&indexes)
+        };
         Ok(PyAnalogIndexUnion {
             parts,
             offsets: out,
+            filter,
         })
     }
 
@@ -721,7 +729,14 @@ impl PyAnalogIndexUnion {
             threads,
             peers,
         };
-        library_walk(py, &Union(&indexes), leaves, molecules, args, cancel)
+        library_walk(
+            py,
+            &Union::filtered(&indexes, &self.filter),
+            leaves,
+            molecules,
+            args,
+            cancel,
+        )
     }
 
     /// As `AnalogIndex.element_changes`, rows by set position.
