@@ -120,11 +120,11 @@ def search_batch(
 def hit_rows(store, query_ids: Sequence[str], results: Sequence[Hits]) -> list[tuple]:
     """One (query_id, target_id, score, target_smiles) row per hit (HIT_COLUMNS), queries in
     order and each query's hits best first; `results[i]` answers the query `query_ids[i]`."""
-    return [
-        (qid, store.ids[i], score, store.smiles[i])
-        for qid, hits in zip(query_ids, results)
-        for i, score in hits
-    ]
+    pairs = [(qid, i, score) for qid, hits in zip(query_ids, results) for i, score in hits]
+    # each column read in one call (a block decoded once for the hits it holds)
+    positions = [i for _, i, _ in pairs]
+    ids, smiles = store.ids.take(positions), store.smiles.take(positions)
+    return [(qid, ident, score, smi) for (qid, _, score), ident, smi in zip(pairs, ids, smiles)]
 
 
 def write_hits(rows: Iterable[tuple], path: str | os.PathLike | None = None) -> None:

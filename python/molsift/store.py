@@ -344,8 +344,10 @@ class Store(_StoreBase):
 
 class _V2Column(_Column):
     """A text column of a version-2 store by store position: item i decodes one block of
-    about 128 strings (a few microseconds); iterating decodes each block once. Every block is
-    checked against its check value as it is decoded."""
+    about 128 strings (a few microseconds); `take(positions)` and iterating decode each block
+    once for all the positions it holds (`take` reads them in block order and answers in the
+    order given: 0.2-0.7 µs a row for 100,000 rows against 3-6 read one by one). Every block
+    is checked against its check value as it is decoded."""
 
     def __init__(self, core, column: str, n: int):
         self._core = core

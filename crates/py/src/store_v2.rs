@@ -74,9 +74,12 @@ impl PyStoreV2 {
         let smiles = text_column(column)?;
         let s = &self.inner;
         py.detach(|| {
-            positions_of(positions, s.len())?
-                .map(|i| if smiles { s.smiles(i?) } else { s.id(i?) })
-                .collect::<Result<Vec<_>, _>>()
+            let positions = positions_of(positions, s.len())?;
+            if smiles {
+                s.smiles_many(positions)
+            } else {
+                s.ids_many(positions)
+            }
         })
         .map_err(store_err)
     }

@@ -701,7 +701,14 @@ fn encode_numbered(text: &[u8]) -> Option<Vec<u8>> {
     }
     // check the round trip: the text must come back byte for byte
     let mut back = Vec::with_capacity(text.len());
-    decode_numbered(&b[1..], b[0] == KIND_ARITHMETIC, values.len(), &mut back).ok()?;
+    decode_numbered(
+        &b[1..],
+        b[0] == KIND_ARITHMETIC,
+        values.len(),
+        &mut back,
+        None,
+    )
+    .ok()?;
     (back == text).then_some(b)
 }
 
@@ -726,11 +733,14 @@ fn get_varint(b: &[u8], at: &mut usize) -> Result<u64, String> {
     Err("varint longer than 10 bytes".into())
 }
 
+/// Renders a numbered block's `count` strings into `out`, each followed by `\n`; with `ends`,
+/// the place of each `\n` pushed there as it is written (no search for them after).
 fn decode_numbered(
     b: &[u8],
     arithmetic: bool,
     count: usize,
     out: &mut Vec<u8>,
+    mut ends: Option<&mut Vec<u32>>,
 ) -> Result<(), String> {
     let mut at = 0;
     let plen = get_varint(b, &mut at)? as usize;
@@ -761,6 +771,9 @@ fn decode_numbered(
                 .ok_or("number out of range".to_string())?;
         }
         render_number(out, prefix, width, v);
+        if let Some(e) = ends.as_deref_mut() {
+            e.push(out.len() as u32);
+        }
         out.push(b'\n');
     }
     if at != b.len() {
@@ -1001,10 +1014,9 @@ impl TextBlocks {
             KIND_ZSTD => self.decode_zstd(&blk[1..], count, upto, check, out),
             k @ (KIND_NUMBERED | KIND_ARITHMETIC) => {
                 out.text.clear();
-                decode_numbered(&blk[1..], k == KIND_ARITHMETIC, count, &mut out.text)
+                let ends = Some(&mut out.ends);
+                decode_numbered(&blk[1..], k == KIND_ARITHMETIC, count, &mut out.text, ends)
                     .and_then(|()| {
-                        out.ends
-                            .extend(memchr::memchr_iter(b'\n', &out.text).map(|e| e as u32));
                         (check_value(&out.text).to_le_bytes() == check)
                             .then_some(())
                             .ok_or_else(|| "does not match its check value (damaged)".to_string())
@@ -1088,6 +1100,46 @@ impl TextBlocks {
             self.decode_first(i / self.block, k + 1, &mut buf)?;
             Ok(buf.get(k).to_string())
         })
+    }
+
+    /// Strings `indices`, in the order given. They are read in index order (sorted here when
+    /// they are not), so each block that holds several of them is decoded once (whole; one
+    /// holding a single one up to it, as [`TextBlocks::get`]): rows read in order cost a block
+    /// per block, not per row.
+    pub fn get_many(
+        &self,
+        indices: impl IntoIterator<Item = Result<usize, StoreError>>,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut order: Vec<(usize, usize)> = Vec::new();
+        for (at, i) in indices.into_iter().enumerate() {
+            let i = i?;
+            if i >= self.n {
+                return Err(StoreError::Invalid(format!(
+                    "entry {i} out of range: {} holds {}",
+                    self.path.display(),
+                    self.n
+                )));
+            }
+            order.push((i, at));
+        }
+        if !order.windows(2).all(|w| w[0].0 <= w[1].0) {
+            order.sort_unstable();
+        }
+        let mut out = vec![String::new(); order.len()];
+        let mut buf = Block::default();
+        // the block in `buf` (it holds its strings up to `buf.len()`)
+        let mut held: Option<usize> = None;
+        for (j, &(i, at)) in order.iter().enumerate() {
+            let (b, k) = (i / self.block, i % self.block);
+            if held != Some(b) || k >= buf.len() {
+                let next_here = order.get(j + 1).is_some_and(|&(n, _)| n / self.block == b);
+                let upto = if next_here { usize::MAX } else { k + 1 };
+                self.decode_first(b, upto, &mut buf)?;
+                held = Some(b);
+            }
+            out[at] = buf.get(k).to_string();
+        }
+        Ok(out)
     }
 
     /// Calls `f(i, s)` for every string of blocks `from .. to`, in order.
@@ -1297,6 +1349,23 @@ mod tests {
         })
         .unwrap();
         assert_eq!(seen, strings.len());
+        // many at once, in any order, repeats too: in order, backwards, scattered
+        let n = strings.len();
+        let scattered: Vec<usize> = (0..2 * n).map(|j| (j * 7919 + j / 3) % n.max(1)).collect();
+        for want in [
+            (0..n).collect::<Vec<_>>(),
+            (0..n).rev().collect(),
+            if n > 0 { scattered } else { vec![] },
+        ] {
+            let got = t.get_many(want.iter().map(|&i| Ok(i))).unwrap();
+            let expected: Vec<&String> = want.iter().map(|&i| &strings[i]).collect();
+            assert_eq!(got.iter().collect::<Vec<_>>(), expected);
+        }
+        let e = t.get_many([Ok(0), Ok(n)]).unwrap_err().to_string();
+        assert!(
+            e.contains("out of range") && e.contains("col.blocks"),
+            "{e}"
+        );
         (t, size)
     }
 
@@ -1412,6 +1481,11 @@ mod tests {
                     ),
                     Err(e) => assert!(e.to_string().contains("smiles.blocks"), "{e}"),
                 }
+            }
+            // read together (the block decoded once, whole): the same
+            match t.get_many([Ok(last), Ok(first), Ok(first + 1)]) {
+                Ok(v) => assert_eq!(v, [&*s[last], &*s[first], &*s[first + 1]], "byte {k}"),
+                Err(e) => assert!(e.to_string().contains("smiles.blocks"), "{e}"),
             }
         }
     }

@@ -803,6 +803,42 @@ impl StoreV2 {
         self.smiles_column()?.get(i)
     }
 
+    /// Canonical SMILES of each of store positions `positions` (in the order given; a run of
+    /// positions in one block decodes it once: [`TextBlocks::get_many`]).
+    pub fn smiles_many(
+        &self,
+        positions: impl IntoIterator<Item = Result<usize, StoreError>>,
+    ) -> Result<Vec<String>, StoreError> {
+        self.smiles_column()?.get_many(positions)
+    }
+
+    /// Id of each of store positions `positions` (in the order given; ids lie in input order,
+    /// so a run of positions whose input ranks share a block decodes it once).
+    pub fn ids_many(
+        &self,
+        positions: impl IntoIterator<Item = Result<usize, StoreError>>,
+    ) -> Result<Vec<String>, StoreError> {
+        let order = self.input_order()?;
+        self.verify_file(IDS)?;
+        let n = self.len();
+        let ranks = positions.into_iter().map(|i| {
+            let i = i?;
+            let r = if i < order.len() {
+                order.get(i) as usize
+            } else {
+                usize::MAX
+            };
+            if r >= n {
+                return Err(StoreError::Inconsistent {
+                    path: self.path.join(INPUT_ORDER),
+                    reason: format!("no input rank for store position {i}"),
+                });
+            }
+            Ok(r)
+        });
+        self.ids.get_many(ranks)
+    }
+
     /// The permutation store position -> input rank (checked first).
     fn input_order(&self) -> Result<Packed<'_>, StoreError> {
         self.verify_file(INPUT_ORDER)?;

@@ -180,7 +180,8 @@ def run(args) -> int:
                 found += len(hits)
                 if not args.count:
                     positions = hits.tolist()
-                    writer.rows([(name, i, store.ids[i], store.smiles[i]) for i in positions])
+                    ids, smiles = store.ids.take(positions), store.smiles.take(positions)
+                    writer.rows([(name, *row) for row in zip(positions, ids, smiles)])
                 if show:
                     s = last_stats()
                     print(
