@@ -635,8 +635,13 @@ pub struct PyAnalogIndexUnion {
 
 impl PyAnalogIndexUnion {
     fn indexes(&self) -> Vec<&AnalogIndex> {
-        self.parts.iter().map(|p| &p.get().inner).collect()
+        inner_indexes(&self.parts)
     }
+}
+
+/// The Rust indexes of `parts`.
+fn inner_indexes(parts: &[Py<PyAnalogIndex>]) -> Vec<&AnalogIndex> {
+    parts.iter().map(|p| &p.get().inner).collect()
 }
 
 #[pymethods]
@@ -674,10 +679,7 @@ impl PyAnalogIndexUnion {
         {
             return bad("the shards' analog indexes were built with different max_leaves".into());
         }
-        let filter = {
-            let indexes: Vec<&AnalogIndex> = parts.iter().map(|p| &p.get().inner).collect();
-            UnionFilter::new(&indexes)
-        };
+        let filter = UnionFilter::new(&inner_indexes(&parts));
         Ok(PyAnalogIndexUnion {
             parts,
             offsets: out,

@@ -1085,8 +1085,8 @@ impl TextBlocks {
         result
     }
 
-    /// String `i`, decoded with its block.
-    pub fn get(&self, i: usize) -> Result<String, StoreError> {
+    /// An error unless entry `i` is in the column.
+    fn check_entry(&self, i: usize) -> Result<(), StoreError> {
         if i >= self.n {
             return Err(StoreError::Invalid(format!(
                 "entry {i} out of range: {} holds {}",
@@ -1094,6 +1094,12 @@ impl TextBlocks {
                 self.n
             )));
         }
+        Ok(())
+    }
+
+    /// String `i`, decoded with its block.
+    pub fn get(&self, i: usize) -> Result<String, StoreError> {
+        self.check_entry(i)?;
         ONE.with(|buf| {
             let mut buf = buf.borrow_mut();
             let k = i % self.block;
@@ -1113,13 +1119,7 @@ impl TextBlocks {
         let mut order: Vec<(usize, usize)> = Vec::new();
         for (at, i) in indices.into_iter().enumerate() {
             let i = i?;
-            if i >= self.n {
-                return Err(StoreError::Invalid(format!(
-                    "entry {i} out of range: {} holds {}",
-                    self.path.display(),
-                    self.n
-                )));
-            }
+            self.check_entry(i)?;
             order.push((i, at));
         }
         if !order.windows(2).all(|w| w[0].0 <= w[1].0) {

@@ -803,8 +803,8 @@ impl StoreV2 {
         self.smiles_column()?.get(i)
     }
 
-    /// Canonical SMILES of each of store positions `positions` (in the order given; a run of
-    /// positions in one block decodes it once: [`TextBlocks::get_many`]).
+    /// Canonical SMILES of each of store positions `positions`, in the order given (each block
+    /// holding several of them decoded once: [`TextBlocks::get_many`]).
     pub fn smiles_many(
         &self,
         positions: impl IntoIterator<Item = Result<usize, StoreError>>,
@@ -812,30 +812,15 @@ impl StoreV2 {
         self.smiles_column()?.get_many(positions)
     }
 
-    /// Id of each of store positions `positions` (in the order given; ids lie in input order,
-    /// so a run of positions whose input ranks share a block decodes it once).
+    /// Id of each of store positions `positions`, in the order given (ids lie in input order:
+    /// each block holding several of their ids decoded once, [`TextBlocks::get_many`]).
     pub fn ids_many(
         &self,
         positions: impl IntoIterator<Item = Result<usize, StoreError>>,
     ) -> Result<Vec<String>, StoreError> {
         let order = self.input_order()?;
         self.verify_file(IDS)?;
-        let n = self.len();
-        let ranks = positions.into_iter().map(|i| {
-            let i = i?;
-            let r = if i < order.len() {
-                order.get(i) as usize
-            } else {
-                usize::MAX
-            };
-            if r >= n {
-                return Err(StoreError::Inconsistent {
-                    path: self.path.join(INPUT_ORDER),
-                    reason: format!("no input rank for store position {i}"),
-                });
-            }
-            Ok(r)
-        });
+        let ranks = positions.into_iter().map(|i| self.rank_in(&order, i?));
         self.ids.get_many(ranks)
     }
 
@@ -850,7 +835,11 @@ impl StoreV2 {
 
     /// The input rank of store position `i` (its place among the molecules in input order).
     pub fn input_rank(&self, i: usize) -> Result<usize, StoreError> {
-        let order = self.input_order()?;
+        self.rank_in(&self.input_order()?, i)
+    }
+
+    /// Store position `i`'s input rank in `order` (the checked [`StoreV2::input_order`]).
+    fn rank_in(&self, order: &Packed<'_>, i: usize) -> Result<usize, StoreError> {
         let r = if i < order.len() {
             order.get(i) as usize
         } else {
