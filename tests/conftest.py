@@ -20,7 +20,7 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 #: the one store's files as `molsift ingest` writes them (docs/store-format.md), every index
 #: included; test_store_safety.py and the fault suite's corrupter fail when a store holds another
 ONE_STORE_FILES = [
-    "analogs.deletions.bloom",
+    "analogs.deletions.fuse",
     "analogs.failed.tsv",
     "analogs.json",
     "analogs.keys.u128",

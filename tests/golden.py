@@ -3,7 +3,7 @@
 refuses to record unless the store is the same byte for byte at 1, 2 and 4 workers and under
 `mpirun -n 1..3`; `test_golden_stores.py` checks every configuration against the recording.
 First recorded for version 1 before issue 15's reshaping (commit d055058); re-recorded for the one
-store (issue 41).
+store (issue 41), and for the analog index's fuse filter of deletions (index format 4).
 
 Inputs: the bundled NCI file as it is, gzipped, as a CSV, as a rough SMILES file (ids missing,
 blank and comment lines, CRLF, unparsable SMILES: what the line shift and id fill of the merge

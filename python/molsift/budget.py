@@ -9,7 +9,8 @@ anonymous memory sampled by phase, `benches/ingest_memory.py`; BENCHMARKS.md "--
 merged runs hold the store order (4 bytes a molecule); the one store's write its exact-match
 entries (16 a distinct SMILES), the planes' sort (about 20) and up to `plane_budget` of plane
 payload; the substructure index a window of graph records and a batch of screen planes; the
-analog index an entry a molecule (34) and the deletions' filter (8). The parts are read where
+analog index an entry a molecule (34) and the deletions' hashes (4 bytes a distinct one, about
+5.4 a molecule), its filter built from them a piece at a time. The parts are read where
 they lie, each molecule found from the parts' first positions and the molecules `--dedupe` left
 out: a shard's writer holds nothing per molecule of the whole set but a record offset every 64
 (1/8 byte). Every buffer that grows with the library beyond these is cut from the budget: the

@@ -14,13 +14,13 @@
 //! | `analogs.positions.u32` | the molecules of each skeleton, ascending store positions |
 //! | `analogs.failed.tsv` | molecules without a skeleton: `position<TAB>reason` |
 //! | `analogs.wl.u64` | the distinct [`wl_hash`](crate::wl::wl_hash)es of the skeletons, ascending (the walk's filter) |
-//! | `analogs.deletions.bloom` | a [`Bloom`] filter of the WL hashes of every graph one deletion away from a skeleton (64 bits per molecule): the walk's last distance skips the insertions of a graph it lacks |
+//! | `analogs.deletions.fuse` | a filter ([`Deletions`]: binary fuse, 8-bit fingerprints, about 9 bits a hash) of the WL hashes of every graph one deletion away from a skeleton: the walk's last distance skips the insertions of a graph it lacks |
 //!
 //! Counts add up: `molecules = indexed + failed`. Limits of this version: 2^32 - 1 molecules,
 //! 65,535 atoms per skeleton; the build holds 34 bytes per molecule in memory (an entry each, in
-//! one vector that the threads fill in place), the deletions' filter (8 bytes per molecule, one
-//! for all threads), the data files' bytes, and each thread the keys of up to 4 Mi skeletons it
-//! has edited.
+//! one vector that the threads fill in place), the deletions' WL hashes (8 bytes each, about 6
+//! a molecule: the filter is built from them once all are read, a piece at a time), the data
+//! files' bytes, and each thread the keys of up to 4 Mi skeletons it has edited.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -30,8 +30,8 @@ use memmap2::Mmap;
 use molsift_store::{FileEntry, StoreFiles};
 use serde::{Deserialize, Serialize};
 
-use crate::bloom::Bloom;
 use crate::canon::canonical;
+use crate::deletions::{Deletions, Sink, BATCH};
 use crate::edits::component_count;
 use crate::edits::{edit_list, Edit, DELETIONS};
 use crate::smiles::skeleton_of_smiles;
@@ -41,8 +41,9 @@ use crate::AnalogError;
 
 /// Format name in `analogs.json`.
 pub const FORMAT_NAME: &str = "molsift-analog-index";
-/// Format version written and read (2: the WL-hash filter; 3: the deletions' Bloom filter).
-pub const FORMAT_VERSION: u32 = 3;
+/// Format version written and read (2: the WL-hash filter; 3: the deletions' Bloom filter; 4:
+/// the deletions' fuse filter).
+pub const FORMAT_VERSION: u32 = 4;
 /// The header.
 pub const HEADER_FILE: &str = "analogs.json";
 /// Canonical keys.
@@ -76,10 +77,13 @@ pub(crate) fn bitmap_bits(hashes: u64) -> u32 {
     want.clamp(BITMAP_MIN_BITS, BITMAP_MAX_BITS)
 }
 
-/// The Bloom filter of their deletions' WL hashes.
-pub const DELETIONS_FILE: &str = "analogs.deletions.bloom";
-/// Bits of the deletions' filter per molecule.
-pub const DELETION_BITS_PER_MOLECULE: u64 = 64;
+/// The filter of their deletions' WL hashes.
+pub const DELETIONS_FILE: &str = "analogs.deletions.fuse";
+/// Files of earlier formats of the index, removed when it is rebuilt (format 3's Bloom filter).
+pub const RETIRED_FILES: [&str; 1] = molsift_store::layout::ANALOG_RETIRED_FILES;
+/// Distinct deletions' hashes a molecule, as the build reserves room for them (all of MOSES:
+/// 5.4; a bucket that fills grows).
+const DELETIONS_PER_MOLECULE: usize = 6;
 /// The data files.
 pub const DATA_FILES: [&str; 7] = [
     KEYS_FILE,
@@ -168,11 +172,11 @@ pub fn write_index(
     const CHUNK: usize = 4096;
     // each molecule's entry written in its place (position order) by whichever thread reads
     // its chunk, the molecules without a skeleton marked (position `u32::MAX`, never a
-    // molecule's: n < 2^32) and listed by their threads; one filter that every thread adds to
+    // molecule's: n < 2^32) and listed by their threads, with the deletions' hashes each made
     let mut entries: Vec<Entry> = vec![NONE; n];
-    let dels = Bloom::with_bits(DELETION_BITS_PER_MOLECULE * n as u64);
     let chunks = std::sync::Mutex::new(entries.chunks_mut(CHUNK).enumerate());
     let done = AtomicUsize::new(0);
+    let sink = Sink::for_keys(DELETIONS_PER_MOLECULE * n);
     let parts: Vec<Result<Vec<(u32, String)>, AnalogError>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads.max(1))
             .map(|_| {
@@ -182,11 +186,12 @@ pub fn write_index(
                     loop {
                         let next = chunks.lock().expect("chunks").next();
                         let Some((k, slots)) = next else {
+                            sink.add(&mut work.hashes);
                             return Ok(failed);
                         };
                         let start = k * CHUNK;
                         store.for_each_smiles(start..start + slots.len(), &mut |pos, smiles| {
-                            match one(smiles, max_leaves, &dels, &mut work) {
+                            match one(smiles, max_leaves, &mut work, &sink) {
                                 Ok((key, wl, shape)) => {
                                     slots[pos - start] = Entry {
                                         key,
@@ -225,8 +230,7 @@ pub fn write_index(
             failed.len()
         )));
     }
-    let dels_bytes = dels.to_bytes();
-    drop(dels);
+    let dels_bytes = sink.into_bytes(threads);
     entries.sort_unstable_by_key(|e| (e.key, e.pos));
     // the files' bytes
     let (mut keys, mut shapes, mut offsets, mut positions) = (
@@ -319,7 +323,18 @@ pub fn write_index(
         });
         entries_out.push((name.to_string(), entry));
     }
-    store.register_files(entries_out)?;
+    // an earlier format's files go: unlisted, then removed (a crash between leaves an unlisted
+    // file, never a listed one missing)
+    store.replace_files(entries_out, &RETIRED_FILES)?;
+    for name in RETIRED_FILES {
+        let path = dir.join(name);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(AnalogError::io(&path, e))
+            }
+            _ => {}
+        }
+    }
     Ok(Written {
         header,
         bytes: total,
@@ -330,21 +345,24 @@ pub fn write_index(
 const DONE_MAX: usize = 1 << 22;
 
 /// What [`one`] keeps from molecule to molecule on a build thread: the keys of the skeletons
-/// whose deletions are in its filter already (a skeleton shared by many molecules, as about half
-/// of MOSES's are, is edited once per thread; the filter's bits are the same), and the edit list.
+/// whose deletions it has hashed already (a skeleton shared by many molecules, as about half of
+/// MOSES's are, is edited once per thread; the sink drops repeats), the deletions' hashes not
+/// yet handed to the sink, and the edit list.
 #[derive(Default)]
 struct OneWork {
     done: HashSet<u128>,
+    hashes: Vec<u64>,
     edits: Vec<Edit>,
 }
 
 /// The key, WL hash and shape of one SMILES's skeleton, or why it has none; the WL hashes of
-/// its deletions go into `dels` (hashed as the walk hashes its edits, [`Graph::hash_after`]).
+/// its deletions' hashes go to `sink` (hashed as the walk hashes its edits,
+/// [`Graph::hash_after`]), a batch at a time.
 fn one(
     smiles: &str,
     max_leaves: usize,
-    dels: &Bloom<Vec<std::sync::atomic::AtomicU64>>,
     work: &mut OneWork,
+    sink: &Sink,
 ) -> Result<(u128, u64, [u16; 3]), String> {
     let g = skeleton_of_smiles(smiles).map_err(|e| e.to_string())?;
     let key = canonical(&g, max_leaves).map_err(|e| e.to_string())?.key();
@@ -356,7 +374,10 @@ fn one(
     if work.done.insert(key) {
         edit_list(&g, DELETIONS, &mut work.edits);
         for &e in &work.edits {
-            dels.insert(hashed.hash_after(e));
+            work.hashes.push(hashed.hash_after(e));
+        }
+        if work.hashes.len() >= BATCH {
+            sink.add(&mut work.hashes);
         }
     }
     let comps = component_count(&g);
@@ -385,7 +406,7 @@ pub struct AnalogIndex {
     offsets: Option<Mmap>,
     positions: Option<Mmap>,
     wl: Option<Mmap>,
-    dels: Option<Mmap>,
+    dels: Deletions<Mmap>,
     /// per top 16 bits of a key, the first skeleton with those bits (65,537 entries)
     prefix: Vec<u32>,
     /// the same for the WL hashes
@@ -453,11 +474,6 @@ impl AnalogIndex {
                 OFFSETS_FILE => 4 * (s + 1),
                 POSITIONS_FILE => 4 * header.indexed,
                 WL_FILE => 8 * header.wl_hashes,
-                DELETIONS_FILE => {
-                    64 * (DELETION_BITS_PER_MOLECULE * header.molecules)
-                        .div_ceil(512)
-                        .max(1)
-                }
                 _ => u64::MAX,
             }
         };
@@ -498,13 +514,18 @@ impl AnalogIndex {
             maps.insert(name, map);
         }
         let mut take = |name| maps.remove(name).flatten();
+        let dels_path = dir.join(DELETIONS_FILE);
+        let dels = take(DELETIONS_FILE)
+            .ok_or_else(|| "empty".to_string())
+            .and_then(Deletions::from_bytes)
+            .map_err(|why| bad(&dels_path, why))?;
         let index = AnalogIndex {
             keys: take(KEYS_FILE),
             shapes: take(SHAPES_FILE),
             offsets: take(OFFSETS_FILE),
             positions: take(POSITIONS_FILE),
             wl: take(WL_FILE),
-            dels: take(DELETIONS_FILE),
+            dels,
             prefix: Vec::new(),
             wl_prefix: Vec::new(),
             wl_bitmap: Vec::new(),
@@ -698,8 +719,7 @@ impl Library for AnalogIndex {
     }
 
     fn insertion_may_reach(&self, wl: u64) -> bool {
-        let bytes = Self::bytes(&self.dels);
-        Bloom::from_bytes(bytes).is_some_and(|b| b.may_contain(wl))
+        self.dels.may_contain(wl)
     }
 
     fn may_contain(&self, wl: u64) -> bool {
@@ -747,5 +767,47 @@ mod file_list_tests {
         ours.sort_unstable();
         listed.sort_unstable();
         assert_eq!(ours, listed);
+    }
+}
+
+#[cfg(test)]
+mod rebuild_tests {
+    use super::*;
+    use molsift_store::{FingerprintSpec, Store, StoreWriter, Verify};
+
+    #[test]
+    fn a_rebuilt_index_retires_the_files_of_an_earlier_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let spec = FingerprintSpec::new("test", 2048, serde_json::json!({})).unwrap();
+        let mut w = StoreWriter::create(&path, spec, false).unwrap();
+        for (i, smi) in ["CCO", "CC(=O)Nc1ccccc1", "c1ccccc1", "OC1CCCC1"]
+            .iter()
+            .enumerate()
+        {
+            w.add_molecule(&format!("m{i}"), smi, i as u64 + 1, &[i as u32])
+                .unwrap();
+        }
+        w.finish().unwrap();
+        // an index of format 3 left its Bloom filter, listed in the manifest
+        let old = RETIRED_FILES[0];
+        std::fs::write(path.join(old), b"format 3").unwrap();
+        let store = Store::open(&path, Verify::Full).unwrap();
+        let entry = FileEntry {
+            bytes: 8,
+            xxh3: checksum(b"format 3"),
+        };
+        store.register_files(vec![(old.into(), entry)]).unwrap();
+        let store = Store::open(&path, Verify::Full).unwrap();
+        assert!(store.manifest().files.contains_key(old));
+        write_index(&store, 2, 100_000, &|_| {}).unwrap();
+        let store = Store::open(&path, Verify::Full).unwrap();
+        assert!(!store.manifest().files.contains_key(old));
+        assert!(!path.join(old).exists());
+        assert!(store.manifest().files.contains_key(DELETIONS_FILE));
+        let index = AnalogIndex::open_in(&store).unwrap();
+        // ethanol less its oxygen (ethane) is one deletion away from a library skeleton
+        let ethane = crate::skeleton_of_smiles("CC").unwrap();
+        assert!(index.insertion_may_reach(Graph::new(&ethane).hash()));
     }
 }

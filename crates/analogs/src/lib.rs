@@ -22,8 +22,8 @@
 //! assert_eq!(canonical(&a, 1000).unwrap().certificate, canonical(&b, 1000).unwrap().certificate);
 //! ```
 
-pub mod bloom;
 pub mod canon;
+pub mod deletions;
 pub mod divide;
 pub mod edits;
 pub mod index;

@@ -47,7 +47,16 @@ pub trait StoreFiles: Sync {
     }
     /// Lists files written into the store after it was finished in its manifest, atomically;
     /// returns the new manifest. Hold [`StoreFiles::lock`] meanwhile.
-    fn register_files(&self, entries: Vec<(String, FileEntry)>) -> Result<Manifest, StoreError>;
+    fn register_files(&self, entries: Vec<(String, FileEntry)>) -> Result<Manifest, StoreError> {
+        self.replace_files(entries, &[])
+    }
+    /// [`StoreFiles::register_files`], the files `retired` (an earlier format's, which the
+    /// caller removes afterwards) no longer listed.
+    fn replace_files(
+        &self,
+        entries: Vec<(String, FileEntry)>,
+        retired: &[&str],
+    ) -> Result<Manifest, StoreError>;
     /// An exclusive lock on the store directory, held until the guard is dropped.
     fn lock(&self) -> Result<crate::StoreLock<'_>, StoreError>;
 }
@@ -68,8 +77,12 @@ impl StoreFiles for crate::Store {
     fn smiles_at(&self, i: usize) -> Result<Cow<'_, str>, StoreError> {
         self.smiles(i).map(Cow::Borrowed)
     }
-    fn register_files(&self, entries: Vec<(String, FileEntry)>) -> Result<Manifest, StoreError> {
-        crate::Store::register_files(self, entries)
+    fn replace_files(
+        &self,
+        entries: Vec<(String, FileEntry)>,
+        retired: &[&str],
+    ) -> Result<Manifest, StoreError> {
+        crate::Store::replace_files(self, entries, retired)
     }
     fn lock(&self) -> Result<crate::StoreLock<'_>, StoreError> {
         crate::Store::lock(self)
@@ -114,8 +127,12 @@ impl StoreFiles for crate::v2::StoreV2 {
             },
         )
     }
-    fn register_files(&self, entries: Vec<(String, FileEntry)>) -> Result<Manifest, StoreError> {
-        crate::v2::StoreV2::register_files(self, entries)
+    fn replace_files(
+        &self,
+        entries: Vec<(String, FileEntry)>,
+        retired: &[&str],
+    ) -> Result<Manifest, StoreError> {
+        crate::v2::StoreV2::replace_files(self, entries, retired)
     }
     fn lock(&self) -> Result<crate::StoreLock<'_>, StoreError> {
         crate::v2::StoreV2::lock(self)

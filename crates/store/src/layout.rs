@@ -64,8 +64,12 @@ pub const ANALOG_FILES: [&str; 8] = [
     "analogs.positions.u32",
     "analogs.failed.tsv",
     "analogs.wl.u64",
-    "analogs.deletions.bloom",
+    "analogs.deletions.fuse",
 ];
+
+/// Files an earlier format of the analog index wrote (format 3's Bloom filter of deletions): a
+/// store may still hold them (it is replaceable); rebuilding the index removes them.
+pub const ANALOG_RETIRED_FILES: [&str; 1] = ["analogs.deletions.bloom"];
 
 /// The exact size a fixed-width file must have for `n` molecules, or `None` for text files.
 pub fn expected_size(file: &str, n: u64, fp: &FingerprintLayout) -> Option<u64> {

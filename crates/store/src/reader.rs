@@ -232,7 +232,16 @@ impl Store {
         &self,
         entries: Vec<(String, FileEntry)>,
     ) -> Result<Manifest, StoreError> {
-        register_in(&self.path, &self.dir, &self.manifest, entries)
+        register_in(&self.path, &self.dir, &self.manifest, entries, &[])
+    }
+
+    /// [`Store::register_files`], the files `retired` (an earlier format's) no longer listed.
+    pub fn replace_files(
+        &self,
+        entries: Vec<(String, FileEntry)>,
+        retired: &[&str],
+    ) -> Result<Manifest, StoreError> {
+        register_in(&self.path, &self.dir, &self.manifest, entries, retired)
     }
 
     /// An exclusive lock on the store directory (`flock`), held until the guard is dropped:
@@ -439,11 +448,15 @@ pub(crate) fn register_in(
     dir: &CountedFile,
     manifest: &Manifest,
     entries: Vec<(String, FileEntry)>,
+    retired: &[&str],
 ) -> Result<Manifest, StoreError> {
     if was_replaced(path, dir) {
         return Err(StoreError::Replaced(path.to_path_buf()));
     }
     let mut manifest = manifest.clone();
+    for name in retired {
+        manifest.files.remove(*name);
+    }
     for (name, entry) in entries {
         manifest.files.insert(name, entry);
     }

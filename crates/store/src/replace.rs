@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use molsift_iostats as iostats;
 
 use crate::layout::{
-    ANALOG_FILES, DATA_FILES, INDEX_FILES, MANIFEST, OPTIONAL_FILES, PATTERN_COMPACT_FILES,
-    PATTERN_FILES,
+    ANALOG_FILES, ANALOG_RETIRED_FILES, DATA_FILES, INDEX_FILES, MANIFEST, OPTIONAL_FILES,
+    PATTERN_COMPACT_FILES, PATTERN_FILES,
 };
 use crate::StoreError;
 use crate::{planes, v2};
@@ -141,6 +141,7 @@ pub fn check_replaceable(path: &Path) -> Result<(), StoreError> {
             .chain(PATTERN_FILES)
             .chain(PATTERN_COMPACT_FILES)
             .chain(ANALOG_FILES)
+            .chain(ANALOG_RETIRED_FILES)
             .chain(v2::REQUIRED)
             .chain(planes::FILES)
             .chain(OPTIONAL_FILES)

@@ -751,7 +751,16 @@ impl StoreV2 {
         &self,
         entries: Vec<(String, crate::FileEntry)>,
     ) -> Result<Manifest, StoreError> {
-        crate::reader::register_in(&self.path, &self.dir, &self.manifest, entries)
+        crate::reader::register_in(&self.path, &self.dir, &self.manifest, entries, &[])
+    }
+
+    /// [`StoreV2::register_files`], the files `retired` (an earlier format's) no longer listed.
+    pub fn replace_files(
+        &self,
+        entries: Vec<(String, crate::FileEntry)>,
+        retired: &[&str],
+    ) -> Result<Manifest, StoreError> {
+        crate::reader::register_in(&self.path, &self.dir, &self.manifest, entries, retired)
     }
 
     /// An exclusive lock on the store directory, held until the guard is dropped.
