@@ -237,6 +237,10 @@ def test_a_store_without_index_and_a_damaged_index_say_so(bundled_smi, tmp_path)
     keys.write_bytes(bytes(data))
     with pytest.raises(molsift.StoreError, match=r"analogs\.keys\.u128"):
         molsift.open_store(out, verify=False).analogs("CCO")
+    # the command: one line naming the file, nothing written before it (not even the header)
+    proc = analogs_cli(out, "-q", "CCO", "--dist", "1")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert proc.stderr.count("\n") == 1 and "analogs.keys.u128" in proc.stderr, proc.stderr
     keys.write_bytes(bytes(data[:-16]))
     with pytest.raises(molsift.StoreError, match=r"analogs\.keys\.u128"):
         molsift.open_store(out, verify=False).analogs("CCO")

@@ -104,7 +104,7 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..analogs.search import MAX_DIST, parse_limits
+    from ..analogs.search import MAX_DIST, _index, parse_limits
     from ..sets.mpi import for_ranks
     from ..store import open_store
     from .substructure import _Writer
@@ -119,6 +119,10 @@ def run(args) -> int:
     store = open_store(args.store, verify=False)
     if not store.has_analog_index:
         raise ValueError(store.missing_index("analogs"))
+    if not hasattr(store, "shards"):
+        # an index that cannot be opened (damaged, of an older format): its one error before
+        # any output (a set's shards open theirs as their ranks walk them)
+        _index(store)
     queries = for_ranks(store, args, lambda: query_source(args))
     threads = args.threads or (1 if getattr(store, "_ranks", None) else os.cpu_count() or 1)
     writer = _Writer(args.output or None, COLUMNS, TYPES)
