@@ -18,15 +18,17 @@
 //!
 //! Counts add up: `molecules = indexed + failed`. Limits of this version: 2^32 - 1 molecules,
 //! 65,535 atoms per skeleton; the build holds 34 bytes per molecule in memory (an entry each, in
-//! one vector that the threads fill in place), the deletions' WL hashes (8 bytes each, about 6
-//! a molecule: the filter is built from them once all are read, a piece at a time), the data
-//! files' bytes, and each thread the keys of up to 4 Mi skeletons it has edited.
+//! one vector that the threads fill in place), the deletions' distinct keys (4 bytes each, about
+//! 5.4 a molecule on MOSES, in the [`Sink`]'s buckets; the filter is built from them once all
+//! are read, a piece at a time), the data files' bytes, and each thread the keys of up to 4 Mi
+//! skeletons it has edited and a batch of hashes not yet handed to the sink.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memmap2::Mmap;
+use molsift_store::layout::ANALOG_RETIRED_FILES;
 use molsift_store::{FileEntry, StoreFiles};
 use serde::{Deserialize, Serialize};
 
@@ -79,8 +81,6 @@ pub(crate) fn bitmap_bits(hashes: u64) -> u32 {
 
 /// The filter of their deletions' WL hashes.
 pub const DELETIONS_FILE: &str = "analogs.deletions.fuse";
-/// Files of earlier formats of the index, removed when it is rebuilt (format 3's Bloom filter).
-pub const RETIRED_FILES: [&str; 1] = molsift_store::layout::ANALOG_RETIRED_FILES;
 /// Distinct deletions' hashes a molecule, as the build reserves room for them (all of MOSES:
 /// 5.4; a bucket that fills grows).
 const DELETIONS_PER_MOLECULE: usize = 6;
@@ -325,8 +325,8 @@ pub fn write_index(
     }
     // an earlier format's files go: unlisted, then removed (a crash between leaves an unlisted
     // file, never a listed one missing)
-    store.replace_files(entries_out, &RETIRED_FILES)?;
-    for name in RETIRED_FILES {
+    store.replace_files(entries_out, &ANALOG_RETIRED_FILES)?;
+    for name in ANALOG_RETIRED_FILES {
         let path = dir.join(name);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -790,7 +790,7 @@ mod rebuild_tests {
         }
         w.finish().unwrap();
         // an index of format 3 left its Bloom filter, listed in the manifest
-        let old = RETIRED_FILES[0];
+        let old = ANALOG_RETIRED_FILES[0];
         std::fs::write(path.join(old), b"format 3").unwrap();
         let store = Store::open(&path, Verify::Full).unwrap();
         let entry = FileEntry {

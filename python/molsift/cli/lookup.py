@@ -139,7 +139,7 @@ def _row(out, store, query: str, canonical, positions, counts: dict, rejected=Fa
     record the reader `rejected` is an `invalid` row too (counted apart)."""
     found = "yes" if positions else ("invalid" if canonical is None else "no")
     counts["rejected" if rejected else found] += 1
-    ids = ",".join(store.ids[int(p)] for p in positions)
+    ids = ",".join(store.ids.take([int(p) for p in positions]))
     where = ",".join(str(int(p)) for p in positions)
     smiles = canonical or (store.smiles[int(positions[0])] if positions else "")
     out.write(f"{query}\t{found}\t{ids}\t{where}\t{smiles}\n")
