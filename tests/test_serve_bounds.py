@@ -665,6 +665,66 @@ def test_wide_analog_searches_are_heavy_and_leave_light_ones_alone(stores):
         server.stop()
 
 
+def macrocycle(atoms: int) -> str:
+    """One ring of `atoms` carbons: RDKit's ring perception of it holds Python's interpreter
+    lock for about 0.4 s at 4,000 atoms (quadratic in the ring's size)."""
+    return "C1" + "C" * (atoms - 2) + "C1"
+
+
+def test_long_queries_are_read_outside_the_server_process(stores):
+    """A similarity, exact or SmallWorld analog query of 4,000 atoms (each RDKit read of it held
+    the interpreter lock for about half a second, in the server's threads or, for SmallWorld's
+    analog submit, on its event loop) is a heavy search, read in a worker process: the database
+    list and short similarity searches answer at once meanwhile, and each long query's answer is
+    the store's own."""
+    limits = Limits()
+    assert limits.heavy("similarity", None, limits.light_query_chars + 1)
+    assert not limits.heavy("similarity", None, limits.light_query_chars)
+    assert limits.heavy("exact", None, limits.light_query_chars + 1)
+    assert limits.heavy("analogs", 1, limits.light_query_chars + 1)
+    server = serve(stores, max_heavy=1, max_concurrent=2, timeout_s=60, queue_wait_s=60)
+    nci = stores.get("nci").store
+    long = [macrocycle(4000 + i) for i in range(4)]  # distinct: no cache hit
+    try:
+        status, _, _, _ = answer(server, "/api/v1/search", db="nci", query="CCO", type="smarts")
+        assert status == 200  # the heavy worker started
+        with ThreadPoolExecutor(len(long) + 1) as pool:
+            slow = [
+                pool.submit(answer, server, "/api/v1/search", db="nci", query=q, k=3)
+                for q in long[:2]
+            ]
+            slow.append(
+                pool.submit(answer, server, "/api/v1/search", db="nci", query=long[2], type="exact")
+            )
+            slow.append(
+                pool.submit(answer, server, "/search/submit", smi=long[3], db="nci", dist=2)
+            )
+            time.sleep(0.3)
+            for q in ("c1ccccc1O", "CCN(CC)CC", "O=C(O)c1ccccc1", "Clc1ccccc1"):
+                status, _, _, took = answer(server, "/api/v1/databases")
+                assert status == 200 and took < 0.25, took
+                status, _, body, took = answer(server, "/api/v1/search", db="nci", query=q, k=5)
+                assert status == 200 and took < 0.25, took
+                assert [h["position"] for h in body["hits"]] == nci.search(q, k=5).indices.tolist()
+            got = [f.result() for f in slow]
+        for (status, _, body, _), q in zip(got[:2], long):
+            assert status == 200
+            assert [h["position"] for h in body["hits"]] == nci.search(q, k=3).indices.tolist()
+        status, _, body, _ = got[2]
+        assert status == 200 and body["hits"] == []  # no such ring in the store
+        status, _, raw, _ = got[3]
+        events = [json.loads(x[5:]) for x in raw.decode().splitlines() if x.startswith("data:")]
+        assert status == 200 and events[-1]["status"] == "END", events
+        assert events[-1]["numHits"] == len(nci.analogs(long[3], max_dist=2)) == 0
+        status, _, raw, _ = answer(server, "/search/submit", smi="C1" + "C" * 300 + "X", db="nci")
+        events = [json.loads(x[5:]) for x in raw.decode().splitlines() if x.startswith("data:")]
+        assert status == 200 and events[-1]["status"] == "MISS", events
+        assert "invalid" in events[-1]["message"], events
+        alive(server)
+    finally:
+        server.stop()
+
+
 # 7. connections ------------------------------------------------------------------------------
 
 

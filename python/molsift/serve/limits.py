@@ -5,8 +5,9 @@ and is answered 504 when it takes longer than the time limit; then its cancel fl
 a search that checks it (the substructure match, the analog walk: `molsift.cancel`) stops
 there. A search that cannot stop keeps its slot until it ends: the number of searches running
 never exceeds the bound. Light searches (similarity, exact) and heavy ones (substructure,
-SMARTS, analogs from `heavy_dist` edits) have separate slots and threads, so heavy searches
-never make light ones wait."""
+SMARTS, analogs from `heavy_dist` edits, and any search of a query longer than
+`light_query_chars`, whose reading by RDKit alone may hold the interpreter lock for a while) have
+separate slots and threads, so heavy searches never make light ones wait."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ class Limits:
     max_concurrent: int = field(default_factory=_cores)  # light searches at once
     max_heavy: int = field(default_factory=lambda: max(1, _cores() // 2))  # heavy ones
     heavy_dist: int = 3  # analog searches from this many edits are heavy
+    light_query_chars: int = 200  # a longer query's search is heavy, whatever its kind
     queue_wait_s: float = 10.0
     # depiction (/api/v1/depict): drawn in worker processes of their own
     max_depict_concurrent: int = 2
@@ -68,8 +70,11 @@ class Limits:
     max_header_bytes: int = 32_768
     max_connections: int = 1000
 
-    def heavy(self, kind: str, dist: int | None = None) -> bool:
-        """Whether a search of `kind` (at `dist` edits, for analogs) takes a heavy slot."""
+    def heavy(self, kind: str, dist: int | None = None, query_chars: int = 0) -> bool:
+        """Whether a search of `kind` (at `dist` edits, for analogs) of a query of
+        `query_chars` characters takes a heavy slot."""
+        if query_chars > self.light_query_chars:  # RDKit's read of it could take long
+            return True
         if kind == "analogs":
             return dist is None or dist >= self.heavy_dist
         return kind in HEAVY_TYPES

@@ -168,7 +168,7 @@ class Searcher:
         hit = self.cached(req)
         if hit is not None:
             return hit
-        heavy = self.limits.heavy(req.type, req.dist)
+        heavy = self.limits.heavy(req.type, req.dist, len(req.query))
         if self.in_process(db, heavy):
             async with self.gate.slot(heavy=True):
                 hit = self.cached(req)  # searched by another request while this one waited
@@ -198,10 +198,13 @@ def analog_levels(db: Database, query: str, dist: int, caps: dict, limits: Limit
     `current_flag()`."""
     from ..analogs.search import iter_analogs
 
-    return iter_analogs(
-        db.store, query, max_dist=dist, k=k, limits=caps, timeout=0.8 * limits.timeout_s,
-        lock=db.chem_lock, cancel=current_flag(),
-    )  # fmt: skip
+    try:
+        yield from iter_analogs(
+            db.store, query, max_dist=dist, k=k, limits=caps, timeout=0.8 * limits.timeout_s,
+            lock=db.chem_lock, cancel=current_flag(),
+        )  # fmt: skip
+    except ValueError as e:  # the query, read here when the server did not read it first
+        raise ServiceError(400, f"invalid query SMILES {query!r}: {e}") from None
 
 
 def _search(db: Database, req: Request, limits: Limits) -> tuple[list, list | None, bool]:

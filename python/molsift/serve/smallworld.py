@@ -204,6 +204,10 @@ def router(
         dist, caps = queries.analog_limits(q, DEFAULT_KIND_LIMIT)
         dist = DEFAULT_DIST if dist is None else dist
         req = queries.check(base, "analogs", smi, None, None, limits, dist, caps)
+        if len(req.query) > limits.light_query_chars and searcher.in_process(base, True):
+            # read by the worker process that walks it: RDKit's read of a long query could hold
+            # the interpreter lock (and here, the event loop) for a while
+            return req.query, req.dist, dict(req.caps)
         with base.chem_lock:
             mol, reason = to_mol(req.query)
         if mol is None or mol.GetNumHeavyAtoms() == 0:
@@ -233,7 +237,7 @@ def router(
                 loop.call_soon_threadsafe(levels.put_nowait, level)
 
         async def run() -> None:
-            heavy = limits.heavy("analogs", dist)
+            heavy = limits.heavy("analogs", dist, len(query))
             try:
                 if searcher.in_process(base, heavy):  # a worker process walks it
                     async with searcher.gate.slot(heavy=True):
