@@ -156,23 +156,7 @@ impl Sink {
             let (g, cells) = build(&keys, &values, 8);
             (g, cells.into_iter().map(|c| c as u8).collect())
         };
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let built: Vec<Mutex<Option<Piece>>> = (0..pieces).map(|_| Mutex::new(None)).collect();
-        std::thread::scope(|s| {
-            for _ in 0..threads.clamp(1, pieces.max(1)) {
-                s.spawn(|| loop {
-                    let p = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if p >= pieces {
-                        return;
-                    }
-                    *built[p].lock().expect("a piece") = Some(build_one(p));
-                });
-            }
-        });
-        let built: Vec<Piece> = built
-            .into_iter()
-            .map(|m| m.into_inner().expect("a piece").expect("every piece built"))
-            .collect();
+        let built: Vec<Piece> = molsift_tasks::map(threads, pieces, build_one);
         let cells: usize = built.iter().map(|(_, c)| c.len()).sum();
         let mut out = Vec::with_capacity(8 + GEOMETRY_BYTES * pieces + cells);
         out.extend_from_slice(&(pieces as u64).to_le_bytes());

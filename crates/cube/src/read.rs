@@ -78,7 +78,8 @@ pub fn detect_layout(b: &[u8], h: &Header) -> Option<FixedLayout> {
     })
 }
 
-/// Runs `work` on every task with `threads` threads; the first error wins.
+/// Runs `work` on every task with `threads` threads; the error of the earliest task that failed
+/// (the one nearest the start of the file) wins.
 fn run_tasks<W, E>(
     tasks: Vec<W>,
     threads: usize,
@@ -88,32 +89,21 @@ where
     W: Send,
     E: Send,
 {
-    let n = tasks.len();
     let queue: Vec<Mutex<Option<W>>> = tasks.into_iter().map(|t| Mutex::new(Some(t))).collect();
-    let next = AtomicUsize::new(0);
-    let first_err: Mutex<Option<(usize, E)>> = Mutex::new(None);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, n.max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n || first_err.lock().unwrap().is_some() {
-                    break;
-                }
-                let task = queue[i].lock().unwrap().take().unwrap();
-                if let Err(e) = work(task) {
-                    let mut slot = first_err.lock().unwrap();
-                    // keep the earliest task's error: the one nearest the start of the file
-                    if slot.as_ref().map_or(true, |(j, _)| i < *j) {
-                        *slot = Some((i, e));
-                    }
-                }
-            });
-        }
-    });
-    match first_err.into_inner().unwrap() {
-        Some((_, e)) => Err(e),
-        None => Ok(()),
-    }
+    molsift_tasks::try_each(
+        threads,
+        queue.len(),
+        || (),
+        |_, i| {
+            let task = queue[i]
+                .lock()
+                .unwrap()
+                .take()
+                .expect("each task taken once");
+            work(task)
+        },
+    )
+    .map(|_| ())
 }
 
 /// Splits `out` into consecutive pieces of the given lengths.

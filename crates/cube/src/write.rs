@@ -191,37 +191,27 @@ pub fn write_cube<T: CubeFloat>(
         // about 256 KiB of text per task: formatted and copied to the kernel while in cache
         let per = (256 << 10) / row_bytes.max(1) + 1;
         let tasks: Vec<usize> = (0..rows).step_by(per).collect();
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let err: std::sync::Mutex<Option<CubeError>> = std::sync::Mutex::new(None);
-        std::thread::scope(|s| {
-            for _ in 0..opts.threads.clamp(1, tasks.len().max(1)) {
-                s.spawn(|| {
-                    let mut buf = Vec::with_capacity(per * row_bytes);
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= tasks.len() || err.lock().unwrap().is_some() {
-                            break;
-                        }
-                        let r0 = tasks[i];
-                        let r1 = (r0 + per).min(rows);
-                        let res = match format_rows(values, rv, r0, r1, opts.style, &mut buf) {
-                            Err(k) => Err(CubeError::Invalid(format!(
-                                "value {k} (flat C-order index) is not finite: cube values must be finite"
-                            ))),
-                            Ok(()) => f
-                                .write_all_at(&buf, head.len() as u64 + (r0 * row_bytes) as u64)
-                                .map_err(|source| CubeError::Io { path: path.to_path_buf(), source }),
-                        };
-                        if let Err(e) = res {
-                            err.lock().unwrap().get_or_insert(e);
-                        }
-                    }
-                });
-            }
-        });
-        if let Some(e) = err.into_inner().unwrap() {
-            return Err(e);
-        }
+        // the error of the earliest rows that failed (the same for any thread count)
+        molsift_tasks::try_each(
+            opts.threads,
+            tasks.len(),
+            || Vec::with_capacity(per * row_bytes),
+            |buf, i| {
+                let r0 = tasks[i];
+                let r1 = (r0 + per).min(rows);
+                match format_rows(values, rv, r0, r1, opts.style, buf) {
+                    Err(k) => Err(CubeError::Invalid(format!(
+                        "value {k} (flat C-order index) is not finite: cube values must be finite"
+                    ))),
+                    Ok(()) => f
+                        .write_all_at(buf, head.len() as u64 + (r0 * row_bytes) as u64)
+                        .map_err(|source| CubeError::Io {
+                            path: path.to_path_buf(),
+                            source,
+                        }),
+                }
+            },
+        )?;
         if opts.sync {
             f.sync_all().map_err(io)?;
         }

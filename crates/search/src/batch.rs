@@ -13,11 +13,7 @@
 //! threads, or other MPI ranks of the node) given the same slots share each query's k-th best,
 //! so that a set's shards are searched as one batch per shard rather than one call per query.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-
 use crate::bar::BarSlot;
-use crate::columns::run_threads;
 use crate::layout::ColumnIndex;
 use crate::{Hit, Query, SearchError, SearchOptions, SearchPath, SearchStats};
 
@@ -58,7 +54,7 @@ impl ColumnIndex {
 /// `search(query, its options)` for every query of a batch (each on one thread, with
 /// `bars[i]` as its bar when `bars` gives one per query, else `opts.bar`), `opts.threads`
 /// threads taking the next unanswered query: the results in query order and the stats summed;
-/// the first error stops the batch.
+/// an error stops the batch (the error of the earliest query that failed).
 pub(crate) fn each_query(
     queries: &[Query],
     opts: &SearchOptions,
@@ -68,33 +64,15 @@ pub(crate) fn each_query(
     opts.checked_threshold()?;
     check_bars(queries.len(), bars)?;
     let n = queries.len();
-    let threads = opts.thread_count().min(n.max(1));
-    let next = AtomicUsize::new(0);
-    let failed: Mutex<Option<SearchError>> = Mutex::new(None);
-    let parts = run_threads(threads, |_| {
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= n {
-                break;
-            }
-            let one = SearchOptions {
-                threads: 1,
-                ..opts.with_bar_of(bars, i)
-            };
-            match search(&queries[i], &one) {
-                Ok((hits, st)) => done.push((i, hits, st)),
-                Err(e) => {
-                    *failed.lock().expect("no panics while locked") = Some(e);
-                    next.store(n, Ordering::Relaxed);
-                }
-            }
-        }
-        done
-    });
-    if let Some(e) = failed.into_inner().expect("no panics while locked") {
-        return Err(e);
-    }
+    let parts = molsift_tasks::try_each(opts.thread_count(), n, Vec::new, |done, i| {
+        let one = SearchOptions {
+            threads: 1,
+            ..opts.with_bar_of(bars, i)
+        };
+        let (hits, st) = search(&queries[i], &one)?;
+        done.push((i, hits, st));
+        Ok::<(), SearchError>(())
+    })?;
     let mut stats = SearchStats {
         path: SearchPath::Columns,
         ..Default::default()

@@ -25,7 +25,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use molsift_iostats::CountedFile;
 use xxhash_rust::xxh3::Xxh3;
@@ -291,29 +290,18 @@ pub fn write_compact(
     let mut planes = Vec::with_capacity(kept.len());
     let workers = threads.clamp(1, kept.len().max(1));
     for batch in kept.chunks(workers * PLANES_PER_THREAD) {
-        let next = AtomicUsize::new(0);
-        let mut encoded: Vec<(usize, Vec<u8>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers.min(batch.len()))
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut mine = Vec::new();
-                        let mut words = Vec::with_capacity(pw);
-                        loop {
-                            let k = next.fetch_add(1, AtomicOrdering::Relaxed);
-                            let Some(&b) = batch.get(k) else {
-                                return mine;
-                            };
-                            plane(b, &mut words);
-                            mine.push((k, encode_plane(&words[..pw])));
-                        }
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().expect("screen plane thread"))
-                .collect()
-        });
+        let mut encoded: Vec<(usize, Vec<u8>)> = molsift_tasks::each(
+            workers,
+            batch.len(),
+            || (Vec::new(), Vec::with_capacity(pw)),
+            |(mine, words), k| {
+                plane(batch[k], words);
+                mine.push((k, encode_plane(&words[..pw])));
+            },
+        )
+        .into_iter()
+        .flat_map(|(mine, _)| mine)
+        .collect();
         encoded.sort_unstable_by_key(|e| e.0);
         for (k, bytes) in encoded {
             planes.push(KeptPlane {

@@ -10,7 +10,6 @@
 //! records, each read where it lies, as [`crate::carry_index`] carries an older index over.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memmap2::Mmap;
 use molsift_iostats::CountedFile;
@@ -217,37 +216,27 @@ fn planes_of(
     }
     crate::create_planes(path, bits, n)?;
     let chunks = n.div_ceil(CHUNK);
-    let next = AtomicUsize::new(0);
-    let results: Vec<Result<Vec<u64>, SubstructureError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.clamp(1, chunks.max(1)))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut counts = vec![0u64; bits as usize];
-                    let mut rows = Vec::with_capacity(CHUNK * parts.words_per_row);
-                    loop {
-                        let c = next.fetch_add(1, Ordering::Relaxed);
-                        if c >= chunks {
-                            return Ok(counts);
-                        }
-                        let (a, z) = (c * CHUNK, ((c + 1) * CHUNK).min(n));
-                        rows.clear();
-                        for i in a..z {
-                            parts.push_row(order.map_or(i, |o| o[i] as usize), &mut rows);
-                        }
-                        let mine = crate::write_part(path, bits, n, a, &rows, parts.words_per_row)?;
-                        counts.iter_mut().zip(mine).for_each(|(t, m)| *t += m);
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("planes thread"))
-            .collect()
-    });
+    let states = molsift_tasks::try_each(
+        threads,
+        chunks,
+        || {
+            let counts = vec![0u64; bits as usize];
+            (counts, Vec::with_capacity(CHUNK * parts.words_per_row))
+        },
+        |(counts, rows), c| {
+            let (a, z) = (c * CHUNK, ((c + 1) * CHUNK).min(n));
+            rows.clear();
+            for i in a..z {
+                parts.push_row(order.map_or(i, |o| o[i] as usize), rows);
+            }
+            let mine = crate::write_part(path, bits, n, a, rows, parts.words_per_row)?;
+            counts.iter_mut().zip(mine).for_each(|(t, m)| *t += m);
+            Ok::<(), SubstructureError>(())
+        },
+    )?;
     let mut counts = vec![0u64; bits as usize];
-    for r in results {
-        counts.iter_mut().zip(r?).for_each(|(t, m)| *t += m);
+    for (theirs, _) in states {
+        counts.iter_mut().zip(theirs).for_each(|(t, m)| *t += m);
     }
     Ok(counts)
 }
