@@ -18,6 +18,7 @@ from .common import (
     query_source,
     query_summary,
     report_skipped,
+    start_chemistry,
 )
 
 EXAMPLES = (
@@ -127,6 +128,7 @@ def run(args) -> int:
     threads = args.threads or (1 if getattr(store, "_ranks", None) else os.cpu_count() or 1)
     writer = _Writer(args.output or None, COLUMNS, TYPES)
     asked = failed = hits_total = 0
+    start_chemistry(store)
     start = time.perf_counter()
     try:
         for given in queries:

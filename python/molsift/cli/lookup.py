@@ -17,6 +17,7 @@ from .common import (
     check_output,
     query_source,
     report_skipped,
+    start_chemistry,
 )
 
 #: queries read, canonicalized and probed at a time (memory stays bounded for any file)
@@ -100,6 +101,7 @@ def run(args) -> int:
     else:
         queries = for_ranks(store, args, lambda: query_source(args))
     counts = {"yes": 0, "no": 0, "invalid": 0, "rejected": 0}
+    start_chemistry()
     start = time.perf_counter()
     with contextlib.ExitStack() as stack:
         out = (

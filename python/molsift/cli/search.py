@@ -16,6 +16,7 @@ from .common import (
     check_output,
     default_of,
     report_skipped,
+    start_chemistry,
 )
 
 DEFAULT_K = 10  # hits per query when neither -k nor -t is given
@@ -114,6 +115,7 @@ def run(args) -> int:
     check_output(args.output)
     store = open_store(args.store, verify=False)
     queries = for_ranks(store, args, lambda: read_queries(args))
+    start_chemistry(store)
     start = time.perf_counter()
     results = store.search_batch(
         [q for _, q in queries], threshold=args.threshold, k=k, threads=args.threads

@@ -17,6 +17,7 @@ from .common import (
     query_source,
     query_summary,
     report_skipped,
+    start_chemistry,
 )
 
 EXAMPLES = (
@@ -148,6 +149,7 @@ def run(args) -> int:
     queries = for_ranks(store, args, lambda: query_source(args))
     writer = _Writer(args.output or None, COUNT_COLUMNS if args.count else HIT_COLUMNS)
     asked = failed = hits_total = 0
+    start_chemistry()
     start = time.perf_counter()
     show = sys.stderr.isatty()
 
