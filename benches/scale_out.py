@@ -16,7 +16,10 @@ store (`store.write_complete`) and each set (`sets.write.write_set`), as `molsif
 
     .venv/bin/python benches/scale_out.py --library moses=../shared/data/moses_train.csv.gz \\
         --workdir /work/bench/scaleout [--shards 1,2,4,8] [--ranks 1,2,4] [--rounds 3] \\
-        [--json out.json]
+        [--kinds t07,top10,substructure,analogs] [--json out.json]
+
+`--kinds` times only some kinds (a large library's grid in parts: the table shows `-` for the
+others).
 
 A rank's loop (`--rank-loop SET OUT.json`) runs under mpirun: every rank takes the queries, a
 barrier before each query, rank 0 times it (the answer is complete on rank 0 when the merge
@@ -101,7 +104,7 @@ def run_batch(store, kind: str, qs: dict, barrier=None) -> tuple[float, list]:
     return (time.perf_counter() - t) * 1000 / max(1, len(items)), answers
 
 
-def rank_loop(set_path: str, out: str, qs: dict) -> None:
+def rank_loop(set_path: str, out: str, qs: dict, kinds=KINDS) -> None:
     """Under mpirun: every rank searches its shards; rank 0 writes the times and answers."""
     import molsift
     from molsift.sets.mpi import spread
@@ -112,11 +115,11 @@ def rank_loop(set_path: str, out: str, qs: dict) -> None:
     comm = ranks.comm if ranks is not None else None
     barrier = comm.Barrier if comm is not None else None
     # warm: first-use checksums of what each kind reads, out of the timings
-    for kind in KINDS:
+    for kind in kinds:
         run_kind(store, kind, {"sim": qs["sim"][:1], "sub": qs["sub"][:1],
                                "analogs": qs["analogs"][:1]}, barrier)  # fmt: skip
     result = {}
-    for kind in KINDS:
+    for kind in kinds:
         sent0 = ranks.sent_bytes if ranks is not None else 0
         times, answers = run_kind(store, kind, qs, barrier)
         sent = (ranks.sent_bytes if ranks is not None else 0) - sent0
@@ -177,11 +180,11 @@ def build(library: str, work: Path, shards: list[int]) -> tuple[Path, dict[int, 
     return one, sets
 
 
-def one_store_times(store, qs: dict) -> dict:
+def one_store_times(store, qs: dict, kinds=KINDS) -> dict:
     """The one store in this process: each kind's median ms query by query, its batch ms per
     query, and both answers (through JSON, as the cells' come back)."""
     base = {}
-    for kind in KINDS:
+    for kind in kinds:
         run_kind(store, kind, {"sim": qs["sim"][:1], "sub": qs["sub"][:1],
                                "analogs": qs["analogs"][:1]})  # fmt: skip
         times, answers = run_kind(store, kind, qs)
@@ -196,11 +199,31 @@ def run_cell(args, set_path: Path, ranks: int, out: Path, env: dict) -> dict:
     """One cell: the rank loop over `set_path` on `ranks` ranks (mpirun past one)."""
     cmd = [sys.executable, __file__, "--rank-loop", str(set_path), str(out),
            "--sim-queries", str(args.sim_queries), "--sub-queries", str(args.sub_queries),
-           "--analog-queries", str(args.analog_queries)]  # fmt: skip
+           "--analog-queries", str(args.analog_queries), "--kinds", args.kinds]  # fmt: skip
     if ranks > 1:
         cmd = ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none", *cmd]
     subprocess.run(cmd, check=True, env=env)
     return json.loads(out.read_text())
+
+
+def _cell(row: dict, kind: str) -> str:
+    """A kind's query-by-query cell: ms (efficiency; top-10 adds the bytes a rank sent), or -
+    for a kind not timed."""
+    if f"{kind}_ms" not in row:
+        return "-"
+    ms = f"{row[f'{kind}_ms']:.2f}" if kind in ("substructure", "analogs") else (
+        f"{row[f'{kind}_ms']:.3f}")  # fmt: skip
+    sent = f", {row['top10_sent_bytes']:.0f}" if kind == "top10" else ""
+    return f"{ms} ({row[f'{kind}_efficiency']:.0%}{sent})"
+
+
+def _batch_cell(row: dict, kind: str) -> str:
+    """A kind's batch cell: ms (efficiency, its range over the rounds), or - when not timed."""
+    if f"{kind}_batch_ms" not in row:
+        return "-"
+    low, high = row[f"{kind}_batch_efficiency_range"]
+    return (f"{row[f'{kind}_batch_ms']:.3f} ({row[f'{kind}_batch_efficiency']:.0%}, "
+            f"{low:.0%}-{high:.0%})")  # fmt: skip
 
 
 def main() -> None:
@@ -216,12 +239,17 @@ def main() -> None:
                    help="rounds, each timing the one store and then every cell; each cell's "
                    "efficiency is the median over the rounds of its ratio to the same "
                    "round's one store (a noisy machine drifts between minutes)")  # fmt: skip
+    p.add_argument("--kinds", default=",".join(KINDS),
+                   help="the kinds timed, of " + ", ".join(KINDS) + " (default: all)")  # fmt: skip
     p.add_argument("--json")
     p.add_argument("--rank-loop", nargs=2, metavar=("SET", "OUT"), help=argparse.SUPPRESS)
     args = p.parse_args()
     qs = queries(args.sim_queries, args.sub_queries, args.analog_queries)
+    kinds = [k for k in args.kinds.split(",") if k]
+    if not kinds or any(k not in KINDS for k in kinds):
+        p.error(f"--kinds {args.kinds!r}: give some of {', '.join(KINDS)}")
     if args.rank_loop:
-        rank_loop(args.rank_loop[0], args.rank_loop[1], qs)
+        rank_loop(args.rank_loop[0], args.rank_loop[1], qs, kinds)
         return
     import molsift
 
@@ -239,12 +267,12 @@ def main() -> None:
         bases: list[dict] = []
         cells: dict[tuple, list] = {}
         for round_ in range(args.rounds):
-            base = one_store_times(store, qs)
+            base = one_store_times(store, qs, kinds)
             bases.append(base)
             for k, set_path in sets.items():
                 for r in [int(x) for x in args.ranks.split(",")]:
                     cell = run_cell(args, set_path, r, work / f"cell-{k}-{r}.json", env)
-                    for kind in KINDS:
+                    for kind in kinds:
                         if cell[kind]["answers"] != base[kind]["answers"]:
                             raise SystemExit(
                                 f"{name}: {k} shards, {r} ranks: {kind} answers differ"
@@ -257,7 +285,7 @@ def main() -> None:
         for (k, r), runs in cells.items():
             row = {"shards": k, "ranks": r, "oversubscribed": r > cores,
                    "reduction_us": runs[-1].get("reduction_us")}  # fmt: skip
-            for kind in KINDS:
+            for kind in kinds:
                 pairs = list(zip(bases, runs))
                 row[f"{kind}_ms"] = med([c[kind]["median_ms"] for c in runs])
                 row[f"{kind}_efficiency"] = med(
@@ -270,8 +298,8 @@ def main() -> None:
                 row[f"{kind}_sent_bytes"] = max(runs[-1][kind]["sent_bytes_per_query"] or [0])
             rows.append(row)
             print(json.dumps(row), flush=True)
-        one_ms = {kind: med([b[kind]["median_ms"] for b in bases]) for kind in KINDS}
-        one_batch = {kind: med([b[kind]["batch_ms"] for b in bases]) for kind in KINDS}
+        one_ms = {kind: med([b[kind]["median_ms"] for b in bases]) for kind in kinds}
+        one_batch = {kind: med([b[kind]["batch_ms"] for b in bases]) for kind in kinds}
         report["libraries"][name] = {"molecules": len(store), "one_store_ms": one_ms,
                                      "one_store_batch_ms": one_batch,
                                      "cells": rows}  # fmt: skip
@@ -285,14 +313,8 @@ def main() -> None:
         print("|---|---|---|---|---|---|")
         for row in rows:
             over = " (oversubscribed)" if row["oversubscribed"] else ""
-            print(
-                f"| {row['shards']} | {row['ranks']}{over} "
-                f"| {row['t07_ms']:.3f} ({row['t07_efficiency']:.0%}) "
-                f"| {row['top10_ms']:.3f} ({row['top10_efficiency']:.0%}, "
-                f"{row['top10_sent_bytes']:.0f}) "
-                f"| {row['substructure_ms']:.2f} ({row['substructure_efficiency']:.0%}) "
-                f"| {row['analogs_ms']:.2f} ({row['analogs_efficiency']:.0%}) |"
-            )
+            print(f"| {row['shards']} | {row['ranks']}{over} | "
+                  + " | ".join(_cell(row, kind) for kind in KINDS) + " |")  # fmt: skip
         print("\nthe same queries as one batch each (`--queries FILE`), ms/query = wall / "
               "queries; one store, one process: "
               + ", ".join(f"{k} {v:.2f} ms" for k, v in one_batch.items()))  # fmt: skip
@@ -302,12 +324,7 @@ def main() -> None:
         for row in rows:
             over = " (oversubscribed)" if row["oversubscribed"] else ""
             print(f"| {row['shards']} | {row['ranks']}{over} | "
-                  + " | ".join(f"{row[f'{kind}_batch_ms']:.3f} "
-                               f"({row[f'{kind}_batch_efficiency']:.0%}, "
-                               + "-".join(f"{x:.0%}" for x in
-                                          row[f"{kind}_batch_efficiency_range"]) + ")"
-                               for kind in KINDS)
-                  + " |")  # fmt: skip
+                  + " | ".join(_batch_cell(row, kind) for kind in KINDS) + " |")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
 
