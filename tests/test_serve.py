@@ -218,6 +218,19 @@ def test_bad_requests_get_4xx_with_a_message(served, params, status, words):
     assert words in body["error"] and "Traceback" not in raw.decode()
 
 
+@pytest.mark.parametrize(
+    "kind,query",
+    [("similarity", "C1CC"), ("substructure", "C1CCX"), ("smarts", "[C;X"), ("analogs", "C1CC")],
+)
+def test_an_unreadable_query_is_named_once(served, kind, query):
+    """The readers' messages name the query already; the answer says "invalid query" and
+    names it once (it once read `invalid query 'C1CC': invalid query SMILES 'C1CC': ...`)."""
+    got, _ctype, raw = fetch(served[0].url("/api/v1/search", db="nci", query=query, type=kind))
+    message = json.loads(raw)["error"]
+    assert got == 400 and message.startswith("invalid query"), message
+    assert message.count(repr(query)) == 1 and "RDKit" in message, message
+
+
 def test_odd_bytes_routes_and_bodies_get_4xx(served):
     live = served[0]
     base = f"http://127.0.0.1:{live.port}"

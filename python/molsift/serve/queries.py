@@ -204,7 +204,17 @@ def analog_levels(db: Database, query: str, dist: int, caps: dict, limits: Limit
             lock=db.chem_lock, cancel=current_flag(),
         )  # fmt: skip
     except ValueError as e:  # the query, read here when the server did not read it first
-        raise ServiceError(400, f"invalid query SMILES {query!r}: {e}") from None
+        raise ServiceError(400, invalid(query, e)) from None
+
+
+def invalid(query: str, error: Exception) -> str:
+    """The message of a query the search could not read, naming the query once (the readers'
+    own messages often name it already: `invalid query SMILES 'X': ...`, `query 'X': ...`)."""
+    text = str(error)
+    if text.startswith("invalid query"):
+        return text
+    own = f"query {query!r}: "
+    return f"invalid {text}" if text.startswith(own) else f"invalid query {query!r}: {text}"
 
 
 def _search(db: Database, req: Request, limits: Limits) -> tuple[list, list | None, bool]:
@@ -236,7 +246,7 @@ def _search(db: Database, req: Request, limits: Limits) -> tuple[list, list | No
             raise ServiceError(400, f"invalid SMILES {req.query!r}: RDKit could not read it")
         return sorted(int(p) for p in positions), None, False
     except (ValueError, QueryError) as e:
-        raise ServiceError(400, f"invalid query {req.query!r}: {e}") from None
+        raise ServiceError(400, invalid(req.query, e)) from None
 
 
 def _analogs(db: Database, req: Request, limits: Limits) -> Result:
@@ -251,7 +261,7 @@ def _analogs(db: Database, req: Request, limits: Limits) -> Result:
             timeout=0.8 * limits.timeout_s, lock=db.chem_lock, cancel=current_flag(),
         )  # fmt: skip
     except ValueError as e:
-        raise ServiceError(400, f"invalid query {req.query!r}: {e}") from None
+        raise ServiceError(400, invalid(req.query, e)) from None
     n = min(len(found), limits.max_hits)
     columns = {name: found[name][:n].tolist() for name in ANALOG_COLUMNS}
     return Result(
