@@ -405,10 +405,14 @@ def test_resume_compacts_a_hole(tmp_path):
 @pytest.mark.parametrize("ranks", MATRIX_RANKS)
 def test_mpi_matrix(library, tmp_path, ranks):
     """Ranks x writer groups x write buffer x read buffer with real mpirun: exactly one row or
-    reject per record every time."""
+    reject per record every time. More writers than ranks run as many as the ranks (the report
+    says so): one such run per rank count, not every buffer size again (the same run)."""
     for writers in MATRIX_WRITERS:
-        for wbuf in SIZES:
-            for rbuf in SIZES:
+        clamped = writers > ranks
+        if clamped and writers != max(MATRIX_WRITERS):
+            continue
+        for wbuf in SIZES[:1] if clamped else SIZES:
+            for rbuf in SIZES[:1] if clamped else SIZES:
                 out = tmp_path / f"m-{writers}-{wbuf}-{rbuf}.csv"
                 r = run_mpi(
                     ranks,
