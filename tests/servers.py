@@ -52,10 +52,11 @@ class Live:
         self.server.should_exit = True
         self.thread.join(10)
         self.sock.close()
-        # the heavy searches' worker processes (the lifespan that would end them is off here)
-        workers = getattr(self.app, "heavy_workers", None)
-        if workers is not None:
-            workers.close()
+        # the searches' worker processes (the lifespan that would end them is off here)
+        for name in ("heavy_workers", "light_workers"):
+            workers = getattr(self.app, name, None)
+            if workers is not None:
+                workers.close()
 
 
 def fetch(url: str, data: bytes | None = None, headers: dict | None = None):

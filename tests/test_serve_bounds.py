@@ -518,8 +518,9 @@ def test_a_timed_out_search_stops_and_frees_its_slot(stores):
         server.stop()
 
 
-def heavy_workers() -> dict[int, int]:
-    """{pid: niceness} of this process's heavy search workers (serve/heavy.py)."""
+def heavy_workers(light: bool = False) -> dict[int, int]:
+    """{pid: niceness} of this process's heavy search workers (serve/heavy.py), or of its light
+    ones (serve/light.py: the same program with `--light`)."""
     found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -532,7 +533,8 @@ def heavy_workers() -> dict[int, int]:
         except OSError:  # ended meanwhile
             continue
         # after the name: state, ppid (field 4) ... nice (field 19)
-        if b"molsift.serve.heavy" in cmd and int(fields[1]) == os.getpid() and fields[0] != "Z":
+        mine = b"molsift.serve.heavy" in cmd and (b"--light" in cmd) == light
+        if mine and int(fields[1]) == os.getpid() and fields[0] != "Z":
             found[int(entry)] = int(fields[16])
     return found
 
@@ -585,6 +587,56 @@ def test_heavy_searches_run_in_worker_processes_of_lower_priority(stores):
     while set(heavy_workers()) - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not set(heavy_workers()) - before  # ended with the server
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
+def test_light_searches_run_in_worker_processes_of_the_servers_priority(stores):
+    """Similarity and exact searches run in light worker processes (serve/light.py: no thread of
+    the server holds the interpreter lock for them), at the server's own priority, at most one
+    per light slot, with the store's own answers; one past the time limit is answered 504 and
+    its worker killed, and a fresh worker answers the next."""
+    limits = Limits(max_concurrent=2, timeout_s=30.0, queue_wait_s=10.0)
+    server = serve(stores, **vars(limits))
+    nci = stores.get("nci").store
+    before = set(heavy_workers(light=True))
+    try:
+        for q in ("c1ccccc1O", "CCN(CC)CC", "O=C(O)c1ccccc1"):
+            status, _, body, _ = answer(server, "/api/v1/search", db="nci", query=q, k=7)
+            assert status == 200
+            assert [h["position"] for h in body["hits"]] == nci.search(q, k=7).indices.tolist()
+        status, _, body, _ = answer(
+            server, "/api/v1/search", db="nci", query=nci.smiles[3], type="exact"
+        )
+        assert status == 200 and 3 in [h["position"] for h in body["hits"]]
+        workers = {pid: ni for pid, ni in heavy_workers(light=True).items() if pid not in before}
+        assert 1 <= len(workers) <= 2, workers
+        assert set(workers.values()) == {os.nice(0)}  # not niced: light searches come first
+        live = live_limits(server)
+        live.timeout_s = 1e-4  # no search answers that fast
+        status, _, body, _ = answer(server, "/api/v1/search", db="nci", query="CCOC(=O)C", k=3)
+        assert status == 504 and "time limit" in body["error"]
+        deadline = time.monotonic() + 5
+        while set(workers) <= set(heavy_workers(light=True)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not set(workers) <= set(heavy_workers(light=True))  # the timed-out one killed
+        live.timeout_s = 30.0
+        status, _, body, _ = answer(server, "/api/v1/search", db="nci", query="CCOC(=O)C", k=3)
+        assert status == 200
+        assert [h["position"] for h in body["hits"]] == nci.search(
+            "CCOC(=O)C", k=3
+        ).indices.tolist()
+        alive(server)
+    finally:
+        server.stop()
+    deadline = time.monotonic() + 5
+    while set(heavy_workers(light=True)) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not set(heavy_workers(light=True)) - before  # ended with the server
+
+
+def live_limits(server) -> Limits:
+    """The Limits object a live server's app reads (changed in place by a test)."""
+    return server.app.limits
 
 
 def test_light_searches_never_wait_for_heavy_ones(stores):

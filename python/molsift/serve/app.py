@@ -30,6 +30,7 @@ from .catalog import Catalog
 from .depict import Depicter
 from .fast import FastGets, FastRoutes
 from .heavy import HeavyWorkers
+from .light import LightWorkers
 from .limits import Gate, Limits, ServiceError
 
 log = logging.getLogger("molsift.serve")
@@ -60,12 +61,14 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
     stderr)."""
     depicter = Depicter(limits)
     workers = HeavyWorkers(catalog, limits)
+    light = LightWorkers(catalog, limits)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
         yield
         depicter.close()
         workers.close()
+        light.close()
 
     app = FastAPI(
         lifespan=lifespan,
@@ -76,7 +79,7 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
         redoc_url=None,
     )
     app.state.depicter = depicter
-    searcher = queries.Searcher(limits, Gate(limits), workers)
+    searcher = queries.Searcher(limits, Gate(limits), workers, light)
     fast = FastRoutes()
     for module in (api_v1, arthor, smallworld):
         app.include_router(module.router(catalog, searcher, limits, fast))
@@ -134,7 +137,8 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
     out = access_log if access_log is not None else sys.stderr
     outer = CollapseSlashes(AccessLog(FastGets(app, fast), out, limits, catalog))
     outer.limits = limits  # for the HTTP layer (server.py)
-    outer.heavy_workers = workers  # ended by the lifespan, or by whoever runs the app without
+    outer.light_workers = light  # both ended by the lifespan, or by whoever runs the app without
+    outer.heavy_workers = workers
     return outer
 
 

@@ -11,6 +11,7 @@ heavy search holds no lock the light ones need; the workers run at a lower CPU p
 the heavy ones take the time left; and a search past the time limit is ended by killing its
 worker (504), with a fresh worker started at once for the next heavy search. A worker's start
 (RDKit, the stores opened and warmed: about a second) is not counted in a search's time limit.
+The light searches' workers (serve/light.py) run this same program with `--light`: not niced.
 
 Stores searched by MPI ranks (`mpirun -n R molsift serve SET`) keep the server's own threads:
 their searches are collectives of the ranks (sets/mpi.py).
@@ -94,8 +95,9 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server ends it (stdin closed, or killed)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # what a library prints goes to stderr, never into the frames
-    with contextlib.suppress(OSError):
-        os.nice(HEAVY_NICE)
+    if "--light" not in sys.argv[1:]:  # serve/light.py's workers keep the server's priority
+        with contextlib.suppress(OSError):
+            os.nice(HEAVY_NICE)
     inp = sys.stdin.buffer
     first = _read(inp)
     if first is None:

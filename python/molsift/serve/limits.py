@@ -1,13 +1,14 @@
 """What one request may ask and how much of the server it may hold: the `Limits` (query length,
 page size, k, hits kept, body and header bytes, time limits, connections, depiction size), and
-the `Gate` searches pass through. A search waits for a slot (then 503), runs in a worker thread,
-and is answered 504 when it takes longer than the time limit; then its cancel flag is set, and
-a search that checks it (the substructure match, the analog walk: `molsift.cancel`) stops
-there. A search that cannot stop keeps its slot until it ends: the number of searches running
-never exceeds the bound. Light searches (similarity, exact) and heavy ones (substructure,
-SMARTS, analogs from `heavy_dist` edits, and any search of a query longer than
-`light_query_chars`, whose reading by RDKit alone may hold the interpreter lock for a while) have
-separate slots and threads, so heavy searches never make light ones wait."""
+the `Gate` searches pass through. A search waits for a slot (then 503), runs in a worker
+process (serve/light.py, serve/heavy.py; killed at the time limit) or, for a set searched by MPI
+ranks, in a worker thread of the gate, and is answered 504 when it takes longer than the time
+limit; then a thread's cancel flag is set, and a search that checks it (the substructure match,
+the analog walk: `molsift.cancel`) stops there. A search that cannot stop keeps its slot until
+it ends: the number of searches running never exceeds the bound. Light searches (similarity,
+exact) and heavy ones (substructure, SMARTS, analogs from `heavy_dist` edits, and any search of
+a query longer than `light_query_chars`, whose reading by RDKit alone may hold the interpreter
+lock for a while) have separate slots, so heavy searches never make light ones wait."""
 
 from __future__ import annotations
 

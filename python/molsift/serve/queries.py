@@ -134,14 +134,16 @@ def check(
 
 class Searcher:
     """Runs checked requests behind the gate (limits.Gate: light and heavy slots, a time
-    limit) and keeps recent results. Light searches run in the gate's worker threads, stopped
-    by their cancel flag after a 504; heavy ones, with `workers` (heavy.HeavyWorkers), in its
-    worker processes (a 504 kills the search's process), else in the gate's heavy threads."""
+    limit) and keeps recent results. Light searches run in `light` (light.LightWorkers) worker
+    processes, heavy ones in `workers`' (heavy.HeavyWorkers), a 504 killing the search's
+    process; a store neither serves (a set searched by MPI ranks) is searched in the gate's
+    threads, stopped by the cancel flag after a 504."""
 
-    def __init__(self, limits: Limits, gate: Gate, workers=None) -> None:
+    def __init__(self, limits: Limits, gate: Gate, workers=None, light=None) -> None:
         self.limits = limits
         self.gate = gate
         self.workers = workers
+        self.light = light
         self._cache: OrderedDict[Request, Result] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -173,6 +175,10 @@ class Searcher:
             async with self.gate.slot(heavy=True):
                 hit = self.cached(req)  # searched by another request while this one waited
                 return hit or self._keep(req, await self.workers.search(req))
+        if not heavy and self.light is not None and self.light.serves(db):
+            async with self.gate.slot():
+                hit = self.cached(req)
+                return hit or self._keep(req, await self.light.search(req))
         return await self.gate.run(self.run, db, req, heavy=heavy)
 
     def run(self, db: Database, req: Request) -> Result:
