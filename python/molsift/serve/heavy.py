@@ -122,9 +122,9 @@ class _Worker:
     (blocking), so a worker serves any event loop (the server's, or a test's one-request
     loops) and a killed worker ends the read waiting on it."""
 
-    def __init__(self, databases: list, limits: Limits) -> None:
+    def __init__(self, databases: list, limits: Limits, light: bool = False) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "molsift.serve.heavy"],
+            [sys.executable, "-m", "molsift.serve.heavy", *(["--light"] if light else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
         self._first = (databases, limits)

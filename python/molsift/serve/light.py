@@ -20,41 +20,30 @@ import contextlib
 import logging
 import os
 import pickle
-import subprocess
-import sys
 import threading
 
-from .heavy import _LEN, START_S, _local, _read, _unwrap, _write
+from . import heavy
+from .heavy import _LEN, START_S, _local, _unwrap, _write
 from .limits import Limits, ServiceError
 
 log = logging.getLogger("molsift.serve")
 
 
-class _Worker:
-    """One light worker; requests written to its stdin, answers read from its stdout by the
-    asking event loop."""
+class _Worker(heavy._Worker):
+    """One light worker (heavy.py's, with `--light`); requests written to its stdin, answers
+    read from its stdout by the asking event loop."""
 
     def __init__(self, databases: list, limits: Limits) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "molsift.serve.heavy", "--light"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
-        )  # fmt: skip
-        self._first = (databases, limits)
+        super().__init__(databases, limits, light=True)
 
     def start(self) -> _Worker:
-        """Sends the stores and waits for ready (blocking: a thread's)."""
-        try:
-            _write(self.proc.stdin, self._first)
-            answer = _read(self.proc.stdout)
-        except OSError as exc:
-            answer = exc
-        if answer != ("ready",):
-            self.kill()
-            raise RuntimeError(f"it answered {answer!r}")
+        """Sends the stores and waits for ready (blocking: a thread's); then its answers are
+        read without blocking."""
+        self.ready()
         os.set_blocking(self.proc.stdout.fileno(), False)
         return self
 
-    async def ask(self, frame):
+    async def ask_in_loop(self, frame):
         """Writes `frame` and reads one answer frame in the running loop."""
         _write(self.proc.stdin, frame)  # a small request: the pipe takes it at once
         loop = asyncio.get_running_loop()
@@ -86,19 +75,6 @@ class _Worker:
             return await done
         finally:
             loop.remove_reader(fd)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(1.0)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            with contextlib.suppress(OSError):
-                pipe.close()
 
 
 class LightWorkers:
@@ -141,7 +117,7 @@ class LightWorkers:
         worker = await self._take()
         try:
             async with asyncio.timeout(self.limits.timeout_s):
-                reply = await worker.ask(("search", req))
+                reply = await worker.ask_in_loop(("search", req))
         except TimeoutError:
             worker.kill()
             raise ServiceError(
