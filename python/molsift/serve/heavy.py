@@ -118,9 +118,10 @@ def main() -> int:
 
 
 class _Worker:
-    """One worker process; its pipes are read and written in the workers' own threads
-    (blocking), so a worker serves any event loop (the server's, or a test's one-request
-    loops) and a killed worker ends the read waiting on it."""
+    """One worker process. Its start is read in a thread (blocking); then a request is written
+    to its stdin and its answer read by the asking event loop when the pipe is readable
+    (`add_reader`, any loop: the server's, or a test's one-request loops), with no thread of
+    the server in between to take the interpreter lock; a killed worker ends the read."""
 
     def __init__(self, databases: list, limits: Limits, light: bool = False) -> None:
         self.proc = subprocess.Popen(
@@ -139,20 +140,51 @@ class _Worker:
         if answer != ("ready",):
             self.kill()
             raise RuntimeError(f"it answered {answer!r}")
+        os.set_blocking(self.proc.stdout.fileno(), False)  # read by the loop from now on
         return self
 
-    def ask(self, frame, each: Callable | None):
-        """Sends a request and reads its answer (blocking; a thread's); `each(level)` for every
-        level frame."""
-        _write(self.proc.stdin, frame)
-        while True:
-            reply = _read(self.proc.stdout)
-            if reply is None:
-                raise EOFError("the heavy search worker stopped")
-            if reply[0] == "level" and each is not None:
-                each(reply[1])
-                continue
-            return reply
+    async def ask(self, frame, each: Callable | None = None):
+        """Sends a request and reads its answer in the running loop; `each(level)` for every
+        level frame before it."""
+        _write(self.proc.stdin, frame)  # a small request: the pipe takes it at once
+        loop = asyncio.get_running_loop()
+        fd = self.proc.stdout.fileno()
+        done = loop.create_future()
+        buf = bytearray()
+
+        def finish(result=None, error=None) -> None:
+            if not done.done():
+                done.set_exception(error) if error is not None else done.set_result(result)
+
+        def readable() -> None:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                return finish(error=exc)
+            if not chunk:
+                return finish(error=EOFError("the search worker stopped"))
+            buf.extend(chunk)
+            while len(buf) >= _LEN.size and not done.done():
+                (n,) = _LEN.unpack_from(buf)
+                if len(buf) < _LEN.size + n:
+                    return
+                try:
+                    reply = pickle.loads(memoryview(buf)[_LEN.size : _LEN.size + n])
+                except Exception as exc:  # a frame that cannot be read: the worker is lost
+                    return finish(error=pickle.UnpicklingError(str(exc)))
+                del buf[: _LEN.size + n]
+                if reply[0] == "level" and each is not None:
+                    each(reply[1])
+                else:
+                    finish(reply)
+
+        loop.add_reader(fd, readable)
+        try:
+            return await done
+        finally:
+            loop.remove_reader(fd)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -180,9 +212,9 @@ class HeavyWorkers:
         self._idle: list[_Worker] = []
         self._spares: list[concurrent.futures.Future] = []
         self._lock = threading.Lock()  # the lists, from the event loop and close()
-        # pipes are read here: a search's and a start's (spares included) at most per slot
+        # workers are started here (their ready read blocking), spares included
         self._pool = concurrent.futures.ThreadPoolExecutor(
-            2 * limits.max_heavy, thread_name_prefix="heavy-search"
+            2 * limits.max_heavy, thread_name_prefix="heavy-start"
         )
 
     def serves(self, db) -> bool:
@@ -231,13 +263,11 @@ class HeavyWorkers:
         """Sends one request and reads its answer within the time limit (504 after it: the
         worker is killed, which ends the search)."""
         worker = await self._take()
-        asked = asyncio.wrap_future(self._pool.submit(worker.ask, frame, each))
         try:
             async with asyncio.timeout(self.limits.timeout_s):
-                reply = await asyncio.shield(asked)
+                reply = await worker.ask(frame, each)
         except TimeoutError:
             self._lose(worker)
-            asked.add_done_callback(_retrieved)
             raise ServiceError(
                 504, f"the search took longer than the time limit ({self.limits.timeout_s:g} s)"
             ) from None
@@ -249,7 +279,6 @@ class HeavyWorkers:
             ) from None
         except BaseException:  # cancelled mid-search: its answer would be the next request's
             self._lose(worker)
-            asked.add_done_callback(_retrieved)
             raise
         with self._lock:
             self._idle.append(worker)
@@ -284,12 +313,6 @@ class HeavyWorkers:
 def _kill_when_started(started: concurrent.futures.Future) -> None:
     if not started.cancelled() and started.exception() is None:
         started.result().kill()
-
-
-def _retrieved(fut) -> None:
-    """Takes a finished future's exception (a search ended by its worker's kill is no error)."""
-    if not fut.cancelled():
-        fut.exception()
 
 
 def _local(db) -> bool:

@@ -18,63 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import pickle
 import threading
 
 from . import heavy
-from .heavy import _LEN, START_S, _local, _unwrap, _write
+from .heavy import START_S, _local, _unwrap
 from .limits import Limits, ServiceError
 
 log = logging.getLogger("molsift.serve")
-
-
-class _Worker(heavy._Worker):
-    """One light worker (heavy.py's, with `--light`); requests written to its stdin, answers
-    read from its stdout by the asking event loop."""
-
-    def __init__(self, databases: list, limits: Limits) -> None:
-        super().__init__(databases, limits, light=True)
-
-    def start(self) -> _Worker:
-        """Sends the stores and waits for ready (blocking: a thread's); then its answers are
-        read without blocking."""
-        self.ready()
-        os.set_blocking(self.proc.stdout.fileno(), False)
-        return self
-
-    async def ask_in_loop(self, frame):
-        """Writes `frame` and reads one answer frame in the running loop."""
-        _write(self.proc.stdin, frame)  # a small request: the pipe takes it at once
-        loop = asyncio.get_running_loop()
-        fd = self.proc.stdout.fileno()
-        done = loop.create_future()
-        buf = bytearray()
-
-        def readable() -> None:
-            try:
-                chunk = os.read(fd, 1 << 20)
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                if not done.done():
-                    done.set_exception(exc)
-                return
-            if not chunk:
-                if not done.done():
-                    done.set_exception(EOFError("the light search worker stopped"))
-                return
-            buf.extend(chunk)
-            if len(buf) >= _LEN.size:
-                (n,) = _LEN.unpack_from(buf)
-                if len(buf) >= _LEN.size + n and not done.done():
-                    done.set_result(pickle.loads(memoryview(buf)[_LEN.size : _LEN.size + n]))
-
-        loop.add_reader(fd, readable)
-        try:
-            return await done
-        finally:
-            loop.remove_reader(fd)
 
 
 class LightWorkers:
@@ -85,13 +36,13 @@ class LightWorkers:
         self.limits = limits
         self._databases = [(db.name, db.path) for db in catalog if _local(db)]
         self._served = {name for name, _ in self._databases}
-        self._idle: list[_Worker] = []
+        self._idle: list[heavy._Worker] = []
         self._lock = threading.Lock()
 
     def serves(self, db) -> bool:
         return db.name in self._served and _local(db)
 
-    async def _take(self) -> _Worker:
+    async def _take(self) -> heavy._Worker:
         while True:
             with self._lock:
                 worker = self._idle.pop() if self._idle else None
@@ -100,10 +51,10 @@ class LightWorkers:
             if worker.alive():
                 return worker
             worker.kill()
-        worker = _Worker(self._databases, self.limits)
+        worker = heavy._Worker(self._databases, self.limits, light=True)
         loop = asyncio.get_running_loop()
         try:
-            return await asyncio.wait_for(loop.run_in_executor(None, worker.start), START_S)
+            return await asyncio.wait_for(loop.run_in_executor(None, worker.ready), START_S)
         except (asyncio.TimeoutError, RuntimeError) as exc:
             worker.kill()
             log.error("a light search worker did not start: %s", exc)
@@ -117,7 +68,7 @@ class LightWorkers:
         worker = await self._take()
         try:
             async with asyncio.timeout(self.limits.timeout_s):
-                reply = await worker.ask_in_loop(("search", req))
+                reply = await worker.ask(("search", req))
         except TimeoutError:
             worker.kill()
             raise ServiceError(
