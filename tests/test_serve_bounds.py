@@ -840,3 +840,37 @@ def test_oversized_heads_and_too_many_connections_are_refused(stores):
         alive(server)
     finally:
         server.stop()
+
+
+def test_a_store_replaced_on_disk_is_answered_from_the_servers_generation(tmp_path, bundled_smi):
+    """The server opened a store; `ingest --overwrite` replaced it before any search worker
+    started. A worker that opens the new files is not used (their positions with the server's
+    rows would mix two generations): the search runs in the server, from what it opened."""
+    lines = bundled_smi.read_text().splitlines()
+    old, new = tmp_path / "old.smi", tmp_path / "new.smi"
+    old.write_text("\n".join(lines[:400]) + "\n")
+    new.write_text("\n".join(lines[2000:2600]) + "\n")
+    target = tmp_path / "t.store"
+    molsift.ingest(old, target, workers=1, progress=False)
+    catalog = Catalog()
+    catalog.add("t", str(target))
+    try:
+        first = catalog.get("t").store
+        want = {q: first.search(q, k=5).indices.tolist() for q in ("c1ccccc1O", "CCN(CC)CC")}
+        molsift.ingest(new, target, workers=1, progress=False, overwrite=True)
+        app = create_app(catalog, Limits(), io.StringIO())
+        try:
+            for q, positions in want.items():
+                status, body = asgi_get(app, "/api/v1/search", db="t", query=q, k=5)
+                assert status == 200
+                assert [h["position"] for h in json.loads(body)["hits"]] == positions
+            status, body = asgi_get(app, "/api/v1/search", db="t", query="c1ccncc1",
+                                    type="substructure", length=1000)  # fmt: skip
+            assert status == 200
+            got = [h["position"] for h in json.loads(body)["hits"]]
+            assert got == first.substructure("c1ccncc1").tolist()
+        finally:
+            app.heavy_workers.close()
+            app.light_workers.close()
+    finally:
+        catalog.close()

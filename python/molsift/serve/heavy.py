@@ -19,10 +19,12 @@ their searches are collectives of the ranks (sets/mpi.py).
 Protocol, on the worker's stdin and a copy of its stdout (its fd 1 itself goes to stderr, so that
 nothing a library prints reaches the frames): frames of an 8-byte little-endian length, then a
 pickle (the server's own children: trusted). First to the worker: (databases [(name, path)],
-Limits); it answers ("ready",). Then per request: ("search", queries.Request), answered
-("result", queries.Result); or ("levels", (db, query, dist, caps, k)), answered ("level", Analogs)
-for each distance walked, then ("end",). Any request may be answered ("error", status, message)
-(a ServiceError), ("store", message) (a store that failed its checks) or ("failed", text)."""
+Limits); it answers ("ready", {name: generation}) (the stores it opened: `generation`; a worker
+that opened another generation than the server's is not used, `Stale`). Then per request:
+("search", queries.Request), answered ("result", queries.Result); or ("levels", (db, query,
+dist, caps, k)), answered ("level", Analogs) for each distance walked, then ("end",). Any
+request may be answered ("error", status, message) (a ServiceError), ("store", message) (a store
+that failed its checks) or ("failed", text)."""
 
 from __future__ import annotations
 
@@ -108,13 +110,41 @@ def main() -> int:
     catalog = Catalog()
     for name, path in databases:
         catalog.add(name, path)  # opened and warmed as the server's own
-    _write(out, ("ready",))
+    _write(out, ("ready", {db.name: generation(db.store) for db in catalog}))
     while (frame := _read(inp)) is not None:
         _answer(catalog, limits, frame[0], frame[1], out)
     return 0
 
 
 # -- the server's side ----------------------------------------------------------------------
+
+
+class Stale(Exception):
+    """A worker opened another generation of a store than the server's (the store was replaced
+    on disk since the server opened it): the search runs in the server instead, which answers
+    from the generation it opened (a worker's positions with the server's rows would mix two)."""
+
+
+def generation(store) -> list:
+    """What tells one generation of a store (or of a set's shards) from another: the manifests'
+    checksums."""
+    shards = getattr(store, "shards", None)
+    return [s.manifest.get("checksum") for s in (shards if shards else [store])]
+
+
+def check_generations(worker: _Worker, expected: dict, served: set) -> None:
+    """Raises Stale (after killing `worker` and taking the stores it differs on out of `served`)
+    when `worker` opened a store of another generation than `expected` (name: generation)."""
+    differ = {n for n, g in expected.items() if worker.generations.get(n) != g}
+    if differ:
+        worker.kill()
+        served.difference_update(differ)
+        log.warning(
+            "store(s) %s replaced on disk since the server opened them: searched in the server "
+            "from now on (restart it to serve the new files)",
+            ", ".join(sorted(differ)),
+        )
+        raise Stale(", ".join(sorted(differ)))
 
 
 class _Worker:
@@ -137,9 +167,10 @@ class _Worker:
             answer = _read(self.proc.stdout)
         except OSError as exc:
             answer = exc
-        if answer != ("ready",):
+        if not (isinstance(answer, tuple) and len(answer) == 2 and answer[0] == "ready"):
             self.kill()
             raise RuntimeError(f"it answered {answer!r}")
+        self.generations = answer[1]
         os.set_blocking(self.proc.stdout.fileno(), False)  # read by the loop from now on
         return self
 
@@ -209,6 +240,7 @@ class HeavyWorkers:
         self.limits = limits
         self._databases = [(db.name, db.path) for db in catalog if _local(db)]
         self._served = {name for name, _ in self._databases}
+        self._generations = {db.name: generation(db.store) for db in catalog if _local(db)}
         self._idle: list[_Worker] = []
         self._spares: list[concurrent.futures.Future] = []
         self._lock = threading.Lock()  # the lists, from the event loop and close()
@@ -250,6 +282,7 @@ class HeavyWorkers:
             except BaseException:  # the request was cancelled: no worker left behind
                 started.add_done_callback(_kill_when_started)
                 raise
+            check_generations(worker, self._generations, self._served)
             return worker
 
     def _lose(self, worker: _Worker) -> None:

@@ -36,6 +36,7 @@ class LightWorkers:
         self.limits = limits
         self._databases = [(db.name, db.path) for db in catalog if _local(db)]
         self._served = {name for name, _ in self._databases}
+        self._generations = {db.name: heavy.generation(db.store) for db in catalog if _local(db)}
         self._idle: list[heavy._Worker] = []
         self._lock = threading.Lock()
 
@@ -54,7 +55,7 @@ class LightWorkers:
         worker = heavy._Worker(self._databases, self.limits, light=True)
         loop = asyncio.get_running_loop()
         try:
-            return await asyncio.wait_for(loop.run_in_executor(None, worker.ready), START_S)
+            await asyncio.wait_for(loop.run_in_executor(None, worker.ready), START_S)
         except (asyncio.TimeoutError, RuntimeError) as exc:
             worker.kill()
             log.error("a light search worker did not start: %s", exc)
@@ -62,6 +63,8 @@ class LightWorkers:
         except BaseException:
             worker.kill()
             raise
+        heavy.check_generations(worker, self._generations, self._served)
+        return worker
 
     async def search(self, req):
         """The queries.Result of a checked request, searched in a worker."""

@@ -171,14 +171,19 @@ class Searcher:
         if hit is not None:
             return hit
         heavy = self.limits.heavy(req.type, req.dist, len(req.query))
-        if self.in_process(db, heavy):
-            async with self.gate.slot(heavy=True):
-                hit = self.cached(req)  # searched by another request while this one waited
-                return hit or self._keep(req, await self.workers.search(req))
-        if not heavy and self.light is not None and self.light.serves(db):
-            async with self.gate.slot():
-                hit = self.cached(req)
-                return hit or self._keep(req, await self.light.search(req))
+        from .heavy import Stale
+
+        try:
+            if self.in_process(db, heavy):
+                async with self.gate.slot(heavy=True):
+                    hit = self.cached(req)  # searched by another request while this one waited
+                    return hit or self._keep(req, await self.workers.search(req))
+            if not heavy and self.light is not None and self.light.serves(db):
+                async with self.gate.slot():
+                    hit = self.cached(req)
+                    return hit or self._keep(req, await self.light.search(req))
+        except Stale:  # the store was replaced on disk: searched here, in the server's generation
+            pass
         return await self.gate.run(self.run, db, req, heavy=heavy)
 
     def run(self, db: Database, req: Request) -> Result:

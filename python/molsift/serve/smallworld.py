@@ -36,6 +36,7 @@ from . import queries
 from .catalog import Catalog
 from .encode import JSON
 from .fast import FastRoutes
+from .heavy import Stale
 from .limits import Limits, ServiceError
 
 NOTE = (
@@ -239,13 +240,18 @@ def router(
         async def run() -> None:
             heavy = limits.heavy("analogs", dist, len(query))
             try:
+                walked = False
                 if searcher.in_process(base, heavy):  # a worker process walks it
-                    async with searcher.gate.slot(heavy=True):
-                        await searcher.workers.levels(
-                            base, query, dist, caps, DEPTH,
-                            lambda level: loop.call_soon_threadsafe(levels.put_nowait, level),
-                        )  # fmt: skip
-                else:
+                    try:
+                        async with searcher.gate.slot(heavy=True):
+                            await searcher.workers.levels(
+                                base, query, dist, caps, DEPTH,
+                                lambda level: loop.call_soon_threadsafe(levels.put_nowait, level),
+                            )  # fmt: skip
+                        walked = True
+                    except Stale:  # the store was replaced on disk: walked here (before a level)
+                        pass
+                if not walked:
                     await searcher.gate.run(work, heavy=heavy)
                 await levels.put(None)
             except Exception as e:  # every failure ends the stream with its message
