@@ -231,13 +231,22 @@ class _Worker:
                 pipe.close()
 
 
-class HeavyWorkers:
-    """The heavy searches' worker processes of a server: started on first use (and again at
-    once when one is killed), reused while they live. Callers hold a heavy slot of the gate
-    (limits.Gate.slot), so at most `max_heavy` search at once."""
+class SearchWorkers:
+    """The worker processes of one kind of search of a server: started on first use, reused
+    while they live. Callers hold a slot of the gate of that kind (limits.Gate.slot), so at most
+    `slots` search at once. HeavyWorkers (which also walks `levels`) and light.LightWorkers
+    differ in the attributes below."""
+
+    #: workers started with `--light`: at the server's own priority, as many as the light slots
+    light = False
+    #: what the answers and the log call such a worker
+    what = "heavy search"
+    #: a spare started at once when a worker is killed (timed out, cancelled or broken)
+    spares = True
 
     def __init__(self, catalog, limits: Limits) -> None:
         self.limits = limits
+        self.slots = limits.max_concurrent if self.light else limits.max_heavy
         self._databases = [(db.name, db.path) for db in catalog if _local(db)]
         self._served = {name for name, _ in self._databases}
         self._generations = {db.name: generation(db.store) for db in catalog if _local(db)}
@@ -246,15 +255,16 @@ class HeavyWorkers:
         self._lock = threading.Lock()  # the lists, from the event loop and close()
         # workers are started here (their ready read blocking), spares included
         self._pool = concurrent.futures.ThreadPoolExecutor(
-            2 * limits.max_heavy, thread_name_prefix="heavy-start"
+            2 * self.slots, thread_name_prefix="search-start"
         )
 
     def serves(self, db) -> bool:
-        """Whether `db`'s heavy searches run here (a store this process searches itself)."""
+        """Whether `db`'s searches run here (a store this process searches itself, of the
+        generation the server opened)."""
         return db.name in self._served and _local(db)
 
     def _start(self) -> concurrent.futures.Future:
-        worker = _Worker(self._databases, self.limits)
+        worker = _Worker(self._databases, self.limits, light=self.light)
         return self._pool.submit(worker.ready)
 
     async def _take(self) -> _Worker:
@@ -272,13 +282,13 @@ class HeavyWorkers:
                 worker = await asyncio.wait_for(asyncio.wrap_future(started), START_S)
             except asyncio.TimeoutError:
                 started.add_done_callback(_kill_when_started)
-                log.error("a heavy search worker did not start within %g s", START_S)
-                raise ServiceError(503, "the heavy search worker did not start: retry") from None
+                log.error("a %s worker did not start within %g s", self.what, START_S)
+                raise ServiceError(503, f"the {self.what} worker did not start: retry") from None
             except RuntimeError as exc:
                 if spare is not None:  # a spare that failed: start one now
                     continue
-                log.error("a heavy search worker did not start: %s", exc)
-                raise ServiceError(503, "the heavy search worker did not start: retry") from None
+                log.error("a %s worker did not start: %s", self.what, exc)
+                raise ServiceError(503, f"the {self.what} worker did not start: retry") from None
             except BaseException:  # the request was cancelled: no worker left behind
                 started.add_done_callback(_kill_when_started)
                 raise
@@ -286,10 +296,13 @@ class HeavyWorkers:
             return worker
 
     def _lose(self, worker: _Worker) -> None:
-        """Kills `worker` (timed out, cancelled or broken) and starts a spare for the next."""
+        """Kills `worker` (timed out, cancelled or broken) and, with `spares`, starts a spare
+        for the next."""
         worker.kill()
+        if not self.spares:
+            return
         with self._lock:
-            if len(self._spares) < self.limits.max_heavy:
+            if len(self._spares) < self.slots:
                 self._spares.append(self._start())
 
     async def _ask(self, frame, each: Callable | None = None):
@@ -306,9 +319,9 @@ class HeavyWorkers:
             ) from None
         except (EOFError, OSError, pickle.UnpicklingError) as exc:
             self._lose(worker)
-            log.error("a heavy search worker failed: %s", exc)
+            log.error("a %s worker failed: %s", self.what, exc)
             raise ServiceError(
-                500, "the heavy search worker failed (logged on the server)"
+                500, f"the {self.what} worker failed (logged on the server)"
             ) from None
         except BaseException:  # cancelled mid-search: its answer would be the next request's
             self._lose(worker)
@@ -320,11 +333,6 @@ class HeavyWorkers:
     async def search(self, req):
         """The queries.Result of a checked request, searched in a worker."""
         return await self._ask(("search", req))
-
-    async def levels(self, db, query: str, dist: int, caps: dict, k: int, each: Callable) -> None:
-        """An analog walk in a worker (queries.analog_levels): `each(level)`, called in one of
-        the workers' threads, with each distance's Analogs as it arrives."""
-        await self._ask(("levels", (db.name, query, dist, caps, k)), each)
 
     def close(self) -> None:
         """Ends the idle workers and the spares (a busy one ends with its request, or when the
@@ -341,6 +349,16 @@ class HeavyWorkers:
     def __del__(self) -> None:  # an app dropped without its lifespan's end (tests)
         with contextlib.suppress(Exception):
             self.close()
+
+
+class HeavyWorkers(SearchWorkers):
+    """The heavy searches' worker processes (niced), a spare started at once when one is
+    killed; they also walk SmallWorld's analog searches distance by distance (`levels`)."""
+
+    async def levels(self, db, query: str, dist: int, caps: dict, k: int, each: Callable) -> None:
+        """An analog walk in a worker (queries.analog_levels): `each(level)`, called on the event
+        loop, with each distance's Analogs as it arrives."""
+        await self._ask(("levels", (db.name, query, dist, caps, k)), each)
 
 
 def _kill_when_started(started: concurrent.futures.Future) -> None:

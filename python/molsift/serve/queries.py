@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..analogs.skeleton import KINDS
 from .catalog import Database
+from .heavy import Stale
 from .limits import Gate, Limits, ServiceError, current_flag
 
 TYPES = ("similarity", "substructure", "smarts", "exact", "analogs")
@@ -171,8 +172,6 @@ class Searcher:
         if hit is not None:
             return hit
         heavy = self.limits.heavy(req.type, req.dist, len(req.query))
-        from .heavy import Stale
-
         try:
             if self.in_process(db, heavy):
                 async with self.gate.slot(heavy=True):
