@@ -2,13 +2,15 @@
 //! `write_part_run` (a worker, after writing its part), `PartRuns` (the root: the parts merged
 //! k-way into the one store's order and the one store written from them; or, for a store set,
 //! the parts opened unmerged and the set's cuts found), `merge_set_shard` and
-//! `write_set_shard_from_parts` (one shard of a set, on whichever worker or rank takes it) and
-//! `write_set_duplicates` (the set's list of molecules left out, on the root).
+//! `write_set_shard_from_parts` (one shard of a set, on whichever worker or rank takes it),
+//! `write_set_duplicates` (the set's list of molecules left out) and, for sets written by MPI
+//! ranks, `write_part_slices` (a rank's part cut into the slices it sends) and `cut_pivot` (a
+//! round of the cuts' selection over every rank's runs).
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
-use molsift_store::cuts::{set_cuts, set_duplicates};
+use molsift_store::cuts::{set_cuts, set_duplicates, weighted_median};
 use molsift_store::runs::{write_run, PartRuns};
 use molsift_store::v2::{write_store, ShardOf, UpgradeOptions};
 use molsift_store::{FingerprintSpec, Molecules, StoreError};
@@ -105,7 +107,8 @@ impl PyPartRuns {
                 if merge {
                     PartRuns::merge(&paths(&parts), spec, dedupe, provenance)
                 } else {
-                    PartRuns::open(&paths(&parts), spec, &[], provenance).map(|r| (r, Vec::new()))
+                    PartRuns::open(&paths(&parts), spec, &[], provenance, None)
+                        .map(|r| (r, Vec::new()))
                 }
             })
             .map_err(store_err)?;
@@ -144,6 +147,43 @@ impl PyPartRuns {
             .iter()
             .map(|c| c.as_ref().map(|k| PyBytes::new(py, k)))
             .collect())
+    }
+
+    /// Each run checked to be a permutation of its part's positions; their lengths (what a
+    /// rank holding some of an ingest's parts selects the set's cuts over, with the others).
+    fn check_runs(&self, py: Python<'_>) -> PyResult<Vec<usize>> {
+        py.detach(|| self.with(|runs, _| runs.check_runs()))
+            .map_err(store_err)
+    }
+
+    /// One round of the cuts' exact selection, this process's share: for each run whose window
+    /// `lo[p]..hi[p]` is not empty, (the SMILES at its middle, the window's size).
+    fn cut_middles<'py>(
+        &self,
+        py: Python<'py>,
+        lo: Vec<usize>,
+        hi: Vec<usize>,
+    ) -> PyResult<Vec<(Bound<'py, PyBytes>, u64)>> {
+        let mids = py
+            .detach(|| self.with(|runs, _| runs.middles(&lo, &hi)))
+            .map_err(store_err)?;
+        Ok(mids
+            .into_iter()
+            .map(|(k, w)| (PyBytes::new(py, &k), w))
+            .collect())
+    }
+
+    /// Each run's window `lo[p]..hi[p]` cut by `pivot` (`cut_pivot`): (the first positions at
+    /// least `pivot`, the first above it).
+    fn cut_split(
+        &self,
+        py: Python<'_>,
+        lo: Vec<usize>,
+        hi: Vec<usize>,
+        pivot: Vec<u8>,
+    ) -> PyResult<(Vec<usize>, Vec<usize>)> {
+        py.detach(|| self.with(|runs, _| runs.split(&lo, &hi, &pivot)))
+            .map_err(store_err)
     }
 
     fn __len__(&self) -> usize {
@@ -233,9 +273,11 @@ impl PyPartRuns {
 /// plan's order) of ingest's `parts` less the positions `dropped` (`PartRuns.dropped`; the
 /// spec is `PartRuns.fingerprint_json`), whose first molecule is set
 /// position `offset`, text compressed on `threads` threads, the similarity planes built from
-/// at most `plane_budget` bytes of payload a pass (default: `UpgradeOptions`').
+/// at most `plane_budget` bytes of payload a pass (default: `UpgradeOptions`'). With `total`,
+/// `parts` are the slices the shard's writer received under MPI, of parts holding `total`
+/// molecules (`write_part_slices`): positions and input ranks are the library's.
 #[pyfunction]
-#[pyo3(signature = (parts, fingerprint_json, dropped, provenance_json, out, index, shards, offset, source, threads=1, plane_budget=None))]
+#[pyo3(signature = (parts, fingerprint_json, dropped, provenance_json, out, index, shards, offset, source, threads=1, plane_budget=None, total=None))]
 #[allow(clippy::too_many_arguments)]
 fn write_set_shard_from_parts(
     py: Python<'_>,
@@ -250,6 +292,7 @@ fn write_set_shard_from_parts(
     source: &[u8],
     threads: usize,
     plane_budget: Option<usize>,
+    total: Option<u64>,
 ) -> PyResult<()> {
     let spec = spec_of(fingerprint_json)?;
     let provenance = parse_json(provenance_json)?;
@@ -260,7 +303,7 @@ fn write_set_shard_from_parts(
         offset,
     };
     py.detach(|| {
-        let runs = PartRuns::open(&paths(&parts), spec, &dropped, provenance)?;
+        let runs = PartRuns::open(&paths(&parts), spec, &dropped, provenance, total)?;
         shard_of(&runs, &order, shard, &out, threads, plane_budget)
     })
     .map_err(store_err)
@@ -271,10 +314,11 @@ fn write_set_shard_from_parts(
 /// left out. Writes the shard's molecules (positions among all the parts' molecules, u64
 /// little-endian, in set order) at `out`; returns (molecules kept, duplicates, the molecules
 /// left out as (position, position of the first of its SMILES, the first's index in the
-/// shard)).
+/// shard)). With `total`, `parts` are the shard's slices (`write_part_slices`) of parts holding
+/// `total` molecules.
 #[pyfunction]
-#[pyo3(signature = (parts, fingerprint_json, cuts, index, dedupe, out))]
-#[allow(clippy::type_complexity)]
+#[pyo3(signature = (parts, fingerprint_json, cuts, index, dedupe, out, total=None))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn merge_set_shard(
     py: Python<'_>,
     parts: Vec<PathBuf>,
@@ -283,10 +327,11 @@ fn merge_set_shard(
     index: usize,
     dedupe: bool,
     out: PathBuf,
+    total: Option<u64>,
 ) -> PyResult<(u64, u64, Vec<(u64, u64, u64)>)> {
     let spec = spec_of(fingerprint_json)?;
     py.detach(|| {
-        let runs = PartRuns::open(&paths(&parts), spec, &[], serde_json::Value::Null)?;
+        let runs = PartRuns::open(&paths(&parts), spec, &[], serde_json::Value::Null, total)?;
         let m = runs.merge_shard(&cuts, index, dedupe)?;
         let bytes: Vec<u8> = m.positions.iter().flat_map(|g| g.to_le_bytes()).collect();
         molsift_iostats::write_file(&out, &bytes, false).map_err(|e| StoreError::io(&out, e))?;
@@ -299,22 +344,58 @@ fn merge_set_shard(
 }
 
 /// Writes a store set's `duplicates.tsv` at `path` from ingest's `parts`: `rows` are (position
-/// left out, position of the first of its SMILES, the first's set position), ascending.
+/// left out, position of the first of its SMILES, the first's set position), ascending. With
+/// `total`, `parts` are one shard's slices (`write_part_slices`) and `rows` that shard's.
 #[pyfunction]
+#[pyo3(signature = (parts, fingerprint_json, rows, path, total=None))]
 fn write_set_duplicates(
     py: Python<'_>,
     parts: Vec<PathBuf>,
     fingerprint_json: &str,
     rows: Vec<(u64, u64, u64)>,
     path: PathBuf,
+    total: Option<u64>,
 ) -> PyResult<()> {
     let spec = spec_of(fingerprint_json)?;
     py.detach(|| {
-        let runs = PartRuns::open(&paths(&parts), spec, &[], serde_json::Value::Null)?;
+        let runs = PartRuns::open(&paths(&parts), spec, &[], serde_json::Value::Null, total)?;
         let text = set_duplicates(&runs, &rows)?;
         molsift_iostats::write_file(&path, &text, true).map_err(|e| StoreError::io(&path, e))
     })
     .map_err(store_err)
+}
+
+/// Cuts ingest's part store at `part` (with its run; its first molecule at position `base`
+/// among all the parts' molecules) into the shards of a set with `cuts`: a slice at `outs[s]`
+/// (a new path) for each shard holding molecules of the part (`molsift_store::slices`).
+/// Returns each shard's molecules of the part (their places in it, u32 little-endian,
+/// ascending; empty where no slice was written).
+#[pyfunction]
+fn write_part_slices<'py>(
+    py: Python<'py>,
+    part: PathBuf,
+    base: u64,
+    cuts: Vec<Option<Vec<u8>>>,
+    outs: Vec<PathBuf>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let taken = py
+        .detach(|| molsift_store::slices::write_part_slices(&part, base, &cuts, &outs))
+        .map_err(store_err)?;
+    Ok(taken
+        .iter()
+        .map(|t| {
+            let bytes: Vec<u8> = t.iter().flat_map(|i| i.to_le_bytes()).collect();
+            PyBytes::new(py, &bytes)
+        })
+        .collect())
+}
+
+/// A selection round's pivot (`molsift_store::cuts::weighted_median`) of the windows' middles
+/// `(SMILES, window size)` gathered from every rank (`PartRuns.cut_middles`); None when no
+/// window is left.
+#[pyfunction]
+fn cut_pivot<'py>(py: Python<'py>, mut mids: Vec<(Vec<u8>, u64)>) -> Option<Bound<'py, PyBytes>> {
+    weighted_median(&mut mids).map(|p| PyBytes::new(py, p))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -324,5 +405,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_set_shard_from_parts, m)?)?;
     m.add_function(wrap_pyfunction!(merge_set_shard, m)?)?;
     m.add_function(wrap_pyfunction!(write_set_duplicates, m)?)?;
+    m.add_function(wrap_pyfunction!(write_part_slices, m)?)?;
+    m.add_function(wrap_pyfunction!(cut_pivot, m)?)?;
     Ok(())
 }

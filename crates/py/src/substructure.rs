@@ -155,7 +155,8 @@ fn pattern_planes_from_parts(
     threads: usize,
 ) -> PyResult<Vec<u64>> {
     py.detach(|| {
-        let p = molsift_substructure::fromparts::Parts::open(&parts, &dropped, words_per_row)?;
+        let p =
+            molsift_substructure::fromparts::Parts::open(&parts, &dropped, words_per_row, None)?;
         molsift_substructure::fromparts::planes_from_parts(&p, &planes, bits, threads)
     })
     .map_err(substructure_err)
@@ -189,7 +190,7 @@ fn pattern_index_from_parts(
     let meaning = serde_json::from_str(meaning_json).map_err(crate::error::json_err)?;
     let given = source.map(crate::store::u32s_of).transpose()?;
     py.detach(|| {
-        let (p, to) = parts_and_store(&parts, &dropped, words_per_row, &dst)?;
+        let (p, to) = parts_and_store(&parts, &dropped, words_per_row, &dst, None)?;
         let source = match given {
             Some(s) => s,
             None => input_ranks(&to)?,
@@ -212,9 +213,10 @@ fn pattern_index_from_parts(
 /// input ranks `source` (u32 little-endian) of ingest's `parts` (less the molecules at
 /// `dropped`), from the shard's own rows: their `bits` dense planes written at `scratch` (a new
 /// temporary file, removed before returning), then the index as `pattern_index_from_parts`
-/// writes it; returns the bytes of the screen.
+/// writes it; returns the bytes of the screen. With `total`, `parts` are the slices the shard's
+/// writer received under MPI, of parts holding `total` molecules (`write_part_slices`).
 #[pyfunction]
-#[pyo3(signature = (dst, scratch, parts, dropped, bits, words_per_row, meaning_json, source, threads=1, window_bytes=WINDOW_BYTES))]
+#[pyo3(signature = (dst, scratch, parts, dropped, bits, words_per_row, meaning_json, source, threads=1, window_bytes=WINDOW_BYTES, total=None))]
 #[allow(clippy::too_many_arguments)]
 fn pattern_shard_index_from_parts(
     py: Python<'_>,
@@ -228,11 +230,12 @@ fn pattern_shard_index_from_parts(
     source: &[u8],
     threads: usize,
     window_bytes: usize,
+    total: Option<u64>,
 ) -> PyResult<u64> {
     let meaning = serde_json::from_str(meaning_json).map_err(crate::error::json_err)?;
     let source = crate::store::u32s_of(source)?;
     py.detach(|| {
-        let (p, to) = parts_and_store(&parts, &dropped, words_per_row, &dst)?;
+        let (p, to) = parts_and_store(&parts, &dropped, words_per_row, &dst, total)?;
         molsift_substructure::fromparts::shard_index_from_parts(
             &p,
             &scratch,
@@ -248,12 +251,13 @@ fn pattern_shard_index_from_parts(
 }
 
 /// Ingest's parts (less the molecules at `dropped`) and the version-2 store at `dst` their
-/// substructure index is written into.
+/// substructure index is written into (`total`: of slices, `Parts::open`).
 fn parts_and_store(
     parts: &[PathBuf],
     dropped: &[u64],
     words_per_row: usize,
     dst: &std::path::Path,
+    total: Option<u64>,
 ) -> Result<
     (
         molsift_substructure::fromparts::Parts,
@@ -261,7 +265,7 @@ fn parts_and_store(
     ),
     molsift_substructure::SubstructureError,
 > {
-    let p = molsift_substructure::fromparts::Parts::open(parts, dropped, words_per_row)?;
+    let p = molsift_substructure::fromparts::Parts::open(parts, dropped, words_per_row, total)?;
     let to = molsift_store::v2::StoreV2::open(dst, false)
         .map_err(molsift_substructure::SubstructureError::from)?;
     Ok((p, to))

@@ -16,6 +16,8 @@
 //! binary searches a run, the slices' edges checked against the cuts), with `--dedupe` there:
 //! equal SMILES are in one shard. What it holds is its own shard's order.
 
+use std::ops::Range;
+
 use crate::runs::{Merged, PartRuns, Run};
 use crate::StoreError;
 
@@ -63,40 +65,21 @@ fn bound(
     Ok(lo)
 }
 
-/// The SMILES at rank `r` (from 0, `r` below the runs' total) of all the runs merged.
+/// The SMILES at rank `r` (from 0, `r` below the runs' total) of all the runs merged: rounds
+/// of [`PartRuns::window_middles`], [`weighted_median`] and [`PartRuns::split_windows`] (what
+/// MPI ranks holding the runs between them run together, each on its own runs, the middles
+/// gathered and the counts summed: the same SMILES).
 fn select(runs: &PartRuns, files: &[Run], r: u64) -> Result<Vec<u8>, StoreError> {
     let mut lo = vec![0usize; files.len()];
     let mut hi: Vec<usize> = files.iter().map(Run::len).collect();
     loop {
-        // the pivot: the middles of the windows left, weighted by their sizes, their median
-        let mut mids = Vec::new();
-        for p in 0..files.len() {
-            if lo[p] < hi[p] {
-                let mid = lo[p] + (hi[p] - lo[p]) / 2;
-                mids.push((runs.run_smiles(files, p, mid)?, (hi[p] - lo[p]) as u64));
-            }
-        }
-        if mids.is_empty() {
+        let mut mids = runs.window_middles(files, &lo, &hi)?;
+        let Some(pivot) = weighted_median(&mut mids) else {
             return Err(StoreError::Invalid(format!(
                 "rank {r} is past the runs' molecules, or a run is not in SMILES order"
             )));
-        }
-        mids.sort_unstable();
-        let half = mids.iter().map(|m| m.1).sum::<u64>().div_ceil(2);
-        let mut acc = 0;
-        let pivot = mids
-            .iter()
-            .find(|m| {
-                acc += m.1;
-                acc >= half
-            })
-            .expect("the weights sum to at least half")
-            .0;
-        let (mut below, mut upto) = (vec![0; files.len()], vec![0; files.len()]);
-        for p in 0..files.len() {
-            below[p] = bound(runs, files, p, (lo[p], hi[p]), pivot, false)?;
-            upto[p] = bound(runs, files, p, (below[p], hi[p]), pivot, true)?;
-        }
+        };
+        let (below, upto) = runs.split_windows(files, &lo, &hi, pivot)?;
         let less = below.iter().map(|&b| b as u64).sum::<u64>();
         let at_most = upto.iter().map(|&b| b as u64).sum::<u64>();
         if r < less {
@@ -106,6 +89,98 @@ fn select(runs: &PartRuns, files: &[Run], r: u64) -> Result<Vec<u8>, StoreError>
         } else {
             return Ok(pivot.to_vec());
         }
+    }
+}
+
+/// A selection round's pivot: the weighted median of the windows' middles (from every run,
+/// of every rank), None when no window is left. The same SMILES whatever their order.
+pub fn weighted_median(mids: &mut [(Vec<u8>, u64)]) -> Option<&[u8]> {
+    mids.sort_unstable();
+    let half = mids.iter().map(|m| m.1).sum::<u64>().div_ceil(2);
+    let mut acc = 0;
+    mids.iter()
+        .find(|m| {
+            acc += m.1;
+            acc >= half
+        })
+        .map(|m| m.0.as_slice())
+}
+
+impl PartRuns {
+    /// A selection round's candidates: for each run whose window `lo[p]..hi[p]` is not empty,
+    /// the SMILES at its middle and the window's size.
+    pub(crate) fn window_middles(
+        &self,
+        files: &[Run],
+        lo: &[usize],
+        hi: &[usize],
+    ) -> Result<Vec<(Vec<u8>, u64)>, StoreError> {
+        let mut mids = Vec::new();
+        for p in 0..files.len() {
+            if lo[p] < hi[p] {
+                let mid = lo[p] + (hi[p] - lo[p]) / 2;
+                mids.push((
+                    self.run_smiles(files, p, mid)?.to_vec(),
+                    (hi[p] - lo[p]) as u64,
+                ));
+            }
+        }
+        Ok(mids)
+    }
+
+    /// Each run's window cut by `pivot`: (the first position at least `pivot`, the first
+    /// above it), per run.
+    pub(crate) fn split_windows(
+        &self,
+        files: &[Run],
+        lo: &[usize],
+        hi: &[usize],
+        pivot: &[u8],
+    ) -> Result<(Vec<usize>, Vec<usize>), StoreError> {
+        let (mut below, mut upto) = (vec![0; files.len()], vec![0; files.len()]);
+        for p in 0..files.len() {
+            below[p] = bound(self, files, p, (lo[p], hi[p]), pivot, false)?;
+            upto[p] = bound(self, files, p, (below[p], hi[p]), pivot, true)?;
+        }
+        Ok((below, upto))
+    }
+
+    /// [`PartRuns::window_middles`] of these runs (each mapped for the call): one rank's share
+    /// of a selection round run by MPI ranks together.
+    pub fn middles(&self, lo: &[usize], hi: &[usize]) -> Result<Vec<(Vec<u8>, u64)>, StoreError> {
+        let files = self.read_runs(false)?;
+        self.check_windows(&files, lo, hi)?;
+        self.window_middles(&files, lo, hi)
+    }
+
+    /// [`PartRuns::split_windows`] of these runs (each mapped for the call).
+    pub fn split(
+        &self,
+        lo: &[usize],
+        hi: &[usize],
+        pivot: &[u8],
+    ) -> Result<(Vec<usize>, Vec<usize>), StoreError> {
+        let files = self.read_runs(false)?;
+        self.check_windows(&files, lo, hi)?;
+        self.split_windows(&files, lo, hi, pivot)
+    }
+
+    /// Each run checked to be a permutation of its part's positions; returns their lengths.
+    pub fn check_runs(&self) -> Result<Vec<usize>, StoreError> {
+        Ok(self.read_runs(true)?.iter().map(Run::len).collect())
+    }
+
+    fn check_windows(&self, files: &[Run], lo: &[usize], hi: &[usize]) -> Result<(), StoreError> {
+        let fits = lo.len() == files.len()
+            && hi.len() == files.len()
+            && (0..files.len()).all(|p| lo[p] <= hi[p] && hi[p] <= files[p].len());
+        if !fits {
+            return Err(StoreError::Invalid(format!(
+                "windows {lo:?}..{hi:?} do not fit the {} runs",
+                files.len()
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -143,6 +218,36 @@ pub struct ShardMerge {
 }
 
 impl PartRuns {
+    /// The positions of run `p` (of `files`) whose SMILES lie in shard `s`'s range of a set
+    /// with `cuts`: two binary searches, the slice's edges checked (the SMILES before it at
+    /// most the range's start, the one after it above the range's end).
+    pub(crate) fn shard_slice(
+        &self,
+        files: &[Run],
+        p: usize,
+        cuts: &[Option<Vec<u8>>],
+        s: usize,
+    ) -> Result<Range<usize>, StoreError> {
+        let (after, upto) = shard_range(cuts, s);
+        let n = files[p].len();
+        let edge = |key: Key<'_>| -> Result<usize, StoreError> {
+            let k = match key {
+                Key::Min => return Ok(0),
+                Key::Max => return Ok(n),
+                Key::At(x) => x,
+            };
+            let k_at = bound(self, files, p, (0, n), k, true)?;
+            let sorted = (k_at == 0 || self.run_smiles(files, p, k_at - 1)? <= k)
+                && (k_at == n || self.run_smiles(files, p, k_at)? > k);
+            if !sorted {
+                return Err(self.unsorted(p));
+            }
+            Ok(k_at)
+        };
+        let (a, b) = (edge(after)?, edge(upto)?);
+        Ok(a..b.max(a))
+    }
+
     /// Merges shard `s`'s slice of every run (the set's `cuts`, [`set_cuts`]): per run, the
     /// positions whose SMILES lie in the shard's range (two binary searches, the slice's edges
     /// checked: the SMILES before it at most the range's start, the one after it above the
@@ -160,28 +265,10 @@ impl PartRuns {
                 cuts.len() + 1
             )));
         }
-        let (after, upto) = shard_range(cuts, s);
         let files = self.read_runs(false)?;
-        let mut slices = Vec::with_capacity(files.len());
-        for (p, f) in files.iter().enumerate() {
-            let n = f.len();
-            let edge = |key: Key<'_>| -> Result<usize, StoreError> {
-                let k = match key {
-                    Key::Min => return Ok(0),
-                    Key::Max => return Ok(n),
-                    Key::At(x) => x,
-                };
-                let k_at = bound(self, &files, p, (0, n), k, true)?;
-                let sorted = (k_at == 0 || self.run_smiles(&files, p, k_at - 1)? <= k)
-                    && (k_at == n || self.run_smiles(&files, p, k_at)? > k);
-                if !sorted {
-                    return Err(self.unsorted(p));
-                }
-                Ok(k_at)
-            };
-            let (a, b) = (edge(after)?, edge(upto)?);
-            slices.push(a..b.max(a));
-        }
+        let slices = (0..files.len())
+            .map(|p| self.shard_slice(&files, p, cuts, s))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut positions = Vec::new();
         let merged = self.merge_slices(&files, &slices, dedupe, |g| positions.push(g))?;
         Ok(ShardMerge { positions, merged })

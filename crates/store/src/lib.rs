@@ -8,6 +8,8 @@
 //!   molecules sorted by canonical SMILES), k-way into the one store's order; the one store
 //!   ([`v2`]) is written from any [`Molecules`]: the parts so merged, or a version-1 store
 //!   (and [`PartRuns::write_version_1`] writes the old format, for the tests of `upgrade`).
+//!   [`cuts`] cuts the runs into a store set's shards without a merge, and [`slices`] cuts a
+//!   part into the slices MPI ranks send each other for the shards they write.
 //! * [`duplicates`]: molecules whose canonical SMILES an earlier one had (found by the merge of
 //!   the runs; left out with `--dedupe` and listed in `duplicates.tsv`).
 //! * [`rejects`] is the one format of rejected records (`rejects.tsv`), for ingest and screen.
@@ -48,6 +50,7 @@ mod reader;
 pub mod rejects;
 pub mod replace;
 pub mod runs;
+pub mod slices;
 pub mod source;
 pub mod textblocks;
 pub mod v2;

@@ -54,12 +54,54 @@ pub fn write_run(part: &Path) -> Result<(), StoreError> {
 /// Input rank `r` is the `r`-th molecule of the parts less those left out. Nothing is held
 /// per molecule: a place is found by binary searches. What every reader of ingest's parts by
 /// input rank uses ([`PartRuns`] here, the substructure index's parts reader).
+///
+/// A part may also be a *slice* (`molsift ingest --shards` under MPI: what another rank sent
+/// of its part for one shard, [`crate::slices`]): it holds some of a part's molecules, their
+/// positions among all the parts' molecules listed beside it (`PART` + [`HELD_EXT`]); places
+/// of slices ([`Places::for_parts`] with the parts' total) find a position's slice and its place
+/// there by binary searches, and input ranks stay those of the whole library.
 #[derive(Debug, Clone, Default)]
 pub struct Places {
     /// the first position of each part, then their number
     bases: Vec<u64>,
     /// the positions left out, ascending
     dropped: Vec<u64>,
+    /// for parts that are slices, the positions each holds (ascending); `None` for whole parts
+    held: Option<Vec<Vec<u64>>>,
+}
+
+/// The positions a slice holds, beside it: `PART` + this (u64 little-endian, ascending).
+pub const HELD_EXT: &str = ".held.u64";
+
+/// The file of the positions the slice at `part` holds.
+pub fn held_path(part: &Path) -> PathBuf {
+    let mut s = part.as_os_str().to_owned();
+    s.push(HELD_EXT);
+    PathBuf::from(s)
+}
+
+/// Reads the positions the slice at `part` (of `n` molecules) holds: an error (the reason,
+/// naming the file) unless they are `n` ascending positions below `total`.
+fn read_held(part: &Path, n: u64, total: u64) -> Result<Vec<u64>, String> {
+    let path = held_path(part);
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bad = |why: &str| format!("{}: {why}", path.display());
+    if bytes.len() as u64 != n * 8 {
+        return Err(bad(&format!(
+            "{} bytes for a slice of {n} molecules (8 each)",
+            bytes.len()
+        )));
+    }
+    let held: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .collect();
+    if held.windows(2).any(|w| w[0] >= w[1]) || held.last().is_some_and(|&g| g >= total) {
+        return Err(bad(&format!(
+            "its positions are not ascending below the parts' {total} molecules"
+        )));
+    }
+    Ok(held)
 }
 
 impl Places {
@@ -72,6 +114,50 @@ impl Places {
         Places {
             bases,
             dropped: Vec::new(),
+            held: None,
+        }
+    }
+
+    /// The places of `parts` of `sizes` molecules, in task order: whole parts ([`Places::new`])
+    /// when `total` is `None`; else slices of parts holding `total` molecules in all, each
+    /// slice's positions read from beside it ([`held_path`]), the slices in task order (their
+    /// positions ascending from one slice to the next). An error (the reason) for a list that
+    /// is missing, damaged or out of order.
+    pub fn for_parts(parts: &[&Path], sizes: &[u64], total: Option<u64>) -> Result<Places, String> {
+        let Some(total) = total else {
+            return Ok(Places::new(sizes.iter().copied()));
+        };
+        let mut held = Vec::with_capacity(parts.len());
+        for (part, &n) in parts.iter().zip(sizes) {
+            held.push(read_held(part, n, total)?);
+        }
+        // an empty slice shares its first position with the next (as an empty part does)
+        let mut bases = vec![total; held.len() + 1];
+        for p in (0..held.len()).rev() {
+            bases[p] = held[p].first().copied().unwrap_or(bases[p + 1]);
+        }
+        for p in 1..held.len() {
+            if let (Some(&a), Some(&b)) = (held[p - 1].last(), held[p].first()) {
+                if a >= b {
+                    return Err(format!(
+                        "{}: its positions do not follow those of the slice before it",
+                        held_path(parts[p]).display()
+                    ));
+                }
+            }
+        }
+        Ok(Places {
+            bases,
+            dropped: Vec::new(),
+            held: Some(held),
+        })
+    }
+
+    /// The position (among all the parts' molecules) of molecule `local` of part `p`.
+    pub fn global(&self, p: usize, local: usize) -> u64 {
+        match &self.held {
+            None => self.bases[p] + local as u64,
+            Some(h) => h[p][local],
         }
     }
 
@@ -116,9 +202,19 @@ impl Places {
 
     /// The part holding position `g` and its place there (empty parts share their first
     /// position with the next: the last part starting at or before `g`).
+    ///
+    /// Of slices, `g` must be a position one of them holds (a merge's or a shard's own).
     pub fn at(&self, g: u64) -> (usize, usize) {
         let p = self.bases.partition_point(|&b| b <= g) - 1;
-        (p, (g - self.bases[p]) as usize)
+        match &self.held {
+            None => (p, (g - self.bases[p]) as usize),
+            Some(h) => (
+                p,
+                h[p].binary_search(&g).unwrap_or_else(|_| {
+                    panic!("position {g} is in none of the slices (a shard's own positions only)")
+                }),
+            ),
+        }
     }
 
     /// The input rank of the kept molecule at position `g`.
@@ -190,13 +286,19 @@ impl PartRuns {
     /// Opens the finished part stores `parts` (fingerprints of `spec`), in task order, less
     /// the molecules at the ascending positions `dropped` (what [`PartRuns::merge`] left out);
     /// no merge: what a shard's writer, on any worker or rank, reads its molecules from.
+    ///
+    /// With `total`, the parts are slices of parts holding `total` molecules in all (what one
+    /// shard's writer received from the ranks under MPI, [`crate::slices`]): positions and input
+    /// ranks are those of the whole library ([`Places::for_parts`]), the counts' molecules the
+    /// library's.
     pub fn open(
         parts: &[&Path],
         spec: FingerprintSpec,
         dropped: &[u64],
         provenance: Value,
+        total: Option<u64>,
     ) -> Result<PartRuns, StoreError> {
-        let mut runs = PartRuns::open_all(parts, spec, provenance)?;
+        let mut runs = PartRuns::open_all(parts, spec, provenance, total)?;
         runs.leave_out(dropped.to_vec())?;
         Ok(runs)
     }
@@ -206,6 +308,7 @@ impl PartRuns {
         parts: &[&Path],
         spec: FingerprintSpec,
         provenance: Value,
+        total: Option<u64>,
     ) -> Result<PartRuns, StoreError> {
         let mut stores = Vec::with_capacity(parts.len());
         let mut counts = Counts {
@@ -226,8 +329,13 @@ impl PartRuns {
             counts.rejected += c.rejected;
             stores.push(store);
         }
+        let sizes: Vec<u64> = stores.iter().map(|s| s.len() as u64).collect();
+        let places = Places::for_parts(parts, &sizes, total).map_err(StoreError::Invalid)?;
+        if let Some(t) = total {
+            counts.molecules = t;
+        }
         Ok(PartRuns {
-            places: Places::new(stores.iter().map(|s| s.len() as u64)),
+            places,
             parts: stores,
             first: Vec::new(),
             spec,
@@ -259,7 +367,7 @@ impl PartRuns {
         dedupe: bool,
         provenance: Value,
     ) -> Result<(PartRuns, Vec<u32>), StoreError> {
-        let mut runs = PartRuns::open_all(parts, spec, provenance)?;
+        let mut runs = PartRuns::open_all(parts, spec, provenance, None)?;
         let total = runs.places.total();
         if total > u64::from(u32::MAX) {
             return Err(StoreError::Invalid(format!(
@@ -332,7 +440,7 @@ impl PartRuns {
         let mut kept = 0u64;
         let mut first: Option<(&[u8], u64, u64)> = None; // the SMILES, its first, its index
         while let Some(Reverse((key, p, local))) = heap.pop() {
-            let g = self.places.base(p) + local as u64;
+            let g = self.places.global(p, local);
             if let Some(k) = cursors[p].next() {
                 let next = smiles(p, k)?;
                 if next < key {
@@ -725,7 +833,8 @@ mod tests {
                     .unwrap();
                 assert_eq!(files(&got), files(&want), "{why}");
                 // a shard's writer reopens the parts without merging them again
-                let again = PartRuns::open(&refs, spec(), &runs.dropped(), Value::Null).unwrap();
+                let again =
+                    PartRuns::open(&refs, spec(), &runs.dropped(), Value::Null, None).unwrap();
                 assert_eq!(again.len(), runs.len());
                 for r in 0..runs.len() {
                     assert_eq!(again.id(r).unwrap(), v1.id(r).unwrap());
@@ -756,11 +865,11 @@ mod tests {
                     .collect();
                 let single = [part(dir.path(), "single", &one)];
                 let single: Vec<&Path> = single.iter().map(PathBuf::as_path).collect();
-                let runs = PartRuns::open(&refs, spec(), &[], Value::Null).unwrap();
+                let runs = PartRuns::open(&refs, spec(), &[], Value::Null, None).unwrap();
                 for shards in [1, 2, 3, 5, 40] {
                     let why = format!("seed {seed} dedupe {dedupe} shards {shards}");
                     let cuts = set_cuts(&runs, shards).unwrap();
-                    let alone = PartRuns::open(&single, spec(), &[], Value::Null).unwrap();
+                    let alone = PartRuns::open(&single, spec(), &[], Value::Null, None).unwrap();
                     assert_eq!(set_cuts(&alone, shards).unwrap(), cuts, "{why}");
                     let (mut got, mut dropped, mut duplicates) = (Vec::new(), Vec::new(), 0);
                     let mut ends = vec![0usize];
@@ -811,6 +920,160 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Ranks holding the parts between them (here two groups of parts) select the same cuts
+    /// as one process over every run; each part cut into slices, each shard merged and written
+    /// from its slices alone (opened with the library's total) equals the shard merged and
+    /// written from the whole parts: the same positions, duplicates, molecules left out,
+    /// `duplicates.tsv` rows and files.
+    #[test]
+    fn shards_written_from_the_slices_ranks_send_equal_those_written_from_the_parts() {
+        use crate::cuts::{set_cuts, set_duplicates, weighted_median};
+        use crate::slices::write_part_slices;
+        use crate::v2::{write_shard, ShardOf};
+        for seed in 1..5 {
+            for dedupe in [false, true] {
+                let dir = tempfile::tempdir().unwrap();
+                let parts = random_parts(dir.path(), seed);
+                let refs: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+                let runs = PartRuns::open(&refs, spec(), &[], Value::Null, None).unwrap();
+                let total = runs.places.total();
+                let groups: Vec<PartRuns> = [&refs[..3], &refs[3..]]
+                    .iter()
+                    .map(|g| PartRuns::open(g, spec(), &[], Value::Null, None).unwrap())
+                    .collect();
+                for shards in [1, 2, 3, 5, 40] {
+                    let why = format!("seed {seed} dedupe {dedupe} shards {shards}");
+                    let cuts = set_cuts(&runs, shards).unwrap();
+                    // the rounds of the exact selection, the groups' shares put together
+                    let lens: Vec<Vec<usize>> =
+                        groups.iter().map(|g| g.check_runs().unwrap()).collect();
+                    let selected: Vec<Option<Vec<u8>>> = (1..shards)
+                        .map(|s| {
+                            let r = (u128::from(total) * s as u128 / shards as u128) as u64;
+                            // the cut is the SMILES at rank r - 1
+                            let r = r.checked_sub(1)?;
+                            let mut lo: Vec<Vec<usize>> =
+                                lens.iter().map(|l| vec![0; l.len()]).collect();
+                            let mut hi = lens.clone();
+                            loop {
+                                let mut mids: Vec<(Vec<u8>, u64)> = (groups.iter().enumerate())
+                                    .flat_map(|(k, g)| g.middles(&lo[k], &hi[k]).unwrap())
+                                    .collect();
+                                let pivot = weighted_median(&mut mids).unwrap().to_vec();
+                                let (mut less, mut at_most) = (0u64, 0u64);
+                                let mut splits = Vec::new();
+                                for (k, g) in groups.iter().enumerate() {
+                                    let (b, u) = g.split(&lo[k], &hi[k], &pivot).unwrap();
+                                    less += b.iter().map(|&x| x as u64).sum::<u64>();
+                                    at_most += u.iter().map(|&x| x as u64).sum::<u64>();
+                                    splits.push((b, u));
+                                }
+                                if r < less {
+                                    hi = splits.into_iter().map(|s| s.0).collect();
+                                } else if r >= at_most {
+                                    lo = splits.into_iter().map(|s| s.1).collect();
+                                } else {
+                                    return Some(pivot);
+                                }
+                            }
+                        })
+                        .collect();
+                    assert_eq!(selected, cuts, "{why}: the ranks' selection");
+                    // every part cut into its slices
+                    let mut slices: Vec<Vec<PathBuf>> = vec![Vec::new(); shards];
+                    for (p, part) in parts.iter().enumerate() {
+                        let outs: Vec<PathBuf> = (0..shards)
+                            .map(|s| dir.path().join(format!("slice-{shards}-{p}-{s}")))
+                            .collect();
+                        let base = runs.places.base(p);
+                        let taken = write_part_slices(part, base, &cuts, &outs).unwrap();
+                        for (s, t) in taken.iter().enumerate() {
+                            if !t.is_empty() {
+                                slices[s].push(outs[s].clone());
+                            }
+                        }
+                    }
+                    let mut dropped = Vec::new();
+                    let (mut offset, mut merges) = (0u64, Vec::new());
+                    for (s, mine) in slices.iter().enumerate() {
+                        let m = runs.merge_shard(&cuts, s, dedupe).unwrap();
+                        let got: Vec<&Path> = mine.iter().map(PathBuf::as_path).collect();
+                        let sl = PartRuns::open(&got, spec(), &[], Value::Null, Some(total));
+                        let sl = sl.unwrap();
+                        let n = sl.merge_shard(&cuts, s, dedupe).unwrap();
+                        assert_eq!(n.positions, m.positions, "{why}: shard {s}'s order");
+                        assert_eq!(n.merged.dropped, m.merged.dropped, "{why}: shard {s}");
+                        assert_eq!(n.merged.duplicates, m.merged.duplicates, "{why}: {s}");
+                        let rows: Vec<(u64, u64, u64)> = (m.merged.dropped.iter())
+                            .map(|d| (d.position, d.first, offset + d.first_index))
+                            .collect();
+                        if !rows.is_empty() {
+                            assert_eq!(
+                                set_duplicates(&sl, &rows).unwrap(),
+                                set_duplicates(&runs, &rows).unwrap(),
+                                "{why}: shard {s}'s duplicates"
+                            );
+                        }
+                        dropped.extend(rows.iter().map(|r| r.0));
+                        offset += m.positions.len() as u64;
+                        merges.push((got.iter().map(|p| p.to_path_buf()).collect::<Vec<_>>(), m));
+                    }
+                    dropped.sort_unstable();
+                    let whole = PartRuns::open(&refs, spec(), &dropped, Value::Null, None);
+                    let whole = whole.unwrap();
+                    let mut offset = 0u64;
+                    for (s, (mine, m)) in merges.iter().enumerate() {
+                        let got: Vec<&Path> = mine.iter().map(PathBuf::as_path).collect();
+                        let sl = PartRuns::open(&got, spec(), &dropped, Value::Null, Some(total));
+                        let sl = sl.unwrap();
+                        let order: Vec<u32> = (m.positions.iter())
+                            .map(|&g| whole.places.rank_of(g) as u32)
+                            .collect();
+                        let shard = ShardOf {
+                            index: s,
+                            shards,
+                            offset,
+                        };
+                        let opts = UpgradeOptions::default();
+                        let (a, b) = (
+                            dir.path().join(format!("from-parts-{shards}-{s}")),
+                            dir.path().join(format!("from-slices-{shards}-{s}")),
+                        );
+                        write_shard(&whole, &order, 0..order.len(), shard, &a, &opts).unwrap();
+                        write_shard(&sl, &order, 0..order.len(), shard, &b, &opts).unwrap();
+                        assert_eq!(files(&a), files(&b), "{why}: shard {s}'s files");
+                        offset += order.len() as u64;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A slice's list of positions, damaged, is refused by name.
+    #[test]
+    fn a_damaged_list_of_a_slices_positions_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let parts = random_parts(dir.path(), 3);
+        let outs = [dir.path().join("slice")];
+        crate::slices::write_part_slices(&parts[0], 5, &[], &outs).unwrap();
+        let open = |total| {
+            PartRuns::open(&[outs[0].as_path()], spec(), &[], Value::Null, Some(total))
+                .err()
+                .map(|e| e.to_string())
+        };
+        assert_eq!(open(1000), None);
+        assert!(open(6).unwrap().contains("not ascending"), "{:?}", open(6));
+        let held = held_path(&outs[0]);
+        let mut bytes = std::fs::read(&held).unwrap();
+        bytes.truncate(bytes.len() - 1);
+        std::fs::write(&held, &bytes).unwrap();
+        let e = open(1000).unwrap();
+        assert!(
+            e.contains(".held.u64") && e.contains("bytes for a slice"),
+            "{e}"
+        );
     }
 
     /// Places against a list of every kept molecule's (part, place), on parts of random sizes

@@ -75,11 +75,14 @@ fn length_at(lengths: &[u8], i: usize) -> u64 {
 impl Parts {
     /// Opens the parts named by `prefixes` (each `PART` of `PART.rows.u64` and its siblings), in
     /// task order, less the molecules at `dropped` (ascending positions in all the parts'
-    /// molecules taken in order). Refuses parts whose files do not agree, naming them.
+    /// molecules taken in order). Refuses parts whose files do not agree, naming them. With
+    /// `total`, the parts are slices of parts holding `total` molecules in all (what a shard's
+    /// writer received under MPI: `molsift_store::slices`), each with its positions beside it.
     pub fn open(
         prefixes: &[PathBuf],
         dropped: &[u64],
         words_per_row: usize,
+        total: Option<u64>,
     ) -> Result<Parts, SubstructureError> {
         if words_per_row == 0 {
             return Err(SubstructureError::Invalid("rows of no words".into()));
@@ -128,7 +131,8 @@ impl Parts {
             p.lengths.push(lengths);
             p.starts.push(starts);
         }
-        p.places = Places::new(sizes);
+        let paths: Vec<&Path> = prefixes.iter().map(PathBuf::as_path).collect();
+        p.places = Places::for_parts(&paths, &sizes, total).map_err(SubstructureError::Invalid)?;
         p.places
             .leave_out(dropped.to_vec())
             .map_err(SubstructureError::Invalid)?;
@@ -371,7 +375,7 @@ mod tests {
             all_records.extend(records);
         }
         let dropped = [0u64, 5, 299, 300, 699];
-        let p = Parts::open(&prefixes, &dropped, 1).unwrap();
+        let p = Parts::open(&prefixes, &dropped, 1, None).unwrap();
         let keep: Vec<usize> = (0..700)
             .filter(|i| !dropped.contains(&(*i as u64)))
             .collect();
@@ -406,8 +410,8 @@ mod tests {
         let past = [keep.len() as u32];
         assert!(planes_of(&p, Some(&past), &dir.path().join("x"), 10, 1).is_err());
         // a molecule left out beyond the parts, or out of order, is refused
-        assert!(Parts::open(&prefixes, &[700], 1).is_err());
-        assert!(Parts::open(&prefixes, &[5, 3], 1).is_err());
+        assert!(Parts::open(&prefixes, &[700], 1, None).is_err());
+        assert!(Parts::open(&prefixes, &[5, 3], 1, None).is_err());
     }
 
     #[test]
@@ -415,13 +419,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let prefix = dir.path().join("bad");
         part(&prefix, &[1, 2, 3], &[vec![1], vec![2]]);
-        let e = Parts::open(std::slice::from_ref(&prefix), &[], 1)
+        let e = Parts::open(std::slice::from_ref(&prefix), &[], 1, None)
             .err()
             .expect("refused")
             .to_string();
         assert!(e.contains("bad"), "{e}");
         part(&prefix, &[1, 2], &[vec![1], vec![2]]);
         std::fs::write(with_ext(&prefix, ".grec.bin"), [1u8]).unwrap();
-        assert!(Parts::open(&[prefix], &[], 1).is_err());
+        assert!(Parts::open(&[prefix], &[], 1, None).is_err());
     }
 }
