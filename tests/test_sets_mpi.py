@@ -6,6 +6,7 @@ killed mid-search ends the job with a non-zero exit, no hang."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import signal
@@ -400,6 +401,111 @@ def test_ranks_merge_their_shards_with_dedupe(tmp_path):
         if f.name not in ("manifest.json", "set.json"):  # provenance: workers or ranks
             assert (want / f).read_bytes() == (out / f).read_bytes(), f
     assert molsift.open_store(out).counts == molsift.open_store(want).counts
+
+
+#: a run of `molsift ingest` under mpirun that logs, per rank, the parts it cut into slices
+#: and the parts every shard's merge and writer read (`sets.exchange`), its files streamed in
+#: chunks of 4 KiB (many messages a file)
+_LOGGED_INGEST = """
+import json, os, sys
+import molsift._core as core
+import molsift.sets.exchange as ex
+from mpi4py import MPI
+ex.CHUNK = 4096
+rank = MPI.COMM_WORLD.Get_rank()
+log = {"sliced": [], "read": [], "merged": [], "written": [], "received": 0}
+def logged(name, key, arg):
+    real = getattr(core, name)
+    def call(*a, **k):
+        log[key].append(a[arg] if key != "read" else [os.fspath(p) for p in a[arg]])
+        if key in ("merged", "written"):
+            log["read"].append([os.fspath(p) for p in a[0]])
+        return real(*a, **k)
+    setattr(core, name, call)
+logged("write_part_slices", "sliced", 0)
+logged("merge_set_shard", "merged", 3)
+logged("write_set_shard_from_parts", "written", 5)
+logged("pattern_shard_index_from_parts", "read", 2)
+real_exchange = ex.exchange_files
+def exchange(*a):
+    got = real_exchange(*a)
+    log["received"] = len(got)
+    return got
+ex.exchange_files = exchange
+from molsift.cli import main
+code = main(sys.argv[2:])
+with open(f"{sys.argv[1]}.{rank}.json", "w") as fh:
+    json.dump(log, fh)
+sys.exit(code)
+"""
+
+
+def _logged_ingest(tmp_path, ranks, src, out, *extra):
+    script = tmp_path / "logged.py"
+    script.write_text(_LOGGED_INGEST)
+    log = tmp_path / "log"
+    cmd = [*mpirun_cmd(ranks), molsift_cmd()[0], str(script), str(log), "ingest", str(src)]
+    got = subprocess.run(
+        [*cmd, "-o", str(out), *extra, "-q"],
+        capture_output=True, text=True, env=mpi_env(), timeout=600,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    return [json.loads((tmp_path / f"log.{r}.json").read_text()) for r in range(ranks)]
+
+
+def test_ranks_send_each_other_their_records(tmp_path):
+    """`mpirun -n 3 molsift ingest --shards 5 --dedupe`: each rank cuts only its own parts (task
+    i on rank i % 3) into slices, the slices go to the ranks writing their shards (shard s on
+    rank s % 3) in one exchange, and every shard's merge, store and substructure index read
+    only the slices in the writing rank's own directory, never a part; the set is the one a
+    single process writes, file for file, its duplicates list included."""
+    want = tmp_path / "one.set"
+    molsift.ingest(BUNDLED_SMI, want, workers=1, shards=5, dedupe=True, progress=False)
+    out = tmp_path / "r3.set"
+    logs = _logged_ingest(tmp_path, 3, BUNDLED_SMI, out, "--shards", "5", "--dedupe")
+    sliced = sorted(p for log in logs for p in log["sliced"])
+    assert len(sliced) >= 3 and len(set(sliced)) == len(sliced)
+    for rank, log in enumerate(logs):
+        assert log["sliced"], rank
+        for part in log["sliced"]:
+            assert int(os.path.basename(part).split("-")[1]) % 3 == rank, part
+        assert (
+            sorted(log["merged"])
+            == sorted(log["written"])
+            == [s for s in range(5) if s % 3 == rank]
+        )
+        assert log["received"] > 0, rank  # slices of other ranks' parts
+        mine = os.path.join(".exchange", f"r{rank}") + os.sep
+        for paths in log["read"]:
+            assert paths and all(mine in p for p in paths), (rank, paths)
+    files = sorted(x.relative_to(want) for x in want.rglob("*") if x.is_file())
+    assert (want / "duplicates.tsv").exists()
+    assert files == sorted(x.relative_to(out) for x in out.rglob("*") if x.is_file())
+    for f in files:
+        if f.name not in ("manifest.json", "set.json"):  # provenance: workers or ranks
+            assert (want / f).read_bytes() == (out / f).read_bytes(), f
+    assert molsift.open_store(out).counts == molsift.open_store(want).counts
+
+
+def test_ranks_without_parts_take_part_in_the_exchange(tmp_path):
+    """Five molecules, gzipped (one chunk of records: one task), 4 ranks, 7 shards: ranks that
+    wrote no part and empty shards; the set equals one process's and answers as it does."""
+    src = tmp_path / "few.smi.gz"
+    src.write_bytes(gzip.compress(b"CCO a\nCCO b\nCCO c\nc1ccccc1O d\nCCN e\n"))
+    want = tmp_path / "one.set"
+    molsift.ingest(src, want, workers=1, shards=7, progress=False)
+    out = tmp_path / "r4.set"
+    logs = _logged_ingest(tmp_path, 4, src, out, "--shards", "7")
+    assert [len(log["sliced"]) for log in logs] == [1, 0, 0, 0]
+    files = sorted(x.relative_to(want) for x in want.rglob("*") if x.is_file())
+    assert files == sorted(x.relative_to(out) for x in out.rglob("*") if x.is_file())
+    for f in files:
+        if f.name not in ("manifest.json", "set.json"):
+            assert (want / f).read_bytes() == (out / f).read_bytes(), f
+    a, b = molsift.open_store(want), molsift.open_store(out)
+    assert [len(s) for s in a.shards] == [len(s) for s in b.shards]
+    for x, y in [(a.search("CCO", k=5), b.search("CCO", k=5))]:
+        assert x.indices.tolist() == y.indices.tolist() and x.scores.tolist() == y.scores.tolist()
 
 
 def test_ranks_share_each_querys_preparation(built, tmp_path):

@@ -250,6 +250,8 @@ def upgrade_store(
 
 PART_RUN_EXT: str
 """The name a part's run has beside it: the part's path + this (`write_part_run`)."""
+SLICE_HELD_EXT: str
+"""The name a slice's positions have beside it: the slice's path + this (`write_part_slices`)."""
 
 def write_part_run(part: _Path) -> None:
     """Writes the run of the finished part store at `part` (`PART.run.u32`: its positions
@@ -281,6 +283,13 @@ class PartRuns:
         """A store set's `shards - 1` inner cuts (SMILES; None where the shards before are
         empty), by exact selection over the runs, without a merge: shard s holds the SMILES
         after cut s up to cut s + 1."""
+    def check_runs(self) -> list[int]:
+        """Checks each run to be a permutation of its part's positions; their lengths."""
+    def cut_middles(self, lo: list[int], hi: list[int]) -> list[tuple[bytes, int]]:
+        """One round of the cuts' selection, this process's share: (the SMILES at the middle of
+        each run's window lo..hi that is not empty, the window's size)."""
+    def cut_split(self, lo: list[int], hi: list[int], pivot: bytes) -> tuple[list[int], list[int]]:
+        """Each run's window lo..hi cut by `pivot`: (first positions at least it, first above)."""
     def parts(self) -> list[str]:
         """The part stores, in task order."""
     def counts_json(self) -> str:
@@ -315,11 +324,13 @@ def write_set_shard_from_parts(
     source: bytes,
     threads: int = 1,
     plane_budget: int | None = None,
+    total: int | None = None,
 ) -> None:
     """Writes shard `index` of `shards` at the new directory `out`: the one store of the
     molecules at input ranks `source` (u32 little-endian) of ingest's `parts` less `dropped`,
     its first molecule at set position `offset` (the similarity planes built from at most
-    `plane_budget` bytes of payload a pass)."""
+    `plane_budget` bytes of payload a pass). With `total`, `parts` are the shard's slices
+    (`write_part_slices`) of parts holding `total` molecules."""
 
 def merge_set_shard(
     parts: list[_Path],
@@ -328,17 +339,36 @@ def merge_set_shard(
     index: int,
     dedupe: bool,
     out: _Path,
+    total: int | None = None,
 ) -> tuple[int, int, list[tuple[int, int, int]]]:
     """Merges shard `index` of a set of ingest's `parts` cut at `cuts` (its slice of every
     run); writes its molecules (positions among all the parts' molecules, u64 little-endian,
     set order) at `out`; returns (molecules kept, duplicates, the molecules left out as
-    (position, the first of its SMILES' position, the first's index in the shard))."""
+    (position, the first of its SMILES' position, the first's index in the shard)). With
+    `total`, `parts` are the shard's slices (`write_part_slices`)."""
 
 def write_set_duplicates(
-    parts: list[_Path], fingerprint_json: str, rows: list[tuple[int, int, int]], path: _Path
+    parts: list[_Path],
+    fingerprint_json: str,
+    rows: list[tuple[int, int, int]],
+    path: _Path,
+    total: int | None = None,
 ) -> None:
     """Writes a set's `duplicates.tsv` at `path`: rows of (position left out, the first of its
-    SMILES' position, the first's set position), ascending."""
+    SMILES' position, the first's set position), ascending. With `total`, `parts` are one
+    shard's slices and `rows` that shard's."""
+
+def write_part_slices(
+    part: _Path, base: int, cuts: list[bytes | None], outs: list[_Path]
+) -> list[bytes]:
+    """Cuts the part store at `part` (its first molecule at position `base` of all the parts')
+    into the shards of a set with `cuts`: a slice at `outs[s]` for each shard holding some of
+    its molecules; returns each shard's molecules of the part (places, u32 little-endian,
+    ascending; empty where no slice was written)."""
+
+def cut_pivot(mids: list[tuple[bytes, int]]) -> bytes | None:
+    """A round's pivot of the cuts' selection: the weighted median of every rank's
+    `PartRuns.cut_middles`; None when no window is left."""
 
 def set_plan(src: _Path, dir: _Path, shards: int) -> tuple[list[int], bytes]:
     """A store set's plan from the version-1 store `src`: the bounds (shards + 1 set positions)
@@ -497,10 +527,12 @@ def pattern_shard_index_from_parts(
     source: bytes,
     threads: int = 1,
     window_bytes: int = ...,
+    total: int | None = None,
 ) -> int:
     """Writes the substructure index of `dst`, a shard of a set whose molecules are the input
     ranks `source` (u32 little-endian) of ingest's `parts`, from the shard's own rows (their
-    dense planes at the temporary file `scratch`, removed after); returns the screen's bytes."""
+    dense planes at the temporary file `scratch`, removed after); returns the screen's bytes.
+    With `total`, `parts` are the shard's slices of parts holding `total` molecules."""
 
 _Facts = tuple[list[tuple[int, int]], list[tuple[float, int, int]], int]
 _PatternGraph = tuple[list[int], list[tuple[int, int, int]]]

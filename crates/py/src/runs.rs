@@ -401,6 +401,7 @@ fn cut_pivot<'py>(py: Python<'py>, mut mids: Vec<(Vec<u8>, u64)>) -> Option<Boun
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPartRuns>()?;
     m.add("PART_RUN_EXT", molsift_store::runs::RUN_EXT)?;
+    m.add("SLICE_HELD_EXT", molsift_store::runs::HELD_EXT)?;
     m.add_function(wrap_pyfunction!(write_part_run, m)?)?;
     m.add_function(wrap_pyfunction!(write_set_shard_from_parts, m)?)?;
     m.add_function(wrap_pyfunction!(merge_set_shard, m)?)?;

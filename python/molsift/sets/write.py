@@ -70,6 +70,16 @@ def write_set(
     from ..parallel import choose_executor
 
     check_shards(shards)
+    if executor is not None and executor.name == "mpi" and executor.size > 1:
+        # ingest's parts on several ranks: the ranks send each other their records
+        by_parts = executor.broadcast(isinstance(src, _core.PartRuns) if executor.is_root else None)
+        if by_parts:
+            from .exchange import write_set_exchanged
+
+            return write_set_exchanged(
+                src, dst, shards, executor, threads=threads, pattern=pattern, analogs=analogs,
+                budget=budget,
+            )  # fmt: skip
     own = executor is None
     if own:
         executor = choose_executor(min(workers or threads, shards), use_mpi=False)
@@ -243,7 +253,7 @@ def write_shard_task(task: dict) -> dict:
         _core.write_set_shard_from_parts(
             src["parts"], src["fingerprint"], src["dropped"], src["provenance"], path, s,
             task["shards"], first, source, threads=task["threads"],
-            plane_budget=task["buffers"].get("plane_budget"),
+            plane_budget=task["buffers"].get("plane_budget"), total=src.get("total"),
         )  # fmt: skip
     else:
         order = np.memmap(os.path.join(dst, ORDER_FILE), dtype="<u4", mode="r")
@@ -287,12 +297,21 @@ def _finish(src: Any, dst: str, entries: list[dict], counts: dict | None) -> dic
     if isinstance(src, _core.PartRuns):  # its rejects were written with the plan
         fingerprint = json.loads(src.fingerprint_json())
         provenance = json.loads(src.provenance_json())
+        assert counts is not None
     else:
         staging = json.loads(open_core(src).manifest_json())
         shutil.copyfile(os.path.join(src, "rejects.tsv"), os.path.join(dst, "rejects.tsv"))
         fingerprint, counts = staging["fingerprint"], staging["counts"]
         provenance = dict(staging.get("provenance") or {})
         provenance.pop("staging", None)
+    return finish_set(dst, entries, counts, fingerprint, provenance)
+
+
+def finish_set(
+    dst: str, entries: list[dict], counts: dict, fingerprint: dict, provenance: dict
+) -> dict:
+    """Root only: the set's `set.json` (written last) over the shards' `entries`, its rejects
+    and duplicates lists (in `dst` already) listed with their checksums."""
     files = {name: file_entry(os.path.join(dst, name))
              for name in ("rejects.tsv", "duplicates.tsv")
              if os.path.exists(os.path.join(dst, name))}  # fmt: skip

@@ -293,9 +293,11 @@ class PatternParts:
         parts: list[str],
         dropped: list[int],
         threads: int = 1,
+        total: int | None = None,
     ):
         self.planes, self.parts = planes, [os.fspath(p) for p in parts]
         self.dropped = [int(d) for d in dropped]
+        self.total = total  # of slices (`for_shards`): the library's molecules
         self.counts = (
             None
             if planes is None
@@ -305,10 +307,14 @@ class PatternParts:
         )
 
     @classmethod
-    def for_shards(cls, parts: list[str], dropped: list[int]) -> PatternParts:
+    def for_shards(
+        cls, parts: list[str], dropped: list[int], total: int | None = None
+    ) -> PatternParts:
         """A store set's: no planes of the whole library; each shard's `write_index` writes
-        the planes of its own molecules' rows beside it and its index from them."""
-        return cls(None, parts, dropped)
+        the planes of its own molecules' rows beside it and its index from them. With
+        `total`, `parts` are one shard's slices (`sets.exchange`) of parts holding `total`
+        molecules."""
+        return cls(None, parts, dropped, total=total)
 
     def write_index(
         self,
@@ -330,6 +336,7 @@ class PatternParts:
                 os.fspath(store), os.fspath(store) + ".pattern-planes.tmp", self.parts,
                 self.dropped, TOTAL_BITS, WORDS_PER_ROW, json.dumps(meaning()), source,
                 threads=threads, window_bytes=window_bytes or _core.PATTERN_WINDOW_BYTES,
+                total=self.total,
             )  # fmt: skip
         return _core.pattern_index_from_parts(
             os.fspath(store), self.planes, self.counts, self.parts, self.dropped, WORDS_PER_ROW,
