@@ -423,6 +423,10 @@ def logged(name, key, arg):
         return real(*a, **k)
     setattr(core, name, call)
 logged("write_part_slices", "sliced", 0)
+if os.environ.get("FAIL_ON_RANK") == str(rank):
+    def failing(*a, **k):
+        raise OSError(28, "No space left on device (injected)")
+    core.merge_set_shard = failing
 logged("merge_set_shard", "merged", 3)
 logged("write_set_shard_from_parts", "written", 5)
 logged("pattern_shard_index_from_parts", "read", 2)
@@ -440,15 +444,17 @@ sys.exit(code)
 """
 
 
-def _logged_ingest(tmp_path, ranks, src, out, *extra):
+def _logged_ingest(tmp_path, ranks, src, out, *extra, env=None, check=True):
     script = tmp_path / "logged.py"
     script.write_text(_LOGGED_INGEST)
     log = tmp_path / "log"
     cmd = [*mpirun_cmd(ranks), molsift_cmd()[0], str(script), str(log), "ingest", str(src)]
     got = subprocess.run(
         [*cmd, "-o", str(out), *extra, "-q"],
-        capture_output=True, text=True, env=mpi_env(), timeout=600,
+        capture_output=True, text=True, env={**mpi_env(), **(env or {})}, timeout=600,
     )  # fmt: skip
+    if not check:
+        return got
     assert got.returncode == 0, got.stderr
     return [json.loads((tmp_path / f"log.{r}.json").read_text()) for r in range(ranks)]
 
@@ -506,6 +512,20 @@ def test_ranks_without_parts_take_part_in_the_exchange(tmp_path):
     assert [len(s) for s in a.shards] == [len(s) for s in b.shards]
     for x, y in [(a.search("CCO", k=5), b.search("CCO", k=5))]:
         assert x.indices.tolist() == y.indices.tolist() and x.scores.tolist() == y.scores.tolist()
+
+
+def test_a_rank_failing_after_the_exchange_ends_the_job(tmp_path):
+    """A rank whose shard merge fails (after the slices were sent) ends the whole job: a
+    non-zero exit, a line naming the rank, no hang (the test's timeout) and no set."""
+    out = tmp_path / "r3.set"
+    t = time.monotonic()
+    got = _logged_ingest(
+        tmp_path, 3, BUNDLED_SMI, out, "--shards", "5", env={"FAIL_ON_RANK": "1"}, check=False
+    )
+    assert got.returncode != 0
+    assert "rank 1 failed" in got.stderr and "No space left on device" in got.stderr
+    assert time.monotonic() - t < 120
+    assert not out.exists()
 
 
 def test_ranks_share_each_querys_preparation(built, tmp_path):
