@@ -493,6 +493,26 @@ def test_ranks_send_each_other_their_records(tmp_path):
     assert molsift.open_store(out).counts == molsift.open_store(want).counts
 
 
+def test_ranks_keep_their_slices_in_the_scratch_directory(tmp_path):
+    """`--scratch DIR`: each rank's slices (cut, sent, received) lie in a directory of its own
+    in DIR, which is empty again afterwards; the set is the one a single process writes."""
+    scratch = tmp_path / "node-local"
+    scratch.mkdir()
+    out = tmp_path / "r2.set"
+    logs = _logged_ingest(tmp_path, 2, BUNDLED_SMI, out, "--shards", "3", "--scratch", str(scratch))
+    for rank, log in enumerate(logs):
+        assert log["received"] > 0
+        mine = os.path.join(str(scratch), f"molsift-exchange-r{rank}-")
+        for paths in log["read"]:
+            assert paths and all(p.startswith(mine) for p in paths), (rank, paths)
+    assert list(scratch.iterdir()) == []
+    want = tmp_path / "one.set"
+    molsift.ingest(BUNDLED_SMI, want, workers=1, shards=3, progress=False)
+    for f in sorted(x.relative_to(want) for x in want.rglob("*") if x.is_file()):
+        if f.name not in ("manifest.json", "set.json"):
+            assert (want / f).read_bytes() == (out / f).read_bytes(), f
+
+
 def test_ranks_without_parts_take_part_in_the_exchange(tmp_path):
     """Five molecules, gzipped (one chunk of records: one task), 4 ranks, 7 shards: ranks that
     wrote no part and empty shards; the set equals one process's and answers as it does."""

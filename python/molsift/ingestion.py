@@ -353,6 +353,7 @@ def ingest(
     progress: bool | None = None,
     version: int = 2,
     memory: int | None = None,
+    scratch: PathLike | None = None,
 ) -> IngestReport | None:
     """Reads every record of `inputs`, parses it with RDKit, and writes the one store (format
     version 2) at `output`.
@@ -373,8 +374,10 @@ def ingest(
     quarters of what the machine or its cgroup allows) is what each process may hold while the
     store is written: the write buffers are cut from it, and a library whose store (or set)
     needs more is refused in one line (`budget.OverBudget`, naming the shards that fit) once
-    the parts are merged, before the indexes are built. Returns the report on the root (rank
-    0), None on other ranks."""
+    the parts are merged, before the indexes are built. `scratch` (an existing directory on
+    each node, e.g. a node-local disk) is where each MPI rank writing a set keeps the slices of
+    records it sends and receives (`sets.exchange`; default: beside the set being written).
+    Returns the report on the root (rank 0), None on other ranks."""
     from .budget import Budget, check, default_memory
 
     start = time.perf_counter()
@@ -391,6 +394,8 @@ def ingest(
         check_shards(shards)
         if version == 1:
             raise ValueError("a store set is written in the one store's format (version 2)")
+    if scratch is not None and not os.path.isdir(scratch):
+        raise ValueError(f"scratch directory {os.fspath(scratch)!r}: no such directory")
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     if not paths:
         raise ValueError("no input files")
@@ -504,7 +509,7 @@ def ingest(
                 runs, staged, shards,
                 threads=local or default_workers(), workers=local, pattern=pattern,
                 analogs=analogs, progress=show, executor=executor, pattern_parts=parts,
-                budget=budget,
+                budget=budget, scratch=scratch,
             )  # fmt: skip
             if executor.is_root:  # the duplicates, known once each shard merged its range
                 counts = manifest["counts"]

@@ -23,7 +23,7 @@ from .common import (
 
 EXAMPLES = (
     "molsift ingest data/nci_first_5k.smi -o nci.store           # all cores",
-    "mpirun -n 4 molsift ingest big.smi -o big.store             # one slab set per rank",
+    "mpirun -n 4 molsift ingest big.smi -o big.set --shards 8 --scratch /tmp  # 4 ranks, 8 shards",
     "molsift ingest data/nci_first_5k.smi -o nci.store --overwrite --dedupe --verify-count",
     "molsift ingest data/nci_first_5k.smi -o nci.set --shards 4 --memory 2G  # 4 shards, <= 2 GiB",
 )
@@ -106,6 +106,13 @@ def add_parser(subparsers):
         "(every verb takes the set as one store; docs/scale-out.md)",
     )
     p.add_argument(
+        "--scratch",
+        metavar="DIR",
+        help="with --shards under mpirun: an existing directory on each node (a node-local "
+        "disk) where each rank keeps the slices of records it sends to and receives from the "
+        "other ranks (default: beside the set being written)",
+    )
+    p.add_argument(
         "--memory",
         type=parse_size,
         metavar="SIZE",
@@ -174,6 +181,7 @@ def _ingest(args):
         dedupe=args.dedupe,
         shards=args.shards,
         memory=args.memory,
+        scratch=args.scratch,
         verify_count=args.verify_count,
         pattern=not args.no_pattern,
         analogs=not args.no_analogs,

@@ -13,7 +13,9 @@ Ingest's ranks each wrote their own parts (task `i` on rank `i % R`), each with 
    with the slice's screening rows and graph records.
 3. **One all-to-all exchange**, in `R - 1` rounds of pairs (round `k`: to rank `+ k`, from rank
    `- k`), each slice's files streamed in chunks of at most `CHUNK` bytes; a rank's parts and
-   the slices it sent are removed once the exchange is over.
+   the slices it sent are removed once the exchange is over. A rank keeps its slices in a
+   directory of its own, in the set's work directory or in `--scratch` (a node-local disk:
+   then nothing of the exchange touches the shared file system).
 4. **The shards**: shard `s` is merged and written on rank `s % R` from the slices it holds
    (`PartRuns` of slices: positions, input ranks, ties and duplicates are the library's). The
    root gathers the counts and the molecules `--dedupe` left out; each rank writes its shards'
@@ -31,6 +33,7 @@ import heapq
 import json
 import os
 import shutil
+import tempfile
 import time
 from typing import Any
 
@@ -43,23 +46,26 @@ from .write import POSITIONS_FILE, finish_set, write_shard_task
 CHUNK = 16 << 20
 #: the exchange's messages (a tag of its own on the executor's communicator)
 TAG = 7301
-#: where a rank's slices (sent and received) lie while the set is written: `DST/.exchange/rR`
+#: where a rank's slices (sent and received) lie while the set is written, without a scratch
+#: directory: `DST/.exchange/rR`
 EXCHANGE_DIR = ".exchange"
 
 
 def write_set_exchanged(
     src: Any, dst: str, shards: int, executor, *, threads: int, pattern: bool, analogs: bool,
-    budget: Any = None,
+    budget: Any = None, scratch: Any = None,
 ) -> dict | None:  # fmt: skip
     """Writes at `dst` the set of `shards` shards of ingest's parts (`src`, a `_core.PartRuns`
     opened unmerged on the root, None on the other ranks) on the ranks of `executor` (an
-    `MPIExecutor`); returns the set's manifest on the root, None elsewhere."""
+    `MPIExecutor`), each rank's slices in a directory of its own in `scratch` (an existing
+    directory on each node; default: `DST/.exchange`); returns the set's manifest on the root,
+    None elsewhere."""
     meta = _open(src, dst) if executor.is_root else None
     meta = executor.broadcast(meta)
     if isinstance(meta, Exception):
         raise meta
     try:
-        return _write(meta, dst, shards, executor, threads, pattern, analogs, budget)
+        return _write(meta, dst, shards, executor, threads, pattern, analogs, budget, scratch)
     except BaseException:
         from ..parallel.mpi import abort_job
 
@@ -83,7 +89,7 @@ def _open(src: Any, dst: str) -> dict | Exception:
         return exc
 
 
-def _write(meta, dst, shards, executor, threads, pattern, analogs, budget):
+def _write(meta, dst, shards, executor, threads, pattern, analogs, budget, scratch):
     comm, rank, size = executor.comm, executor.rank, executor.size
     clock = _Clock()
     names: list[str] = meta["parts"]
@@ -107,8 +113,11 @@ def _write(meta, dst, shards, executor, threads, pattern, analogs, budget):
     clock.lap("cuts")
 
     # 2. this rank's parts cut into slices
-    here = os.path.join(dst, EXCHANGE_DIR, f"r{rank}")
-    os.makedirs(here, exist_ok=True)
+    if scratch is None:
+        here = os.path.join(dst, EXCHANGE_DIR, f"r{rank}")
+        os.makedirs(here, exist_ok=True)
+    else:  # a directory of this rank's own (other jobs and ranks may share the node's)
+        here = tempfile.mkdtemp(prefix=f"molsift-exchange-r{rank}-", dir=scratch)
     slices: dict[int, list[tuple[int, str]]] = {s: [] for s in range(shards)}
     for i in mine:
         outs = [os.path.join(here, _slice_name(i, s)) for s in range(shards)]
@@ -192,6 +201,7 @@ def _write(meta, dst, shards, executor, threads, pattern, analogs, budget):
         for path in held[s]:
             _remove_slice(path)
     clock.lap("shards")
+    shutil.rmtree(here, ignore_errors=True)
     gathered = comm.gather((entries, sent, clock.laps), root=0)
     comm.Barrier()
     if not executor.is_root:

@@ -55,6 +55,7 @@ def write_set(
     executor: Any = None,
     pattern_parts: Any = None,
     budget: Any = None,
+    scratch: Any = None,
 ) -> dict | None:
     """Writes at `dst` (a new path in a work directory) the set of `shards` shards of `src`
     (ingest's `_core.PartRuns`, or the path of a version-1 store; given on the root, None on
@@ -65,8 +66,9 @@ def write_set(
     (`pattern_parts`, given on the root: a `substructure.build.PatternParts`, or a function
     of the positions `--dedupe` left out that makes one once the shards' merges found them;
     what it made it removes), their write buffers cut from `budget` (a `budget.Budget`:
-    ingest's --memory, shared by the shards written at once on one machine). The caller moves
-    `dst` into place."""
+    ingest's --memory, shared by the shards written at once on one machine). Ingest's parts on
+    several MPI ranks are exchanged as slices (`sets.exchange`), kept in `scratch` (default:
+    beside the set). The caller moves `dst` into place."""
     from ..parallel import choose_executor
 
     check_shards(shards)
@@ -78,7 +80,7 @@ def write_set(
 
             return write_set_exchanged(
                 src, dst, shards, executor, threads=threads, pattern=pattern, analogs=analogs,
-                budget=budget,
+                budget=budget, scratch=scratch,
             )  # fmt: skip
     own = executor is None
     if own:
