@@ -91,8 +91,8 @@ fn bytes(m: &Option<Mmap>) -> &[u8] {
 impl Compressed {
     /// The planes (their structure was checked at open).
     pub(crate) fn planes(&self) -> Planes<'_> {
-        Planes::new(
-            &self.dir,
+        // checked once, at open (`open_planes`): taken per query, per shard, at no cost
+        Planes::checked_before(
             &self.header,
             bytes(&self.codes),
             bytes(&self.checkpoints),
@@ -100,7 +100,6 @@ impl Compressed {
             bytes(&self.order),
             bytes(&self.parts),
         )
-        .expect("checked at open")
     }
 }
 
@@ -650,6 +649,8 @@ thread_local! {
     static SCRATCH: RefCell<(Vec<Lane>, Vec<u32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
     /// Per thread: byte counters of a run's blocks.
     static COUNTS: RefCell<Vec<[u8; CNT]>> = const { RefCell::new(Vec::new()) };
+    /// Per thread, per query plane: its non-empty containers in a run, the run's payload bytes.
+    static RUN_SUMS: RefCell<(Vec<u64>, Vec<u32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 
 }
 
@@ -677,14 +678,24 @@ pub(crate) fn scan_compressed<const L: usize, S: Sink>(
                 if c.len() < RUN {
                     c.resize(RUN, [0; CNT]);
                 }
-                #[cfg(target_arch = "x86_64")]
-                if std::is_x86_feature_detected!("avx2") && crate::scan::simd_enabled() {
-                    // SAFETY: AVX2 is present.
-                    return unsafe {
-                        scan_counts_avx2(planes, cp, bucket, blocks, sink, offs, &mut c)
-                    };
-                }
-                scan_counts(planes, cp, bucket, blocks, sink, offs, &mut c)
+                RUN_SUMS.with(|r| {
+                    let mut r = r.borrow_mut();
+                    let (fulls, sums) = &mut *r;
+                    if fulls.len() < n {
+                        fulls.resize(n, 0);
+                        sums.resize(n, 0);
+                    }
+                    #[cfg(target_arch = "x86_64")]
+                    if std::is_x86_feature_detected!("avx2") && crate::scan::simd_enabled() {
+                        // SAFETY: AVX2 is present.
+                        return unsafe {
+                            scan_counts_avx2(
+                                planes, cp, bucket, blocks, sink, offs, &mut c, fulls, sums,
+                            )
+                        };
+                    }
+                    scan_counts(planes, cp, bucket, blocks, sink, offs, &mut c, fulls, sums)
+                })
             });
         }
         if lanes.len() < n * RUN {
@@ -755,6 +766,7 @@ fn codes_pass(
 /// The CPU must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn scan_counts_avx2<S: Sink>(
     planes: &Planes<'_>,
     cp: &[CPlane<'_>],
@@ -763,15 +775,20 @@ unsafe fn scan_counts_avx2<S: Sink>(
     sink: &mut S,
     offs: &mut [u32],
     cnt: &mut [[u8; CNT]],
+    fulls: &mut [u64],
+    sums: &mut [u32],
 ) -> Read {
-    scan_counts(planes, cp, bucket, blocks, sink, offs, cnt)
+    scan_counts(planes, cp, bucket, blocks, sink, offs, cnt, fulls, sums)
 }
 
 /// The kernel for queries of fewer than 256 on-bits: per run of blocks, the codes pass, then
 /// the query's planes one after another (rarest first), each adding its non-empty containers
 /// of the live blocks to per-slot byte counters; a block leaves the run when no slot can
-/// still reach the bar with the non-empty planes it has left.
+/// still reach the bar with the non-empty planes it has left. `fulls` and `sums` (at least one
+/// per query plane: a thread's scratch, as an allocation per call cost a shard's search per
+/// query) hold each plane's non-empty containers in a run and the run's payload bytes.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn scan_counts<S: Sink>(
     planes: &Planes<'_>,
     cp: &[CPlane<'_>],
@@ -780,6 +797,8 @@ fn scan_counts<S: Sink>(
     sink: &mut S,
     offs: &mut [u32],
     cnt: &mut [[u8; CNT]],
+    fulls: &mut [u64],
+    sums: &mut [u32],
 ) -> Read {
     let n = cp.len();
     let mut read = Read::default();
@@ -788,8 +807,6 @@ fn scan_counts<S: Sink>(
     // per plane: the payload offset of block `blk`, found from the checkpoints at the first
     // run read and after skipped runs, advanced run by run in between
     let run_off = &mut offs[..n];
-    let mut fulls = vec![0u64; n];
-    let mut sums = vec![0u32; n];
     let has_parts = cp.first().is_some_and(|p| !p.parts.is_empty());
     // whether `run_off` holds block `blk`'s offsets
     let mut at_blk = false;
