@@ -427,6 +427,15 @@ if os.environ.get("FAIL_ON_RANK") == str(rank):
     def failing(*a, **k):
         raise OSError(28, "No space left on device (injected)")
     core.merge_set_shard = failing
+if os.environ.get("KILL_ON_RANK") == str(rank):  # killed while it sends and receives slices
+    import signal
+    real_messages = ex._messages
+    def dying(paths):
+        for i, m in enumerate(real_messages(paths)):
+            if i == 3:
+                os.kill(os.getpid(), signal.SIGKILL)
+            yield m
+    ex._messages = dying
 logged("merge_set_shard", "merged", 3)
 logged("write_set_shard_from_parts", "written", 5)
 logged("pattern_shard_index_from_parts", "read", 2)
@@ -544,6 +553,19 @@ def test_a_rank_failing_after_the_exchange_ends_the_job(tmp_path):
     )
     assert got.returncode != 0
     assert "rank 1 failed" in got.stderr and "No space left on device" in got.stderr
+    assert time.monotonic() - t < 120
+    assert not out.exists()
+
+
+def test_a_rank_killed_during_the_exchange_ends_the_job(tmp_path):
+    """A rank killed (SIGKILL) while the ranks stream their slices to each other: the job ends
+    with a non-zero exit within the test's bound, no hang, and no set."""
+    out = tmp_path / "r3.set"
+    t = time.monotonic()
+    got = _logged_ingest(
+        tmp_path, 3, BUNDLED_SMI, out, "--shards", "5", env={"KILL_ON_RANK": "2"}, check=False
+    )
+    assert got.returncode != 0
     assert time.monotonic() - t < 120
     assert not out.exists()
 
