@@ -485,7 +485,7 @@ def ingest(
                         return PatternParts.for_shards(names, dropped)
 
             if version == 1:
-                _remove_parts(results)
+                remove_parts([r["part"] for r in results])
                 if index:
                     report.index_bytes = _core.build_column_index(staged)
                 if analogs:
@@ -522,7 +522,7 @@ def ingest(
                 parts.remove()
             if version != 1:
                 runs = None  # released when the store was written; the parts go now
-                _remove_parts(results, pattern_files=parts is None)
+                remove_parts([r["part"] for r in results], pattern_files=parts is None)
                 _sizes_of_one_store(staged, report)
             report.seconds = time.perf_counter() - start
             if verify_count:
@@ -601,18 +601,19 @@ def _check_output(output: str, overwrite: bool, inputs: Sequence[InputFile]) -> 
     check_store_output(output, overwrite, [inp.path for inp in inputs])
 
 
-def _remove_parts(results, pattern_files: bool = True) -> None:
-    """The parts and their runs (the staged store is in the work directory too: only the parts
-    go); with `pattern_files` their rows and graph records too (else `PatternParts.remove`
-    takes them, once the index is written from them)."""
+def remove_parts(parts: list[str], pattern_files: bool = True) -> None:
+    """The part stores at `parts` and their runs (the staged store is in the work directory
+    too: only the parts go), what is already gone skipped; with `pattern_files` their rows and
+    graph records too (else `PatternParts.remove` takes them, once the index is written from
+    them)."""
     from .substructure.build import remove_part_files
 
-    for r in results:
-        shutil.rmtree(r["part"], ignore_errors=True)
+    for part in parts:
+        shutil.rmtree(part, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(r["part"] + _core.PART_RUN_EXT)
+            os.unlink(part + _core.PART_RUN_EXT)
     if pattern_files:
-        remove_part_files([r["part"] for r in results])
+        remove_part_files(parts)
 
 
 def _finish(

@@ -600,18 +600,18 @@ impl<'a> Planes<'a> {
                 ));
             }
         }
-        let order = crate::packed::Packed::parse(order).map_err(|r| bad(ORDER_FILE, r))?;
-        if order.len() as u64 != header.molecules {
+        let parsed = crate::packed::Packed::parse(order).map_err(|r| bad(ORDER_FILE, r))?;
+        if parsed.len() as u64 != header.molecules {
             return Err(bad(ORDER_FILE, "does not list every molecule".into()));
         }
-        Ok(Planes {
+        Ok(Planes::checked_before(
             header,
             codes,
             checkpoints,
             data,
             order,
             parts,
-        })
+        ))
     }
 
     /// The planes of files that [`Planes::new`] checked already (the same header and maps):

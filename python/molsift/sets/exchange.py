@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .write import POSITIONS_FILE, finish_set, write_shard_task
+from .write import POSITIONS_FILE, finish_set, merged_plan, shard_share, write_shard_task
 
 #: the most bytes of a file sent in one message of the exchange
 CHUNK = 16 << 20
@@ -141,10 +141,11 @@ def _write(meta, dst, shards, executor, threads, pattern, analogs, budget, scrat
     for dest in outgoing:
         for path in outgoing[dest]:
             _remove_slice(path)
-    for i in mine:  # their records are in the slices now
-        _remove_part(names[i])
+    from ..ingestion import remove_parts
+
+    remove_parts([names[i] for i in mine])  # their records are in the slices now
     owned = [s for s in range(shards) if s % size == rank]
-    held = {s: sorted(got) for s, got in slices.items() if s in owned}
+    held = {s: list(slices[s]) for s in owned}  # (part, slice), then sorted: task order
     for name in received:
         i, s = _parse_slice_name(name)
         held[s].append((i, os.path.join(here, name)))
@@ -167,14 +168,7 @@ def _write(meta, dst, shards, executor, threads, pattern, analogs, budget, scrat
     plan = executor.broadcast(plan)
     clock.lap("merges")
     dropped = plan["dropped"]
-    per = max(1, threads // min(shards, size))
-    at_once = getattr(executor, "ranks_per_node", size)
-    share = None if budget is None else budget.split(min(shards, at_once))
-    buffers = (
-        {}
-        if share is None
-        else {"plane_budget": share.plane_budget, "window_bytes": share.window_bytes}
-    )
+    per, buffers = shard_share(executor, shards, threads, budget)
     entries = {}
     for s in owned:
         rows = plan["rows"][s]
@@ -314,22 +308,10 @@ def _messages(paths: list[str]):
 
 
 def _plan(meta: dict, merged: list[dict]) -> dict:
-    """Root only: the bounds, the molecules left out (sorted positions), each shard's rows of
-    `duplicates.tsv` (position, its first's position, the first's set position) and the set's
-    counts, from the shards' merges."""
-    bounds = [0]
-    for m in merged:
-        bounds.append(bounds[-1] + m["molecules"])
-    rows = [
-        sorted((pos, first, bounds[s] + index) for pos, first, index in m["dropped"])
-        for s, m in enumerate(merged)
-    ]
+    """Root only: the bounds, each shard's rows of `duplicates.tsv`, the molecules left out
+    (sorted positions) and the set's counts, from the shards' merges (`merged_plan`)."""
+    bounds, rows, counts = merged_plan(meta["counts"], merged)
     dropped = sorted(r[0] for shard in rows for r in shard)
-    counts = dict(meta["counts"])
-    counts["duplicates"] = sum(m["duplicates"] for m in merged)
-    counts["molecules"] -= len(dropped)
-    if dropped:  # as a manifest writes it: absent when none was left out
-        counts["dropped"] = len(dropped)
     return {"bounds": bounds, "rows": rows, "dropped": dropped, "counts": counts}
 
 
@@ -420,14 +402,3 @@ def _remove_slice(path: str) -> None:
     for f in _slice_files(path)[::-1]:
         os.unlink(f)
     os.rmdir(path)
-
-
-def _remove_part(part: str) -> None:
-    """A part, its run and its rows and records (the root's clean-up skips what is gone)."""
-    from ..substructure.build import remove_part_files
-
-    shutil.rmtree(part, ignore_errors=True)
-    for path in (part + _core.PART_RUN_EXT,):
-        if os.path.exists(path):
-            os.unlink(path)
-    remove_part_files([part])

@@ -114,19 +114,8 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
         plan["parts"] = None if callable(parts) else parts
     plan["parts"] = executor.broadcast(plan["parts"] if executor.is_root else None)
     bounds = plan["bounds"]
-    # the `threads` of this machine shared by the shards written at once (one process writing
-    # every shard uses them all, `workers` for the indexes; a set of fewer shards than workers
-    # or ranks gives each writer more)
-    alone = executor.size == 1
-    per = max(1, threads // min(shards, executor.size))
-    # the shards written at once on one machine share its memory (MPI ranks on one node)
-    at_once = getattr(executor, "ranks_per_node", executor.size)
-    mine = None if budget is None else budget.split(min(shards, at_once))
-    buffers = (
-        {}
-        if mine is None
-        else {"plane_budget": mine.plane_budget, "window_bytes": mine.window_bytes}
-    )
+    alone = executor.size == 1  # then `workers` build each shard's indexes
+    per, buffers = shard_share(executor, shards, threads, budget)
     tasks = (
         {"src": plan["source"], "dst": dst, "index": s, "shards": shards, "first": bounds[s],
          "end": bounds[s + 1], "pattern": pattern, "carry": plan["carry"], "analogs": analogs,
@@ -147,6 +136,22 @@ def _write(src, dst, shards, threads, workers, pattern, analogs, progress, execu
     if "cuts" not in plan:
         os.unlink(os.path.join(dst, ORDER_FILE))
     return _finish(src, dst, entries, plan.get("counts"))
+
+
+def shard_share(executor, shards: int, threads: int, budget: Any) -> tuple[int, dict]:
+    """A shard writer's threads and write buffers: the `threads` of this machine shared by the
+    shards written at once (one process writing every shard uses them all; a set of fewer
+    shards than workers or ranks gives each writer more), and its share of `budget` (the
+    shards written at once on one machine share its memory: MPI ranks on one node)."""
+    per = max(1, threads // min(shards, executor.size))
+    at_once = getattr(executor, "ranks_per_node", executor.size)
+    mine = None if budget is None else budget.split(min(shards, at_once))
+    buffers = (
+        {}
+        if mine is None
+        else {"plane_budget": mine.plane_budget, "window_bytes": mine.window_bytes}
+    )
+    return per, buffers
 
 
 def _plan(src: Any, dst: str, shards: int, pattern: bool) -> dict | Exception:
@@ -213,26 +218,35 @@ def _merge_shards(plan: dict, dst: str, shards: int, executor, show) -> dict:
     return found
 
 
-def _gather_merges(plan: dict, dst: str, merged: list[dict]) -> dict:
-    """Root only: the plan completed from the shards' merges."""
+def merged_plan(counts: dict, merged: list[dict]) -> tuple[list[int], list[list], dict]:
+    """From the shards' merges (in shard order) and the parts' `counts`: the set's bounds, each
+    shard's rows of `duplicates.tsv` (position left out, its first's position, the first's set
+    position; ascending) and the set's counts (duplicates, molecules less those left out)."""
     bounds = [0]
     for m in merged:
         bounds.append(bounds[-1] + m["molecules"])
-    rows = sorted(
-        (pos, first, bounds[s] + index)
+    rows = [
+        sorted((pos, first, bounds[s] + index) for pos, first, index in m["dropped"])
         for s, m in enumerate(merged)
-        for pos, first, index in m["dropped"]
-    )
+    ]
+    left_out = sum(len(r) for r in rows)
+    counts = dict(counts)
+    counts["duplicates"] = sum(m["duplicates"] for m in merged)
+    counts["molecules"] -= left_out
+    if left_out:  # as a manifest writes it: absent when none was left out
+        counts["dropped"] = left_out
+    return bounds, rows, counts
+
+
+def _gather_merges(plan: dict, dst: str, merged: list[dict]) -> dict:
+    """Root only: the plan completed from the shards' merges."""
+    bounds, per_shard, counts = merged_plan(plan["counts"], merged)
+    rows = sorted(r for shard in per_shard for r in shard)
     src = dict(plan["source"], dropped=[r[0] for r in rows])
     if rows:
         _core.write_set_duplicates(
             src["parts"], src["fingerprint"], rows, os.path.join(dst, "duplicates.tsv")
         )
-    counts = dict(plan["counts"])
-    counts["duplicates"] = sum(m["duplicates"] for m in merged)
-    counts["molecules"] -= len(rows)
-    if rows:  # as a manifest writes it: absent when none was left out
-        counts["dropped"] = len(rows)
     return {**plan, "bounds": bounds, "source": src, "counts": counts}
 
 
