@@ -250,7 +250,6 @@ impl SlotOrder<'_> {
 /// One query plane of compressed planes.
 #[derive(Clone, Copy)]
 pub(crate) struct CPlane<'a> {
-    p: usize,
     codes: &'a [u8],
     /// part masks, one byte per block (empty when the part bound is off)
     pub(crate) parts: &'a [u8],
@@ -269,7 +268,6 @@ impl<'a> CPlane<'a> {
     pub(crate) fn new(planes: &Planes<'a>, p: usize) -> CPlane<'a> {
         let (all, base) = planes.data_all(p);
         CPlane {
-            p,
             parts: if parts_enabled() {
                 planes.parts(p)
             } else {
@@ -294,18 +292,34 @@ impl<'a> CPlane<'a> {
         planes::checkpoint_in(self.cps, c)
     }
 
+    /// Where block `blk`'s container starts in the plane's payload: its checkpoint plus the
+    /// codes since (`AVX2`: inside a kernel compiled with AVX2, the sum vectorized).
+    #[inline(always)]
+    pub(crate) fn offset<const AVX2: bool>(&self, blk: usize) -> usize {
+        let c = blk / CHECKPOINT_BLOCKS;
+        let from = c * CHECKPOINT_BLOCKS;
+        self.checkpoint(c) + code_sum::<AVX2>(self.codes, from, blk)
+    }
+
     /// The plane's codes, one per block.
     pub(crate) fn codes(&self) -> &'a [u8] {
         self.codes
     }
 
-    /// Asks for `size` bytes of this plane's payload from offset `off` (a run's containers) to
-    /// be brought into cache.
+    /// Asks for the payload of this plane's containers of the blocks in `touched` (bit `k`:
+    /// block `blk + k`) of a run whose first container is at payload offset `off`: the lines
+    /// from the first such container to the end of the last.
     #[inline(always)]
-    fn prefetch_run(&self, off: u32, size: u32) {
-        let start = self.base + off as usize;
-        let mut at = start & !63;
-        while at < start + size as usize {
+    fn prefetch_live<const AVX2: bool>(&self, blk: usize, off: u32, touched: u64) {
+        if touched == 0 {
+            return;
+        }
+        let first = touched.trailing_zeros() as usize;
+        let last = 63 - touched.leading_zeros() as usize;
+        let from = off as usize + code_sum::<AVX2>(self.codes, blk, blk + first);
+        let to = off as usize + code_sum::<AVX2>(self.codes, blk, blk + last + 1);
+        let mut at = (self.base + from) & !63;
+        while at < self.base + to {
             crate::adders::prefetch(self.all[at.min(self.all.len() - 1)..].as_ptr() as *const u64);
             at += 64;
         }
@@ -379,7 +393,6 @@ impl<'a> CPlane<'a> {
         data: &'a [u8],
     ) -> CPlane<'a> {
         CPlane {
-            p: 0,
             codes,
             parts,
             parts16,
@@ -658,7 +671,6 @@ thread_local! {
 /// feeding `sink`. `L` is the counter width.
 #[inline(always)]
 pub(crate) fn scan_compressed<const L: usize, S: Sink>(
-    planes: &Planes<'_>,
     cp: &[CPlane<'_>],
     bucket: &Bucket,
     blocks: Range<u64>,
@@ -689,12 +701,10 @@ pub(crate) fn scan_compressed<const L: usize, S: Sink>(
                     if std::is_x86_feature_detected!("avx2") && crate::scan::simd_enabled() {
                         // SAFETY: AVX2 is present.
                         return unsafe {
-                            scan_counts_avx2(
-                                planes, cp, bucket, blocks, sink, offs, &mut c, fulls, sums,
-                            )
+                            scan_counts_avx2(cp, bucket, blocks, sink, offs, &mut c, fulls, sums)
                         };
                     }
-                    scan_counts(planes, cp, bucket, blocks, sink, offs, &mut c, fulls, sums)
+                    scan_counts::<false, S>(cp, bucket, blocks, sink, offs, &mut c, fulls, sums)
                 })
             });
         }
@@ -704,12 +714,60 @@ pub(crate) fn scan_compressed<const L: usize, S: Sink>(
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") && crate::scan::simd_enabled() {
             // SAFETY: AVX2 is present.
-            return unsafe {
-                scan_runs_avx2::<L, S>(planes, cp, bucket, blocks, sink, lanes, offs)
-            };
+            return unsafe { scan_runs_avx2::<L, S>(cp, bucket, blocks, sink, lanes, offs) };
         }
-        scan_runs::<L, S>(planes, cp, bucket, blocks, sink, lanes, offs)
+        scan_runs::<false, L, S>(cp, bucket, blocks, sink, lanes, offs)
     })
+}
+
+/// The sum of `codes[from..to]`, `to - from <= 64`.
+#[inline(always)]
+fn code_sum<const AVX2: bool>(codes: &[u8], from: usize, to: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        if let Some(w) = codes.get(from..from + 64) {
+            // SAFETY: AVX2 is present (`AVX2` is set only inside kernels compiled with it); 64
+            // bytes.
+            return unsafe { code_sum_avx2(w.try_into().expect("64"), to - from) };
+        }
+    }
+    codes[from..to].iter().map(|&x| x as usize).sum()
+}
+
+/// The sum of `w[..n]`, `n <= 64`: the bytes past `n` masked off, then two sums of absolute
+/// differences.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn code_sum_avx2(w: &[u8; 64], n: usize) -> usize {
+    use std::arch::x86_64::*;
+    const IDX: [i8; 64] = {
+        let mut a = [0i8; 64];
+        let mut i = 0;
+        while i < 64 {
+            a[i] = i as i8;
+            i += 1;
+        }
+        a
+    };
+    let nv = _mm256_set1_epi8(n as i8);
+    let zero = _mm256_setzero_si256();
+    let mut sum = zero;
+    for h in 0..2 {
+        // SAFETY: 32 * h + 32 <= 64 for both arrays.
+        let (v, i) = unsafe {
+            (
+                _mm256_loadu_si256(w[32 * h..].as_ptr() as *const __m256i),
+                _mm256_loadu_si256(IDX[32 * h..].as_ptr() as *const __m256i),
+            )
+        };
+        // byte i kept when i < n
+        let keep = _mm256_cmpgt_epi8(nv, i);
+        sum = _mm256_add_epi64(sum, _mm256_sad_epu8(_mm256_and_si256(v, keep), zero));
+    }
+    let lo = _mm256_castsi256_si128(sum);
+    let hi = _mm256_extracti128_si256(sum, 1);
+    let s = _mm_add_epi64(lo, hi);
+    (_mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1)) as usize
 }
 
 /// [`scan_runs`] compiled with AVX2 (entered inside the thread-local's closure, which does not
@@ -720,7 +778,6 @@ pub(crate) fn scan_compressed<const L: usize, S: Sink>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn scan_runs_avx2<const L: usize, S: Sink>(
-    planes: &Planes<'_>,
     cp: &[CPlane<'_>],
     bucket: &Bucket,
     blocks: Range<u64>,
@@ -728,14 +785,13 @@ unsafe fn scan_runs_avx2<const L: usize, S: Sink>(
     lanes: &mut [Lane],
     offs: &mut [u32],
 ) -> Read {
-    scan_runs::<L, S>(planes, cp, bucket, blocks, sink, lanes, offs)
+    scan_runs::<true, L, S>(cp, bucket, blocks, sink, lanes, offs)
 }
 
 /// The codes pass of a run of `len` blocks from `blk`: each container's payload offset into
 /// `offs` (plane-major, RUN per plane) and, per block, how many query planes are non-empty.
 #[inline(always)]
-fn codes_pass(
-    planes: &Planes<'_>,
+fn codes_pass<const AVX2: bool>(
     cp: &[CPlane<'_>],
     blk: usize,
     len: usize,
@@ -743,11 +799,7 @@ fn codes_pass(
 ) -> [u16; RUN] {
     let mut nonempty = [0u16; RUN];
     for (j, plane) in cp.iter().enumerate() {
-        let cstart = blk / CHECKPOINT_BLOCKS * CHECKPOINT_BLOCKS;
-        let mut off = planes.offset(plane.p, cstart) as u32;
-        for &c in &plane.codes[cstart..blk] {
-            off += u32::from(c);
-        }
+        let mut off = plane.offset::<AVX2>(blk) as u32;
         let codes = &plane.codes[blk..blk + len];
         let o = &mut offs[j * RUN..j * RUN + len];
         for k in 0..len {
@@ -768,7 +820,6 @@ fn codes_pass(
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn scan_counts_avx2<S: Sink>(
-    planes: &Planes<'_>,
     cp: &[CPlane<'_>],
     bucket: &Bucket,
     blocks: Range<u64>,
@@ -778,7 +829,7 @@ unsafe fn scan_counts_avx2<S: Sink>(
     fulls: &mut [u64],
     sums: &mut [u32],
 ) -> Read {
-    scan_counts(planes, cp, bucket, blocks, sink, offs, cnt, fulls, sums)
+    scan_counts::<true, S>(cp, bucket, blocks, sink, offs, cnt, fulls, sums)
 }
 
 /// The kernel for queries of fewer than 256 on-bits: per run of blocks, the codes pass, then
@@ -789,8 +840,7 @@ unsafe fn scan_counts_avx2<S: Sink>(
 /// query) hold each plane's non-empty containers in a run and the run's payload bytes.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn scan_counts<S: Sink>(
-    planes: &Planes<'_>,
+fn scan_counts<const AVX2: bool, S: Sink>(
     cp: &[CPlane<'_>],
     bucket: &Bucket,
     blocks: Range<u64>,
@@ -805,7 +855,8 @@ fn scan_counts<S: Sink>(
     let mut blk = blocks.start as usize;
     let end = blocks.end as usize;
     // per plane: the payload offset of block `blk`, found from the checkpoints at the first
-    // run read and after skipped runs, advanced run by run in between
+    // run read and after skipped runs (all planes at once: their misses overlap), advanced run
+    // by run in between
     let run_off = &mut offs[..n];
     let has_parts = cp.first().is_some_and(|p| !p.parts.is_empty());
     // whether `run_off` holds block `blk`'s offsets
@@ -839,7 +890,7 @@ fn scan_counts<S: Sink>(
         }
         if !at_blk {
             for (j, plane) in cp.iter().enumerate() {
-                run_off[j] = planes.offset(plane.p, blk) as u32;
+                run_off[j] = plane.offset::<AVX2>(blk) as u32;
             }
             at_blk = true;
         }
@@ -866,14 +917,14 @@ fn scan_counts<S: Sink>(
             }
         }
         for (j, plane) in cp.iter().enumerate().take(AHEAD) {
-            plane.prefetch_run(run_off[j], sums[j]);
+            plane.prefetch_live::<AVX2>(blk, run_off[j], fulls[j] & live);
         }
         for (j, plane) in cp.iter().enumerate() {
             if live == 0 {
                 break;
             }
             if let Some(next) = cp.get(j + AHEAD) {
-                next.prefetch_run(run_off[j + AHEAD], sums[j + AHEAD]);
+                next.prefetch_live::<AVX2>(blk, run_off[j + AHEAD], fulls[j + AHEAD] & live);
             }
             // only the live blocks' non-empty containers are read (no branch per empty one)
             let mut touched = fulls[j] & live;
@@ -931,8 +982,7 @@ fn scan_counts<S: Sink>(
 }
 
 #[inline(always)]
-fn scan_runs<const L: usize, S: Sink>(
-    planes: &Planes<'_>,
+fn scan_runs<const AVX2: bool, const L: usize, S: Sink>(
     cp: &[CPlane<'_>],
     bucket: &Bucket,
     blocks: Range<u64>,
@@ -958,7 +1008,7 @@ fn scan_runs<const L: usize, S: Sink>(
         if m == UNREACHABLE {
             return read;
         }
-        let nonempty = codes_pass(planes, cp, blk, len, offs);
+        let nonempty = codes_pass::<AVX2>(cp, blk, len, offs);
         let mut nlive = 0;
         for (k, &z) in nonempty[..len].iter().enumerate() {
             if u32::from(z) >= m {

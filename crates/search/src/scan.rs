@@ -257,11 +257,9 @@ impl<'a> Plan<'a> {
         assert!(blocks.end <= self.index.blocks);
         macro_rules! go {
             ($l:literal) => {{
-                if let Some((planes, cp)) = &self.compressed {
+                if let Some((_, cp)) = &self.compressed {
                     // it enters its AVX2 kernels itself (inside its thread-local buffers)
-                    return crate::compressed::scan_compressed::<$l, S>(
-                        planes, cp, bucket, blocks, sink,
-                    );
+                    return crate::compressed::scan_compressed::<$l, S>(cp, bucket, blocks, sink);
                 }
                 #[cfg(target_arch = "x86_64")]
                 if use_avx2() {

@@ -25,8 +25,6 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::ops::Range;
 
-use molsift_store::planes::CHECKPOINT_BLOCKS;
-
 use super::{part_slices, report_block, CPlane, CNT};
 use crate::layout::Bucket;
 use crate::scan::{Read, Sink};
@@ -344,55 +342,6 @@ const SPREAD: [u64; 256] = {
     t
 };
 
-/// The sum of `codes[from..to]` (`from` a checkpoint's block, `to - from < 64`).
-#[inline(always)]
-fn code_sum<const AVX2: bool>(codes: &[u8], from: usize, to: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if AVX2 {
-        if let Some(w) = codes.get(from..from + 64) {
-            // SAFETY: AVX2 is present (AVX2 is set only inside `top_k_avx2`); 64 bytes.
-            return unsafe { code_sum_avx2(w.try_into().expect("64"), to - from) };
-        }
-    }
-    codes[from..to].iter().map(|&x| x as usize).sum()
-}
-
-/// The sum of `w[..n]`, `n < 64`: the bytes past `n` masked off, then two sums of absolute
-/// differences.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn code_sum_avx2(w: &[u8; 64], n: usize) -> usize {
-    use std::arch::x86_64::*;
-    const IDX: [i8; 64] = {
-        let mut a = [0i8; 64];
-        let mut i = 0;
-        while i < 64 {
-            a[i] = i as i8;
-            i += 1;
-        }
-        a
-    };
-    let nv = _mm256_set1_epi8(n as i8);
-    let zero = _mm256_setzero_si256();
-    let mut sum = zero;
-    for h in 0..2 {
-        // SAFETY: 32 * h + 32 <= 64 for both arrays.
-        let (v, i) = unsafe {
-            (
-                _mm256_loadu_si256(w[32 * h..].as_ptr() as *const __m256i),
-                _mm256_loadu_si256(IDX[32 * h..].as_ptr() as *const __m256i),
-            )
-        };
-        // byte i kept when i < n
-        let keep = _mm256_cmpgt_epi8(nv, i);
-        sum = _mm256_add_epi64(sum, _mm256_sad_epu8(_mm256_and_si256(v, keep), zero));
-    }
-    let lo = _mm256_castsi256_si128(sum);
-    let hi = _mm256_extracti128_si256(sum, 1);
-    let s = _mm_add_epi64(lo, hi);
-    (_mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1)) as usize
-}
-
 /// The parts of a block that can hold a hit and the query planes to read for them: per part,
 /// how many query planes have a bit in it (`B` bytes of masks per plane, `masks(plane)`,
 /// eight parts a byte; counted a byte lane per part), and the parts where that reaches `need`
@@ -455,12 +404,10 @@ fn count_block<const AVX2: bool, const P16: bool, S: Sink>(
     }
     *cnt = [0; CNT];
     let mut max = 0u8;
-    let c = blk / CHECKPOINT_BLOCKS;
-    let from = c * CHECKPOINT_BLOCKS;
     // containers located LOOK planes ahead of the one counted, their payload asked for
     let locate = |j: u8| {
         let plane = &cp[usize::from(j)];
-        let off = plane.checkpoint(c) + code_sum::<AVX2>(plane.codes, from, blk);
+        let off = plane.offset::<AVX2>(blk);
         crate::adders::prefetch(plane.all[plane.base + off..].as_ptr() as *const u64);
         off as u32
     };
