@@ -226,3 +226,30 @@ def test_overwrite_replaces_a_store_with_a_substructure_index(bundled_smi, tmp_p
     assert (out / HEADER).exists() and (out / SCREEN).exists()
     molsift.ingest(bundled_smi, out, workers=1, analogs=False, overwrite=True, progress=False)
     assert molsift.open_store(out).has_pattern_index
+
+
+def test_a_parts_rows_and_graph_records_are_read_only_when_they_agree(tmp_path):
+    """`read_part_files`, what the staged index and MPI ingest's slices both read a part's
+    screening rows and graph records through: a part without molecules reads as none; rows,
+    record lengths and records that do not add up are refused naming the part."""
+    import numpy as np
+
+    from molsift.substructure.build import WORDS_PER_ROW, read_part_files
+
+    part = str(tmp_path / "part-0")
+
+    def write(rows: int, lengths: list[int], record_bytes: int) -> None:
+        np.zeros(rows * WORDS_PER_ROW, dtype="<u8").tofile(part + ".rows.u64")
+        np.asarray(lengths, dtype="<u4").tofile(part + ".glen.u32")
+        Path(part + ".grec.bin").write_bytes(b"\x01" * record_bytes)
+
+    write(0, [], 0)
+    rows, lengths = read_part_files(part)
+    assert rows.shape == (0, WORDS_PER_ROW) and len(lengths) == 0
+    write(2, [3, 4], 7)
+    rows, lengths = read_part_files(part)
+    assert rows.shape == (2, WORDS_PER_ROW) and lengths.tolist() == [3, 4]
+    for bad in ((1, [3, 4], 7), (2, [3, 4], 6), (0, [3], 3), (2, [], 0)):
+        write(*bad)
+        with pytest.raises(molsift.StoreError, match="part-0: its screening rows and graph"):
+            read_part_files(part)

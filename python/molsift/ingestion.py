@@ -240,16 +240,9 @@ def _pattern_chunks(part: str, chunk: int = PATTERN_CHUNK):
     time: (first molecule of the chunk in the part, rows, records)."""
     import numpy as np
 
-    from .substructure.build import WORDS_PER_ROW
+    from .substructure.build import read_part_files
 
-    lengths = np.fromfile(part + ".glen.u32", dtype="<u4")
-    if os.path.getsize(part + ".rows.u64") == 0 and len(lengths) == 0:
-        return  # a part without molecules (np.memmap cannot map an empty file)
-    rows = np.memmap(part + ".rows.u64", dtype="<u8", mode="r")
-    size = os.path.getsize(part + ".grec.bin")
-    if len(rows) != len(lengths) * WORDS_PER_ROW or int(lengths.sum(dtype=np.int64)) != size:
-        raise _core.StoreError(f"{part}: its screening rows and graph records do not agree")
-    rows = rows.reshape(-1, WORDS_PER_ROW)
+    rows, lengths = read_part_files(part)
     with open(part + ".grec.bin", "rb") as fh:
         for start in range(0, len(lengths), chunk):
             mine = lengths[start : start + chunk]

@@ -43,7 +43,12 @@ pub fn run_path(part: &Path) -> PathBuf {
 /// positions sorted by canonical SMILES in byte order, stable, as u32 little-endian.
 pub fn write_run(part: &Path) -> Result<(), StoreError> {
     let store = Store::open(part, Verify::Sizes)?;
-    let order = crate::v2::store_order(&store)?;
+    write_run_order(part, &crate::v2::store_order(&store)?)
+}
+
+/// Writes `order` as the run beside the part store at `part` (what [`write_run`] would find
+/// for it, known already: a slice's run is its part's, cut to the slice).
+pub(crate) fn write_run_order(part: &Path, order: &[u32]) -> Result<(), StoreError> {
     let bytes: Vec<u8> = order.iter().flat_map(|o| o.to_le_bytes()).collect();
     let path = run_path(part);
     molsift_iostats::write_file(&path, &bytes, false).map_err(|e| StoreError::io(&path, e))
@@ -991,6 +996,15 @@ mod tests {
                         let taken = write_part_slices(part, base, &cuts, &outs).unwrap();
                         for (s, t) in taken.iter().enumerate() {
                             if !t.is_empty() {
+                                // its run, cut from the part's, is the one a sort finds
+                                let run = std::fs::read(run_path(&outs[s])).unwrap();
+                                let order = crate::v2::store_order(
+                                    &Store::open(&outs[s], Verify::Sizes).unwrap(),
+                                )
+                                .unwrap();
+                                let want: Vec<u8> =
+                                    order.iter().flat_map(|o| o.to_le_bytes()).collect();
+                                assert_eq!(run, want, "{why}: slice {p} {s}'s run");
                                 slices[s].push(outs[s].clone());
                             }
                         }

@@ -5,7 +5,8 @@
 //! another rank's parts.
 //!
 //! A slice is a version-1 part store of the part's molecules whose SMILES lie in the shard's
-//! range, in the part's order, with its run beside it (`SLICE.run.u32`, as a part's) and the
+//! range, in the part's order, with its run beside it (`SLICE.run.u32`, as a part's: the
+//! part's run cut to the slice, no sort of its own) and the
 //! positions of its molecules among all the parts' molecules (`SLICE.held.u64`,
 //! [`crate::runs::held_path`]): a shard's writer opens its slices with the library's total
 //! ([`crate::runs::PartRuns::open`]) and every position, input rank, duplicate and tie is that
@@ -14,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::runs::{held_path, write_run, PartRuns};
+use crate::runs::{held_path, write_run_order, PartRuns};
 use crate::{Store, StoreError, StoreWriter, Verify};
 
 /// Cuts the part store at `part` (with its run; its first molecule at position `base` among
@@ -42,7 +43,9 @@ pub fn write_part_slices(
     let mut taken = Vec::with_capacity(outs.len());
     for (s, out) in outs.iter().enumerate() {
         let range = runs.shard_slice(&files, 0, cuts, s)?;
-        let mut mine: Vec<u32> = range.map(|k| files[0].at(k) as u32).collect();
+        // the part's places in the shard, in the run's order (canonical SMILES, ties by place)
+        let sorted: Vec<u32> = range.map(|k| files[0].at(k) as u32).collect();
+        let mut mine = sorted.clone();
         mine.sort_unstable();
         if !mine.is_empty() {
             let mut w = StoreWriter::create(out, spec.clone(), false)?;
@@ -52,7 +55,13 @@ pub fn write_part_slices(
                 w.add_row(id, smiles, store.source_line(i), store.fingerprint(i))?;
             }
             w.finish()?;
-            write_run(out)?;
+            // the slice's run: its part's run cut to the slice, each place renumbered as the
+            // slice holds it (a stable sort of the slice would find the same)
+            let order: Vec<u32> = sorted
+                .iter()
+                .map(|i| mine.binary_search(i).expect("a place of the slice") as u32)
+                .collect();
+            write_run_order(out, &order)?;
             let held: Vec<u8> = mine
                 .iter()
                 .flat_map(|&i| (base + u64::from(i)).to_le_bytes())

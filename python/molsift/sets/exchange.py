@@ -353,14 +353,11 @@ def _parse_slice_name(name: str) -> tuple[int, int]:
 def _slice_pattern_files(part: str, out: str, taken: np.ndarray) -> None:
     """The screening rows and graph records of the part's molecules `taken` (places,
     ascending) written beside the slice at `out` (`substructure.build.PART_FILES`)."""
-    from ..substructure.build import WORDS_PER_ROW
+    from ..substructure.build import read_part_files
 
-    lengths = np.fromfile(part + ".glen.u32", dtype="<u4")
-    rows = np.fromfile(part + ".rows.u64", dtype="<u8").reshape(-1, WORDS_PER_ROW)
+    rows, lengths = read_part_files(part)
     records = np.fromfile(part + ".grec.bin", dtype=np.uint8)
     ends = np.cumsum(lengths, dtype=np.int64)
-    if len(rows) != len(lengths) or (len(ends) and ends[-1] != len(records)):
-        raise _core.StoreError(f"{part}: its screening rows and graph records do not agree")
     idx = taken.astype(np.int64)
     mine = lengths[idx].astype(np.int64)
     starts = ends[idx] - mine

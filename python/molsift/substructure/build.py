@@ -356,6 +356,22 @@ class PatternParts:
 PART_FILES = (".rows.u64", ".glen.u32", ".grec.bin")
 
 
+def read_part_files(part: str) -> tuple[np.ndarray, np.ndarray]:
+    """A part's screening rows (`WORDS_PER_ROW` uint64 words a molecule, mapped) and its
+    molecules' graph record lengths (uint32), once they are checked against each other and
+    against the size of its graph records (`PART_FILES`); StoreError naming the part when
+    they do not agree."""
+    lengths = np.fromfile(part + ".glen.u32", dtype="<u4")
+    if os.path.getsize(part + ".rows.u64") == 0:  # np.memmap cannot map an empty file
+        rows = np.zeros(0, dtype="<u8")
+    else:
+        rows = np.memmap(part + ".rows.u64", dtype="<u8", mode="r")
+    size = os.path.getsize(part + ".grec.bin")
+    if len(rows) != len(lengths) * WORDS_PER_ROW or int(lengths.sum(dtype=np.int64)) != size:
+        raise _core.StoreError(f"{part}: its screening rows and graph records do not agree")
+    return rows.reshape(-1, WORDS_PER_ROW), lengths
+
+
 def remove_part_files(parts: list[str]) -> None:
     """Removes the rows and graph records (`PART_FILES`) of each part."""
     for part in parts:
