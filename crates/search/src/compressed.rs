@@ -301,6 +301,21 @@ impl<'a> CPlane<'a> {
         self.checkpoint(c) + code_sum::<AVX2>(self.codes, from, blk)
     }
 
+    /// Asks for what [`CPlane::offset`] of block `blk` reads: the block's checkpoint and the
+    /// codes of its checkpoint window (one or two cache lines).
+    #[inline(always)]
+    pub(crate) fn prefetch_offset(&self, blk: usize) {
+        let c = blk / CHECKPOINT_BLOCKS;
+        let from = c * CHECKPOINT_BLOCKS;
+        if let Some(w) = self.codes.get(from..from + CHECKPOINT_BLOCKS) {
+            crate::adders::prefetch(w.as_ptr() as *const u64);
+            crate::adders::prefetch(w[CHECKPOINT_BLOCKS - 1..].as_ptr() as *const u64);
+        }
+        if let Some(x) = self.cps.get(4 * c..) {
+            crate::adders::prefetch(x.as_ptr() as *const u64);
+        }
+    }
+
     /// The plane's codes, one per block.
     pub(crate) fn codes(&self) -> &'a [u8] {
         self.codes
