@@ -71,11 +71,8 @@ pub(crate) struct Plan<'a> {
     /// the query's bits, rarest first (the order the planes are read)
     pub(crate) bits: Vec<u32>,
     ptrs: Vec<*const u64>,
-    /// compressed planes (store version 2): the planes and the query's, rarest first
-    compressed: Option<(
-        molsift_store::planes::Planes<'a>,
-        Vec<crate::compressed::CPlane<'a>>,
-    )>,
+    /// compressed planes (store version 2): the query's, rarest first
+    compressed: Option<Vec<crate::compressed::CPlane<'a>>>,
 }
 
 // SAFETY: the pointers only read planes owned by `index`, which is immutable and Sync while
@@ -107,7 +104,7 @@ impl<'a> Plan<'a> {
                 q: query.popcount(),
                 bits,
                 ptrs: Vec::new(),
-                compressed: Some((planes, cp)),
+                compressed: Some(cp),
             });
         }
         index.check_read(query.on_bits())?; // once per process: the planes and order it reads
@@ -188,7 +185,7 @@ impl<'a> Plan<'a> {
     /// In a store ordered for similarity the query's nearest molecules sit in a few blocks:
     /// read first, they raise the bar before the rest is read.
     pub(crate) fn seeds(&self, scans: &[(u32, Range<u64>)], count: usize) -> Vec<(usize, u64)> {
-        let Some((_, cp)) = &self.compressed else {
+        let Some(cp) = &self.compressed else {
             return Vec::new();
         };
         let q = self.q;
@@ -236,7 +233,7 @@ impl<'a> Plan<'a> {
         visit: &'w [usize],
         share: &'w dyn Fn(&Bucket) -> Range<u64>,
     ) -> Option<crate::compressed::Work<'w, 'a>> {
-        let (_, cp) = self.compressed.as_ref()?;
+        let cp = self.compressed.as_ref()?;
         if !crate::compressed::best_first_enabled() || !crate::compressed::best_first_usable(cp) {
             return None;
         }
@@ -257,7 +254,7 @@ impl<'a> Plan<'a> {
         assert!(blocks.end <= self.index.blocks);
         macro_rules! go {
             ($l:literal) => {{
-                if let Some((_, cp)) = &self.compressed {
+                if let Some(cp) = &self.compressed {
                     // it enters its AVX2 kernels itself (inside its thread-local buffers)
                     return crate::compressed::scan_compressed::<$l, S>(cp, bucket, blocks, sink);
                 }
