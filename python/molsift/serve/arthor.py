@@ -87,7 +87,7 @@ def router(
             for db in found:
                 k = min(depth, limits.max_k) if kind == "similarity" else None
                 req = queries.check(db, kind, query, None, k, limits)
-                result = await searcher.answer(db, req)
+                result = await searcher.answer(db, req, queries.head(start, length))
                 results.append((db, result))
         except ServiceError as e:
             return JSON(
@@ -106,7 +106,8 @@ def router(
         merged = _merge(results, kind)
         total = sum(db.molecules for db, _ in results) if kind == "similarity" else len(merged)
         rows, scores = [], []
-        for rank, (db, score, smiles, ident) in enumerate(_texts(merged[start : start + length])):
+        page = _texts(merged[start : start + length], results)
+        for rank, (db, score, smiles, ident) in enumerate(page):
             rows.append([start + rank + 1, f"{smiles} {ident}", smiles, ident, db.name])
             scores.append(score)
         log["hits"] = len(merged)
@@ -149,15 +150,16 @@ PARAMETERS = queries.query_parameters(
 )
 
 
-def _texts(hits: list) -> list:
+def _texts(hits: list, results: list) -> list:
     """(db, score, SMILES, ID) of each hit: each database's page of texts read in one call per
-    column."""
+    column, or taken from its result's texts (read by its search's worker)."""
     by_db: dict = {}
     for db, pos, _score in hits:
         by_db.setdefault(id(db), (db, []))[1].append(pos)
+    result_of = {id(db): result for db, result in results}
     texts = {}
     for db, positions in by_db.values():
-        texts[id(db)] = zip(db.store.smiles.take(positions), db.store.ids.take(positions))
+        texts[id(db)] = zip(*queries.texts(db, positions, result_of[id(db)]))
     return [(db, score, *next(texts[id(db)])) for db, _pos, score in hits]
 
 

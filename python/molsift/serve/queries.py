@@ -24,6 +24,9 @@ DEFAULT_THRESHOLD = 0.7
 DEFAULT_DIST = 2
 #: results kept for paging
 CACHE_SIZE = 64
+#: the most hits whose texts a worker reads with the search (the page asked for, when it ends
+#: within them: the event loop then decodes none of its blocks)
+HEAD_ROWS = 1000
 #: the largest whole number a parameter may be (a signed 64-bit integer, as JSON answers and
 #: numpy carry it)
 MAX_INT = 2**63 - 1
@@ -55,6 +58,18 @@ class Result:
     ms: float
     columns: dict | None = None
     partial: bool = False
+    #: the SMILES and id of hits' store positions read where the search ran (a worker process:
+    #: the first page's rows, so that the server's event loop does not decode their blocks)
+    texts: dict | None = None
+
+    def read_texts(self, db: Database, head: int) -> Result:
+        """Fills `texts` with the SMILES and ids of the first `head` hits (one call per
+        column); returns self."""
+        positions = [int(p) for p in self.positions[:head]]
+        if positions:
+            pairs = zip(db.store.smiles.take(positions), db.store.ids.take(positions))
+            self.texts = dict(zip(positions, pairs))
+        return self
 
 
 def types(db: Database) -> list[str]:
@@ -166,8 +181,9 @@ class Searcher:
         """Whether a search of `db` of this weight runs in a worker process."""
         return heavy and self.workers is not None and self.workers.serves(db)
 
-    async def answer(self, db: Database, req: Request) -> Result:
-        """The result of `req`: from the cache, or searched behind the gate."""
+    async def answer(self, db: Database, req: Request, head: int = 0) -> Result:
+        """The result of `req`: from the cache, or searched behind the gate. A search in a
+        worker process reads the texts of its first `head` hits there too (Result.texts)."""
         hit = self.cached(req)
         if hit is not None:
             return hit
@@ -176,11 +192,11 @@ class Searcher:
             if self.in_process(db, heavy):
                 async with self.gate.slot(heavy=True):
                     hit = self.cached(req)  # searched by another request while this one waited
-                    return hit or self._keep(req, await self.workers.search(req))
+                    return hit or self._keep(req, await self.workers.search(req, head))
             if not heavy and self.light is not None and self.light.serves(db):
                 async with self.gate.slot():
                     hit = self.cached(req)
-                    return hit or self._keep(req, await self.light.search(req))
+                    return hit or self._keep(req, await self.light.search(req, head))
         except Stale:  # the store was replaced on disk: searched here, in the server's generation
             pass
         return await self.gate.run(self.run, db, req, heavy=heavy)
@@ -288,7 +304,7 @@ def page(db: Database, result: Result, start: int, length: int) -> list[dict]:
     """Rows `start .. start + length` of a result: rank, store position, id, SMILES, score;
     analogs add distance, the edits by kind and mut (-1: unknown)."""
     positions = [int(p) for p in result.positions[start : start + length]]
-    ids, smiles = db.store.ids.take(positions), db.store.smiles.take(positions)
+    smiles, ids = texts(db, positions, result)
     rows = []
     for j, pos in enumerate(positions):
         row = {"rank": start + j + 1, "position": pos, "id": ids[j], "smiles": smiles[j]}
@@ -301,11 +317,27 @@ def page(db: Database, result: Result, start: int, length: int) -> list[dict]:
     return rows
 
 
-def smiles_ids(db: Database, positions) -> list[str]:
+def texts(db: Database, positions: list, result=None) -> tuple[list, list]:
+    """(SMILES, ids) of store positions `positions` (ints): from `result.texts` when it holds
+    them all, else read in one call per column."""
+    have = getattr(result, "texts", None)
+    if have is not None and all(p in have for p in positions):
+        pairs = [have[p] for p in positions]
+        return [smi for smi, _ in pairs], [ident for _, ident in pairs]
+    return db.store.smiles.take(positions), db.store.ids.take(positions)
+
+
+def smiles_ids(db: Database, positions, result=None) -> list[str]:
     """ "SMILES ID" of each store position (as Arthor and SmallWorld show a hit), read in one
-    call per column."""
-    pairs = zip(db.store.smiles.take(positions), db.store.ids.take(positions))
-    return [f"{smi} {ident}" for smi, ident in pairs]
+    call per column (or from `result.texts`)."""
+    smiles, ids = texts(db, [int(p) for p in positions], result)
+    return [f"{smi} {ident}" for smi, ident in zip(smiles, ids)]
+
+
+def head(start: int, length: int) -> int:
+    """Hits whose texts a worker reads with the search for a page of `length` rows from
+    `start`: all up to the page's end, or none when that is beyond HEAD_ROWS."""
+    return start + length if start + length <= HEAD_ROWS else 0
 
 
 def check_page(start: int | None, length: int | None, limits: Limits) -> tuple[int, int]:

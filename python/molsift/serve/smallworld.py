@@ -291,7 +291,7 @@ def router(
     def rows(base, query, result, start: int, length: int) -> list:
         out = []
         positions = [int(p) for p in result.positions[start : start + length]]
-        texts = zip(base.store.smiles.take(positions), base.store.ids.take(positions))
+        texts = zip(*queries.texts(base, positions, result))
         for rank, (pos, (smiles, ident)) in enumerate(zip(positions, texts), start):
             first = {
                 "hitSmiles": f"{smiles} {ident}",
@@ -366,13 +366,13 @@ def router(
         found = []
         for smi in smiles:
             req = queries.check(base, "similarity", smi, None, length or 1, limits)
-            found.append((req.query, await searcher.answer(base, req)))
+            found.append((req.query, await searcher.answer(base, req, queries.head(0, length))))
         log["hits"] = sum(min(length, len(r.positions)) for _, r in found)
         if fmt == "tsv":
             buf = io.StringIO()
             buf.write("SMILES ID\tdist\tecfp4\tdaylight\ttopodist\tmces\tquery\n")
             for query, result in found:
-                texts = queries.smiles_ids(base, result.positions[:length])
+                texts = queries.smiles_ids(base, result.positions[:length], result)
                 for text, score in zip(texts, result.scores[:length]):
                     buf.write(f"{text}\t\t{score}\t\t\t\t{query}\n")
             headers = {"X-Warning": clamped["warning"]} if clamped else None
