@@ -286,27 +286,18 @@ impl<'a> CPlane<'a> {
         }
     }
 
-    /// Where block `c * CHECKPOINT_BLOCKS`'s container starts in the plane's payload.
-    #[inline(always)]
-    fn checkpoint(&self, c: usize) -> usize {
-        planes::checkpoint_in(self.cps, c)
-    }
-
     /// Where block `blk`'s container starts in the plane's payload: its checkpoint plus the
     /// codes since (`AVX2`: inside a kernel compiled with AVX2, the sum vectorized).
     #[inline(always)]
     pub(crate) fn offset<const AVX2: bool>(&self, blk: usize) -> usize {
-        let c = blk / CHECKPOINT_BLOCKS;
-        let from = c * CHECKPOINT_BLOCKS;
-        self.checkpoint(c) + code_sum::<AVX2>(self.codes, from, blk)
+        planes::offset_in::<AVX2>(self.cps, self.codes, blk)
     }
 
     /// Asks for what [`CPlane::offset`] of block `blk` reads: the block's checkpoint and the
     /// codes of its checkpoint window (one or two cache lines).
     #[inline(always)]
     pub(crate) fn prefetch_offset(&self, blk: usize) {
-        let c = blk / CHECKPOINT_BLOCKS;
-        let from = c * CHECKPOINT_BLOCKS;
+        let (c, from) = planes::window(blk);
         if let Some(w) = self.codes.get(from..from + CHECKPOINT_BLOCKS) {
             crate::adders::prefetch(w.as_ptr() as *const u64);
             crate::adders::prefetch(w[CHECKPOINT_BLOCKS - 1..].as_ptr() as *const u64);
@@ -331,8 +322,8 @@ impl<'a> CPlane<'a> {
         }
         let first = touched.trailing_zeros() as usize;
         let last = 63 - touched.leading_zeros() as usize;
-        let from = off as usize + code_sum::<AVX2>(self.codes, blk, blk + first);
-        let to = off as usize + code_sum::<AVX2>(self.codes, blk, blk + last + 1);
+        let from = off as usize + planes::code_sum::<AVX2>(self.codes, blk, blk + first);
+        let to = off as usize + planes::code_sum::<AVX2>(self.codes, blk, blk + last + 1);
         let mut at = (self.base + from) & !63;
         while at < self.base + to {
             crate::adders::prefetch(self.all[at.min(self.all.len() - 1)..].as_ptr() as *const u64);
@@ -733,56 +724,6 @@ pub(crate) fn scan_compressed<const L: usize, S: Sink>(
         }
         scan_runs::<false, L, S>(cp, bucket, blocks, sink, lanes, offs)
     })
-}
-
-/// The sum of `codes[from..to]`, `to - from <= 64`.
-#[inline(always)]
-fn code_sum<const AVX2: bool>(codes: &[u8], from: usize, to: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if AVX2 {
-        if let Some(w) = codes.get(from..from + 64) {
-            // SAFETY: AVX2 is present (`AVX2` is set only inside kernels compiled with it); 64
-            // bytes.
-            return unsafe { code_sum_avx2(w.try_into().expect("64"), to - from) };
-        }
-    }
-    codes[from..to].iter().map(|&x| x as usize).sum()
-}
-
-/// The sum of `w[..n]`, `n <= 64`: the bytes past `n` masked off, then two sums of absolute
-/// differences.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn code_sum_avx2(w: &[u8; 64], n: usize) -> usize {
-    use std::arch::x86_64::*;
-    const IDX: [i8; 64] = {
-        let mut a = [0i8; 64];
-        let mut i = 0;
-        while i < 64 {
-            a[i] = i as i8;
-            i += 1;
-        }
-        a
-    };
-    let nv = _mm256_set1_epi8(n as i8);
-    let zero = _mm256_setzero_si256();
-    let mut sum = zero;
-    for h in 0..2 {
-        // SAFETY: 32 * h + 32 <= 64 for both arrays.
-        let (v, i) = unsafe {
-            (
-                _mm256_loadu_si256(w[32 * h..].as_ptr() as *const __m256i),
-                _mm256_loadu_si256(IDX[32 * h..].as_ptr() as *const __m256i),
-            )
-        };
-        // byte i kept when i < n
-        let keep = _mm256_cmpgt_epi8(nv, i);
-        sum = _mm256_add_epi64(sum, _mm256_sad_epu8(_mm256_and_si256(v, keep), zero));
-    }
-    let lo = _mm256_castsi256_si128(sum);
-    let hi = _mm256_extracti128_si256(sum, 1);
-    let s = _mm_add_epi64(lo, hi);
-    (_mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1)) as usize
 }
 
 /// [`scan_runs`] compiled with AVX2 (entered inside the thread-local's closure, which does not

@@ -483,6 +483,76 @@ pub fn checkpoint_in(row: &[u8], c: usize) -> usize {
     u32::from_le_bytes(row[4 * c..4 * c + 4].try_into().expect("4")) as usize
 }
 
+/// Block `blk`'s checkpoint window: `(c, first)`, its checkpoint `c` and the window's first
+/// block `c * CHECKPOINT_BLOCKS` (the block whose container the checkpoint locates).
+#[inline(always)]
+pub fn window(blk: usize) -> (usize, usize) {
+    let c = blk / CHECKPOINT_BLOCKS;
+    (c, c * CHECKPOINT_BLOCKS)
+}
+
+/// Where block `blk`'s container starts in a plane's payload, from the plane's row of
+/// checkpoints and its codes: the block's checkpoint plus the sizes of the window's containers
+/// before it. The one way every reader locates a container ([`Planes::offset`], the search
+/// kernels). `AVX2`: the sum vectorized, for callers compiled with AVX2 (see [`code_sum`]).
+#[inline(always)]
+pub fn offset_in<const AVX2: bool>(row: &[u8], codes: &[u8], blk: usize) -> usize {
+    let (c, first) = window(blk);
+    checkpoint_in(row, c) + code_sum::<AVX2>(codes, first, blk)
+}
+
+/// The sum of `codes[from..to]` (container sizes), `to - from <= 64`. `AVX2` may be set only
+/// where AVX2 is present (inside code compiled with it, or after detecting it): 64 bytes from
+/// `from` are then summed with the bytes from `to` on masked off.
+#[inline(always)]
+pub fn code_sum<const AVX2: bool>(codes: &[u8], from: usize, to: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        if let Some(w) = codes.get(from..from + 64) {
+            // SAFETY: AVX2 is present (this function's contract); 64 bytes.
+            return unsafe { code_sum_avx2(w.try_into().expect("64"), to - from) };
+        }
+    }
+    codes[from..to].iter().map(|&x| x as usize).sum()
+}
+
+/// The sum of `w[..n]`, `n <= 64`: the bytes past `n` masked off, then two sums of absolute
+/// differences.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn code_sum_avx2(w: &[u8; 64], n: usize) -> usize {
+    use std::arch::x86_64::*;
+    const IDX: [i8; 64] = {
+        let mut a = [0i8; 64];
+        let mut i = 0;
+        while i < 64 {
+            a[i] = i as i8;
+            i += 1;
+        }
+        a
+    };
+    let nv = _mm256_set1_epi8(n as i8);
+    let zero = _mm256_setzero_si256();
+    let mut sum = zero;
+    for h in 0..2 {
+        // SAFETY: 32 * h + 32 <= 64 for both arrays.
+        let (v, i) = unsafe {
+            (
+                _mm256_loadu_si256(w[32 * h..].as_ptr() as *const __m256i),
+                _mm256_loadu_si256(IDX[32 * h..].as_ptr() as *const __m256i),
+            )
+        };
+        // byte i kept when i < n
+        let keep = _mm256_cmpgt_epi8(nv, i);
+        sum = _mm256_add_epi64(sum, _mm256_sad_epu8(_mm256_and_si256(v, keep), zero));
+    }
+    let lo = _mm256_castsi256_si128(sum);
+    let hi = _mm256_extracti128_si256(sum, 1);
+    let s = _mm_add_epi64(lo, hi);
+    (_mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1)) as usize
+}
+
 /// One container of a plane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Container<'a> {
@@ -702,13 +772,7 @@ impl<'a> Planes<'a> {
     /// Where block `b`'s container starts in plane `p`'s payload.
     #[inline]
     pub fn offset(&self, p: usize, b: usize) -> usize {
-        let c = b / CHECKPOINT_BLOCKS;
-        let base = self.checkpoint(p, c);
-        let codes = self.codes(p);
-        base + codes[c * CHECKPOINT_BLOCKS..b]
-            .iter()
-            .map(|&x| x as usize)
-            .sum::<usize>()
+        offset_in::<false>(self.checkpoint_row(p), self.codes(p), b)
     }
 
     /// Block `b`'s container of plane `p`, at payload offset `off` (from [`Planes::offset`]).
@@ -1120,6 +1184,37 @@ mod tests {
             seen.push(h);
         }
         assert_ne!(seen[0].plane_xxh3, seen[1].plane_xxh3);
+    }
+
+    #[test]
+    fn a_containers_offset_is_the_same_summed_with_avx2_or_not() {
+        // codes of every size, windows cut anywhere (the last window shorter than 64 codes)
+        let codes: Vec<u8> = (0..300u32)
+            .map(|i| (i.wrapping_mul(37) % 256) as u8)
+            .collect();
+        let mut row = Vec::new();
+        for c in 0..codes.len().div_ceil(CHECKPOINT_BLOCKS) {
+            let at: usize = codes[..c * CHECKPOINT_BLOCKS]
+                .iter()
+                .map(|&x| x as usize)
+                .sum();
+            row.extend_from_slice(&(at as u32).to_le_bytes());
+        }
+        #[cfg(target_arch = "x86_64")]
+        let avx2 = std::is_x86_feature_detected!("avx2");
+        #[cfg(not(target_arch = "x86_64"))]
+        let avx2 = false;
+        for blk in 0..codes.len() {
+            let want: usize = codes[..blk].iter().map(|&x| x as usize).sum();
+            assert_eq!(offset_in::<false>(&row, &codes, blk), want, "block {blk}");
+            if avx2 {
+                assert_eq!(
+                    offset_in::<true>(&row, &codes, blk),
+                    want,
+                    "block {blk}, AVX2"
+                );
+            }
+        }
     }
 
     #[test]
