@@ -76,7 +76,7 @@ def router(
             raise ServiceError(400, f"fmt={p.fmt!r}: use one of {', '.join(FORMATS)}")
         start, length = queries.check_page(p.start, p.length, limits)
         state["log"] = log = {"db": db.name, "type": req.type}
-        result = await searcher.answer(db, req, queries.head(start, length))
+        result = await searcher.answer(db, req, (start, start + length))
         log["hits"] = len(result.positions)
         rows = queries.page(db, result, start, length)
         if fmt == "ndjson":

@@ -87,7 +87,7 @@ def router(
             for db in found:
                 k = min(depth, limits.max_k) if kind == "similarity" else None
                 req = queries.check(db, kind, query, None, k, limits)
-                result = await searcher.answer(db, req, queries.head(start, length))
+                result = await searcher.answer(db, req, (start, start + length))
                 results.append((db, result))
         except ServiceError as e:
             return JSON(

@@ -21,11 +21,11 @@ nothing a library prints reaches the frames): frames of an 8-byte little-endian 
 pickle (the server's own children: trusted). First to the worker: (databases [(name, path)],
 Limits); it answers ("ready", {name: generation}) (the stores it opened: `generation`; a worker
 that opened another generation than the server's is not used, `Stale`). Then per request:
-("search", (queries.Request, head)), answered ("result", queries.Result) with the texts of its
-first `head` hits read (`Result.texts`); or ("levels", (db, query, dist, caps, k)), answered
-("level", Analogs) for each distance walked, then ("end",). Any
-request may be answered ("error", status, message) (a ServiceError), ("store", message) (a store
-that failed its checks) or ("failed", text)."""
+("search", (queries.Request, (start, stop))), answered ("result", queries.Result) with the texts
+of hits `start .. stop` read (`Result.texts`); or ("levels", (db, query, dist, caps, k)),
+answered ("level", Analogs) for each distance walked, then ("end",). Any request may be answered
+("error", status, message) (a ServiceError), ("store", message) (a store that failed its checks)
+or ("failed", text)."""
 
 from __future__ import annotations
 
@@ -79,9 +79,9 @@ def _answer(catalog, limits: Limits, kind: str, args, out) -> None:
 
     try:
         if kind == "search":
-            req, head = args
+            req, span = args
             db = catalog.require(req.db)
-            _write(out, ("result", queries.compute(db, req, limits).read_texts(db, head)))
+            _write(out, ("result", queries.compute(db, req, limits).read_texts(db, span)))
         else:
             name, query, dist, caps, k = args
             db = catalog.require(name)
@@ -333,10 +333,10 @@ class SearchWorkers:
             self._idle.append(worker)
         return _unwrap(reply)
 
-    async def search(self, req, head: int = 0):
+    async def search(self, req, span: tuple[int, int] = (0, 0)):
         """The queries.Result of a checked request, searched in a worker, which reads the texts
-        of its first `head` hits too (queries.Result.texts)."""
-        return await self._ask(("search", (req, head)))
+        of hits `span[0] .. span[1]` too (queries.Result.texts)."""
+        return await self._ask(("search", (req, span)))
 
     def close(self) -> None:
         """Ends the idle workers and the spares (a busy one ends with its request, or when the

@@ -24,9 +24,6 @@ DEFAULT_THRESHOLD = 0.7
 DEFAULT_DIST = 2
 #: results kept for paging
 CACHE_SIZE = 64
-#: the most hits whose texts a worker reads with the search (the page asked for, when it ends
-#: within them: the event loop then decodes none of its blocks)
-HEAD_ROWS = 1000
 #: the largest whole number a parameter may be (a signed 64-bit integer, as JSON answers and
 #: numpy carry it)
 MAX_INT = 2**63 - 1
@@ -58,17 +55,15 @@ class Result:
     ms: float
     columns: dict | None = None
     partial: bool = False
-    #: the SMILES and id of hits' store positions read where the search ran (a worker process:
-    #: the first page's rows, so that the server's event loop does not decode their blocks)
+    #: store position -> (SMILES, id) of the hits of the page asked for, read where the search
+    #: ran (a worker process), so that the server's event loop does not decode their blocks
     texts: dict | None = None
 
-    def read_texts(self, db: Database, head: int) -> Result:
-        """Fills `texts` with the SMILES and ids of the first `head` hits (one call per
-        column); returns self."""
-        positions = [int(p) for p in self.positions[:head]]
+    def read_texts(self, db: Database, span: tuple[int, int]) -> Result:
+        """Fills `texts` for hits `span[0] .. span[1]` (a page's rows); returns self."""
+        positions = [int(p) for p in self.positions[span[0] : span[1]]]
         if positions:
-            pairs = zip(db.store.smiles.take(positions), db.store.ids.take(positions))
-            self.texts = dict(zip(positions, pairs))
+            self.texts = dict(zip(positions, zip(*texts(db, positions))))
         return self
 
 
@@ -181,9 +176,10 @@ class Searcher:
         """Whether a search of `db` of this weight runs in a worker process."""
         return heavy and self.workers is not None and self.workers.serves(db)
 
-    async def answer(self, db: Database, req: Request, head: int = 0) -> Result:
+    async def answer(self, db: Database, req: Request, span: tuple[int, int] = (0, 0)) -> Result:
         """The result of `req`: from the cache, or searched behind the gate. A search in a
-        worker process reads the texts of its first `head` hits there too (Result.texts)."""
+        worker process reads the texts of hits `span[0] .. span[1]` there too (the page asked
+        for: Result.texts)."""
         hit = self.cached(req)
         if hit is not None:
             return hit
@@ -192,11 +188,11 @@ class Searcher:
             if self.in_process(db, heavy):
                 async with self.gate.slot(heavy=True):
                     hit = self.cached(req)  # searched by another request while this one waited
-                    return hit or self._keep(req, await self.workers.search(req, head))
+                    return hit or self._keep(req, await self.workers.search(req, span))
             if not heavy and self.light is not None and self.light.serves(db):
                 async with self.gate.slot():
                     hit = self.cached(req)
-                    return hit or self._keep(req, await self.light.search(req, head))
+                    return hit or self._keep(req, await self.light.search(req, span))
         except Stale:  # the store was replaced on disk: searched here, in the server's generation
             pass
         return await self.gate.run(self.run, db, req, heavy=heavy)
@@ -332,12 +328,6 @@ def smiles_ids(db: Database, positions, result=None) -> list[str]:
     call per column (or from `result.texts`)."""
     smiles, ids = texts(db, [int(p) for p in positions], result)
     return [f"{smi} {ident}" for smi, ident in zip(smiles, ids)]
-
-
-def head(start: int, length: int) -> int:
-    """Hits whose texts a worker reads with the search for a page of `length` rows from
-    `start`: all up to the page's end, or none when that is beyond HEAD_ROWS."""
-    return start + length if start + length <= HEAD_ROWS else 0
 
 
 def check_page(start: int | None, length: int | None, limits: Limits) -> tuple[int, int]:

@@ -366,7 +366,7 @@ def router(
         found = []
         for smi in smiles:
             req = queries.check(base, "similarity", smi, None, length or 1, limits)
-            found.append((req.query, await searcher.answer(base, req, queries.head(0, length))))
+            found.append((req.query, await searcher.answer(base, req, (0, length))))
         log["hits"] = sum(min(length, len(r.positions)) for _, r in found)
         if fmt == "tsv":
             buf = io.StringIO()
