@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,72 @@ def test_workers_started_from_the_api_leave_the_callers_environment_alone(tmp_pa
         report = molsift.ingest(lib, tmp_path / f"{before is None}.store", workers=2)
         assert report.allocator == "tcmalloc"
         assert os.environ.get("LD_PRELOAD") == before
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except OSError:  # ended meanwhile
+                pass
+    return out
+
+
+def _on(pid: int) -> str:
+    with open(f"/proc/{pid}/maps") as fh:
+        maps = fh.read()
+    return next((n for n in ("tcmalloc", "jemalloc") if f"lib{n}" in maps), "system")
+
+
+def test_serve_and_its_search_workers_run_on_tcmalloc_unless_told_otherwise(tmp_path):
+    """`molsift serve` restarts itself on the allocator as the other RDKit verbs do, and its
+    search workers (light and heavy, serve/heavy.py) start on it: a similarity search's query
+    parse and fingerprint run there (about 12% of a light worker's CPU a request, BENCHMARKS.md);
+    with MOLSIFT_ALLOCATOR=system none of them does."""
+    import urllib.request
+
+    from servers import free_socket
+
+    _tcmalloc()
+    lib = tmp_path / "lib.smi"
+    lib.write_text("\n".join(BUNDLED_SMI.read_text().splitlines()[:60]) + "\n")
+    store = tmp_path / "lib.store"
+    r = subprocess.run(
+        [*molsift_cmd(), "ingest", str(lib), "-o", str(store), "-q"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    for choice, want in (("auto", "tcmalloc"), ("system", "system")):
+        with free_socket() as s:
+            port = s.getsockname()[1]
+        server = subprocess.Popen(
+            [*molsift_cmd(), "serve", "--name", f"lib={store}", "--host", "127.0.0.1",
+             "--port", str(port)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=dict(os.environ, MOLSIFT_ALLOCATOR=choice),
+        )  # fmt: skip
+        try:
+            base = f"http://127.0.0.1:{port}/api/v1"
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    urllib.request.urlopen(f"{base}/databases", timeout=5).read()
+                    break
+                except OSError:
+                    assert server.poll() is None and time.monotonic() < deadline
+                    time.sleep(0.2)
+            for kind in ("similarity", "substructure"):  # a light worker, then a heavy one
+                with urllib.request.urlopen(
+                    f"{base}/search?type={kind}&query=c1ccccc1", timeout=60
+                ) as resp:
+                    assert json.loads(resp.read())["type"] == kind
+            workers = _children(server.pid)
+            assert len(workers) == 2  # one light worker, one heavy
+            assert {_on(p) for p in [server.pid, *workers]} == {want}
+        finally:
+            server.terminate()
+            server.wait(30)

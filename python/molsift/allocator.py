@@ -5,9 +5,12 @@ parse + canonical SMILES + fingerprint. tcmalloc (Debian package libtcmalloc-min
 scripts/setup.sh installs) or jemalloc, loaded with LD_PRELOAD, compute the same results faster.
 An allocator can only be preloaded when a process starts, so:
 
-- `reexec(argv)`: the `molsift ingest` and `molsift screen` commands restart themselves once with
-  the allocator preloaded (same PID, so MPI ranks are unaffected); LD_PRELOAD is then set back to
+- `reexec(argv)`: the commands that run RDKit (`molsift ingest`, `screen`, `lookup`,
+  `substructure`, `index`, `serve`: cli's RDKIT_VERBS) restart themselves once with the
+  allocator preloaded (same PID, so MPI ranks are unaffected); LD_PRELOAD is then set back to
   what it was, so programs molsift starts later do not inherit it;
+- `preload_env()`: the environment of one program started on the allocator (the server's
+  search workers, serve/heavy.py);
 - `spawn_context()` and `preloaded()`: the multiprocessing context molsift starts its own
   workers from, and the block they are started in: the allocator is in LD_PRELOAD in
   os.environ while the block runs, so the workers (spawned Python processes) start with it,
@@ -111,6 +114,17 @@ def preloaded():
             os.environ.pop("LD_PRELOAD", None)
         else:
             os.environ["LD_PRELOAD"] = before
+
+
+def preload_env() -> dict[str, str]:
+    """A copy of os.environ with the allocator added to LD_PRELOAD (as it is when none is
+    chosen): the environment of one program started on it, os.environ itself unchanged (safe
+    when threads start processes at once, unlike `preloaded()`)."""
+    env = dict(os.environ)
+    lib = library()
+    if lib is not None:
+        env["LD_PRELOAD"] = _with(env.get("LD_PRELOAD", ""), lib)
+    return env
 
 
 def describe(names: Iterable[str]) -> str:

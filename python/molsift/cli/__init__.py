@@ -40,6 +40,7 @@ RDKIT_VERBS = (
     "screen",
     "substructure",
     "index",
+    "serve",
 )  # restarted once on tcmalloc (allocator.py)
 
 

@@ -157,9 +157,12 @@ class _Worker:
     the server in between to take the interpreter lock; a killed worker ends the read."""
 
     def __init__(self, databases: list, limits: Limits, light: bool = False) -> None:
+        from ..allocator import preload_env
+
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "molsift.serve.heavy", *(["--light"] if light else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
+            env=preload_env(),  # RDKit's parse on the faster allocator, as ingest's (allocator.py)
         )  # fmt: skip
         self._first = (databases, limits)
 
