@@ -5,7 +5,8 @@ so that they can be met (or not) on any machine. cores = os.cpu_count(); the goa
 2. 0 errors at 1, 8 and 64 clients;
 3. the server's own cost <= 1 ms: the median latency through HTTP at one client minus the median
    of the same searches called directly on the store in this process (`store.search`, one
-   thread, the same queries).
+   thread, the same queries; this process restarts itself onto the allocator `molsift serve`
+   and its workers run on, tcmalloc when installed: python/molsift/allocator.py).
 
 One run measures 1, `cores`, 8 and 64 clients (`--seconds` each, after a warm-up) and the direct
 call, then one client asking one query string over and over (the server's result cache answers it:
@@ -449,6 +450,11 @@ def main() -> int:
     ap.add_argument("--json")
     args = ap.parse_args()
     import molsift
+    from molsift import allocator
+
+    # the direct call on the allocator the server runs on (`molsift serve` restarts itself onto
+    # it): goal 3 compares like with like; the clients, spawned after, start as a user's do
+    allocator.reexec(sys.argv[1:], script=sys.argv[0])
 
     n = cores()
     levels_n = sorted({int(x) for x in args.clients.split(",")} if args.clients else {1, n, 8, 64})
@@ -458,7 +464,11 @@ def main() -> int:
     queries = similarity_queries(args.spellings)
     paths = [search_path(api_params, q) for q in queries]
     store = molsift.open_store(store_path)
-    print(f"{len(store):,} molecules, {len(queries):,} query strings, {n} cores", flush=True)
+    print(
+        f"{len(store):,} molecules, {len(queries):,} query strings, {n} cores; the direct call "
+        f"and the server on {allocator.loaded()}",
+        flush=True,
+    )
 
     # the direct call first (it warms the page cache the server shares too)
     direct(store, queries, params, min(args.warmup, 3))
