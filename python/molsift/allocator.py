@@ -120,8 +120,11 @@ def preload_env() -> dict[str, str]:
     """A copy of os.environ with the allocator added to LD_PRELOAD (as it is when none is
     chosen): the environment of one program started on it, os.environ itself unchanged (safe
     when threads start processes at once, unlike `preloaded()`)."""
+    return _env_with(library())
+
+
+def _env_with(lib: str | None) -> dict[str, str]:
     env = dict(os.environ)
-    lib = library()
     if lib is not None:
         env["LD_PRELOAD"] = _with(env.get("LD_PRELOAD", ""), lib)
     return env
@@ -146,9 +149,8 @@ def reexec(argv: list[str], script: str | None = None) -> None:
     lib = library()
     if lib is None or loaded() != "system":
         return
-    env = dict(os.environ)
-    env[_REEXEC_MARK] = env.get("LD_PRELOAD", "")
-    env["LD_PRELOAD"] = _with(env.get("LD_PRELOAD", ""), lib)
+    env = _env_with(lib)
+    env[_REEXEC_MARK] = os.environ.get("LD_PRELOAD", "")
     sys.stdout.flush()
     sys.stderr.flush()
     try:
