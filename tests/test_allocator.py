@@ -158,12 +158,6 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _on(pid: int) -> str:
-    with open(f"/proc/{pid}/maps") as fh:
-        maps = fh.read()
-    return next((n for n in ("tcmalloc", "jemalloc") if f"lib{n}" in maps), "system")
-
-
 def test_serve_and_its_search_workers_run_on_tcmalloc_unless_told_otherwise(tmp_path):
     """`molsift serve` restarts itself on the allocator as the other RDKit verbs do, and its
     search workers (light and heavy, serve/heavy.py) start on it: a similarity search's query
@@ -208,7 +202,7 @@ def test_serve_and_its_search_workers_run_on_tcmalloc_unless_told_otherwise(tmp_
                     assert json.loads(resp.read())["type"] == kind
             workers = _children(server.pid)
             assert len(workers) == 2  # one light worker, one heavy
-            assert {_on(p) for p in [server.pid, *workers]} == {want}
+            assert {allocator.loaded(p) for p in [server.pid, *workers]} == {want}
         finally:
             server.terminate()
             server.wait(30)

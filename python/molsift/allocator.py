@@ -67,10 +67,11 @@ def library() -> str | None:
 
 
 @functools.cache  # fixed when the process starts
-def loaded() -> str:
-    """The allocator this process runs on: 'tcmalloc', 'jemalloc' or 'system'."""
+def loaded(pid: int | None = None) -> str:
+    """The allocator this process (or process `pid`) runs on: 'tcmalloc', 'jemalloc' or
+    'system'."""
     try:
-        with open("/proc/self/maps") as f:
+        with open(f"/proc/{pid or 'self'}/maps") as f:
             maps = f.read()
     except OSError:
         return "system"
