@@ -202,7 +202,7 @@ def test_serve_and_its_search_workers_run_on_tcmalloc_unless_told_otherwise(tmp_
                     assert json.loads(resp.read())["type"] == kind
             workers = _children(server.pid)
             assert len(workers) == 2  # one light worker, one heavy
-            assert {allocator.loaded(p) for p in [server.pid, *workers]} == {want}
+            assert {allocator.loaded_by(p) for p in [server.pid, *workers]} == {want}
         finally:
             server.terminate()
             server.wait(30)

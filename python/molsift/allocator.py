@@ -67,11 +67,16 @@ def library() -> str | None:
 
 
 @functools.cache  # fixed when the process starts
-def loaded(pid: int | None = None) -> str:
-    """The allocator this process (or process `pid`) runs on: 'tcmalloc', 'jemalloc' or
-    'system'."""
+def loaded() -> str:
+    """The allocator this process runs on: 'tcmalloc', 'jemalloc' or 'system'."""
+    return loaded_by("self")
+
+
+def loaded_by(pid: int | str) -> str:
+    """The allocator process `pid` runs on (its /proc maps, read at each call: a pid may be
+    reused), as `loaded` names it."""
     try:
-        with open(f"/proc/{pid or 'self'}/maps") as f:
+        with open(f"/proc/{pid}/maps") as f:
             maps = f.read()
     except OSError:
         return "system"
