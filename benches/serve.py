@@ -78,6 +78,9 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+import procs  # noqa: E402  (tests/procs.py: the server's processes under /proc, as the tests read them)
+
 MOSES = ROOT.parent / "shared" / "data" / "moses_train.csv.gz"
 HELD_OUT = ROOT / "benches" / "data" / "moses_test_scaffolds.100.smi"
 FRAGMENTS = ROOT / "benches" / "data" / "zinc.frags.500.q.smi"
@@ -175,25 +178,10 @@ def _worker(port: int, jobs: list, seconds: float, ready, go, results) -> None:
 def server_cpu_s(pid: int) -> float | None:
     """The server's user + system CPU seconds (Linux /proc), else None: the process and every
     process under it (mpirun's ranks, the heavy-search workers) that is alive."""
-    stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                text = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            stats[int(entry)] = text.rsplit(")", 1)[1].split()
-    if pid not in stats:
+    table = procs.table()
+    if pid not in table:
         return None
-    children: dict[int, list[int]] = {}
-    for p, fields in stats.items():
-        children.setdefault(int(fields[1]), []).append(p)
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        total += int(stats[p][11]) + int(stats[p][12])
-        todo += children.get(p, [])
-    return total / os.sysconf("SC_CLK_TCK")
+    return sum(table[p].cpu_s for p in [pid, *procs.descendants(pid, table)])
 
 
 def percentile(sorted_values: list, p: float) -> float | None:

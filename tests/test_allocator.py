@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import procs
 import pytest
 from conftest import BUNDLED_SMI, molsift_cmd
 from golden import digest
@@ -145,19 +146,6 @@ def test_workers_started_from_the_api_leave_the_callers_environment_alone(tmp_pa
         assert os.environ.get("LD_PRELOAD") == before
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(entry))
-            except OSError:  # ended meanwhile
-                pass
-    return out
-
-
 def test_serve_and_its_search_workers_run_on_tcmalloc_unless_told_otherwise(tmp_path):
     """`molsift serve` restarts itself on the allocator as the other RDKit verbs do, and its
     search workers (light and heavy, serve/heavy.py) start on it: a similarity search's query
@@ -200,7 +188,7 @@ def test_serve_and_its_search_workers_run_on_tcmalloc_unless_told_otherwise(tmp_
                     f"{base}/search?type={kind}&query=c1ccccc1", timeout=60
                 ) as resp:
                     assert json.loads(resp.read())["type"] == kind
-            workers = _children(server.pid)
+            workers = procs.children(server.pid)
             assert len(workers) == 2  # one light worker, one heavy
             assert {allocator.loaded_by(p) for p in [server.pid, *workers]} == {want}
         finally:

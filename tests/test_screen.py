@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import procs
 import pytest
 from conftest import BUNDLED_SMI, molsift_cmd, run_mpi
 
@@ -567,33 +568,6 @@ def test_mpi_ranks_run_local_workers(library, tmp_path):
         assert any(n.endswith("-rank1-worker1.jsonl") for n in timelines), timelines
 
 
-def _descendants(pid: int) -> list:
-    """PIDs of every process below `pid` (mpirun's daemons and ranks), from /proc."""
-    children: dict = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def _is_molsift(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"molsift" in f.read()
-    except OSError:
-        return False
-
-
 def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
     """Under real mpirun (3 ranks, 2 writer groups, 1 KiB buffers): kill -9 one rank at a random
     moment (a node dying), four times, each followed by mpirun ... --resume; the last resume
@@ -627,7 +601,7 @@ def test_mpi_kill9_of_a_rank_then_resume(tmp_path):
         if attempt < 4:
             gen = wait_for_takeover(out, gen, proc)  # MPI start-up can take seconds
             time.sleep(rng.uniform(0.5, 2.0))
-            ranks = [p for p in _descendants(proc.pid) if _is_molsift(p)]
+            ranks = [p for p in procs.descendants(proc.pid) if b"molsift" in procs.cmdline(p)]
             if proc.poll() is None and ranks:
                 os.kill(rng.choice(ranks), signal.SIGKILL)
                 kills += 1

@@ -21,6 +21,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import procs
 import pytest
 from rdkit import Chem, RDLogger
 from servers import Live, asgi_get, fetch
@@ -522,20 +523,12 @@ def heavy_workers(light: bool = False) -> dict[int, int]:
     """{pid: niceness} of this process's heavy search workers (serve/heavy.py), or of its light
     ones (serve/light.py: the same program with `--light`)."""
     found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for p in procs.table().values():
+        if p.ppid != os.getpid() or p.state == "Z":
             continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmd = fh.read()
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:  # ended meanwhile
-            continue
-        # after the name: state, ppid (field 4) ... nice (field 19)
-        mine = b"molsift.serve.heavy" in cmd and (b"--light" in cmd) == light
-        if mine and int(fields[1]) == os.getpid() and fields[0] != "Z":
-            found[int(entry)] = int(fields[16])
+        cmd = procs.cmdline(p.pid)
+        if b"molsift.serve.heavy" in cmd and (b"--light" in cmd) == light:
+            found[p.pid] = p.nice
     return found
 
 

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 
+import procs
 import pytest
 from conftest import BUNDLED_SMI, molsift_cmd, molsift_run, mpi_env, mpirun_cmd
 
@@ -115,31 +116,13 @@ def test_rank_killed_mid_search_ends_the_job(built, tmp_path):
 
 
 def _rank_pids_of(mpirun_pid: int) -> dict[int, int]:
-    """Rank -> pid among the descendants of `mpirun_pid`."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = {}, [mpirun_pid]
-    while todo:
-        pid = todo.pop()
-        for child in children.get(pid, []):
-            todo.append(child)
-            try:
-                with open(f"/proc/{child}/environ", "rb") as fh:
-                    env = dict(kv.split(b"=", 1) for kv in fh.read().split(b"\0") if b"=" in kv)
-                with open(f"/proc/{child}/cmdline", "rb") as fh:
-                    python = b"python" in fh.read()
-            except OSError:
-                continue
-            rank = env.get(b"OMPI_COMM_WORLD_RANK")
-            if rank is not None and python:
-                found[int(rank)] = child
+    """Rank -> pid among the descendants of `mpirun_pid` (its Python processes that carry
+    OMPI_COMM_WORLD_RANK)."""
+    found = {}
+    for pid in procs.descendants(mpirun_pid):
+        rank = procs.environ(pid).get(b"OMPI_COMM_WORLD_RANK")
+        if rank is not None and b"python" in procs.cmdline(pid):
+            found[int(rank)] = pid
     return found
 
 
@@ -271,16 +254,6 @@ def test_mpirun_serve_runs_searches_of_a_set_at_once(built):
         assert heavy["status"] in (200, 504), heavy
 
 
-def _cpu_seconds(pids) -> float:
-    """User + system CPU seconds of the processes `pids` (Linux /proc)."""
-    total = 0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads CPU times from /proc")
 def test_an_idle_mpirun_serve_keeps_no_core_busy(built):
     """`mpirun -n 3 molsift serve SET` between searches: its searcher ranks wait for the next
@@ -298,9 +271,9 @@ def test_an_idle_mpirun_serve_keeps_no_core_busy(built):
         pids = [int(p) for p in ranks.stdout.split()]
         assert len(pids) == 3, ranks
         time.sleep(0.5)  # the last search's spin is over
-        before, start = _cpu_seconds(pids), time.monotonic()
+        before, start = procs.cpu_s(pids), time.monotonic()
         time.sleep(3)
-        used = _cpu_seconds(pids) - before
+        used = procs.cpu_s(pids) - before
         wall = time.monotonic() - start
         assert used < 0.4 * wall, f"3 idle ranks used {used:.2f} CPU s in {wall:.2f} s"
         light = urllib.parse.urlencode({"type": "similarity", "query": "c1ccccc1N", "k": 5})

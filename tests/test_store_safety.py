@@ -18,6 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
+import procs
 import pytest
 from conftest import ONE_STORE_FILES, molsift_run
 
@@ -372,17 +373,9 @@ def test_search_during_overwrite_sees_one_store(tmp_path, bundled_smi):
 
 
 def processes_with(marker: str) -> list:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if marker.encode() in f.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
+    """The processes whose environment holds `marker` ("NAME=value")."""
+    name, value = marker.encode().split(b"=", 1)
+    return [pid for pid in procs.table() if procs.environ(pid).get(name) == value]
 
 
 def test_kill9_of_ingest_leaves_no_orphans_and_the_next_run_no_leftovers(tmp_path, bundled_smi):

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import procs  # tests/procs.py: tests/ is on the path under pytest and for `python -m faults`
+
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_SMI = ROOT / "data" / "nci_first_5k.smi"
 MOSES = ROOT.parent / "shared" / "data" / "moses_train.csv.gz"
@@ -186,25 +188,12 @@ def wait_until(pred, timeout: float, step: float = 0.1) -> bool:
 def marked_pids(marker: str) -> list[int]:
     """Live processes whose environment or command line carries `marker` (not zombies)."""
     found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
+    for p in procs.table().values():
+        if p.pid == os.getpid() or p.state == "Z":
             continue
-        try:
-            with open(f"/proc/{d}/stat", "rb") as fh:
-                if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                    continue
-            with open(f"/proc/{d}/cmdline", "rb") as fh:
-                cmd = fh.read()
-            env = b""
-            try:
-                with open(f"/proc/{d}/environ", "rb") as fh:
-                    env = fh.read()
-            except OSError:
-                pass
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in cmd or f"{MARKER_ENV}={marker}".encode() in env:
-            found.append(int(d))
+        env = procs.environ(p.pid).get(MARKER_ENV.encode())
+        if marker.encode() in procs.cmdline(p.pid) or env == marker.encode():
+            found.append(p.pid)
     return found
 
 

@@ -21,6 +21,8 @@ import signal
 import time
 from pathlib import Path
 
+import procs
+
 from .common import (
     BUNDLED_SMI,
     FAIL,
@@ -436,14 +438,9 @@ def kill_case(verb: Verb, seed, at_spawn: bool = False) -> list[Case]:
 
 
 def _cmdlines(pids: list[int]) -> str:
-    out = []
-    for pid in pids[:4]:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                out.append(fh.read().replace(b"\0", b" ").decode("utf-8", "replace")[:70])
-        except OSError:
-            pass
-    return "; ".join(out)
+    """The command lines of the first four of `pids` that are alive, 70 characters each."""
+    words = [procs.cmdline(pid).replace(b"\0", b" ") for pid in pids[:4]]
+    return "; ".join(w.decode("utf-8", "replace")[:70] for w in words if w)
 
 
 def run(workdir: Path, long: bool, log=print, verbs=tuple(VERBS)) -> list[Case]:
