@@ -2,7 +2,8 @@
 benches/serve.py: a process's parent, state, niceness and CPU seconds (`stat`, `table`), the
 processes under it (`children`, `descendants`), its command line and environment. One reader
 of /proc for all of them (before, each test kept its own walk). A process that ends while it is
-read is left out (or reads as empty), never an error."""
+read is left out (or reads as empty), never an error, except in `cpu_s`: a sum that silently
+left out a process would be wrong."""
 
 from __future__ import annotations
 
