@@ -1,9 +1,9 @@
 """The processes of this machine as Linux /proc shows them, for the tests, the fault suite and
-benches/serve.py: a process's parent, state, niceness and CPU seconds (`stat`, `table`), the
-processes under it (`children`, `descendants`), its command line and environment. One reader
-of /proc for all of them (before, each test kept its own walk). A process that ends while it is
-read is left out (or reads as empty), never an error, except in `cpu_s`: a sum that silently
-left out a process would be wrong."""
+benches/serve.py: the processes (`pids`), a process's parent, state, niceness and CPU seconds
+(`stat`, `table`), the processes under it (`children`, `descendants`), its command line and
+environment. One reader of /proc for all of them (before, each test kept its own walk). A
+process that ends while it is read is left out (or reads as empty), never an error, except in
+`cpu_s`: a sum that silently left out a process would be wrong."""
 
 from __future__ import annotations
 
@@ -37,15 +37,14 @@ def stat(pid: int) -> Proc | None:
     return Proc(pid, int(f[1]), f[0], int(f[16]), cpu)
 
 
+def pids() -> list[int]:
+    """The pid of every process of the machine (some may have ended by the time they are read)."""
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
 def table() -> dict[int, Proc]:
     """Every process of the machine, by pid."""
-    out = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            p = stat(int(entry))
-            if p is not None:
-                out[p.pid] = p
-    return out
+    return {p.pid: p for p in map(stat, pids()) if p is not None}
 
 
 def children(pid: int, procs: dict[int, Proc] | None = None) -> list[int]:

@@ -267,9 +267,8 @@ def test_an_idle_mpirun_serve_keeps_no_core_busy(built):
     with _mpi_server(cmd) as (url, proc):
         light = urllib.parse.urlencode({"type": "similarity", "query": "c1ccccc1O", "k": 5})
         assert fetch(f"{url}/api/v1/search?{light}")[0] == 200
-        ranks = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
-        pids = [int(p) for p in ranks.stdout.split()]
-        assert len(pids) == 3, ranks
+        pids = procs.children(proc.pid)  # mpirun's children: the ranks
+        assert len(pids) == 3, pids
         time.sleep(0.5)  # the last search's spin is over
         before, start = procs.cpu_s(pids), time.monotonic()
         time.sleep(3)

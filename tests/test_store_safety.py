@@ -375,7 +375,7 @@ def test_search_during_overwrite_sees_one_store(tmp_path, bundled_smi):
 def processes_with(marker: str) -> list:
     """The processes whose environment holds `marker` ("NAME=value")."""
     name, value = marker.encode().split(b"=", 1)
-    return [pid for pid in procs.table() if procs.environ(pid).get(name) == value]
+    return [pid for pid in procs.pids() if procs.environ(pid).get(name) == value]
 
 
 def test_kill9_of_ingest_leaves_no_orphans_and_the_next_run_no_leftovers(tmp_path, bundled_smi):
