@@ -7,8 +7,9 @@ efficiency against the one store in one process: (one-store time / set time) / r
 at 2 ranks on 2 cores). Every answer of every cell is checked equal to the one store's (a cell
 whose answers differ fails the run). Each kind is timed twice: query by query (a barrier before
 each, the median: the latency of one query) and as one batch of all its queries (ms/query =
-wall / queries: the throughput of `--queries FILE`, where the ranks share each query's parsing
-and fingerprint and merge the batch's top-k lists in one reduction).
+wall / queries, the median of `--batch-repeats` runs of the batch: the throughput of
+`--queries FILE`, where the ranks share each query's parsing and fingerprint and merge the
+batch's top-k lists in one reduction).
 
 The stores are written from one version-1 staging ingest of the library (parsed once): the one
 store (`store.write_complete`) and each set (`sets.write.write_set`), as `molsift ingest` and
@@ -81,10 +82,20 @@ def run_kind(store, kind: str, qs: dict, barrier=None) -> tuple[list[float], lis
     return times, answers
 
 
-def run_batch(store, kind: str, qs: dict, barrier=None) -> tuple[float, list]:
-    """ms per query of one kind's whole batch, as the verbs run `--queries FILE`: similarity
-    by `search_batch`, substructure queries parsed by `sets.mpi.prepared` (the ranks share
-    the parsing under MPI) and searched in turn, analog queries in turn; and the answers."""
+def run_batch(store, kind: str, qs: dict, barrier=None, repeats: int = 1) -> tuple[float, list]:
+    """ms per query of one kind's whole batch, as the verbs run `--queries FILE`: the median
+    of `repeats` runs of the batch (each run's answers must equal the first's); and the
+    answers."""
+    runs = [_one_batch(store, kind, qs, barrier) for _ in range(max(1, repeats))]
+    if any(answers != runs[0][1] for _, answers in runs):
+        raise SystemExit(f"{kind}: a batch's answers changed between runs")
+    return statistics.median(ms for ms, _ in runs), runs[0][1]
+
+
+def _one_batch(store, kind: str, qs: dict, barrier=None) -> tuple[float, list]:
+    """One run of a kind's batch: similarity by `search_batch`, substructure queries parsed by
+    `sets.mpi.prepared` (the ranks share the parsing under MPI) and searched in turn, analog
+    queries in turn; ms per query and the answers."""
     from molsift.sets.mpi import prepared
     from molsift.substructure.query import parse_query
 
@@ -110,7 +121,7 @@ def run_batch(store, kind: str, qs: dict, barrier=None) -> tuple[float, list]:
     return (time.perf_counter() - t) * 1000 / max(1, len(items)), answers
 
 
-def rank_loop(set_path: str, out: str, qs: dict, kinds=KINDS) -> None:
+def rank_loop(set_path: str, out: str, qs: dict, kinds=KINDS, repeats: int = 1) -> None:
     """Under mpirun: every rank searches its shards; rank 0 writes the times and answers."""
     import molsift
     from molsift.sets.mpi import spread
@@ -134,7 +145,7 @@ def rank_loop(set_path: str, out: str, qs: dict, kinds=KINDS) -> None:
         result[kind] = {"median_ms": statistics.median(times) if times else None,
                         "sent_bytes_per_query": [b / n for b in (per_rank or [])],
                         "answers": answers}  # fmt: skip
-        ms, batch = run_batch(store, kind, qs, barrier)
+        ms, batch = run_batch(store, kind, qs, barrier, repeats)
         result[kind].update(batch_ms=ms, batch_answers=batch)
     if ranks is not None:  # the top-k reduction alone: its cost per query at this rank count
         import numpy as np
@@ -186,7 +197,7 @@ def build(library: str, work: Path, shards: list[int]) -> tuple[Path, dict[int, 
     return one, sets
 
 
-def one_store_times(store, qs: dict, kinds=KINDS) -> dict:
+def one_store_times(store, qs: dict, kinds=KINDS, repeats: int = 1) -> dict:
     """The one store in this process: each kind's median ms query by query, its batch ms per
     query, and both answers (through JSON, as the cells' come back)."""
     base = {}
@@ -194,7 +205,7 @@ def one_store_times(store, qs: dict, kinds=KINDS) -> dict:
         run_kind(store, kind, {"sim": qs["sim"][:1], "sub": qs["sub"][:1],
                                "analogs": qs["analogs"][:1]})  # fmt: skip
         times, answers = run_kind(store, kind, qs)
-        ms, batch = run_batch(store, kind, qs)
+        ms, batch = run_batch(store, kind, qs, repeats=repeats)
         base[kind] = {"median_ms": statistics.median(times), "batch_ms": ms,
                       "answers": json.loads(json.dumps(answers)),
                       "batch_answers": json.loads(json.dumps(batch))}  # fmt: skip
@@ -206,6 +217,7 @@ def run_cell(args, set_path: Path, ranks: int, out: Path, env: dict) -> dict:
     cmd = [sys.executable, __file__, "--rank-loop", str(set_path), str(out),
            "--sim-queries", str(args.sim_queries), "--sub-queries", str(args.sub_queries),
            "--analog-queries", str(args.analog_queries), "--kinds", args.kinds,
+           "--batch-repeats", str(args.batch_repeats),
            *(["--sub-spread"] if args.sub_spread else [])]  # fmt: skip
     if ranks > 1:
         cmd = ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none", *cmd]
@@ -246,6 +258,9 @@ def main() -> None:
                    help="rounds, each timing the one store and then every cell; each cell's "
                    "efficiency is the median over the rounds of its ratio to the same "
                    "round's one store (a noisy machine drifts between minutes)")  # fmt: skip
+    p.add_argument("--batch-repeats", type=int, default=3,
+                   help="runs of each batch, the median timed (one run of a batch "
+                   "of t=0.7 queries is tens of ms: one alone is at the noise)")  # fmt: skip
     p.add_argument("--kinds", default=",".join(KINDS),
                    help="the kinds timed, of " + ", ".join(KINDS) + " (default: all)")  # fmt: skip
     p.add_argument("--sub-spread", action="store_true",
@@ -259,7 +274,7 @@ def main() -> None:
     if not kinds or any(k not in KINDS for k in kinds):
         p.error(f"--kinds {args.kinds!r}: give some of {', '.join(KINDS)}")
     if args.rank_loop:
-        rank_loop(args.rank_loop[0], args.rank_loop[1], qs, kinds)
+        rank_loop(args.rank_loop[0], args.rank_loop[1], qs, kinds, args.batch_repeats)
         return
     import molsift
 
@@ -277,7 +292,7 @@ def main() -> None:
         bases: list[dict] = []
         cells: dict[tuple, list] = {}
         for round_ in range(args.rounds):
-            base = one_store_times(store, qs, kinds)
+            base = one_store_times(store, qs, kinds, args.batch_repeats)
             bases.append(base)
             for k, set_path in sets.items():
                 for r in [int(x) for x in args.ranks.split(",")]:

@@ -482,3 +482,65 @@ def test_top_k_records_round_trip_padded_rows():
         assert [(i.tolist(), s.tolist()) for i, s in back] == want
     assert _records(answers, k)["score"][0].tolist() == [-1.0] * k
     assert _unpad(_records([], k)) == []
+
+
+def test_hit_lists_merge_as_a_sort_of_all_their_hits():
+    """`sets.mpi.merged_runs` (the ranks' threshold hits of a batch, gathered at rank 0) and
+    `_core.merge_top_k` (the top-k reduction's operation): lists that are each best first
+    merge in one pass to what sorting every hit gives (score descending, then position), ties
+    across lists included; a list out of order is refused rather than merged wrong."""
+    from molsift._core import merge_top_k
+    from molsift.sets.mpi import RECORD, _records, merged_runs
+
+    rng = np.random.default_rng(7)
+    runs, queries = 3, 40
+    counts = rng.integers(0, 9, size=(runs, queries))
+    lists = []  # (positions, scores) per list and query, best first; few distinct scores
+    for r in range(runs):
+        for q in range(queries):
+            pos = rng.choice(1000, size=counts[r, q], replace=False) * runs + r
+            sc = rng.integers(0, 5, size=counts[r, q]) / 4
+            order = np.lexsort((pos, -sc))
+            lists.append((pos[order], sc[order]))
+    positions = np.concatenate([p for p, _ in lists])
+    scores = np.concatenate([s for _, s in lists])
+    got = merged_runs(counts.ravel(), runs, positions, scores)
+    assert len(got) == queries
+    for q, (pos, sc) in enumerate(got):
+        every = [(s, p) for r in range(runs) for p, s in zip(*lists[r * queries + q])]
+        want = sorted(every, key=lambda h: (-h[0], h[1]))
+        assert list(zip(sc.tolist(), pos.tolist())) == want
+    with pytest.raises(ValueError, match="not best first"):
+        merged_runs(np.array([2]), 1, np.array([5, 3]), np.array([0.5, 0.5]))
+
+    k = 5
+    mine = [(p[:k], s[:k]) for p, s in lists[:queries]]
+    theirs = [(p[:k], s[:k]) for p, s in lists[queries : 2 * queries]]
+    into = _records(theirs, k)
+    merged = np.frombuffer(merge_top_k(_records(mine, k).tobytes(), into.tobytes(), k), RECORD)
+    for q, row in enumerate(merged.reshape(queries, k)):
+        every = [(s, p) for pair in (mine[q], theirs[q]) for p, s in zip(*pair)]
+        want = sorted(every, key=lambda h: (-h[0], h[1]))[:k]
+        real = row[row["score"] >= 0]
+        assert list(zip(real["score"].tolist(), real["pos"].tolist())) == want
+    with pytest.raises(ValueError, match="not best first"):
+        merge_top_k(into[:, ::-1].tobytes(), into.tobytes(), k)
+
+
+def test_queries_dealt_to_ranks_by_their_cost():
+    """`sets.mpi.dealt`: every item to exactly one rank, each rank's items ascending, the
+    costliest first to the least loaded rank, so the ranks' summed costs differ by at most
+    the costliest item (the same deal on every rank: it depends on the costs alone)."""
+    from molsift.sets.mpi import _cost, dealt
+
+    rng = np.random.default_rng(3)
+    for ranks in (1, 2, 3, 7):
+        costs = rng.integers(1, 80, size=64).tolist()
+        hands = dealt(costs, ranks)
+        assert sorted(j for h in hands for j in h) == list(range(64))
+        assert all(h == sorted(h) for h in hands)
+        loads = [sum(costs[j] for j in h) for h in hands]
+        assert max(loads) - min(loads) <= max(costs)
+        assert dealt(costs, ranks) == hands
+    assert dealt([], 2) == [[], []]
+    assert _cost("CCO") == 3 and _cost(("c1ccccc1", True)) == 8 and _cost(7) == 1

@@ -544,8 +544,10 @@ def test_a_rank_killed_during_the_exchange_ends_the_job(tmp_path):
 
 def test_ranks_share_each_querys_preparation(built, tmp_path):
     """`sets.mpi.prepared` under `mpirun -n 3`: each rank prepares only its share of the
-    queries (items r, r + 3, ... of each chunk), yet every rank gets every result and every
-    error, in order, as one process preparing them all would."""
+    queries (the items `dealt` it from each chunk by their text's length), yet every rank gets
+    every result and every error, in order, as one process preparing them all would."""
+    from molsift.sets.mpi import dealt
+
     script = tmp_path / "share.py"
     script.write_text(
         "import json, sys\n"
@@ -555,12 +557,13 @@ def test_ranks_share_each_querys_preparation(built, tmp_path):
         "spread(store)\n"
         "calls = []\n"
         "def prepare(x):\n"
+        "    x = len(x)\n"
         "    calls.append(x)\n"
         "    if x % 7 == 3:\n"
         "        raise ValueError(f'bad {x}')\n"
         "    return x * x\n"
-        "got = [(i, r, None if e is None else str(e))\n"
-        "       for i, r, e in prepared(store, list(range(150)), prepare, chunk=64)]\n"
+        "got = [(len(i), r, None if e is None else str(e)) for i, r, e in\n"
+        "       prepared(store, ['C' * n for n in range(150)], prepare, chunk=64)]\n"
         "rank = store._ranks.rank\n"
         "with open(sys.argv[2] + f'.{rank}', 'w') as fh:\n"
         "    json.dump({'got': got, 'calls': calls}, fh)\n"
@@ -576,11 +579,16 @@ def test_ranks_share_each_querys_preparation(built, tmp_path):
     for rank in range(3):
         seen = json.loads((tmp_path / f"out.{rank}").read_text())
         assert [tuple(g) for g in seen["got"]] == want
-        # this rank's share of each chunk of 64: items rank, rank + 3, ... of the chunk
-        share = [c + j for c in range(0, 150, 64) for j in range(rank, min(64, 150 - c), 3)]
+        # this rank's share of each chunk of 64, the longest items dealt first
+        share = [c + j for c in range(0, 150, 64) for j in dealt(list(range(c, 150)[:64]), 3)[rank]]
         assert seen["calls"] == share
         calls += seen["calls"]
     assert sorted(calls) == list(range(150))
+    # dealt by cost: each rank's summed lengths within the longest item of the others'
+    for c in range(0, 150, 64):
+        lengths = list(range(c, 150)[:64])
+        loads = [sum(lengths[j] for j in hand) for hand in dealt(lengths, 3)]
+        assert max(loads) - min(loads) <= max(lengths)
 
 
 def _on_three_ranks(tmp_path, body: str, set_path, queries: list[str]) -> list:

@@ -472,6 +472,18 @@ SHARED_BAR_K: int
 def build_column_index(path: _Path, budget: int = ...) -> int:
     """Builds and writes the store's column index in bounded memory; returns its bytes."""
 
+def merge_runs(
+    counts: bytes, runs: int, positions: bytes, scores: bytes
+) -> tuple[bytes, bytes, list[int]]:
+    """Hit lists each best first merged in one pass: `runs` lists of many queries' hits
+    (little-endian u64 counts, list-major; i64 positions; f64 scores): the merged positions
+    and scores, query after query, and where each query's hits end. ValueError when the
+    counts do not add up or a list is out of order."""
+
+def merge_top_k(incoming: bytes, into: bytes, k: int) -> bytes:
+    """Two buffers of top-k records (f64 score, i64 position; rows of k, best first): each row
+    of `into` merged with the same row of `incoming`, its k best, as bytes."""
+
 # ---- substructure screen (molsift-substructure) ----
 
 PATTERN_FILES: tuple[str, str, str]

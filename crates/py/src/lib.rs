@@ -10,6 +10,7 @@ mod cube;
 mod error;
 mod fp;
 mod iostats;
+mod le;
 mod reader;
 mod runs;
 mod search;

@@ -13,9 +13,10 @@ use molsift_store::planes;
 use molsift_store::v2::StoreV2;
 use molsift_store::Store;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::error::search_err;
+use crate::le::{le_bytes, words};
 
 /// Hits of one query as (store indices, scores).
 type PyHits = (Vec<u64>, Vec<f64>);
@@ -365,6 +366,59 @@ fn build_column_index(py: Python<'_>, path: PathBuf, budget: usize) -> PyResult<
         .map_err(search_err)
 }
 
+/// `molsift_search::merge_runs` over bytes (little-endian u64 counts, i64 positions, f64
+/// scores): the merged positions and scores as bytes, and where each query's hits end.
+#[pyfunction]
+fn merge_runs<'py>(
+    py: Python<'py>,
+    counts: &[u8],
+    runs: usize,
+    positions: &[u8],
+    scores: &[u8],
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<usize>)> {
+    let counts = words(counts, "counts", u64::from_le_bytes)?;
+    let positions = words(positions, "positions", i64::from_le_bytes)?;
+    let scores = words(scores, "scores", f64::from_le_bytes)?;
+    let m = py
+        .detach(|| molsift_search::merge_runs(&counts, runs, &positions, &scores))
+        .map_err(search_err)?;
+    Ok((
+        le_bytes(py, &m.positions, i64::to_le_bytes),
+        le_bytes(py, &m.scores, f64::to_le_bytes),
+        m.ends,
+    ))
+}
+
+/// `molsift_search::merge_top_k` over bytes of (f64 score, i64 position) records: `into`'s
+/// rows merged with `incoming`'s, returned as bytes.
+#[pyfunction]
+fn merge_top_k<'py>(
+    py: Python<'py>,
+    incoming: &[u8],
+    into: &[u8],
+    k: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let records = |data: &[u8], what: &str| -> PyResult<Vec<(f64, i64)>> {
+        let w = words(data, what, u64::from_le_bytes)?;
+        Ok(w.chunks(2)
+            .map(|p| (f64::from_bits(p[0]), p.get(1).copied().unwrap_or(0) as i64))
+            .collect())
+    };
+    if incoming.len() % 16 != 0 || into.len() % 16 != 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "top-k records are 16 bytes each",
+        ));
+    }
+    let incoming = records(incoming, "incoming")?;
+    let mut into = records(into, "into")?;
+    molsift_search::merge_top_k(&incoming, &mut into, k).map_err(search_err)?;
+    let flat: Vec<u64> = into
+        .iter()
+        .flat_map(|&(s, p)| [s.to_bits(), p as u64])
+        .collect();
+    Ok(le_bytes(py, &flat, u64::to_le_bytes))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySearcher>()?;
     m.add_class::<PySharedBars>()?;
@@ -374,5 +428,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // the largest k whose searches share their molecules' scores, not only their k-th bests
     m.add("SHARED_BAR_K", SHARED_K)?;
     m.add_function(wrap_pyfunction!(build_column_index, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_top_k, m)?)?;
     Ok(())
 }

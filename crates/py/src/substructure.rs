@@ -16,19 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::{store_err, substructure_err};
-
-fn words_of(bytes: &[u8]) -> PyResult<Vec<u64>> {
-    if bytes.len() % 8 != 0 {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "{} bytes are not whole 64-bit words",
-            bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect())
-}
+use crate::le::words;
 
 /// Creates the (all-zero) planes file of `bits` planes for `n` molecules at `path`.
 #[pyfunction]
@@ -49,7 +37,7 @@ fn write_pattern_part(
     rows: &[u8],
     words_per_row: usize,
 ) -> PyResult<Vec<u64>> {
-    let rows = words_of(rows)?;
+    let rows = words(rows, "rows", u64::from_le_bytes)?;
     py.detach(|| molsift_substructure::write_part(&path, bits, n, first, &rows, words_per_row))
         .map_err(substructure_err)
 }
@@ -396,7 +384,7 @@ impl PyPatternIndex {
         threads: usize,
         cancel: Option<PyRef<'py, crate::cancel::PyCancelFlag>>,
     ) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-        let pos = words_of(positions)?;
+        let pos = words(positions, "positions", u64::from_le_bytes)?;
         let stop = crate::cancel::shared(cancel);
         let found = py
             .detach(|| {

@@ -8,7 +8,8 @@ rank) with its threads, and the answers meet at rank 0, equal to the one store's
   operation over fixed-size records (score, position): every rank sends k records of 16 bytes
   once, to its parent, which merges them with its own (`topk`); rank 0 never receives every hit;
 - threshold hits, substructure hits, analogs, lookups: counts first, then the arrays gathered
-  (`gather_arrays`), merged on rank 0 by the rules of `store.py`.
+  (`gather_arrays`), merged on rank 0 by the rules of `store.py` (a batch's threshold hits, each
+  rank's best first, in one pass in Rust: `merged_runs`, `crates/search` merge.rs).
 Rank 0 then reads the hits' ids and SMILES from the set's files. A failure on one rank aborts
 the job (`parallel.mpi.abort_job`, through the command line's handler); a rank that dies ends
 it through mpirun, with the rank named."""
@@ -141,11 +142,10 @@ class Ranks:
 
             def merge(inbuf, inoutbuf, datatype) -> None:
                 # one element: one query's k records; a reduction may carry many
-                a = np.frombuffer(inbuf, dtype=RECORD).reshape(-1, k)
-                b = np.frombuffer(inoutbuf, dtype=RECORD).reshape(-1, k)
-                both = np.concatenate([a, b], axis=1)
-                best = np.lexsort((both["pos"], -both["score"]), axis=-1)[:, :k]
-                b[:] = np.take_along_axis(both, best, axis=1)
+                from .._core import merge_top_k
+
+                b = np.frombuffer(inoutbuf, dtype=np.uint8)
+                b[:] = np.frombuffer(merge_top_k(bytes(inbuf), b.tobytes(), k), np.uint8)
 
             dtype = MPI.BYTE.Create_contiguous(RECORD.itemsize * k).Commit()
             got = self._ops[k] = (MPI.Op.Create(merge, commute=True), dtype)
@@ -218,27 +218,23 @@ class Ranks:
         arrays = self.gather_arrays(indices, scores)
         if got is None or arrays is None:
             return [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)) for _ in answers]
-        per_rank = got[0].reshape(self.size, len(answers))
-        starts = np.concatenate([[0], np.cumsum(per_rank.ravel())]).reshape(-1)
-        out = []
-        for q in range(len(answers)):
-            cuts = [(starts[r * len(answers) + q], per_rank[r, q]) for r in range(self.size)]
-            idx = np.concatenate([arrays[0][a : a + n] for a, n in cuts])
-            sc = np.concatenate([arrays[1][a : a + n] for a, n in cuts])
-            order = np.lexsort((idx, -sc))
-            out.append((idx[order], sc[order]))
-        return out
+        return merged_runs(got[0], self.size, arrays[0], arrays[1])
 
     def share(self, items: list, work) -> list:
         """`work(items)` (a list of as many picklable results) on every rank, the work shared:
-        rank r does items r, r + R, ... and the results are exchanged (one allgather of their
-        pickles; `prepared_bytes` counts what this rank sent)."""
+        each rank does the items `dealt` it (about equal costs) and the results are exchanged
+        (one allgather of their pickles; `prepared_bytes` counts what this rank sent)."""
         import pickle
 
-        data = pickle.dumps(work(items[self.rank :: self.size]), pickle.HIGHEST_PROTOCOL)
+        hands = dealt([_cost(x) for x in items], self.size)
+        mine = [items[j] for j in hands[self.rank]]
+        data = pickle.dumps(work(mine), pickle.HIGHEST_PROTOCOL)
         self.prepared_bytes += len(data)
-        every = [pickle.loads(d) for d in self.comm.allgather(data)]
-        return [every[j % self.size][j // self.size] for j in range(len(items))]
+        out: list = [None] * len(items)
+        for hand, d in zip(hands, self.comm.allgather(data)):
+            for j, result in zip(hand, pickle.loads(d)):
+                out[j] = result
+        return out
 
     def _counts(self, n: int) -> list[int] | None:
         mine = np.array([n], dtype=np.int64)
@@ -285,6 +281,44 @@ class Ranks:
             return None
         ends = np.cumsum(counts).tolist()
         return [pickle.loads(got[0][e - c : e].tobytes()) for e, c in zip(ends, counts)]
+
+
+def merged_runs(counts: np.ndarray, runs: int, positions: np.ndarray, scores: np.ndarray):
+    """(positions, scores) of each query, best first, from `runs` lists of many queries' hits
+    laid one after another (list r holds `counts[r * queries + q]` hits of query q, each
+    query's best first): merged in one pass in Rust (`molsift_search::merge_runs`)."""
+    from .._core import merge_runs
+
+    pos, sc, ends = merge_runs(
+        np.ascontiguousarray(counts, dtype="<u8").tobytes(),
+        runs,
+        np.ascontiguousarray(positions, dtype="<i8").tobytes(),
+        np.ascontiguousarray(scores, dtype="<f8").tobytes(),
+    )
+    pos, sc = np.frombuffer(pos, dtype="<i8"), np.frombuffer(sc, dtype="<f8")
+    return [(pos[a:e], sc[a:e]) for a, e in zip([0, *ends[:-1]], ends)]
+
+
+def _cost(item) -> int:
+    """What preparing a query costs, roughly: the length of its text (a parse's time follows
+    the molecule's size), or 1 where an item has no text."""
+    text = getattr(item, "text", item)
+    if isinstance(text, tuple) and text:
+        text = text[0]
+    return len(text) if isinstance(text, str) else 1
+
+
+def dealt(costs: list[int], ranks: int) -> list[list[int]]:
+    """The item indices each of `ranks` ranks takes, in ascending order, so that their summed
+    costs are near equal: the costliest item first to the least loaded rank (the lowest rank
+    on a tie). The same on every rank, since it depends on the costs alone."""
+    hands: list[list[int]] = [[] for _ in range(ranks)]
+    loads = [0] * ranks
+    for j in sorted(range(len(costs)), key=lambda j: (-costs[j], j)):
+        r = min(range(ranks), key=lambda r: (loads[r], r))
+        hands[r].append(j)
+        loads[r] += costs[j]
+    return [sorted(h) for h in hands]
 
 
 def _records(answers: list[tuple], k: int) -> np.ndarray:

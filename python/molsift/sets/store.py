@@ -28,7 +28,7 @@ import numpy as np
 from .. import _core
 from ..store import StoreV2, _Column, _StoreBase
 from .manifest import check_file, read_manifest
-from .mpi import _BAR_CELLS, collective
+from .mpi import _BAR_CELLS, collective, merged_runs
 
 _SUMMED = ("candidates", "matched", "hits", "screen_seconds", "planes_read_bytes")
 
@@ -282,12 +282,12 @@ def merge_hits(parts, k: int | None) -> tuple[np.ndarray, np.ndarray]:
     if len(parts) == 1:  # one list is in order already
         i, sc = parts[0]
         return np.asarray(i, dtype=np.int64)[:k], np.asarray(sc, dtype=np.float64)[:k]
-    idx = np.concatenate(
-        [np.asarray(i, dtype=np.int64) for i, _ in parts] or [np.zeros(0, np.int64)]
-    )
-    sc = np.concatenate([np.asarray(s, dtype=np.float64) for _, s in parts] or [np.zeros(0)])
-    order = np.lexsort((idx, -sc))[:k]
-    return idx[order], sc[order]
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    idx = np.concatenate([np.asarray(i, dtype=np.int64) for i, _ in parts])
+    sc = np.concatenate([np.asarray(s, dtype=np.float64) for _, s in parts])
+    [(idx, sc)] = merged_runs(np.array([len(i) for i, _ in parts]), len(parts), idx, sc)
+    return idx[:k], sc[:k]
 
 
 #: walk statistics that are not counts: how they combine over walks (the rest are summed)
