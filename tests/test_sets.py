@@ -543,4 +543,4 @@ def test_queries_dealt_to_ranks_by_their_cost():
         assert max(loads) - min(loads) <= max(costs)
         assert dealt(costs, ranks) == hands
     assert dealt([], 2) == [[], []]
-    assert _cost("CCO") == 3 and _cost(("c1ccccc1", True)) == 8 and _cost(7) == 1
+    assert _cost("CCO") == 3 and _cost(("c1ccccc1", True)) == 10 and _cost(7) == _cost("") == 1
