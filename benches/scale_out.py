@@ -7,9 +7,9 @@ efficiency against the one store in one process: (one-store time / set time) / r
 at 2 ranks on 2 cores). Every answer of every cell is checked equal to the one store's (a cell
 whose answers differ fails the run). Each kind is timed twice: query by query (a barrier before
 each, the median: the latency of one query) and as one batch of all its queries (ms/query =
-wall / queries, the median of `--batch-repeats` runs of the batch: the throughput of
-`--queries FILE`, where the ranks share each query's parsing and fingerprint and merge the
-batch's top-k lists in one reduction).
+wall / queries, the median of `--batch-repeats` runs of the batch after `--batch-warmups`
+untimed ones, on both sides: the steady throughput of `--queries FILE`, where the ranks share
+each query's parsing and fingerprint and merge the batch's top-k lists in one reduction).
 
 The stores are written from one version-1 staging ingest of the library (parsed once): the one
 store (`store.write_complete`) and each set (`sets.write.write_set`), as `molsift ingest` and
@@ -82,10 +82,17 @@ def run_kind(store, kind: str, qs: dict, barrier=None) -> tuple[list[float], lis
     return times, answers
 
 
-def run_batch(store, kind: str, qs: dict, barrier=None, repeats: int = 1) -> tuple[float, list]:
+def run_batch(
+    store, kind: str, qs: dict, barrier=None, repeats: int = 1, warmups: int = 0
+) -> tuple[float, list]:
     """ms per query of one kind's whole batch, as the verbs run `--queries FILE`: the median
-    of `repeats` runs of the batch (each run's answers must equal the first's); and the
-    answers."""
+    of `repeats` runs of the batch after `warmups` untimed ones (each run's answers must
+    equal the first's); and the answers. A process's first batches are slower (its first
+    touches of the mapped files: about 2x, then 10-20% for a few more); the one store's
+    long-lived process warms over the rounds, each cell's ranks start afresh, so both sides
+    take the same untimed runs first."""
+    for _ in range(warmups):
+        _one_batch(store, kind, qs, barrier)
     runs = [_one_batch(store, kind, qs, barrier) for _ in range(max(1, repeats))]
     if any(answers != runs[0][1] for _, answers in runs):
         raise SystemExit(f"{kind}: a batch's answers changed between runs")
@@ -121,7 +128,9 @@ def _one_batch(store, kind: str, qs: dict, barrier=None) -> tuple[float, list]:
     return (time.perf_counter() - t) * 1000 / max(1, len(items)), answers
 
 
-def rank_loop(set_path: str, out: str, qs: dict, kinds=KINDS, repeats: int = 1) -> None:
+def rank_loop(
+    set_path: str, out: str, qs: dict, kinds=KINDS, repeats: int = 1, warmups: int = 0
+) -> None:
     """Under mpirun: every rank searches its shards; rank 0 writes the times and answers."""
     import molsift
     from molsift.sets.mpi import spread
@@ -145,7 +154,7 @@ def rank_loop(set_path: str, out: str, qs: dict, kinds=KINDS, repeats: int = 1) 
         result[kind] = {"median_ms": statistics.median(times) if times else None,
                         "sent_bytes_per_query": [b / n for b in (per_rank or [])],
                         "answers": answers}  # fmt: skip
-        ms, batch = run_batch(store, kind, qs, barrier, repeats)
+        ms, batch = run_batch(store, kind, qs, barrier, repeats, warmups)
         result[kind].update(batch_ms=ms, batch_answers=batch)
     if ranks is not None:  # the top-k reduction alone: its cost per query at this rank count
         import numpy as np
@@ -197,7 +206,7 @@ def build(library: str, work: Path, shards: list[int]) -> tuple[Path, dict[int, 
     return one, sets
 
 
-def one_store_times(store, qs: dict, kinds=KINDS, repeats: int = 1) -> dict:
+def one_store_times(store, qs: dict, kinds=KINDS, repeats: int = 1, warmups: int = 0) -> dict:
     """The one store in this process: each kind's median ms query by query, its batch ms per
     query, and both answers (through JSON, as the cells' come back)."""
     base = {}
@@ -205,7 +214,7 @@ def one_store_times(store, qs: dict, kinds=KINDS, repeats: int = 1) -> dict:
         run_kind(store, kind, {"sim": qs["sim"][:1], "sub": qs["sub"][:1],
                                "analogs": qs["analogs"][:1]})  # fmt: skip
         times, answers = run_kind(store, kind, qs)
-        ms, batch = run_batch(store, kind, qs, repeats=repeats)
+        ms, batch = run_batch(store, kind, qs, repeats=repeats, warmups=warmups)
         base[kind] = {"median_ms": statistics.median(times), "batch_ms": ms,
                       "answers": json.loads(json.dumps(answers)),
                       "batch_answers": json.loads(json.dumps(batch))}  # fmt: skip
@@ -217,7 +226,7 @@ def run_cell(args, set_path: Path, ranks: int, out: Path, env: dict) -> dict:
     cmd = [sys.executable, __file__, "--rank-loop", str(set_path), str(out),
            "--sim-queries", str(args.sim_queries), "--sub-queries", str(args.sub_queries),
            "--analog-queries", str(args.analog_queries), "--kinds", args.kinds,
-           "--batch-repeats", str(args.batch_repeats),
+           "--batch-repeats", str(args.batch_repeats), "--batch-warmups", str(args.batch_warmups),
            *(["--sub-spread"] if args.sub_spread else [])]  # fmt: skip
     if ranks > 1:
         cmd = ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none", *cmd]
@@ -261,6 +270,9 @@ def main() -> None:
     p.add_argument("--batch-repeats", type=int, default=3,
                    help="runs of each batch, the median timed (one run of a batch "
                    "of t=0.7 queries is tens of ms: one alone is at the noise)")  # fmt: skip
+    p.add_argument("--batch-warmups", type=int, default=2,
+                   help="untimed runs of each batch first, on both sides (a fresh "
+                   "process's first batch takes about twice as long)")  # fmt: skip
     p.add_argument("--kinds", default=",".join(KINDS),
                    help="the kinds timed, of " + ", ".join(KINDS) + " (default: all)")  # fmt: skip
     p.add_argument("--sub-spread", action="store_true",
@@ -274,7 +286,8 @@ def main() -> None:
     if not kinds or any(k not in KINDS for k in kinds):
         p.error(f"--kinds {args.kinds!r}: give some of {', '.join(KINDS)}")
     if args.rank_loop:
-        rank_loop(args.rank_loop[0], args.rank_loop[1], qs, kinds, args.batch_repeats)
+        rank_loop(args.rank_loop[0], args.rank_loop[1], qs, kinds, args.batch_repeats,
+                  args.batch_warmups)  # fmt: skip
         return
     import molsift
 
@@ -292,7 +305,7 @@ def main() -> None:
         bases: list[dict] = []
         cells: dict[tuple, list] = {}
         for round_ in range(args.rounds):
-            base = one_store_times(store, qs, kinds, args.batch_repeats)
+            base = one_store_times(store, qs, kinds, args.batch_repeats, args.batch_warmups)
             bases.append(base)
             for k, set_path in sets.items():
                 for r in [int(x) for x in args.ranks.split(",")]:

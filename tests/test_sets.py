@@ -531,16 +531,19 @@ def test_queries_dealt_to_ranks_by_their_cost():
     """`sets.mpi.dealt`: every item to exactly one rank, each rank's items ascending, the
     costliest first to the least loaded rank, so the ranks' summed costs differ by at most
     the costliest item (the same deal on every rank: it depends on the costs alone)."""
-    from molsift.sets.mpi import _cost, dealt
+    from molsift.sets.mpi import costs, dealt
 
     rng = np.random.default_rng(3)
     for ranks in (1, 2, 3, 7):
-        costs = rng.integers(1, 80, size=64).tolist()
-        hands = dealt(costs, ranks)
+        each = rng.integers(1, 80, size=64).tolist()
+        hands = dealt(each, ranks)
         assert sorted(j for h in hands for j in h) == list(range(64))
         assert all(h == sorted(h) for h in hands)
-        loads = [sum(costs[j] for j in h) for h in hands]
-        assert max(loads) - min(loads) <= max(costs)
-        assert dealt(costs, ranks) == hands
+        loads = [sum(each[j] for j in h) for h in hands]
+        assert max(loads) - min(loads) <= max(each)
+        assert dealt(each, ranks) == hands
+        # the costliest first, ties by index: the first rank takes the first of equal items
+        assert dealt([5, 5, 5, 5], 2) == [[0, 2], [1, 3]]
     assert dealt([], 2) == [[], []]
-    assert _cost("CCO") == 3 and _cost(("c1ccccc1", True)) == 10 and _cost(7) == _cost("") == 1
+    assert costs(["CCO", ("c1ccccc1", True), 7, "", "C\u00e91"]) == [3, 10, 1, 1, 3]
+    assert costs([]) == []

@@ -544,12 +544,12 @@ def test_a_rank_killed_during_the_exchange_ends_the_job(tmp_path):
 
 def test_ranks_share_each_querys_preparation(built, tmp_path):
     """`sets.mpi.prepared` under `mpirun -n 3`: each rank prepares only its share of the
-    queries (the items `dealt` it from each chunk by their `_cost`: here their length), yet
+    queries (the items `dealt` it from each chunk by their `costs`: here their length), yet
     every rank gets every result and every error, in order, as one process preparing them all
     would."""
-    from molsift.sets.mpi import _cost, dealt
+    from molsift.sets.mpi import costs, dealt
 
-    costs = [_cost("C" * n) for n in range(150)]
+    each = costs(["C" * n for n in range(150)])
 
     script = tmp_path / "share.py"
     script.write_text(
@@ -583,13 +583,13 @@ def test_ranks_share_each_querys_preparation(built, tmp_path):
         seen = json.loads((tmp_path / f"out.{rank}").read_text())
         assert [tuple(g) for g in seen["got"]] == want
         # this rank's share of each chunk of 64, the longest items dealt first
-        share = [c + j for c in range(0, 150, 64) for j in dealt(costs[c : c + 64], 3)[rank]]
+        share = [c + j for c in range(0, 150, 64) for j in dealt(each[c : c + 64], 3)[rank]]
         assert seen["calls"] == share
         calls += seen["calls"]
     assert sorted(calls) == list(range(150))
     # dealt by cost: each rank's summed lengths within the longest item of the others'
     for c in range(0, 150, 64):
-        chunk = costs[c : c + 64]
+        chunk = each[c : c + 64]
         loads = [sum(chunk[j] for j in hand) for hand in dealt(chunk, 3)]
         assert max(loads) - min(loads) <= max(chunk)
 
