@@ -398,17 +398,17 @@ fn merge_top_k<'py>(
     into: &[u8],
     k: usize,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let records = |data: &[u8], what: &str| -> PyResult<Vec<(f64, i64)>> {
-        let w = words(data, what, u64::from_le_bytes)?;
-        Ok(w.chunks(2)
-            .map(|p| (f64::from_bits(p[0]), p.get(1).copied().unwrap_or(0) as i64))
-            .collect())
-    };
     if incoming.len() % 16 != 0 || into.len() % 16 != 0 {
         return Err(pyo3::exceptions::PyValueError::new_err(
             "top-k records are 16 bytes each",
         ));
     }
+    let records = |data: &[u8], what: &str| -> PyResult<Vec<(f64, i64)>> {
+        let w = words(data, what, u64::from_le_bytes)?;
+        Ok(w.chunks_exact(2)
+            .map(|p| (f64::from_bits(p[0]), p[1] as i64))
+            .collect())
+    };
     let incoming = records(incoming, "incoming")?;
     let mut into = records(into, "into")?;
     molsift_search::merge_top_k(&incoming, &mut into, k).map_err(search_err)?;

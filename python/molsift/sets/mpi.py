@@ -140,10 +140,10 @@ class Ranks:
         if got is None:
             from mpi4py import MPI
 
+            from .._core import merge_top_k
+
             def merge(inbuf, inoutbuf, datatype) -> None:
                 # one element: one query's k records; a reduction may carry many
-                from .._core import merge_top_k
-
                 b = np.frombuffer(inoutbuf, dtype=np.uint8)
                 b[:] = np.frombuffer(merge_top_k(bytes(inbuf), b.tobytes(), k), np.uint8)
 
@@ -320,11 +320,13 @@ def costs(items: list) -> list[int]:
     text). On 100 unlike MOSES queries this follows the time of a parse and fingerprint with a
     correlation of 0.96 (the text's length: 0.52). Counted for all the items at once (a
     fraction of a microsecond an item: the deal must cost far less than the work it deals)."""
+    if not items:
+        return []
     raw = [(_text(x) or "").encode("ascii", "replace") for x in items]
-    ends = np.cumsum([len(r) for r in raw], dtype=np.int64)
+    lengths = np.array([len(r) for r in raw])
+    ends = np.cumsum(lengths)
     summed = np.concatenate([[0], np.cumsum(_WEIGHTS[np.frombuffer(b"".join(raw), np.uint8)])])
-    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
-    return np.maximum(summed[ends] - summed[starts], 1).tolist() if raw else []
+    return np.maximum(summed[ends] - summed[ends - lengths], 1).tolist()
 
 
 def dealt(costs: list[int], ranks: int) -> list[list[int]]:

@@ -279,11 +279,11 @@ class _SetSearcher:
 def merge_hits(parts, k: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(indices, scores) of several shards' hits, each best first, merged best first (score
     descending, then position ascending) and cut to `k`."""
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     if len(parts) == 1:  # one list is in order already
         i, sc = parts[0]
         return np.asarray(i, dtype=np.int64)[:k], np.asarray(sc, dtype=np.float64)[:k]
-    if not parts:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     idx = np.concatenate([np.asarray(i, dtype=np.int64) for i, _ in parts])
     sc = np.concatenate([np.asarray(s, dtype=np.float64) for _, s in parts])
     [(idx, sc)] = merged_runs(np.array([len(i) for i, _ in parts]), len(parts), idx, sc)
