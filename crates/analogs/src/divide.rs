@@ -3,9 +3,13 @@
 //!
 //! A distance's work is the edits of every graph of its frontier: each edit is hashed,
 //! canonicalized and looked up. Worker `w` of `W` takes the frontier's graphs `w, w + W, ...`
-//! ([`work`]) and hands back a [`Record`] for each edit whose result matters: a library skeleton
-//! first reached at this distance, or a graph the next distance may start from (one its worker
-//! has not already seen dominated: the frontier so far and its own earlier records). Every
+//! ([`work`]), or, for a frontier of fewer than [`SPLIT_BELOW`] graphs a worker (the first
+//! distances: the query alone, then its few neighbours, each graph with hundreds of edits), the
+//! edits `w, w + W, ...` of the frontier's edits counted graph after graph, so that no worker
+//! waits while another walks a graph alone. It hands back a [`Record`] for each edit whose
+//! result matters: a library skeleton first reached at this distance, or a graph the next
+//! distance may start from (one its worker has not already seen dominated: the frontier so far
+//! and its own earlier records). Every
 //! walker then merges every record in the order of one walk (graph, then edit: the walk's
 //! `merge` steps), so that the hits handed out, their paths and the next frontier are exactly
 //! one walk's, whatever the number of threads and peers. Between processes only the records'
@@ -215,7 +219,19 @@ fn earliest(
     }
 }
 
-/// Worker `me` of `of`: the edits of frontier graphs `me, me + of, ...` for one pass.
+/// A frontier of fewer graphs than this per worker is divided among the workers edit by edit
+/// rather than graph by graph ([`work`]). Each worker then lists every graph's edits (a few
+/// microseconds a graph, against hundreds of edits each hashed and most canonicalized);
+/// frontiers this small are the first distances', where dealing whole graphs left one worker
+/// walking the query alone (half of two workers' time at distance 1).
+pub(crate) const SPLIT_BELOW: usize = 16;
+
+/// Worker `me` of `of`: for one pass, the edits of frontier graphs `me, me + of, ...`, or for a
+/// frontier of fewer than [`SPLIT_BELOW`] graphs a worker, the edits `me, me + of, ...` of all
+/// the frontier's edits counted graph after graph. Either way a worker takes its edits in walk
+/// order (graph, then edit), which its dropping of its own repeats relies on, and each graph's
+/// statistics (`insertions_skipped`) are counted by one worker only, graph `i`'s by worker
+/// `i % of`.
 fn work<L: Library>(level: &Level<'_, L>, kind: Pass, me: usize, of: usize) -> Out {
     let mut out = Out::default();
     let f = level.fixed;
@@ -225,7 +241,20 @@ fn work<L: Library>(level: &Level<'_, L>, kind: Pass, me: usize, of: usize) -> O
     let limited = f.limits != crate::walk::UNLIMITED;
     let (mut list, mut bonds) = (Vec::new(), Vec::new());
     let lib = f.library;
-    for (i, (g, counts, _)) in level.state.frontier.iter().enumerate().skip(me).step_by(of) {
+    let split = of > 1 && level.state.frontier.len() < SPLIT_BELOW * of;
+    let (first, step) = if split { (0, 1) } else { (me, of) };
+    // the frontier's edits before graph i (split)
+    let mut before = 0usize;
+    // a graph's statistics counted by another worker
+    let mut theirs = WalkStats::default();
+    for (i, (g, counts, _)) in level
+        .state
+        .frontier
+        .iter()
+        .enumerate()
+        .skip(first)
+        .step_by(step)
+    {
         if out.stats.timed_out || out.error.is_some() {
             break;
         }
@@ -233,12 +262,22 @@ fn work<L: Library>(level: &Level<'_, L>, kind: Pass, me: usize, of: usize) -> O
         let mut graph = Graph::new(g);
         // at the last distance only library skeletons matter
         let mask = if kind == Pass::Probe || level.left == 0 {
-            kinds_worth(lib, &mut graph, &mut out.stats)
+            let stats = if i % of == me {
+                &mut out.stats
+            } else {
+                &mut theirs
+            };
+            kinds_worth(lib, &mut graph, stats)
         } else {
             ALL_KINDS
         };
         edit_list(g, mask, &mut list);
+        let offset = before;
+        before += list.len();
         for (seq, &e) in list.iter().enumerate() {
+            if split && (offset + seq) % of != me {
+                continue;
+            }
             if !count_edit(&mut out.stats, f.deadline, f.stop) {
                 break;
             }
