@@ -5,6 +5,7 @@ plain input the same one store (format version 2, every index) byte for byte."""
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 from pathlib import Path
 
@@ -73,6 +74,33 @@ def test_mpi_error_is_reported_not_hung(tmp_path):
     )
     assert proc.returncode != 0
     assert "missing.smi" in proc.stderr
+
+
+def test_mpirun_without_mpi4py_says_so_in_one_line(tmp_path, bundled_smi):
+    """A Python without mpi4py (molsift installed without its `mpi` extra) under mpirun: each
+    rank says in one line what is missing and how to install it, no traceback, exit 1."""
+    import subprocess
+
+    from conftest import molsift_cmd, mpi_env, mpirun_cmd
+
+    fake = tmp_path / "nompi" / "mpi4py"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        'raise ModuleNotFoundError("No module named \'mpi4py\'", name="mpi4py")\n'
+    )
+    env = mpi_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(fake.parent), env.get("PYTHONPATH", "")])
+    store = tmp_path / "s"
+    molsift.ingest(bundled_smi, store, workers=1, progress=False)
+    for args in (["search", str(store), "-q", "CCO", "-k", "3"],
+                 ["ingest", str(bundled_smi), "-o", str(tmp_path / "t")]):  # fmt: skip
+        proc = subprocess.run(mpirun_cmd(2) + molsift_cmd() + args, env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode != 0, args
+        assert "Traceback" not in proc.stderr, proc.stderr
+        said = [ln for ln in proc.stderr.splitlines() if ln.startswith("molsift: error:")]
+        assert len(said) == 2, proc.stderr  # one line per rank
+        assert "mpi4py cannot be imported" in said[0] and "molsift[mpi]" in said[0]
 
 
 def test_mpi_ingest_onto_an_output_being_written_is_refused_on_every_rank(tmp_path, bundled_smi):

@@ -155,7 +155,8 @@ def test_shard_by_shard_walks_in_step(one, sharded, monkeypatch, union):
     `sets.store.set_analogs`) walks once, distance by distance until the set has k hits
     (`LevelWalk`), not once per distance: over the union of the shards, or (a set too large
     for 32-bit positions, `UNION_MAX`) each shard once, all in step; the one store's hits and
-    the same distance complete."""
+    the same distance complete. Shards walking alone each rank their own best of a distance,
+    and the rows past the set's k are dropped before their element changes are computed."""
     from molsift.analogs import search
     from molsift.sets import store as set_store
 
@@ -169,6 +170,15 @@ def test_shard_by_shard_walks_in_step(one, sharded, monkeypatch, union):
         real(self, lib, *args, **kwargs)
 
     monkeypatch.setattr(search.LevelWalk, "__init__", counted)
+    dropped = []  # rows a distance's cut to the set's k left out before their element changes
+    real_cut = set_store._InStep._cut
+
+    def cut(self, ranked, keep):
+        before = sum(len(r.order) for _, _, r, _ in ranked)
+        real_cut(self, ranked, keep)
+        dropped.append(before - sum(len(r.order) for _, _, r, _ in ranked))
+
+    monkeypatch.setattr(set_store._InStep, "_cut", cut)
     live = [s for s in sharded.shards if len(s)]
     for q in _queries(one)[:4]:
         for k in (1, 25):
@@ -184,6 +194,8 @@ def test_shard_by_shard_walks_in_step(one, sharded, monkeypatch, union):
                 assert [type(x) for x in started] == [set_store._Shards]
             else:
                 assert sorted(map(id, started)) == sorted(map(id, live))
+    if not union and len(live) > 1:  # shards walking alone: each keeps its own best k
+        assert sum(dropped) > 0, dropped
 
 
 @pytest.mark.parametrize("union", [True, False])

@@ -648,7 +648,7 @@ def test_ranks_of_a_node_divide_each_analog_walk(built, tmp_path):
     and they add up to the walk of the set in one process (the same library: the union of
     every shard), and so do the graphs kept (the set's answer's stats are their sum); every
     rank sends records; the answers (every column) are the one store's, streamed by distance
-    too."""
+    too, though each rank computes element changes only for its rows within the set's k."""
     body = (
         "import molsift.sets.store as ss\n"
         "own = []\n"
@@ -657,12 +657,20 @@ def test_ranks_of_a_node_divide_each_analog_walk(built, tmp_path):
         "    own.append(self.stats())\n"
         "    return real(self)\n"
         "ss._InStep.parts = parts\n"
+        "dropped = [0]\n"
+        "real_cut = ss._InStep._cut\n"
+        "def cut(self, ranked, keep):\n"
+        "    before = sum(len(r.order) for _, _, r, _ in ranked)\n"
+        "    real_cut(self, ranked, keep)\n"
+        "    dropped[0] += before - sum(len(r.order) for _, _, r, _ in ranked)\n"
+        "ss._InStep._cut = cut\n"
         "for q in queries:\n"
         "    a = store.analogs(q, max_dist=3, k=30)\n"
         "    levels = [lv['position'].tolist() for lv in store.iter_analogs(q, max_dist=3, k=30)]\n"
         "    out.append([{c: a[c].tolist() for c in a.columns}, own[-1], levels,\n"
         "                a.stats.get('edges'), [a.stats.get('complete_to'),\n"
         "                a.stats.get('timed_out')]])\n"
+        "out.append(dropped[0])\n"
         "out.append(ranks.walk_bytes)\n"
     )
     one = molsift.open_store(built["one"])
@@ -670,6 +678,9 @@ def test_ranks_of_a_node_divide_each_analog_walk(built, tmp_path):
     queries = [one.smiles[i] for i in range(11, len(one), 1201)]
     every = _on_three_ranks(tmp_path, body, built["sets"][5], queries)
     assert all(got[-1] > 0 for got in every), "a rank sent no walk records"
+    # a distance's hits past the set's k (each rank's share holds its own best k of them) are
+    # dropped before their element changes are computed
+    assert sum(got[-2] for got in every) > 0, [got[-2] for got in every]
     deep = 0
     for j, q in enumerate(queries):
         want = one.analogs(q, max_dist=3, k=30)

@@ -95,6 +95,7 @@ def _run(argv: list[str] | None) -> int:
     import time
 
     from .._core import MolsiftError
+    from ..parallel.mpi import MPIUnavailable
 
     words = sys.argv[1:] if argv is None else argv
     args = None
@@ -131,6 +132,9 @@ def _run(argv: list[str] | None) -> int:
         print(f"molsift: error: {_in_words(exc)}", file=sys.stderr)
         if args.io_log and not _under_mpi():  # ranks may not all get here: no gather
             _write_io_log(args, start, EXIT_ERROR)
+        return EXIT_ERROR
+    except MPIUnavailable as exc:  # every rank says it; none can abort the others
+        print(f"molsift: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("molsift: interrupted", file=sys.stderr)

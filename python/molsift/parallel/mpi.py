@@ -16,10 +16,20 @@ from collections.abc import Iterable
 from typing import Any, Callable
 
 
-def world():
-    """`MPI.COMM_WORLD` (imports mpi4py)."""
-    from mpi4py import MPI
+class MPIUnavailable(RuntimeError):
+    """Launched under mpirun, but mpi4py cannot be imported in this Python."""
 
+
+def world():
+    """`MPI.COMM_WORLD` (imports mpi4py; `MPIUnavailable` when it cannot be imported)."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise MPIUnavailable(
+            f"this process runs under mpirun, but mpi4py cannot be imported ({exc}): install "
+            "it into this Python (`pip install 'molsift[mpi]'` or `pip install mpi4py`; in a "
+            "checkout `MOLSIFT_WITH_MPI=1 bash scripts/setup.sh`), or run molsift without mpirun"
+        ) from exc
     return MPI.COMM_WORLD
 
 
@@ -27,7 +37,11 @@ def abort_job(code: int = 1, comm=None, show_traceback: bool = True) -> None:
     """Prints the exception being handled (if any, unless `show_traceback` is False: an error
     already said in one line), says which rank failed, and aborts every rank of the job. Does
     nothing on a job of one rank: the exception then ends it normally."""
-    comm = comm or world()
+    if comm is None:
+        try:
+            comm = world()
+        except MPIUnavailable:  # no MPI to abort with: every rank fails the same way alone
+            return
     size = comm.Get_size()
     if size <= 1:
         return

@@ -203,6 +203,17 @@ class Ranks:
             out.extend(_unpad(recv))
         return out
 
+    def everywhere_topk(self, indices: np.ndarray, scores: np.ndarray, k: int) -> tuple:
+        """As `topk` of one query, the k best (positions, scores) of every rank's on every rank:
+        one all-reduction of k records per rank (`indices`, `scores`: this rank's best first, at
+        most k)."""
+        op, dtype = self._topk_op(k)
+        send = _records([(indices, scores)], k)
+        recv = np.empty_like(send)
+        self._wait(self.comm.Iallreduce([send, 1, dtype], [recv, 1, dtype], op=op))
+        self.sent_bytes += send.nbytes
+        return _unpad(recv)[0]
+
     def gather_many(self, answers: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple]:
         """Threshold hits of many queries: every rank's (positions, scores) of each query, in
         one gather of counts and arrays (`gather_arrays`), merged on rank 0 best first (score
