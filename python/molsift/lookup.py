@@ -16,9 +16,12 @@ CHUNK = 20_000
 
 
 def canonical(smiles: str) -> str | None:
-    """The canonical SMILES ingest would store for `smiles`, or None if RDKit cannot read it."""
+    """The canonical SMILES ingest would store for `smiles`, or None if RDKit cannot read it
+    (or it is empty: RDKit reads "" as a molecule of no atoms, which no store holds)."""
     from .chem import to_mol, to_smiles
 
+    if not smiles.strip():
+        return None
     mol, _ = to_mol(smiles)
     return None if mol is None else to_smiles(mol)
 

@@ -58,12 +58,14 @@ def fingerprinter_for(store):
 
 def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:
     """On-bits of a query: SMILES text, an RDKit Mol, a sequence of on-bit indices, or a packed
-    uint64 fingerprint row. Raises ValueError for a SMILES RDKit cannot parse."""
+    uint64 fingerprint row. Raises ValueError for a SMILES RDKit cannot parse or an empty one."""
     import numpy as np
 
     if isinstance(query, str):
         from .chem import to_mol_unstereo
 
+        if not query.strip():  # RDKit reads "" as a molecule of no atoms
+            raise ValueError("empty query: give a SMILES")
         mol, reason = to_mol_unstereo(query)  # the bits read no stereo
         if mol is None:
             raise ValueError(f"invalid query SMILES {query!r}: {reason}")
@@ -130,16 +132,17 @@ def hit_rows(store, query_ids: Sequence[str], results: Sequence[Hits]) -> list[t
 def write_hits(rows: Iterable[tuple], path: str | os.PathLike | None = None) -> None:
     """Writes hit rows (HIT_COLUMNS) to `path`: Parquet when it ends in `.parquet` (needs
     pyarrow; ImportError without it), else tab-separated text with a header row and scores to
-    6 decimals; `None` writes the TSV to stdout."""
+    6 decimals (an id holding a tab quoted: `tsv.field`); `None` writes the TSV to stdout."""
     if path is not None and os.fspath(path).endswith(".parquet"):
         _write_parquet(list(rows), path)
         return
     from .iostats import open_counted
+    from .tsv import field
 
     with open_counted(path, "w") if path is not None else contextlib.nullcontext(sys.stdout) as out:
         out.write("\t".join(HIT_COLUMNS) + "\n")
         for qid, tid, score, smi in rows:
-            out.write(f"{qid}\t{tid}\t{score:.6f}\t{smi}\n")
+            out.write(f"{field(qid)}\t{field(tid)}\t{score:.6f}\t{smi}\n")
 
 
 def _write_parquet(rows: list[tuple], path: str | os.PathLike) -> None:

@@ -114,6 +114,8 @@ def run(args) -> int:
         raise ValueError("give a query: -q SMILES or --queries FILE")
     if not 0 <= args.dist <= MAX_DIST:
         raise ValueError(f"--dist must be from 0 to {MAX_DIST}, not {args.dist}")
+    if args.timeout is not None and not args.timeout > 0:  # before any output, not per query
+        raise ValueError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
     limits = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     parse_limits(limits)  # a bad limit: one error before any query
     check_output(args.output)

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 
+from ..tsv import row as tsv_row
 from .common import (
     EXIT_NOT_FOUND,
     QUERIES_HELP,
@@ -144,7 +145,7 @@ def _row(out, store, query: str, canonical, positions, counts: dict, rejected=Fa
     ids = ",".join(store.ids.take([int(p) for p in positions]))
     where = ",".join(str(int(p)) for p in positions)
     smiles = canonical or (store.smiles[int(positions[0])] if positions else "")
-    out.write(f"{query}\t{found}\t{ids}\t{where}\t{smiles}\n")
+    out.write(tsv_row((query, found, ids, where, smiles)))
 
 
 def _printable(text: str) -> str:

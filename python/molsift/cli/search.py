@@ -18,6 +18,7 @@ from .common import (
     report_skipped,
     start_chemistry,
 )
+from .exits import EXIT_ERROR
 
 DEFAULT_K = 10  # hits per query when neither -k nor -t is given
 EXAMPLES = (
@@ -84,7 +85,8 @@ def add_parser(subparsers):
 
 def read_queries(args) -> list[tuple]:
     """(id, query) pairs from -q SMILES and --queries FILE; bad records of the file are reported
-    on stderr and skipped (counted), never fatal."""
+    on stderr and skipped (counted in `args.skipped`: the exit status is then 2, as substructure
+    and analogs answer a query they skip), never fatal."""
     queries = [
         (f"q{i + 1}" if len(args.query) > 1 else "query", smi)
         for i, smi in enumerate(args.query or [])
@@ -96,6 +98,7 @@ def read_queries(args) -> list[tuple]:
         for bad in found.skipped:
             report_skipped(f"{bad.path}:{bad.line}: ", bad.id, bad.reason)
         queries += [(m.id, m.mol) for m in found.molecules]
+        args.skipped = len(found.skipped)
         if found.skipped:
             print(
                 f"molsift: {len(found.skipped)} of {len(found.skipped) + len(queries)} queries "
@@ -133,4 +136,4 @@ def run(args) -> int:
         f" {touched / max(1, len(queries)):,.0f} bytes of fingerprints and columns read per query",
         file=sys.stderr,
     )
-    return 0
+    return EXIT_ERROR if getattr(args, "skipped", 0) else 0

@@ -8,6 +8,7 @@ import contextlib
 import sys
 import time
 
+from ..tsv import row as tsv_row
 from .common import (
     QUERIES_HELP,
     add_io_log,
@@ -118,7 +119,7 @@ class _Writer:
                 self._pq = pq.ParquetWriter(self._path, table.schema)
             self._pq.write_table(table)
         else:
-            self._out.write("".join("\t".join(map(str, r)) + "\n" for r in rows))
+            self._out.write("".join(map(tsv_row, rows)))
             self._out.flush()
 
     def close(self) -> None:

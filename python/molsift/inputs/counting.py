@@ -19,12 +19,24 @@ def probe(
     is not given from its name and first line."""
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise _core.InputError(f"{path}: no such file")
+        raise _core.InputError(f"{path}: {_not_a_file(path)}")
     detected, detected_header = _core.detect_format(path)
     fmt = format or detected
     if header is None:
         header = detected_header if fmt == detected else fmt == "csv"
     return path, fmt, header
+
+
+def _not_a_file(path: str) -> str:
+    """Why `path`, which is not a regular file, cannot be read as an input."""
+    if path == "-":
+        return "no such file (standard input is not read: give the input as a file)"
+    if not os.path.exists(path):
+        return "no such file"
+    if os.path.isdir(path):
+        return "is a directory, not a file"
+    # a pipe, a terminal, a socket (`<(...)`, /dev/stdin): read in slabs and more than once
+    return "not a regular file (pipes and standard input are not read: save the input to a file)"
 
 
 def count_records(

@@ -1,0 +1,119 @@
+"""The query verbs' hit tables as a reader meets them: every row of the tab-separated output
+has the header's fields when an id holds a tab or a quote (the field is quoted, as Python's
+csv module reads it back: `molsift.tsv`), and an empty query is refused or answered `invalid`,
+never searched as a molecule of no atoms."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import pytest
+
+import molsift
+
+#: ids a SMILES file can give: a tab (kept in the id: the rest of the line), quotes
+ODD_IDS = ["x\ty", '"phen"ol', 'a "b" c']
+
+
+@pytest.fixture(scope="module")
+def odd_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("oddids")
+    smi = root / "odd.smi"
+    smi.write_text('CCO x\ty\nc1ccccc1O "phen"ol\nCCN a "b" c\n')
+    molsift.ingest(smi, root / "odd.store", workers=1, progress=False)
+    return root / "odd.store"
+
+
+def run(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "molsift", *map(str, args)],
+                          capture_output=True, text=True)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ["search", "-q", "CCO", "-k", "3"],
+        ["substructure", "-q", "C"],
+        ["analogs", "-q", "CCO", "--dist", "2"],
+        ["lookup", "-q", "CCO", "-q", "Oc1ccccc1", "-q", "CCN"],
+    ],
+    ids=lambda v: v[0],
+)
+def test_ids_with_tabs_and_quotes_keep_every_row_whole(odd_store, verb):
+    store = molsift.open_store(odd_store)
+    assert sorted(store.ids) == sorted(ODD_IDS)  # the store keeps them as given
+    proc = run(verb[0], odd_store, *verb[1:])
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader(proc.stdout.splitlines(), delimiter="\t"))
+    header, body = rows[0], rows[1:]
+    assert all(len(r) == len(header) for r in body), proc.stdout
+    column = "target_id" if verb[0] == "search" else "ids" if verb[0] == "lookup" else "id"
+    got = sorted(r[header.index(column)] for r in body)
+    # the analogs of CCO within 2 edits: CCO and CCN (phenol is farther)
+    assert got == sorted(ODD_IDS if verb[0] != "analogs" else ["x\ty", 'a "b" c']), got
+
+
+def test_tsv_fields_are_quoted_only_where_they_would_break_a_row():
+    from molsift.tsv import field, row
+
+    assert field("CHEMBL25") == "CHEMBL25"
+    assert field(0.5) == "0.5"
+    assert field("a\tb") == '"a\tb"'
+    assert field('say "hi"') == '"say ""hi"""'
+    line = row(["q", "a\tb", 'c"d', 3])
+    assert next(csv.reader([line], delimiter="\t")) == ["q", "a\tb", 'c"d', "3"]
+
+
+def test_an_empty_similarity_query_is_refused(odd_store):
+    store = molsift.open_store(odd_store)
+    for empty in ("", "   "):
+        with pytest.raises(ValueError, match="empty query"):
+            store.search(empty, k=3)
+    proc = run("search", odd_store, "-q", "", "-k", "3")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == "molsift: error: empty query: give a SMILES"
+    assert proc.stdout == ""
+
+
+def test_an_empty_lookup_is_invalid_not_absent(odd_store):
+    from molsift.substructure.query import QueryError
+
+    store = molsift.open_store(odd_store)
+    with pytest.raises(QueryError):
+        store.lookup("")
+    proc = run("lookup", odd_store, "-q", "", "-q", "CCO")
+    rows = list(csv.reader(proc.stdout.splitlines(), delimiter="\t"))
+    assert [r[1] for r in rows[1:]] == ["invalid", "yes"]
+    assert "1 unparsable" in proc.stderr
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan"])
+def test_a_bad_analogs_timeout_is_refused_before_any_output(odd_store, tmp_path, timeout):
+    out = tmp_path / "hits.tsv"
+    proc = run("analogs", odd_store, "-q", "CCO", "--timeout", timeout, "-o", out)
+    assert proc.returncode == 2
+    assert "--timeout must be a positive number of seconds" in proc.stderr
+    assert not out.exists() and proc.stdout == ""  # no header-only file left behind
+
+
+@pytest.mark.parametrize(
+    "words",
+    [["count"], ["ingest", "-o", "{tmp}/s.store"], ["lookup", "{store}", "--queries"]],
+    ids=lambda w: w[0],
+)
+def test_inputs_that_are_not_files_are_named_for_what_they_are(odd_store, tmp_path, words):
+    """A directory, standard input (`-`) or a pipe given as the input: the error says which,
+    not "no such file"."""
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    for given, said in ((folder, "is a directory, not a file"),
+                        ("-", "standard input is not read"),
+                        ("/dev/stdin", "not a regular file")):  # fmt: skip
+        argv = [w.format(tmp=tmp_path, store=odd_store) for w in words]
+        argv = [*argv, given] if words[0] == "lookup" else [argv[0], given, *argv[1:]]
+        proc = subprocess.run([sys.executable, "-m", "molsift", *map(str, argv)], input="",
+                              capture_output=True, text=True)  # fmt: skip
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert said in proc.stderr and "Traceback" not in proc.stderr, (argv, proc.stderr)
