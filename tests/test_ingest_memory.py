@@ -61,6 +61,10 @@ def test_too_little_memory_for_any_store_is_refused_before_any_work(tmp_path, bu
     with pytest.raises(OverBudget, match=r"any library needs about 160 MiB .* \(--memory\)"):
         molsift.ingest(bundled_smi, tmp_path / "s", memory=1 << 20, progress=False)
     assert list(tmp_path.iterdir()) == []
+    # the budget said as given, not rounded up to a MiB
+    for memory, said in ((1 << 10, "1 KiB"), (1000, "1,000 bytes"), (3 << 19, "2 MiB")):
+        with pytest.raises(OverBudget, match=f"more than the {said} ingest may use"):
+            molsift.ingest(bundled_smi, tmp_path / "s", memory=memory, progress=False)
     for bad in (0, -5, 1.5, True):
         with pytest.raises(ValueError, match="memory must be a number of bytes"):
             molsift.ingest(bundled_smi, tmp_path / "s", memory=bad, progress=False)

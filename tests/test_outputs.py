@@ -117,3 +117,14 @@ def test_inputs_that_are_not_files_are_named_for_what_they_are(odd_store, tmp_pa
                               capture_output=True, text=True)  # fmt: skip
         assert proc.returncode == 2, (argv, proc.stderr)
         assert said in proc.stderr and "Traceback" not in proc.stderr, (argv, proc.stderr)
+
+
+def test_an_io_log_that_cannot_be_written_is_refused_before_any_work(odd_store, tmp_path):
+    """`--io-log` naming a directory: one line naming it, exit 2, no results printed first."""
+    proc = run("--io-log", tmp_path, "search", odd_store, "-q", "CCO", "-k", "1")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert (
+        proc.stderr.strip()
+        == f"molsift: error: {tmp_path}: cannot write the output: it is a directory"
+    )

@@ -88,8 +88,13 @@ def set_needs(n: int, shards: int, writers: int) -> int:
 
 
 def size_text(n: int) -> str:
-    """Bytes as people read them: '512 MiB', '3.2 GiB'."""
-    return f"{n / 2**30:,.1f} GiB" if n >= 1 << 30 else f"{max(1, round(n / 2**20)):,} MiB"
+    """Bytes as people read them: '512 MiB', '3.2 GiB', and below a MiB '64 KiB', '1,000 bytes'
+    (a small --memory said as given, not as '1 MiB')."""
+    if n >= 1 << 30:
+        return f"{n / 2**30:,.1f} GiB"
+    if n >= 1 << 20:
+        return f"{round(n / 2**20):,} MiB"
+    return f"{round(n / 2**10):,} KiB" if n >= 1 << 10 else f"{n:,} bytes"
 
 
 def check(n: int, budget: Budget, shards: int | None, writers: int, max_shards: int) -> None:

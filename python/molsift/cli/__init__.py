@@ -113,7 +113,13 @@ def _run(argv: list[str] | None) -> int:
     start = time.time()
     if args.io_log:
         from ..iostats import collect_from_workers
+        from .common import check_output
 
+        try:
+            check_output(args.io_log)  # before any work, as -o is: not after the results
+        except ValueError as exc:
+            print(f"molsift: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
         collect_from_workers()
     try:
         status = args.func(args)

@@ -24,7 +24,8 @@ from .common import (
 EXAMPLES = (
     "molsift substructure nci.store --smarts -q 'c1ccc2[nH][cR1][cR1]c2c1'  # N-H indoles",
     "molsift substructure nci.store -q '[CX3](=O)[OX2H1]' --count  # carboxylic acids (SMARTS)",
-    "molsift substructure nci.store -q 'C[C@H](N)C(=O)O' --chirality --max-hits 10",
+    "molsift substructure chiral.store -q 'C[C@H](N)C(=O)O' --chirality --max-hits 10"
+    "  # that stereocentre as drawn (nci.store, the bundled sample, has no stereocentres)",
     "molsift substructure big.store --queries scaffolds.txt -j 8 -o hits.parquet",
 )
 HIT_COLUMNS = ("query", "position", "id", "smiles")
