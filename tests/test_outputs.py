@@ -128,3 +128,24 @@ def test_an_io_log_that_cannot_be_written_is_refused_before_any_work(odd_store, 
         proc.stderr.strip()
         == f"molsift: error: {tmp_path}: cannot write the output: it is a directory"
     )
+
+
+@pytest.mark.parametrize("verb", ["search", "substructure", "analogs", "lookup"])
+def test_an_output_named_for_another_format_is_refused_before_any_work(odd_store, tmp_path, verb):
+    """`-o hits.csv` (or `.json`; `.parquet` for lookup, which writes no Parquet) would have
+    been TSV text under that name: refused in one line, nothing written; `.tsv` and a name
+    without a suffix are TSV."""
+    query = ["-q", "CCO"] + (["-k", "1"] if verb == "search" else [])
+    bad = ["hits.csv", "hits.json"] + (["hits.parquet"] if verb == "lookup" else [])
+    for name in bad:
+        out = tmp_path / name
+        proc = run(verb, odd_store, *query, "-o", out)
+        assert proc.returncode == 2, proc.stderr
+        assert f"molsift {verb} writes tab-separated text" in proc.stderr
+        assert not out.exists()
+    for name in ("hits.tsv", "hits"):
+        proc = run(verb, odd_store, *query, "-o", tmp_path / name)
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / name).read_text().split("\t")[0] == "query" + (
+            "_id" if verb == "search" else ""
+        )

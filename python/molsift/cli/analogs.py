@@ -14,7 +14,7 @@ from .common import (
     add_io_log,
     add_verb,
     at_least_one,
-    check_output,
+    check_hits_output,
     query_source,
     query_summary,
     report_skipped,
@@ -118,7 +118,7 @@ def run(args) -> int:
         raise ValueError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
     limits = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     parse_limits(limits)  # a bad limit: one error before any query
-    check_output(args.output)
+    check_hits_output(args.output, "analogs")
     store = open_store(args.store, verify=False)
     if not store.has_analog_index:
         raise ValueError(store.missing_index("analogs"))

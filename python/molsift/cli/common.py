@@ -224,6 +224,30 @@ def check_output(path: str | None) -> None:
     raise ValueError(f"{path}: cannot write the output: {why}")
 
 
+#: suffixes of other formats than a hit table's: refused rather than filled with TSV text
+OTHER_FORMATS = (".csv", ".json", ".jsonl", ".ndjson", ".xlsx", ".xls", ".sdf", ".sd", ".smi",
+                 ".h5", ".hdf5", ".arrow", ".feather", ".gz", ".zst", ".pq")  # fmt: skip
+
+
+def check_hits_output(path: str | None, verb: str, parquet: bool = True) -> None:
+    """`check_output`, and a hit table's format from its name: Parquet for `.parquet` (where
+    the verb writes it), else tab-separated text; a name of another format (`.csv`, `.json`,
+    ...; `.parquet` where the verb writes no Parquet) is refused before any work, rather than
+    filled with TSV text under that name."""
+    check_output(path)
+    if not path:
+        return
+    name = os.path.basename(path).lower()
+    other = [s for s in OTHER_FORMATS if name.endswith(s)]
+    if not parquet and name.endswith(".parquet"):
+        other = [".parquet"]
+    if other:
+        formats = "tab-separated text (e.g. -o hits.tsv)" + (
+            " or Parquet (-o hits.parquet)" if parquet else ""
+        )
+        raise ValueError(f"{path}: molsift {verb} writes {formats}, not {other[0]}")
+
+
 def query_source(args: argparse.Namespace) -> Iterator[Query]:
     """The queries of a query verb in order: each `-q` (its text is its id), then every record
     of the `--queries` file as the input model reads it (`inputs.read_queries`: SMILES, CSV,

@@ -15,7 +15,7 @@ from .common import (
     QUERIES_HELP,
     add_io_log,
     add_verb,
-    check_output,
+    check_hits_output,
     query_source,
     report_skipped,
     start_chemistry,
@@ -88,7 +88,7 @@ def run(args) -> int:
     given = sum(bool(x) for x in (args.query, args.queries, args.ids))
     if given != 1:
         raise ValueError("give one kind of query: -q SMILES, --queries FILE or --ids FILE")
-    check_output(args.output)
+    check_hits_output(args.output, "lookup", parquet=False)
     store = open_store(args.store, verify=False)
     if not hasattr(store, "lookup"):
         raise ValueError(

@@ -13,7 +13,7 @@ from .common import (
     add_io_log,
     add_verb,
     at_least_one,
-    check_output,
+    check_hits_output,
     default_of,
     report_skipped,
     start_chemistry,
@@ -115,7 +115,7 @@ def run(args) -> int:
     if not args.query and not args.queries:
         raise ValueError("give a query: -q SMILES or --queries FILE")
     k = args.k_nearest if args.k_nearest or args.threshold is not None else DEFAULT_K
-    check_output(args.output)
+    check_hits_output(args.output, "search")
     store = open_store(args.store, verify=False)
     queries = for_ranks(store, args, lambda: read_queries(args))
     start_chemistry(store)

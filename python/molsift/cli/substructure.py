@@ -14,7 +14,7 @@ from .common import (
     add_io_log,
     add_verb,
     at_least_one,
-    check_output,
+    check_hits_output,
     query_source,
     query_summary,
     report_skipped,
@@ -145,7 +145,7 @@ def run(args) -> int:
 
     if not args.query and not args.queries:
         raise ValueError("give a query: -q QUERY or --queries FILE")
-    check_output(args.output)
+    check_hits_output(args.output, "substructure")
     store = open_store(args.store, verify=False)
     store._pattern_index()  # no index: one clear error before any query
     queries = for_ranks(store, args, lambda: query_source(args))
