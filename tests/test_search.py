@@ -182,3 +182,10 @@ def test_write_hits_parquet_without_pyarrow_says_so(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match=r"Parquet output needs pyarrow \(pip install"):
         write_hits([("q", "t", 1.0, "C")], tmp_path / "h.parquet")
     assert not (tmp_path / "h.parquet").exists()
+
+
+def test_the_apis_missing_threshold_and_k_names_its_own_arguments(store):
+    """The Python API's error names its keywords, not the command line's -t and -k."""
+    with pytest.raises(ValueError, match=r"threshold=.*k=") as e:
+        store.search("CCO")
+    assert "-t" not in str(e.value) and "-k" not in str(e.value)

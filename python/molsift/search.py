@@ -37,7 +37,7 @@ class Hits:
 
 def _check(threshold: float | None, k: int | None) -> None:
     if threshold is None and k is None:
-        raise ValueError("give a threshold (-t), a number of nearest neighbours (-k), or both")
+        raise ValueError("give a threshold (threshold=), the k nearest (k=), or both")
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be between 0 and 1, got {threshold}")
     if k is not None and k < 1:
