@@ -16,11 +16,11 @@
 //! fixed-size fields travel ([`encode`]): each walker rebuilds the graphs it merges from its
 //! own copy of the frontier.
 
-use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
 use crate::canon::canonical;
 use crate::edits::{apply, edit_list, Edit, Kind, ALL_KINDS};
+use crate::keys::KeyMap;
 use crate::skeleton::Skeleton;
 use crate::walk::{
     count_edit, dominated, kinds_worth, out_of_time, shift_rings, Graph, Library, WalkStats,
@@ -83,8 +83,8 @@ pub(crate) struct Fixed<'a, L> {
 #[derive(Default)]
 pub(crate) struct State {
     pub frontier: Vec<Node>,
-    pub found: HashMap<u128, usize>,
-    pub seen: HashMap<u128, Vec<[u8; 6]>>,
+    pub found: KeyMap<u128, usize>,
+    pub seen: KeyMap<u128, Vec<[u8; 6]>>,
 }
 
 /// What a distance's workers read: the walk's state before the distance, read only.
@@ -237,7 +237,7 @@ fn work<L: Library>(level: &Level<'_, L>, kind: Pass, me: usize, of: usize) -> O
     let f = level.fixed;
     out.stats.timed_out = out_of_time(f.deadline, f.stop);
     // this worker's graphs so far, by key (the count vectors it keeps for the next distance)
-    let mut mine: HashMap<u128, Vec<[u8; 6]>> = HashMap::new();
+    let mut mine: KeyMap<u128, Vec<[u8; 6]>> = KeyMap::default();
     let limited = f.limits != crate::walk::UNLIMITED;
     let (mut list, mut bonds) = (Vec::new(), Vec::new());
     let lib = f.library;

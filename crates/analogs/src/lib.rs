@@ -27,6 +27,7 @@ pub mod deletions;
 pub mod divide;
 pub mod edits;
 pub mod index;
+pub mod keys;
 pub mod mapping;
 pub mod skeleton;
 pub mod smiles;

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::canon::canonical;
 use crate::divide::{pass, Alone, Fixed, Level, Pass, Peers, State, Workers};
 use crate::edits::{apply, carry, component_count, Edit, Kind, ALL_KINDS, DELETIONS, NEW_ATOM};
+use crate::keys::KeySetOf;
 use crate::skeleton::Skeleton;
 use crate::wl::{wl_hash, WlScratch, WlTable};
 use crate::AnalogError;
@@ -67,8 +68,8 @@ impl<L: Library + ?Sized> Library for &L {
 /// [`finish`]: KeySet::finish
 #[derive(Debug, Default, Clone)]
 pub struct KeySet {
-    keys: std::collections::HashSet<u128>,
-    wl: std::collections::HashSet<u64>,
+    keys: KeySetOf<u128>,
+    wl: KeySetOf<u64>,
     /// components -> (atoms, rings) present
     shapes: HashMap<usize, Vec<(usize, usize)>>,
     grids: HashMap<usize, Grid>,
@@ -328,7 +329,7 @@ fn hit_event<'a>(
     counts: &'a [u8; 6],
     graph: &'a Skeleton,
     origin: &'a [u16],
-    reported: &mut std::collections::HashSet<u128>,
+    reported: &mut KeySetOf<u128>,
 ) -> Event<'a> {
     Event::Hit {
         distance,
@@ -500,7 +501,7 @@ pub fn walk_with<L: Library + Sync>(
         stats.complete_to = depth - 1;
         let left = max_dist - depth;
         // keys handed out at this distance
-        let mut reported: std::collections::HashSet<u128> = std::collections::HashSet::new();
+        let mut reported: KeySetOf<u128> = KeySetOf::default();
         let probed = left > 0 && probe;
         if probed {
             // this distance's hits first, canonicalizing only the graphs the filter passes;
