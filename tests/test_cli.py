@@ -256,6 +256,92 @@ def test_search_k_0_and_threshold_out_of_range_are_refused(tmp_path, args, messa
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "port, message",
+    [
+        ("99999", "must be a port from 0 to 65535 (0: a free one), got 99999"),
+        ("65536", "must be a port from 0 to 65535 (0: a free one), got 65536"),
+        ("-5", "must be a port from 0 to 65535 (0: a free one), got -5"),
+        ("x", "not a whole number: 'x'"),
+    ],
+)
+def test_serve_port_out_of_range_is_refused_by_argparse(tmp_path, port, message):
+    """`serve --port 99999` said :99999 and listened on 34463 (the port mod 65536); `--port -5`
+    printed its URL, then uvicorn's `[Errno -8] Servname not supported`, exit 3. A port is
+    0 to 65535, refused in words, exit 2, before any store is opened."""
+    proc = molsift("serve", tmp_path / "no.store", "--port", port, check=False)
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == f"molsift serve: error: argument --port: {message}", last
+    args = verb_parsers()["serve"].parse_args(["s.store", "--port", "0"])
+    assert args.port == 0
+    assert verb_parsers()["serve"].parse_args(["s.store", "--port", "65535"]).port == 65535
+
+
+def test_info_shows_the_analog_index(tmp_path, bundled_smi):
+    """`molsift info STORE` had lines for search, substructure and lookup, none for the analog
+    index (a set's info says `analogs in every shard` or `missing`)."""
+    from molsift.ingestion import ingest
+
+    small = tmp_path / "small.smi"
+    small.write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:50]))
+    ingest(small, tmp_path / "a.store", workers=1, progress=False)
+    ingest(small, tmp_path / "n.store", workers=1, progress=False, analogs=False)
+    header = json.loads((tmp_path / "a.store" / "analogs.json").read_text())
+    info = molsift("info", tmp_path / "a.store").stdout
+    line = re.search(r"^analogs     index present \((.*)\)$", info, re.M)
+    assert line, info
+    assert line.group(1).startswith(f"{header['skeletons']:,} distinct skeletons; ")
+    assert line.group(1).endswith("bytes/molecule; molsift analogs")
+    info = molsift("info", tmp_path / "n.store").stdout
+    assert "\nanalogs     no index (molsift index STORE --analogs)\n" in info, info
+
+
+JOBS_LINES = {  # each verb's -j, before any of its work: no file here exists
+    "count": ["count", "lib.smi"],
+    "ingest": ["ingest", "lib.smi", "-o", "z.store", "--overwrite"],
+    "search": ["search", "no.store", "-q", "CCO"],
+    "substructure": ["substructure", "no.store", "-q", "CCO"],
+    "analogs": ["analogs", "no.store", "-q", "CCO"],
+    "lookup": ["lookup", "no.store", "-q", "CCO"],
+    "screen": ["screen", "lib.smi", "--scorer", "filter", "-o", "p.csv"],
+    "index --pattern": ["index", "no.store", "--pattern"],
+    "index --analogs": ["index", "no.store", "--analogs"],
+    "upgrade": ["upgrade", "old.store", "-o", "new.store"],
+    "cube convert": ["cube", "convert", "no.cube", "-o", "d.npy"],
+}
+
+
+@pytest.mark.parametrize("n", ["-1", "0"])
+@pytest.mark.parametrize("verb", JOBS_LINES)
+def test_jobs_below_1_are_refused_by_argparse(tmp_path, verb, n):
+    """A negative -j was a traceback (OverflowError, ingest's after reading every record), and
+    -j 0 ran on 0 threads, all cores or one process, by verb; substructure and analogs alone
+    refused both. Every -j is now a whole number >= 1, refused in words, exit 2."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", *JOBS_LINES[verb], "-j", n],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(
+        rf"molsift [a-z ]+: error: argument -j/--\w+: must be at least 1, got {n}", last
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_jobs_help_says_at_least_1():
+    parsers = verb_parsers()
+    for verb, words in JOBS_LINES.items():
+        parser = parsers[words[0]]
+        if words[0] == "cube":
+            parser = parser._subparsers._group_actions[0].choices[words[1]]
+        [jobs] = [a for a in parser._actions if "-j" in a.option_strings]
+        assert jobs.metavar == "N" and "N >= 1" in jobs.help, verb
+
+
 def test_search_without_a_query_is_an_error_exit_2(tmp_path):
     """It exited 1 (documented as "a bug") through SystemExit; errors exit 2 with one line."""
     proc = molsift("search", tmp_path / "no.store", check=False)

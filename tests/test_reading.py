@@ -307,6 +307,7 @@ def test_count_fast_arguments_equal_argparse(words):
         ["lib.smi", "-j"],
         ["lib.smi", "-j", "two"],
         ["lib.smi", "-j", "-1"],
+        ["lib.smi", "-j", "0"],  # argparse refuses it in words (it reached the core as 0)
         ["lib.smi", "--io", "fast"],
         ["lib.smi", "--io=direct"],
         ["lib.smi", "-j4"],

@@ -223,6 +223,27 @@ def test_errors_are_clear(library, tmp_path):
     check_exactly_once(library, out)
 
 
+def test_unparsable_ref_is_refused_up_front_as_a_bad_refs_record_is(library, tmp_path):
+    """A bad --ref failed in a worker: its traceback, "run again with --resume" (which cannot
+    help), and a .partial and a run directory left behind. Now one line before any work, as a
+    bad record of --refs FILE is."""
+    out = tmp_path / "p.csv"
+    r = screen(
+        [library, "--scorer", "similarity", "--ref", "CCO", "--ref", "xx", "-o", out, "-j", "1"],
+        check=False,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == (
+        "molsift: error: --ref 'xx': reference 'ref2': RDKit could not parse the SMILES "
+        "(syntax error)"
+    )
+    refs = tmp_path / "refs.smi"
+    refs.write_text("xx bad\n")
+    r = screen([library, "--scorer", "similarity", "--refs", refs, "-o", out], check=False)
+    assert r.returncode == 2 and f"{refs}:1: reference 'bad'" in r.stderr
+    assert list(tmp_path.iterdir()) == [refs]  # no output, .partial or run directory
+
+
 def state_gen(out: Path) -> int:
     """The generation of a run's committed state (-1 before there is one)."""
     try:

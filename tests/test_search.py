@@ -104,6 +104,31 @@ def test_invalid_query_is_a_clear_error(store):
         store.search("CCO")
 
 
+@pytest.mark.parametrize("n", [-1, 0])
+def test_threads_below_1_are_a_clear_error(store, tmp_path, bundled_smi, n):
+    """A negative count of threads or workers was the core's OverflowError ("can't convert
+    negative int to unsigned"), and 0 ran (on 0 threads, or all cores, by function)."""
+    calls = {
+        "threads": [
+            lambda: store.search("CCO", k=3, threads=n),
+            lambda: store.search_batch(["CCO", "c1ccccc1"], k=3, threads=n),
+            lambda: store.analogs("CCO", 1, threads=n),
+            lambda: molsift.count_records(bundled_smi, threads=n),
+        ],
+        "workers": [
+            lambda: store.lookup(["CCO"], workers=n),
+            lambda: store.substructure("c1ccccc1", workers=n),
+            lambda: molsift.ingest(bundled_smi, tmp_path / "s", workers=n, progress=False),
+            lambda: molsift.index_analogs(tmp_path / "no.store", workers=n),
+        ],
+    }
+    for name, fns in calls.items():
+        for fn in fns:
+            with pytest.raises(ValueError, match=rf"^{name} must be at least 1, got {n}$"):
+                fn()
+    assert not (tmp_path / "s").exists()
+
+
 def test_cli_search_tsv(store, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "molsift", "search", store.path, "-q", QUERIES[1], "-k", "3"],

@@ -4,7 +4,8 @@ substructure and analog indexes). Similarity hits equal `store.search` and RDKit
 substructure and SMARTS equal `store.substructure` and RDKit's brute force; exact equals
 `store.lookup`; bad requests get 4xx with a JSON message, never a traceback; the access log has
 one JSON line per request; the concurrency gate answers 503 and 504 as documented; the CLI
-serves, and refuses a version-1 store in one line."""
+serves (its banner naming the port bound, `--port 0` too, and the types /api/v1/databases
+lists), and refuses a version-1 store and a port in use in one line."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -426,6 +429,48 @@ def test_cli_serves_and_refuses_bad_configuration(served, tmp_path, bundled_smi)
         assert status == 200
         assert [d["name"] for d in json.loads(raw)["databases"]] == ["mine"]
     finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_cli_port_0_banner_names_the_port_bound_and_every_type(served):
+    """`serve --port 0` printed `:0`, not the port listened on; its banner left out analogs,
+    which /api/v1/databases lists for a store with an analog index; a port in use was
+    uvicorn's raw error, exit 3 (the status of "nothing usable")."""
+    _, nci, _, _ = served
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "molsift", "serve", "--name", f"mine={nci.path}"]
+    proc = subprocess.Popen(
+        [*command, "--host", "127.0.0.1", "--port", "0"], stderr=subprocess.PIPE, text=True, env=env
+    )
+    watchdog = threading.Timer(120, proc.kill)  # a server that never prints: no hung test
+    watchdog.start()
+    try:
+        lines = []
+        while not any("/api/v1/databases" in line for line in lines):
+            line = proc.stderr.readline()
+            assert line, f"serve ended: {''.join(lines)}"
+            lines.append(line)
+        url = re.search(r"http://127\.0\.0\.1:(\d+)/api/v1/databases", lines[-1])
+        assert url and int(url.group(1)) != 0, lines[-1]
+        port = int(url.group(1))
+        status, _, raw = fetch(f"http://127.0.0.1:{port}/api/v1/databases")
+        assert status == 200
+        [db] = json.loads(raw)["databases"]
+        assert db["types"] == ["similarity", "substructure", "smarts", "exact", "analogs"]
+        banner = f"molsift serve: mine: {nci.path} ({len(nci):,} molecules, "
+        assert f"{banner}{', '.join(db['types'])})\n" in lines, lines
+        # the port in use: one line, exit 2, before any worker starts
+        busy = subprocess.run(
+            [*command, "--port", str(port)], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert busy.returncode == 2, busy.stderr
+        assert busy.stderr.splitlines()[-1].startswith(
+            f"molsift serve: cannot listen on 127.0.0.1 port {port}: "
+        ), busy.stderr
+        assert "Traceback" not in busy.stderr and "ERROR" not in busy.stderr
+    finally:
+        watchdog.cancel()
         proc.terminate()
         proc.wait(30)
 

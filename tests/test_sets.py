@@ -1,7 +1,8 @@
 """Store sets (`molsift ingest --shards K`, `molsift.sets`): the bundled data cut into 1, 2, 5
 and 7 shards answers every search exactly as the one store built from the same input
 (positions, scores, order, tie rule) and as RDKit's brute force; a set with empty shards; a
-damaged, missing or swapped shard refused by name; every verb on a set."""
+damaged, missing or swapped shard refused by name; every verb on a set (`index`: refused in one
+line saying what to do)."""
 
 from __future__ import annotations
 
@@ -410,6 +411,23 @@ def test_damaged_set_manifest_refused(small_set):
     (small_set / "set.json").write_text(json.dumps(m))
     with pytest.raises(molsift.StoreError, match=r"set.json.*checksum"):
         molsift.open_store(small_set)
+
+
+def test_index_of_a_set_says_what_to_do(small_set):
+    """`molsift index SET --analogs` said `not a molsift store (no manifest.json ...)`. A set is
+    refused in one line saying that ingest writes its shards' indexes, that a shard indexed
+    alone no longer matches set.json, and to ingest again without --no-pattern/--no-analogs;
+    nothing is written."""
+    before = sorted(p.relative_to(small_set) for p in small_set.rglob("*"))
+    for flags in (["--analogs", "-j", "1"], ["--pattern"], []):
+        r = molsift_run("index", small_set, *flags)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert r.stderr.startswith(f"molsift: error: {small_set}: a store set: "), r.stderr
+        assert "ingest" in r.stderr and "--no-analogs" in r.stderr
+        assert "not a molsift store" not in r.stderr
+    assert sorted(p.relative_to(small_set) for p in small_set.rglob("*")) == before
+    assert not list(small_set.parent.glob(".*.lock"))
+    molsift.open_store(small_set, verify=True)
 
 
 def test_verbs_on_a_set(one, small_set, tmp_path):

@@ -36,7 +36,9 @@ def _canonical_chunk(chunk: list[str]) -> list[str | None]:
 def canonicalize(queries: list[str], workers: int | None = None) -> list[str | None]:
     """Canonical SMILES of each query (None where unparsable), on `workers` processes for
     batches larger than one chunk (default: all cores)."""
-    workers = workers or os.cpu_count() or 1
+    from .parallel import check_workers
+
+    workers = check_workers(workers) or os.cpu_count() or 1
     if workers <= 1 or len(queries) <= CHUNK:
         return _canonical_chunk(queries)
     from concurrent.futures import ProcessPoolExecutor

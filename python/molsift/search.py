@@ -90,7 +90,10 @@ def search(
 ) -> Hits:
     """Exact Tanimoto search of one query: hits at or above `threshold`, the `k` best, or the k
     best at or above the threshold."""
+    from .parallel import check_workers
+
     _check(threshold, k)
+    check_workers(threads, "threads")
     indices, scores, stats = store._searcher().search(
         query_on_bits(store, query), threshold, k, threads
     )
@@ -106,9 +109,11 @@ def search_batch(
 ) -> list[Hits]:
     """As `search` for many queries at once (threads share the queries); result i answers
     queries[i]. The stats of each result are those summed over the batch."""
+    from .parallel import check_workers
     from .sets.mpi import prepared
 
     _check(threshold, k)
+    check_workers(threads, "threads")
     fp = fingerprinter_for(store)
     on_bits = []
     for _, bits, error in prepared(store, queries, lambda q: query_on_bits(store, q, fp)):

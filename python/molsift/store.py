@@ -652,6 +652,10 @@ def upgrade(
     until the new one is complete."""
     import shutil
 
+    from .parallel import check_workers
+
+    check_workers(threads, "threads")
+    check_workers(workers)
     dst = os.fspath(dst)
     check_store_output(dst, overwrite)
     parent = os.path.dirname(os.path.abspath(dst))

@@ -72,10 +72,9 @@ def index_analogs(store_path, workers: int | None = None, progress=None) -> dict
     import os
 
     from .. import _core
+    from ..parallel import check_workers
 
-    threads = workers or os.cpu_count() or 1
-    if threads < 1:
-        raise ValueError(f"workers must be at least 1, not {workers}")
+    threads = check_workers(workers) or os.cpu_count() or 1
     text, _size = _core.build_analog_index(os.fspath(store_path), threads, progress=progress)
     return json.loads(text)
 
@@ -278,6 +277,9 @@ def analogs(
     `peers` and `share`: the walk divided among processes too (`LevelWalk`), this one ranking
     its share of the hits (`share_of`). ValueError for a bad query or argument, StoreError when
     the store has no analog index."""
+    from ..parallel import check_workers
+
+    check_workers(threads, "threads")
     if _shard_by_shard(store):  # a store set under MPI: each node's shards, merged
         from ..sets.store import set_analogs
 
@@ -306,6 +308,9 @@ def iter_analogs(
     distance has been searched completely (the walk goes on meanwhile). With `k`, the last
     distance is cut to make k in all. The last one is marked partial if the timeout ended the
     search (it then holds the hits found at the unfinished distance)."""
+    from ..parallel import check_workers
+
+    check_workers(threads, "threads")
     if _shard_by_shard(store):  # each shard's, merged, then cut by distance
         from ..sets.store import iter_set_analogs
 

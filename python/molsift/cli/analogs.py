@@ -94,7 +94,7 @@ def add_parser(subparsers):
         "--threads",
         type=at_least_one,
         metavar="N",
-        help="threads each distance of the walk is divided among, the same hits for any number "
+        help="threads each distance of the walk is divided among, N >= 1, the same hits for any N "
         "(default: all cores; 1 a rank under mpirun, where the ranks of a node divide it)",
     )
     p.add_argument(

@@ -104,6 +104,20 @@ def at_least_one(text: str, hint: str = "") -> int:
     return n
 
 
+def in_range(text: str, low: float, high: float, what: str) -> float:
+    """A number from the command line from `low` to `high` (whole when `low` is an int); `what`
+    says in the error what it must be."""
+    convert = int if isinstance(low, int) else float
+    try:
+        n = convert(text)
+    except ValueError:
+        kind = "a whole number" if convert is int else "a number"
+        raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
+    if not low <= n <= high:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
+    return n
+
+
 def parse_size(text: str) -> int:
     """'4096', '64K', '64KiB', '1M', '1MB' -> bytes (K/M/G without B are binary)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)

@@ -33,7 +33,7 @@ def io_help() -> str:
 
 
 def add_parser(subparsers):
-    from .common import add_format_options, add_io_log, add_verb, default_of
+    from .common import add_format_options, add_io_log, add_verb, at_least_one, default_of
 
     p = add_verb(
         subparsers,
@@ -47,9 +47,10 @@ def add_parser(subparsers):
     p.add_argument(
         "-j",
         "--threads",
-        type=int,
+        type=at_least_one,
         default=default_of(count_records, "threads"),
-        help="threads (default: all cores)",
+        metavar="N",
+        help="threads, N >= 1 (default: all cores)",
     )
     p.add_argument(
         "--io", choices=IO_METHODS, default=default_of(count_records, "io"), help=io_help()
@@ -95,7 +96,7 @@ def fast_args(words: list[str]):
                     return None
                 given = words[at]
                 if value is int:
-                    if not given.isdigit():
+                    if not given.isdigit() or int(given) < 1:  # argparse says why
                         return None
                     args[dest] = int(given)
                 elif given in value:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import HelpFormatter, add_verb, check_output
+from .common import HelpFormatter, add_verb, at_least_one, check_output
 
 EXAMPLES = (
     "molsift cube info data/water_density_16.cube",
@@ -42,7 +42,12 @@ def add_parser(subparsers):
 
     def common(q):
         q.add_argument(
-            "-j", "--workers", type=int, default=None, help="threads (default: all cores)"
+            "-j",
+            "--workers",
+            type=at_least_one,
+            default=None,
+            metavar="N",
+            help="threads, N >= 1 (default: all cores)",
         )
         q.add_argument(
             "--dtype",

@@ -1,9 +1,10 @@
 """`molsift index STORE`: (re)build the one store's substructure index (`--pattern`) or its
-analog index (`--analogs`: distinct skeletons and their molecules), or both."""
+analog index (`--analogs`: distinct skeletons and their molecules), or both. A store set is
+refused in one line: ingest writes its shards' indexes, and set.json records each shard."""
 
 from __future__ import annotations
 
-from .common import add_io_log, add_verb
+from .common import add_io_log, add_verb, at_least_one
 
 EXAMPLES = (
     "molsift index nci.store           # both indexes again (e.g. after an RDKit upgrade)",
@@ -41,8 +42,9 @@ def add_parser(subparsers):
     p.add_argument(
         "-j",
         "--workers",
-        type=int,
-        help="worker processes for --pattern, threads for --analogs (default: all cores; "
+        type=at_least_one,
+        metavar="N",
+        help="worker processes for --pattern, threads for --analogs, N >= 1 (default: all cores; "
         "under mpirun, the ranks for --pattern)",
     )
     add_io_log(p)
@@ -51,8 +53,16 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from ..outputlock import output_lock
+    from ..sets import is_set
     from ..store import open_store
 
+    if is_set(args.store):  # ingest writes every shard's indexes; set.json records each shard
+        raise ValueError(
+            f"{args.store}: a store set: its shards' indexes are written by ingest, and "
+            "`molsift index` takes one store, not a set (a shard indexed alone no longer matches "
+            "set.json); to add an index left out with --no-pattern or --no-analogs, ingest the "
+            "set again (--overwrite) without that flag"
+        )
     with output_lock(args.store, "index", wait=True):  # one writer of the store at a time
         # the one store (a version-1 store is refused), once its writer is done: an index of
         # a store that an ingest is still writing waits for it (tests/test_store_safety.py)

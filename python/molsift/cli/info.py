@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from .common import add_io_log, add_verb
 
@@ -110,6 +111,20 @@ def run(args) -> int:
         )
     else:
         print("substructure no index (molsift index STORE --pattern)")
+    if store.has_analog_index:
+        files = sum(e["bytes"] for name, e in m["files"].items() if name.startswith("analogs."))
+        try:  # the index's own header (checked against the manifest unless --no-verify)
+            with open(os.path.join(store.path, "analogs.json"), encoding="utf-8") as f:
+                skeletons = json.load(f).get("skeletons")
+        except (OSError, ValueError, AttributeError):
+            skeletons = None
+        distinct = f"{skeletons:,} distinct skeletons; " if isinstance(skeletons, int) else ""
+        print(
+            f"analogs     index present ({distinct}{files:,} bytes, {files / per:.1f} "
+            "bytes/molecule; molsift analogs)"
+        )
+    else:
+        print("analogs     no index (molsift index STORE --analogs)")
     if m["format_version"] >= 2:
         print("lookup      exact-match index present (molsift lookup)")
         print("\nbytes per molecule, by file:")

@@ -15,6 +15,7 @@ from .common import (
     add_io_log,
     add_reader_options,
     add_verb,
+    at_least_one,
     default_of,
     format_options,
     nothing_usable,
@@ -53,9 +54,10 @@ def add_parser(subparsers):
     p.add_argument(
         "-j",
         "--workers",
-        type=int,
+        type=at_least_one,
         default=default_of(ingestion.ingest, "workers"),
-        help="worker processes (default: all cores; 1 per MPI rank)",
+        metavar="N",
+        help="worker processes, N >= 1 (default: all cores; 1 per MPI rank)",
     )
     p.add_argument(
         "--radius",

@@ -15,6 +15,7 @@ from .common import (
     QUERIES_HELP,
     add_io_log,
     add_verb,
+    at_least_one,
     check_hits_output,
     query_source,
     report_skipped,
@@ -59,9 +60,10 @@ def add_parser(subparsers):
     p.add_argument(
         "-j",
         "--workers",
-        type=int,
+        type=at_least_one,
         default=None,
-        help="processes canonicalizing the queries (default: all cores)",
+        metavar="N",
+        help="processes canonicalizing the queries, N >= 1 (default: all cores)",
     )
     p.add_argument("-o", "--output", help="write the rows here instead of stdout")
     add_io_log(p)

@@ -12,6 +12,7 @@ from .common import (
     add_io_log,
     add_reader_options,
     add_verb,
+    at_least_one,
     check_output,
     default_of,
     format_options,
@@ -65,10 +66,11 @@ def add_run_options(p) -> None:
     p.add_argument(
         "-j",
         "--workers",
-        type=int,
+        type=at_least_one,
         default=default_of(library, "workers"),
-        help="worker processes (default: all cores); under mpirun, worker processes per rank "
-        "(default: 1, the rank itself works)",
+        metavar="N",
+        help="worker processes, N >= 1 (default: all cores); under mpirun, worker processes per "
+        "rank (default: 1, the rank itself works)",
     )
     p.add_argument(
         "--writers",

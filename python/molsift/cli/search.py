@@ -3,7 +3,6 @@ hits to stdout (TSV), a TSV file or a Parquet file."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -15,6 +14,7 @@ from .common import (
     at_least_one,
     check_hits_output,
     default_of,
+    in_range,
     report_skipped,
     start_chemistry,
 )
@@ -36,13 +36,7 @@ def k_nearest(text: str) -> int:
 
 def tanimoto_threshold(text: str) -> float:
     """-t: a Tanimoto score, 0 to 1."""
-    try:
-        t = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= t <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (a Tanimoto score), got {text}")
-    return t
+    return in_range(text, 0.0, 1.0, "between 0 and 1 (a Tanimoto score)")
 
 
 def add_parser(subparsers):
@@ -72,9 +66,10 @@ def add_parser(subparsers):
     p.add_argument(
         "-j",
         "--threads",
-        type=int,
+        type=at_least_one,
         default=default_of(search.search_batch, "threads"),
-        help="threads (default %(default)s)",
+        metavar="N",
+        help="threads, N >= 1 (default %(default)s)",
     )
     p.add_argument(
         "-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout"

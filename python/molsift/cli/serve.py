@@ -2,15 +2,17 @@
 an HTTP service (python/molsift/serve). Loopback unless told otherwise; stores are named here,
 never by a request. The service's limits (searches and depictions at once, time limits, body
 and header sizes, connection timeouts: docs/serve.md, "Limits") are options here, each defaulting
-to `serve.limits.Limits`."""
+to `serve.limits.Limits`. The port (0 to 65535; 0: a free one) is bound here, before uvicorn
+runs, so that the banner names the port listened on and a port in use is one line, exit 2."""
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import socket
 import sys
 
-from .common import add_verb, at_least_one, default_of
+from .common import add_verb, at_least_one, default_of, in_range
 
 EXAMPLES = (
     "molsift serve nci.store   # http://127.0.0.1:8080/api/v1/databases",
@@ -45,7 +47,9 @@ def add_parser(subparsers):
         help="a store under a name of your choice (repeatable)",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
-    p.add_argument("--port", type=int, default=8080, help="port (default %(default)s)")
+    p.add_argument(
+        "--port", type=port, default=8080, help="port, 0 for a free one (default %(default)s)"
+    )
     p.add_argument(
         "--max-concurrent",
         type=at_least_one,
@@ -147,6 +151,35 @@ def seconds(text: str) -> float:
     return value
 
 
+def port(text: str) -> int:
+    """A TCP port from the command line: 0 (a free one) to 65535."""
+    return int(in_range(text, 0, 65535, "a port from 0 to 65535 (0: a free one)"))
+
+
+def listen(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets on every address of `host` (as uvicorn's own would be: `localhost` is
+    127.0.0.1 and ::1), all on `port`; port 0: the free port the first is given. OSError when
+    one cannot be bound (nothing is left open)."""
+    socks: list[socket.socket] = []
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, addr in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            socks.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(socks) > 1:
+                addr = (addr[0], socks[0].getsockname()[1], *addr[2:])
+            sock.bind(addr)
+            sock.listen(2048)  # uvicorn's backlog: a client of the banner's URL waits, not refused
+    except OSError:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -178,6 +211,7 @@ def run(args) -> int:
 
     from ..serve import create_app
     from ..serve.limits import Limits
+    from ..serve.queries import types
     from ..serve.server import config as server_config
 
     try:
@@ -226,21 +260,35 @@ def run(args) -> int:
             "reach this machine can search these stores",
             file=sys.stderr,
         )
-    log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None  # noqa: SIM115
+    sockets: list[socket.socket] = []
+    log = None
     try:
-        app = create_app(catalog, limits, log)
-        for db in catalog:
+        try:  # before the app starts its worker processes: a port in use is one line, exit 2
+            sockets = listen(args.host, args.port)
+        except OSError as exc:
             print(
-                f"molsift serve: {db.name}: {db.path} ({db.molecules:,} molecules, "
-                f"{', '.join(db.types)})",
+                f"molsift serve: cannot listen on {args.host} port {args.port}: "
+                f"{exc.strerror or exc}",
                 file=sys.stderr,
             )
+            return 2
+        bound = sockets[0].getsockname()[1]
+        log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None  # noqa: SIM115
+        app = create_app(catalog, limits, log)
+        for db in catalog:
+            # the types /api/v1/databases lists (analogs too, where the store has their index)
+            print(
+                f"molsift serve: {db.name}: {db.path} ({db.molecules:,} molecules, "
+                f"{', '.join(types(db))})",
+                file=sys.stderr,
+            )
+        host = f"[{args.host}]" if ":" in args.host else args.host
         print(
-            f"molsift serve: http://{args.host}:{args.port}/api/v1/databases (docs: /docs)",
+            f"molsift serve: http://{host}:{bound}/api/v1/databases (docs: /docs)",
             file=sys.stderr,
         )
         config = server_config(
-            app, host=args.host, port=args.port, log_level="warning", access_log=False
+            app, host=args.host, port=bound, log_level="warning", access_log=False
         )
         if fanout is not None:
             print(
@@ -248,8 +296,10 @@ def run(args) -> int:
                 f"MPI ranks (this one answers HTTP), {fanout.lanes} searches at once",
                 file=sys.stderr,
             )
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=sockets)
     finally:
+        for sock in sockets:  # closed by uvicorn when it ran; here too when it did not
+            sock.close()
         if fanout is not None:
             fanout.stop()
         catalog.close()

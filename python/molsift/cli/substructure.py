@@ -69,7 +69,8 @@ def add_parser(subparsers):
         "-j",
         "--workers",
         type=at_least_one,
-        help="threads (graph matcher) or worker processes (RDKit) for the exact match "
+        metavar="N",
+        help="threads (graph matcher) or worker processes (RDKit) for the exact match, N >= 1 "
         "(default: all cores; few survivors are matched in this process)",
     )
     p.add_argument(

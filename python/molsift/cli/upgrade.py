@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from .common import add_io_log, add_verb
+from .common import add_io_log, add_verb, at_least_one
 
 EXAMPLES = (
     "molsift upgrade old.store -o new.store   # a version-1 store (ingest writes version 2)",
@@ -33,8 +33,9 @@ def add_parser(subparsers):
     p.add_argument(
         "-j",
         "--threads",
-        type=int,
-        help="compression threads and index workers (default: all cores)",
+        type=at_least_one,
+        metavar="N",
+        help="compression threads and index workers, N >= 1 (default: all cores)",
     )
     p.add_argument(
         "--no-indexes",

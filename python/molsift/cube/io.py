@@ -17,12 +17,10 @@ LAYOUTS = ("cp2k", "gaussian")
 
 
 def _workers(workers: int | None) -> int:
-    if workers is None:
-        from ..parallel import default_workers
+    from ..parallel import check_workers, default_workers
 
+    if check_workers(workers) is None:
         return default_workers()
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, not {workers}")
     return int(workers)
 
 

@@ -52,9 +52,9 @@ def count_records(
 
     Plain files are counted by `threads` threads in parallel slabs, read as `io` says
     (docs/reading.md); gzip and zstd by one streaming decoder."""
-    if threads is None:
-        from ..parallel import default_workers
+    from ..parallel import check_workers, default_workers
 
+    if check_workers(threads, "threads") is None:
         threads = default_workers()
     path, fmt, header = probe(path, format, header)
     start = time.perf_counter()

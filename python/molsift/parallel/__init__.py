@@ -36,8 +36,18 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def check_workers(n: int | None, name: str = "workers") -> int | None:
+    """`n` threads or worker processes as a caller gave them: None (the default, all cores) as
+    it is, else a whole number at least 1, or ValueError naming `name` (the Rust core would
+    raise OverflowError for a negative one, and take 0 silently)."""
+    if n is not None and n < 1:
+        raise ValueError(f"{name} must be at least 1, got {n}")
+    return n
+
+
 def choose_executor(workers: int | None = None, use_mpi: bool | None = None):
     """MPI ranks when launched under MPI (or `use_mpi=True`), else `workers` local processes."""
+    check_workers(workers)
     if use_mpi is None:
         use_mpi = launched_under_mpi()
     if use_mpi:
@@ -52,4 +62,10 @@ def choose_executor(workers: int | None = None, use_mpi: bool | None = None):
     return PoolExecutor(workers)
 
 
-__all__ = ["SerialExecutor", "choose_executor", "default_workers", "launched_under_mpi"]
+__all__ = [
+    "SerialExecutor",
+    "check_workers",
+    "choose_executor",
+    "default_workers",
+    "launched_under_mpi",
+]

@@ -42,7 +42,13 @@ class SimilarityScorer(Scorer):
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SimilarityScorer:
+        from ..chem import to_mol
+
         refs = [(f"ref{i + 1}", s) for i, s in enumerate(args.ref or [])]
+        for rid, smi in refs:  # checked here, as --refs records are: not in a worker mid-run
+            mol, why = to_mol(smi)
+            if mol is None:
+                raise ValueError(f"--ref {smi!r}: reference {rid!r}: {why}")
         if args.refs:
             refs += read_refs(args.refs)
         if not refs:

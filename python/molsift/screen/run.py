@@ -23,7 +23,7 @@ from ..iostats import (
     write_file,
     write_log,
 )
-from ..parallel import default_workers, launched_under_mpi
+from ..parallel import check_workers, default_workers, launched_under_mpi
 from ..parallel.mpi import MPIExecutor
 from ..progress import Progress
 from .digest import first_changed_block, input_digests
@@ -220,6 +220,7 @@ def screen(
     molecule, rejects in `output.rejects.tsv`). Returns the run report on the root, None on the
     other MPI ranks. With `resume`, finishes a run that was killed."""
     start = time.time()
+    check_workers(workers)
     output = os.path.abspath(output)
     files = RunFiles(output, os.path.abspath(run_dir or output + ".run"))
     mpi = launched_under_mpi() if use_mpi is None else use_mpi

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _core
 from ..cancel import check, kernel_flag
-from ..parallel import default_workers
+from ..parallel import check_workers, default_workers
 from .engine import ordered
 from .matcher import match
 from .query import Query, parse_query
@@ -98,6 +98,7 @@ def iter_hit_arrays(
     first arrive before the search ends); at most `max_hits` in all. `cancel`: a flag
     (`molsift.cancel.new_flag()`) that stops the search with `Cancelled` once set. A store set
     is searched shard by shard (`sets.store.iter_set_hit_arrays`)."""
+    check_workers(workers)
     if hasattr(store, "shards"):
         from ..sets.store import iter_set_hit_arrays
 
