@@ -95,7 +95,6 @@ def _run(argv: list[str] | None) -> int:
     import time
 
     from .._core import MolsiftError
-    from ..parallel.mpi import MPIUnavailable
 
     words = sys.argv[1:] if argv is None else argv
     args = None
@@ -139,9 +138,6 @@ def _run(argv: list[str] | None) -> int:
         if args.io_log and not _under_mpi():  # ranks may not all get here: no gather
             _write_io_log(args, start, EXIT_ERROR)
         return EXIT_ERROR
-    except MPIUnavailable as exc:  # every rank says it; none can abort the others
-        print(f"molsift: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         print("molsift: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -159,7 +155,12 @@ def _run(argv: list[str] | None) -> int:
         print(f"molsift: error: {where}{exc.strerror or exc}", file=sys.stderr)
         _abort_other_ranks()
         return EXIT_ERROR
-    except Exception:
+    except Exception as exc:
+        from ..parallel.mpi import MPIUnavailable  # here: `count` imports no more than it needs
+
+        if isinstance(exc, MPIUnavailable):  # every rank says it; none can abort the others
+            print(f"molsift: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
         _abort_other_ranks()
         raise
 
