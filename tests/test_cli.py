@@ -693,3 +693,43 @@ def test_messages_say_what_the_path_is(tmp_path, bundled_smi):
         assert "--resume" not in r.stderr
     r = molsift("report", tmp_path / "nope.run", check=False)
     assert r.returncode == 2 and "nope.run: no such directory" in r.stderr, r.stderr
+
+
+def test_index_of_a_sets_shard_is_refused_as_the_set_is(tmp_path, bundled_smi):
+    """A shard indexed alone would no longer match its set's set.json: refused in one line
+    before anything is written, as the set itself is."""
+    import molsift as package
+
+    root = tmp_path / "s.set"
+    package.ingest(bundled_smi, root, workers=1, shards=2, progress=False)
+    shard = next(p for p in sorted(root.iterdir()) if p.is_dir())
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in shard.iterdir())
+    proc = molsift("index", shard, "--analogs", "-j", "1", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert f"a shard of the store set {root}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in shard.iterdir()) == before
+    assert package.open_store(root) is not None  # the set still opens
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["info", "{store}", "-n", "-1"], "argument -n/--head: must be a number of molecules"),
+        (["screen", "{smi}", "--scorer", "filter", "-o", "{tmp}/p.csv", "--writers", "0"],
+         "argument --writers: must be at least 1"),
+        (["screen", "{smi}", "--scorer", "similarity", "--ref", "", "-o", "{tmp}/p.csv"],
+         "--ref '': reference 'ref1': an empty SMILES"),
+    ],
+    ids=["info-head", "screen-writers", "screen-empty-ref"],
+)  # fmt: skip
+def test_more_bad_values_are_one_line(tmp_path, bundled_smi, argv, said):
+    import molsift as package
+
+    store = tmp_path / "one.store"
+    package.ingest(bundled_smi, store, workers=1, progress=False)
+    words = [w.format(store=store, smi=bundled_smi, tmp=tmp_path) for w in argv]
+    proc = molsift(*words, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "p.csv").exists() and not (tmp_path / "p.csv.partial").exists()

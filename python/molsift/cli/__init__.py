@@ -159,7 +159,8 @@ def _run(argv: list[str] | None) -> int:
         from ..parallel.mpi import MPIUnavailable  # here: `count` imports no more than it needs
 
         if isinstance(exc, MPIUnavailable):  # every rank says it; none can abort the others
-            print(f"molsift: error: {exc}", file=sys.stderr)
+            sys.stderr.write(f"molsift: error: {exc}\n")  # one write: ranks' lines stay whole
+            sys.stderr.flush()
             return EXIT_ERROR
         _abort_other_ranks()
         raise

@@ -52,6 +52,8 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
+    import os
+
     from ..outputlock import output_lock
     from ..sets import is_set
     from ..store import open_store
@@ -62,6 +64,13 @@ def run(args) -> int:
             "`molsift index` takes one store, not a set (a shard indexed alone no longer matches "
             "set.json); to add an index left out with --no-pattern or --no-analogs, ingest the "
             "set again (--overwrite) without that flag"
+        )
+    parent = os.path.dirname(os.path.abspath(args.store))
+    if is_set(parent):  # a shard: indexed alone, set.json would refuse it ever after
+        raise ValueError(
+            f"{args.store}: a shard of the store set {parent}: indexed alone it would no longer "
+            "match the set's set.json (the set would refuse it); ingest the set again "
+            "(--overwrite) without --no-pattern or --no-analogs"
         )
     with output_lock(args.store, "index", wait=True):  # one writer of the store at a time
         # the one store (a version-1 store is refused), once its writer is done: an index of
@@ -90,8 +99,6 @@ def _analogs(args, molecules: int) -> int:
     from ..progress import Progress, counter
 
     threads = args.workers or os.cpu_count() or 1
-    if threads < 1:
-        raise ValueError(f"-j must be at least 1, not {threads}")
     with Progress("skeletons", total=molecules) as bar:
         header = index_analogs(args.store, threads, progress=counter(bar))
     size = sum(f["bytes"] for f in header["files"].values())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from .common import add_io_log, add_verb
+from .common import add_io_log, add_verb, in_range
 
 EXAMPLES = (
     "molsift info nci.store",
@@ -24,7 +24,11 @@ def add_parser(subparsers):
     )
     p.add_argument("store")
     p.add_argument(
-        "-n", "--head", type=int, default=5, help="molecules to show (default %(default)s)"
+        "-n",
+        "--head",
+        type=lambda text: int(in_range(text, 0, 1 << 62, "a number of molecules, 0 or more")),
+        default=5,
+        help="molecules to show (default %(default)s)",
     )
     p.add_argument(
         "--no-verify", action="store_true", help="skip the checksums (sizes still checked)"

@@ -74,7 +74,7 @@ def add_run_options(p) -> None:
     )
     p.add_argument(
         "--writers",
-        type=int,
+        type=at_least_one,
         default=default_of(library, "writers"),
         metavar="P",
         help="writer groups (default %(default)s)",

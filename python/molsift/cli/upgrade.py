@@ -60,8 +60,6 @@ def run(args) -> int:
     start = time.perf_counter()
     with output_lock(args.output, "upgrade"):  # a second run onto -o is refused, not broken
         threads = args.threads or os.cpu_count() or 1
-        if threads < 1:
-            raise ValueError(f"-j must be at least 1, not {threads}")
         new = upgrade(
             args.store,
             args.output,

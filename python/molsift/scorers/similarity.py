@@ -46,7 +46,7 @@ class SimilarityScorer(Scorer):
 
         refs = [(f"ref{i + 1}", s) for i, s in enumerate(args.ref or [])]
         for rid, smi in refs:  # checked here, as --refs records are: not in a worker mid-run
-            mol, why = to_mol(smi)
+            mol, why = to_mol(smi) if smi.strip() else (None, "an empty SMILES")
             if mol is None:
                 raise ValueError(f"--ref {smi!r}: reference {rid!r}: {why}")
         if args.refs:
