@@ -244,6 +244,18 @@ def test_unparsable_ref_is_refused_up_front_as_a_bad_refs_record_is(library, tmp
     assert list(tmp_path.iterdir()) == [refs]  # no output, .partial or run directory
 
 
+def test_the_apis_similarity_scorer_reads_its_references_when_made():
+    """`SimilarityScorer` given to the Python API's `screen`: an unreadable or empty reference
+    is a ValueError when the scorer is made, not a worker's failure mid-run."""
+    from molsift.scorers.similarity import SimilarityScorer
+
+    assert SimilarityScorer([("a", "CCO")]).refs == [("a", "CCO")]
+    for smi, why in (("xx", "could not parse"), ("", "an empty SMILES")):
+        with pytest.raises(ValueError, match=why) as e:
+            SimilarityScorer([("a", "CCO"), ("b", smi)])
+        assert str(e.value).startswith(f"reference 'b' ({smi!r}): ")
+
+
 def state_gen(out: Path) -> int:
     """The generation of a run's committed state (-1 before there is one)."""
     try:

@@ -12,12 +12,30 @@ from ..spec import FingerprintSpec
 from .base import Scorer
 
 
+def _unreadable(smi: str) -> str | None:
+    """Why RDKit cannot read a reference SMILES (None when it can); an empty one, which RDKit
+    reads as a molecule of no atoms (every score 0), is not read either."""
+    from ..chem import to_mol
+
+    if not smi.strip():
+        return "an empty SMILES"
+    mol, why = to_mol(smi)
+    return None if mol is not None else why
+
+
 @dataclass
 class SimilarityScorer(Scorer):
     refs: list[tuple[str, str]]  # (id, SMILES)
     spec: FingerprintSpec = field(default_factory=FingerprintSpec)
     name = "similarity"
     columns = ("max_tanimoto", "nearest_ref")
+
+    def __post_init__(self) -> None:
+        # each reference read before any run (the API's too), not in a worker mid-run
+        for rid, smi in self.refs:
+            why = _unreadable(smi)
+            if why is not None:
+                raise ValueError(f"reference {rid!r} ({smi!r}): {why}")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -42,12 +60,10 @@ class SimilarityScorer(Scorer):
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SimilarityScorer:
-        from ..chem import to_mol
-
         refs = [(f"ref{i + 1}", s) for i, s in enumerate(args.ref or [])]
         for rid, smi in refs:  # checked here, as --refs records are: not in a worker mid-run
-            mol, why = to_mol(smi) if smi.strip() else (None, "an empty SMILES")
-            if mol is None:
+            why = _unreadable(smi)
+            if why is not None:
                 raise ValueError(f"--ref {smi!r}: reference {rid!r}: {why}")
         if args.refs:
             refs += read_refs(args.refs)
