@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import csv
 import subprocess
-import sys
 
 import pytest
+from conftest import molsift_cmd, molsift_run
 
 import molsift
 
@@ -26,11 +26,6 @@ def odd_store(tmp_path_factory):
     return root / "odd.store"
 
 
-def run(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "molsift", *map(str, args)],
-                          capture_output=True, text=True)  # fmt: skip
-
-
 @pytest.mark.parametrize(
     "verb",
     [
@@ -44,7 +39,7 @@ def run(*args) -> subprocess.CompletedProcess:
 def test_ids_with_tabs_and_quotes_keep_every_row_whole(odd_store, verb):
     store = molsift.open_store(odd_store)
     assert sorted(store.ids) == sorted(ODD_IDS)  # the store keeps them as given
-    proc = run(verb[0], odd_store, *verb[1:])
+    proc = molsift_run(verb[0], odd_store, *verb[1:])
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.reader(proc.stdout.splitlines(), delimiter="\t"))
     header, body = rows[0], rows[1:]
@@ -71,7 +66,7 @@ def test_an_empty_similarity_query_is_refused(odd_store):
     for empty in ("", "   "):
         with pytest.raises(ValueError, match="empty query"):
             store.search(empty, k=3)
-    proc = run("search", odd_store, "-q", "", "-k", "3")
+    proc = molsift_run("search", odd_store, "-q", "", "-k", "3")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == "molsift: error: empty query: give a SMILES"
     assert proc.stdout == ""
@@ -83,7 +78,7 @@ def test_an_empty_lookup_is_invalid_not_absent(odd_store):
     store = molsift.open_store(odd_store)
     with pytest.raises(QueryError):
         store.lookup("")
-    proc = run("lookup", odd_store, "-q", "", "-q", "CCO")
+    proc = molsift_run("lookup", odd_store, "-q", "", "-q", "CCO")
     rows = list(csv.reader(proc.stdout.splitlines(), delimiter="\t"))
     assert [r[1] for r in rows[1:]] == ["invalid", "yes"]
     assert "1 unparsable" in proc.stderr
@@ -92,7 +87,7 @@ def test_an_empty_lookup_is_invalid_not_absent(odd_store):
 @pytest.mark.parametrize("timeout", ["0", "-1", "nan"])
 def test_a_bad_analogs_timeout_is_refused_before_any_output(odd_store, tmp_path, timeout):
     out = tmp_path / "hits.tsv"
-    proc = run("analogs", odd_store, "-q", "CCO", "--timeout", timeout, "-o", out)
+    proc = molsift_run("analogs", odd_store, "-q", "CCO", "--timeout", timeout, "-o", out)
     assert proc.returncode == 2
     assert "--timeout must be a positive number of seconds" in proc.stderr
     assert not out.exists() and proc.stdout == ""  # no header-only file left behind
@@ -113,7 +108,7 @@ def test_inputs_that_are_not_files_are_named_for_what_they_are(odd_store, tmp_pa
                         ("/dev/stdin", "not a regular file")):  # fmt: skip
         argv = [w.format(tmp=tmp_path, store=odd_store) for w in words]
         argv = [*argv, given] if words[0] == "lookup" else [argv[0], given, *argv[1:]]
-        proc = subprocess.run([sys.executable, "-m", "molsift", *map(str, argv)], input="",
+        proc = subprocess.run([*molsift_cmd(), *map(str, argv)], input="",
                               capture_output=True, text=True)  # fmt: skip
         assert proc.returncode == 2, (argv, proc.stderr)
         assert said in proc.stderr and "Traceback" not in proc.stderr, (argv, proc.stderr)
@@ -121,7 +116,7 @@ def test_inputs_that_are_not_files_are_named_for_what_they_are(odd_store, tmp_pa
 
 def test_an_io_log_that_cannot_be_written_is_refused_before_any_work(odd_store, tmp_path):
     """`--io-log` naming a directory: one line naming it, exit 2, no results printed first."""
-    proc = run("--io-log", tmp_path, "search", odd_store, "-q", "CCO", "-k", "1")
+    proc = molsift_run("--io-log", tmp_path, "search", odd_store, "-q", "CCO", "-k", "1")
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert (
@@ -139,12 +134,12 @@ def test_an_output_named_for_another_format_is_refused_before_any_work(odd_store
     bad = ["hits.csv", "hits.json"] + (["hits.parquet"] if verb == "lookup" else [])
     for name in bad:
         out = tmp_path / name
-        proc = run(verb, odd_store, *query, "-o", out)
+        proc = molsift_run(verb, odd_store, *query, "-o", out)
         assert proc.returncode == 2, proc.stderr
         assert f"molsift {verb} writes tab-separated text" in proc.stderr
         assert not out.exists()
     for name in ("hits.tsv", "hits"):
-        proc = run(verb, odd_store, *query, "-o", tmp_path / name)
+        proc = molsift_run(verb, odd_store, *query, "-o", tmp_path / name)
         assert proc.returncode == 0, proc.stderr
         assert (tmp_path / name).read_text().split("\t")[0] == "query" + (
             "_id" if verb == "search" else ""

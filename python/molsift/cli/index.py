@@ -58,19 +58,17 @@ def run(args) -> int:
     from ..sets import is_set
     from ..store import open_store
 
-    if is_set(args.store):  # ingest writes every shard's indexes; set.json records each shard
-        raise ValueError(
-            f"{args.store}: a store set: its shards' indexes are written by ingest, and "
-            "`molsift index` takes one store, not a set (a shard indexed alone no longer matches "
-            "set.json); to add an index left out with --no-pattern or --no-analogs, ingest the "
-            "set again (--overwrite) without that flag"
-        )
+    # a set, or a shard of one: ingest writes every shard's indexes and set.json records each
+    # shard, so a shard indexed alone would no longer match it (the set would refuse it)
     parent = os.path.dirname(os.path.abspath(args.store))
-    if is_set(parent):  # a shard: indexed alone, set.json would refuse it ever after
+    whole = is_set(args.store)
+    what = "a store set" if whole else f"a shard of the store set {parent}"
+    if whole or is_set(parent):
         raise ValueError(
-            f"{args.store}: a shard of the store set {parent}: indexed alone it would no longer "
-            "match the set's set.json (the set would refuse it); ingest the set again "
-            "(--overwrite) without --no-pattern or --no-analogs"
+            f"{args.store}: {what}: its indexes are written by ingest, and `molsift index` takes "
+            "one store (a shard indexed alone no longer matches set.json); to add an index left "
+            "out with --no-pattern or --no-analogs, ingest the set again (--overwrite) without "
+            "that flag"
         )
     with output_lock(args.store, "index", wait=True):  # one writer of the store at a time
         # the one store (a version-1 store is refused), once its writer is done: an index of

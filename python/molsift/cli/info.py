@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 from .common import add_io_log, add_verb, in_range
 
@@ -117,12 +116,12 @@ def run(args) -> int:
         print("substructure no index (molsift index STORE --pattern)")
     if store.has_analog_index:
         files = sum(e["bytes"] for name, e in m["files"].items() if name.startswith("analogs."))
-        try:  # the index's own header (checked against the manifest unless --no-verify)
-            with open(os.path.join(store.path, "analogs.json"), encoding="utf-8") as f:
-                skeletons = json.load(f).get("skeletons")
-        except (OSError, ValueError, AttributeError):
-            skeletons = None
-        distinct = f"{skeletons:,} distinct skeletons; " if isinstance(skeletons, int) else ""
+        from ..analogs.search import _index
+
+        try:  # the index as a search opens it; its count left out when it cannot be opened
+            distinct = f"{len(_index(store)):,} distinct skeletons; "
+        except _core.MolsiftError:
+            distinct = ""
         print(
             f"analogs     index present ({distinct}{files:,} bytes, {files / per:.1f} "
             "bytes/molecule; molsift analogs)"
