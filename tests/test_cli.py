@@ -733,3 +733,26 @@ def test_more_bad_values_are_one_line(tmp_path, bundled_smi, argv, said):
     assert proc.returncode == 2, proc.stderr
     assert said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert not (tmp_path / "p.csv").exists() and not (tmp_path / "p.csv.partial").exists()
+
+
+def test_count_says_when_the_system_starts_no_more_threads(monkeypatch, capsys, bundled_smi):
+    """`molsift count FILE -j 100000` was the core's panic ("failed to spawn thread: Os { code:
+    11, kind: WouldBlock ... }") with a Python traceback and exit status 1."""
+    import molsift.cli.count as count
+    from molsift import cli
+
+    class PanicException(BaseException):  # pyo3's, as the Rust core raises it
+        pass
+
+    def refuse(*args, **kwargs):
+        raise PanicException(
+            'failed to spawn thread: Os { code: 11, kind: WouldBlock, message: "Resource '
+            'temporarily unavailable" }'
+        )
+
+    monkeypatch.setattr(count, "count_records", refuse)
+    assert cli.main(["count", str(bundled_smi), "-j", "100000"]) == 2
+    assert capsys.readouterr().err == (
+        "molsift: error: cannot start 100000 threads (resource temporarily unavailable): "
+        "give fewer with -j\n"
+    )

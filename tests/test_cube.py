@@ -484,3 +484,67 @@ def test_convert_sweeps_the_temporaries_of_killed_converts(tmp_path):
     names = {p.name for p in tmp_path.iterdir()}
     assert names == {"d.npy", "d.npy.json", *kept}, names
     assert np.array_equal(np.load(tmp_path / "d.npy"), read_cube(src).values)
+
+
+# ---- a demanding user's wrong files ----
+def test_missing_file_or_a_directory_is_said_in_words(tmp_path):
+    """`cube info MISSING` said "No such file or directory (os error 2)", `cube info DIR` "No
+    such device (os error 19)", `cube stats DIR` "unknown suffix ''", `cube stats MISSING.npy`
+    that its .json header was missing."""
+    for action, path, why in (
+        ("info", tmp_path / "none.cube", "no such file"),
+        ("info", tmp_path, "is a directory, not a file"),
+        ("stats", tmp_path, "is a directory, not a file"),
+        ("stats", tmp_path / "none.npy", "no such file"),
+        ("stats", tmp_path / "none.h5", "no such file"),
+    ):
+        p = molsift_cli("cube", action, str(path))
+        assert p.returncode == 2, p.stderr
+        assert p.stderr == f"molsift: error: {path}: {why}\n", p.stderr
+
+
+def test_damaged_npy_and_hdf5_files_are_named(tmp_path):
+    """A .npy that is not one said numpy's "This file contains pickled (object) data ...", its
+    .json header not JSON json's message, an HDF5 file not one h5py's "Unable to synchronously
+    open file (file signature not found)": none named the file. A header lacking a field was
+    a KeyError's traceback."""
+    cube = read_cube(DATA / "water_density_20.cube")
+    good = tmp_path / "good.npy"
+    to_npy(cube, good)
+    junk = b"\x00\x01 not numpy nor json nor hdf5 \xff" * 20
+    npy = tmp_path / "junk.npy"
+    npy.write_bytes(junk)
+    side = tmp_path / "junk.npy.json"
+    side.write_bytes(junk)
+    with pytest.raises(ValueError, match=rf"^{side}: not a molsift cube header \(not JSON: "):
+        read_npy(npy)
+    side.write_text((tmp_path / "good.npy.json").read_text())
+    with pytest.raises(ValueError, match=rf"^{npy}: not a \.npy file"):
+        read_npy(npy)
+    side.write_text('{"format": "molsift-cube-header", "nval": 1}')
+    npy.write_bytes(good.read_bytes())
+    with pytest.raises(ValueError, match=rf"^{side}: not a molsift cube header: no field "):
+        read_npy(npy)
+    pytest.importorskip("h5py")
+    h5 = tmp_path / "junk.h5"
+    h5.write_bytes(junk)
+    with pytest.raises(ValueError, match=rf"^{h5}: not an HDF5 file h5py can read "):
+        read_hdf5(h5)
+    p = molsift_cli("cube", "stats", str(h5))
+    assert p.returncode == 2 and p.stderr.startswith(f"molsift: error: {h5}: "), p.stderr
+
+
+def test_slice_names_a_picture_format_it_cannot_draw_and_writes_by_renaming(tmp_path):
+    """`-o s.txt` was matplotlib's "Format 'txt' is not supported ..." naming no file, said after
+    the cube was read; the picture was written in place (a kill left half a PNG). The info of a
+    one-value cube said "1 value(s)"."""
+    src = DATA / "water_density_20.cube"
+    p = molsift_cli("cube", "slice", str(src), "-o", str(tmp_path / "s.txt"))
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith(f"molsift: error: {tmp_path / 's.txt'}: cannot draw a .txt ")
+    p = molsift_cli("cube", "slice", str(src), "-o", str(tmp_path / "s.svg"))
+    assert p.returncode == 0, p.stderr
+    assert b"<svg" in (tmp_path / "s.svg").read_bytes()[:400]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.svg"]  # no temporary left
+    p = molsift_cli("cube", "info", str(src))
+    assert "20x20x20 points x 1 value = 8,000 values" in p.stdout, p.stdout

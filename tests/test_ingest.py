@@ -7,6 +7,7 @@ per-record checks go through `by_input` below."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import molsift_run
 from golden import digest
 from rdkit import Chem
 from rdkit.Chem import rdFingerprintGenerator
@@ -214,6 +216,43 @@ def test_parts_merge_as_sorted_runs_with_dedupe_across_parts(tmp_path, bundled_s
         assert (out / "duplicates.tsv").exists()
     assert seen[1] == seen[3]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left behind
+
+
+def test_reported_store_bytes_are_the_whole_store_as_info_counts_them(tmp_path, bundled_smi):
+    """`molsift ingest --json` reported as `store_bytes` the store less its substructure and
+    analog indexes (files of the same store directory): it is the whole store, every file its
+    manifest lists (every file but the manifest), the figure `molsift info` gives in JSON and
+    the summary in text; `pattern_bytes` and `analog_bytes` are the indexes' parts of it."""
+    lines = Path(bundled_smi).read_bytes().splitlines(keepends=True)
+    head = tmp_path / "head.smi"
+    head.write_bytes(b"".join(lines[:300]))
+    out = tmp_path / "h.store"
+    done = molsift_run("ingest", head, "-o", out, "-j", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    on_disk = sum(p.stat().st_size for p in out.iterdir() if p.name != "manifest.json")
+    info = molsift_run("info", out, "--json")
+    assert info.returncode == 0, info.stderr
+    assert report["store_bytes"] == on_disk == json.loads(info.stdout)["sizes"]["bytes"]
+    for key, glob in (("pattern_bytes", "pattern.*"), ("analog_bytes", "analogs.*")):
+        assert report[key] == sum(p.stat().st_size for p in out.glob(glob)) > 0, key
+    text = molsift_run("ingest", head, "-o", out, "-j", "1", "--overwrite")
+    assert text.returncode == 0, text.stderr
+    assert f"store {out}: {on_disk:,} bytes," in text.stdout, text.stdout
+
+
+def test_summary_says_one_in_the_singular():
+    """The summary said `1 worker(s)`, `1 task(s)` and `1 calls`."""
+    report = molsift.IngestReport(
+        store="s.store", records_in=1, molecules=1, rejected=0, duplicates=0, dropped=0,
+        seconds=0.5, workers=1, executor="serial", tasks=1, bytes_in=12, bytes_read=12,
+        read_calls=1, store_bytes=1000,
+    )  # fmt: skip
+    text = report.summary()
+    assert "on 1 worker (serial" in text and ", 1 task\n" in text and " in 1 call:" in text
+    assert "(s)" not in text
+    many = dataclasses.replace(report, workers=4, tasks=9, read_calls=1234).summary()
+    assert "on 4 workers (" in many and ", 9 tasks\n" in many and " in 1,234 calls:" in many
 
 
 def test_fingerprint_size_and_radius_are_configurable(tmp_path, bundled_smi):

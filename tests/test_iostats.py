@@ -288,7 +288,7 @@ def test_screen_run_dir_gets_its_io_log(tmp_path, small_smi):
     assert len(load_log(str(extra)).processes) == 3
     assert load_log(str(extra)).job["molsift"]["writer_groups"] == groups
     text = molsift("report", str(run_dir)).stdout
-    assert "I/O of 3 process(es)" in text and (run_dir / "report.png").stat().st_size > 0
+    assert "I/O of 3 processes" in text and (run_dir / "report.png").stat().st_size > 0
 
 
 def test_insights_on_molsifts_own_ingest_log_has_no_redundant_opens(tmp_path):

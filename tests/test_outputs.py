@@ -1,11 +1,12 @@
 """The query verbs' hit tables as a reader meets them: every row of the tab-separated output
 has the header's fields when an id holds a tab or a quote (the field is quoted, as Python's
 csv module reads it back: `molsift.tsv`), and an empty query is refused or answered `invalid`,
-never searched as a molecule of no atoms."""
+never searched as a molecule of no atoms; `molsift info` says a count of one in the singular."""
 
 from __future__ import annotations
 
 import csv
+import re
 import subprocess
 
 import pytest
@@ -144,3 +145,39 @@ def test_an_output_named_for_another_format_is_refused_before_any_work(odd_store
         assert (tmp_path / name).read_text().split("\t")[0] == "query" + (
             "_id" if verb == "search" else ""
         )
+
+
+def test_info_says_one_in_the_singular(tmp_path):
+    """`molsift info` on a store and a set of one molecule said `first 1 molecules`,
+    `1 distinct skeletons` and `1 shards`."""
+    smi = tmp_path / "one.smi"
+    smi.write_text("CCO ethanol\n")
+    for out, extra in ((tmp_path / "one.store", []), (tmp_path / "one.set", ["--shards", "1"])):
+        done = molsift_run("ingest", smi, "-o", out, "-j", "1", "-q", *extra)
+        assert done.returncode == 0, done.stderr
+        info = molsift_run("info", out)
+        assert info.returncode == 0, info.stderr
+        assert "\nfirst 1 molecule (position" in info.stdout, info.stdout
+        assert " 1 molecules" not in info.stdout and " 1 shards" not in info.stdout
+    assert "(1 distinct skeleton; " in molsift_run("info", tmp_path / "one.store").stdout
+    shard = re.search(r"^  shard-0000 +1 molecule +0\.\.0 ", info.stdout, re.M)
+    assert "\n1 shard (set positions" in info.stdout and shard, info.stdout
+
+
+def test_query_verbs_say_one_in_the_singular(odd_store):
+    """The closing lines said `1 queries, 1 hits ... 1 thread(s)` (search), `1 of 1 queries
+    answered, 1 hits` (substructure, analogs) and `1 queries:` (lookup)."""
+    one = "molsift: 1 of 1 query answered, 1 hit in "
+    runs = {
+        "search": (["-q", "CCO", "-k", "1"], "molsift: 1 query, 1 hit in "),
+        "substructure": (["-q", "CCO"], one),
+        "analogs": (["-q", "CCO", "--dist", "0", "-k", "1"], one),
+        "lookup": (["-q", "CCO"], "molsift: 1 query: 1 found, "),
+    }
+    for verb, (args, line) in runs.items():
+        done = molsift_run(verb, odd_store, *args)
+        assert done.returncode == 0, done.stderr
+        assert line in done.stderr, (verb, done.stderr)
+        assert "(s)" not in done.stderr, done.stderr
+        assert not re.search(r"(?<![\d,.])1 (queries|hits|threads)\b", done.stderr), done.stderr
+    assert "ms/query, 1 thread);" in molsift_run("search", odd_store, "-q", "CCO", "-k", "1").stderr

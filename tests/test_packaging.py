@@ -248,7 +248,7 @@ def test_a_wheel_installed_by_pip_alone_runs_every_verb(tmp_path):
     assert (work / "props.csv.run" / "report.png").stat().st_size > 0
     program = [str(python), "-c", "open('lib.smi').read()"]
     profiled = _run([molsift, "profile", "-o", "p.json", "--", *program], work, env)
-    assert "1 process(es) traced" in profiled.stderr
+    assert "1 process traced" in profiled.stderr
     log = json.loads((work / "p.json").read_text())
     files = [r["file"] for p in log["processes"] for r in p["records"]]
     assert str(work / "lib.smi") in files  # the tracer ran inside the program

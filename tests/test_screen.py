@@ -327,6 +327,12 @@ def test_csv_without_smiles_column_is_one_clear_error(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert 'column "smiles" not found' in r.stderr and str(lib) in r.stderr, r.stderr
     assert "run again with --resume" not in r.stderr  # resuming cannot get past it
+    # refused before the run: it failed every worker ("worker 0 failed: ..."), said "--resume
+    # finishes the run once the input can be read" (it cannot: the column is an option, fixed
+    # in the plan) and left o.csv.partial and a run directory behind
+    assert r.stderr.startswith(f"molsift: error: {lib}: bad header line"), r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lib.csv"]
 
 
 def test_kill9_at_random_moments_then_resume(tmp_path):
@@ -814,3 +820,176 @@ def test_resume_refuses_a_library_edited_to_the_same_size_and_mtime(tmp_path):
     library.write_text(original)  # the file the run was planned on: the resume goes on
     screen([*args, "--resume"])
     check_exactly_once(library, out)
+
+
+# ---- a demanding user's wrong inputs, options and outputs ----
+def test_summary_and_report_say_one_in_the_singular(tmp_path):
+    """The summary said "on 1 worker(s)" and "1 writer group(s)", `molsift report` "on 1
+    processes worker(s)" and "I/O of 2 process(es)"."""
+    lib = tmp_path / "lib.smi"
+    lib.write_text("CCO a\nCCN b\n")
+    out = tmp_path / "o.csv"
+    r = screen([lib, "--scorer", "filter", "-o", out, "-j", "1"])
+    assert " on 1 worker (processes, " in r.stdout and ", 1 writer group of [1]" in r.stdout
+    assert "(s)" not in r.stdout and "(es)" not in r.stdout, r.stdout
+    r = subprocess.run(
+        [*molsift_cmd(), "report", f"{out}.run"], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert " on 1 worker (processes), 1 writer group [1]" in r.stdout, r.stdout
+    assert "I/O of 2 processes" in r.stdout and "(s)" not in r.stdout and "(es)" not in r.stdout
+    assert sorted(p.name for p in Path(f"{out}.run").iterdir() if "tmp" in p.name) == []
+
+
+@pytest.mark.parametrize(
+    "option, said",
+    [
+        (["--slabs", "0"], "argument --slabs: must be at least 1, got 0"),
+        (["--slabs", "-3"], "argument --slabs: must be at least 1, got -3"),
+        (["--chunk-records", "0"], "argument --chunk-records: must be at least 1, got 0"),
+        (["--chunk-records", "-1"], "argument --chunk-records: must be at least 1, got -1"),
+        (["--resume", "--overwrite"], "--resume finishes the earlier run and --overwrite"),
+    ],
+)
+def test_run_options_out_of_range_are_one_line(tmp_path, option, said):
+    """--slabs -3 was an OverflowError's traceback; --chunk-records 0 screened a gzip input's
+    200 records into nothing ("the input holds no records", exit 3), -1 was a traceback;
+    --slabs 0 was taken silently; --resume with --overwrite resumed, silently."""
+    lib = tmp_path / "lib.smi.gz"
+    lib.write_bytes(gzip.compress(b"CCO a\nCCN b\n"))
+    out = tmp_path / "o.csv"
+    r = screen([lib, "--scorer", "filter", "-o", out, "-j", "1", "-q", *option], check=False)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert said in r.stderr.strip().splitlines()[-1], r.stderr  # the usage, then one line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lib.smi.gz"]
+
+
+def test_the_apis_run_options_out_of_range_are_value_errors(tmp_path):
+    from molsift.scorers.filter import FilterScorer
+    from molsift.screen import screen as screen_api
+
+    lib = tmp_path / "lib.smi"
+    lib.write_text("CCO a\n")
+    for option in ({"chunk_records": 0}, {"slabs": -1}, {"writers": 0}):
+        name = next(iter(option))
+        with pytest.raises(ValueError, match=f"{name} must be at least 1"):
+            screen_api(lib, tmp_path / "o.csv", FilterScorer(), workers=1, **option)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lib.smi"]
+
+
+def test_overwrite_never_deletes_the_library_nor_the_results_before_the_input_is_read(tmp_path):
+    """`screen LIB -o LIB --overwrite` deleted the library, then said it did not exist (and
+    without --overwrite suggested passing it); `screen MISTYPED -o OUT --overwrite` deleted
+    OUT's earlier results and run, then said the library did not exist."""
+    lib = tmp_path / "lib.smi"
+    lib.write_text("CCO a\nCCN b\n")
+    for extra in ([], ["--overwrite"]):
+        r = screen([lib, "--scorer", "filter", "-o", lib, "-q", *extra], check=False)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr == (
+            f"molsift: error: {lib}: is the library being screened; choose another output\n"
+        )
+        assert lib.read_text() == "CCO a\nCCN b\n"
+    out = tmp_path / "o.csv"
+    screen([lib, "--scorer", "filter", "-o", out, "-j", "1", "-q"])
+    kept = {p.name: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
+    r = screen(
+        [tmp_path / "lbi.smi", "--scorer", "filter", "-o", out, "-q", "--overwrite"], check=False
+    )
+    assert r.returncode == 2 and r.stderr.endswith("lbi.smi: no such file\n"), r.stderr
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == kept
+    check_exactly_once(lib, out)
+    # a --run-dir that is a file: said so (was "RUN/timeline: Not a directory")
+    r = screen(
+        [lib, "--scorer", "filter", "-o", tmp_path / "n.csv", "-q", "--run-dir", lib], check=False
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == f"molsift: error: {lib}: not a directory; choose another --run-dir\n"
+
+
+def test_similarity_refs_file_without_molecules_is_named(tmp_path):
+    """`--refs empty.smi` said "scorer similarity needs reference molecules: --refs FILE or
+    --ref SMILES", as if none was given; the API's `SimilarityScorer([])` ran, every record
+    rejected for "query has 256 bytes, the set's fingerprints 8"."""
+    from molsift.scorers.similarity import SimilarityScorer
+
+    lib = tmp_path / "lib.smi"
+    lib.write_text("CCO a\n")
+    refs = tmp_path / "refs.smi"
+    refs.write_text("# no molecule here\n\n")
+    out = tmp_path / "o.csv"
+    r = screen([lib, "--scorer", "similarity", "--refs", refs, "-o", out, "-q"], check=False)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == (
+        f"molsift: error: --refs {refs}: no reference molecules in it (empty, or only blank "
+        "and comment lines)\n"
+    )
+    with pytest.raises(ValueError, match="needs at least one reference molecule"):
+        SimilarityScorer([])
+
+
+def _fake_run_dir(root: Path, lines: dict) -> Path:
+    """A run directory with a plan, a report and the timeline files `lines` gives."""
+    run = root / "o.csv.run"
+    (run / "timeline").mkdir(parents=True)
+    (run / "plan.json").write_text("{}")
+    for name, rows in lines.items():
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        (run / "timeline" / name).write_text(text)
+    return run
+
+
+def test_report_names_a_damaged_run_file(tmp_path):
+    """report.json not JSON: json's message naming no file; lacking a key, or a timeline line
+    lacking one: a KeyError's traceback."""
+    from molsift.screen.report import load_timeline, read_report
+
+    sample = {"kind": "sample", "t": 1.0, "worker": 0, "rank": 0, "records": 5}
+    run = _fake_run_dir(tmp_path, {"g1-worker0.jsonl": [sample, {"kind": "sample", "t": 2.0}]})
+    report = run / "report.json"
+    report.write_text("{garbage")
+    with pytest.raises(ValueError, match=rf"^{report}: not a run report \(not JSON: "):
+        read_report(str(run))
+    report.write_text('{"x": 1}')
+    with pytest.raises(ValueError, match=rf"^{report}: not a run report of this molsift"):
+        read_report(str(run))
+    line = run / "timeline" / "g1-worker0.jsonl"
+    with pytest.raises(ValueError, match=rf"^{line}:2: not a timeline line \(no 'records'\)"):
+        load_timeline(str(run))
+    r = subprocess.run(
+        [*molsift_cmd(), "report", str(run)], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 2 and r.stderr.startswith(f"molsift: error: {report}: "), r.stderr
+
+
+def test_report_keeps_workers_apart_in_a_directory_named_like_rank(tmp_path):
+    """`"rank" in path` looked at the whole path: in /home/frank/ every worker's samples were
+    one line, "rank 0"."""
+    from molsift.screen.report import load_timeline
+
+    root = tmp_path / "frank"
+    samples = {
+        f"g1-worker{w}.jsonl": [
+            {"kind": "sample", "t": t, "worker": w, "rank": 0, "records": 10 * t} for t in (1, 2)
+        ]
+        for w in (0, 1)
+    }
+    run = _fake_run_dir(root, samples)
+    by, writes = load_timeline(str(run))
+    assert sorted(by) == ["worker 0", "worker 1"] and writes == []
+
+
+def test_report_draws_a_png_under_a_png_name_only(library, tmp_path):
+    """`-o timeline.csv` was filled with PNG bytes."""
+    out = tmp_path / "r.csv"
+    screen([library, "--scorer", "filter", "-o", out, "-j", "1", "-q"])
+    r = subprocess.run(
+        [*molsift_cmd(), "report", f"{out}.run", "-o", str(tmp_path / "t.csv")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2, r.stderr
+    said = "molsift report draws a PNG (e.g. -o timeline.png)"
+    assert r.stderr == f"molsift: error: {tmp_path / 't.csv'}: {said}\n"
+    assert not (tmp_path / "t.csv").exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -372,6 +373,38 @@ def test_killed_set_ingest_leaves_the_previous_set(tmp_path, phase):
     for f in sorted(x.relative_to(ref) for x in ref.rglob("*") if x.is_file()):
         if f.name not in ("manifest.json", "set.json"):
             assert (ref / f).read_bytes() == (out / f).read_bytes(), f
+
+
+def test_ingest_and_info_give_a_set_the_same_size(tmp_path):
+    """`molsift ingest --shards K` gave a set's size without the set's own files (rejects.tsv,
+    duplicates.tsv beside set.json) and `molsift info SET` with them: both give the whole set,
+    in text and in JSON, every file of it but the manifests."""
+    lines = BUNDLED_SMI.read_bytes().splitlines(keepends=True)[:400]
+    smi = tmp_path / "twice.smi"
+    smi.write_bytes(b"".join(lines + lines[:40]))  # copies: the set's duplicates.tsv
+    out = tmp_path / "t.set"
+    args = ["ingest", smi, "-o", out, "-j", "1", "--shards", "3", "--dedupe"]
+    done = molsift_run(*args)
+    assert done.returncode == 0, done.stderr
+    assert {"rejects.tsv", "duplicates.tsv"} <= {p.name for p in out.iterdir()}
+    said = re.search(rf"^store {re.escape(str(out))}: ([\d,]+) bytes,", done.stdout, re.M)
+    info = molsift_run("info", out)
+    shown = re.search(r"^size +([\d,]+) bytes,", info.stdout, re.M)
+    assert said and shown, (done.stdout, info.stdout)
+    assert said.group(1) == shown.group(1)
+    assert int(said.group(1).replace(",", "")) == _bytes_but_manifests(out)
+    as_json = molsift_run(*args, "--overwrite", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    info = molsift_run("info", out, "--json")
+    on_disk = _bytes_but_manifests(out)
+    assert json.loads(as_json.stdout)["store_bytes"] == on_disk
+    assert json.loads(info.stdout)["sizes"]["bytes"] == on_disk
+
+
+def _bytes_but_manifests(path) -> int:
+    """The bytes of every file under `path` but the set's and its shards' manifests."""
+    manifests = ("manifest.json", "set.json")
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name not in manifests)
 
 
 @pytest.fixture

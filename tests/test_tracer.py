@@ -485,3 +485,108 @@ def test_thresholds_documented():
     for name, value in THRESHOLDS.items():
         m = re.search(rf"`{name}` = ([0-9.]+)", doc)
         assert m and float(m.group(1)) == value, name
+
+
+# ---- a demanding user's wrong thresholds and outputs ----
+@pytest.fixture
+def small_log(tmp_path) -> Path:
+    """The log of one traced `true`: one process, no rank."""
+    log = tmp_path / "true.json"
+    r = profile(log, ["true"])
+    assert r.returncode == 0, r.stderr
+    return log
+
+
+@pytest.mark.parametrize(
+    "given, said",
+    [
+        ("read_amplification", "give the value too, e.g. -t read_amplification=1.5"),
+        ("read_amplification=", "give the value too, e.g. -t read_amplification=1.5"),
+        ("read_amplification=abc", "the value must be a number >= 0 (the default is 1.5)"),
+        ("read_amplification=-1", "the value must be a number >= 0 (the default is 1.5)"),
+        ("read_amplification=nan", "the value must be a number >= 0 (the default is 1.5)"),
+        ("min_bytes", "give the value too, e.g. -t min_bytes=1048576"),
+        ("no_such=2", "no threshold 'no_such'; NAME=VALUE with NAME one of small_bytes, "),
+    ],
+)
+def test_a_wrong_threshold_says_what_is_wrong(small_log, given, said):
+    """`-t read_amplification` (a known name without its value) was called an unknown
+    threshold; `=abc` was float()'s "could not convert string to float: 'abc'", naming no
+    option; a negative or NaN value was taken."""
+    r = insights(str(small_log), "-t", given)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"molsift: error: -t {given!r}: {said}"), r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    r = insights(str(small_log), "-t", "read_amplification = 2")  # spaces are read through
+    assert r.returncode == 0, r.stderr
+
+
+def test_insights_output_format_follows_its_name_and_is_written_by_renaming(small_log):
+    """`-o run.html` without --format was filled with text, `--format json -o run.html` was
+    taken, and `-o LOG` overwrote the log being read with the findings; the summary said
+    "1 process(es), 0 rank(s)" and "finding(s)"."""
+    folder = small_log.parent
+    r = insights(str(small_log), "-o", str(folder / "run.html"))
+    assert r.returncode == 0, r.stderr
+    assert (folder / "run.html").read_text().startswith("<!doctype html>")
+    r = insights(str(small_log), "-o", str(folder / "run.json"))
+    found = json.loads((folder / "run.json").read_text())
+    assert found["summary"]["processes"] == 1
+    n = len(found["findings"])
+    assert r.stderr == (
+        f"molsift insights: {n} finding{'' if n == 1 else 's'} written to {folder / 'run.json'}\n"
+    )
+    r = insights(str(small_log), "--format", "json", "-o", str(folder / "other.html"))
+    assert r.returncode == 2 and not (folder / "other.html").exists(), r.stderr
+    assert "other.html: a .html name for --format json: give --format html" in r.stderr
+    before = small_log.read_bytes()
+    r = insights(str(small_log), "-o", str(small_log))
+    assert r.returncode == 2 and small_log.read_bytes() == before, r.stderr
+    assert (
+        r.stderr == f"molsift: error: {small_log}: is the log being read; choose another output\n"
+    )
+    assert sorted(p.name for p in folder.iterdir()) == ["run.html", "run.json", "true.json"]
+    text = insights(str(small_log)).stdout
+    assert "  1 process, 0 ranks, " in text and "(s)" not in text and "(es)" not in text, text
+
+
+def test_profile_says_it_once_and_in_the_singular(tmp_path):
+    """Was "molsift: error: molsift profile: give a command after --", and "1 process(es)
+    traced"."""
+    r = profile(tmp_path / "true.json", ["true"])
+    assert r.returncode == 0 and "molsift profile: 1 process traced, log in" in r.stderr
+    r = subprocess.run(
+        [*molsift_cmd(), "profile", "-o", str(tmp_path / "p.json")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr == "molsift: error: give a command after --, e.g. molsift profile -- ./app\n"
+
+
+def test_findings_count_in_the_singular(tmp_path):
+    """P17 said "1 rank(s)/process(es) spent more than 30 s", R03 "by 1 reader(s)"."""
+    doc = {
+        "format": "molsift-iolog",
+        "version": 1,
+        "processes": [
+            {
+                "pid": 7,
+                "records": [
+                    {
+                        "module": "POSIX",
+                        "file": "/data/lib.smi",
+                        "file_size": 1 << 20,
+                        "counters": {"READS": 40, "BYTES_READ": 40 << 20},
+                        "fcounters": {"F_META_TIME": 45.0},
+                    }
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(doc))
+    found = find_insights(load_log(path))
+    [slow] = by_code(found, "P17")
+    assert slow.message.startswith("1 process spent more than 30 s"), slow.message
+    [amp] = by_code(found, "R03")
+    assert " by 1 reader, " in amp.message and "(s)" not in amp.message, amp.message

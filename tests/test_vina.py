@@ -342,3 +342,51 @@ def test_receptor_that_vina_cannot_read(tmp_path):
     s = VinaScorer(str(bad), Box((0, 0, 0), (10, 10, 10)))
     with pytest.raises(ValueError, match=r"Vina cannot read the receptor .*bad.pdbqt"):
         s.setup()
+
+
+# ---- a demanding user's wrong files and values ----
+def test_box_file_that_is_not_text_is_named(tmp_path):
+    """Was Python's "'utf-8' codec can't decode byte 0xa5 in position 1", naming no file."""
+    f = tmp_path / "box.txt"
+    f.write_bytes(b"c\xa5nter_x = 1\n")
+    with pytest.raises(ValueError, match=rf"^{f}: not a Vina box file: byte 1 is not UTF-8 text$"):
+        read_box(str(f))
+
+
+def test_receptor_vina_cannot_read_is_refused_before_the_run(tmp_path):
+    """An unreadable receptor failed every worker's setup after the run had started: a
+    worker's traceback, "run again with --resume" (which cannot help), and the run's files
+    left behind. Now `from_args` reads it first, and a failing `setup` is one line (a
+    MolsiftError, not resumable)."""
+    import subprocess
+
+    from conftest import molsift_cmd
+
+    from molsift import MolsiftError
+
+    bad = tmp_path / "bad.pdbqt"
+    bad.write_text("not a receptor\n")
+    argv = ["--vina-receptor", str(bad), "--vina-box", str(BOX_FILE)]
+    with pytest.raises(MolsiftError, match=rf"^Vina cannot read the receptor {bad}: "):
+        VinaScorer.from_args(parse(argv))
+    with pytest.raises(MolsiftError, match=rf"^Vina cannot read the receptor {bad}: "):
+        VinaScorer(str(bad), read_box(str(BOX_FILE))).setup()
+    lib = tmp_path / "lib.smi"
+    lib.write_text(f"{PARACETAMOL} p\n")
+    r = subprocess.run(
+        [*molsift_cmd(), "screen", str(lib), "--scorer", "vina", *argv, "-o",
+         str(tmp_path / "o.csv"), "-j", "1", "-q"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith(f"molsift: error: Vina cannot read the receptor {bad}: ")
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.pdbqt", "lib.smi"]
+
+
+def test_receptor_directory_and_nan_timeout_are_refused(tmp_path):
+    """A directory was said to be "no such file"; --vina-timeout nan was taken."""
+    with pytest.raises(ValueError, match=rf"^Vina receptor {tmp_path}: a directory "):
+        VinaScorer(str(tmp_path), read_box(str(BOX_FILE)))
+    with pytest.raises(ValueError, match="cpu and timeout >= 0"):
+        VinaScorer(str(RECEPTOR), read_box(str(BOX_FILE)), timeout=float("nan"))

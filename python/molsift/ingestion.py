@@ -29,6 +29,7 @@ from .iostats import add_process_records, collecting, process_record
 from .parallel import choose_executor, default_workers
 from .progress import Phase, Progress
 from .spec import FingerprintSpec
+from .wording import plural
 
 BATCH_RECORDS = 2048
 #: Equal slabs per plain input and MPI rank (ranks take them round-robin) when --slabs is not given.
@@ -54,9 +55,14 @@ class IngestReport:
     bytes_in: int
     bytes_read: int
     read_calls: int
+    #: the whole store on disk, every index included: every file its manifest lists (a set:
+    #: its own files and every shard's), as `molsift info` counts them (`store.file_bytes`)
     store_bytes: int
+    #: of those, the column index (`columns.*`, a version-1 store's)
     index_bytes: int = 0
+    #: of those, the substructure index (`pattern.*`)
     pattern_bytes: int = 0
+    #: of those, the analog index (`analogs.*`)
     analog_bytes: int = 0
     inputs: list[dict[str, Any]] = field(default_factory=list)
     allocator: str = "system"  # what the workers ran on (allocator.py), e.g. "tcmalloc"
@@ -75,12 +81,13 @@ class IngestReport:
         return self.molecules / self.seconds if self.seconds else 0.0
 
     @property
-    def total_bytes(self) -> int:
-        """The store with every index it was given."""
-        return self.store_bytes + self.index_bytes + self.pattern_bytes + self.analog_bytes
+    def molecule_bytes(self) -> int:
+        """The store less the indexes counted apart: its molecules (ids, SMILES, fingerprints,
+        the exact-match index) and its lists of rejected and left-out records."""
+        return self.store_bytes - self.index_bytes - self.pattern_bytes - self.analog_bytes
 
     def summary(self) -> str:
-        per_mol = self.total_bytes / self.molecules if self.molecules else 0.0
+        per_mol = self.store_bytes / self.molecules if self.molecules else 0.0
         dropped = f" + duplicates left out {self.dropped:,}" if self.dropped else ""
         if not self.duplicates:
             dups = ""
@@ -89,7 +96,7 @@ class IngestReport:
         else:
             dups = " (same canonical SMILES as an earlier record; stored, --dedupe keeps one)"
         parts = [
-            f"molecules {self.store_bytes:,}",
+            f"molecules {self.molecule_bytes:,}",
             f"column index {self.index_bytes:,}" if self.index_bytes else "",
             f"substructure index {self.pattern_bytes:,}" if self.pattern_bytes else "",
             f"analog index {self.analog_bytes:,}" if self.analog_bytes else "",
@@ -98,11 +105,13 @@ class IngestReport:
             f"records in {self.records_in:,} = molecules stored {self.molecules:,}"
             f" + rejected {self.rejected:,}{dropped}\n"
             f"duplicates: {self.duplicates:,}{dups}\n"
-            f"{self.seconds:.1f} s, {self.molecules_per_second:,.0f} molecules/s on {self.workers}"
-            f" worker(s) ({self.executor}, allocator {self.allocator}), {self.tasks} task(s)\n"
-            f"read {self.bytes_read:,} bytes of {self.bytes_in:,} in {self.read_calls:,} calls:"
+            f"{self.seconds:.1f} s, {self.molecules_per_second:,.0f} molecules/s on "
+            f"{plural(self.workers, 'worker')} ({self.executor}, allocator {self.allocator}), "
+            f"{plural(self.tasks, 'task')}\n"
+            f"read {self.bytes_read:,} bytes of {self.bytes_in:,} in "
+            f"{plural(self.read_calls, 'call')}:"
             f" read amplification {self.read_amplification:.4f}x{self._read_by()}\n"
-            f"store {self.store}: {self.total_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
+            f"store {self.store}: {self.store_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
             f" ({' + '.join(p for p in parts if p)})"
         )
 
@@ -460,7 +469,7 @@ def ingest(
             # the one store's planes in input-rank order now, its index once it is written (a
             # set's shards each transpose their own rows)
             if pattern and version == 1:
-                report.pattern_bytes = _index_from_parts(staged, results, dropped, report.molecules)
+                _index_from_parts(staged, results, dropped, report.molecules)
             elif pattern:
                 from .substructure.build import PatternParts
 
@@ -480,12 +489,11 @@ def ingest(
             if version == 1:
                 remove_parts([r["part"] for r in results])
                 if index:
-                    report.index_bytes = _core.build_column_index(staged)
+                    _core.build_column_index(staged)
                 if analogs:
                     from .analogs.search import index_analogs
 
-                    header = index_analogs(staged, local)
-                    report.analog_bytes = sum(f["bytes"] for f in header["files"].values())
+                    index_analogs(staged, local)
             elif shards is None:
                 from .store import write_complete
 
@@ -516,7 +524,7 @@ def ingest(
             if version != 1:
                 runs = None  # released when the store was written; the parts go now
                 remove_parts([r["part"] for r in results], pattern_files=parts is None)
-                _sizes_of_one_store(staged, report)
+            _sizes(staged, report)
             report.seconds = time.perf_counter() - start
             if verify_count:
                 _verify_count(input_files, report)
@@ -532,31 +540,33 @@ def ingest(
             shutil.rmtree(cleanup, ignore_errors=True)
 
 
-def _sizes_of_one_store(path: str, report: IngestReport) -> None:
-    """The report's byte counts from the one store's manifest: the store itself, its
-    substructure index (`pattern.*`) and its analog index (`analogs.*`)."""
+def _sizes(path: str, report: IngestReport) -> None:
+    """The report's byte counts from the written store's manifests (a set's and its shards'):
+    the whole store (`store.file_bytes`, what `molsift info` shows) and, of it, the column
+    index (`columns.*`, version 1), the substructure index (`pattern.*`) and the analog index
+    (`analogs.*`)."""
     from .sets import SET_FILE, is_set
+    from .store import file_bytes
 
-    if is_set(path):  # a store set: every shard's files
-        with open(os.path.join(path, SET_FILE), "rb") as fh:
-            names = [s["name"] for s in json.loads(fh.read())["shards"]]
-        files = {}
-        for name in names:
-            with open(os.path.join(path, name, "manifest.json"), "rb") as fh:
-                files.update({f"{name}/{f}": e for f, e in json.loads(fh.read())["files"].items()})
-    else:
-        with open(os.path.join(path, "manifest.json"), "rb") as fh:
-            files = json.loads(fh.read())["files"]
-    base = {f: f.rsplit("/", 1)[-1] for f in files}
-    report.pattern_bytes = sum(
-        e["bytes"] for f, e in files.items() if base[f].startswith("pattern.")
-    )
-    report.analog_bytes = sum(
-        e["bytes"] for f, e in files.items() if base[f].startswith("analogs.")
-    )
-    report.store_bytes = sum(e["bytes"] for e in files.values()) - (
-        report.pattern_bytes + report.analog_bytes
-    )
+    manifest = _read_json(os.path.join(path, SET_FILE if is_set(path) else "manifest.json"))
+    shards = [
+        _read_json(os.path.join(path, rec["name"], "manifest.json"))
+        for rec in manifest.get("shards") or []
+    ]
+    files = file_bytes(manifest, shards)
+
+    def of(index: str) -> int:  # a set's shard files are named shard-NNNN/FILE
+        return sum(b for f, b in files.items() if f.rsplit("/", 1)[-1].startswith(index))
+
+    report.store_bytes = sum(files.values())
+    report.index_bytes = of("columns.")
+    report.pattern_bytes = of("pattern.")
+    report.analog_bytes = of("analogs.")
+
+
+def _read_json(path: str) -> Any:
+    with open(path, "rb") as fh:
+        return json.loads(fh.read())
 
 
 def _plan(
@@ -651,10 +661,8 @@ def _finish(
         merge=merge or version == 1,
     )  # fmt: skip
     counts, dropped = json.loads(runs.counts_json()), runs.dropped()
-    store_bytes = 0  # the one store's, once written (`_sizes_of_one_store`)
     if version == 1:
-        manifest = json.loads(runs.write_version_1(output))
-        store_bytes = sum(e["bytes"] for e in manifest["files"].values())
+        runs.write_version_1(output)
         runs.release()
         runs = None
     report = IngestReport(
@@ -671,7 +679,7 @@ def _finish(
         bytes_in=sum(i.bytes for i in inputs),
         bytes_read=sum(i["bytes_read"] for i in by_input),
         read_calls=sum(i["read_calls"] for i in by_input),
-        store_bytes=store_bytes,
+        store_bytes=0,  # the store's, once written with its indexes (`_sizes`)
         inputs=by_input,
         allocator=describe(r.get("allocator", "system") for r in results) or loaded(),
     )
@@ -688,6 +696,6 @@ def _verify_count(inputs: Sequence[InputFile], report: IngestReport) -> None:
     )
     if expected != report.records_in:
         raise RuntimeError(
-            f"internal error: the inputs hold {expected} records but the ingest saw "
-            f"{report.records_in}; please report this with the input file"
+            f"internal error: the inputs hold {plural(expected, 'record')} but the ingest saw "
+            f"{report.records_in:,}; please report this with the input file"
         )

@@ -500,6 +500,21 @@ def format_version(path: PathLike) -> int | None:
     return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
+def file_bytes(manifest: dict, shards: Sequence[dict] = ()) -> dict[str, int]:
+    """The bytes of every file a store holds, by name, as its manifest lists them (the
+    manifest itself left out): the one count of a store's size, what `molsift info` shows and
+    `molsift ingest` reports. For a store set, `manifest` is its `set.json` and `shards` its
+    shards' manifests in order: the set's own files (rejects.tsv, duplicates.tsv) by name and
+    each shard's as `shard-NNNN/FILE`."""
+    records = manifest.get("shards") or []
+    if len(records) != len(shards):
+        raise ValueError(f"a set of {len(records)} shards sized from {len(shards)} manifests")
+    out = {name: e["bytes"] for name, e in manifest["files"].items()}
+    for rec, shard in zip(records, shards):
+        out.update({f"{rec['name']}/{name}": e["bytes"] for name, e in shard["files"].items()})
+    return out
+
+
 def open_core(path: PathLike, verify: bool = False):
     """The Rust reader (`molsift._core.Store` or `StoreV2`) of the store at `path`, by the
     format version its manifest states."""

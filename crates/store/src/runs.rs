@@ -315,13 +315,39 @@ impl PartRuns {
         provenance: Value,
         total: Option<u64>,
     ) -> Result<PartRuns, StoreError> {
-        let mut stores = Vec::with_capacity(parts.len());
+        let stores = parts
+            .iter()
+            .map(|part| Store::open(part, Verify::Sizes))
+            .collect::<Result<Vec<_>, _>>()?;
+        PartRuns::of_stores(parts, stores, spec, provenance, total)
+    }
+
+    /// The one part store at `part`, already open as `store` (its fingerprints its spec), every
+    /// molecule of it: what [`crate::slices::write_part_slices`] cuts, from the store it reads
+    /// the rows of, so the part is opened once.
+    pub(crate) fn of_part(part: &Path, store: Store) -> Result<PartRuns, StoreError> {
+        let spec = store.manifest().fingerprint.clone();
+        PartRuns::of_stores(&[part], vec![store], spec, Value::Null, None)
+    }
+
+    /// The part `i` as opened.
+    pub(crate) fn part(&self, i: usize) -> &Store {
+        &self.parts[i]
+    }
+
+    /// [`PartRuns::open_all`] of the stores `stores` opened at `parts`.
+    fn of_stores(
+        parts: &[&Path],
+        stores: Vec<Store>,
+        spec: FingerprintSpec,
+        provenance: Value,
+        total: Option<u64>,
+    ) -> Result<PartRuns, StoreError> {
         let mut counts = Counts {
             duplicates: Some(0),
             ..Counts::default()
         };
-        for part in parts {
-            let store = Store::open(part, Verify::Sizes)?;
+        for (part, store) in parts.iter().zip(&stores) {
             if store.manifest().fingerprint != spec {
                 return Err(StoreError::Invalid(format!(
                     "{}: fingerprint spec differs from the ingest's",
@@ -332,7 +358,6 @@ impl PartRuns {
             counts.records_in += c.records_in;
             counts.molecules += c.molecules;
             counts.rejected += c.rejected;
-            stores.push(store);
         }
         let sizes: Vec<u64> = stores.iter().map(|s| s.len() as u64).collect();
         let places = Places::for_parts(parts, &sizes, total).map_err(StoreError::Invalid)?;

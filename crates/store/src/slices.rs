@@ -36,9 +36,9 @@ pub fn write_part_slices(
             cuts.len() + 1
         )));
     }
-    let store = Store::open(part, Verify::Sizes)?;
+    let runs = PartRuns::of_part(part, Store::open(part, Verify::Sizes)?)?;
+    let store = runs.part(0);
     let spec = store.manifest().fingerprint.clone();
-    let runs = PartRuns::open(&[part], spec.clone(), &[], serde_json::Value::Null, None)?;
     let files = runs.read_runs(true)?;
     let mut taken = Vec::with_capacity(outs.len());
     for (s, out) in outs.iter().enumerate() {

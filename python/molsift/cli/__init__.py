@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from ..wording import plural
 from .exits import EXIT_CODES, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PIPE_CLOSED, IO_LOG_HELP
 
 TYPE_CHECKING = False  # argparse costs `molsift count` 14 ms: imported where a parser is built
@@ -197,7 +198,8 @@ def _write_io_log(args, start: float, status: int) -> None:
         return
     write_log(job_log(f"molsift {args.verb}", records, start, returncode=status), args.io_log)
     print(
-        f"molsift: I/O log of {len(records)} process(es) written to {args.io_log} "
+        f"molsift: I/O log of {plural(len(records), 'process', 'processes')} written to "
+        f"{args.io_log} "
         f"(read it with: molsift insights {args.io_log})",
         file=sys.stderr,
     )

@@ -11,6 +11,7 @@ import os
 import re
 import sys
 
+from ..wording import plural
 from .exits import (  # noqa: F401  (re-exported: the verbs take them from here)
     EXIT_CODES,
     EXIT_ERROR,
@@ -209,7 +210,11 @@ def nothing_usable(verb: str, records_in: int, where: str) -> int:
     if records_in == 0:
         why = "the input holds no records (empty, or only blank and comment lines)"
     else:
-        why = f"all {records_in:,} records were rejected (reasons in {where})"
+        why = (
+            f"the one record was rejected (reason in {where})"
+            if records_in == 1
+            else f"all {records_in:,} records were rejected (reasons in {where})"
+        )
     print(
         f"molsift {verb}: error: nothing usable: {why}; exit status {EXIT_NOTHING_USABLE}",
         file=sys.stderr,
@@ -298,7 +303,8 @@ def query_summary(queries: int, failed: int, hits: int, seconds: float) -> int:
     query failed)."""
     answered = queries - failed
     print(
-        f"molsift: {answered} of {queries} queries answered, {hits:,} hits in "
+        f"molsift: {answered:,} of {plural(queries, 'query', 'queries')} answered, "
+        f"{plural(hits, 'hit')} in "
         f"{seconds * 1000:.1f} ms ({seconds * 1000 / max(1, answered):.1f} ms/query)",
         file=sys.stderr,
     )

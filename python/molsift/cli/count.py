@@ -114,9 +114,15 @@ def fast_args(words: list[str]):
 
 
 def run(args) -> int:
-    r = count_records(
-        args.file, format=args.format, threads=args.threads, header=args.header, io=args.io
-    )
+    try:
+        r = count_records(
+            args.file, format=args.format, threads=args.threads, header=args.header, io=args.io
+        )
+    except BaseException as exc:  # the Rust core's panics are not Exceptions
+        limit = _thread_limit(exc, args.threads)
+        if limit is None:
+            raise
+        raise limit from None
     if args.json:
         import json
 
@@ -132,3 +138,23 @@ def run(args) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _thread_limit(exc: BaseException, threads: int | None) -> ValueError | None:
+    """The one-line error when the system would not start that many threads (`-j 100000`:
+    the core's panic, with a traceback); None for any other error. Memory that ran out (a
+    thread's stack under `ulimit -v`) is said by `main`, with the limit."""
+    text = str(exc)
+    if type(exc).__name__ != "PanicException" or "failed to spawn thread" not in text:
+        return None
+    import re
+
+    from ..limits import out_of_memory
+
+    if out_of_memory(exc) is not None:
+        return None
+    why = re.search(r'message: "([^"]*)"', text)
+    return ValueError(
+        f"cannot start {threads or 'one per core'} threads"
+        f" ({why.group(1).lower() if why else text}): give fewer with -j"
+    )

@@ -16,6 +16,7 @@ EXAMPLES = (
     "molsift cube slice data/water_density_16.cube --plane yz --log -o slice.png",
 )
 ACTION_EXAMPLES = {
+    "info": ("molsift cube info density.cube --json",),
     "convert": (
         "molsift cube convert density.cube -o density.npy  # + density.npy.json",
         "molsift cube convert density.npy -o copy.cube --layout gaussian",
@@ -103,7 +104,9 @@ def add_parser(subparsers):
         help="which value per point (orbital), 1-based (default %(default)s)",
     )
     q.add_argument("--log", action="store_true", help="color by log10 |value| (densities)")
-    q.add_argument("-o", "--output", required=True, help="the PNG file")
+    q.add_argument(
+        "-o", "--output", required=True, help="the PNG file (.svg, .pdf ...: by the suffix)"
+    )
     common(q)
     return p
 
@@ -148,7 +151,8 @@ def _info(args) -> int:
     print(f"file      {args.file} ({h['file_bytes']:,} bytes)")
     print(f"comments  {h['comments'][0]!r}")
     print(f"          {h['comments'][1]!r}")
-    print(f"grid      {n} points x {h['nval']} value(s) = {h['value_count']:,} values")
+    per_point = f"{h['nval']} value{'' if h['nval'] == 1 else 's'}"
+    print(f"grid      {n} points x {per_point} = {h['value_count']:,} values")
     print(f"units     {h['units']}")
     print(f"origin    {' '.join(f'{x:.6f}' for x in h['origin'])}")
     for i, name in enumerate("xyz"):
@@ -242,9 +246,10 @@ def _diff(args) -> int:
 
 
 def _slice(args) -> int:
-    from ..cube.analysis import slice_png
+    from ..cube.analysis import picture_format, slice_png
 
     check_output(args.output)
+    picture_format(args.output)  # before the cube is read
     cube = _load(args.file, args)
     if not 1 <= args.value <= cube.nval:
         raise ValueError(f"--value must be within 1..{cube.nval}")

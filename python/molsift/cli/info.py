@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..wording import noun, plural
 from .common import add_io_log, add_verb, in_range
 
 EXAMPLES = (
@@ -43,28 +44,28 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from .. import _core
-    from ..store import open_store
+    from ..store import file_bytes, open_store
 
     store = open_store(args.store, verify=not args.no_verify)
     if hasattr(store, "shards"):
         return _set_info(store, args)
     m = store.manifest
     per = max(1, m["counts"]["molecules"])
+    by_file = file_bytes(m)
+    size = sum(by_file.values())  # the whole store, as ingest reports it
     if args.json:
-        total = sum(e["bytes"] for e in m["files"].values())
         sizes = {
-            "bytes": total,
-            "bytes_per_molecule": round(total / per, 3),
+            "bytes": size,
+            "bytes_per_molecule": round(size / per, 3),
             "files": {
-                name: {"bytes": e["bytes"], "bytes_per_molecule": round(e["bytes"] / per, 3)}
-                for name, e in sorted(m["files"].items())
+                name: {"bytes": b, "bytes_per_molecule": round(b / per, 3)}
+                for name, b in sorted(by_file.items())
             },
         }
         print(json.dumps({**m, "sizes": sizes}, indent=2))
         return 0
     c, fp = m["counts"], m["fingerprint"]
-    size = sum(e["bytes"] for e in m["files"].values())
-    checked = f"all {len(m['files']) + 1} files verified (manifest included)"
+    checked = f"all {plural(len(by_file) + 1, 'file')} verified (manifest included)"
     index = (
         "column index present"
         if store.has_column_index
@@ -119,7 +120,7 @@ def run(args) -> int:
         from ..analogs.search import _index
 
         try:  # the index as a search opens it; its count left out when it cannot be opened
-            distinct = f"{len(_index(store)):,} distinct skeletons; "
+            distinct = f"{plural(len(_index(store)), 'distinct skeleton')}; "
         except _core.MolsiftError:
             distinct = ""
         print(
@@ -135,11 +136,14 @@ def run(args) -> int:
             print(f"  {name:<24} {e['bytes'] / per:>8.3f}")
     n = min(args.head, len(store))
     if n and m["format_version"] >= 2:
-        print(f"\nfirst {n} molecules (position, id, canonical SMILES; stored in SMILES order):")
+        print(
+            f"\nfirst {plural(n, 'molecule')} (position, id, canonical SMILES; stored in "
+            "SMILES order):"
+        )
         for i in range(n):
             print(f"{i:>8}  {store.ids[i]:<12} {store.smiles[i]}")
     elif n:
-        print(f"\nfirst {n} molecules (position, id, on-bits, canonical SMILES):")
+        print(f"\nfirst {plural(n, 'molecule')} (position, id, on-bits, canonical SMILES):")
         for i in range(n):
             print(f"{i:>8}  {store.ids[i]:<12} {int(store.popcounts[i]):>4}  {store.smiles[i]}")
     if c["rejected"]:
@@ -149,9 +153,12 @@ def run(args) -> int:
 
 def _set_info(store, args) -> int:
     """`molsift info SET`: the set's counts, and each shard's positions and bytes."""
+    from ..store import file_bytes
+
     m = store.manifest
-    sizes = [sum(s.file_sizes().values()) for s in store.shards]
-    total = sum(sizes) + sum(e["bytes"] for e in m["files"].values())
+    sizes = [sum(file_bytes(s.manifest).values()) for s in store.shards]
+    # the whole set, its own files too (rejects.tsv, duplicates.tsv), as ingest reports it
+    total = sum(file_bytes(m, [s.manifest for s in store.shards]).values())
     per = max(1, len(store))
     if args.json:
         shards = [dict(rec, bytes=b) for rec, b in zip(m["shards"], sizes)]
@@ -173,18 +180,23 @@ def _set_info(store, args) -> int:
     print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
     print(f"size        {total:,} bytes, {total / per:.1f} bytes/molecule")
     files = sum(len(s.manifest["files"]) + 1 for s in store.shards) + len(m["files"]) + 1
-    checked = "not checked (--no-verify)" if args.no_verify else f"all {files} files verified"
+    checked = (
+        "not checked (--no-verify)" if args.no_verify else f"all {plural(files, 'file')} verified"
+    )
     print(f"checksums   {checked}")
     print(f"indexes     substructure {'in every shard' if store.has_pattern_index else 'missing'}, "
           f"analogs {'in every shard' if store.has_analog_index else 'missing'}")  # fmt: skip
-    print(f"\n{len(store.shards)} shards (set positions first..last):")
+    print(f"\n{plural(len(store.shards), 'shard')} (set positions first..last):")
     for rec, b in zip(m["shards"], sizes):
         n = rec["molecules"]
         span = f"{rec['offset']:,}..{rec['offset'] + n - 1:,}" if n else "(empty)"
-        print(f"  {rec['name']}  {n:>12,} molecules  {span:<24} {b:>14,} bytes")
+        print(f"  {rec['name']}  {n:>12,} {noun(n, 'molecule'):<9}  {span:<24} {b:>14,} bytes")
     n = min(args.head, len(store))
     if n:
-        print(f"\nfirst {n} molecules (position, id, canonical SMILES; stored in SMILES order):")
+        print(
+            f"\nfirst {plural(n, 'molecule')} (position, id, canonical SMILES; stored in "
+            "SMILES order):"
+        )
         for i in range(n):
             print(f"{i:>8}  {store.ids[i]:<12} {store.smiles[i]}")
     return 0

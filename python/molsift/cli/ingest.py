@@ -144,7 +144,12 @@ def add_parser(subparsers):
         "ingest's count differs",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report as JSON (store_bytes: the whole store or set, every index "
+        "included, as `molsift info` counts it; pattern_bytes and analog_bytes: its indexes)",
+    )
     add_format_options(p)
     add_io_log(p)
     return p

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 
 from .common import add_io_log, add_verb, check_output
@@ -13,6 +15,8 @@ EXAMPLES = (
     "molsift insights props.csv.run/io.json                   # every screen run keeps one",
 )
 FORMATS = ("text", "json", "html")
+#: the format an -o name asks for when --format is not given (run.html was filled with text)
+FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".json": "json"}
 
 
 def add_parser(subparsers):
@@ -28,8 +32,9 @@ def add_parser(subparsers):
     p.add_argument(
         "--format",
         choices=FORMATS,
-        default=FORMATS[0],
-        help="text, json, or html with timeline and size histograms (default %(default)s)",
+        default=None,
+        help="text, json, or html with timeline and size histograms (default: html or json "
+        "when the -o name ends in .html or .json, else text)",
     )
     p.add_argument("-o", "--output", help="write here instead of stdout")
     p.add_argument(
@@ -49,14 +54,17 @@ def run(args) -> int:
     from ..profiler.insights import THRESHOLDS, find_insights
 
     check_output(args.output)
+    fmt = output_format(args.format, args.output)
+    if args.output and _same_file(args.output, args.log):
+        raise ValueError(f"{args.output}: is the log being read; choose another output")
     changed = thresholds(args.threshold, THRESHOLDS)
     log = load_log(args.log)
     findings = find_insights(log, changed)
-    if args.format == "json":
+    if fmt == "json":
         from ..profiler.render import to_json
 
         text = to_json(log, findings, dict(THRESHOLDS, **changed))
-    elif args.format == "html":
+    elif fmt == "html":
         from ..profiler.html import to_html
 
         text = to_html(log, findings)
@@ -65,25 +73,64 @@ def run(args) -> int:
 
         text = to_text(log, findings)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        print(
-            f"molsift insights: {len(findings)} finding(s) written to {args.output}",
-            file=sys.stderr,
-        )
+        from ..iostats import write_file
+
+        tmp = f"{args.output}.tmp-{os.getpid()}"  # renamed into place: never half a report
+        try:
+            write_file(tmp, text.encode("utf-8"))
+            os.replace(tmp, args.output)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        found = f"{len(findings)} finding{'' if len(findings) == 1 else 's'}"
+        print(f"molsift insights: {found} written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
 
 
+def output_format(given: str | None, output: str | None) -> str:
+    """--format, else the one the -o name's suffix asks for, else text; a ValueError when
+    they disagree (`--format json -o run.html`)."""
+    suffix = os.path.splitext(output or "")[1].lower()
+    named = FORMAT_OF_SUFFIX.get(suffix)
+    if given is None:
+        return named or FORMATS[0]
+    if named is not None and named != given:
+        raise ValueError(
+            f"{output}: a {suffix} name for --format {given}: give --format {named}, or "
+            "another name"
+        )
+    return given
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
+
+
 def thresholds(items: list[str], known: dict) -> dict[str, float]:
-    """-t NAME=VALUE options as {name: value}; ValueError names the known thresholds."""
+    """-t NAME=VALUE options as {name: value}: NAME one of `known`, VALUE a number >= 0; a
+    ValueError says which part is wrong (a known name without its value was called unknown,
+    a value not a number was Python's float() message, naming no option)."""
     changed = {}
     for item in items:
-        name, _, value = item.partition("=")
-        if name not in known or not value:
+        name, eq, value = (part.strip() for part in item.partition("="))
+        if name not in known:
             raise ValueError(
-                f"unknown threshold {item!r}: use NAME=VALUE with NAME one of {', '.join(known)}"
+                f"-t {item!r}: no threshold {name!r}; NAME=VALUE with NAME one of "
+                f"{', '.join(known)} (docs/insights.md)"
             )
-        changed[name] = float(value)
+        default = known[name]
+        example = f"{default:g}" if default % 1 else f"{default:.0f}"
+        if not eq or not value:
+            raise ValueError(f"-t {item!r}: give the value too, e.g. -t {name}={example}")
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not 0 <= number < math.inf:  # NaN, a negative or an infinite one fired every rule
+            raise ValueError(
+                f"-t {item!r}: the value must be a number >= 0 (the default is {example})"
+            )
+        changed[name] = number
     return changed

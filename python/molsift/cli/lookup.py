@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 from ..tsv import row as tsv_row
+from ..wording import plural
 from .common import (
     EXIT_NOT_FOUND,
     QUERIES_HELP,
@@ -129,7 +130,8 @@ def run(args) -> int:
     seconds = time.perf_counter() - start
     total = sum(counts.values())
     print(
-        f"molsift: {total:,} queries: {counts['yes']:,} found, {counts['no']:,} not found"
+        f"molsift: {plural(total, 'query', 'queries')}: {counts['yes']:,} found, "
+        f"{counts['no']:,} not found"
         + (f", {counts['invalid']:,} unparsable" if counts["invalid"] else "")
         + (f", {counts['rejected']:,} rejected (named above)" if counts["rejected"] else "")
         + f" in {seconds:.2f} s ({total / max(seconds, 1e-9):,.0f} queries/s)",

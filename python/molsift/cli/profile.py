@@ -54,8 +54,9 @@ def run(args) -> int:
         return exc.status
     for problem in result.problems:
         print(f"molsift profile: skipped a process log: {problem}", file=sys.stderr)
+    traced = f"{result.processes:,} process{'' if result.processes == 1 else 'es'}"
     print(
-        f"molsift profile: {result.processes} process(es) traced, log in {result.log} "
+        f"molsift profile: {traced} traced, log in {result.log} "
         f"(read it with: molsift insights {result.log})",
         file=sys.stderr,
     )

@@ -29,6 +29,8 @@ def run(args) -> int:
     from ..screen.report import write_report
 
     check_output(args.output)
+    if args.output and not args.output.lower().endswith(".png"):  # a PNG under any name
+        raise ValueError(f"{args.output}: molsift report draws a PNG (e.g. -o timeline.png)")
     png, text = write_report(args.run_dir, args.output)
     print(text)
     print(f"timeline written to {png}")

@@ -90,16 +90,18 @@ def add_run_options(p) -> None:
     add_reader_options(p, metavar="SIZE")
     p.add_argument(
         "--slabs",
-        type=int,
+        type=at_least_one,
         default=default_of(library, "slabs"),
-        help="equal byte-range tasks (default: tasks that shrink towards the end of the "
+        metavar="N",
+        help="equal byte-range tasks, N >= 1 (default: tasks that shrink towards the end of the "
         "file so the workers finish together; 1 per worker under MPI)",
     )
     p.add_argument(
         "--chunk-records",
-        type=int,
+        type=at_least_one,
         default=default_of(library, "chunk_records"),
-        help="records per task for gzip/zstd input (default %(default)s)",
+        metavar="N",
+        help="records per task for gzip/zstd input, N >= 1 (default %(default)s)",
     )
     p.add_argument(
         "--standardize",

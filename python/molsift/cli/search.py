@@ -7,6 +7,7 @@ import sys
 import time
 
 from .. import search
+from ..wording import plural
 from .common import (
     QUERIES_HELP,
     add_io_log,
@@ -96,8 +97,8 @@ def read_queries(args) -> list[tuple]:
         args.skipped = len(found.skipped)
         if found.skipped:
             print(
-                f"molsift: {len(found.skipped)} of {len(found.skipped) + len(queries)} queries "
-                "skipped",
+                f"molsift: {len(found.skipped):,} of "
+                f"{plural(len(found.skipped) + len(queries), 'query', 'queries')} skipped",
                 file=sys.stderr,
             )
     return queries
@@ -126,8 +127,9 @@ def run(args) -> int:
         raise ValueError(str(exc)) from exc
     touched = results[0].stats.get("bytes_touched", 0) if results else 0  # summed over the batch
     print(
-        f"molsift: {len(queries)} queries, {len(rows)} hits in {seconds * 1000:.1f} ms"
-        f" ({seconds * 1000 / max(1, len(queries)):.2f} ms/query, {args.threads} thread(s));"
+        f"molsift: {plural(len(queries), 'query', 'queries')}, {plural(len(rows), 'hit')} in "
+        f"{seconds * 1000:.1f} ms ({seconds * 1000 / max(1, len(queries)):.2f} ms/query, "
+        f"{plural(args.threads, 'thread')});"
         f" {touched / max(1, len(queries)):,.0f} bytes of fingerprints and columns read per query",
         file=sys.stderr,
     )

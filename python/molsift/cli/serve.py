@@ -12,6 +12,7 @@ import ipaddress
 import socket
 import sys
 
+from ..wording import plural
 from .common import add_verb, at_least_one, default_of, in_range
 
 EXAMPLES = (
@@ -292,8 +293,9 @@ def run(args) -> int:
         )
         if fanout is not None:
             print(
-                f"molsift serve: {len(fanout.sets)} set(s) searched by {fanout.comm.Get_size()} "
-                f"MPI ranks (this one answers HTTP), {fanout.lanes} searches at once",
+                f"molsift serve: {plural(len(fanout.sets), 'set')} searched by "
+                f"{plural(fanout.comm.Get_size(), 'MPI rank')} (this one answers HTTP), "
+                f"{plural(fanout.lanes, 'search', 'searches')} at once",
                 file=sys.stderr,
             )
         uvicorn.Server(config).run(sockets=sockets)

@@ -4,6 +4,7 @@ one plane with the atoms marked (matplotlib)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,21 @@ def plane(cube: Cube, which: str, index: int, value: int = 0) -> np.ndarray:
     return np.take(v, index, axis=axis)
 
 
+def picture_format(path: str) -> str:
+    """The picture format `path` names by its suffix ("png" when it has none); a ValueError
+    naming the file when matplotlib writes no such format (was matplotlib's message alone,
+    after the cube was read)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    fmt = os.path.splitext(path)[1][1:].lower() or "png"
+    known = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in known:
+        raise ValueError(
+            f"{path}: cannot draw a .{fmt} picture; give .png (or one of {', '.join(known)})"
+        )
+    return fmt
+
+
 def slice_png(
     cube: Cube,
     out: str,
@@ -96,8 +112,10 @@ def slice_png(
     log: bool = False,
     title: str | None = None,
 ) -> dict[str, Any]:
-    """Draws one plane (default: the middle one) as a PNG with the atoms near it marked.
-    Returns what was drawn (plane, index, coordinate of the plane, min and max)."""
+    """Draws one plane (default: the middle one) as a PNG (or the format `out`'s suffix names)
+    with the atoms near it marked, written under a temporary name then renamed. Returns what
+    was drawn (plane, index, coordinate of the plane, min and max)."""
+    fmt = picture_format(out)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -150,8 +168,16 @@ def slice_png(
     ax.set_ylabel(f"{names[w]} ({cube.units})")
     ax.set_title(title or f"{which} plane {index} ({names[axis]} = {at:.3f} {cube.units})")
     fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
+    from .formats import temporary_name
+
+    tmp = temporary_name(os.fspath(out))  # a kill or a full disk never leaves half a picture
+    try:
+        fig.savefig(tmp, format=fmt)
+        os.replace(tmp, out)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)
     return {
         "plane": which,
         "index": index,

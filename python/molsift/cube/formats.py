@@ -117,25 +117,44 @@ def write_side_header(cube: Cube, npy_path: str) -> None:
 
 
 def _from_json(header: dict[str, Any], values: np.ndarray, where: str) -> Cube:
-    if header.get("format") != "molsift-cube-header":
+    if not isinstance(header, dict) or header.get("format") != "molsift-cube-header":
         raise ValueError(f"{where} is not a molsift cube header")
-    n = [abs(int(x)) for x in header["shape_fields"]]
-    nval = int(header["nval"])
-    want = tuple(n) + ((nval,) if nval > 1 else ())
-    if tuple(values.shape) != want:
-        raise ValueError(f"{where}: values have shape {values.shape}, the header says {want}")
-    return Cube.from_header(header, values)
+    try:  # a field missing or of the wrong kind was a KeyError's or TypeError's traceback
+        n = [abs(int(x)) for x in header["shape_fields"]]
+        nval = int(header["nval"])
+        want = tuple(n) + ((nval,) if nval > 1 else ())
+        if tuple(values.shape) != want:
+            raise ValueError(f"values have shape {values.shape}, the header says {want}")
+        return Cube.from_header(header, values)
+    except KeyError as exc:
+        raise ValueError(f"{where}: not a molsift cube header: no field {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+NPY_MAGIC = b"\x93NUMPY"
 
 
 def read_npy(path: str | os.PathLike, mmap: bool = True) -> Cube:
     """A cube from `path` (.npy) and `path.json`; the values memory-mapped unless `mmap=False`."""
-    path = os.fspath(path)
+    from .io import readable
+
+    path = readable(path)  # before its header: a missing .npy was said to lack its .json
     side = f"{path}.json"
     if not os.path.exists(side):
         raise ValueError(f"{path}: no header beside it ({side}); write .npy files with molsift")
-    with open(side) as f:
-        header = json.load(f)
-    values = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    try:  # numpy's and json's messages named no file
+        with open(side, "rb") as f:
+            header = json.load(f)
+    except ValueError as exc:
+        raise ValueError(f"{side}: not a molsift cube header (not JSON: {exc})") from None
+    with open(path, "rb") as f:
+        if f.read(len(NPY_MAGIC)) != NPY_MAGIC:
+            raise ValueError(f"{path}: not a .npy file (it does not start with numpy's magic)")
+    try:
+        values = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"{path}: not a .npy file numpy can read ({exc})") from None
     return _from_json(header, values, side)
 
 
@@ -167,8 +186,14 @@ def read_hdf5(path: str | os.PathLike, dataset: str = "values") -> Cube:
     """A cube from an HDF5 file written by `to_hdf5`."""
     h5py = _h5py()
 
-    path = os.fspath(path)
-    with h5py.File(path, "r") as f:
+    from .io import readable
+
+    path = readable(path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:  # h5py's message named no file
+        raise ValueError(f"{path}: not an HDF5 file h5py can read ({exc})") from None
+    with f:
         if dataset not in f:
             raise ValueError(f"{path}: no dataset {dataset!r}")
         d = f[dataset]
@@ -181,7 +206,9 @@ def read_hdf5(path: str | os.PathLike, dataset: str = "values") -> Cube:
 
 def load(path: str | os.PathLike, dtype: Any = "float64", workers: int | None = None) -> Cube:
     """A cube from a .cube, .npy (with its .json) or HDF5 file."""
-    kind = kind_of(path)
+    from .io import readable
+
+    kind = kind_of(readable(path))  # a directory was said to have an unknown suffix
     if kind == "cube":
         from .io import read_cube
 

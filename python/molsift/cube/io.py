@@ -31,11 +31,22 @@ def _dtype(dtype: Any) -> str:
     return name
 
 
+def readable(path: str | os.PathLike) -> str:
+    """`path` when it is a regular file; else `InputError` saying what it is, in the words
+    every input's error uses (a directory was "No such device (os error 19)")."""
+    from ..inputs.counting import _not_a_file
+
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise _core.InputError(f"{path}: {_not_a_file(path)}")
+    return path
+
+
 def read_header(path: str | os.PathLike) -> dict[str, Any]:
     """The header of a cube file as a dict (no values read): comments, origin, axes, units,
     atoms, orbitals, shape, nval, value_count, values_offset, file_bytes, and row_bytes when
     every row of values takes the same bytes (the fixed layout)."""
-    return _core.cube_header(os.fspath(path))
+    return _core.cube_header(readable(path))
 
 
 def read_cube(
@@ -62,7 +73,7 @@ def read_cube(
         from .mpi import read_cube_block
 
         return read_cube_block(path, comm, dtype=dtype, stats=stats)
-    path = os.fspath(path)
+    path = readable(path)
     header = _core.cube_header(path)
     shape = tuple(header["shape"]) + ((header["nval"],) if header["nval"] > 1 else ())
     values = np.empty(shape, dtype=dtype)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..iolog import SIZE_BINS, IoLog, Record
+from ..wording import plural
 
 MIB = 1 << 20
 THRESHOLDS: dict[str, float] = {
@@ -273,8 +274,10 @@ def rule_metadata_time(v: _View, th) -> list[Finding]:
     per_rank = {
         rank: sum(r.f("F_META_TIME") for r in recs) for rank, recs in _rank_records(v).items()
     }
+    who: tuple[str, str | None] = ("rank", None)
     if not per_rank:  # no ranks: the run's processes count one by one
         per_rank = _per_who(v.posix + v.stdio, lambda r: r.f("F_META_TIME"))
+        who = ("process", "processes")
     slow = {k: t for k, t in per_rank.items() if t > th["metadata_time_rank"]}
     if not slow:
         return []
@@ -284,7 +287,7 @@ def rule_metadata_time(v: _View, th) -> list[Finding]:
             "P17",
             "HIGH",
             "metadata time",
-            f"{len(slow)} rank(s)/process(es) spent more than {th['metadata_time_rank']:.0f} s "
+            f"{plural(len(slow), *who)} spent more than {th['metadata_time_rank']:.0f} s "
             f"in metadata calls (open, stat, seek, close); the worst {worst:.1f} s.",
             "Open files once and keep them open, cache stat results, and avoid "
             "per-step open/close of shared files.",
@@ -417,7 +420,8 @@ def rule_mpiio(v: _View, th) -> list[Finding]:
             "M01",
             "INFO",
             "no collective MPI-IO",
-            f"{len(shared)} file(s) are read or written by several ranks through POSIX "
+            f"{plural(len(shared), 'file')} {'is' if len(shared) == 1 else 'are'} read or "
+            "written by several ranks through POSIX "
             f"calls (e.g. {_name(path)} by {len(per)} ranks); {seen}independent POSIX "
             "requests from many ranks are not aggregated.",
             "For shared files, MPI-IO collective calls (MPI_File_read_at_all / "
@@ -545,7 +549,7 @@ def rule_read_amplification(v: _View, th) -> list[Finding]:
                 "HIGH" if amp >= th["read_amplification_high"] else "WARN",
                 "read amplification",
                 f"{_name(path)} ({_fmt_bytes(size)}) was read {amp:.1f}x over: "
-                f"{_fmt_bytes(read)} in all, by {len(per)} reader(s), "
+                f"{_fmt_bytes(read)} in all, by {plural(len(per), 'reader')}, "
                 f"{_fmt_bytes(read / max(1, len(per)))} each on average where an equal share "
                 f"is {_fmt_bytes(share)}. Most reads were {common} bytes.",
                 "Each reader should read only its share plus the end of its last record: "

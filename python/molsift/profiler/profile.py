@@ -83,7 +83,7 @@ def profile(
     """Run COMMAND traced; write the merged log to LOG. The program's exit status is returned,
     never changed. Raises FileNotFoundError when COMMAND cannot be found."""
     if not command:
-        raise ValueError("molsift profile: give a command after --, e.g. molsift profile -- ./app")
+        raise ValueError("give a command after --, e.g. molsift profile -- ./app")
     log = os.path.abspath(log or default_log_name(command))
     workdir = tempfile.mkdtemp(prefix=".molsift-profile-", dir=os.path.dirname(log))
     start = time.time()

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..iolog import IoLog
+from ..wording import plural
 from .insights import Finding, _fmt_bytes
 
 
@@ -50,7 +51,8 @@ def to_text(log: IoLog, findings: list[Finding]) -> str:
     lines = [
         f"{s['log']}: {s['kind']} I/O log"
         + (f" of `{' '.join(cmd)}`" if isinstance(cmd, list) else f" of {cmd}" if cmd else ""),
-        f"  {s['processes']} process(es), {s['ranks']} rank(s), {s['files']} file(s); "
+        f"  {plural(s['processes'], 'process', 'processes')}, {plural(s['ranks'], 'rank')}, "
+        f"{plural(s['files'], 'file')}; "
         f"{_fmt_bytes(s['bytes_read'])} read, {_fmt_bytes(s['bytes_written'])} written, "
         f"{s['opens']:,} opens, {s['stats']:,} stats, {s['io_seconds']:.3f} s in I/O calls",
         "",

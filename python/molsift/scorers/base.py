@@ -11,6 +11,14 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from .._core import MolsiftError
+
+
+class ScorerError(MolsiftError, ValueError):
+    """A scorer that cannot start: what it loads could not be read (a receptor Vina cannot
+    read). Raised in `setup`, it is one line on the command line, not a worker's traceback, and
+    the run is not said to be resumable: running again would fail the same way."""
+
 
 class Reject(Exception):
     """Raised by `Scorer.score` when a molecule cannot be scored (e.g. it fails to embed, or the
@@ -67,4 +75,4 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["Reject", "Scorer", "format_value"]
+__all__ = ["Reject", "Scorer", "ScorerError", "format_value"]

@@ -31,6 +31,8 @@ class SimilarityScorer(Scorer):
     columns = ("max_tanimoto", "nearest_ref")
 
     def __post_init__(self) -> None:
+        if not self.refs:  # every record was then rejected, with a fingerprint-size error
+            raise ValueError("scorer similarity needs at least one reference molecule")
         # each reference read before any run (the API's too), not in a worker mid-run
         for rid, smi in self.refs:
             why = _unreadable(smi)
@@ -66,7 +68,13 @@ class SimilarityScorer(Scorer):
             if why is not None:
                 raise ValueError(f"--ref {smi!r}: reference {rid!r}: {why}")
         if args.refs:
-            refs += read_refs(args.refs)
+            from_file = read_refs(args.refs)
+            if not from_file:  # it was said to need --refs FILE, which was given
+                raise ValueError(
+                    f"--refs {args.refs}: no reference molecules in it (empty, or only blank "
+                    "and comment lines)"
+                )
+            refs += from_file
         if not refs:
             raise ValueError(
                 "scorer similarity needs reference molecules: --refs FILE or --ref SMILES"

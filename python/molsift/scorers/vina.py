@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..parallel.lifetime import die_with_parent
-from .base import Reject, Scorer
+from .base import Reject, Scorer, ScorerError
 
 BOX_KEYS = ("center_x", "center_y", "center_z", "size_x", "size_y", "size_z")
 FINAL = ("ok", "reject", "error")  # the child's last message; "stage" messages come before
@@ -52,6 +52,10 @@ def read_box(path: str) -> Box:
         text = Path(path).read_text()
     except OSError as exc:
         raise ValueError(f"cannot read the Vina box file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:  # was Python's codec message, naming no file
+        raise ValueError(
+            f"{path}: not a Vina box file: byte {exc.start} is not UTF-8 text"
+        ) from None
     values: dict[str, float] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -193,8 +197,9 @@ class VinaScorer(Scorer):
         pose_format: str = "sdf",
     ):
         if not Path(receptor).is_file():
-            raise ValueError(f"Vina receptor {receptor}: no such file (give a receptor PDBQT)")
-        if exhaustiveness < 1 or n_poses < 1 or cpu < 0 or timeout < 0:
+            why = "a directory" if Path(receptor).is_dir() else "no such file"
+            raise ValueError(f"Vina receptor {receptor}: {why} (give a receptor PDBQT)")
+        if exhaustiveness < 1 or n_poses < 1 or cpu < 0 or not timeout >= 0:  # NaN too
             raise ValueError("vina: exhaustiveness and n_poses must be >= 1, cpu and timeout >= 0")
         if pose_format not in ("sdf", "pdbqt"):
             raise ValueError(f"vina: pose format must be sdf or pdbqt, got {pose_format!r}")
@@ -297,7 +302,7 @@ class VinaScorer(Scorer):
                 "the vina scorer needs a box: --vina-box FILE, or --vina-center "
                 "X,Y,Z with --vina-size X,Y,Z"
             )
-        return cls(
+        scorer = cls(
             args.vina_receptor,
             box,
             exhaustiveness=args.vina_exhaustiveness,
@@ -307,6 +312,24 @@ class VinaScorer(Scorer):
             cpu=args.vina_cpu,
             pose_format=args.vina_pose_format,
         )
+        scorer.check_receptor()
+        return scorer
+
+    def check_receptor(self) -> None:
+        """Reads the receptor once with Vina (a tenth of a second, no maps), so that one Vina
+        cannot read is refused before the run: it failed every worker, after the run had
+        started and left its files."""
+        from vina import Vina
+
+        self._set_receptor(Vina(sf_name="vina", cpu=1, seed=self.seed, verbosity=0))
+
+    def _set_receptor(self, v: Any) -> None:
+        try:
+            v.set_receptor(self.receptor)
+        except Exception as exc:
+            raise ScorerError(
+                f"Vina cannot read the receptor {self.receptor}: {_first_line(exc)}"
+            ) from None
 
     # --- per worker ---------------------------------------------------------------------------
 
@@ -326,12 +349,7 @@ class VinaScorer(Scorer):
 
         t0 = time.perf_counter()
         v = Vina(sf_name="vina", cpu=self.cpu, seed=self.seed, verbosity=0)
-        try:
-            v.set_receptor(self.receptor)
-        except Exception as exc:
-            raise ValueError(
-                f"Vina cannot read the receptor {self.receptor}: {_first_line(exc)}"
-            ) from None
+        self._set_receptor(v)
         v.compute_vina_maps(center=list(self.box.center), box_size=list(self.box.size))
         self._vina = v
         self._stats["vina_maps_built"] += 1

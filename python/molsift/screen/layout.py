@@ -82,8 +82,14 @@ class RunFiles:
         """Removes the run directory, but only if it holds nothing but a run's own files (the
         same rule as a store's `--overwrite`: a directory given as `--run-dir` that holds
         anything else is never deleted)."""
+        if self.check_run_dir():
+            shutil.rmtree(self.run_dir)
+
+    def check_run_dir(self) -> bool:
+        """Whether the run directory exists; NotARunDir when it is not one molsift may remove
+        (not a directory, or holding other files)."""
         if not os.path.lexists(self.run_dir):
-            return
+            return False
         if not os.path.isdir(self.run_dir) or os.path.islink(self.run_dir):
             raise NotARunDir(f"{self.run_dir}: not a directory; choose another --run-dir")
         strangers = [n for n in os.listdir(self.run_dir) if not RUN_FILE.fullmatch(n)]
@@ -92,7 +98,7 @@ class RunFiles:
                 f"{self.run_dir}: holds {strangers[0]!r}, which is not a file of a "
                 "screening run; molsift never deletes it (choose another --run-dir)"
             )
-        shutil.rmtree(self.run_dir)
+        return True
 
 
 class NotARunDir(ValueError):

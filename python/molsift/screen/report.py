@@ -11,6 +11,7 @@ import os
 from collections import defaultdict
 
 from ..iostats import open_counted, read_file
+from ..wording import plural
 
 WINDOW_S = 2.0  # moving-average window for records/s
 
@@ -24,7 +25,8 @@ def load_timeline(run_dir: str) -> tuple[dict[str, list[dict]], list[dict]]:
     samples: dict[str, list[dict]] = defaultdict(list)
     writes: list[dict] = []
     for path in paths:
-        if int(os.path.basename(path)[1:].split("-")[0]) != latest:
+        name = os.path.basename(path)  # not the whole path: a run in /home/frank/ has no ranks
+        if int(name[1:].split("-")[0]) != latest:
             continue
         with open_counted(path) as f:
             for n, line in enumerate(f, 1):
@@ -34,11 +36,15 @@ def load_timeline(run_dir: str) -> tuple[dict[str, list[dict]], list[dict]]:
                     e = json.loads(line)
                 except ValueError as exc:
                     raise ValueError(f"{path}:{n}: not a timeline line ({exc})") from None
-                if e.get("kind") == "sample":
-                    samples[
-                        f"rank {e['rank']}" if "rank" in path else f"worker {e['worker']}"
-                    ].append(e)
-                elif e.get("kind") == "write":
+                kind = e.get("kind") if isinstance(e, dict) else None
+                by = "rank" if "rank" in name else "worker"
+                need = {"sample": ("t", "records", by), "write": ("start", "end", "writer")}
+                missing = [k for k in need.get(kind, ()) if k not in e]  # was a KeyError
+                if missing:
+                    raise ValueError(f"{path}:{n}: not a timeline line (no {missing[0]!r})")
+                if kind == "sample":
+                    samples[f"{by} {e[by]}"].append(e)
+                elif kind == "write":
                     writes.append(e)
     return samples, writes
 
@@ -68,7 +74,7 @@ def amplification_text(amplification: float | None) -> str:
 def io_text(io: dict) -> str:
     """Two lines of a run's own I/O counters (report["io"], from RUN_DIR/io.json)."""
     return (
-        f"I/O of {io['processes']} process(es): read {io['bytes_read']:,} B in "
+        f"I/O of {plural(io['processes'], 'process', 'processes')}: read {io['bytes_read']:,} B in "
         f"{io['reads']:,} requests, wrote {io['bytes_written']:,} B in {io['writes']:,}, "
         f"{io['opens']:,} opens\nI/O time: read {io['read_s']:.2f} s, write "
         f"{io['write_s']:.2f} s, metadata {io['meta_s']:.2f} s"
@@ -82,8 +88,8 @@ def totals_text(report: dict) -> str:
     return (
         f"{report['records_in']:,} records = {report['rows']:,} rows"
         f" + {report['rejected']:,} rejected | "
-        f"{rate:,.0f} records/s on {report['workers']} {report['executor']} worker(s), "
-        f"{report['writers']} writer group(s) {report['groups']}\n"
+        f"{rate:,.0f} records/s on {plural(report['workers'], 'worker')} ({report['executor']}), "
+        f"{plural(report['writers'], 'writer group')} {report['groups']}\n"
         f"worker time: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, read wait "
         f"{t['read_wait_s']:.1f} s, write wait {t['write_wait_s']:.2f} s "
         f"({100 * report['write_wait_share']:.2f}%) | writers busy {report['write_s']:.2f} s | "
@@ -111,6 +117,26 @@ def finished_report(run_dir: str) -> str:
     return report_path
 
 
+#: what the picture and its totals read from report.json
+REPORT_KEYS = ("time", "records_this_attempt", "seconds", "records_in", "rows", "rejected",
+               "workers", "executor", "writers", "groups", "write_s", "write_wait_share",
+               "read_amplification")  # fmt: skip
+
+
+def read_report(run_dir: str) -> dict:
+    """A finished run's report.json; a ValueError naming it when it is not JSON or lacks what
+    `molsift report` shows (was Python's JSON message naming no file, or a KeyError)."""
+    path = finished_report(run_dir)
+    try:
+        report = json.loads(read_file(path))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a run report (not JSON: {exc})") from None
+    missing = [k for k in REPORT_KEYS if not isinstance(report, dict) or k not in report]
+    if missing:
+        raise ValueError(f"{path}: not a run report of this molsift (no {missing[0]!r})")
+    return report
+
+
 def write_report(run_dir: str, output: str | None = None) -> tuple[str, str]:
     """Draws the PNG; returns (its path, the totals as text)."""
     import matplotlib
@@ -118,7 +144,7 @@ def write_report(run_dir: str, output: str | None = None) -> tuple[str, str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    report = json.loads(read_file(finished_report(run_dir)))
+    report = read_report(run_dir)
     samples, writes = load_timeline(run_dir)
     t0 = min([s["t"] for ss in samples.values() for s in ss] + [w["start"] for w in writes] or [0])
     fig, (ax1, ax2, ax3) = plt.subplots(
@@ -157,7 +183,13 @@ def write_report(run_dir: str, output: str | None = None) -> tuple[str, str]:
     fig.text(0.01, 0.005, totals_text(report), fontsize=7.5, family="monospace", va="bottom")
     fig.tight_layout(rect=(0, 0.095 if report.get("io") else 0.06, 1, 1))
     png = output or os.path.join(run_dir, "report.png")
-    with open_counted(png, "wb") as f:
-        fig.savefig(f, dpi=110, format="png")
-    plt.close(fig)
+    tmp = f"{png}.tmp-{os.getpid()}"  # a kill or a full disk never leaves half a picture
+    try:
+        with open_counted(tmp, "wb") as f:
+            fig.savefig(f, dpi=110, format="png")
+        os.replace(tmp, png)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)
     return png, totals_text(report)

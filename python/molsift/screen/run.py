@@ -26,6 +26,7 @@ from ..iostats import (
 from ..parallel import check_workers, default_workers, launched_under_mpi
 from ..parallel.mpi import MPIExecutor
 from ..progress import Progress
+from ..wording import plural
 from .digest import first_changed_block, input_digests
 from .journal import consolidate, new_state
 from .layout import PLAN_VERSION, RunFiles, read_json, write_json_atomic
@@ -51,6 +52,8 @@ def make_plan(
     fmt: dict,
 ) -> dict:
     inp = describe_input(os.path.abspath(library), **fmt)  # --resume may come from another cwd
+    if inp.format == "csv":  # its header read now: a column it lacks is refused before the run
+        inp.source(reader)  # (it failed every worker, and --resume could not get past it)
     columns = ["id", "smiles", *scorer.columns] + (
         ["pose_offset", "pose_bytes"] if scorer.has_poses else []
     )
@@ -94,30 +97,29 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
         )
     if resume and not exists:
         raise ScreenError(f"{files.run_dir}: no run to resume (start one without --resume)")
-    if exists and overwrite and not resume:
-        files.remove_run_dir()
-        exists = False
-    if not exists:
-        for path in (files.output, files.rejects):
+    if not exists or (overwrite and not resume):
+        outputs = (files.output, files.rejects, files.rows_partial, files.rejects_partial)
+        for path in (*outputs, files.poses):
+            if os.path.exists(path) and os.path.exists(library) and os.path.samefile(path, library):
+                raise ScreenError(
+                    f"{path}: is the library being screened; choose another output"
+                )  # --overwrite removed the library, then said it did not exist
+        for path in outputs[:2]:
             if os.path.exists(path) and not overwrite:
                 raise ScreenError(
                     f"{path}: already exists (choose another output or pass --overwrite)"
                 )
-        for path in (
-            files.output,
-            files.rejects,
-            files.rows_partial,
-            files.rejects_partial,
-            files.poses,
-        ):
-            if os.path.exists(path):
-                os.remove(path)
         parent = os.path.dirname(files.output) or "."
         if not os.path.isdir(parent):
             raise ScreenError(f"{parent}: output directory does not exist")
-        plan = make_plan(files, library, scorer, **plan_args)  # checks the input first
-        if os.path.isdir(files.run_dir):  # a run dir without state: a start that did not get far
-            files.remove_run_dir()
+        files.check_run_dir()
+        # the input is checked (and planned) before anything of an earlier run is removed: with
+        # --overwrite, a mistyped library name deleted the earlier results, then stopped
+        plan = make_plan(files, library, scorer, **plan_args)
+        files.remove_run_dir()  # an earlier run's, or a start's that did not get far
+        for path in (*outputs, files.poses):
+            if os.path.exists(path):
+                os.remove(path)
         os.makedirs(files.timeline_dir)
         header = ",".join(plan["columns"]) + "\n"
         write_file(files.rows_partial, header.encode())
@@ -221,6 +223,14 @@ def screen(
     other MPI ranks. With `resume`, finishes a run that was killed."""
     start = time.time()
     check_workers(workers)
+    # 0 slabs or records per chunk was taken silently (a gzip input then screened nothing), a
+    # negative number was the Rust core's OverflowError
+    for name, n in (("writers", writers), ("slabs", slabs), ("chunk_records", chunk_records)):
+        check_workers(n, name)
+    if resume and overwrite:  # resume won, silently
+        raise ScreenError(
+            "--resume finishes the earlier run and --overwrite starts again: give one of them"
+        )
     output = os.path.abspath(output)
     files = RunFiles(output, os.path.abspath(run_dir or output + ".run"))
     mpi = launched_under_mpi() if use_mpi is None else use_mpi
@@ -407,9 +417,9 @@ def summary(report: dict) -> str:
     lines = [
         f"records in {report['records_in']:,} = rows {report['rows']:,}"
         f" + rejected {report['rejected']:,}",
-        f"{report['seconds']:.1f} s, {rate:,.0f} records/s on {report['workers']} worker(s) "
-        f"({report['executor']}, allocator {report.get('allocator', 'system')}), "
-        f"{report['writers']} writer group(s) of {report['groups']}",
+        f"{report['seconds']:.1f} s, {rate:,.0f} records/s on {plural(report['workers'], 'worker')}"
+        f" ({report['executor']}, allocator {report.get('allocator', 'system')}), "
+        f"{plural(report['writers'], 'writer group')} of {report['groups']}",
         f"time summed over workers: prepare {t['prepare_s']:.1f} s, score {t['score_s']:.1f} s, "
         f"waiting for reads {t['read_wait_s']:.1f} s, waiting for writers "
         f"{t['write_wait_s']:.1f} s ({100 * report['write_wait_share']:.2f}% of worker time); "
@@ -423,5 +433,5 @@ def summary(report: dict) -> str:
         f"results {report['output']}; rejects {report['rejects']}",
     ]
     if report["restarts"] > 0:
-        lines.append(f"finished after {report['restarts']} restart(s) with --resume")
+        lines.append(f"finished after {plural(report['restarts'], 'restart')} with --resume")
     return "\n".join(lines)
