@@ -735,24 +735,52 @@ def test_more_bad_values_are_one_line(tmp_path, bundled_smi, argv, said):
     assert not (tmp_path / "p.csv").exists() and not (tmp_path / "p.csv.partial").exists()
 
 
-def test_count_says_when_the_system_starts_no_more_threads(monkeypatch, capsys, bundled_smi):
+def test_threads_the_system_will_not_start_slow_the_answer_never_change_it(tmp_path, bundled_smi):
     """`molsift count FILE -j 100000` was the core's panic ("failed to spawn thread: Os { code:
-    11, kind: WouldBlock ... }") with a Python traceback and exit status 1."""
-    import molsift.cli.count as count
-    from molsift import cli
-
-    class PanicException(BaseException):  # pyo3's, as the Rust core raises it
-        pass
-
-    def refuse(*args, **kwargs):
-        raise PanicException(
-            'failed to spawn thread: Os { code: 11, kind: WouldBlock, message: "Resource '
-            'temporarily unavailable" }'
+    11, kind: WouldBlock ... }") with a Python traceback and exit status 1, and so was
+    `molsift analogs STORE -q ... -j 100000`. Under an address-space limit (`ulimit -v`: no
+    thread stack past it maps, for root as well) the threads the system refuses now leave
+    their work to the threads that started (molsift_tasks): the same answer as one thread."""
+    small = tmp_path / "small.smi"
+    small.write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:300]))
+    store = tmp_path / "s.store"
+    molsift("ingest", small, "-o", store, "-j", "1", "-q")
+    for words, limit in (
+        (["count", bundled_smi], 2_000_000),  # KiB: 100,000 stacks of 2 MiB cannot all map
+        (["analogs", store, "-q", "CCOc1ccccc1", "-k", "5"], 3_000_000),
+        (["search", store, "--queries", small, "-k", "3"], 3_000_000),
+    ):
+        one = molsift(*words, "-j", "1")
+        line = shlex.join([sys.executable, "-m", "molsift", *map(str, words), "-j", "100000"])
+        r = subprocess.run(
+            ["bash", "-c", f"ulimit -v {limit}; {line}"], capture_output=True, text=True
         )
+        what = (words[0], r.returncode, r.stderr[-2000:])
+        assert r.returncode == 0 and "panicked" not in r.stderr, what
+        assert "Traceback" not in r.stderr, what
+        assert r.stdout == one.stdout, what
 
-    monkeypatch.setattr(count, "count_records", refuse)
-    assert cli.main(["count", str(bundled_smi), "-j", "100000"]) == 2
-    assert capsys.readouterr().err == (
-        "molsift: error: cannot start 100000 threads (resource temporarily unavailable): "
-        "give fewer with -j\n"
-    )
+
+@pytest.mark.parametrize(
+    "option", [["--smiles-col", "smi"], ["--id-col", "id"], ["--delimiter", ","]]
+)
+def test_count_refuses_column_options_it_would_ignore(bundled_smi, option):
+    """`molsift count FILE --smiles-col X` (or --id-col, --delimiter) counted as if the option
+    were not there: a record is counted whatever its fields, so the options are refused."""
+    r = molsift("count", bundled_smi, *option, check=False)
+    assert r.returncode == 2 and "unrecognized arguments" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == "", r.stderr
+
+
+@pytest.mark.parametrize("verb", ["screen", "ingest"])
+def test_more_worker_processes_than_memory_holds_are_refused_before_any_start(
+    tmp_path, bundled_smi, verb
+):
+    """`molsift screen LIB -j 100000` went on to start 100,000 worker processes (and left a run
+    directory behind when stopped): refused in one line, nothing written."""
+    out = tmp_path / ("hits.csv" if verb == "screen" else "lib.store")
+    scorer = ["--scorer", "filter"] if verb == "screen" else []
+    r = molsift(verb, bundled_smi, *scorer, "-o", out, "-j", "100000", "-q", check=False)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "100,000 worker processes need at least" in r.stderr, r.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -110,3 +110,37 @@ def test_no_prescreen_option_writes_the_same_rows(tmp_path):
         with open(path, newline="") as f:
             out[name] = sorted(tuple(r.items()) for r in csv.DictReader(f))
     assert len(out["plain"]) >= len(lines) - 5 and out["screened"] == out["plain"]
+
+
+@pytest.mark.parametrize(
+    "option, value, said",
+    [
+        ("--filter-max-mw", "nan", "must be a finite number, got nan"),
+        ("--filter-max-mw", "-3", "mw is never negative, got -3.0"),
+        ("--filter-max-tpsa", "inf", "must be a finite number, got inf"),
+        ("--filter-min-qed", "1.5", "qed is at most 1, got 1.5"),
+        ("--filter-max-hbd", "x", "not a whole number: 'x'"),
+    ],
+)
+def test_a_rule_that_cannot_bound_its_column_is_refused(tmp_path, capsys, option, value, said):
+    """`--filter-max-mw nan` (or a negative one) made every molecule fail without a word."""
+    from molsift.cli import main
+
+    out = tmp_path / "f.csv"
+    with pytest.raises(SystemExit) as stop:
+        main(["screen", str(BUNDLED_SMI), "--scorer", "filter", "-o", str(out), option, value])
+    assert stop.value.code == 2 and not out.exists()
+    assert f"argument {option}: {said}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "rule, value", [("max_mw", float("nan")), ("max_hba", -1), ("min_qed", 2.0)]
+)
+def test_the_api_refuses_the_same_rules(rule, value):
+    with pytest.raises(ValueError, match=rule):
+        FilterScorer(**{rule: value})
+
+
+def test_a_negative_clogp_bound_is_a_rule():
+    """cLogP may be negative: `--filter-max-clogp -1` is a rule, not an error."""
+    assert FilterScorer(max_clogp=-1.0).max_clogp == -1.0

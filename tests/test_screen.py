@@ -242,6 +242,11 @@ def test_unparsable_ref_is_refused_up_front_as_a_bad_refs_record_is(library, tmp
     r = screen([library, "--scorer", "similarity", "--refs", refs, "-o", out], check=False)
     assert r.returncode == 2 and f"{refs}:1: reference 'bad'" in r.stderr
     assert list(tmp_path.iterdir()) == [refs]  # no output, .partial or run directory
+    # a garbage line's 842-character "id" was quoted whole in the one-line error
+    refs.write_text("xx " + "y" * 842 + "\n")
+    r = screen([library, "--scorer", "similarity", "--refs", refs, "-o", out], check=False)
+    assert r.returncode == 2 and "'... (842 characters): RDKit could not parse" in r.stderr
+    assert len(r.stderr) < 300, r.stderr
 
 
 def test_the_apis_similarity_scorer_reads_its_references_when_made():

@@ -1,5 +1,6 @@
 """Words for people: counts with their noun in the singular or plural ('1 worker', '4
-workers'), shared by every summary and message the CLI prints."""
+workers'), and a record's text quoted in a message at a readable length, shared by every
+summary and message the CLI prints."""
 
 from __future__ import annotations
 
@@ -13,3 +14,11 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     """'1 worker', '4 workers', '1,234 processes': `n` and its noun (`words`: a plural other
     than `word` + s)."""
     return f"{n:,} {noun(n, word, words)}"
+
+
+def quoted(text: str, most: int = 60) -> str:
+    """`text` quoted as repr() quotes it, its first `most` characters and its length when it
+    is longer (a garbage line's 842-character 'id' in a one-line error)."""
+    if len(text) <= most:
+        return repr(text)
+    return f"{text[:most]!r}... ({len(text):,} characters)"

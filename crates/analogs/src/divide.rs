@@ -160,15 +160,8 @@ pub(crate) fn pass<L: Library + Sync>(
     let outs: Vec<Out> = if workers.threads == 1 {
         vec![work(level, kind, first, total)]
     } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers.threads)
-                .map(|t| s.spawn(move || work(level, kind, first + t, total)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("an analog walk thread panicked"))
-                .collect()
-        })
+        // a thread the system will not start: its share runs on this one
+        molsift_tasks::scoped(workers.threads, |t| work(level, kind, first + t, total))
     };
     let (mut records, mut timed_out, mut error) = (Vec::new(), false, None);
     for out in outs {

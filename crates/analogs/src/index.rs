@@ -177,44 +177,36 @@ pub fn write_index(
     let chunks = std::sync::Mutex::new(entries.chunks_mut(CHUNK).enumerate());
     let done = AtomicUsize::new(0);
     let sink = Sink::for_keys(DELETIONS_PER_MOLECULE * n);
-    let parts: Vec<Result<Vec<(u32, String)>, AnalogError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.max(1))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut failed = Vec::new();
-                    let mut work = OneWork::default();
-                    loop {
-                        let next = chunks.lock().expect("chunks").next();
-                        let Some((k, slots)) = next else {
-                            sink.add(&mut work.hashes);
-                            return Ok(failed);
-                        };
-                        let start = k * CHUNK;
-                        store.for_each_smiles(start..start + slots.len(), &mut |pos, smiles| {
-                            match one(smiles, max_leaves, &mut work, &sink) {
-                                Ok((key, wl, shape)) => {
-                                    slots[pos - start] = Entry {
-                                        key,
-                                        wl,
-                                        shape,
-                                        pos: pos as u32,
-                                    };
-                                }
-                                Err(why) => failed.push((pos as u32, why)),
-                            }
-                            Ok(())
-                        })?;
-                        let read = slots.len();
-                        progress((done.fetch_add(read, Ordering::Relaxed) + read) as u64);
+    // as many threads as the system starts (molsift_tasks::scoped): each takes chunks until none is left
+    let parts: Vec<Result<Vec<(u32, String)>, AnalogError>> =
+        molsift_tasks::scoped(threads.max(1), |_| {
+            let mut failed = Vec::new();
+            let mut work = OneWork::default();
+            loop {
+                let next = chunks.lock().expect("chunks").next();
+                let Some((k, slots)) = next else {
+                    sink.add(&mut work.hashes);
+                    return Ok(failed);
+                };
+                let start = k * CHUNK;
+                store.for_each_smiles(start..start + slots.len(), &mut |pos, smiles| {
+                    match one(smiles, max_leaves, &mut work, &sink) {
+                        Ok((key, wl, shape)) => {
+                            slots[pos - start] = Entry {
+                                key,
+                                wl,
+                                shape,
+                                pos: pos as u32,
+                            };
+                        }
+                        Err(why) => failed.push((pos as u32, why)),
                     }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("analog index thread"))
-            .collect()
-    });
+                    Ok(())
+                })?;
+                let read = slots.len();
+                progress((done.fetch_add(read, Ordering::Relaxed) + read) as u64);
+            }
+        });
     let mut failed = Vec::new();
     for part in parts {
         failed.extend(part?);

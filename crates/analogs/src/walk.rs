@@ -612,37 +612,25 @@ impl SkeletonGroups {
         type Part = Vec<(u32, Result<(u128, u64, usize, usize, usize), String>)>;
         let threads = threads.max(1);
         let chunk = smiles.len().div_ceil(threads).max(1);
-        let parts: Vec<Part> = std::thread::scope(|s| {
-            let handles: Vec<_> = smiles
-                .chunks(chunk)
+        let parts: Vec<Part> = molsift_tasks::scoped(smiles.len().div_ceil(chunk), |t| {
+            let part = &smiles[t * chunk..((t + 1) * chunk).min(smiles.len())];
+            part.iter()
                 .enumerate()
-                .map(|(t, part)| {
-                    s.spawn(move || {
-                        part.iter()
-                            .enumerate()
-                            .map(|(i, smi)| {
-                                let pos = (t * chunk + i) as u32;
-                                let one = crate::smiles::skeleton_of_smiles(smi)
-                                    .and_then(|g| {
-                                        let key = canonical(&g, max_leaves)?.key();
-                                        let comps = component_count(&g);
-                                        let rings = g.bonds() + comps - g.atoms();
-                                        let bonds: Vec<_> = g.bond_list().collect();
-                                        let wl =
-                                            wl_hash(g.atoms(), &bonds, &mut WlScratch::default());
-                                        Ok((key, wl, comps, g.atoms(), rings))
-                                    })
-                                    .map_err(|e| e.to_string());
-                                (pos, one)
-                            })
-                            .collect::<Part>()
-                    })
+                .map(|(i, smi)| {
+                    let pos = (t * chunk + i) as u32;
+                    let one = crate::smiles::skeleton_of_smiles(smi)
+                        .and_then(|g| {
+                            let key = canonical(&g, max_leaves)?.key();
+                            let comps = component_count(&g);
+                            let rings = g.bonds() + comps - g.atoms();
+                            let bonds: Vec<_> = g.bond_list().collect();
+                            let wl = wl_hash(g.atoms(), &bonds, &mut WlScratch::default());
+                            Ok((key, wl, comps, g.atoms(), rings))
+                        })
+                        .map_err(|e| e.to_string());
+                    (pos, one)
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("skeleton thread"))
-                .collect()
+                .collect::<Part>()
         });
         let mut out = SkeletonGroups::default();
         for (pos, one) in parts.into_iter().flatten() {

@@ -222,7 +222,8 @@ where
     run_parallel_n(slabs, slabs.len(), f)
 }
 
-/// Runs `f` on every range with at most `threads` threads, in order.
+/// Runs `f` on every range with at most `threads` threads, in order (threads the system will
+/// not start are not an error: `molsift_tasks::scoped` runs their ranges on this thread).
 fn run_parallel_n<T: Send, F>(items: &[Range<u64>], threads: usize, f: F) -> Result<Vec<T>, IoError>
 where
     F: Fn(Range<u64>) -> Result<T, IoError> + Sync,
@@ -231,25 +232,16 @@ where
     if workers == 1 {
         return items.iter().map(|r| f(r.clone())).collect();
     }
-    let f = &f;
-    let mut out: Vec<Option<Result<T, IoError>>> = (0..items.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|w| {
-                scope.spawn(move || {
-                    (w..items.len())
-                        .step_by(workers)
-                        .map(|i| (i, f(items[i].clone())))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        for h in handles {
-            for (i, r) in h.join().expect("molsift-io: counting thread panicked") {
-                out[i] = Some(r);
-            }
-        }
+    let parts = molsift_tasks::scoped(workers, |w| {
+        (w..items.len())
+            .step_by(workers)
+            .map(|i| (i, f(items[i].clone())))
+            .collect::<Vec<_>>()
     });
+    let mut out: Vec<Option<Result<T, IoError>>> = (0..items.len()).map(|_| None).collect();
+    for (i, r) in parts.into_iter().flatten() {
+        out[i] = Some(r);
+    }
     out.into_iter()
         .map(|r| r.expect("every item counted"))
         .collect()

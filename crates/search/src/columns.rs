@@ -365,26 +365,8 @@ impl ColumnIndex {
     }
 }
 
-/// Runs `f(0..threads)`, on scoped threads when `threads > 1`, and returns the results in order.
+/// Runs `f(0..threads)`, on scoped threads when `threads > 1`, and returns the results in order
+/// (a thread the system will not start: its part runs on this thread).
 pub(crate) fn run_threads<T: Send>(threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    if threads <= 1 {
-        return vec![f(0)];
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (1..threads)
-            .map(|i| {
-                s.spawn({
-                    let f = &f;
-                    move || f(i)
-                })
-            })
-            .collect();
-        let mut out = vec![f(0)];
-        out.extend(
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("search thread panicked")),
-        );
-        out
-    })
+    molsift_tasks::scoped(threads.max(1), f)
 }

@@ -490,18 +490,11 @@ fn encode_graphs(
         );
         let per = (last - first).div_ceil(threads).max(1);
         let w = &window;
-        let frames = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let range = (first + t * per).min(last)..(first + (t + 1) * per).min(last);
-                    let f = &compress_range;
-                    s.spawn(move || f(w, range))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("a compression thread panicked"))
-                .collect::<Vec<_>>()
+        let frames = molsift_tasks::scoped(threads, |t| {
+            compress_range(
+                w,
+                (first + t * per).min(last)..(first + (t + 1) * per).min(last),
+            )
         });
         body.clear();
         offsets.clear();

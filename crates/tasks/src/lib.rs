@@ -9,6 +9,11 @@
 //! The caller's thread is one of the threads (one thread, or at most one task: nothing is
 //! spawned).
 //!
+//! Threads the system will not start (`ulimit -u`, the kernel's thread or memory-map limits,
+//! memory for their stacks under `ulimit -v`: `-j 100000`) are not an error and never a panic:
+//! the threads that did start take every task ([`try_each`]), or the refused thread's part runs
+//! on the caller's thread ([`scoped`]); the answer is the same, only slower.
+//!
 //! ```
 //! // the sum of squares of 0..1000 on 2 threads, each thread keeping its own partial sum
 //! let parts = molsift_tasks::each(2, 1000, || 0u64, |sum, i| *sum += (i * i) as u64);
@@ -65,9 +70,11 @@ where
         }
         state
     };
-    // the caller's thread is one of them
+    // the caller's thread is one of them; the others as many as the system starts
     let states = std::thread::scope(|s| {
-        let handles: Vec<_> = (1..threads).map(|_| s.spawn(worker)).collect();
+        let handles: Vec<_> = (1..threads)
+            .map_while(|_| std::thread::Builder::new().spawn_scoped(s, worker).ok())
+            .collect();
         let mut states = vec![worker()];
         states.extend(
             handles
@@ -111,6 +118,46 @@ pub fn map<R: Send>(threads: usize, n: usize, f: impl Fn(usize) -> R + Sync) -> 
     out.into_iter()
         .map(|r| r.expect("every task done once"))
         .collect()
+}
+
+/// `f(t)` for every `t` in `0..n`, each on a scoped thread of its own (`f(0)` on the caller's
+/// thread), the results in order of `t`: one part of a job a thread, cut by the caller. A
+/// thread the system will not start is not an error: its `f(t)` runs on the caller's thread
+/// after `f(0)`, so the results are the same (`f(t)` must not wait for another part). A panic
+/// in a part reaches the caller.
+pub fn scoped<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    scoped_at_most(n, usize::MAX, &f)
+}
+
+/// [`scoped`] with at most `most` threads started besides the caller's (the others refused, as
+/// the system refuses them: the tests' way to reach that path).
+fn scoped_at_most<T: Send>(n: usize, most: usize, f: &(impl Fn(usize) -> T + Sync)) -> Vec<T> {
+    if n <= 1 {
+        return (0..n).map(f).collect();
+    }
+    std::thread::scope(|s| {
+        let mut refused = false;
+        let handles: Vec<_> = (1..n)
+            .map(|t| {
+                if refused || t > most {
+                    return None;
+                }
+                let started = std::thread::Builder::new().spawn_scoped(s, move || f(t));
+                refused = started.is_err();
+                started.ok()
+            })
+            .collect();
+        let first = f(0);
+        let rest: Vec<T> = handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| match h {
+                Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                None => f(i + 1),
+            })
+            .collect();
+        std::iter::once(first).chain(rest).collect()
+    })
 }
 
 #[cfg(test)]
@@ -173,6 +220,36 @@ mod tests {
             // tasks stop soon after the first failure (at most one in flight per thread)
             assert!(ran.load(Ordering::Relaxed) < 10_000, "{threads} threads");
         }
+    }
+
+    #[test]
+    fn scoped_parts_are_in_order_and_refused_threads_run_on_the_caller() {
+        let caller = std::thread::current().id();
+        for n in [0, 1, 2, 5, 9] {
+            for most in [0, 1, 3, usize::MAX] {
+                let got = scoped_at_most(n, most, &|t| (t * 3, std::thread::current().id()));
+                assert_eq!(got.len(), n);
+                for (t, (v, id)) in got.iter().enumerate() {
+                    assert_eq!(*v, t * 3);
+                    // part 0 and every part past the threads started on the caller's thread
+                    assert_eq!(*id == caller, t == 0 || t > most, "n {n} most {most} t {t}");
+                }
+            }
+        }
+        assert_eq!(scoped(4, |t| t + 1), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_panic_in_a_scoped_part_reaches_the_caller() {
+        let r = std::panic::catch_unwind(|| {
+            scoped(3, |t| {
+                if t == 2 {
+                    panic!("part two");
+                }
+                t
+            })
+        });
+        assert!(r.is_err());
     }
 
     #[test]

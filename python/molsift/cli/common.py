@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-from ..wording import plural
+from ..wording import plural, quoted
 from .exits import (  # noqa: F401  (re-exported: the verbs take them from here)
     EXIT_CODES,
     EXIT_ERROR,
@@ -170,8 +170,9 @@ def add_reader_options(p: argparse.ArgumentParser, metavar: str | None = None) -
     )
 
 
-def add_format_options(p: argparse.ArgumentParser) -> None:
-    """How to read an input: --format, --header/--no-header, CSV columns and delimiter."""
+def add_format_options(p: argparse.ArgumentParser, columns: bool = True) -> None:
+    """How to read an input: --format, --header/--no-header, and (unless `columns` is false: a
+    verb that reads no field, as `count`) the CSV columns and delimiter."""
     g = p.add_argument_group("input format (guessed from the file name when not given)")
     g.add_argument("--format", choices=["smiles", "csv", "sdf"], help="record format")
     g.add_argument(
@@ -182,6 +183,8 @@ def add_format_options(p: argparse.ArgumentParser) -> None:
         help="the first line is a header (SMILES files; auto-detected)",
     )
     g.add_argument("--no-header", dest="header", action="store_false")
+    if not columns:
+        return
     g.add_argument(
         "--smiles-col", help="CSV: name of the SMILES column (default: 'smiles', any case)"
     )
@@ -282,7 +285,7 @@ def query_source(args: argparse.Namespace) -> Iterator[Query]:
 
 def report_skipped(where: str, query_id: str, reason: str) -> None:
     """The stderr line of a query that is skipped (`where`: 'PATH:LINE: ' or '')."""
-    print(f"molsift: {where}query {query_id!r} skipped: {reason}", file=sys.stderr)
+    print(f"molsift: {where}query {quoted(query_id)} skipped: {reason}", file=sys.stderr)
 
 
 def start_chemistry(store=None) -> None:

@@ -56,7 +56,7 @@ def add_parser(subparsers):
         "--io", choices=IO_METHODS, default=default_of(count_records, "io"), help=io_help()
     )
     p.add_argument("--json", action="store_true", help="print the counters as JSON")
-    add_format_options(p)
+    add_format_options(p, columns=False)  # a record is counted whatever its fields
     add_io_log(p)
     return p
 
@@ -82,7 +82,7 @@ def fast_args(words: list[str]):
     from types import SimpleNamespace
 
     args = {"file": None, "threads": None, "io": "auto", "json": False, "format": None,
-            "header": None, "smiles_col": None, "id_col": None, "delimiter": None}  # fmt: skip
+            "header": None}  # fmt: skip
     at = 0
     while at < len(words):
         word = words[at]
@@ -114,15 +114,9 @@ def fast_args(words: list[str]):
 
 
 def run(args) -> int:
-    try:
-        r = count_records(
-            args.file, format=args.format, threads=args.threads, header=args.header, io=args.io
-        )
-    except BaseException as exc:  # the Rust core's panics are not Exceptions
-        limit = _thread_limit(exc, args.threads)
-        if limit is None:
-            raise
-        raise limit from None
+    r = count_records(
+        args.file, format=args.format, threads=args.threads, header=args.header, io=args.io
+    )
     if args.json:
         import json
 
@@ -138,23 +132,3 @@ def run(args) -> int:
         file=sys.stderr,
     )
     return 0
-
-
-def _thread_limit(exc: BaseException, threads: int | None) -> ValueError | None:
-    """The one-line error when the system would not start that many threads (`-j 100000`:
-    the core's panic, with a traceback); None for any other error. Memory that ran out (a
-    thread's stack under `ulimit -v`) is said by `main`, with the limit."""
-    text = str(exc)
-    if type(exc).__name__ != "PanicException" or "failed to spawn thread" not in text:
-        return None
-    import re
-
-    from ..limits import out_of_memory
-
-    if out_of_memory(exc) is not None:
-        return None
-    why = re.search(r'message: "([^"]*)"', text)
-    return ValueError(
-        f"cannot start {threads or 'one per core'} threads"
-        f" ({why.group(1).lower() if why else text}): give fewer with -j"
-    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..wording import quoted
 from .files import PathLike
 from .queries import read_queries
 
@@ -66,7 +67,7 @@ def read_molecules(
         if mol is None:
             bad = BadRecord(query.path, query.line, query.id, problem or "unusable record")
             if not skip_bad:
-                raise ValueError(f"{bad.path}:{bad.line}: {what} {bad.id!r}: {bad.reason}")
+                raise ValueError(f"{bad.path}:{bad.line}: {what} {quoted(bad.id)}: {bad.reason}")
             out.skipped.append(bad)
             continue
         out.molecules.append(Molecule(query.id, mol, query.text, query.line))

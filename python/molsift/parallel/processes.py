@@ -40,6 +40,26 @@ from ..limits import WORKER_OUT_OF_MEMORY, address_space_limit, memory_message, 
 #: Seconds between checks of the workers (deaths, progress) while waiting.
 TICK = 0.2
 
+#: MiB of memory a worker holds once started, before any work (a spawned interpreter with
+#: molsift and RDKit imported: 45 MiB resident, measured), rounded down: more workers than the
+#: machine's memory holds at this size are refused before any starts
+WORKER_MIB = 40
+
+
+def check_worker_count(workers: int) -> None:
+    """Raises ValueError when `workers` processes cannot all start in this machine's memory
+    (`-j 100000`): refused in one line before the first starts, not found out by the kernel."""
+    from ..budget import size_text
+    from ..limits import machine_memory
+
+    need, have = workers * WORKER_MIB << 20, machine_memory()
+    if need > have:
+        raise ValueError(
+            f"{workers:,} worker processes need at least {size_text(need)} of memory"
+            f" ({WORKER_MIB} MiB each as they start) and this machine has {size_text(have)}:"
+            f" ask for at most {have // (WORKER_MIB << 20):,}"
+        )
+
 
 class WorkerError(MolsiftError):
     """A run on worker processes failed. `text` says where and why; `resumable` is False when
@@ -166,6 +186,7 @@ class ProcessWorkers:
     ):
         from ..allocator import spawn_context  # runs bootstrap's __main__-guard check
 
+        check_worker_count(workers)
         self.size = workers
         self.groups = outboxes or [list(range(workers))]
         self.handler_name = handler_name

@@ -26,6 +26,41 @@ RULES = (  # (option, column, kind): kind "max" or "min"; defaults are FilterSco
     ("min_qed", "qed", "min"),
     ("max_pains", "pains", "max"),
 )
+# columns that are never negative (a negative bound on them would fail every molecule); cLogP
+# may be; QED is at most 1
+NON_NEGATIVE = {"mw", "hbd", "hba", "rotb", "tpsa", "qed", "pains"}
+
+
+def check_rule(opt: str, value) -> None:
+    """Raises ValueError when `value` cannot bound rule `opt` (NaN, infinite, or negative where
+    the column never is): such a rule would fail or pass every molecule without a word."""
+    import math
+
+    col = next(c for o, c, _ in RULES if o == opt)
+    if not math.isfinite(value):
+        raise ValueError(f"{opt}: must be a finite number, got {value}")
+    if col in NON_NEGATIVE and value < 0:
+        raise ValueError(f"{opt}: {col} is never negative, got {value}")
+    if col == "qed" and value > 1:
+        raise ValueError(f"{opt}: qed is at most 1, got {value}")
+
+
+def _rule_type(opt: str, kind: type):
+    """The argparse type of the option of rule `opt`: a number `check_rule` accepts."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        try:
+            check_rule(opt, value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+        return value
+
+    return parse
 
 
 @dataclass
@@ -44,6 +79,10 @@ class FilterScorer(Scorer):
     name = "filter"
     columns = ("mw", "clogp", "hbd", "hba", "rotb", "tpsa", "qed", "pains", "pains_name", "pass")
 
+    def __post_init__(self) -> None:
+        for opt, *_ in RULES:
+            check_rule(opt, getattr(self, opt))
+
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         g = parser.add_argument_group("scorer filter (rules a molecule must meet to pass)")
@@ -52,7 +91,7 @@ class FilterScorer(Scorer):
             default = defaults[opt]
             g.add_argument(
                 f"--filter-{opt.replace('_', '-')}",
-                type=type(default),
+                type=_rule_type(opt, type(default)),
                 default=default,
                 dest=f"filter_{opt}",
                 help=f"{kind}imum {col} (default {default})",

@@ -9,6 +9,7 @@ import argparse
 from dataclasses import dataclass, field
 
 from ..spec import FingerprintSpec
+from ..wording import quoted
 from .base import Scorer
 
 
@@ -37,7 +38,7 @@ class SimilarityScorer(Scorer):
         for rid, smi in self.refs:
             why = _unreadable(smi)
             if why is not None:
-                raise ValueError(f"reference {rid!r} ({smi!r}): {why}")
+                raise ValueError(f"reference {quoted(rid)} ({quoted(smi)}): {why}")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -66,7 +67,7 @@ class SimilarityScorer(Scorer):
         for rid, smi in refs:  # checked here, as --refs records are: not in a worker mid-run
             why = _unreadable(smi)
             if why is not None:
-                raise ValueError(f"--ref {smi!r}: reference {rid!r}: {why}")
+                raise ValueError(f"--ref {quoted(smi)}: reference {rid!r}: {why}")
         if args.refs:
             from_file = read_refs(args.refs)
             if not from_file:  # it was said to need --refs FILE, which was given
@@ -91,7 +92,7 @@ class SimilarityScorer(Scorer):
         for rid, smi in self.refs:
             mol, why = to_mol(smi)
             if mol is None:
-                raise ValueError(f"reference {rid!r} ({smi}): {why}")
+                raise ValueError(f"reference {quoted(rid)} ({quoted(smi)}): {why}")
             rows.append(self._fper.packed(mol))
         self._set = _core.FingerprintSet(rows)
         self._ids = [rid for rid, _ in self.refs]

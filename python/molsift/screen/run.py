@@ -223,6 +223,10 @@ def screen(
     other MPI ranks. With `resume`, finishes a run that was killed."""
     start = time.time()
     check_workers(workers)
+    if workers:  # before the run's files are made: -j 100000 left a run directory behind
+        from ..parallel.processes import check_worker_count
+
+        check_worker_count(workers)
     # 0 slabs or records per chunk was taken silently (a gzip input then screened nothing), a
     # negative number was the Rust core's OverflowError
     for name, n in (("writers", writers), ("slabs", slabs), ("chunk_records", chunk_records)):
