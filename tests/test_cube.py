@@ -503,6 +503,41 @@ def test_missing_file_or_a_directory_is_said_in_words(tmp_path):
         assert p.stderr == f"molsift: error: {path}: {why}\n", p.stderr
 
 
+def test_info_of_a_npy_or_hdf5_file_says_where_its_header_is(tmp_path):
+    """`cube info x.npy` read the .npy's bytes as a cube's header: "the first comment line is
+    not text (UTF-8)"."""
+    from molsift.cube.formats import save
+
+    cube = read_cube(DATA / "water_mos_12.cube")
+    for name, why in (("w.npy", "a .npy file's is the .json beside it"), ("w.h5", "an HDF5")):
+        path = tmp_path / name
+        if name.endswith(".h5"):
+            pytest.importorskip("h5py")
+        save(cube, path)
+        p = molsift_cli("cube", "info", str(path))
+        assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+        assert f"{path}: cube info reads a .cube file's header; {why}" in p.stderr, p.stderr
+
+
+def test_dtype_converts_npy_and_hdf5_values(tmp_path):
+    """`cube convert x.npy -o y.npy --dtype float32` wrote float64: --dtype was read only for
+    .cube inputs. Without --dtype a file keeps its own type."""
+    from molsift.cube.formats import load, save
+
+    cube = read_cube(DATA / "water_mos_12.cube")
+    for suffix in ("npy", "h5"):
+        if suffix == "h5":
+            pytest.importorskip("h5py")
+        src = tmp_path / f"w.{suffix}"
+        save(cube, src)
+        for extra, want in (([], np.float64), (["--dtype", "float32"], np.float32)):
+            out = tmp_path / f"out{len(extra)}.{suffix}"
+            p = molsift_cli("cube", "convert", str(src), "-o", str(out), *extra)
+            assert p.returncode == 0, p.stderr
+            got = load(out).values
+            assert got.dtype == want and np.array_equal(got, cube.values.astype(want))
+
+
 def test_damaged_npy_and_hdf5_files_are_named(tmp_path):
     """A .npy that is not one said numpy's "This file contains pickled (object) data ...", its
     .json header not JSON json's message, an HDF5 file not one h5py's "Unable to synchronously

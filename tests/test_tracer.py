@@ -319,6 +319,7 @@ def test_the_built_in_tracer_is_written_beside_the_logs_and_removed(tmp_path):
             "corrupt I/O log",
         ),
         (b"\x00\x01garbage", "neither JSON nor a Darshan log"),
+        (b"[1, 2]", "not a molsift I/O log (a JSON array; a log is one JSON object)"),
     ],
 )
 def test_missing_or_corrupt_log(tmp_path, content, problem):

@@ -129,6 +129,8 @@ def load_log(path: str) -> IoLog:
         from .profiler.darshan import load_darshan  # pydarshan, only for Darshan logs
 
         return load_darshan(path)
+    if head.lstrip()[:1] == b"[":  # once "neither JSON nor a Darshan log"
+        raise IoLogError(f"{path}: not a molsift I/O log (a JSON array; a log is one JSON object)")
     what = "empty file" if not head else "neither JSON nor a Darshan log header"
     raise IoLogError(f"{path}: not a molsift I/O log nor a Darshan log ({what})")
 

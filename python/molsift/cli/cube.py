@@ -53,8 +53,8 @@ def add_parser(subparsers):
         q.add_argument(
             "--dtype",
             choices=("float64", "float32"),
-            default="float64",
-            help="value type in memory (default %(default)s)",
+            default=None,
+            help="value type in memory (default: float64 from a .cube, a .npy's or .h5's own)",
         )
 
     q = _action(sub, "info", help="the header: grid, units, atoms, layout")
@@ -133,8 +133,17 @@ def _load(path: str, args):
 
 
 def _info(args) -> int:
-    from ..cube.io import read_header
+    from ..cube.formats import kind_of
+    from ..cube.io import read_header, readable
 
+    kind = kind_of(readable(args.file))  # a missing file or a directory said first
+    if kind != "cube":  # it read the .npy's bytes as a cube's comment lines
+        raise ValueError(
+            f"{args.file}: cube info reads a .cube file's header; "
+            + ("a .npy file's is the .json beside it" if kind == "npy" else "an HDF5 file's is")
+            + ("" if kind == "npy" else " its attributes")
+            + f", and `molsift cube stats {args.file}` reads its values"
+        )
     h = read_header(args.file)
     if args.json:
         print(json.dumps(h))
@@ -195,7 +204,7 @@ def _convert_mpi(args) -> int:
     comm = world()
     t = time.perf_counter()
     stats: dict = {}
-    block = read_cube_block(args.input, comm, dtype=args.dtype, stats=stats)
+    block = read_cube_block(args.input, comm, dtype=args.dtype or "float64", stats=stats)
     write_npy_block(block, args.output, comm)
     if comm.Get_rank() == 0:
         print(

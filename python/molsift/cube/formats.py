@@ -204,18 +204,21 @@ def read_hdf5(path: str | os.PathLike, dataset: str = "values") -> Cube:
     return _from_json(header, values, path)
 
 
-def load(path: str | os.PathLike, dtype: Any = "float64", workers: int | None = None) -> Cube:
-    """A cube from a .cube, .npy (with its .json) or HDF5 file."""
+def load(path: str | os.PathLike, dtype: Any = None, workers: int | None = None) -> Cube:
+    """A cube from a .cube, .npy (with its .json) or HDF5 file, its values of type `dtype`
+    (None: float64 from a .cube, a .npy's or HDF5 file's own type; another type than theirs
+    converts them in memory: they were memory-mapped, and were once returned unconverted)."""
     from .io import readable
 
     kind = kind_of(readable(path))  # a directory was said to have an unknown suffix
     if kind == "cube":
         from .io import read_cube
 
-        return read_cube(path, dtype=dtype, workers=workers)
-    if kind == "npy":
-        return read_npy(path)
-    return read_hdf5(path)
+        return read_cube(path, dtype=dtype or "float64", workers=workers)
+    cube = read_npy(path) if kind == "npy" else read_hdf5(path)
+    if dtype is not None and cube.values.dtype != np.dtype(dtype):
+        cube.values = np.asarray(cube.values, dtype=dtype)
+    return cube
 
 
 def save(
