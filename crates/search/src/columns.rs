@@ -223,7 +223,10 @@ impl ColumnIndex {
     ) -> Result<(Vec<Hit>, SearchStats), SearchError> {
         let t = opts.checked_threshold()?;
         let plan = Plan::new(self, query)?;
-        let threads = opts.thread_count();
+        // a thread per block at most: more would each get an empty share (`-j 100000` started
+        // that many threads for one query)
+        let blocks: u64 = self.buckets.iter().map(|b| b.blocks).sum();
+        let threads = opts.thread_count().min(blocks.max(1) as usize);
         let q = plan.q;
         let mut stats = SearchStats {
             path: SearchPath::Columns,

@@ -87,8 +87,8 @@ impl<'a> RowScan<'a> {
             .enumerate()
             .filter(|&(_, w)| w != 0)
             .collect();
-        let threads = opts.thread_count();
         let n = self.len() as u64;
+        let threads = opts.thread_count().min(n.max(1) as usize); // a row each at most
         let k = opts.k;
         if k == Some(0) {
             return Ok((
