@@ -545,14 +545,14 @@ def _sizes(path: str, report: IngestReport) -> None:
     the whole store (`store.file_bytes`, what `molsift info` shows) and, of it, the column
     index (`columns.*`, version 1), the substructure index (`pattern.*`) and the analog index
     (`analogs.*`)."""
-    from .sets import SET_FILE, is_set
+    from .sets import is_set
+    from .sets.manifest import read_manifest
     from .store import file_bytes
 
-    manifest = _read_json(os.path.join(path, SET_FILE if is_set(path) else "manifest.json"))
-    shards = [
-        _read_json(os.path.join(path, rec["name"], "manifest.json"))
-        for rec in manifest.get("shards") or []
-    ]
+    # the set manifest checked as a set's opening checks it; a store's (of version 1 too, which
+    # no opening reads but `upgrade`'s) and each shard's as written
+    manifest = read_manifest(path) if is_set(path) else _read_json(path, "manifest.json")
+    shards = [_read_json(path, rec["name"], "manifest.json") for rec in manifest.get("shards", [])]
     files = file_bytes(manifest, shards)
 
     def of(index: str) -> int:  # a set's shard files are named shard-NNNN/FILE
@@ -564,8 +564,8 @@ def _sizes(path: str, report: IngestReport) -> None:
     report.analog_bytes = of("analogs.")
 
 
-def _read_json(path: str) -> Any:
-    with open(path, "rb") as fh:
+def _read_json(*parts: str) -> Any:
+    with open(os.path.join(*parts), "rb") as fh:
         return json.loads(fh.read())
 
 
