@@ -205,6 +205,8 @@ def test_timeout_marks_the_result_partial(analog_store):
         ({"query": "CCO", "limits": {"tdn": -1}}, "limit of tdn"),
         ({"query": "CCO", "k": 0}, "k must be"),
         ({"query": "CCO", "timeout": 0}, "timeout"),
+        ({"query": "CCO", "timeout": 1e19}, "at most 31536000"),  # was a panic of the core
+        ({"query": "CCO", "timeout": float("inf")}, "at most 31536000"),
         ({"query": "[H][H]", "max_dist": 1}, "no heavy atom"),
     ],
 )

@@ -278,6 +278,42 @@ def test_serve_port_out_of_range_is_refused_by_argparse(tmp_path, port, message)
     assert verb_parsers()["serve"].parse_args(["s.store", "--port", "65535"]).port == 65535
 
 
+@pytest.mark.parametrize(
+    "option", ["--timeout", "--queue-wait", "--depict-timeout", "--read-timeout", "--keep-alive"]
+)
+def test_serve_time_limits_beyond_a_year_are_refused_by_argparse(tmp_path, option):
+    """`serve --timeout 1e300` started, then every analog search was a 500: the Rust core's
+    clock cannot hold the limit (a panic in the worker). A time limit is at most a year."""
+    for bad in ("1e300", "31536001", "inf"):
+        proc = molsift("serve", tmp_path / "no.store", option, bad, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().splitlines()[-1] == (
+            f"molsift serve: error: argument {option}: must be a positive number of seconds, "
+            f"at most 31536000 (a year), got {bad}"
+        )
+    args = verb_parsers()["serve"].parse_args(["s.store", option, "31536000"])
+    assert getattr(args, option[2:].replace("-", "_")) == 31536000
+
+
+def test_more_hits_than_any_store_holds_means_every_hit(tmp_path):
+    """`search -k 99999999999999999999` and `analogs -k` as large were an OverflowError
+    traceback (exit 1) from the Rust core: a count beyond any store is every hit."""
+    from molsift import ingest
+
+    smi = tmp_path / "three.smi"
+    smi.write_text("CCO a\nCCN b\nCCCO c\n")
+    store = tmp_path / "three.store"
+    ingest(smi, store, workers=1, progress=False)
+    huge = "99999999999999999999"
+    for verb, args in (
+        ("search", ["-q", "CCO", "-k", huge]),
+        ("analogs", ["-q", "CCO", "--dist", "2", "-k", huge]),
+        ("substructure", ["-q", "CC", "--max-hits", huge]),
+    ):
+        proc = molsift(verb, store, *args)
+        assert len(proc.stdout.splitlines()) == 1 + 3, (verb, proc.stdout)
+
+
 def test_info_shows_the_analog_index(tmp_path, bundled_smi):
     """`molsift info STORE` had lines for search, substructure and lookup, none for the analog
     index (a set's info says `analogs in every shard` or `missing`)."""
@@ -295,6 +331,25 @@ def test_info_shows_the_analog_index(tmp_path, bundled_smi):
     assert line.group(1).endswith("bytes/molecule; molsift analogs")
     info = molsift("info", tmp_path / "n.store").stdout
     assert "\nanalogs     no index (molsift index STORE --analogs)\n" in info, info
+
+
+def test_a_store_of_no_molecules_has_no_bytes_per_molecule(tmp_path):
+    """`molsift info` of a store of no molecules said "74,491 bytes, 74491.0 bytes/molecule"
+    (the bytes divided by 1) on every size line and in --json, and `molsift index` "(12.0
+    B/molecule)": no per-molecule figure where there are no molecules (null in --json)."""
+    from molsift.ingestion import ingest
+
+    empty = tmp_path / "empty.smi"
+    empty.write_text("")
+    ingest(empty, tmp_path / "e.store", workers=1, progress=False)
+    info = molsift("info", tmp_path / "e.store").stdout
+    assert "molecules   0 " in info and "/molecule" not in info, info
+    assert "\nbytes by file (no molecules):\n" in info and "bytes per molecule" not in info
+    sizes = json.loads(molsift("info", tmp_path / "e.store", "--json").stdout)["sizes"]
+    assert sizes["bytes_per_molecule"] is None
+    assert {f["bytes_per_molecule"] for f in sizes["files"].values()} == {None}
+    done = molsift("index", tmp_path / "e.store", "--analogs", "-j", "1")
+    assert "for 0 molecules" in done.stdout and "/molecule" not in done.stdout, done.stdout
 
 
 JOBS_LINES = {  # each verb's -j, before any of its work: no file here exists
@@ -693,6 +748,33 @@ def test_messages_say_what_the_path_is(tmp_path, bundled_smi):
         assert "--resume" not in r.stderr
     r = molsift("report", tmp_path / "nope.run", check=False)
     assert r.returncode == 2 and "nope.run: no such directory" in r.stderr, r.stderr
+
+
+def test_upgrade_output_that_cannot_be_a_store_says_why(v1_store, tmp_path):
+    """`molsift upgrade OLD -o ''` said `molsift: error: : No such file or directory (os error
+    2)`, naming nothing; `-o FILE/new.store` said FILE was an output directory that does not
+    exist. One line each, exit 2, saying what is wrong with -o."""
+    a_file = tmp_path / "a.smi"
+    a_file.write_text("CCO\n")
+    for out, said in (
+        ("", "-o: an empty path: name the version-2 store to write"),
+        (a_file / "new.store", f"{a_file}: is not a directory"),
+    ):
+        r = molsift("upgrade", v1_store, "-o", out, "-j", "1", check=False)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert said in r.stderr, r.stderr
+        assert "No such file" not in r.stderr and "does not exist" not in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.smi"]
+
+
+def test_upgrade_more_workers_than_memory_holds_is_refused_before_any_work(v1_store, tmp_path):
+    """`molsift upgrade OLD -o NEW -j 100000` of a store without a substructure index wrote
+    the whole store first, then was refused when the index started its workers (of one with
+    an index it was taken): refused before any work, as `ingest -j 100000` is."""
+    r = molsift("upgrade", v1_store, "-o", tmp_path / "new.store", "-j", "100000", check=False)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "100,000 worker processes need at least" in r.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_index_of_a_sets_shard_is_refused_as_the_set_is(tmp_path, bundled_smi):

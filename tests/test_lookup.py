@@ -363,3 +363,76 @@ def test_info_json_has_bytes_per_file_and_molecule(stores):
     assert sizes["bytes"] == sum(f["bytes"] for f in sizes["files"].values())
     assert sizes["files"]["smiles.blocks"]["bytes_per_molecule"] < 10
     assert info["format_version"] == 2
+
+
+def test_cli_lookup_output_is_never_its_query_file_or_inside_its_store(stores, tmp_path):
+    """`lookup STORE --ids ids.txt -o ids.txt` truncated the ids before reading them all: the
+    rows of two of five ids, exit 0, the file lost; `-o STORE/rejects.tsv` overwrote the store's
+    own file (the store no longer opened). Both are refused in one line before any work."""
+    store = tmp_path / "s.store"
+    shutil.copytree(stores.one.path, store)
+    ids = tmp_path / "ids.txt"
+    text = "".join(f"{i}\n" for i in stores.ref.ids[:5])
+    ids.write_text(text)
+    for option, path in (("--ids", ids), ("--queries", ids)):
+        proc = lookup_cli(store, option, path, "-o", ids)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert f"{ids}: the output is the {option} file" in proc.stderr, proc.stderr
+        assert ids.read_text() == text
+    for out in (store / "rejects.tsv", store / "rows.tsv"):
+        proc = lookup_cli(store, "-q", "CCO", "-o", out)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert f"{out}: is inside the store {store}" in proc.stderr, proc.stderr
+    assert not (store / "rows.tsv").exists()
+    molsift.open_store(store, verify=True)
+
+
+def test_cli_lookup_more_workers_than_memory_holds_are_refused(stores):
+    """`lookup -j 100000` was taken: over more than 20,000 queries the pool forked every one
+    of its 100,000 processes at its start. Refused in one line, as screen and ingest refuse
+    it."""
+    proc = lookup_cli(stores.one.path, "-q", "CCO", "-j", "100000")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "100,000 worker processes need at least" in proc.stderr and proc.stdout == ""
+
+
+def test_canonicalize_starts_no_more_processes_than_chunks(monkeypatch):
+    """The pool forks all its processes at its start: `-j 64` over two chunks of queries
+    started 64 processes for 2 tasks."""
+    import concurrent.futures
+
+    from molsift import lookup as module
+
+    sizes = []
+
+    class Pool(concurrent.futures.ThreadPoolExecutor):
+        def __init__(self, workers):
+            sizes.append(workers)
+            super().__init__(workers)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(module, "CHUNK", 2)
+    assert module.canonicalize(["OCC", "C1CC", "c1ccccc1"], workers=64) == [
+        "CCO",
+        None,
+        "c1ccccc1",
+    ]
+    assert sizes == [2]
+
+
+def test_upgrade_never_overwrites_its_own_source(stores, tmp_path):
+    """`molsift upgrade OLD -o OLD --overwrite` replaced the version-1 store it read, though
+    the help says the old one is left as it is: refused in one line, OLD untouched."""
+    old = tmp_path / "old.store"
+    shutil.copytree(stores.v1, old)
+    before = sorted((p.name, p.stat().st_size) for p in old.iterdir())
+    for out in (old, f"{old}/"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "molsift", "upgrade", old, "-o", out, "--overwrite", "-j", "1"],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert f"{out}: is the input {old}; --overwrite never replaces" in proc.stderr
+    assert sorted((p.name, p.stat().st_size) for p in old.iterdir()) == before
+    assert molsift.store.format_version(old) == 1

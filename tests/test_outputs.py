@@ -85,8 +85,10 @@ def test_an_empty_lookup_is_invalid_not_absent(odd_store):
     assert "1 unparsable" in proc.stderr
 
 
-@pytest.mark.parametrize("timeout", ["0", "-1", "nan"])
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "1e19", "31536001"])
 def test_a_bad_analogs_timeout_is_refused_before_any_output(odd_store, tmp_path, timeout):
+    """`inf` passed this check and failed every query; `1e19` was a panic of the Rust core
+    (a traceback, exit 1): a time limit is at most a year."""
     out = tmp_path / "hits.tsv"
     proc = molsift_run("analogs", odd_store, "-q", "CCO", "--timeout", timeout, "-o", out)
     assert proc.returncode == 2
@@ -181,3 +183,85 @@ def test_query_verbs_say_one_in_the_singular(odd_store):
         assert "(s)" not in done.stderr, done.stderr
         assert not re.search(r"(?<![\d,.])1 (queries|hits|threads)\b", done.stderr), done.stderr
     assert "ms/query, 1 thread);" in molsift_run("search", odd_store, "-q", "CCO", "-k", "1").stderr
+
+
+QUERY_VERBS = {
+    "search": ["-q", "CCO", "-k", "1"],
+    "substructure": ["-q", "CCO"],
+    "analogs": ["-q", "CCO", "--dist", "0"],
+}
+
+
+@pytest.mark.parametrize("verb", QUERY_VERBS)
+def test_a_parquet_suffix_in_capitals_is_parquet(odd_store, tmp_path, verb):
+    """`-o hits.PARQUET` passed the check of the suffix (which ignores case) and was filled
+    with tab-separated text."""
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "hits.PARQUET"
+    proc = molsift_run(verb, odd_store, *QUERY_VERBS[verb], "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:4] == b"PAR1"
+    assert pq.read_table(out).num_rows >= 1
+
+
+@pytest.mark.parametrize("verb", QUERY_VERBS)
+def test_output_dash_is_standard_output(odd_store, tmp_path, verb):
+    """`-o -` wrote the hits to a file named `-` (the query file `-` is refused, not read as
+    standard input); it is standard output, as `-o ''` is."""
+    proc = molsift_run(verb, odd_store, *QUERY_VERBS[verb], "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("query"), proc.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("verb", QUERY_VERBS)
+def test_an_output_that_is_the_queries_file_is_refused(odd_store, tmp_path, verb):
+    """`--queries q.txt -o q.txt`: substructure and analogs emptied the file before reading
+    their queries (`c1cc` parsed from a torn line, exit 2, the queries lost); search replaced
+    the queries by its hits. Refused before any work, the file kept."""
+    queries = tmp_path / "q.txt"
+    queries.write_text("c1ccccc1O phenol\nCCO ethanol\n")
+    args = [a for a in QUERY_VERBS[verb] if a not in ("-q", "CCO")]
+    proc = molsift_run(verb, odd_store, "--queries", queries, *args, "-o", tmp_path / "." / "q.txt")
+    assert proc.returncode == 2, proc.stderr
+    assert "the output is the --queries file" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stdout == ""
+    assert queries.read_text() == "c1ccccc1O phenol\nCCO ethanol\n"
+
+
+@pytest.mark.parametrize("verb", QUERY_VERBS)
+def test_an_output_inside_the_store_is_refused(odd_store, tmp_path, verb):
+    """`-o STORE/rejects.tsv` overwrote the store's own file (lookup, and search, substructure
+    and analogs alike): the store no longer opened. Refused before any work."""
+    import shutil
+
+    store = tmp_path / "s.store"
+    shutil.copytree(odd_store, store)
+    before = (store / "rejects.tsv").read_bytes()
+    proc = molsift_run(verb, store, *QUERY_VERBS[verb], "-o", store / "rejects.tsv")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"is inside the store {store}, which molsift {verb} reads" in proc.stderr
+    assert (store / "rejects.tsv").read_bytes() == before
+    molsift.open_store(store, verify=True)
+
+
+@pytest.mark.parametrize("verb", QUERY_VERBS)
+def test_parquet_without_pyarrow_is_refused_before_any_search(odd_store, tmp_path, verb):
+    """search found the hits first, then said that Parquet needs pyarrow: here a query it cannot
+    parse was that query's error, not the missing pyarrow. Refused before any work, as
+    substructure and analogs refuse it."""
+    import os
+
+    fake = tmp_path / "nopyarrow" / "pyarrow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named pyarrow')\n")
+    path = [str(fake.parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    out = tmp_path / "hits.parquet"
+    args = ["-q", "not-a-smiles", *QUERY_VERBS[verb][2:]]
+    proc = molsift_run(verb, odd_store, *args, "-o", out, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "molsift: error: Parquet output needs pyarrow (pip install pyarrow)\n"
+    assert not out.exists()

@@ -475,6 +475,47 @@ def test_cli_port_0_banner_names_the_port_bound_and_every_type(served):
         proc.wait(30)
 
 
+@pytest.fixture(scope="module")
+def tiny_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny")
+    (root / "tiny.smi").write_text("CCO a\nCCN b\n")
+    molsift.ingest(root / "tiny.smi", root / "tiny.store", workers=1, progress=False)
+    return root / "tiny.store"
+
+
+def test_cli_store_names_come_from_the_folder_or_say_to_give_one(tiny_store, monkeypatch):
+    """`molsift serve .` in a store's folder was refused as `database name ''`; a folder whose
+    name cannot name a database (a space) was refused without saying how to serve it."""
+    from molsift.cli.serve import catalog_from
+
+    monkeypatch.chdir(tiny_store)
+    catalog = catalog_from(["."], [])
+    try:
+        assert [db.name for db in catalog] == ["tiny"]
+    finally:
+        catalog.close()
+    odd = tiny_store.parent / "my lib.store"
+    odd.symlink_to(tiny_store)
+    with pytest.raises(ValueError, match=r"'my lib' cannot name a database .*--name NAME="):
+        catalog_from([str(odd)], [])
+
+
+def test_cli_warns_of_a_host_only_when_listening_on_it(tiny_store):
+    """`--host` an address this machine cannot listen on printed `WARNING: listening on
+    192.0.2.1, not loopback: anyone who can reach this machine can search these stores`, then
+    that it cannot listen there."""
+    command = [sys.executable, "-m", "molsift", "serve", tiny_store]
+    proc = subprocess.run(
+        [*command, "--host", "192.0.2.1", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("molsift serve: cannot listen on 192.0.2.1 port 0: ")
+    assert "WARNING" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
 # Arthor's clients (../shared/data/service-clients.md)
 
 

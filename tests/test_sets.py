@@ -463,6 +463,36 @@ def test_index_of_a_set_says_what_to_do(small_set):
     molsift.open_store(small_set, verify=True)
 
 
+def test_upgrade_of_a_set_says_it_is_a_set(small_set, tmp_path):
+    """`molsift upgrade SET -o NEW` said `SET: not a molsift store (no manifest.json; ...)`: a
+    set is refused in one line saying what it is, and that there is nothing to upgrade."""
+    r = molsift_run("upgrade", small_set, "-o", tmp_path / "new.store")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"molsift: error: {small_set}: a store set, "), r.stderr
+    assert "nothing to upgrade" in r.stderr and "no manifest.json" not in r.stderr
+    assert not (tmp_path / "new.store").exists()
+
+
+def test_info_of_a_set_says_where_its_left_out_records_are(tmp_path):
+    """`molsift info SET` of a `--dedupe` set said `duplicates 99 (molecules whose canonical
+    SMILES an earlier one had)` as if they were stored, had no line for its rejects.tsv (a
+    store's info has both), and `indexes substructure missing` without saying how to add one
+    (`molsift index` refuses a set)."""
+    path = tmp_path / "d.set"
+    molsift.ingest(
+        BUNDLED_SMI, path, workers=1, shards=2, dedupe=True, pattern=False, progress=False
+    )
+    info = molsift_run("info", path, "-n", "0")
+    assert info.returncode == 0, info.stderr
+    dropped = molsift.open_store(path).counts["dropped"]
+    assert dropped > 0
+    duplicates = path / "duplicates.tsv"
+    assert f"\nduplicates  {dropped:,}, left out and listed in {duplicates}\n" in info.stdout
+    assert f"\nrejected records are listed in {path / 'rejects.tsv'}\n" in info.stdout
+    hint = "(ingest the set again, --overwrite, without --no-pattern)"
+    assert f"substructure missing, analogs in every shard {hint}\n" in info.stdout, info.stdout
+
+
 def test_verbs_on_a_set(one, small_set, tmp_path):
     store_path = one.path
     for args in (

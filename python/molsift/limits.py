@@ -81,6 +81,11 @@ def fit_to_limit() -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+#: the longest time limit molsift takes (a search's timeout, the server's limits): a year; the
+#: core's clocks cannot hold much longer ones (`--timeout 1e19` was a panic of the Rust core,
+#: `inf` an error on every query)
+MAX_SECONDS = 365 * 24 * 3600
+
 #: MiB of address space RDKit's libraries take as they load (about 52 on Linux x86-64, RDKit
 #: 2026.09, measured as VmSize before and after `from rdkit import Chem`), with a margin
 RDKIT_LOAD_MIB = 64

@@ -45,7 +45,8 @@ def canonicalize(queries: list[str], workers: int | None = None) -> list[str | N
 
     chunks = [queries[i : i + CHUNK] for i in range(0, len(queries), CHUNK)]
     out: list[str | None] = []
-    with ProcessPoolExecutor(workers) as pool:
+    # no more processes than chunks: the pool forks every one of them at its start
+    with ProcessPoolExecutor(min(workers, len(chunks))) as pool:
         for part in pool.map(_canonical_chunk, chunks):
             out.extend(part)
     return out

@@ -135,10 +135,10 @@ def hit_rows(store, query_ids: Sequence[str], results: Sequence[Hits]) -> list[t
 
 
 def write_hits(rows: Iterable[tuple], path: str | os.PathLike | None = None) -> None:
-    """Writes hit rows (HIT_COLUMNS) to `path`: Parquet when it ends in `.parquet` (needs
+    """Writes hit rows (HIT_COLUMNS) to `path`: Parquet when it ends in `.parquet` (any case; needs
     pyarrow; ImportError without it), else tab-separated text with a header row and scores to
     6 decimals (an id holding a tab quoted: `tsv.field`); `None` writes the TSV to stdout."""
-    if path is not None and os.fspath(path).endswith(".parquet"):
+    if path is not None and os.fspath(path).lower().endswith(".parquet"):
         _write_parquet(list(rows), path)
         return
     from .iostats import open_counted

@@ -567,9 +567,11 @@ def check_store_output(output: str, overwrite: bool, inputs: Sequence[str] = ())
     _core.check_replaceable(output)
     inside = os.path.realpath(output) + os.sep
     for path in inputs:
-        if os.path.realpath(path).startswith(inside):
+        # the input itself too (`upgrade OLD -o OLD --overwrite` replaced OLD)
+        if (os.path.realpath(path) + os.sep).startswith(inside):
+            what = "is" if os.path.realpath(path) + os.sep == inside else "holds"
             raise _core.StoreError(
-                f"{output}: holds the input {path}; --overwrite never "
+                f"{output}: {what} the input {path}; --overwrite never "
                 "replaces a store that an input is read from"
             )
 
@@ -672,10 +674,11 @@ def upgrade(
     check_workers(threads, "threads")
     check_workers(workers)
     dst = os.fspath(dst)
-    check_store_output(dst, overwrite)
+    check_store_output(dst, overwrite, [os.fspath(src)])
     parent = os.path.dirname(os.path.abspath(dst))
-    if not os.path.isdir(parent):
-        raise _core.StoreError(f"{parent}: output directory does not exist")
+    if not os.path.isdir(parent):  # a file there is not said to be missing
+        why = "is not a directory" if os.path.exists(parent) else "output directory does not exist"
+        raise _core.StoreError(f"{parent}: {why}")
     _core.sweep_leftovers(dst)
     workdir = os.fspath(_core.temporary_sibling(dst, "upgrade"))
     os.makedirs(workdir)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..cancel import check, kernel_flag
+from ..limits import MAX_SECONDS
 from .skeleton import KINDS, elements_of, skeleton_of
 
 if TYPE_CHECKING:
@@ -98,8 +99,11 @@ def _check(max_dist: int, k: int | None, timeout: float | None) -> None:
         raise ValueError(f"max_dist must be an integer from 0 to {MAX_DIST}, not {max_dist!r}")
     if k is not None and (not isinstance(k, int) or k < 1):
         raise ValueError(f"k must be at least 1, not {k!r}")
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if timeout is not None and not 0 < timeout <= MAX_SECONDS:  # 1e19 was a panic of the core
+        raise ValueError(
+            f"timeout must be a positive number of seconds, at most {MAX_SECONDS} (a year), "
+            f"not {timeout!r}"
+        )
 
 
 def _query(store, query):

@@ -10,11 +10,14 @@ import sys
 import time
 
 from .common import (
+    MAX_SECONDS,
     QUERIES_HELP,
     add_io_log,
     add_verb,
     at_least_one,
     check_hits_output,
+    hit_count,
+    output_file,
     query_source,
     query_summary,
     report_skipped,
@@ -71,7 +74,7 @@ def add_parser(subparsers):
     )
     p.add_argument(
         "-k",
-        type=at_least_one,
+        type=hit_count,
         metavar="K",
         help="the K best hits: the walk stops at the distance where K molecules are reached",
     )
@@ -98,7 +101,9 @@ def add_parser(subparsers):
         "(default: all cores; 1 a rank under mpirun, where the ranks of a node divide it)",
     )
     p.add_argument(
-        "-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout"
+        "-o",
+        "--output",
+        help="write hits here (.parquet for Parquet; -o -: stdout, the default)",
     )
     add_io_log(p)
     return p
@@ -114,11 +119,15 @@ def run(args) -> int:
         raise ValueError("give a query: -q SMILES or --queries FILE")
     if not 0 <= args.dist <= MAX_DIST:
         raise ValueError(f"--dist must be from 0 to {MAX_DIST}, not {args.dist}")
-    if args.timeout is not None and not args.timeout > 0:  # before any output, not per query
-        raise ValueError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
+    if args.timeout is not None and not 0 < args.timeout <= MAX_SECONDS:  # before any output
+        raise ValueError(
+            f"--timeout must be a positive number of seconds, at most {MAX_SECONDS} (a year), "
+            f"not {args.timeout:.15g}"
+        )
     limits = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     parse_limits(limits)  # a bad limit: one error before any query
-    check_hits_output(args.output, "analogs")
+    output = output_file(args.output)  # no -o, -o '' or -o -: stdout
+    check_hits_output(output, "analogs", reads={"--queries": args.queries}, store=args.store)
     store = open_store(args.store, verify=False)
     if not store.has_analog_index:
         raise ValueError(store.missing_index("analogs"))
@@ -128,7 +137,7 @@ def run(args) -> int:
         _index(store)
     queries = for_ranks(store, args, lambda: query_source(args))
     threads = args.threads or (1 if getattr(store, "_ranks", None) else os.cpu_count() or 1)
-    writer = _Writer(args.output or None, COLUMNS, TYPES)
+    writer = _Writer(output, COLUMNS, TYPES)
     asked = failed = hits_total = 0
     start_chemistry(store)
     start = time.perf_counter()

@@ -11,6 +11,7 @@ import os
 import re
 import sys
 
+from ..limits import MAX_SECONDS  # the longest time limit: a year
 from ..wording import plural, quoted
 from .exits import (  # noqa: F401  (re-exported: the verbs take them from here)
     EXIT_CODES,
@@ -103,6 +104,26 @@ def at_least_one(text: str, hint: str = "") -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {n}{hint}")
     return n
+
+
+def hit_count(text: str, hint: str = "") -> int:
+    """A number of hits (-k, --max-hits): a whole number >= 1 (`at_least_one`); one larger than
+    any store (`-k 99999999999999999999`) means every hit, and is taken as `sys.maxsize`, which
+    the core's 64-bit counts hold (a larger one was an OverflowError and a traceback)."""
+    return min(at_least_one(text, hint), sys.maxsize)
+
+
+def seconds(text: str) -> float:
+    """A positive number of seconds from the command line, at most MAX_SECONDS."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number of seconds, at most {MAX_SECONDS} (a year), got {text}"
+        )
+    return value
 
 
 def in_range(text: str, low: float, high: float, what: str) -> float:
@@ -246,19 +267,46 @@ def check_output(path: str | None) -> None:
     raise ValueError(f"{path}: cannot write the output: {why}")
 
 
+def output_file(path: str | None) -> str | None:
+    """A query verb's -o: None (standard output) for no -o, `-o ''` and `-o -` (which made a
+    file named `-`), else the path."""
+    return None if path in (None, "", "-") else path
+
+
 #: suffixes of other formats than a hit table's: refused rather than filled with TSV text
 OTHER_FORMATS = (".csv", ".json", ".jsonl", ".ndjson", ".xlsx", ".xls", ".sdf", ".sd", ".smi",
                  ".h5", ".hdf5", ".arrow", ".feather", ".gz", ".zst", ".pq")  # fmt: skip
 
 
-def check_hits_output(path: str | None, verb: str, parquet: bool = True) -> None:
+def check_hits_output(
+    path: str | None,
+    verb: str,
+    parquet: bool = True,
+    reads: dict[str, str | None] | None = None,
+    store: str | None = None,
+) -> None:
     """`check_output`, and a hit table's format from its name: Parquet for `.parquet` (where
     the verb writes it), else tab-separated text; a name of another format (`.csv`, `.json`,
     ...; `.parquet` where the verb writes no Parquet) is refused before any work, rather than
-    filled with TSV text under that name."""
+    filled with TSV text under that name; Parquet without pyarrow is refused too. So is an
+    output that is a file the verb reads (`reads`: option -> path, `{"--queries": FILE}`: it
+    was emptied before its queries were read, or replaced by the hits) or that lies inside the
+    `store` it searches (`-o STORE/rejects.tsv` overwrote the store's own file: it no longer
+    opened)."""
     check_output(path)
     if not path:
         return
+    for option, read in (reads or {}).items():
+        if read and os.path.exists(path) and os.path.exists(read) and os.path.samefile(path, read):
+            raise ValueError(
+                f"{path}: the output is the {option} file, which would be overwritten: "
+                "write the hits to another file"
+            )
+    if store and os.path.realpath(path).startswith(os.path.realpath(store) + os.sep):
+        raise ValueError(
+            f"{path}: is inside the store {store}, which molsift {verb} reads: write the hits "
+            "outside it"
+        )
     name = os.path.basename(path).lower()
     other = [s for s in OTHER_FORMATS if name.endswith(s)]
     if not parquet and name.endswith(".parquet"):
@@ -268,6 +316,11 @@ def check_hits_output(path: str | None, verb: str, parquet: bool = True) -> None
             " or Parquet (-o hits.parquet)" if parquet else ""
         )
         raise ValueError(f"{path}: molsift {verb} writes {formats}, not {other[0]}")
+    if name.endswith(".parquet"):  # before the search, not once its hits are in
+        try:
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            raise ValueError("Parquet output needs pyarrow (pip install pyarrow)") from None
 
 
 def query_source(args: argparse.Namespace) -> Iterator[Query]:

@@ -100,10 +100,11 @@ def _analogs(args, molecules: int) -> int:
     with Progress("skeletons", total=molecules) as bar:
         header = index_analogs(args.store, threads, progress=counter(bar))
     size = sum(f["bytes"] for f in header["files"].values())
-    n = max(header["molecules"], 1)
+    n = header["molecules"]
+    each = f" ({size / n:.1f} B/molecule)" if n else ""  # none for a store of no molecules
     print(
         f"analog index written to {args.store}: {header['skeletons']:,} distinct skeletons for "
         f"{header['indexed']:,} molecules ({header['failed']:,} without a skeleton, listed in "
-        f"analogs.failed.tsv), {size:,} bytes ({size / n:.1f} B/molecule)"
+        f"analogs.failed.tsv), {size:,} bytes{each}"
     )
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from ..wording import noun, plural
 from .common import add_io_log, add_verb, in_range
@@ -50,15 +51,15 @@ def run(args) -> int:
     if hasattr(store, "shards"):
         return _set_info(store, args)
     m = store.manifest
-    per = max(1, m["counts"]["molecules"])
+    per = m["counts"]["molecules"]
     by_file = file_bytes(m)
     size = sum(by_file.values())  # the whole store, as ingest reports it
     if args.json:
         sizes = {
             "bytes": size,
-            "bytes_per_molecule": round(size / per, 3),
+            "bytes_per_molecule": _ratio(size, per),
             "files": {
-                name: {"bytes": b, "bytes_per_molecule": round(b / per, 3)}
+                name: {"bytes": b, "bytes_per_molecule": _ratio(b, per)}
                 for name, b in sorted(by_file.items())
             },
         }
@@ -86,28 +87,28 @@ def run(args) -> int:
     else:
         print(f"duplicates  {dups:,} (molecules whose canonical SMILES an earlier one had)")
     print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
-    print(f"size        {size:,} bytes, {size / max(1, c['molecules']):.1f} bytes/molecule")
+    print(f"size        {size:,} bytes{_each(size, c['molecules'])}")
     print(f"checksums   {'not checked (--no-verify)' if args.no_verify else checked}")
     if m["format_version"] >= 2:
         index = "compressed bit planes (the fingerprints themselves)"
     print(f"search      {index}")
-    per = max(1, c["molecules"])
+    per = c["molecules"]
     compact = _core.PATTERN_COMPACT_FILES[0] in m["files"]
     if store.has_pattern_index and compact:
         screen, graphs = (m["files"][f]["bytes"] for f in _core.PATTERN_COMPACT_FILES)
         print(
-            f"substructure index present ({screen:,} bytes of compressed screen planes, "
-            f"{screen / per:.1f} bytes/molecule; {graphs:,} bytes of molecule graphs in zstd "
-            f"blocks, {graphs / per:.1f} bytes/molecule)"
+            f"substructure index present ({screen:,} bytes of compressed screen planes"
+            f"{_each(screen, per)}; {graphs:,} bytes of molecule graphs in zstd blocks"
+            f"{_each(graphs, per)})"
         )
     elif store.has_pattern_index:
         planes = m["files"][_core.PATTERN_FILES[1]]["bytes"]
         graphs = m["files"].get(_core.PATTERN_FILES[2], {}).get("bytes", 0)
         print(
-            f"substructure index present ({planes:,} bytes of pattern planes, "
-            f"{planes / per:.1f} bytes/molecule; "
+            f"substructure index present ({planes:,} bytes of pattern planes"
+            f"{_each(planes, per)}; "
             + (
-                f"{graphs:,} bytes of molecule graphs, {graphs / per:.1f} bytes/molecule)"
+                f"{graphs:,} bytes of molecule graphs{_each(graphs, per)})"
                 if graphs
                 else "no molecule graphs: RDKit matches every candidate; rebuild with "
                 "molsift index STORE --pattern)"
@@ -124,16 +125,21 @@ def run(args) -> int:
         except _core.MolsiftError:
             distinct = ""
         print(
-            f"analogs     index present ({distinct}{files:,} bytes, {files / per:.1f} "
-            "bytes/molecule; molsift analogs)"
+            f"analogs     index present ({distinct}{files:,} bytes{_each(files, per)}; "
+            "molsift analogs)"
         )
     else:
         print("analogs     no index (molsift index STORE --analogs)")
     if m["format_version"] >= 2:
         print("lookup      exact-match index present (molsift lookup)")
-        print("\nbytes per molecule, by file:")
-        for name, e in sorted(m["files"].items()):
-            print(f"  {name:<24} {e['bytes'] / per:>8.3f}")
+        if per:
+            print("\nbytes per molecule, by file:")
+            for name, e in sorted(m["files"].items()):
+                print(f"  {name:<24} {e['bytes'] / per:>8.3f}")
+        else:  # no molecules: bytes per molecule would be the bytes themselves
+            print("\nbytes by file (no molecules):")
+            for name, e in sorted(m["files"].items()):
+                print(f"  {name:<24} {e['bytes']:>8,}")
     n = min(args.head, len(store))
     if n and m["format_version"] >= 2:
         print(
@@ -159,11 +165,11 @@ def _set_info(store, args) -> int:
     sizes = [sum(file_bytes(s.manifest).values()) for s in store.shards]
     # the whole set, its own files too (rejects.tsv, duplicates.tsv), as ingest reports it
     total = sum(file_bytes(m, [s.manifest for s in store.shards]).values())
-    per = max(1, len(store))
+    per = len(store)
     if args.json:
         shards = [dict(rec, bytes=b) for rec, b in zip(m["shards"], sizes)]
         print(json.dumps({**m, "shards": shards, "sizes": {
-            "bytes": total, "bytes_per_molecule": round(total / per, 3)}}, indent=2))  # fmt: skip
+            "bytes": total, "bytes_per_molecule": _ratio(total, per)}}, indent=2))  # fmt: skip
         return 0
     c, fp = m["counts"], m["fingerprint"]
     print(f"set         {store.path}")
@@ -173,19 +179,26 @@ def _set_info(store, args) -> int:
         f"molecules   {c['molecules']:,}  "
         f"(records in {c['records_in']:,}, rejected {c['rejected']:,}{dropped})"
     )
-    if c.get("duplicates") is not None:
+    if c.get("dropped"):  # as a store's: where the left-out records are (set.json lists it)
+        print(f"duplicates  {c['duplicates']:,}, left out and listed in "
+              f"{os.path.join(store.path, 'duplicates.tsv')}")  # fmt: skip
+    elif c.get("duplicates") is not None:
         print(
             f"duplicates  {c['duplicates']:,} (molecules whose canonical SMILES an earlier one had)"
         )
     print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
-    print(f"size        {total:,} bytes, {total / per:.1f} bytes/molecule")
+    print(f"size        {total:,} bytes{_each(total, per)}")
     files = sum(len(s.manifest["files"]) + 1 for s in store.shards) + len(m["files"]) + 1
     checked = (
         "not checked (--no-verify)" if args.no_verify else f"all {plural(files, 'file')} verified"
     )
     print(f"checksums   {checked}")
+    flags = (("--no-pattern", store.has_pattern_index), ("--no-analogs", store.has_analog_index))
+    missing = " and ".join(flag for flag, has in flags if not has)
+    # `molsift index` refuses a set: say what adds the index instead
+    how = f" (ingest the set again, --overwrite, without {missing})" if missing else ""
     print(f"indexes     substructure {'in every shard' if store.has_pattern_index else 'missing'}, "
-          f"analogs {'in every shard' if store.has_analog_index else 'missing'}")  # fmt: skip
+          f"analogs {'in every shard' if store.has_analog_index else 'missing'}{how}")  # fmt: skip
     print(f"\n{plural(len(store.shards), 'shard')} (set positions first..last):")
     for rec, b in zip(m["shards"], sizes):
         n = rec["molecules"]
@@ -199,4 +212,17 @@ def _set_info(store, args) -> int:
         )
         for i in range(n):
             print(f"{i:>8}  {store.ids[i]:<12} {store.smiles[i]}")
+    if c["rejected"]:  # as a store's info says it: the set's rejects.tsv holds them all
+        print(f"\nrejected records are listed in {os.path.join(store.path, 'rejects.tsv')}")
     return 0
+
+
+def _ratio(size: int, molecules: int) -> float | None:
+    """Bytes per molecule for --json: None (null) for a store of no molecules."""
+    return round(size / molecules, 3) if molecules else None
+
+
+def _each(size: int, molecules: int) -> str:
+    """', N bytes/molecule' after a size; nothing for a store of no molecules (an empty store
+    said "74,491 bytes, 74491.0 bytes/molecule")."""
+    return f", {size / molecules:.1f} bytes/molecule" if molecules else ""

@@ -91,7 +91,17 @@ def run(args) -> int:
     given = sum(bool(x) for x in (args.query, args.queries, args.ids))
     if given != 1:
         raise ValueError("give one kind of query: -q SMILES, --queries FILE or --ids FILE")
-    check_hits_output(args.output, "lookup", parquet=False)
+    check_hits_output(
+        args.output,
+        "lookup",
+        parquet=False,
+        reads={"--queries": args.queries, "--ids": args.ids},
+        store=args.store,
+    )
+    if args.workers is not None:  # -j 100000: refused in one line, as screen and ingest do
+        from ..parallel.processes import check_worker_count
+
+        check_worker_count(args.workers)
     store = open_store(args.store, verify=False)
     if not hasattr(store, "lookup"):
         raise ValueError(

@@ -15,7 +15,9 @@ from .common import (
     at_least_one,
     check_hits_output,
     default_of,
+    hit_count,
     in_range,
+    output_file,
     report_skipped,
     start_chemistry,
 )
@@ -31,8 +33,8 @@ EXAMPLES = (
 
 
 def k_nearest(text: str) -> int:
-    """-k: a whole number of hits, at least 1."""
-    return at_least_one(text, " (leave -k out to keep every hit above -t)")
+    """-k: a whole number of hits, at least 1 (more than the store holds: every hit)."""
+    return hit_count(text, " (leave -k out to keep every hit above -t)")
 
 
 def tanimoto_threshold(text: str) -> float:
@@ -73,7 +75,9 @@ def add_parser(subparsers):
         help="threads, N >= 1 (default %(default)s)",
     )
     p.add_argument(
-        "-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout"
+        "-o",
+        "--output",
+        help="write hits here (.parquet for Parquet; -o -: stdout, the default)",
     )
     add_io_log(p)
     return p
@@ -111,7 +115,8 @@ def run(args) -> int:
     if not args.query and not args.queries:
         raise ValueError("give a query: -q SMILES or --queries FILE")
     k = args.k_nearest if args.k_nearest or args.threshold is not None else DEFAULT_K
-    check_hits_output(args.output, "search")
+    output = output_file(args.output)  # no -o, -o '' or -o -: stdout
+    check_hits_output(output, "search", reads={"--queries": args.queries}, store=args.store)
     store = open_store(args.store, verify=False)
     queries = for_ranks(store, args, lambda: read_queries(args))
     start_chemistry(store)
@@ -122,7 +127,7 @@ def run(args) -> int:
     seconds = time.perf_counter() - start
     rows = search.hit_rows(store, [qid for qid, _ in queries], results)
     try:
-        search.write_hits(rows, args.output or None)  # no -o (or -o ''): stdout
+        search.write_hits(rows, output)
     except ImportError as exc:  # Parquet without pyarrow
         raise ValueError(str(exc)) from exc
     touched = results[0].stats.get("bytes_touched", 0) if results else 0  # summed over the batch

@@ -7,13 +7,13 @@ runs, so that the banner names the port listened on and a port in use is one lin
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
+import os
 import socket
 import sys
 
 from ..wording import plural
-from .common import add_verb, at_least_one, default_of, in_range
+from .common import add_verb, at_least_one, default_of, in_range, seconds
 
 EXAMPLES = (
     "molsift serve nci.store   # http://127.0.0.1:8080/api/v1/databases",
@@ -141,17 +141,6 @@ def add_parser(subparsers):
     return p
 
 
-def seconds(text: str) -> float:
-    """A positive, finite number of seconds from the command line."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
 def port(text: str) -> int:
     """A TCP port from the command line: 0 (a free one) to 65535."""
     return int(in_range(text, 0, 65535, "a port from 0 to 65535 (0: a free one)"))
@@ -192,7 +181,7 @@ def _is_loopback(host: str) -> bool:
 
 def catalog_from(stores: list[str], names: list[str]):
     """The Catalog of the command line's stores; ValueError for a bad --name."""
-    from ..serve.catalog import Catalog, default_name
+    from ..serve.catalog import NAME, Catalog, default_name
 
     catalog = Catalog()
     for item in names:
@@ -201,7 +190,13 @@ def catalog_from(stores: list[str], names: list[str]):
             raise ValueError(f"--name {item!r}: write NAME=STORE")
         catalog.add(name, path)
     for path in stores:
-        catalog.add(default_name(path), path)
+        name = default_name(os.path.abspath(path))  # `serve .`: the folder's name, not ''
+        if not NAME.match(name):
+            raise ValueError(
+                f"{path}: its folder's name {name!r} cannot name a database (letters, digits, "
+                f"'_', '.', '-'): name it with --name NAME={path}"
+            )
+        catalog.add(name, path)
     if not len(catalog):
         raise ValueError("no store to serve: give STORE or --name NAME=STORE")
     return catalog
@@ -255,12 +250,6 @@ def run(args) -> int:
         finally:
             catalog.close()
         return 0
-    if not _is_loopback(args.host):
-        print(
-            f"molsift serve: WARNING: listening on {args.host}, not loopback: anyone who can "
-            "reach this machine can search these stores",
-            file=sys.stderr,
-        )
     sockets: list[socket.socket] = []
     log = None
     try:
@@ -273,6 +262,12 @@ def run(args) -> int:
                 file=sys.stderr,
             )
             return 2
+        if not _is_loopback(args.host):  # said once listening: not for a host never listened on
+            print(
+                f"molsift serve: WARNING: listening on {args.host}, not loopback: anyone who can "
+                "reach this machine can search these stores",
+                file=sys.stderr,
+            )
         bound = sockets[0].getsockname()[1]
         log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None  # noqa: SIM115
         app = create_app(catalog, limits, log)

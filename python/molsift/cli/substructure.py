@@ -15,6 +15,8 @@ from .common import (
     add_verb,
     at_least_one,
     check_hits_output,
+    hit_count,
+    output_file,
     query_source,
     query_summary,
     report_skipped,
@@ -60,7 +62,7 @@ def add_parser(subparsers):
     )
     p.add_argument(
         "--max-hits",
-        type=at_least_one,
+        type=hit_count,
         metavar="N",
         help="stop each query after its first N hits in store order (default: all hits)",
     )
@@ -74,7 +76,9 @@ def add_parser(subparsers):
         "(default: all cores; few survivors are matched in this process)",
     )
     p.add_argument(
-        "-o", "--output", help="write hits here (.parquet for Parquet) instead of stdout"
+        "-o",
+        "--output",
+        help="write hits here (.parquet for Parquet; -o -: stdout, the default)",
     )
     add_io_log(p)
     return p
@@ -89,7 +93,7 @@ class _Writer:
         self.columns = columns
         self.types = {c: "int64" if c in ("position", "count") else "string" for c in columns}
         self.types.update(types or {})
-        self.parquet = path is not None and path.endswith(".parquet")
+        self.parquet = path is not None and path.lower().endswith(".parquet")  # as -o is checked
         self._stack = contextlib.ExitStack()
         if self.parquet:
             try:
@@ -146,11 +150,12 @@ def run(args) -> int:
 
     if not args.query and not args.queries:
         raise ValueError("give a query: -q QUERY or --queries FILE")
-    check_hits_output(args.output, "substructure")
+    output = output_file(args.output)  # no -o, -o '' or -o -: stdout
+    check_hits_output(output, "substructure", reads={"--queries": args.queries}, store=args.store)
     store = open_store(args.store, verify=False)
     store._pattern_index()  # no index: one clear error before any query
     queries = for_ranks(store, args, lambda: query_source(args))
-    writer = _Writer(args.output or None, COUNT_COLUMNS if args.count else HIT_COLUMNS)
+    writer = _Writer(output, COUNT_COLUMNS if args.count else HIT_COLUMNS)
     asked = failed = hits_total = 0
     start_chemistry()
     start = time.perf_counter()

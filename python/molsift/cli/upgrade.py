@@ -50,13 +50,25 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from ..outputlock import output_lock
+    from ..sets import is_set
     from ..store import format_version, upgrade
 
+    if not args.output:  # it was "molsift: error: : No such file or directory (os error 2)"
+        raise ValueError("-o: an empty path: name the version-2 store to write (-o NEW.store)")
+    if is_set(args.store):  # not "no manifest.json": a set's shards are version-2 stores
+        raise ValueError(
+            f"{args.store}: a store set, whose shards ingest wrote as version-2 stores: "
+            "nothing to upgrade; every verb reads it as it is"
+        )
     if format_version(args.store) == 2:  # the reader's own words would name another version
         raise ValueError(
             f"{args.store}: already a version-2 store (at {os.path.abspath(args.store)}): "
             "nothing to upgrade; search and lookup read it as it is"
         )
+    if args.threads is not None and not args.no_indexes:  # the indexes' worker processes:
+        from ..parallel.processes import check_worker_count  # refused before the store is written
+
+        check_worker_count(args.threads)
     start = time.perf_counter()
     with output_lock(args.output, "upgrade"):  # a second run onto -o is refused, not broken
         threads = args.threads or os.cpu_count() or 1
