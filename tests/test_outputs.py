@@ -265,3 +265,22 @@ def test_parquet_without_pyarrow_is_refused_before_any_search(odd_store, tmp_pat
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == "molsift: error: Parquet output needs pyarrow (pip install pyarrow)\n"
     assert not out.exists()
+
+
+@pytest.mark.parametrize("verb", [*QUERY_VERBS, "lookup"])
+def test_a_csv_query_file_names_its_queries_by_id_col(odd_store, tmp_path, verb):
+    """A CSV --queries file with an id column named its queries by line number ("2", "3"):
+    the query verbs had no --id-col (nor --smiles-col, --delimiter) for their query file,
+    though `query_source` said a CSV id column was read. Given without --queries, refused."""
+    queries = tmp_path / "q.csv"
+    queries.write_text("name;smi\nethanol;CCO\nphenol;c1ccccc1O\n".replace(";", "\t"))
+    args = [a for a in QUERY_VERBS.get(verb, []) if a not in ("-q", "CCO")]
+    options = ["--format", "csv", "--smiles-col", "smi", "--id-col", "name", "--delimiter", "tab"]
+    proc = molsift_run(verb, odd_store, "--queries", queries, *args, *options)
+    assert proc.returncode in (0, 1), proc.stderr  # lookup: 1 when a query is not in the store
+    firsts = {line.split("\t")[0] for line in proc.stdout.splitlines()[1:]}
+    want = {"CCO", "c1ccccc1O"} if verb == "lookup" else {"ethanol", "phenol"}  # lookup: SMILES
+    assert firsts and firsts <= want, proc.stdout
+    proc = molsift_run(verb, odd_store, "-q", "CCO", *args, "--id-col", "name")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "--id-col says how to read the --queries file" in proc.stderr

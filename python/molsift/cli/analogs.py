@@ -12,6 +12,7 @@ import time
 from .common import (
     MAX_SECONDS,
     QUERIES_HELP,
+    add_format_options,
     add_io_log,
     add_verb,
     at_least_one,
@@ -105,6 +106,7 @@ def add_parser(subparsers):
         "--output",
         help="write hits here (.parquet for Parquet; -o -: stdout, the default)",
     )
+    add_format_options(p, what="--queries file")
     add_io_log(p)
     return p
 

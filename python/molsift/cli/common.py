@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 
 QUERIES_HELP = (
     "queries from a file, read as any input is (SMILES, CSV with a smiles column, SDF; gzip or "
-    "zstd too): in a SMILES file a query per line, optionally followed by its name (default: "
-    "its line number), blank lines and lines starting with # skipped; a record that cannot be "
-    "read (longer than the reader's limit, not UTF-8) is skipped and named on stderr"
+    "zstd too; the format options below): in a SMILES file a query per line, optionally "
+    "followed by its name (default: its line number; in a CSV the --id-col column), blank "
+    "lines and lines starting with # skipped; a record that cannot be read (longer than the "
+    "reader's limit, not UTF-8) is skipped and named on stderr"
 )
 SIZE_UNITS = {
     "": 1,
@@ -191,10 +192,13 @@ def add_reader_options(p: argparse.ArgumentParser, metavar: str | None = None) -
     )
 
 
-def add_format_options(p: argparse.ArgumentParser, columns: bool = True) -> None:
-    """How to read an input: --format, --header/--no-header, and (unless `columns` is false: a
-    verb that reads no field, as `count`) the CSV columns and delimiter."""
-    g = p.add_argument_group("input format (guessed from the file name when not given)")
+def add_format_options(
+    p: argparse.ArgumentParser, columns: bool = True, what: str = "input"
+) -> None:
+    """How to read an input (`what`: the query verbs' `--queries file`): --format,
+    --header/--no-header, and (unless `columns` is false: a verb that reads no field, as
+    `count`) the CSV columns and delimiter."""
+    g = p.add_argument_group(f"{what} format (guessed from the file name when not given)")
     g.add_argument("--format", choices=["smiles", "csv", "sdf"], help="record format")
     g.add_argument(
         "--header",
@@ -222,6 +226,16 @@ def format_options(args: argparse.Namespace) -> dict[str, Any]:
         "id_col": args.id_col,
         "delimiter": "\t" if args.delimiter == "tab" else args.delimiter,
     }
+
+
+def query_file_options(args: argparse.Namespace) -> dict[str, Any]:
+    """`format_options` of a query verb's --queries file; ValueError when one is given without
+    --queries (it would be ignored: -q's text is a SMILES, no record to read)."""
+    options = format_options(args)
+    given = [f"--{k.replace('_', '-')}" for k, v in options.items() if v is not None]
+    if given and not args.queries:
+        raise ValueError(f"{given[0]} says how to read the --queries file: give --queries FILE")
+    return options
 
 
 def add_io_log(p: argparse.ArgumentParser) -> None:
@@ -326,14 +340,16 @@ def check_hits_output(
 def query_source(args: argparse.Namespace) -> Iterator[Query]:
     """The queries of a query verb in order: each `-q` (its text is its id), then every record
     of the `--queries` file as the input model reads it (`inputs.read_queries`: SMILES, CSV,
-    SDF, gzip/zstd, the reader's record-size limit; the id is the name after a SMILES, a CSV id
-    column or an SDF title, else the line number). A record the reader rejects comes with its
+    SDF, gzip/zstd, the reader's record-size limit, the format options `query_file_options`;
+    the id is the name after a SMILES, the CSV column of --id-col or an SDF title, else the
+    line number). A record the reader rejects comes with its
     `problem`, for the verb to report (`report_skipped`) and count. A missing file is an error
     here, before any query."""
     from ..inputs.queries import Query, read_queries
 
+    options = query_file_options(args)
     given = [Query(text, text) for text in args.query or []]
-    return itertools.chain(given, read_queries(args.queries) if args.queries else ())
+    return itertools.chain(given, read_queries(args.queries, **options) if args.queries else ())
 
 
 def report_skipped(where: str, query_id: str, reason: str) -> None:

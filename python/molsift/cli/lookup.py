@@ -14,10 +14,12 @@ from ..wording import plural
 from .common import (
     EXIT_NOT_FOUND,
     QUERIES_HELP,
+    add_format_options,
     add_io_log,
     add_verb,
     at_least_one,
     check_hits_output,
+    query_file_options,
     query_source,
     report_skipped,
     start_chemistry,
@@ -67,6 +69,7 @@ def add_parser(subparsers):
         help="processes canonicalizing the queries, N >= 1 (default: all cores)",
     )
     p.add_argument("-o", "--output", help="write the rows here instead of stdout")
+    add_format_options(p, what="--queries file")
     add_io_log(p)
     return p
 
@@ -109,6 +112,7 @@ def run(args) -> int:
             f"write its version-2 form with `molsift upgrade {args.store} -o NEW.store`"
         )
     if args.ids:  # one id per line, whatever the file's name: never a CSV header or SDF
+        query_file_options(args)  # refused: the format options read no --ids file
         queries = for_ranks(
             store, args, lambda: read_queries(args.ids, format="smiles", header=False)
         )

@@ -10,6 +10,7 @@ from .. import search
 from ..wording import plural
 from .common import (
     QUERIES_HELP,
+    add_format_options,
     add_io_log,
     add_verb,
     at_least_one,
@@ -18,6 +19,7 @@ from .common import (
     hit_count,
     in_range,
     output_file,
+    query_file_options,
     report_skipped,
     start_chemistry,
 )
@@ -79,6 +81,7 @@ def add_parser(subparsers):
         "--output",
         help="write hits here (.parquet for Parquet; -o -: stdout, the default)",
     )
+    add_format_options(p, what="--queries file")
     add_io_log(p)
     return p
 
@@ -87,6 +90,7 @@ def read_queries(args) -> list[tuple]:
     """(id, query) pairs from -q SMILES and --queries FILE; bad records of the file are reported
     on stderr and skipped (counted in `args.skipped`: the exit status is then 2, as substructure
     and analogs answer a query they skip), never fatal."""
+    options = query_file_options(args)  # refused without --queries, before any query
     queries = [
         (f"q{i + 1}" if len(args.query) > 1 else "query", smi)
         for i, smi in enumerate(args.query or [])
@@ -94,7 +98,7 @@ def read_queries(args) -> list[tuple]:
     if args.queries:
         from ..inputs import read_molecules
 
-        found = read_molecules(args.queries, skip_bad=True)
+        found = read_molecules(args.queries, skip_bad=True, **options)
         for bad in found.skipped:
             report_skipped(f"{bad.path}:{bad.line}: ", bad.id, bad.reason)
         queries += [(m.id, m.mol) for m in found.molecules]

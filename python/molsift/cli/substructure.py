@@ -11,6 +11,7 @@ import time
 from ..tsv import row as tsv_row
 from .common import (
     QUERIES_HELP,
+    add_format_options,
     add_io_log,
     add_verb,
     at_least_one,
@@ -80,6 +81,7 @@ def add_parser(subparsers):
         "--output",
         help="write hits here (.parquet for Parquet; -o -: stdout, the default)",
     )
+    add_format_options(p, what="--queries file")
     add_io_log(p)
     return p
 
