@@ -866,3 +866,13 @@ def test_more_worker_processes_than_memory_holds_are_refused_before_any_start(
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "100,000 worker processes need at least" in r.stderr, r.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "words", [["info", ""], ["lookup", "", "-q", "CCO"], ["search", "", "-q", "CCO"]]
+)
+def test_an_empty_store_path_is_said_in_words(words):
+    """`molsift info ''` said ": No such file or directory (os error 2)", naming nothing."""
+    r = molsift(*words, check=False)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "an empty store path: name the store's directory" in r.stderr, r.stderr

@@ -434,5 +434,14 @@ def test_upgrade_never_overwrites_its_own_source(stores, tmp_path):
         )
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
         assert f"{out}: is the input {old}; --overwrite never replaces" in proc.stderr
+    # nor writes the new store inside it
+    inside = old / "new.store"
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", "upgrade", old, "-o", inside, "-j", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"{inside}: is inside the input {old}: write the new store beside it" in proc.stderr
     assert sorted((p.name, p.stat().st_size) for p in old.iterdir()) == before
     assert molsift.store.format_version(old) == 1

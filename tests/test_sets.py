@@ -493,6 +493,22 @@ def test_info_of_a_set_says_where_its_left_out_records_are(tmp_path):
     assert f"substructure missing, analogs in every shard {hint}\n" in info.stdout, info.stdout
 
 
+def test_info_of_a_shard_says_which_set_it_belongs_to(one, small_set):
+    """`molsift info SET/shard-0001` showed the shard as a plain store: positions from 0 that
+    are not the set's, and no word of the set."""
+    import json
+
+    record = json.loads((small_set / "set.json").read_text())["shards"][1]
+    info = molsift_run("info", small_set / "shard-0001", "-n", "0")
+    assert info.returncode == 0, info.stderr
+    first, n = record["offset"], record["molecules"]
+    said = f"shard-0001 of the set {small_set}: its molecules are the set's positions {first:,}"
+    assert f"\nset         {said} to {first + n - 1:,}" in info.stdout, info.stdout
+    doc = json.loads(molsift_run("info", small_set / "shard-0001", "--json").stdout)
+    assert doc["set"]["offset"] == first and doc["set"]["path"] == str(small_set)
+    assert "set" not in json.loads(molsift_run("info", one.path, "--json").stdout)
+
+
 def test_verbs_on_a_set(one, small_set, tmp_path):
     store_path = one.path
     for args in (

@@ -534,6 +534,8 @@ def open_store(path: PathLike, verify: bool = True) -> StoreV2:
     checked when first read. Raises `molsift.StoreError` naming the file and what is wrong."""
     from .sets import is_set
 
+    if not os.fspath(path):  # it was ": No such file or directory (os error 2)"
+        raise _core.StoreError("an empty store path: name the store's directory")
     if is_set(path):  # a store set: its shards, one store to every caller
         from .sets import open_set
 
@@ -557,7 +559,15 @@ def open_version_1(path: PathLike, verify: bool = False) -> Store:
 def check_store_output(output: str, overwrite: bool, inputs: Sequence[str] = ()) -> None:
     """The output of a store writer (ingest, upgrade) must be new, or with `overwrite` a
     molsift store (the one overwrite rule, `molsift_store::replace::check_replaceable`) that
-    holds none of `inputs`."""
+    holds none of `inputs`; never inside an input that is a directory (`upgrade OLD -o
+    OLD/new.store` wrote a store into the one it read)."""
+    for path in inputs:
+        if os.path.isdir(path) and os.path.realpath(output).startswith(
+            os.path.realpath(path) + os.sep
+        ):
+            raise _core.StoreError(
+                f"{output}: is inside the input {path}: write the new store beside it"
+            )
     if not os.path.lexists(output):
         return
     if not overwrite:

@@ -63,7 +63,8 @@ def run(args) -> int:
                 for name, b in sorted(by_file.items())
             },
         }
-        print(json.dumps({**m, "sizes": sizes}, indent=2))
+        shard = _shard_of_set(args.store)
+        print(json.dumps({**m, "sizes": sizes, **({"set": shard} if shard else {})}, indent=2))
         return 0
     c, fp = m["counts"], m["fingerprint"]
     checked = f"all {plural(len(by_file) + 1, 'file')} verified (manifest included)"
@@ -73,6 +74,14 @@ def run(args) -> int:
         else "no column index (molsift index STORE)"
     )
     print(f"store       {store.path}")
+    shard = _shard_of_set(args.store)
+    if shard:  # a shard read alone: its positions are the set's less its offset
+        first = shard["offset"]
+        print(
+            f"set         {shard['name']} of the set {shard['path']}: its molecules are the"
+            f" set's positions {first:,} to {first + shard['molecules'] - 1:,}"
+            f" (molsift info {shard['path']})"
+        )
     print(f"format      {m['format']} v{m['format_version']} ({m['created_by']})")
     dropped = f", duplicates left out {c['dropped']:,}" if c.get("dropped") else ""
     print(
@@ -226,3 +235,21 @@ def _each(size: int, molecules: int) -> str:
     """', N bytes/molecule' after a size; nothing for a store of no molecules (an empty store
     said "74,491 bytes, 74491.0 bytes/molecule")."""
     return f", {size / molecules:.1f} bytes/molecule" if molecules else ""
+
+
+def _shard_of_set(path: str) -> dict | None:
+    """The set record of the store at `path` when it is a shard of a set (its directory's
+    parent holds a set manifest that lists it), with the set's `path`; else None."""
+    from .._core import StoreError
+    from ..sets import is_set
+    from ..sets.manifest import read_manifest
+
+    parent = os.path.dirname(os.path.abspath(path))
+    name = os.path.basename(os.path.abspath(path))
+    if not is_set(parent):
+        return None
+    try:
+        records = read_manifest(parent)["shards"]
+    except StoreError:  # a damaged set manifest: `molsift info SET` says what is wrong with it
+        return None
+    return next(({**r, "path": parent} for r in records if r["name"] == name), None)
