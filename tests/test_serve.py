@@ -378,6 +378,8 @@ def test_cli_serves_and_refuses_bad_configuration(served, tmp_path, bundled_smi)
         [sys.executable, "-m", "molsift", "serve"], capture_output=True, text=True, env=env
     )
     assert bad.returncode == 2 and "no store to serve" in bad.stderr
+    # an error as every verb says one (it read "molsift serve: no store to serve: ...")
+    assert bad.stderr.startswith("molsift: error: no store to serve"), bad.stderr
     bad = subprocess.run(
         [sys.executable, "-m", "molsift", "serve", "--name", "x"],
         capture_output=True,
@@ -466,7 +468,7 @@ def test_cli_port_0_banner_names_the_port_bound_and_every_type(served):
         )
         assert busy.returncode == 2, busy.stderr
         assert busy.stderr.splitlines()[-1].startswith(
-            f"molsift serve: cannot listen on 127.0.0.1 port {port}: "
+            f"molsift: error: cannot listen on 127.0.0.1 port {port}: "
         ), busy.stderr
         assert "Traceback" not in busy.stderr and "ERROR" not in busy.stderr
     finally:
@@ -512,7 +514,7 @@ def test_cli_warns_of_a_host_only_when_listening_on_it(tiny_store):
         timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("molsift serve: cannot listen on 192.0.2.1 port 0: ")
+    assert proc.stderr.startswith("molsift: error: cannot listen on 192.0.2.1 port 0: ")
     assert "WARNING" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 

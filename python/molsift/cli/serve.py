@@ -213,7 +213,7 @@ def run(args) -> int:
     try:
         catalog = catalog_from(args.stores, args.name)
     except ValueError as e:
-        print(f"molsift serve: {e}", file=sys.stderr)
+        print(f"molsift: error: {e}", file=sys.stderr)  # as every verb's error
         return 2
     from ..sets.mpi import start_fanout
 
@@ -257,7 +257,7 @@ def run(args) -> int:
             sockets = listen(args.host, args.port)
         except OSError as exc:
             print(
-                f"molsift serve: cannot listen on {args.host} port {args.port}: "
+                f"molsift: error: cannot listen on {args.host} port {args.port}: "
                 f"{exc.strerror or exc}",
                 file=sys.stderr,
             )
