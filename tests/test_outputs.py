@@ -183,6 +183,9 @@ def test_query_verbs_say_one_in_the_singular(odd_store):
         assert "(s)" not in done.stderr, done.stderr
         assert not re.search(r"(?<![\d,.])1 (queries|hits|threads)\b", done.stderr), done.stderr
     assert "ms/query, 1 thread);" in molsift_run("search", odd_store, "-q", "CCO", "-k", "1").stderr
+    # -j is what was asked for, not what ran (one query on a 3-molecule store: one block)
+    many = molsift_run("search", odd_store, "-q", "CCO", "-k", "1", "-j", "100").stderr
+    assert "ms/query, up to 100 threads);" in many, many
 
 
 QUERY_VERBS = {

@@ -138,7 +138,8 @@ def run(args) -> int:
     print(
         f"molsift: {plural(len(queries), 'query', 'queries')}, {plural(len(rows), 'hit')} in "
         f"{seconds * 1000:.1f} ms ({seconds * 1000 / max(1, len(queries)):.2f} ms/query, "
-        f"{plural(args.threads, 'thread')});"
+        # asked for: a batch runs at most a thread a query, a query at most a thread a block
+        f"{'up to ' if args.threads > 1 else ''}{plural(args.threads, 'thread')});"
         f" {touched / max(1, len(queries)):,.0f} bytes of fingerprints and columns read per query",
         file=sys.stderr,
     )
