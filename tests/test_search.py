@@ -156,6 +156,16 @@ def test_cli_search_tsv(store, tmp_path):
         text=True,
     )
     assert proc.returncode == 2 and "invalid query SMILES" in proc.stderr
+    # one bad -q among others is skipped and named, the others answered (it stopped them all),
+    # as substructure and analogs skip one
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", "search", store.path, "-q", "CCO", "-q", "C1CC"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "query 'q2' skipped: invalid query SMILES 'C1CC'" in proc.stderr
+    assert {line.split("\t")[0] for line in proc.stdout.splitlines()[1:]} == {"q1"}
 
 
 def test_cli_search_refuses_a_version_1_store_in_one_line(tmp_path, bundled_smi):

@@ -7,7 +7,7 @@ import sys
 import time
 
 from .. import search
-from ..wording import plural
+from ..wording import plural, quoted
 from .common import (
     QUERIES_HELP,
     add_format_options,
@@ -90,11 +90,26 @@ def read_queries(args) -> list[tuple]:
     """(id, query) pairs from -q SMILES and --queries FILE; bad records of the file are reported
     on stderr and skipped (counted in `args.skipped`: the exit status is then 2, as substructure
     and analogs answer a query they skip), never fatal."""
+    from ..chem import to_mol_unstereo
+
     options = query_file_options(args)  # refused without --queries, before any query
-    queries = [
-        (f"q{i + 1}" if len(args.query) > 1 else "query", smi)
-        for i, smi in enumerate(args.query or [])
-    ]
+    queries, bad = [], []
+    for i, smi in enumerate(args.query or []):
+        qid = f"q{i + 1}" if len(args.query) > 1 else "query"
+        # a -q RDKit cannot read is skipped and named, as substructure and analogs skip one (it
+        # stopped every other -q): checked here, searched as text (the ranks share its parse)
+        why = "empty query: give a SMILES" if not smi.strip() else to_mol_unstereo(smi)[1]
+        if why and not why.startswith("empty"):
+            why = f"invalid query SMILES {quoted(smi)}: {why}"
+        if why:
+            bad.append((qid, why))
+        else:
+            queries.append((qid, smi))
+    if bad and not queries and not args.queries:  # nothing left to search: the error itself
+        raise ValueError(bad[0][1])
+    for qid, why in bad:
+        report_skipped("", qid, why)
+    args.skipped = len(bad)
     if args.queries:
         from ..inputs import read_molecules
 
@@ -102,13 +117,13 @@ def read_queries(args) -> list[tuple]:
         for bad in found.skipped:
             report_skipped(f"{bad.path}:{bad.line}: ", bad.id, bad.reason)
         queries += [(m.id, m.mol) for m in found.molecules]
-        args.skipped = len(found.skipped)
-        if found.skipped:
-            print(
-                f"molsift: {len(found.skipped):,} of "
-                f"{plural(len(found.skipped) + len(queries), 'query', 'queries')} skipped",
-                file=sys.stderr,
-            )
+        args.skipped += len(found.skipped)
+    if args.skipped:
+        print(
+            f"molsift: {args.skipped:,} of "
+            f"{plural(args.skipped + len(queries), 'query', 'queries')} skipped",
+            file=sys.stderr,
+        )
     return queries
 
 
