@@ -68,11 +68,6 @@ def run(args) -> int:
         return 0
     c, fp = m["counts"], m["fingerprint"]
     checked = f"all {plural(len(by_file) + 1, 'file')} verified (manifest included)"
-    index = (
-        "column index present"
-        if store.has_column_index
-        else "no column index (molsift index STORE)"
-    )
     print(f"store       {store.path}")
     shard = _shard_of_set(args.store)
     if shard:  # a shard read alone: its positions are the set's less its offset
@@ -98,9 +93,8 @@ def run(args) -> int:
     print(f"fingerprint {fp['kind']} {fp['bits']} bits {json.dumps(fp['params'])}")
     print(f"size        {size:,} bytes{_each(size, c['molecules'])}")
     print(f"checksums   {'not checked (--no-verify)' if args.no_verify else checked}")
-    if m["format_version"] >= 2:
-        index = "compressed bit planes (the fingerprints themselves)"
-    print(f"search      {index}")
+    # open_store opens the one store only (version 2): its planes are the similarity index
+    print("search      compressed bit planes (the fingerprints themselves)")
     per = c["molecules"]
     compact = _core.PATTERN_COMPACT_FILES[0] in m["files"]
     if store.has_pattern_index and compact:
@@ -139,28 +133,23 @@ def run(args) -> int:
         )
     else:
         print("analogs     no index (molsift index STORE --analogs)")
-    if m["format_version"] >= 2:
-        print("lookup      exact-match index present (molsift lookup)")
-        if per:
-            print("\nbytes per molecule, by file:")
-            for name, e in sorted(m["files"].items()):
-                print(f"  {name:<24} {e['bytes'] / per:>8.3f}")
-        else:  # no molecules: bytes per molecule would be the bytes themselves
-            print("\nbytes by file (no molecules):")
-            for name, e in sorted(m["files"].items()):
-                print(f"  {name:<24} {e['bytes']:>8,}")
+    print("lookup      exact-match index present (molsift lookup)")
+    if per:
+        print("\nbytes per molecule, by file:")
+        for name, e in sorted(m["files"].items()):
+            print(f"  {name:<24} {e['bytes'] / per:>8.3f}")
+    else:  # no molecules: bytes per molecule would be the bytes themselves
+        print("\nbytes by file (no molecules):")
+        for name, e in sorted(m["files"].items()):
+            print(f"  {name:<24} {e['bytes']:>8,}")
     n = min(args.head, len(store))
-    if n and m["format_version"] >= 2:
+    if n:
         print(
             f"\nfirst {plural(n, 'molecule')} (position, id, canonical SMILES; stored in "
             "SMILES order):"
         )
         for i in range(n):
             print(f"{i:>8}  {store.ids[i]:<12} {store.smiles[i]}")
-    elif n:
-        print(f"\nfirst {plural(n, 'molecule')} (position, id, on-bits, canonical SMILES):")
-        for i in range(n):
-            print(f"{i:>8}  {store.ids[i]:<12} {int(store.popcounts[i]):>4}  {store.smiles[i]}")
     if c["rejected"]:
         print(f"\nrejected records are listed in {store.rejects_path}")
     return 0

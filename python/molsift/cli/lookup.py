@@ -106,11 +106,6 @@ def run(args) -> int:
 
         check_worker_count(args.workers)
     store = open_store(args.store, verify=False)
-    if not hasattr(store, "lookup"):
-        raise ValueError(
-            f"{args.store} is a version-1 store, which has no exact-match index: "
-            f"write its version-2 form with `molsift upgrade {args.store} -o NEW.store`"
-        )
     if args.ids:  # one id per line, whatever the file's name: never a CSV header or SDF
         query_file_options(args)  # refused: the format options read no --ids file
         queries = for_ranks(
