@@ -56,20 +56,27 @@ def fingerprinter_for(store):
     return fp
 
 
+def query_mol(smiles: str):
+    """The molecule of a similarity query's SMILES, read without stereo (the bits read none);
+    ValueError for an empty SMILES or one RDKit cannot parse."""
+    from .chem import to_mol_unstereo
+    from .wording import quoted
+
+    if not smiles.strip():  # RDKit reads "" as a molecule of no atoms
+        raise ValueError("empty query: give a SMILES")
+    mol, reason = to_mol_unstereo(smiles)
+    if mol is None:
+        raise ValueError(f"invalid query SMILES {quoted(smiles)}: {reason}")
+    return mol
+
+
 def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:
     """On-bits of a query: SMILES text, an RDKit Mol, a sequence of on-bit indices, or a packed
     uint64 fingerprint row. Raises ValueError for a SMILES RDKit cannot parse or an empty one."""
     import numpy as np
 
     if isinstance(query, str):
-        from .chem import to_mol_unstereo
-
-        if not query.strip():  # RDKit reads "" as a molecule of no atoms
-            raise ValueError("empty query: give a SMILES")
-        mol, reason = to_mol_unstereo(query)  # the bits read no stereo
-        if mol is None:
-            raise ValueError(f"invalid query SMILES {query!r}: {reason}")
-        query = mol
+        query = query_mol(query)
     if isinstance(query, np.ndarray) and query.dtype == np.uint64:
         bits = np.unpackbits(query.astype("<u8").view(np.uint8), bitorder="little")
         return np.flatnonzero(bits).tolist()

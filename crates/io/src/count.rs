@@ -222,28 +222,14 @@ where
     run_parallel_n(slabs, slabs.len(), f)
 }
 
-/// Runs `f` on every range with at most `threads` threads, in order (threads the system will
-/// not start are not an error: `molsift_tasks::scoped` runs their ranges on this thread).
+/// Runs `f` on every range with at most `threads` threads, in order: the task engine
+/// (`molsift_tasks::map`; threads the system will not start are not an error).
 fn run_parallel_n<T: Send, F>(items: &[Range<u64>], threads: usize, f: F) -> Result<Vec<T>, IoError>
 where
     F: Fn(Range<u64>) -> Result<T, IoError> + Sync,
 {
-    let workers = threads.clamp(1, items.len().max(1));
-    if workers == 1 {
-        return items.iter().map(|r| f(r.clone())).collect();
-    }
-    let parts = molsift_tasks::scoped(workers, |w| {
-        (w..items.len())
-            .step_by(workers)
-            .map(|i| (i, f(items[i].clone())))
-            .collect::<Vec<_>>()
-    });
-    let mut out: Vec<Option<Result<T, IoError>>> = (0..items.len()).map(|_| None).collect();
-    for (i, r) in parts.into_iter().flatten() {
-        out[i] = Some(r);
-    }
-    out.into_iter()
-        .map(|r| r.expect("every item counted"))
+    molsift_tasks::map(threads, items.len(), |i| f(items[i].clone()))
+        .into_iter()
         .collect()
 }
 

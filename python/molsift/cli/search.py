@@ -7,7 +7,7 @@ import sys
 import time
 
 from .. import search
-from ..wording import plural, quoted
+from ..wording import plural
 from .common import (
     QUERIES_HELP,
     add_format_options,
@@ -90,19 +90,16 @@ def read_queries(args) -> list[tuple]:
     """(id, query) pairs from -q SMILES and --queries FILE; bad records of the file are reported
     on stderr and skipped (counted in `args.skipped`: the exit status is then 2, as substructure
     and analogs answer a query they skip), never fatal."""
-    from ..chem import to_mol_unstereo
-
     options = query_file_options(args)  # refused without --queries, before any query
     queries, bad = [], []
     for i, smi in enumerate(args.query or []):
         qid = f"q{i + 1}" if len(args.query) > 1 else "query"
         # a -q RDKit cannot read is skipped and named, as substructure and analogs skip one (it
         # stopped every other -q): checked here, searched as text (the ranks share its parse)
-        why = "empty query: give a SMILES" if not smi.strip() else to_mol_unstereo(smi)[1]
-        if why and not why.startswith("empty"):
-            why = f"invalid query SMILES {quoted(smi)}: {why}"
-        if why:
-            bad.append((qid, why))
+        try:
+            search.query_mol(smi)
+        except ValueError as exc:
+            bad.append((qid, str(exc)))
         else:
             queries.append((qid, smi))
     if bad and not queries and not args.queries:  # nothing left to search: the error itself
