@@ -283,7 +283,24 @@ def test_screen_run_dir_gets_its_io_log(tmp_path, small_smi):
             "writer_group_imbalance=0",
         ).stdout
     )
-    assert any(f["code"] == "R05" for f in found["findings"])
+    # (R05 fires exactly when the groups' seconds differ: on a 5,000-molecule run both can
+    # round to the same figure, so the rule is asserted as the log says, then on a copy of the
+    # log whose groups took known, unequal times)
+    secs = [float(g.get("seconds", 0.0)) for g in groups]
+    fires = max(secs) > 0 and min(secs) < max(secs)
+    assert any(f["code"] == "R05" for f in found["findings"]) == fires
+    doc = json.loads((run_dir / "io.json").read_text())
+    for g, s in zip(doc["job"]["molsift"]["writer_groups"], (0.5, 1.0)):
+        g["seconds"] = s
+    uneven = tmp_path / "uneven.json"
+    uneven.write_text(json.dumps(doc))
+    found = json.loads(
+        molsift(
+            "insights", str(uneven), "--format", "json", "-t", "writer_group_imbalance=0.4"
+        ).stdout
+    )
+    r05 = [f for f in found["findings"] if f["code"] == "R05"]
+    assert len(r05) == 1 and r05[0]["numbers"]["seconds_per_group"] == {"0": 0.5, "1": 1.0}
     # --io-log of the same run: every process, and the writer groups too
     assert len(load_log(str(extra)).processes) == 3
     assert load_log(str(extra)).job["molsift"]["writer_groups"] == groups

@@ -398,19 +398,21 @@ def test_cli_lookup_more_workers_than_memory_holds_are_refused(stores):
 
 def test_canonicalize_starts_no_more_processes_than_chunks(monkeypatch):
     """The pool forks all its processes at its start: `-j 64` over two chunks of queries
-    started 64 processes for 2 tasks."""
-    import concurrent.futures
-
+    started 64 processes for 2 tasks. (The chunks go to the one process engine's pool, here
+    replaced by one that records its size and maps in this process.)"""
     from molsift import lookup as module
+    from molsift.parallel import pool
 
     sizes = []
 
-    class Pool(concurrent.futures.ThreadPoolExecutor):
+    class Pool:
         def __init__(self, workers):
             sizes.append(workers)
-            super().__init__(workers)
 
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
+        def map_ordered(self, fn, tasks):
+            return [fn(t) for t in tasks]
+
+    monkeypatch.setattr(pool, "PoolExecutor", Pool)
     monkeypatch.setattr(module, "CHUNK", 2)
     assert module.canonicalize(["OCC", "C1CC", "c1ccccc1"], workers=64) == [
         "CCO",
@@ -418,6 +420,23 @@ def test_canonicalize_starts_no_more_processes_than_chunks(monkeypatch):
         "c1ccccc1",
     ]
     assert sizes == [2]
+
+
+def test_canonicalize_on_worker_processes_keeps_order(monkeypatch):
+    """Queries in more chunks than one are canonicalized on the process engine's workers
+    (real spawned processes), the answers in query order, unparsable ones None."""
+    from molsift import lookup as module
+
+    monkeypatch.setattr(module, "CHUNK", 2)
+    queries = ["OCC", "C1CC", "c1ccccc1", "N#N", "", "C(=O)O"]
+    assert module.canonicalize(queries, workers=2) == [
+        "CCO",
+        None,
+        "c1ccccc1",
+        "N#N",
+        None,
+        "O=CO",
+    ]
 
 
 def test_upgrade_never_overwrites_its_own_source(stores, tmp_path):

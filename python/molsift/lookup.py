@@ -41,14 +41,17 @@ def canonicalize(queries: list[str], workers: int | None = None) -> list[str | N
     workers = check_workers(workers) or os.cpu_count() or 1
     if workers <= 1 or len(queries) <= CHUNK:
         return _canonical_chunk(queries)
-    from concurrent.futures import ProcessPoolExecutor
+    from .parallel.pool import PoolExecutor
+    from .parallel.processes import check_worker_count
 
     chunks = [queries[i : i + CHUNK] for i in range(0, len(queries), CHUNK)]
+    # no more processes than chunks; the one process engine (spawned with the allocator, dying
+    # with this process, a worker's failure raised here)
+    size = min(workers, len(chunks))
+    check_worker_count(size)
     out: list[str | None] = []
-    # no more processes than chunks: the pool forks every one of them at its start
-    with ProcessPoolExecutor(min(workers, len(chunks))) as pool:
-        for part in pool.map(_canonical_chunk, chunks):
-            out.extend(part)
+    for part in PoolExecutor(size).map_ordered(_canonical_chunk, chunks):
+        out.extend(part)
     return out
 
 

@@ -174,42 +174,46 @@ pub fn write_index(
     // its chunk, the molecules without a skeleton marked (position `u32::MAX`, never a
     // molecule's: n < 2^32) and listed by their threads, with the deletions' hashes each made
     let mut entries: Vec<Entry> = vec![NONE; n];
-    let chunks = std::sync::Mutex::new(entries.chunks_mut(CHUNK).enumerate());
+    // one task a chunk, each chunk's slots behind a lock its one task takes once
+    let chunks: Vec<std::sync::Mutex<&mut [Entry]>> = entries
+        .chunks_mut(CHUNK)
+        .map(std::sync::Mutex::new)
+        .collect();
     let done = AtomicUsize::new(0);
     let sink = Sink::for_keys(DELETIONS_PER_MOLECULE * n);
-    // as many threads as the system starts (molsift_tasks::scoped): each takes chunks until none is left
-    let parts: Vec<Result<Vec<(u32, String)>, AnalogError>> =
-        molsift_tasks::scoped(threads.max(1), |_| {
-            let mut failed = Vec::new();
-            let mut work = OneWork::default();
-            loop {
-                let next = chunks.lock().expect("chunks").next();
-                let Some((k, slots)) = next else {
-                    sink.add(&mut work.hashes);
-                    return Ok(failed);
-                };
-                let start = k * CHUNK;
-                store.for_each_smiles(start..start + slots.len(), &mut |pos, smiles| {
-                    match one(smiles, max_leaves, &mut work, &sink) {
-                        Ok((key, wl, shape)) => {
-                            slots[pos - start] = Entry {
-                                key,
-                                wl,
-                                shape,
-                                pos: pos as u32,
-                            };
-                        }
-                        Err(why) => failed.push((pos as u32, why)),
+    // the task engine's threads (as many as the system starts), each with its own buffers and
+    // list of molecules without a skeleton
+    let states = molsift_tasks::try_each(
+        threads.max(1),
+        chunks.len(),
+        || (Vec::new(), OneWork::default()),
+        |(failed, work): &mut (Vec<(u32, String)>, OneWork), k| {
+            let mut slots = chunks[k].lock().expect("a chunk of entries");
+            let start = k * CHUNK;
+            store.for_each_smiles(start..start + slots.len(), &mut |pos, smiles| {
+                match one(smiles, max_leaves, work, &sink) {
+                    Ok((key, wl, shape)) => {
+                        slots[pos - start] = Entry {
+                            key,
+                            wl,
+                            shape,
+                            pos: pos as u32,
+                        };
                     }
-                    Ok(())
-                })?;
-                let read = slots.len();
-                progress((done.fetch_add(read, Ordering::Relaxed) + read) as u64);
-            }
-        });
+                    Err(why) => failed.push((pos as u32, why)),
+                }
+                Ok(())
+            })?;
+            let read = slots.len();
+            progress((done.fetch_add(read, Ordering::Relaxed) + read) as u64);
+            Ok::<(), AnalogError>(())
+        },
+    )?;
+    drop(chunks);
     let mut failed = Vec::new();
-    for part in parts {
-        failed.extend(part?);
+    for (part, mut work) in states {
+        sink.add(&mut work.hashes);
+        failed.extend(part);
     }
     failed.sort_unstable();
     // every molecule has its entry or its reason, never both, never neither
