@@ -515,3 +515,28 @@ def test_element_changes_are_those_of_a_real_path_at_distance_2(analog_store):
         streamed = np.concatenate([lv["mut"] for lv in store.iter_analogs(smiles[p], max_dist=2)])
         assert streamed.tolist() == got["mut"].tolist()
     assert checked > 10
+
+
+def test_cli_timeout_is_checked_once_by_the_library(bundled_smi, tmp_path, monkeypatch, capsys):
+    """analogs' --timeout was checked twice, by the command line and by the library's own
+    check (two copies of the limit and the message to keep alike). The command line calls the
+    library's (`check_timeout`, naming --timeout) before any output: the same one line as
+    before, exit status 2, no file written; the library's limit is the command line's."""
+    from molsift.analogs import search as library
+    from molsift.cli import main
+
+    (tmp_path / "s.smi").write_text("".join(bundled_smi.read_text().splitlines(True)[:60]))
+    store = tmp_path / "s.store"
+    molsift.ingest(tmp_path / "s.smi", store, workers=1, progress=False, pattern=False)
+    out = tmp_path / "hits.tsv"
+    said = "molsift: error: --timeout must be a positive number of seconds, at most {} (a year), "
+    for given, shown in (("0", "0"), ("-1", "-1"), ("nan", "nan"), ("1e19", "1e+19")):
+        proc = analogs_cli(store, "-q", "CCO", "--timeout", given, "-o", out)
+        assert proc.returncode == 2 and proc.stdout == "" and not out.exists()
+        assert proc.stderr == said.format(31536000) + f"not {shown}\n"
+    with pytest.raises(ValueError, match=r"^timeout must be .* not 0$"):  # the API's own name
+        molsift.open_store(store).analogs("CCO", timeout=0)
+    monkeypatch.setattr(library, "MAX_SECONDS", 10)  # one limit: the library's
+    assert main(["analogs", str(store), "-q", "CCO", "--timeout", "20", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == said.format(10) + "not 20\n"
+    assert not out.exists()

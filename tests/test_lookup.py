@@ -345,9 +345,16 @@ def test_cli_lookup_query_files_are_read_as_every_verb_reads_them(stores, tmp_pa
     as_csv.write_text("smiles,name\n" + "".join(f"{s},m{i}\n" for i, s in enumerate(smiles)))
     as_gzip = tmp_path / "q.smi.gz"
     as_gzip.write_bytes(gzip.compress(plain.read_bytes()))
-    for path in (as_csv, as_gzip):
-        proc = lookup_cli(one.path, "--queries", path)
-        assert proc.stdout == want.stdout and proc.returncode == 1, proc.stderr
+    proc = lookup_cli(one.path, "--queries", as_gzip)
+    assert proc.stdout == want.stdout and proc.returncode == 1, proc.stderr
+    # the CSV's queries have no name column: each is named by its line number (2 to 7)
+    proc = lookup_cli(one.path, "--queries", as_csv)
+    rows, want_rows = (
+        [r.split("\t") for r in proc.stdout.splitlines()],
+        [r.split("\t") for r in want.stdout.splitlines()],
+    )
+    assert [r[1:] for r in rows] == [r[1:] for r in want_rows] and proc.returncode == 1
+    assert [r[0] for r in rows] == ["query", *(str(i + 2) for i in range(6))], proc.stdout
 
 
 def test_info_json_has_bytes_per_file_and_molecule(stores):
@@ -464,3 +471,78 @@ def test_upgrade_never_overwrites_its_own_source(stores, tmp_path):
     assert f"{inside}: is inside the input {old}: write the new store beside it" in proc.stderr
     assert sorted((p.name, p.stat().st_size) for p in old.iterdir()) == before
     assert molsift.store.format_version(old) == 1
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory, bundled_smi):
+    """The bundled data's first 200 lines as ingest writes them, every index: a store each
+    query verb (search, substructure, analogs, lookup) answers."""
+    d = tmp_path_factory.mktemp("small")
+    (d / "s.smi").write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:200]))
+    molsift.ingest(d / "s.smi", d / "s.store", workers=1, progress=False)
+    return molsift.open_store(d / "s.store")
+
+
+def query_column(verb: str, *args) -> list:
+    """The first column of `molsift VERB ...`'s hit table (its header first)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "molsift", verb, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode in (0, 1, 2) and "Traceback" not in proc.stderr, proc.stderr
+    return [line.split("\t")[0] for line in proc.stdout.splitlines()]
+
+
+def test_cli_lookup_names_each_query_by_its_id_as_the_other_query_verbs(small, tmp_path):
+    """`lookup --queries` wrote each query's SMILES in the query column, where search,
+    substructure and analogs write its id (the name after it, else its line number): the same
+    queries file gave rows that could not be joined. lookup writes the id too (a record the
+    reader rejects included); a -q's id is its SMILES, as substructure and analogs write it."""
+    found = [random_smiles(small.smiles[i], i) for i in (3, 7)]
+    queries = tmp_path / "q.smi"
+    queries.write_text(f"{found[0]}\tfirst\n{found[1]}\n{'C' * 40} absent\nC\0C rejected\n")
+    ids = ["first", "2", "absent", "rejected"]
+    proc = lookup_cli(small.path, "--queries", queries)
+    assert found_column(proc.stdout) == ["yes", "yes", "no", "invalid"], proc.stderr
+    assert query_column("lookup", small.path, "--queries", queries) == ["query", *ids]
+    # the other verbs' first columns on the same file (a query of no hits has no row there)
+    assert query_column("search", small.path, "--queries", queries, "-k", "1")[1:] == ids[:3]
+    got = query_column("substructure", small.path, "--queries", queries, "--count")
+    assert got[1:] == ids[:3]
+    analogs = query_column("analogs", small.path, "--queries", queries, "--dist", "1")
+    assert analogs[1:] and set(analogs[1:]) <= set(ids)
+    assert query_column("lookup", small.path, "-q", found[0])[1:] == [found[0]]
+    assert query_column("substructure", small.path, "-q", found[0], "--count")[1:] == [found[0]]
+
+
+@pytest.mark.parametrize("verb", ["search", "substructure", "analogs", "lookup"])
+def test_cli_a_query_file_of_no_queries_is_refused(small, tmp_path, verb):
+    """An empty --queries file (0 bytes, only blank and comment lines, a CSV of its header
+    alone; gzip too) gave every query verb an empty table and exit 0, as if every query had
+    been answered: refused in one line naming the file (read where all four read it), exit
+    status 2, nothing written."""
+    files = {
+        "empty.smi": b"",
+        "blank.smi": b"\n# a comment\n\n",
+        "header.csv": b"smiles,id\n",
+        "empty.smi.gz": gzip.compress(b"\n"),
+    }
+    out = tmp_path / "hits.tsv"
+    for name, data in files.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        proc = subprocess.run(
+            [sys.executable, "-m", "molsift", verb, small.path, "--queries", path, "-o", out],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 2, (name, proc.stderr)
+        assert proc.stderr.startswith(f"molsift: error: {path} holds no queries (")
+        assert proc.stderr.count("\n") == 1 and not out.exists(), proc.stderr
+    if verb == "lookup":  # its --ids file the same
+        proc = lookup_cli(small.path, "--ids", tmp_path / "empty.smi")
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.startswith(f"molsift: error: {tmp_path / 'empty.smi'} holds no ids")

@@ -585,3 +585,48 @@ def test_a_version_1_store_is_refused(tmp_path, bundled_smi):
     proc = cli(out, "-q", "c1ccccc1", check=False)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "molsift upgrade" in proc.stderr, proc.stderr
+
+
+def test_a_query_rdkit_reads_but_cannot_search_is_a_query_error(special):
+    """`[#200]` (an atomic number RDKit has no element for) parses as SMARTS, then RDKit's
+    pattern fingerprint raised its RuntimeError (`Pre-condition Violation`): a traceback from
+    the API and the CLI. It is a QueryError naming the query and RDKit's reason."""
+    with pytest.raises(molsift.QueryError, match=r"query '\[#200\]': RDKit cannot search it \("):
+        special.substructure("[#200]")
+    with pytest.raises(molsift.QueryError) as err:
+        special.substructure("C1CC(")
+    assert (err.value.query, err.value.reason) == (
+        "C1CC(",
+        "RDKit cannot parse it as SMILES or SMARTS",
+    )
+    assert str(err.value) == "query 'C1CC(': RDKit cannot parse it as SMILES or SMARTS"
+
+
+def test_cli_bad_queries_among_others_are_skipped_by_file_and_line_as_search(special, tmp_path):
+    """A bad query of a --queries file was named by its text (`query '[C;': RDKit cannot
+    parse it`), where search names the query's id, file and line (`FILE:LINE: query 'ID'
+    skipped: reason`), and `[#200]` ended the run with a traceback and no row for the queries
+    after it. Each bad one is now skipped and named as search names it, counted in the closing
+    line, the others answered; exit status 2, as search's."""
+    queries = tmp_path / "q.smi"
+    queries.write_text("C(=O)O acid\n[#200] big\n[C; broken\n\nc1ccccc1 benzene\n")
+    proc = cli(special.path, "--smarts", "--queries", queries, "--count", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert tsv(proc.stdout) == [["query", "count"]] + [
+        [name, str(len(special.substructure(text, smarts=True)))]
+        for name, text in (("acid", "C(=O)O"), ("benzene", "c1ccccc1"))
+    ]
+    lines = proc.stderr.splitlines()
+    assert lines[:2] == [
+        f"molsift: {queries}:2: query 'big' skipped: RDKit cannot search it "
+        "(Atomic number not found)",
+        f"molsift: {queries}:3: query 'broken' skipped: RDKit cannot parse it as SMARTS",
+    ], proc.stderr
+    assert lines[2].startswith("molsift: 2 of 4 queries answered, ") and len(lines) == 3
+    search = subprocess.run(
+        [sys.executable, "-m", "molsift", "search", special.path, "--queries", queries],
+        capture_output=True,
+        text=True,
+    )  # the same form of line from search (which reads every query as SMILES)
+    assert search.returncode == 2
+    assert f"molsift: {queries}:3: query 'broken' skipped: " in search.stderr

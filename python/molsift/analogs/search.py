@@ -99,10 +99,18 @@ def _check(max_dist: int, k: int | None, timeout: float | None) -> None:
         raise ValueError(f"max_dist must be an integer from 0 to {MAX_DIST}, not {max_dist!r}")
     if k is not None and (not isinstance(k, int) or k < 1):
         raise ValueError(f"k must be at least 1, not {k!r}")
-    if timeout is not None and not 0 < timeout <= MAX_SECONDS:  # 1e19 was a panic of the core
+    check_timeout(timeout)
+
+
+def check_timeout(timeout: float | None, name: str = "timeout") -> None:
+    """ValueError naming `name` (the command line's `--timeout`) unless `timeout` is None or a
+    positive number of seconds, at most MAX_SECONDS: 1e19 was a panic of the core. The one
+    check of an analog search's time limit: the command line calls it before any output."""
+    if timeout is not None and not 0 < timeout <= MAX_SECONDS:
+        shown = format(timeout, ".15g") if isinstance(timeout, (int, float)) else repr(timeout)
         raise ValueError(
-            f"timeout must be a positive number of seconds, at most {MAX_SECONDS} (a year), "
-            f"not {timeout!r}"
+            f"{name} must be a positive number of seconds, at most {MAX_SECONDS} (a year), "
+            f"not {shown}"
         )
 
 

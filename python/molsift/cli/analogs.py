@@ -10,7 +10,6 @@ import sys
 import time
 
 from .common import (
-    MAX_SECONDS,
     QUERIES_HELP,
     add_format_options,
     add_io_log,
@@ -112,7 +111,7 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..analogs.search import MAX_DIST, _index, parse_limits
+    from ..analogs.search import MAX_DIST, _index, check_timeout, parse_limits
     from ..sets.mpi import for_ranks
     from ..store import open_store
     from .substructure import _Writer
@@ -121,11 +120,7 @@ def run(args) -> int:
         raise ValueError("give a query: -q SMILES or --queries FILE")
     if not 0 <= args.dist <= MAX_DIST:
         raise ValueError(f"--dist must be from 0 to {MAX_DIST}, not {args.dist}")
-    if args.timeout is not None and not 0 < args.timeout <= MAX_SECONDS:  # before any output
-        raise ValueError(
-            f"--timeout must be a positive number of seconds, at most {MAX_SECONDS} (a year), "
-            f"not {args.timeout:.15g}"
-        )
+    check_timeout(args.timeout, "--timeout")  # the library's check, before any output
     limits = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     parse_limits(limits)  # a bad limit: one error before any query
     output = output_file(args.output)  # no -o, -o '' or -o -: stdout

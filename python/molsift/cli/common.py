@@ -343,13 +343,31 @@ def query_source(args: argparse.Namespace) -> Iterator[Query]:
     SDF, gzip/zstd, the reader's record-size limit, the format options `query_file_options`;
     the id is the name after a SMILES, the CSV column of --id-col or an SDF title, else the
     line number). A record the reader rejects comes with its
-    `problem`, for the verb to report (`report_skipped`) and count. A missing file is an error
-    here, before any query."""
-    from ..inputs.queries import Query, read_queries
+    `problem`, for the verb to report (`report_skipped`) and count. A missing file, or one that
+    holds no queries (`query_file`), is an error here, before any query."""
+    from ..inputs.queries import Query
 
     options = query_file_options(args)
     given = [Query(text, text) for text in args.query or []]
-    return itertools.chain(given, read_queries(args.queries, **options) if args.queries else ())
+    return itertools.chain(given, query_file(args.queries, **options) if args.queries else ())
+
+
+def query_file(path: str, what: str = "queries", **options: Any) -> Iterator[Query]:
+    """Every record of a query file (`--queries`, lookup's `--ids`), read lazily as
+    `inputs.read_queries` reads it (`options`: its format options), every query verb's one
+    way in; a file that holds no record at all (empty, or only blank, comment or header
+    lines) is refused here, before any output, with ValueError 'PATH holds no `what`' (it
+    gave an empty table and exit 0, as if every query had been answered). A file whose
+    records are all unreadable is not empty: those are skipped and named by the verb."""
+    from ..inputs.queries import read_queries
+
+    records = read_queries(path, **options)
+    first = next(records, None)
+    if first is None:
+        raise ValueError(
+            f"{path} holds no {what} (it is empty, or holds only blank, comment or header lines)"
+        )
+    return itertools.chain((first,), records)
 
 
 def report_skipped(where: str, query_id: str, reason: str) -> None:

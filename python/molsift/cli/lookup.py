@@ -1,6 +1,8 @@
 """`molsift lookup STORE -q SMILES | --queries FILE | --ids FILE`: is each molecule (or id) in
-the store, and where? Rows to stdout or -o (TSV): query, found, ids, positions, canonical
-SMILES. Exit 0 when every query was found, 1 when some were not (as grep), 2 on an error."""
+the store, and where? Rows to stdout or -o (TSV): query (the query's id, as the other query
+verbs write it: its name in the --queries file, else its line number; a -q's SMILES; the id
+looked up with --ids), found, ids, positions, canonical SMILES. Exit 0 when every query was
+found, 1 when some were not (as grep), 2 on an error."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from .common import (
     add_verb,
     at_least_one,
     check_hits_output,
+    query_file,
     query_file_options,
     query_source,
     report_skipped,
@@ -42,7 +45,9 @@ def add_parser(subparsers):
         help="exact lookup: is this molecule (or id) in the store, and where?",
         description="Look molecules up by structure (each query SMILES is canonicalized as "
         "ingest canonicalized the store, so any valid SMILES of a molecule finds it) or by id. "
-        "Needs a version-2 store (molsift upgrade STORE -o NEW). Output (TSV): query, found "
+        "Needs a version-2 store (molsift upgrade STORE -o NEW). Output (TSV): query (its id, "
+        "as the other query verbs write it: the name after it in the --queries file, else its "
+        "line number; the SMILES of a -q; the id looked up with --ids), found "
         "(yes, no, or invalid for a SMILES RDKit cannot read or a record the reader rejects, "
         "named on stderr), the ids and store positions "
         "of every copy, the canonical SMILES. Exit status 0 when all were found, 1 when some "
@@ -86,7 +91,6 @@ def _batches(items: Iterator) -> Iterator[list]:
 
 
 def run(args) -> int:
-    from ..inputs.queries import read_queries
     from ..lookup import lookup_all
     from ..sets.mpi import for_ranks, root_status
     from ..store import open_store
@@ -109,7 +113,7 @@ def run(args) -> int:
     if args.ids:  # one id per line, whatever the file's name: never a CSV header or SDF
         query_file_options(args)  # refused: the format options read no --ids file
         queries = for_ranks(
-            store, args, lambda: read_queries(args.ids, format="smiles", header=False)
+            store, args, lambda: query_file(args.ids, "ids", format="smiles", header=False)
         )
     else:
         queries = for_ranks(store, args, lambda: query_source(args))
@@ -130,12 +134,15 @@ def run(args) -> int:
             else:
                 answers = iter(lookup_all(store, usable, args.workers))
             for q in batch:
+                # the query column: the id looked up, else the query's id, as search,
+                # substructure and analogs write it (a -q's id is its SMILES)
+                label = q.text if args.ids else q.id
                 if q.problem is not None:
                     report_skipped(q.where, q.id, q.problem)
-                    _row(out, store, _printable(q.text), None, [], counts, rejected=True)
+                    _row(out, store, _printable(label), None, [], counts, rejected=True)
                     continue
-                text, canonical, positions = next(answers)
-                _row(out, store, text, canonical, positions, counts)
+                _text, canonical, positions = next(answers)
+                _row(out, store, label, canonical, positions, counts)
     seconds = time.perf_counter() - start
     total = sum(counts.values())
     print(

@@ -177,8 +177,8 @@ def run(args) -> int:
                 report_skipped(where, name, given.problem)
                 failed += 1
                 continue
-            if isinstance(error, QueryError):
-                print(f"molsift: {where}{error}", file=sys.stderr)
+            if isinstance(error, QueryError):  # skipped and named as search names one
+                report_skipped(where, name, error.reason)
                 failed += 1
                 continue
             if error is not None:

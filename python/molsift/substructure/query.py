@@ -28,8 +28,17 @@ TOTAL_BITS = OK_BIT + 1
 
 
 class QueryError(MolsiftError, ValueError):
-    """A query that cannot be searched: not SMILES nor SMARTS, or no atoms. The message names
-    the query."""
+    """A query that cannot be searched: not SMILES nor SMARTS, no atoms, or one RDKit reads
+    but cannot work with (`[#200]`). The message names the `query` (its text, when given) and
+    says the `reason` (without the query's name: what a caller naming the query otherwise, by
+    its id, file and line, says after it)."""
+
+    def __init__(self, reason: str, query: str | None = None):
+        super().__init__(*((reason,) if query is None else (reason, query)))  # pickled so
+        self.reason, self.query = reason, query
+
+    def __str__(self) -> str:
+        return self.reason if self.query is None else f"query {_name(self.query)}: {self.reason}"
 
 
 QueryError.__module__ = "molsift"  # pickles across worker processes as molsift.QueryError
@@ -76,9 +85,9 @@ def to_query_mol(text: str, smarts: bool = False) -> tuple[Chem.Mol, str]:
         mol, kind = Chem.MolFromSmarts(text), "smarts"
     if mol is None:
         what = "SMARTS" if smarts else "SMILES or SMARTS"
-        raise QueryError(f"query {_name(text)}: RDKit cannot parse it as {what}")
+        raise QueryError(f"RDKit cannot parse it as {what}", text)
     if mol.GetNumAtoms() == 0:
-        raise QueryError(f"query {_name(text)}: it has no atoms")
+        raise QueryError("it has no atoms", text)
     return mol, kind
 
 
@@ -135,8 +144,27 @@ def pattern_bits(mol: Chem.Mol, kind: str) -> list[int]:
 
 
 def parse_query(text: str, smarts: bool = False, chirality: bool = False) -> Query:
-    """Reads one query (see `to_query_mol`) and works out its screen and matcher form."""
+    """Reads one query (see `to_query_mol`) and works out its screen and matcher form. A query
+    RDKit parses but cannot work with (`[#200]`: an atomic number it has no element for) is a
+    QueryError too, not RDKit's RuntimeError (a traceback that ended every other query)."""
     mol, kind = to_query_mol(text, smarts)
+    try:
+        return _analyzed(text, mol, kind, chirality)
+    except RuntimeError as exc:  # RDKit's invariant and pre-condition violations
+        raise QueryError(f"RDKit cannot search it ({_rdkit_reason(exc)})", text.strip()) from None
+
+
+def _rdkit_reason(exc: RuntimeError) -> str:
+    """The telling line of an RDKit violation ('Atomic number not found'), not its heading
+    ('Pre-condition Violation') or the source file and line that follow."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith("Violation"):
+        return lines[1]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _analyzed(text: str, mol: Chem.Mol, kind: str, chirality: bool) -> Query:
+    """The rest of `parse_query`: the screen and matcher form of a query RDKit has read."""
     analysis = features.analyze(mol)
     why = features.always_false(mol, analysis)
     bits = pattern_bits(mol, kind)
