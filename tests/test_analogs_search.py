@@ -301,7 +301,7 @@ def test_cli_index_and_analogs(analog_store, tmp_path):
         capture_output=True,
         text=True,
     )
-    assert r.returncode == 2 and "invalid query SMILES 'C1CC'" in r.stderr
+    assert r.returncode == 2 and "query 'C1CC' skipped: invalid query SMILES 'C1CC'" in r.stderr
     assert "1 of 2 queries answered" in r.stderr
 
 

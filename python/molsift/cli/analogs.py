@@ -177,8 +177,8 @@ def run(args) -> int:
                             f"the search; hits are complete up to distance {level.complete_to}",
                             file=sys.stderr,
                         )
-            except ValueError as exc:
-                print(f"molsift: {where}{exc}", file=sys.stderr)
+            except ValueError as exc:  # skipped and named as search names one
+                report_skipped(where, name, str(exc))
                 failed += 1
                 continue
             hits_total += found
