@@ -540,3 +540,13 @@ def test_cli_timeout_is_checked_once_by_the_library(bundled_smi, tmp_path, monke
     assert main(["analogs", str(store), "-q", "CCO", "--timeout", "20", "-o", str(out)]) == 2
     assert capsys.readouterr().err == said.format(10) + "not 20\n"
     assert not out.exists()
+    # --dist likewise: the library's one check, named as the command line names it
+    for given in ("9", "-1"):
+        proc = analogs_cli(store, "-q", "CCO", "--dist", given, "-o", out)
+        assert proc.returncode == 2 and not out.exists()
+        assert (
+            proc.stderr == f"molsift: error: --dist must be an integer from 0 to 8, not {given}\n"
+        )
+    monkeypatch.setattr(library, "MAX_DIST", 2)
+    assert main(["analogs", str(store), "-q", "CCO", "--dist", "3", "-o", str(out)]) == 2
+    assert "--dist must be an integer from 0 to 2, not 3" in capsys.readouterr().err

@@ -95,11 +95,17 @@ def parse_limits(limits: Mapping[str, int] | None) -> list[int]:
 
 
 def _check(max_dist: int, k: int | None, timeout: float | None) -> None:
-    if not isinstance(max_dist, int) or not 0 <= max_dist <= MAX_DIST:
-        raise ValueError(f"max_dist must be an integer from 0 to {MAX_DIST}, not {max_dist!r}")
+    check_dist(max_dist)
     if k is not None and (not isinstance(k, int) or k < 1):
         raise ValueError(f"k must be at least 1, not {k!r}")
     check_timeout(timeout)
+
+
+def check_dist(max_dist: int, name: str = "max_dist") -> None:
+    """ValueError naming `name` (the command line's `--dist`) unless `max_dist` is an integer
+    from 0 to MAX_DIST: the one check of an analog search's distance."""
+    if not isinstance(max_dist, int) or not 0 <= max_dist <= MAX_DIST:
+        raise ValueError(f"{name} must be an integer from 0 to {MAX_DIST}, not {max_dist!r}")
 
 
 def check_timeout(timeout: float | None, name: str = "timeout") -> None:

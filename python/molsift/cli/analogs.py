@@ -111,16 +111,15 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..analogs.search import MAX_DIST, _index, check_timeout, parse_limits
+    from ..analogs.search import _index, check_dist, check_timeout, parse_limits
     from ..sets.mpi import for_ranks
     from ..store import open_store
     from .substructure import _Writer
 
     if not args.query and not args.queries:
         raise ValueError("give a query: -q SMILES or --queries FILE")
-    if not 0 <= args.dist <= MAX_DIST:
-        raise ValueError(f"--dist must be from 0 to {MAX_DIST}, not {args.dist}")
-    check_timeout(args.timeout, "--timeout")  # the library's check, before any output
+    check_dist(args.dist, "--dist")  # the library's checks, before any output
+    check_timeout(args.timeout, "--timeout")
     limits = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     parse_limits(limits)  # a bad limit: one error before any query
     output = output_file(args.output)  # no -o, -o '' or -o -: stdout
