@@ -583,3 +583,51 @@ def test_slice_names_a_picture_format_it_cannot_draw_and_writes_by_renaming(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.svg"]  # no temporary left
     p = molsift_cli("cube", "info", str(src))
     assert "20x20x20 points x 1 value = 8,000 values" in p.stdout, p.stdout
+
+
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(tmp_path):
+    """`cube convert x.cube -o x.cube` replaced the file with its own rewrite (five significant
+    digits in the cp2k layout where PySCF wrote six) and `cube diff a b -o a` replaced `a` by
+    the difference, both with exit status 0; a .npy output whose .json header was a directory
+    left two temporaries and an error naming one of them."""
+    a = tmp_path / "a.cube"
+    a.write_bytes((DATA / "water_density_20.cube").read_bytes())
+    b = DATA / "water_density_20.cp2k.cube"
+    os.link(a, tmp_path / "same.cube")
+    before = a.read_bytes()
+    for args, output in (
+        (["convert", str(a)], str(a)),
+        (["convert", str(a)], str(tmp_path / "." / "a.cube")),
+        (["convert", str(a)], str(tmp_path / "same.cube")),
+        (["diff", str(a), str(b)], str(a)),
+        (["diff", str(b), str(a)], str(a)),
+    ):
+        p = molsift_cli("cube", *args, "-o", output)
+        assert p.returncode == 2, (args, output, p.stderr)
+        assert p.stderr == (
+            f"molsift: error: {output}: is an input of this command; choose another output\n"
+        )
+        assert a.read_bytes() == before
+    (tmp_path / "d.npy.json").mkdir()
+    p = molsift_cli("cube", "convert", str(a), "-o", str(tmp_path / "d.npy"))
+    assert p.returncode == 2 and p.stderr == (
+        f"molsift: error: {tmp_path / 'd.npy.json'}: cannot write the output: it is a directory\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.cube", "d.npy.json", "same.cube"]
+    p = molsift_cli("cube", "convert", str(a), "-o", str(tmp_path / "c.cube"))
+    assert p.returncode == 0 and a.read_bytes() == before, p.stderr
+
+
+def test_more_workers_than_64_bits_hold_are_all_there_is_work_for(tmp_path):
+    """`molsift cube stats FILE -j 99999999999999999999` (and every action's -j) was
+    OverflowError's traceback, exit status 1: such a number is taken as the most threads."""
+    src = DATA / "water_density_20.cube"
+    huge = "99999999999999999999"
+    p = molsift_cli("cube", "stats", str(src), "-j", huge, "--json")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert p.stdout == molsift_cli("cube", "stats", str(src), "-j", "1", "--json").stdout
+    p = molsift_cli("cube", "convert", str(src), "-o", str(tmp_path / "c.cube"),
+                    "--layout", "gaussian", "-j", huge)  # fmt: skip
+    assert p.returncode == 0 and (tmp_path / "c.cube").read_bytes() == src.read_bytes(), p.stderr
+    p = molsift_cli("cube", "stats", str(src), "-j", "0")
+    assert p.returncode == 2 and "must be at least 1, got 0" in p.stderr, p.stderr

@@ -494,3 +494,95 @@ def test_all_records_rejected_exits_3_and_keeps_the_rejects(tmp_path):
     c = store.manifest["counts"]
     assert c["molecules"] == 0 and c["rejected"] == c["records_in"] > 0
     assert len(Path(store.rejects_path).read_text().splitlines()) == c["rejected"] + 1
+
+
+# ------------------------------------------------ info --json honors -n (the first molecules)
+
+
+def test_info_json_lists_the_first_n_molecules_as_the_text_does(tmp_path):
+    """`molsift info STORE --json -n N` left -n out (the text lists the first N molecules):
+    --json now holds them as `first_molecules` (position, id, canonical SMILES), the text's
+    molecules and as many, for a store and for a set (its positions)."""
+    src = tmp_path / "five.smi"
+    src.write_text("CCO a\nc1ccccc1 b\nCCN c\nCC(=O)O d\nOCCO e\n")
+    one, many = tmp_path / "five.store", tmp_path / "five.set"
+    molsift.ingest(src, one, workers=1, progress=False)
+    molsift.ingest(src, many, workers=1, progress=False, shards=2)
+    for path in (one, many):
+        store = molsift.open_store(path)
+        for n, shown in ((2, 2), (0, 0), (99, 5)):
+            doc = json.loads(molsift_run("info", path, "--json", "-n", n).stdout)
+            want = [{"position": i, "id": store.ids[i], "smiles": store.smiles[i]}
+                    for i in range(shown)]  # fmt: skip
+            assert doc["first_molecules"] == want, (path, n)
+            text = molsift_run("info", path, "-n", n).stdout.splitlines()
+            rows = [line.split() for line in text[len(text) - shown :]] if shown else []
+            assert [[str(m["position"]), m["id"], m["smiles"]] for m in want] == rows, text
+        doc = json.loads(molsift_run("info", path, "--json").stdout)  # -n's default, 5
+        assert len(doc["first_molecules"]) == 5
+
+
+# ---------------------------- a run that stores no molecule says why, where, and what to try
+
+
+@pytest.mark.parametrize(
+    "name, content, options, reason, hint",
+    [
+        ("bad.smi", "xx( a\nxx( b\nxx( c\nxx( d\n", [],
+         "4 for 'RDKit could not parse the SMILES (syntax error)'",
+         "for a table give --format csv --smiles-col NAME"),
+        ("ids.csv", "id,smiles\nxx,CCO\nyy,CCN\nzz,CCC\nww,CO\n", ["--smiles-col", "id"],
+         "for 'RDKit could not parse the SMILES (syntax error)'",
+         "is the SMILES in another column? give --smiles-col NAME"),
+        ("nul.smi", "C\0C a\nC\0N b\nC\0O c\nC\0S d\n", [], "4 for 'record holds a NUL byte'",
+         None),
+    ],
+    ids=["smiles", "csv-column", "nul"],
+)  # fmt: skip
+def test_every_record_rejected_says_the_commonest_reason_and_keeps_the_store(
+    tmp_path, name, content, options, reason, hint
+):
+    """`molsift ingest bad.smi -o STORE` where every record is rejected said only
+    "nothing usable: all 4 records were rejected (reasons in STORE/rejects.tsv)": now one
+    `molsift: error:` line with the commonest reason, the rejects file, that the empty store
+    is kept, and (a reason of the SMILES field) the column options to try; exit 3; the run
+    is complete (counts add up, every reject listed)."""
+    src = tmp_path / name
+    src.write_text(content)
+    out = tmp_path / "s.store"
+    proc = molsift_run("ingest", src, "-o", out, "-j", "1", "-q", *options)
+    assert proc.returncode == 3, proc.stderr
+    line = proc.stderr
+    assert line.count("\n") == 1 and "Traceback" not in line, line
+    assert line.startswith(
+        "molsift: error: nothing usable: no molecule stored: all 4 records were rejected, "
+    ), line
+    assert reason in line and line.rstrip().endswith("; exit status 3"), line
+    assert f"each reject is listed in {out}/rejects.tsv (the store {out} is kept" in line, line
+    assert (hint in line) if hint else ("--smiles-col" not in line), line
+    c = molsift.open_store(out).manifest["counts"]
+    assert (c["records_in"], c["molecules"], c["rejected"]) == (4, 0, 4)
+    assert len((out / "rejects.tsv").read_text().splitlines()) == 1 + 4
+
+
+def test_nothing_stored_names_the_reason_of_the_first_rejects_it_read(
+    tmp_path, monkeypatch, capsys
+):
+    """`ingestion.reject_reasons` reads at most `rows` rejects (a huge garbage file's list is
+    not read whole to say one reason); the line then says of how many the reason is."""
+    from molsift import ingestion
+    from molsift.cli.ingest import nothing_stored
+
+    src = tmp_path / "bad.smi"
+    src.write_text("xx( a\nC\0C b\nxx( c\nC\0C d\nC\0C e\n")
+    report = molsift.ingest(src, tmp_path / "s.store", workers=1, progress=False)
+    counted = ingestion.reject_reasons(report.store)
+    assert counted == {"RDKit could not parse the SMILES (syntax error)": 2,
+                       "record holds a NUL byte": 3}  # fmt: skip
+    assert sum(ingestion.reject_reasons(report.store, rows=3).values()) == 3
+    real = ingestion.reject_reasons
+    monkeypatch.setattr(ingestion, "reject_reasons", lambda store: real(store, rows=3))
+    assert nothing_stored(report) == 3
+    err = capsys.readouterr().err
+    assert "all 5 records were rejected, 2 of the first 3 for 'RDKit could not parse" in err
+    assert "(the commonest reason)" in err and "--format csv --smiles-col NAME" in err, err

@@ -321,3 +321,22 @@ def test_count_leaves_other_command_lines_to_argparse(words):
     from molsift.cli.count import fast_args
 
     assert fast_args(words) is None
+
+
+@pytest.mark.parametrize("threads", ["1000000000", "99999999999999999999"])
+@pytest.mark.parametrize("form", ["-j", "--threads="])
+def test_count_with_more_threads_than_can_run_gives_the_same_count(tmp_path, threads, form):
+    """`molsift count FILE -j 1000000000` made the core list a billion slabs (a 16 GB
+    allocation: the core's abort with a backtrace, or minutes of swapping), and
+    `-j 99999999999999999999` was OverflowError's traceback, exit status 1. More threads than
+    the file has bytes or than the kernel runs (kernel.threads-max) count the same as fewer."""
+    path = tmp_path / "small.smi"
+    path.write_bytes(b"".join(b"C%d\n" % i for i in range(300)))
+    words = [form, threads] if form == "-j" else [form + threads]
+    proc = subprocess.run(
+        ["bash", "-c", 'ulimit -v 4000000; exec "$@"', "bash", sys.executable, "-m", "molsift",
+         "count", str(path), *words],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == f"300\t{path}\n" and "Traceback" not in proc.stderr, proc.stderr

@@ -998,3 +998,25 @@ def test_report_draws_a_png_under_a_png_name_only(library, tmp_path):
     said = "molsift report draws a PNG (e.g. -o timeline.png)"
     assert r.stderr == f"molsift: error: {tmp_path / 't.csv'}: {said}\n"
     assert not (tmp_path / "t.csv").exists()
+
+
+# ----------------------------------------- more writer groups than workers: said, not silent
+
+
+def test_more_writers_than_workers_is_said_on_stderr(library, tmp_path):
+    """`molsift screen LIB --writers 99 -j 1` ran with one writer group, which only the report
+    showed: the run still takes as many groups as there are workers (as under mpirun with
+    more writers than ranks: test_mpi_matrix), and now says so first, in one line; a count
+    that fits says nothing."""
+    out = tmp_path / "w.csv"
+    r = screen([library, "--scorer", "filter", "-o", out, "-j", "1", "--writers", "99", "-q"])
+    assert r.stderr == "molsift: note: --writers 99 > 1 worker: using 1 writer group\n", r.stderr
+    _, _, report = check_exactly_once(library, out)
+    assert report["writers"] == 1 and report["groups"] == [1]
+    fits = tmp_path / "f.csv"
+    r = screen([library, "--scorer", "filter", "-o", fits, "-j", "2", "--writers", "2", "-q"])
+    assert "note" not in r.stderr, r.stderr
+    from molsift.screen.run import writers_note  # and under mpirun, of its ranks
+
+    assert writers_note(4, 3, "MPI rank") == "--writers 4 > 3 MPI ranks: using 3 writer groups"
+    assert writers_note(3, 3, "MPI rank") is None

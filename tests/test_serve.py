@@ -953,3 +953,40 @@ def test_arthor_length_over_the_cap_is_clamped_and_said(served):
     assert status == 200 and len(want) > 500 and len(body["data"]) == 500
     assert "length=5000" in body["warning"] and body["recordsTotal"] == len(want)
     assert [r[1:4] for r in body["data"]] == [arthor_texts(nci, p) for p in want[:500]]
+
+
+# ---------------------------------------------------- --access-log checked before the port is bound
+
+
+@pytest.mark.parametrize(
+    "where, why",
+    [("a-dir", "it is a directory"), ("missing/access.log", "no such directory")],
+    ids=["directory", "missing-parent"],
+)
+def test_cli_refuses_an_access_log_it_cannot_write_before_listening(
+    tiny_store, tmp_path, where, why
+):
+    """`--access-log DIR` (or a file in a directory that does not exist) was opened only once
+    the port was bound: after the host warning, and on a port in use the port's error hid it.
+    Now refused first, in one line naming the option, exit 2, on a port in use too (nothing was
+    bound, so the port's error never comes)."""
+    (tmp_path / "a-dir").mkdir()
+    busy = free_socket()
+    busy.listen()
+    try:
+        port = busy.getsockname()[1]
+        command = [sys.executable, "-m", "molsift", "serve", tiny_store, "--port", str(port)]
+        proc = subprocess.run(
+            [*command, "--access-log", tmp_path / where],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        busy.close()
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(
+        f"molsift: error: --access-log {tmp_path / where}: cannot write the output: {why}"
+    ), proc.stderr
+    assert proc.stderr.count("\n") == 1 and "listen" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "missing").exists()

@@ -591,3 +591,72 @@ def test_findings_count_in_the_singular(tmp_path):
     assert slow.message.startswith("1 process spent more than 30 s"), slow.message
     [amp] = by_code(found, "R03")
     assert " by 1 reader, " in amp.message and "(s)" not in amp.message, amp.message
+
+
+def test_profile_of_a_program_killed_by_sigkill_dies_of_sigkill_too(tmp_path):
+    """A program killed by SIGKILL (the OOM killer's signal) made molsift profile say "molsift:
+    error: Invalid argument" and exit 2 (no handler can be set for SIGKILL), breaking its
+    promise to exit with the program's status: molsift now dies of SIGKILL as well."""
+    r = profile(tmp_path / "killed.json", ["sh", "-c", "kill -9 $$"])
+    assert r.returncode == -9, (r.returncode, r.stderr)
+    assert "error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "traced, log in" in r.stderr and (tmp_path / "killed.json").exists()
+
+
+def test_every_threshold_may_be_zero(tmp_path):
+    """`-t NAME=0` is a threshold insights takes (a number >= 0), but `-t tiny_writes=0` on a
+    file only read, `-t min_bytes=0` on a run that moved no byte and
+    `-t misaligned_requests_absolute=0` on one that made no request were ZeroDivisionError's
+    traceback and exit status 1; so were 0-second ranks on a shared file."""
+    from molsift.profiler import THRESHOLDS
+
+    def process(pid, rank, records):
+        return {"pid": pid, "rank": rank, "records": records}
+
+    def record(file, counters):
+        return {"module": "POSIX", "file": file, "file_size": 100, "counters": counters}
+
+    logs = {
+        "nothing": [process(1, None, [])],
+        "read only": [process(1, None, [record("/d/in.smi", {"OPENS": 1, "READS": 2})])],
+        "idle ranks": [  # two ranks touch a shared file, with no byte and no second in I/O
+            process(1, 0, [record("/d/shared.dat", {"READS": 1})]),
+            process(2, 1, [record("/d/shared.dat", {"READS": 1})]),
+        ],
+    }
+    zeros = [word for name in THRESHOLDS for word in ("-t", f"{name}=0")]
+    for what, processes in logs.items():
+        log = tmp_path / f"{what.replace(' ', '_')}.json"
+        doc = {"format": "molsift-iolog", "version": 1, "processes": processes}
+        log.write_text(json.dumps(doc))
+        for name in THRESHOLDS:
+            find_insights(load_log(log), {name: 0.0})  # one at a time
+        for fmt in ("text", "json", "html"):
+            r = insights(str(log), *zeros, "--format", fmt)
+            assert r.returncode == 0, (what, fmt, r.stderr[-2000:])
+            assert "Traceback" not in r.stderr, (what, r.stderr)
+        text = insights(str(log), *zeros).stdout
+        assert " 0 stat/access calls" not in text and " 0 of those opens" not in text, text
+
+
+@pytest.mark.parametrize("folder", ["my runs", "run:1"])
+def test_profile_in_a_folder_ld_preload_cannot_name(tmp_path, folder):
+    """`molsift profile -- CMD` in a folder whose path holds a space or a colon (or with -o LOG
+    in one) was refused, "LD_PRELOAD cannot name a path holding a space or a colon", naming a
+    temporary path of molsift's own: the tracer library is now preloaded from a temporary
+    folder elsewhere, said on stderr, the logs still go beside LOG, and nothing is left."""
+    import tempfile
+
+    out = tmp_path / folder
+    out.mkdir()
+    before = set(os.listdir(tempfile.gettempdir()))
+    r = subprocess.run(
+        [*molsift_cmd(), "profile", "--", "sh", "-c", "echo x > /dev/null"],
+        cwd=out, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "the tracer is preloaded from " in r.stderr and "1 process traced, " in r.stderr
+    assert sorted(os.listdir(out)) == ["sh.iolog.json"]
+    assert load_log(out / "sh.iolog.json").processes
+    left = {n for n in set(os.listdir(tempfile.gettempdir())) - before if "molsift" in n}
+    assert not left, left

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -32,6 +33,8 @@ from .spec import FingerprintSpec
 from .wording import plural
 
 BATCH_RECORDS = 2048
+#: rows of rejects.tsv `reject_reasons` reads (a run that stored nothing says its commonest)
+REASON_ROWS = 100_000
 #: Equal slabs per plain input and MPI rank (ranks take them round-robin) when --slabs is not given.
 MPI_SLABS_PER_RANK = 4
 
@@ -87,7 +90,10 @@ class IngestReport:
         return self.store_bytes - self.index_bytes - self.pattern_bytes - self.analog_bytes
 
     def summary(self) -> str:
-        per_mol = self.store_bytes / self.molecules if self.molecules else 0.0
+        # none for a store of no molecules (it said "74,699 bytes, 0.0 bytes/molecule")
+        per_mol = (
+            f", {self.store_bytes / self.molecules:.1f} bytes/molecule" if self.molecules else ""
+        )
         dropped = f" + duplicates left out {self.dropped:,}" if self.dropped else ""
         if not self.duplicates:
             dups = ""
@@ -111,7 +117,7 @@ class IngestReport:
             f"read {self.bytes_read:,} bytes of {self.bytes_in:,} in "
             f"{plural(self.read_calls, 'call')}:"
             f" read amplification {self.read_amplification:.4f}x{self._read_by()}\n"
-            f"store {self.store}: {self.store_bytes:,} bytes, {per_mol:.1f} bytes/molecule"
+            f"store {self.store}: {self.store_bytes:,} bytes{per_mol}"
             f" ({' + '.join(p for p in parts if p)})"
         )
 
@@ -684,6 +690,24 @@ def _finish(
         allocator=describe(r.get("allocator", "system") for r in results) or loaded(),
     )
     return report, dropped, runs
+
+
+def reject_reasons(store: PathLike, rows: int = REASON_ROWS) -> Counter[str]:
+    """The reasons of the first `rows` records listed in the rejects.tsv of `store` (a set's
+    lists every shard's), counted: what a run that stored no molecule says of why. Empty when
+    the file cannot be read as the table it should be."""
+    import csv
+    import itertools
+
+    try:
+        with open(os.path.join(os.fspath(store), "rejects.tsv"), encoding="utf-8",
+                  errors="replace", newline="") as fh:  # fmt: skip
+            table = csv.reader(fh, delimiter="\t")
+            header = next(table, [])
+            at = header.index("reason") if "reason" in header else len(header) - 1
+            return Counter(row[at] for row in itertools.islice(table, rows) if 0 <= at < len(row))
+    except (OSError, csv.Error):  # a field over csv's limit (a long id): no reason to say
+        return Counter()
 
 
 def _verify_count(inputs: Sequence[InputFile], report: IngestReport) -> None:

@@ -120,10 +120,15 @@ pub fn count_records_with(
         report.io_reason = "compressed: decoded from its start".into();
         return Ok(report);
     }
+    // a slab a thread, none empty, and never more than MAX_SLABS (`-j 1000000000` listed a
+    // billion slabs: 16 GB)
+    let n = opts
+        .threads
+        .clamp(1, MAX_SLABS.min(usize::try_from(len).unwrap_or(usize::MAX)));
     let slabs = match input.opened.how {
         // Slabs on block boundaries, so that no block is read by two direct readers.
-        ReadMethod::Direct => aligned_slabs(len, opts.threads.max(1)),
-        _ => split_slabs(len, opts.threads.max(1)),
+        ReadMethod::Direct => aligned_slabs(len, n),
+        _ => split_slabs(len, n),
     };
     let chunk = opts.chunk_size.max(1);
     let tallies: Vec<Tally> = run_parallel(&slabs, |slab| match kind {
@@ -169,6 +174,10 @@ pub fn count_records_with(
     report.read_calls += extra.read_calls;
     Ok(report)
 }
+
+/// The most slabs a count cuts a file into, whatever its threads (16 MiB of ranges; more
+/// threads than this have nothing more to share).
+pub const MAX_SLABS: usize = 1 << 20;
 
 /// `n` slabs of a file of `len` bytes as [`split_slabs`] cuts them, each boundary moved down
 /// to a multiple of the direct-read block size.
@@ -609,6 +618,16 @@ mod tests {
         }
         let r = count_records(f.path(), RecordKind::Line, 3, false).unwrap();
         assert_eq!((r.newlines, r.bytes), (6, 23));
+    }
+
+    #[test]
+    fn more_threads_than_bytes() {
+        // a slab a byte at most: `-j 1000000000` listed a billion slabs (16 GB) for any file
+        let f = file(b"C\nN\nO\n");
+        for threads in [7, 1_000_000_000, usize::MAX] {
+            let r = count_records(f.path(), RecordKind::Line, threads, false).unwrap();
+            assert_eq!((r.records, r.newlines), (3, 3));
+        }
     }
 
     #[test]

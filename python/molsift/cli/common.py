@@ -243,8 +243,9 @@ def add_io_log(p: argparse.ArgumentParser) -> None:
     p.add_argument("--io-log", metavar="FILE", default=argparse.SUPPRESS, help=IO_LOG_HELP)
 
 
-def nothing_usable(verb: str, records_in: int, where: str) -> int:
-    """Says loudly that a run produced nothing and returns EXIT_NOTHING_USABLE."""
+def nothing_usable(records_in: int, where: str) -> int:
+    """Says loudly that a run produced nothing (in every verb's words for an error: `molsift:
+    error:`) and returns EXIT_NOTHING_USABLE."""
     if records_in == 0:
         why = "the input holds no records (empty, or only blank and comment lines)"
     else:
@@ -254,7 +255,7 @@ def nothing_usable(verb: str, records_in: int, where: str) -> int:
             else f"all {records_in:,} records were rejected (reasons in {where})"
         )
     print(
-        f"molsift {verb}: error: nothing usable: {why}; exit status {EXIT_NOTHING_USABLE}",
+        f"molsift: error: nothing usable: {why}; exit status {EXIT_NOTHING_USABLE}",
         file=sys.stderr,
     )
     return EXIT_NOTHING_USABLE

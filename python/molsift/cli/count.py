@@ -113,9 +113,21 @@ def fast_args(words: list[str]):
     return SimpleNamespace(verb="count", io_log=None, func=run, **args)
 
 
+def useful_threads(threads: int | None) -> int | None:
+    """-j N as the core takes it: at most `sys.maxsize` (`-j 99999999999999999999` was
+    OverflowError's traceback; the core cuts a file into at most one slab a byte and
+    `molsift_io::MAX_SLABS`, and threads the system will not start leave their slabs to the
+    others, so the count is the same as with any N); None (all cores) as it is."""
+    return None if threads is None else min(threads, sys.maxsize)
+
+
 def run(args) -> int:
     r = count_records(
-        args.file, format=args.format, threads=args.threads, header=args.header, io=args.io
+        args.file,
+        format=args.format,
+        threads=useful_threads(args.threads),
+        header=args.header,
+        io=args.io,
     )
     if args.json:
         import json

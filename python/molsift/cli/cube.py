@@ -5,6 +5,7 @@ grids) read and written in parallel. Under `mpirun`, `convert` to `.npy` reads w
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from .common import HelpFormatter, add_verb, at_least_one, check_output
@@ -45,7 +46,7 @@ def add_parser(subparsers):
         q.add_argument(
             "-j",
             "--workers",
-            type=at_least_one,
+            type=workers,
             default=None,
             metavar="N",
             help="threads, N >= 1 (default: all cores)",
@@ -109,6 +110,13 @@ def add_parser(subparsers):
     )
     common(q)
     return p
+
+
+def workers(text: str) -> int:
+    """-j N: a whole number >= 1; one past the core's 64-bit counts (`-j 99999999999999999999`,
+    OverflowError's traceback) is taken as `sys.maxsize`: the reader and the writer start no
+    more threads than there are rows to share."""
+    return min(at_least_one(text), sys.maxsize)
 
 
 def _action(sub, name: str, **kwargs):
@@ -180,7 +188,7 @@ def _convert(args) -> int:
     from ..cube.formats import kind_of, save
     from ..parallel import launched_under_mpi
 
-    check_output(args.output)
+    check_grid_output(args.output, args.input)
     t = time.perf_counter()
     src, dst = kind_of(args.input), kind_of(args.output)
     if launched_under_mpi() and src == "cube" and dst == "npy":
@@ -215,6 +223,22 @@ def _convert_mpi(args) -> int:
     return 0
 
 
+def check_grid_output(output: str, *inputs: str) -> None:
+    """Refuses, before any work, a grid output that cannot be written (`check_output`; for a
+    .npy, its .json header beside it too: a directory there left two temporaries behind and
+    an error naming one of them) or that is one of the `inputs`: `convert x.cube -o x.cube`
+    replaced the file with its own rewrite (five significant digits in the cp2k layout where
+    PySCF's had six), and `diff a.cube b.cube -o a.cube` replaced `a` by the difference."""
+    from ..cube.formats import kind_of
+
+    check_output(output)
+    if kind_of(output) == "npy":
+        check_output(f"{output}.json")
+    for given in inputs:
+        if os.path.exists(given) and os.path.exists(output) and os.path.samefile(given, output):
+            raise ValueError(f"{output}: is an input of this command; choose another output")
+
+
 def _print_stats(rows, as_json: bool) -> None:
     if as_json:
         print(json.dumps(rows))
@@ -247,7 +271,7 @@ def _diff(args) -> int:
     from ..cube.analysis import diff, stats
     from ..cube.formats import save
 
-    check_output(args.output)
+    check_grid_output(args.output, args.a, args.b)
     d = diff(_load(args.a, args), _load(args.b, args))
     save(d, args.output, layout=args.layout, workers=args.workers)
     _print_stats(stats(d), args.json)

@@ -29,7 +29,7 @@ def add_parser(subparsers):
         "--head",
         type=lambda text: int(in_range(text, 0, 1 << 62, "a number of molecules, 0 or more")),
         default=5,
-        help="molecules to show (default %(default)s)",
+        help="molecules to show, with --json too (default %(default)s)",
     )
     p.add_argument(
         "--no-verify", action="store_true", help="skip the checksums (sizes still checked)"
@@ -37,7 +37,8 @@ def add_parser(subparsers):
     p.add_argument(
         "--json",
         action="store_true",
-        help="print the manifest as JSON, with the bytes of each file per molecule",
+        help="print the manifest as JSON, with the bytes of each file per molecule and the "
+        "first -n molecules (first_molecules: position, id, canonical SMILES)",
     )
     add_io_log(p)
     return p
@@ -64,7 +65,8 @@ def run(args) -> int:
             },
         }
         shard = _shard_of_set(args.store)
-        print(json.dumps({**m, "sizes": sizes, **({"set": shard} if shard else {})}, indent=2))
+        doc = {**m, "sizes": sizes, **({"set": shard} if shard else {})}
+        print(json.dumps({**doc, "first_molecules": _first(store, args.head)}, indent=2))
         return 0
     c, fp = m["counts"], m["fingerprint"]
     checked = f"all {plural(len(by_file) + 1, 'file')} verified (manifest included)"
@@ -167,7 +169,8 @@ def _set_info(store, args) -> int:
     if args.json:
         shards = [dict(rec, bytes=b) for rec, b in zip(m["shards"], sizes)]
         print(json.dumps({**m, "shards": shards, "sizes": {
-            "bytes": total, "bytes_per_molecule": _ratio(total, per)}}, indent=2))  # fmt: skip
+            "bytes": total, "bytes_per_molecule": _ratio(total, per)},
+            "first_molecules": _first(store, args.head)}, indent=2))  # fmt: skip
         return 0
     c, fp = m["counts"], m["fingerprint"]
     print(f"set         {store.path}")
@@ -213,6 +216,15 @@ def _set_info(store, args) -> int:
     if c["rejected"]:  # as a store's info says it: the set's rejects.tsv holds them all
         print(f"\nrejected records are listed in {os.path.join(store.path, 'rejects.tsv')}")
     return 0
+
+
+def _first(store, n: int) -> list[dict]:
+    """The first `n` molecules in store order, as the text's `first N molecules` lists them
+    (position, id, canonical SMILES): --json left -n out."""
+    return [
+        {"position": i, "id": store.ids[i], "smiles": store.smiles[i]}
+        for i in range(min(n, len(store)))
+    ]
 
 
 def _ratio(size: int, molecules: int) -> float | None:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from dataclasses import asdict
 
 from .. import ingestion
 from ..outputlock import output_lock
 from ..spec import FingerprintSpec
+from ..wording import quoted
 from .common import (
+    EXIT_NOTHING_USABLE,
     add_format_options,
     add_io_log,
     add_reader_options,
@@ -18,7 +22,6 @@ from .common import (
     at_least_one,
     default_of,
     format_options,
-    nothing_usable,
     parse_size,
 )
 
@@ -42,7 +45,9 @@ def add_parser(subparsers):
         "analog index. "
         "Under mpirun each rank takes its share of the slabs. One run per output: "
         "while one writes STORE (a lock, .STORE.lock beside it), another ingest, upgrade "
-        "or index onto it is refused (index waits).",
+        "or index onto it is refused (index waits). A run that stores no molecule (an empty "
+        f"input, or every record rejected) exits {EXIT_NOTHING_USABLE}, saying the commonest "
+        "reason; its store is written anyway, empty, with the rejects in STORE/rejects.tsv.",
         examples=EXAMPLES,
     )
     p.add_argument(
@@ -169,8 +174,59 @@ def run(args) -> int:
         if report.dropped:
             print(f"duplicates left out: {report.store}/duplicates.tsv")
     if report.molecules == 0:
-        return nothing_usable("ingest", report.records_in, f"{report.store}/rejects.tsv")
+        return nothing_stored(report)
     return 0
+
+
+def nothing_stored(report: ingestion.IngestReport) -> int:
+    """Says in one line on stderr that the run stored no molecule and why: the input held no
+    record, or every record was rejected, with the commonest reason (of the first
+    `ingestion.REASON_ROWS` listed) and where the rejects are; that the empty store is kept;
+    and, where the reason is the SMILES field's, that the SMILES may be in another column (a
+    CSV read by the wrong column or delimiter, a table read as SMILES). Returns
+    EXIT_NOTHING_USABLE. (Every record rejected was a generic line naming no reason.)"""
+    kept = f"the store {report.store} is kept, holding no molecule"
+    if report.records_in == 0:
+        why = f"the input holds no records (empty, or only blank and comment lines); {kept}"
+    else:
+        reasons = ingestion.reject_reasons(report.store)
+        if report.records_in == 1:
+            why = "the one record was rejected"
+        else:
+            why = f"all {report.records_in:,} records were rejected"
+        hint = ""
+        if reasons:
+            reason, n = reasons.most_common(1)[0]
+            listed = sum(reasons.values())
+            if report.records_in == 1:
+                why += f" for {quoted(reason, 120)}"
+            else:
+                of = f" of the first {listed:,}" if listed < report.rejected else ""
+                most = " (the commonest reason)" if len(reasons) > 1 else ""
+                why += f", {n:,}{of} for {quoted(reason, 120)}{most}"
+            if "SMILES" in reason or "field" in reason:
+                hint = f"; {_column_hint(report)}"
+        rejects = os.path.join(report.store, "rejects.tsv")
+        why += f"; each reject is listed in {rejects} ({kept}){hint}"
+    print(
+        f"molsift: error: nothing usable: no molecule stored: {why}; exit status "
+        f"{EXIT_NOTHING_USABLE}",
+        file=sys.stderr,
+    )
+    return EXIT_NOTHING_USABLE
+
+
+def _column_hint(report: ingestion.IngestReport) -> str:
+    """What to try when the SMILES field was not a SMILES: another column or delimiter for a
+    CSV, the CSV options for a table read as a SMILES file (the SMILES is a line's first
+    field there)."""
+    formats = {i.get("format") for i in report.inputs}
+    if formats == {"csv"}:
+        return "is the SMILES in another column? give --smiles-col NAME (and --delimiter , or tab)"
+    return (
+        "is the SMILES not each line's first field? for a table give --format csv "
+        "--smiles-col NAME (and --delimiter , or tab)"
+    )
 
 
 def _ingest(args):

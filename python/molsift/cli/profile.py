@@ -52,6 +52,8 @@ def run(args) -> int:
     except CommandError as exc:
         print(f"molsift: error: {exc}", file=sys.stderr)
         return exc.status
+    for note in result.notes:
+        print(f"molsift profile: {note}", file=sys.stderr)
     for problem in result.problems:
         print(f"molsift profile: skipped a process log: {problem}", file=sys.stderr)
     traced = f"{result.processes:,} process{'' if result.processes == 1 else 'es'}"
@@ -64,7 +66,10 @@ def run(args) -> int:
 
 
 def exit_like(returncode: int) -> int:
-    """The program's status; killed by a signal, molsift dies of the same signal."""
+    """The program's status; killed by a signal, molsift dies of the same signal. SIGKILL and
+    SIGSTOP keep their default action and take no handler: setting one was OSError(EINVAL),
+    so a program killed by SIGKILL (the OOM killer's signal) made molsift say "molsift: error:
+    Invalid argument" and exit 2."""
     if returncode >= 0:
         return returncode
     import os
@@ -72,6 +77,7 @@ def exit_like(returncode: int) -> int:
 
     sys.stdout.flush()
     sys.stderr.flush()
-    signal.signal(-returncode, signal.SIG_DFL)
+    if -returncode not in (signal.SIGKILL, signal.SIGSTOP):
+        signal.signal(-returncode, signal.SIG_DFL)
     os.kill(os.getpid(), -returncode)
     return 128 - returncode  # the signal did not end us (e.g. SIGCHLD-like): the shell's convention

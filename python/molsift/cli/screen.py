@@ -77,7 +77,8 @@ def add_run_options(p) -> None:
         type=at_least_one,
         default=default_of(library, "writers"),
         metavar="P",
-        help="writer groups (default %(default)s)",
+        help="writer groups, each writing for one or more workers (MPI ranks under mpirun): "
+        "more than those are cut to their number, with a note (default %(default)s)",
     )
     write_buffer = default_of(library, "write_buffer")
     p.add_argument(
@@ -156,5 +157,5 @@ def run(args) -> int:
     elif not args.quiet:
         print(summary(report))
     if report["rows"] == 0:
-        return nothing_usable("screen", report["records_in"], report["rejects"])
+        return nothing_usable(report["records_in"], report["rejects"])
     return 0

@@ -3,7 +3,8 @@ an HTTP service (python/molsift/serve). Loopback unless told otherwise; stores a
 never by a request. The service's limits (searches and depictions at once, time limits, body
 and header sizes, connection timeouts: docs/serve.md, "Limits") are options here, each defaulting
 to `serve.limits.Limits`. The port (0 to 65535; 0: a free one) is bound here, before uvicorn
-runs, so that the banner names the port listened on and a port in use is one line, exit 2."""
+runs, so that the banner names the port listened on and a port in use is one line, exit 2; an
+--access-log that cannot be written is refused before that, in one line, exit 2."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import socket
 import sys
 
 from ..wording import plural
-from .common import add_verb, at_least_one, default_of, in_range, seconds
+from .common import add_verb, at_least_one, check_output, default_of, in_range, seconds
 
 EXAMPLES = (
     "molsift serve nci.store   # http://127.0.0.1:8080/api/v1/databases",
@@ -141,6 +142,17 @@ def add_parser(subparsers):
     return p
 
 
+def check_access_log(path: str | None) -> None:
+    """Refuses an --access-log that cannot be appended to (a directory, a directory that does
+    not exist or may not be written to: `common.check_output`) before any store is opened or
+    port bound: it was found only once the port listened, after the host warning. ValueError,
+    one line naming the option."""
+    try:
+        check_output(path)
+    except ValueError as exc:
+        raise ValueError(f"--access-log {exc}") from None
+
+
 def port(text: str) -> int:
     """A TCP port from the command line: 0 (a free one) to 65535."""
     return int(in_range(text, 0, 65535, "a port from 0 to 65535 (0: a free one)"))
@@ -211,6 +223,7 @@ def run(args) -> int:
     from ..serve.server import config as server_config
 
     try:
+        check_access_log(args.access_log)  # before the stores are opened and the port bound
         catalog = catalog_from(args.stores, args.name)
     except ValueError as e:
         print(f"molsift: error: {e}", file=sys.stderr)  # as every verb's error
@@ -253,6 +266,15 @@ def run(args) -> int:
     sockets: list[socket.socket] = []
     log = None
     try:
+        try:  # opened before the port is bound: nothing listens for a server that cannot log
+            log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None  # noqa: SIM115
+        except OSError as exc:
+            print(
+                f"molsift: error: --access-log {args.access_log}: cannot write the output: "
+                f"{exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            return 2
         try:  # before the app starts its worker processes: a port in use is one line, exit 2
             sockets = listen(args.host, args.port)
         except OSError as exc:
@@ -269,7 +291,6 @@ def run(args) -> int:
                 file=sys.stderr,
             )
         bound = sockets[0].getsockname()[1]
-        log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None  # noqa: SIM115
         app = create_app(catalog, limits, log)
         for db in catalog:
             # the types /api/v1/databases lists (analogs too, where the store has their index)

@@ -65,7 +65,10 @@ class Finding:
 
 
 def find_insights(log: IoLog, thresholds: dict[str, float] | None = None) -> list[Finding]:
-    """Every finding of every rule, most severe first."""
+    """Every finding of every rule, most severe first. Any threshold may be 0 (`-t NAME=0`):
+    no rule divides by a count or a time that is 0 (`-t tiny_writes=0` on a file only read,
+    `-t min_bytes=0` on a run that moved no byte were ZeroDivisionError's traceback), nor
+    reports none of what it counts ("0 stat/access calls", "0 of those opens")."""
     th = dict(THRESHOLDS, **(thresholds or {}))
     view = _View(log)
     found = [f for rule in RULES for f in rule(view, th)]
@@ -127,7 +130,7 @@ def rule_stdio(v: _View, th) -> list[Finding]:
     posix = v.total(v.posix, "BYTES_READ") + v.total(v.posix, "BYTES_WRITTEN")
     stdio = v.total(v.stdio, "BYTES_READ") + v.total(v.stdio, "BYTES_WRITTEN")
     total = posix + stdio
-    if total < th["min_bytes"] or stdio / total <= th["interface_stdio"]:
+    if not total or total < th["min_bytes"] or stdio / total <= th["interface_stdio"]:
         return []
     return [
         Finding(
@@ -178,7 +181,7 @@ def rule_small_requests(v: _View, th) -> list[Finding]:
 def rule_misaligned(v: _View, th) -> list[Finding]:
     ops = v.total(v.posix, "READS") + v.total(v.posix, "WRITES")
     out = []
-    if ops < th["misaligned_requests_absolute"]:
+    if not ops or ops < th["misaligned_requests_absolute"]:
         return out
     for counter, what, code in (
         ("MEM_NOT_ALIGNED", "memory buffers", "P07"),
@@ -304,7 +307,7 @@ def rule_rank_imbalance(v: _View, th) -> list[Finding]:
     for op, name in (("BYTES_WRITTEN", "written"), ("BYTES_READ", "read")):
         per = {k: sum(r.c(op) for r in recs) for k, recs in ranks.items()}
         hi, lo = max(per.values()), min(per.values())
-        if hi < th["min_bytes"] or (hi - lo) / hi <= th["imbalance_size"]:
+        if not hi or hi < th["min_bytes"] or (hi - lo) / hi <= th["imbalance_size"]:
             continue
         out.append(
             Finding(
@@ -354,7 +357,8 @@ def rule_stragglers(v: _View, th) -> list[Finding]:
     for path, per in times.items():
         slow, fast = max(per.values()), min(per.values())
         if (
-            slow < th["stragglers_min_seconds"]
+            slow <= 0
+            or slow < th["stragglers_min_seconds"]
             or (slow - fast) / slow <= th["imbalance_stragglers"]
         ):
             continue
@@ -450,7 +454,8 @@ def rule_redundant_opens(v: _View, th) -> list[Finding]:
             max(0.0, n - data[k]) for k, n in opens.items() if data.get(k)
         )
         if (
-            total == 0
+            not total
+            or not redundant
             or redundant < th["redundant_opens_absolute"]
             or redundant / total < th["redundant_opens"]
         ):
@@ -513,7 +518,7 @@ def rule_stat_storm(v: _View, th) -> list[Finding]:
         )
     failed = sum(p.failed_stats for p in v.log.processes)
     total = v.total(v.posix, "STATS") + failed
-    if total >= th["stat_storm_job"]:
+    if total and total >= th["stat_storm_job"]:
         top = sorted(v.by_file.items(), key=lambda kv: -sum(r.c("STATS") for r in kv[1]))[:3]
         where = ", ".join(f"{_name(p)} ({sum(r.c('STATS') for r in rs):,})" for p, rs in top)
         out.append(
@@ -578,7 +583,7 @@ def rule_tiny_writes(v: _View, th) -> list[Finding]:
     for path, recs in by_file.items():
         writes = sum(r.c("WRITES") for r in recs)
         tiny = sum(sum(r.sizes("WRITE")[:TINY_BINS]) for r in recs)
-        if tiny < th["tiny_writes"] or tiny / writes < th["tiny_writes_share"]:
+        if not writes or tiny < th["tiny_writes"] or tiny / writes < th["tiny_writes_share"]:
             continue
         written = sum(r.c("BYTES_WRITTEN") for r in recs)
         secs = sum(r.f("F_WRITE_TIME") for r in recs)

@@ -6,7 +6,9 @@ time) and is written next to the per-process logs at each run, rather than shipp
 the package: every process of `molsift profile -- mpirun ...`, on any node, must open it by the
 path in LD_PRELOAD, and the log directory is the one place all of them are known to reach (they
 write their logs there), whereas the installed package may sit on one node only; and the file
-preloaded is always the one built with the molsift that runs, never a missing or stale copy."""
+preloaded is always the one built with the molsift that runs, never a missing or stale copy.
+A log directory whose path LD_PRELOAD cannot name (a space or a colon in it) keeps the logs;
+the library then goes to a temporary folder of this host, and `molsift profile` says so."""
 
 from __future__ import annotations
 
@@ -40,19 +42,30 @@ def write_tracer_library(directory: str) -> str:
     return path
 
 
-def preload_library(directory: str) -> str:
+def preload_library(directory: str, elsewhere: str | None = None) -> str:
     """The tracer library to preload: $MOLSIFT_TRACER_LIB (or $MOLSIFT_IOTRACE_LIB) when set,
-    else the built-in one written into DIRECTORY."""
+    else the built-in one written into DIRECTORY, or into ELSEWHERE when DIRECTORY's path holds
+    a space or a colon, which LD_PRELOAD cannot name."""
     given = next((name for name in (LIB_ENV, OLD_LIB_ENV) if os.environ.get(name)), None)
     if given is None:
+        if elsewhere is not None and not _preloadable(os.path.abspath(directory)):
+            directory = elsewhere
         path = os.path.abspath(write_tracer_library(directory))
     else:
         path = os.path.abspath(os.environ[given])
         if not os.path.isfile(path):
             raise IoLogError(f"{path}: no such I/O tracer library (given by ${given})")
-    if any(c in path for c in " :"):  # LD_PRELOAD splits its list at spaces and colons
-        raise IoLogError(f"{path}: LD_PRELOAD cannot name a path holding a space or a colon")
+    if not _preloadable(path):
+        raise IoLogError(
+            f"{path}: LD_PRELOAD cannot name a path holding a space or a colon"
+            + (f" (given by ${given})" if given else "")
+        )
     return path
+
+
+def _preloadable(path: str) -> bool:
+    """Whether LD_PRELOAD can name `path`: it splits its list at spaces and colons."""
+    return not any(c in path for c in " :")
 
 
 class CommandError(ValueError):
@@ -71,6 +84,7 @@ class ProfileResult:
     log: str
     processes: int
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how the run differed from the usual one
 
 
 def default_log_name(command: Sequence[str]) -> str:
@@ -87,8 +101,18 @@ def profile(
     log = os.path.abspath(log or default_log_name(command))
     workdir = tempfile.mkdtemp(prefix=".molsift-profile-", dir=os.path.dirname(log))
     start = time.time()
+    notes = []
+    libdir = None  # the library's own folder, when the log's cannot be preloaded from
     try:
-        lib = preload_library(workdir)
+        if not _preloadable(workdir):  # `molsift profile -- CMD` in ~/My Runs/ was refused
+            libdir = tempfile.mkdtemp(prefix=".molsift-tracer-")
+        lib = preload_library(workdir, elsewhere=libdir)
+        if libdir is not None and lib.startswith(libdir + os.sep):
+            notes.append(
+                f"the tracer is preloaded from {libdir}: LD_PRELOAD cannot name "
+                f"{os.path.dirname(log)}, whose path holds a space or a colon; processes on "
+                "other hosts will not be traced (give -o LOG in another folder to trace them)"
+            )
         env = dict(os.environ, MOLSIFT_TRACER_DIR=workdir)
         env["LD_PRELOAD"] = ":".join(x for x in (lib, os.environ.get("LD_PRELOAD")) if x)
         returncode = _run(command, env)
@@ -112,7 +136,9 @@ def profile(
             shutil.move(workdir, kept)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    return ProfileResult(returncode, log, len(doc["processes"]), problems)
+        if libdir is not None:
+            shutil.rmtree(libdir, ignore_errors=True)
+    return ProfileResult(returncode, log, len(doc["processes"]), problems, notes)
 
 
 def _run(command: Sequence[str], env: dict) -> int:

@@ -5,6 +5,7 @@ into place. The only module that knows the order of these steps."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -138,6 +139,15 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
     return plan, consolidate(files)
 
 
+def writers_note(writers: int, size: int, unit: str) -> str | None:
+    """What is said when the run has more writer groups than `size` workers or MPI ranks
+    (`unit`), each group writing for one or more of them: the run takes as many groups as
+    there are (`run_local`, `run_mpi`), which only the report showed. None when they fit."""
+    if writers <= size:
+        return None
+    return f"--writers {writers:,} > {plural(size, unit)}: using {plural(size, 'writer group')}"
+
+
 def _check_same_run(plan: dict, files: RunFiles, library: str, scorer, threads: int) -> None:
     inp = plan["input"]
     wanted = os.path.abspath(library)
@@ -266,6 +276,9 @@ def screen(
     plan, state = setup
     if state.get("complete"):
         return read_json(files.report) if rank == 0 else None
+    note = writers_note(plan["writers"], size, "MPI rank" if comm else "worker")
+    if note and rank == 0:
+        print(f"molsift: note: {note}", file=sys.stderr)
 
     stream: dict[str, Any] = {}
     prog = state["progress"]
