@@ -631,3 +631,70 @@ def test_more_workers_than_64_bits_hold_are_all_there_is_work_for(tmp_path):
     assert p.returncode == 0 and (tmp_path / "c.cube").read_bytes() == src.read_bytes(), p.stderr
     p = molsift_cli("cube", "stats", str(src), "-j", "0")
     assert p.returncode == 2 and "must be at least 1, got 0" in p.stderr, p.stderr
+
+
+def test_diff_of_cubes_on_other_grids_names_both_files_and_what_differs(tmp_path):
+    """`cube diff a.cube b.cube` on other grids said "the two cubes are not on the same grid:
+    shapes differ: (20, 20, 20) and (16, 16, 16)", naming neither file, and only the first
+    difference (the origin and axes that differed too went unsaid)."""
+    a, b = DATA / "water_density_20.cube", DATA / "water_orbital_16.cube"
+    p = molsift_cli("cube", "diff", str(a), str(b), "-o", str(tmp_path / "d.cube"))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert p.stderr.startswith(
+        f"molsift: error: {a} and {b} are not on the same grid: shape 20x20x20 and 16x16x16; "
+    ), p.stderr
+    assert "x axis step (0.315789 0 0) and (0.4 0 0)" in p.stderr, p.stderr
+    assert not (tmp_path / "d.cube").exists()
+    # the same shape, another origin: the origin is said, in digits that show the difference
+    cube = read_cube(a)
+    origin = cube.origin + np.array([0, 0, 1e-3])
+    moved = Cube(values=cube.values, origin=origin, axes=cube.axes, atoms=cube.atoms,
+                 comments=cube.comments)  # fmt: skip
+    write_cube(tmp_path / "moved.cube", moved, layout="gaussian")
+    out = str(tmp_path / "d.cube")
+    p = molsift_cli("cube", "diff", str(a), str(tmp_path / "moved.cube"), "-o", out)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == (
+        f"molsift: error: {a} and {tmp_path / 'moved.cube'} are not on the same grid: "
+        "origin (-3 -4.4309 -3.88666) and (-3 -4.4309 -3.88566)\n"
+    ), p.stderr
+    with pytest.raises(ValueError, match=r"^the two cubes are not on the same grid: origin"):
+        diff(cube, moved)
+
+
+def test_info_of_a_cut_short_cube_says_so_and_that_it_reads_the_header_only(tmp_path):
+    """`cube info` of a fixed-layout cube cut short in its values exited 0 calling its layout
+    "free-form (read by counting first)". It reads the header only (its help says so now): the
+    layout line says what the first row and the file's size show, and the last line that the
+    values were not checked and which command reads them."""
+    src = DATA / "water_density_20.cube"
+    whole = src.read_bytes()
+    cut = write(tmp_path, whole[: len(whole) // 2], "cut.cube")
+    p = molsift_cli("cube", "info", str(cut))
+    assert p.returncode == 0, p.stderr
+    area = len(whole) // 2 - 426
+    assert (
+        "values    from byte 426 (line 10); not fixed: 400 rows of the first row's 264 bytes "
+        f"would make 105,600 bytes of values, the file holds {area:,} ({105_600 - area:,} "
+        "fewer: cut short?); read by counting\n"
+    ) in p.stdout, p.stdout
+    assert "free-form" not in p.stdout
+    assert p.stdout.endswith(
+        f"checked   the header only; `molsift cube stats {cut}` reads every value\n"
+    ), p.stdout
+    p = molsift_cli("cube", "stats", str(cut))
+    assert p.returncode == 2 and "is it truncated?" in p.stderr, p.stderr
+    # cut within the first row, or before it
+    for size, says in (
+        (440, "the file ends at byte 440 within the first row of values (1 of its 20): truncated"),
+        (426, "none: the file ends at byte 426, before the first value"),
+    ):
+        p = molsift_cli("cube", "info", str(write(tmp_path, whole[:size], "cut.cube")))
+        assert p.returncode == 0 and f"(line 10); {says}\n" in p.stdout, p.stdout
+    # a whole file is fixed; a free-form one (ASE's, no last line end) is not said to be cut
+    p = molsift_cli("cube", "info", str(src))
+    assert "(line 10); fixed: 264 bytes and 4 lines per row" in p.stdout, p.stdout
+    p = molsift_cli("cube", "info", str(DATA / "water_density_12.ase.cube"))
+    assert "(1 fewer); read by counting" in p.stdout and "cut short" not in p.stdout, p.stdout
+    p = molsift_cli("cube", "info", "--help")
+    assert "Header only: the values are not read nor checked" in " ".join(p.stdout.split())

@@ -340,3 +340,59 @@ def test_count_with_more_threads_than_can_run_gives_the_same_count(tmp_path, thr
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout == f"300\t{path}\n" and "Traceback" not in proc.stderr, proc.stderr
+
+
+def _count(*words, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "molsift", "count", *words], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_count_says_when_an_unknown_suffix_is_read_as_smiles(tmp_path):
+    """`molsift count x.cube` counted a cube file's lines as SMILES records without a word
+    (exit 0, 777 "records"): a name whose suffix is no input format's is still read as SMILES,
+    as every verb reads it, and a note on stderr says so; a known suffix, or --format, says
+    nothing more."""
+    lines = b"".join(b"C%d x\n" % i for i in range(7))
+    for name in ("grid.cube", "lib.dat.gz", "library"):
+        data = gzip.compress(lines) if name.endswith(".gz") else lines
+        (tmp_path / name).write_bytes(data)
+        proc = _count(name, cwd=tmp_path)
+        assert proc.returncode == 0 and proc.stdout == f"7\t{name}\n", proc.stderr
+        first = proc.stderr.splitlines()[0]
+        suffix = {"grid.cube": "its suffix '.cube'", "lib.dat.gz": "its suffix '.dat'",
+                  "library": "its name, without a suffix,"}[name]  # fmt: skip
+        assert first == (
+            f"molsift: note: {name}: read as SMILES (one record a line): {suffix} names no input "
+            "format (SMILES .smi/.txt, CSV .csv/.tsv, SDF .sdf/.sd/.mol); give --format to read "
+            "it as another"
+        ), proc.stderr
+        proc = _count(name, "--format", "smiles", cwd=tmp_path)
+        assert proc.returncode == 0 and "note" not in proc.stderr, proc.stderr
+    (tmp_path / "lib.smi").write_bytes(lines)
+    proc = _count("lib.smi", "--json", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    proc = _count("missing.cube", cwd=tmp_path)  # no note for a file that is not there
+    assert proc.returncode == 2 and proc.stderr == "molsift: error: missing.cube: no such file\n"
+
+
+def test_header_is_refused_for_sdf(tmp_path, rdkit_sdf):
+    """`molsift count lib.sdf --header` ignored --header (an SDF record's first line is its
+    title): refused in one line, exit status 2, as every reader of the file refuses it;
+    --no-header, what SDF is, is taken."""
+    sdf = tmp_path / "lib.sdf"
+    sdf.write_bytes(Path(rdkit_sdf).read_bytes())
+    want = molsift.count_records(sdf)["records"]
+    assert want > 1
+    for words, name in ((["lib.sdf", "--header"], "lib.sdf"),
+                        (["lib.sdf", "--header", "--json"], "lib.sdf"),
+                        (["--header", "lib.smi", "--format", "sdf"], "lib.smi")):  # fmt: skip
+        (tmp_path / "lib.smi").write_bytes(sdf.read_bytes())
+        proc = _count(*words, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+        assert proc.stderr == (
+            f"molsift: error: {name}: --header applies to line files (SMILES/CSV), not SDF\n"
+        ), proc.stderr
+    proc = _count("lib.sdf", "--no-header", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == f"{want}\tlib.sdf\n", proc.stderr
+    with pytest.raises(ValueError, match="--header applies to line files"):
+        molsift.count_records(sdf, header=True)

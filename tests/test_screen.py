@@ -1020,3 +1020,89 @@ def test_more_writers_than_workers_is_said_on_stderr(library, tmp_path):
 
     assert writers_note(4, 3, "MPI rank") == "--writers 4 > 3 MPI ranks: using 3 writer groups"
     assert writers_note(3, 3, "MPI rank") is None
+
+
+# ------------------------------- a resume keeps the run's options: a different one is refused
+
+
+def test_resume_refuses_run_options_that_differ_from_the_runs(library, tmp_path):
+    """`molsift screen LIB ... --writers 2` killed, then `--resume --writers 3` (or another
+    --write-buffer, --chunk-records, --standardize, ...) went on with the run's values without a
+    word. A resumed run keeps its plan's options, as it keeps its scorer: a given one that
+    differs is refused in one line naming it and both values, before anything is touched; left
+    out, or given as the run's, it is the run's; -j is the resume's own."""
+    out = tmp_path / "r.csv"
+    args = [library, "--scorer", "filter", "-o", out, "-j", "2", "--writers", "2",
+            "--write-buffer", "1K", "-q"]  # fmt: skip
+    r = screen(args, env=dict(os.environ, MOLSIFT_FAILPOINT="mid-write:2"), check=False)
+    assert r.returncode == -9 and not out.exists()
+    run_dir = Path(f"{out}.run")
+    before = sorted((p.name, p.stat().st_size) for p in run_dir.iterdir())
+    base = [library, "--scorer", "filter", "-o", out, "-q", "--resume"]
+    for extra, said in (
+        (["--writers", "3"], "--writers 3 (the run's: --writers 2)"),
+        (["--write-buffer", "2K", "--standardize"],
+         "--write-buffer 2KiB (the run's: --write-buffer 1KiB), --standardize (the run's: no "
+         "--standardize)"),
+        (["--chunk-records", "9", "--io", "pread"],
+         "--io pread (the run's: --io auto), --chunk-records 9 (the run's: --chunk-records "
+         "2000)"),
+        (["--slabs", "3", "--header"], "--slabs 3 (the run's: no --slabs (the default)), "
+         "--header (the run's: --no-header)"),
+    ):  # fmt: skip
+        r = screen([*base, *extra], check=False)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr == (
+            "molsift: error: --resume: a resumed run keeps the options it was started with: "
+            f"{said}; leave them out (or give the run's), or start again with --overwrite\n"
+        ), r.stderr
+        assert sorted((p.name, p.stat().st_size) for p in run_dir.iterdir()) == before
+    # the run's own values given again (and another -j) are taken, and the run finishes
+    screen([*base, "--writers", "2", "--write-buffer", "1024", "--io", "auto",
+                "--format", "smiles", "-j", "3"])  # fmt: skip
+    _, _, report = check_exactly_once(library, out)
+    assert report["writers"] == 2 and report["workers"] == 3 and report["restarts"] == 1
+    from molsift.scorers import scorer_class
+    from molsift.screen import ScreenError, run
+
+    with pytest.raises(ScreenError, match=r"--writers 5 \(the run's: --writers 2\);"):
+        run.screen(str(library), str(out), scorer_class("filter")(), writers=5, resume=True)
+
+
+def test_resume_refuses_a_scorer_given_other_options(library, tmp_path):
+    """`screen LIB --scorer filter --filter-max-mw 500` killed, then `--resume` with
+    `--filter-max-mw 400` (or `--scorer similarity` with other references) scored the rest of
+    the library by the new rule into the same result file: the scorer's name and columns were
+    checked, not its options. The plan records them (`Scorer.options`): other ones are refused
+    in one line naming each and both values; the prescreen, which changes only the speed, is
+    not an option of the scores; the run's own options finish the run."""
+    out = tmp_path / "r.csv"
+    args = [library, "--scorer", "filter", "-o", out, "-j", "2", "--write-buffer", "1K", "-q"]
+    r = screen(args, env=dict(os.environ, MOLSIFT_FAILPOINT="mid-write:2"), check=False)
+    assert r.returncode == -9 and not out.exists()
+    run_dir = Path(f"{out}.run")
+    before = sorted((p.name, p.stat().st_size) for p in run_dir.iterdir())
+    base = [library, "--scorer", "filter", "-o", out, "-q", "--resume"]
+    r = screen([*base, "--filter-max-mw", "400", "--filter-min-qed", "0.5"], check=False)
+    assert r.returncode == 2 and r.stderr == (
+        "molsift: error: --resume: the run's scorer 'filter' was given other options: "
+        "max_mw 400.0 (the run's: 500.0); min_qed 0.5 (the run's: 0.0); give the run's, or "
+        "start again with --overwrite\n"
+    ), r.stderr
+    assert sorted((p.name, p.stat().st_size) for p in run_dir.iterdir()) == before
+    screen([*base, "--filter-max-mw", "500", "--filter-no-prescreen"])
+    check_exactly_once(library, out)
+
+    from molsift.scorers import scorer_class
+    from molsift.screen import ScreenError, run
+
+    sim = scorer_class("similarity")
+    out2 = tmp_path / "s.csv"
+    args = [library, "--scorer", "similarity", "--ref", "c1ccccc1O", "-o", out2, "-j", "2",
+            "--write-buffer", "1K", "-q"]  # fmt: skip
+    r = screen(args, env=dict(os.environ, MOLSIFT_FAILPOINT="mid-write:2"), check=False)
+    assert r.returncode == -9
+    with pytest.raises(ScreenError, match=r"refs \[\[\"ref1\", \"CCO\"\]\] \(the run's: "):
+        run.screen(str(library), str(out2), sim([("ref1", "CCO")]), resume=True)
+    run.screen(str(library), str(out2), sim([("ref1", "c1ccccc1O")]), resume=True)
+    check_exactly_once(library, out2)

@@ -122,6 +122,8 @@ def useful_threads(threads: int | None) -> int | None:
 
 
 def run(args) -> int:
+    from ..inputs.counting import assumed_format
+
     r = count_records(
         args.file,
         format=args.format,
@@ -129,6 +131,9 @@ def run(args) -> int:
         header=args.header,
         io=args.io,
     )
+    note = assumed_format(args.file, args.format)  # once the file is known to be one
+    if note:
+        print(f"molsift: note: {note}", file=sys.stderr)
     if args.json:
         import json
 

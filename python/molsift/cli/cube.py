@@ -58,7 +58,15 @@ def add_parser(subparsers):
             help="value type in memory (default: float64 from a .cube, a .npy's or .h5's own)",
         )
 
-    q = _action(sub, "info", help="the header: grid, units, atoms, layout")
+    q = _action(
+        sub,
+        "info",
+        help="the header: grid, units, atoms, layout (header only: values not checked)",
+        description="The header of a .cube file: grid, units, origin, axes, atoms, and the "
+        "layout of the values as the first row and the file's size show it. Header only: the "
+        "values are not read nor checked (a file cut short is said to be when its size shows "
+        "it); `molsift cube stats FILE` reads and checks them all.",
+    )
     q.add_argument("file", help="a .cube file")
     q.add_argument("--json", action="store_true", help="print the header as JSON")
 
@@ -163,7 +171,7 @@ def _info(args) -> int:
     layout = (
         f"fixed: {h['row_bytes']} bytes and {h['lines_per_row']} lines per row of z values"
         if h["row_bytes"]
-        else "free-form (read by counting first)"
+        else _not_fixed(args.file, h)
     )
     print(f"file      {args.file} ({h['file_bytes']:,} bytes)")
     print(f"comments  {h['comments'][0]!r}")
@@ -179,7 +187,38 @@ def _info(args) -> int:
     if h["orbitals"]:
         print(f"orbitals  {' '.join(str(o) for o in h['orbitals'])}")
     print(f"values    from byte {h['values_offset']} (line {h['header_lines'] + 1}); {layout}")
+    print(f"checked   the header only; `molsift cube stats {args.file}` reads every value")
     return 0
+
+
+def _not_fixed(path: str, h: dict) -> str:
+    """What `cube info` can say of a value area whose rows are not all of the first row's
+    bytes, from the header and the first row alone: the file ends in the first row; the rows do
+    not start lines (free-form); or the file is shorter (cut short?) or longer than rows of the
+    first row's bytes would make it. Whether the values add up only a full read tells."""
+    from ..cube.io import first_row
+
+    rows = h["shape"][0] * h["shape"][1]
+    area = h["file_bytes"] - h["values_offset"]
+    row = first_row(path, h)
+    if row is None:
+        return f"none: the file ends at byte {h['file_bytes']:,}, before the first value"
+    found, row_bytes = row
+    per_row = h["shape"][2] * h["nval"]
+    if found < per_row:
+        return (
+            f"the file ends at byte {h['file_bytes']:,} within the first row of values "
+            f"({found:,} of its {per_row:,}): truncated"
+        )
+    if not row_bytes:
+        return "free-form: rows of z values do not each end a line; read by counting"
+    expected = row_bytes * rows
+    off = abs(expected - area)
+    how = "more" if area > expected else "fewer: cut short?" if off >= row_bytes else "fewer"
+    return (
+        f"not fixed: {rows:,} rows of the first row's {row_bytes} bytes would make "
+        f"{expected:,} bytes of values, the file holds {area:,} ({off:,} {how}); read by counting"
+    )
 
 
 def _convert(args) -> int:
@@ -272,7 +311,7 @@ def _diff(args) -> int:
     from ..cube.formats import save
 
     check_grid_output(args.output, args.a, args.b)
-    d = diff(_load(args.a, args), _load(args.b, args))
+    d = diff(_load(args.a, args), _load(args.b, args), names=(args.a, args.b))
     save(d, args.output, layout=args.layout, workers=args.workers)
     _print_stats(stats(d), args.json)
     return 0

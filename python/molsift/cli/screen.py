@@ -7,6 +7,7 @@ import contextlib
 import json
 
 from ..screen import screen, summary
+from ..screen.run import CHUNK_RECORDS, WRITE_BUFFER, WRITERS
 from .common import (
     add_format_options,
     add_io_log,
@@ -60,6 +61,9 @@ def add_parser(subparsers):
     return p
 
 
+KEPT = "; --resume: the run's own"  # a run option left out of a resume (screen.run)
+
+
 def add_run_options(p) -> None:
     """How the run goes: workers, writer groups, buffers, tasks, resume."""
     library = screen
@@ -78,15 +82,14 @@ def add_run_options(p) -> None:
         default=default_of(library, "writers"),
         metavar="P",
         help="writer groups, each writing for one or more workers (MPI ranks under mpirun): "
-        "more than those are cut to their number, with a note (default %(default)s)",
+        f"more than those are cut to their number, with a note (default: {WRITERS}{KEPT})",
     )
-    write_buffer = default_of(library, "write_buffer")
     p.add_argument(
         "--write-buffer",
         type=parse_size,
-        default=write_buffer,
+        default=default_of(library, "write_buffer"),
         metavar="SIZE",
-        help=f"accumulation buffer per worker or rank (default {size_text(write_buffer)})",
+        help=f"accumulation buffer per worker or rank (default: {size_text(WRITE_BUFFER)}{KEPT})",
     )
     add_reader_options(p, metavar="SIZE")
     p.add_argument(
@@ -95,21 +98,29 @@ def add_run_options(p) -> None:
         default=default_of(library, "slabs"),
         metavar="N",
         help="equal byte-range tasks, N >= 1 (default: tasks that shrink towards the end of the "
-        "file so the workers finish together; 1 per worker under MPI)",
+        f"file so the workers finish together; 1 per worker under MPI{KEPT})",
     )
     p.add_argument(
         "--chunk-records",
         type=at_least_one,
         default=default_of(library, "chunk_records"),
         metavar="N",
-        help="records per task for gzip/zstd input, N >= 1 (default %(default)s)",
+        help=f"records per task for gzip/zstd input, N >= 1 (default: {CHUNK_RECORDS}{KEPT})",
     )
     p.add_argument(
         "--standardize",
         action="store_true",
+        default=default_of(library, "standardize"),  # None: not given (--resume: the run's)
         help="standardize molecules (RDKit cleanup, largest fragment, neutralize) before scoring",
     )
-    p.add_argument("--resume", action="store_true", help="finish a run that was killed or failed")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish a run that was killed or failed, with the options it was started with "
+        "(--writers, --write-buffer, --slabs, --chunk-records, --standardize, the reader's and "
+        "the input format's: left out, they are the run's; given, they must be the run's); -j "
+        "and --fsync are the resume's own",
+    )
     p.add_argument("--overwrite", action="store_true", help="start again, replacing an earlier run")
     p.add_argument(
         "--run-dir",

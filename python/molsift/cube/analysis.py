@@ -43,24 +43,45 @@ def stats(cube: Cube) -> list[dict[str, Any]]:
 
 
 def same_grid(a: Cube, b: Cube, rtol: float = 1e-6) -> str | None:
-    """None when `a` and `b` share shape, origin, axes and units; else what differs."""
+    """None when `a` and `b` share shape, units, origin and axes; else every one that differs,
+    with both values, in one line ("shape 20x20x20 and 16x16x16; origin ...")."""
+    differ = []
     if a.values.shape != b.values.shape:
-        return f"shapes differ: {a.values.shape} and {b.values.shape}"
+        differ.append(f"shape {_shape(a)} and {_shape(b)}")
     if a.units != b.units:
-        return f"units differ: {a.units} and {b.units}"
-    scale = max(1.0, float(np.abs(a.axes).max()))
+        differ.append(f"units {a.units} and {b.units}")
+    scale = max(1.0, float(np.abs(a.axes).max()), float(np.abs(b.axes).max()))
     if not np.allclose(a.origin, b.origin, rtol=0, atol=rtol * scale):
-        return f"origins differ: {a.origin.tolist()} and {b.origin.tolist()}"
-    if not np.allclose(a.axes, b.axes, rtol=0, atol=rtol * scale):
-        return f"axes differ: {a.axes.tolist()} and {b.axes.tolist()}"
-    return None
+        differ.append("origin " + _both(a.origin, b.origin))
+    for i, name in enumerate("xyz"):
+        if not np.allclose(a.axes[i], b.axes[i], rtol=0, atol=rtol * scale):
+            differ.append(f"{name} axis step " + _both(a.axes[i], b.axes[i]))
+    return "; ".join(differ) or None
 
 
-def diff(a: Cube, b: Cube) -> Cube:
-    """`a - b` on the same grid, with `a`'s geometry and atoms (density differences)."""
+def _shape(cube: Cube) -> str:
+    text = "x".join(str(n) for n in cube.values.shape[:3])
+    return text + (f" x {cube.values.shape[3]} values" if cube.values.ndim == 4 else "")
+
+
+def _both(u: np.ndarray, v: np.ndarray) -> str:
+    """The two triples as "(x y z) and (x y z)", in six significant digits or as many more
+    as show them apart."""
+    for digits in range(6, 18):
+        one, other = (" ".join(f"{float(x):.{digits}g}" for x in w) for w in (u, v))
+        if one != other:
+            break
+    return f"({one}) and ({other})"
+
+
+def diff(a: Cube, b: Cube, names: tuple[str, str] | None = None) -> Cube:
+    """`a - b` on the same grid, with `a`'s geometry and atoms (density differences). Cubes
+    on different grids are a ValueError saying what differs, naming their files when `names`
+    (a's, b's) are given."""
     why = same_grid(a, b)
     if why is not None:
-        raise ValueError(f"the two cubes are not on the same grid: {why}")
+        who = f"{names[0]} and {names[1]} are" if names else "the two cubes are"
+        raise ValueError(f"{who} not on the same grid: {why}")
     return Cube(
         values=np.subtract(a.values, b.values, dtype=np.float64),
         origin=a.origin,

@@ -24,7 +24,35 @@ def probe(
     fmt = format or detected
     if header is None:
         header = detected_header if fmt == detected else fmt == "csv"
+    elif header and fmt == "sdf":  # it was ignored: an SDF record's first line is its title
+        raise ValueError(f"{path}: --header applies to line files (SMILES/CSV), not SDF")
     return path, fmt, header
+
+
+# the suffixes the core reads by (crates/io source.rs `InputFormat::detect`, after a
+# compression suffix): any other is read as SMILES, and these are the SMILES files' usual ones
+FORMAT_SUFFIXES = {"csv": "csv", "tsv": "csv", "sdf": "sdf", "sd": "sdf", "mol": "sdf"}
+SMILES_SUFFIXES = ("smi", "smiles", "ism", "can", "txt")
+
+
+def assumed_format(path: str | os.PathLike[str], format: str | None = None) -> str | None:
+    """The note to print when `path` is read as SMILES only because its suffix names no input
+    format (`x.cube`, `lib.dat`, no suffix; `format` not given); None when its name or
+    `format` says what it is."""
+    if format is not None:
+        return None
+    name = os.path.basename(os.fspath(path)).lower()
+    for compression in (".gz", ".gzip", ".zst", ".zstd"):  # as the core strips them
+        name = name.removesuffix(compression)
+    suffix = name.rpartition(".")[2] if "." in name else ""
+    if suffix in FORMAT_SUFFIXES or suffix in SMILES_SUFFIXES:
+        return None
+    which = f"its suffix '.{suffix}'" if suffix else "its name, without a suffix,"
+    return (
+        f"{os.fspath(path)}: read as SMILES (one record a line): {which} names no input format "
+        "(SMILES .smi/.txt, CSV .csv/.tsv, SDF .sdf/.sd/.mol); give --format to read it as "
+        "another"
+    )
 
 
 def _not_a_file(path: str) -> str:

@@ -55,12 +55,48 @@ class Scorer:
         `(values, pose_text)`). Raise `Reject(reason)` to reject the molecule."""
         raise NotImplementedError
 
+    def options(self) -> dict[str, Any]:
+        """What decides this scorer's values, as JSON values: recorded in a screening run's plan,
+        so that a resume whose scorer was given other options (other references, another rule)
+        is refused rather than scoring the rest of the library differently. The default: a
+        dataclass's fields, else the object's public attributes; a scorer leaves out those that
+        change only its speed (`FilterScorer`'s prescreen) and adds what a path hides (the
+        receptor's bytes: `VinaScorer`)."""
+        import dataclasses
+
+        if dataclasses.is_dataclass(self):
+            found = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        else:
+            found = {k: v for k, v in vars(self).items() if not k.startswith("_")}
+        return {k: json_value(v) for k, v in found.items() if not k.startswith("_")}
+
     def stats(self) -> dict[str, Any]:
         """Counters to add to the run report (e.g. receptor maps built); summed over workers."""
         return {}
 
     def close(self) -> None:
         """Releases what `setup` loaded; called once per worker at the end."""
+
+
+def json_value(value: Any) -> Any:
+    """`value` as JSON holds it (and reads it back): a dataclass as the dict of its fields,
+    tuples as lists, paths as text; anything else JSON has no form for, its repr (an address
+    left out: the same options give the same value in every process)."""
+    import dataclasses
+    import os
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: json_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    text = repr(value)  # an object's default repr names its address: its type, then
+    return type(value).__qualname__ if " at 0x" in text else text
 
 
 def format_value(value: Any) -> str:
@@ -75,4 +111,4 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["Reject", "Scorer", "ScorerError", "format_value"]
+__all__ = ["Reject", "Scorer", "ScorerError", "format_value", "json_value"]

@@ -111,6 +111,12 @@ class FilterScorer(Scorer):
             prescreen=getattr(args, "filter_prescreen", True),
         )
 
+    def options(self) -> dict:
+        """The rules (the prescreen changes only the speed: the same values either way)."""
+        found = super().options()
+        found.pop("prescreen", None)
+        return found
+
     def setup(self) -> None:
         from rdkit import Chem
         from rdkit.Chem import QED, Crippen, Descriptors, Lipinski, MolSurf, rdMolDescriptors

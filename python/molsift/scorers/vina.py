@@ -217,6 +217,19 @@ class VinaScorer(Scorer):
         self._exiting: list[int] = []  # children that sent their result, not yet reaped
         self._stats = self._zero_stats()
 
+    def options(self) -> dict:
+        """Its options and the receptor's bytes (SHA-256): the same path holding another
+        receptor docks differently."""
+        import hashlib
+
+        found = super().options()
+        with open(self.receptor, "rb") as fh:
+            digest = hashlib.sha256()
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        found["receptor_sha256"] = digest.hexdigest()
+        return found
+
     # --- options ------------------------------------------------------------------------------
 
     @classmethod

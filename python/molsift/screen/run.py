@@ -4,6 +4,7 @@ into place. The only module that knows the order of these steps."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -38,6 +39,13 @@ class ScreenError(ValueError):
     """A screening run cannot start or finish; the message says why and what to do."""
 
 
+# the run options `screen` takes as None when not given: these in a new run, the plan's in a
+# resumed one (which refuses a given value that differs from the plan's: `_check_same_options`)
+WRITERS = 1
+WRITE_BUFFER = 1 << 20
+CHUNK_RECORDS = 2000
+
+
 def make_plan(
     files: RunFiles,
     library: str,
@@ -64,6 +72,7 @@ def make_plan(
         "source_name": library,
         "output": files.output,
         "scorer": scorer.name,
+        "scorer_options": scorer_options(scorer),
         "columns": columns,
         "has_poses": scorer.has_poses,
         "writers": writers,
@@ -87,9 +96,17 @@ def make_plan(
     return plan
 
 
-def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool, plan_args: dict):
-    """Root only: a fresh run or the state of the one to resume (consolidated). Returns
-    (plan, state)."""
+def _start(
+    files: RunFiles,
+    library: str,
+    scorer,
+    resume: bool,
+    overwrite: bool,
+    plan_args: dict,
+    given: dict,
+):
+    """Root only: a fresh run or the state of the one to resume (consolidated), whose plan's
+    options the `given` ones (None: not given) must equal. Returns (plan, state)."""
     exists = os.path.exists(files.state)
     if exists and not resume and not overwrite:
         raise ScreenError(
@@ -117,6 +134,7 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
         # the input is checked (and planned) before anything of an earlier run is removed: with
         # --overwrite, a mistyped library name deleted the earlier results, then stopped
         plan = make_plan(files, library, scorer, **plan_args)
+        plan["slabs"] = given["slabs"]  # as asked (None: the planner's), for --resume to check
         files.remove_run_dir()  # an earlier run's, or a start's that did not get far
         for path in (*outputs, files.poses):
             if os.path.exists(path):
@@ -132,6 +150,7 @@ def _start(files: RunFiles, library: str, scorer, resume: bool, overwrite: bool,
     else:
         plan = read_json(files.plan)
         _check_same_run(plan, files, library, scorer, plan_args["threads"])
+        _check_same_options(plan, given)
         if read_json(files.state).get("complete"):
             _rename_results(files)
             return plan, read_json(files.state)
@@ -146,6 +165,40 @@ def writers_note(writers: int, size: int, unit: str) -> str | None:
     if writers <= size:
         return None
     return f"--writers {writers:,} > {plural(size, unit)}: using {plural(size, 'writer group')}"
+
+
+def scorer_options(scorer) -> dict[str, Any]:
+    """The scorer's options (`Scorer.options`) as the plan's JSON reads them back."""
+    return json.loads(json.dumps(scorer.options()))
+
+
+def _check_same_scorer_options(plan: dict, scorer) -> None:
+    """Refuses a resume whose scorer was given other options than the run's (other
+    references, another rule, another receptor): the rest of the library would be scored
+    otherwise than its start, in one result file. Plans written before they held the options
+    are not checked."""
+    if "scorer_options" not in plan:
+        return
+    was, now = plan["scorer_options"], scorer_options(scorer)
+    if was == now:
+        return
+
+    def shown(value: Any) -> str:
+        if isinstance(value, list) and len(value) > 3:
+            return f"{len(value):,} items"
+        text = json.dumps(value)
+        return text if len(text) <= 60 else f"{text[:60]}... ({len(text):,} characters)"
+
+    differ = [
+        f"{key} {shown(now.get(key))} (the run's: {shown(was.get(key))})"
+        for key in sorted(set(was) | set(now))
+        if was.get(key) != now.get(key)
+    ]
+    raise ScreenError(
+        f"--resume: the run's scorer {plan['scorer']!r} was given other options: "
+        + "; ".join(differ)
+        + "; give the run's, or start again with --overwrite"
+    )
 
 
 def _check_same_run(plan: dict, files: RunFiles, library: str, scorer, threads: int) -> None:
@@ -174,6 +227,83 @@ def _check_same_run(plan: dict, files: RunFiles, library: str, scorer, threads: 
         raise ScreenError(
             f"--resume: the run used scorer {plan['scorer']!r} with columns "
             f"{plan['columns']}; give the same scorer and options"
+        )
+    _check_same_scorer_options(plan, scorer)
+
+
+# the options a run is planned with, as the command line names them
+RUN_OPTIONS = {
+    "writers": "--writers",
+    "write_buffer": "--write-buffer",
+    "read_buffer": "--read-buffer",
+    "max_record_bytes": "--max-record-bytes",
+    "io": "--io",
+    "slabs": "--slabs",
+    "chunk_records": "--chunk-records",
+    "standardize": "--standardize",
+    "format": "--format",
+    "header": "--header",
+    "smiles_col": "--smiles-col",
+    "id_col": "--id-col",
+    "delimiter": "--delimiter",
+}
+_NOT_RECORDED = object()
+
+
+def planned_options(plan: dict) -> dict[str, Any]:
+    """The run options `plan` was made with (RUN_OPTIONS' keys), defaults filled in as the run
+    took them: the reader's (the core's), and `slabs` None for the planner's own tasks."""
+    inp, reader = plan["input"], plan["reader"]
+    line_max = _core.DEFAULT_MAX_LINE_RECORD_BYTES
+    return {
+        "writers": plan["writers"],
+        "write_buffer": plan["write_buffer"],
+        "read_buffer": reader["buffer_size"] or _core.DEFAULT_READ_BUFFER,
+        "max_record_bytes": reader["max_record_bytes"]
+        or (_core.DEFAULT_MAX_SDF_RECORD_BYTES if inp["format"] == "sdf" else line_max),
+        "io": reader["io"] or "auto",
+        "slabs": plan.get("slabs", _NOT_RECORDED),  # plans before the option was kept
+        "chunk_records": plan["chunk_records"],
+        "standardize": bool(plan.get("standardize", False)),
+        **{k: inp.get(k) for k in ("format", "header", "smiles_col", "id_col", "delimiter")},
+    }
+
+
+def _option_text(key: str, value: Any) -> str:
+    """How the command line writes option `key` with `value`: `--writers 2`, `--write-buffer
+    1MiB`, `--standardize` or `no --standardize`, `--no-header`, `--delimiter tab`."""
+    option = RUN_OPTIONS[key]
+    if value is _NOT_RECORDED:
+        return f"{option} not recorded in its plan"
+    if key == "header":
+        return "--header" if value else "--no-header"
+    if isinstance(value, bool):
+        return option if value else f"no {option}"
+    if value is None:
+        return f"no {option} (the default)"
+    if key in ("write_buffer", "read_buffer", "max_record_bytes"):  # 1MiB, as the help writes
+        for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB"), (0, "B")):
+            if value % (1 << shift) == 0:
+                return f"{option} {value >> shift}{unit}"
+    return f"{option} {'tab' if value == chr(9) else value}"
+
+
+def _check_same_options(plan: dict, given: dict) -> None:
+    """Refuses, in one line naming each option and both values, the given run options (not
+    None) that differ from those the run was planned with: a resumed run goes on with its plan's
+    (the writer groups, buffers, tasks, reader and format its journals and rows come from), and
+    took a different value silently. -j, --fsync, -q and --json are the resume's own."""
+    planned = planned_options(plan)
+    differ = [
+        f"{_option_text(key, value)} (the run's: {_option_text(key, planned[key])})"
+        for key, value in given.items()
+        if value is not None and key in planned and value != planned[key]
+    ]
+    if differ:
+        raise ScreenError(
+            "--resume: a resumed run keeps the options it was started with: "
+            + ", ".join(differ)
+            + "; leave them out (or give the run's), or start again with --overwrite"
         )
 
 
@@ -212,14 +342,14 @@ def screen(
     scorer,
     *,
     workers: int | None = None,
-    writers: int = 1,
-    write_buffer: int = 1 << 20,
+    writers: int | None = None,
+    write_buffer: int | None = None,
     read_buffer: int | None = None,
     max_record_bytes: int | None = None,
     io: str | None = None,
     slabs: int | None = None,
-    chunk_records: int = 2000,
-    standardize: bool = False,
+    chunk_records: int | None = None,
+    standardize: bool | None = None,
     resume: bool = False,
     overwrite: bool = False,
     run_dir: str | None = None,
@@ -230,7 +360,13 @@ def screen(
 ) -> dict | None:
     """Screens every record of `library` with `scorer` into the CSV `output` (one row per
     molecule, rejects in `output.rejects.tsv`). Returns the run report on the root, None on the
-    other MPI ranks. With `resume`, finishes a run that was killed."""
+    other MPI ranks. With `resume`, finishes a run that was killed.
+
+    The run options (`writers`, `write_buffer`, the reader's, `slabs`, `chunk_records`,
+    `standardize` and the format's in `fmt`) are planned once: None, the default (WRITERS,
+    WRITE_BUFFER, CHUNK_RECORDS, no standardizing; the reader's and planner's own), takes the
+    plan's in a resumed run, and a value given to a resume that differs from the plan's is
+    refused (ScreenError naming it and both values). `workers` and `fsync` are each attempt's."""
     start = time.time()
     check_workers(workers)
     if workers:  # before the run's files are made: -j 100000 left a run directory behind
@@ -255,18 +391,29 @@ def screen(
     local = max(1, workers or 1) if comm else 1  # worker processes per rank under MPI (-j)
     plan_args = {
         "slabs": slabs or (size * local if comm else None),
-        "writers": writers,
-        "write_buffer": write_buffer,
-        "standardize": standardize,
+        "writers": WRITERS if writers is None else writers,
+        "write_buffer": WRITE_BUFFER if write_buffer is None else write_buffer,
+        "standardize": bool(standardize),
         "reader": {"buffer_size": read_buffer, "max_record_bytes": max_record_bytes, "io": io},
-        "chunk_records": chunk_records,
+        "chunk_records": CHUNK_RECORDS if chunk_records is None else chunk_records,
         "threads": default_workers() if comm else size,
         "fmt": fmt,
+    }
+    given = {
+        "writers": writers,
+        "write_buffer": write_buffer,
+        "read_buffer": read_buffer,
+        "max_record_bytes": max_record_bytes,
+        "io": io,
+        "slabs": slabs,
+        "chunk_records": chunk_records,
+        "standardize": standardize,
+        **fmt,
     }
     setup: Any = None
     if rank == 0:
         try:
-            setup = _start(files, library, scorer, resume, overwrite, plan_args)
+            setup = _start(files, library, scorer, resume, overwrite, plan_args, given)
         except Exception as exc:  # every rank raises it
             setup = exc
     if comm:
