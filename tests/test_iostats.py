@@ -341,3 +341,129 @@ def test_insights_on_molsifts_own_ingest_log_has_no_redundant_opens(tmp_path):
     ]
     assert synced_dirs, "the log should show the work directories opened to fsync them"
     assert [f for f in find_insights(doc) if f.code == "R01"] == []
+
+
+# ---- --io-log never replaces what the verb reads or writes ----
+def test_io_log_refuses_a_file_or_store_the_verb_reads_or_writes(tmp_path, small_smi, capsys):
+    """`molsift count nci.smi --io-log nci.smi` replaced the input with the log and exited 0;
+    `--io-log STORE/x.json` added a file to the store, `--io-log OUT` replaced the verb's -o,
+    `screen ... --io-log OUT.rejects.tsv` the rejects. Each is refused before any work: one
+    line naming the log and what it is, exit status 2, every file as it was."""
+    from types import SimpleNamespace
+
+    from molsift.cli import main
+
+    smi = tmp_path / "nci.smi"
+    smi.write_bytes(small_smi.read_bytes())
+    before = smi.read_bytes()
+    r = subprocess.run(
+        [*molsift_cmd(), "count", "nci.smi", "--io-log", "nci.smi"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 2 and smi.read_bytes() == before, r.stderr
+    assert r.stderr == (
+        "molsift: error: nci.smi: the --io-log file is the input of molsift count, which the "
+        "log would replace: write the log to another file\n"
+    )
+    store = tmp_path / "nci.store"  # any directory given as a store: refused before it is read
+    store.mkdir()
+    log = tmp_path / "run.iolog.json"
+    log.write_text("{}")  # an earlier file under the log's name is no clash
+    cases = {
+        ("--io-log", f"{tmp_path}/./nci.smi", "count", str(smi)): f"the input of molsift count "
+        f"({smi})",
+        ("--io-log", str(store / "x.json"), "info", str(store)): f"inside {store}, the store of "
+        "molsift info",
+        ("insights", str(log), "-o", str(tmp_path / "f.txt"), "--io-log", str(tmp_path / "f.txt")):
+        "the output (-o) of molsift insights",
+        ("insights", str(log), "--io-log", str(log)): "the log of molsift insights",
+        ("screen", str(smi), "--scorer", "filter", "-o", str(tmp_path / "o.csv"), "--io-log",
+         str(tmp_path / "o.csv.rejects.tsv")): "an output of molsift screen",
+        ("--io-log", str(store / "io.json"), "report", str(store)): f"inside {store}, the run "
+        "directory of molsift report",
+    }  # fmt: skip
+    for words, said in cases.items():
+        assert main(list(words)) == 2, words
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and err.startswith("molsift: error: "), err
+    assert smi.read_bytes() == before and log.read_text() == "{}" and not os.listdir(store)
+    assert sorted(os.listdir(tmp_path)) == ["nci.smi", "nci.store", "run.iolog.json"]
+    # what is not the verb's: a log beside its input, in a --scratch folder, a run's own name
+    from molsift.cli import check_io_log
+
+    args = SimpleNamespace(
+        verb="ingest", io_log=str(tmp_path / "ingest.json"), inputs=[str(smi)],
+        output=str(store), scratch=str(tmp_path),
+    )  # fmt: skip
+    check_io_log(args)
+    screen = {"verb": "screen", "library": str(smi), "output": str(tmp_path / "o.csv"),
+              "run_dir": None, "io_log": str(tmp_path / "o.csv.iolog.json")}  # fmt: skip
+    check_io_log(SimpleNamespace(**screen))
+    with pytest.raises(ValueError, match=r"inside .*o\.csv\.run, the run directory of molsift"):
+        check_io_log(SimpleNamespace(**dict(screen, io_log=str(tmp_path / "o.csv.run/x"))))
+    molsift("count", str(smi), "--io-log", str(tmp_path / "count.json"))
+    assert load_log(str(tmp_path / "count.json")).processes
+
+
+# ---- molsift report on damaged run files ----
+def test_report_on_damaged_run_files_is_one_line_naming_the_file(tmp_path, small_smi):
+    """A non-number "t" in the timeline or `"time": null` in report.json was a TypeError's
+    traceback (exit 1); an empty timeline was "molsift: error: max() arg is an empty
+    sequence", naming no file, after a matplotlib UserWarning. Now one line naming the file
+    and what is wrong, exit 2, nothing else on stderr; and `-o -` writes the PNG to stdout
+    (the totals to stderr), not to a file named `-`."""
+    import shutil
+
+    out = tmp_path / "props.csv"
+    molsift("screen", str(small_smi), "--scorer", "filter", "-o", str(out), "-j", "1", "-q")
+    run = tmp_path / "props.csv.run"
+    [samples] = (run / "timeline").glob("g1-worker*.jsonl")
+
+    def damaged(name: str, edit):
+        copy = tmp_path / name
+        shutil.copytree(run, copy)
+        edit(copy)
+        return copy
+
+    def bad_t(d):
+        path = d / "timeline" / samples.name
+        lines = path.read_text().splitlines(keepends=True)
+        lines[0] = re.sub(r'"t": [0-9.e+]+', '"t": "x"', lines[0])
+        path.write_text("".join(lines))
+
+    def edit_report(key, value):
+        def edit(d):
+            doc = json.loads((d / "report.json").read_text())
+            doc[key] = value(doc[key])
+            (d / "report.json").write_text(json.dumps(doc))
+
+        return edit
+
+    def empty_timeline(d):
+        for path in (d / "timeline").iterdir():
+            path.write_text("")
+
+    cases = {
+        "t": (bad_t, f"timeline/{samples.name}:1: not a timeline line ('t' is \"x\", not a "
+              "number)"),
+        "time": (edit_report("time", lambda t: None), "report.json: not a run report of this "
+                 "molsift ('time' is null, not an object of times)"),
+        "score": (edit_report("time", lambda t: dict(t, score_s="1s")), "report.json: not a run "
+                  "report of this molsift ('time.score_s' is \"1s\", not a number)"),
+        "empty": (empty_timeline, "timeline: the timeline holds no sample and no write event "
+                  "(its files are empty): nothing to draw"),
+    }  # fmt: skip
+    for name, (edit, said) in cases.items():
+        d = damaged(name, edit)
+        r = subprocess.run(
+            [*molsift_cmd(), "report", str(d)], capture_output=True, text=True, timeout=120
+        )
+        assert (r.returncode, r.stderr) == (2, f"molsift: error: {d}/{said}\n"), name
+        assert not (d / "report.png").exists()
+    r = subprocess.run(
+        [*molsift_cmd(), "report", str(run), "-o", "-"],
+        capture_output=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 0 and r.stdout.startswith(b"\x89PNG\r\n\x1a\n"), r.stderr
+    assert b" records = " in r.stderr and b"Warning" not in r.stderr, r.stderr
+    assert not (tmp_path / "-").exists() and not (run / "report.png").exists()

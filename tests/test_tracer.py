@@ -660,3 +660,97 @@ def test_profile_in_a_folder_ld_preload_cannot_name(tmp_path, folder):
     assert load_log(out / "sh.iolog.json").processes
     left = {n for n in set(os.listdir(tempfile.gettempdir())) - before if "molsift" in n}
     assert not left, left
+
+
+def test_profile_refuses_to_replace_a_file_that_is_no_log(tmp_path):
+    """`molsift profile -o existing.smi -- true` replaced the file with the log (and so did the
+    default CMD.iolog.json). A file that is not a molsift I/O log is refused before the program
+    runs (one line, exit 2, the file as it was) unless --overwrite; an earlier log, an empty
+    file or no file at all are written as before."""
+    data = tmp_path / "existing.smi"
+    data.write_text("CCO ethanol\n")
+    r = profile(data, ["touch", str(tmp_path / "ran")])
+    assert r.returncode == 2 and data.read_text() == "CCO ethanol\n", r.stderr
+    assert r.stderr == (
+        f"molsift: error: {data}: exists and is not a molsift I/O log, which molsift profile "
+        "would replace: give -o another name, or --overwrite to replace it\n"
+    )
+    assert not (tmp_path / "ran").exists()  # refused before the program ran
+    default = tmp_path / "true.iolog.json"
+    default.write_text('{"not": "a log"}')
+    r = subprocess.run(
+        [*molsift_cmd(), "profile", "--", "true"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2 and default.read_text() == '{"not": "a log"}', r.stderr
+    assert r.stderr.startswith("molsift: error: true.iolog.json: exists and is not a molsift")
+    assert "give -o LOG, or --overwrite" in r.stderr and r.stderr.count("\n") == 1
+    log = tmp_path / "run.json"
+    for given in ("", "earlier log"):  # an empty file, then the log just written
+        if not given:
+            log.write_text("")
+        r = profile(log, ["true"])
+        assert r.returncode == 0 and load_log(log).processes, r.stderr
+    r = subprocess.run(
+        [*molsift_cmd(), "profile", "-o", str(data), "--overwrite", "--", "true"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0 and load_log(data).processes, r.stderr
+
+
+def test_insights_o_dash_is_standard_output(tmp_path):
+    """`molsift insights LOG -o -` wrote a file named `-` and said "written to -"; every other
+    verb takes `-o -` for standard output."""
+    log = tmp_path / "one.json"
+    log.write_text(json.dumps({"format": "molsift-iolog", "version": 1, "processes": []}))
+    for fmt, start in (("text", f"{log}: molsift I/O log"), ("json", "{")):
+        r = subprocess.run(
+            [*molsift_cmd(), "insights", str(log), "-o", "-", "--format", fmt],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert r.returncode == 0 and r.stdout.startswith(start), r.stderr
+        assert r.stderr == "" and sorted(os.listdir(tmp_path)) == ["one.json"]
+
+
+def test_size_thresholds_choose_the_bins_they_count(tmp_path):
+    """`-t small_bytes=N` and `-t tiny_write_bytes=N` changed only the words: the rules counted
+    fixed bins, so `-t small_bytes=0` said "3,000 write requests ... were at most 0 bytes".
+    They count the request-size bins that end at or below the threshold, and say the bound
+    they counted (the bin edge, when the threshold falls between two)."""
+    counters = {"OPENS": 1, "WRITES": 3000, "BYTES_WRITTEN": 3000 * 50,
+                "SIZE_WRITE_0_100": 2000, "SIZE_WRITE_1K_10K": 1000}  # fmt: skip
+    record = {"module": "POSIX", "file": "/d/out.txt", "file_size": 1, "counters": counters}
+    path = tmp_path / "w.json"
+    doc = {"format": "molsift-iolog", "version": 1, "processes": [{"pid": 1, "records": [record]}]}
+    path.write_text(json.dumps(doc))
+    log = load_log(path)
+
+    def found(code, **thresholds):
+        return by_code(find_insights(log, thresholds), code)
+
+    [small] = found("P06")
+    assert small.numbers["small"] == 3000 and " were at most 1.0 MiB. " in small.message
+    [small] = found("P06", small_bytes=1000)
+    assert small.numbers["small"] == 2000 and small.numbers["at_most"] == 100
+    said = "2,000 write requests (67% of 3,000) were at most 100 bytes (the largest request-size"
+    assert small.message.startswith(said) and "within small_bytes = 1,000 bytes)" in small.message
+    assert found("P06", small_bytes=0) == [] and found("R04", tiny_write_bytes=99) == []
+    [tiny] = found("R04")
+    assert tiny.numbers["tiny_writes"] == 2000 and "2,000 write calls of at most 1.0 KiB (" in (
+        tiny.message
+    )
+    [tiny] = found("R04", tiny_write_bytes=10240)
+    assert tiny.numbers["tiny_writes"] == 3000 and "3,000 write calls of at most 10.0 KiB (" in (
+        tiny.message
+    )
+    r = insights(str(path), "-t", "small_bytes=0", "-t", "tiny_write_bytes=0")
+    assert r.returncode == 0 and "at most 0 bytes" not in r.stdout, r.stdout
+    assert "P06" not in r.stdout and "R04" not in r.stdout, r.stdout
+    assert ", 1 open, 0 stats, " in r.stdout, r.stdout  # was "1 opens"
+    from molsift.iolog import SIZE_BIN_EDGES, SIZE_BINS
+    from molsift.profiler.insights import bins_up_to
+
+    assert len(SIZE_BIN_EDGES) == len(SIZE_BINS) - 1
+    assert [bins_up_to(n) for n in (0, 99, 100, 1023, 1024, 1 << 20, 1 << 40)] == [
+        (0, 0), (0, 0), (1, 100), (1, 100), (2, 1024), (5, 1 << 20), (9, 1 << 30)
+    ]  # fmt: skip

@@ -32,6 +32,9 @@ SIZE_BINS = [
     "100M_1G",
     "1G_PLUS",
 ]
+#: the inclusive upper bounds of SIZE_BINS in bytes (a request of 100 bytes is in 0_100), one per
+#: bin but the last, 1G_PLUS, which has none
+SIZE_BIN_EDGES = (100, 1 << 10, 10 << 10, 100 << 10, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30)
 DARSHAN_MAGIC = (6567223).to_bytes(8, "little")  # after the 8-byte version string, e.g. b"3.41"
 
 
@@ -133,6 +136,21 @@ def load_log(path: str) -> IoLog:
         raise IoLogError(f"{path}: not a molsift I/O log (a JSON array; a log is one JSON object)")
     what = "empty file" if not head else "neither JSON nor a Darshan log header"
     raise IoLogError(f"{path}: not a molsift I/O log nor a Darshan log ({what})")
+
+
+def is_molsift_log(path: str) -> bool:
+    """Whether PATH holds a molsift I/O log: one JSON object naming this format (any version),
+    as `load_log` recognizes one. Anything else (a Darshan log, a corrupt log, any other file)
+    is not."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(64).lstrip()[:1] != b"{":  # not read whole: a 10 GB library is no log
+                return False
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("format") == FORMAT
 
 
 def read_json(path: str) -> dict[str, Any]:

@@ -117,6 +117,7 @@ def _run(argv: list[str] | None) -> int:
 
         try:
             check_output(args.io_log)  # before any work, as -o is: not after the results
+            check_io_log(args)
         except ValueError as exc:
             print(f"molsift: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
@@ -165,6 +166,99 @@ def _run(argv: list[str] | None) -> int:
             return EXIT_ERROR
         _abort_other_ranks()
         raise
+
+
+#: the parsed arguments that name a file or directory a verb reads or writes, in words
+PATH_ARGS = {
+    "file": "the input",
+    "inputs": "an input",
+    "input": "the input",
+    "a": "an input",  # cube diff A B
+    "b": "an input",
+    "library": "the library",
+    "store": "the store",
+    "stores": "a store",
+    "name": "a store",  # serve --name NAME=STORE
+    "queries": "the --queries file",
+    "ids": "the --ids file",
+    "refs": "the --refs file",
+    "vina_receptor": "the --vina-receptor file",
+    "vina_box": "the --vina-box file",
+    "log": "the log",  # insights LOG
+    "output": "the output (-o)",
+    "run_dir": "the run directory",
+    "scratch": "the --scratch directory",
+    "access_log": "the --access-log file",
+}
+#: directories that hold others' files too: only the path itself clashes, not what is inside
+SHARED_DIRS = {"scratch"}
+
+
+def check_io_log(args) -> None:
+    """Refuses, before any work, an --io-log that is a file the verb reads or writes (`molsift
+    count nci.smi --io-log nci.smi` replaced the input with the log, exit 0) or lies inside a
+    store or run directory it reads or writes (`--io-log nci.store/x.json` added a file to the
+    store): a ValueError naming the log and what it would replace."""
+    import os
+
+    log = args.io_log
+    for what, path, inside in _paths_of(args):
+        if not path or path == "-":
+            continue
+        if (
+            os.path.abspath(path) == os.path.abspath(log)
+            or os.path.realpath(path) == os.path.realpath(log)
+            or (os.path.exists(path) and os.path.exists(log) and os.path.samefile(path, log))
+        ):
+            named = "" if path == log else f" ({path})"
+            raise ValueError(
+                f"{log}: the --io-log file is {what}{named}, which the log would replace: "
+                "write the log to another file"
+            )
+        if inside and any(
+            where(log).startswith(where(path) + os.sep)
+            for where in (os.path.abspath, os.path.realpath)
+        ):
+            raise ValueError(
+                f"{log}: the --io-log file is inside {path}, {what}: write the log outside it"
+            )
+
+
+def _paths_of(args):
+    """(what it is, in words; path; whether a log inside it clashes) of every file and
+    directory the verb of `args` reads or writes: its path arguments (PATH_ARGS; a value that
+    is no string, as cube slice's --log flag, is none), and what follows from them (a
+    screening run's other outputs and run directory, profile's log and the existing files its
+    command names)."""
+    import os
+
+    of = f"of molsift {args.verb}"
+    for attr, what in PATH_ARGS.items():
+        values = getattr(args, attr, None)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, str):
+                path = value.partition("=")[2] if attr == "name" else value
+                yield f"{what} {of}", path, attr not in SHARED_DIRS
+    if args.verb == "screen" and getattr(args, "output", None):
+        from ..screen.layout import RunFiles
+
+        output = os.path.abspath(args.output)
+        files = RunFiles(output, os.path.abspath(args.run_dir or output + ".run"))
+        yield f"the run directory {of}", files.run_dir, True
+        for path in (files.rows_partial, files.rejects, files.rejects_partial, files.poses):
+            yield f"an output {of}", path, False
+    if args.verb == "profile":
+        from ..profiler.profile import default_log_name
+
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        log = args.output or (default_log_name(command) if command else None)
+        if log:
+            yield f"the log {of}", log, False
+            if args.keep_process_logs:
+                yield f"the process logs' folder {of}", log + ".processes", True
+        for word in command:  # only what exists: the program's other words are no paths
+            if os.path.exists(word):
+                yield "a file the command that molsift profile runs names", word, False
 
 
 def _in_words(exc: Exception) -> str:

@@ -6,7 +6,7 @@ import math
 import os
 import sys
 
-from .common import add_io_log, add_verb, check_output
+from .common import add_io_log, add_verb, check_output, output_file
 
 EXAMPLES = (
     "molsift insights run.iolog.json                          # most severe first",
@@ -36,7 +36,7 @@ def add_parser(subparsers):
         help="text, json, or html with timeline and size histograms (default: html or json "
         "when the -o name ends in .html or .json, else text)",
     )
-    p.add_argument("-o", "--output", help="write here instead of stdout")
+    p.add_argument("-o", "--output", help="write here instead of stdout (-o -: stdout)")
     p.add_argument(
         "-t",
         "--threshold",
@@ -53,6 +53,7 @@ def run(args) -> int:
     from ..iolog import load_log
     from ..profiler.insights import THRESHOLDS, find_insights
 
+    args.output = output_file(args.output)  # `-o -` is standard output, as in every verb
     check_output(args.output)
     fmt = output_format(args.format, args.output)
     if args.output and _same_file(args.output, args.log):

@@ -20,14 +20,25 @@ def add_parser(subparsers):
         subparsers,
         "profile",
         help="run any program under the I/O tracer, write its I/O log",
-        usage="molsift profile [-o LOG] [--keep-process-logs] -- CMD [ARGS ...]",
+        usage="molsift profile [-o LOG] [--overwrite] [--keep-process-logs] -- CMD [ARGS ...]",
         description="Run CMD with the LD_PRELOAD I/O tracer: it and every process it "
         "starts (fork, exec, MPI ranks) count their POSIX and STDIO calls per file. "
         "The per-process logs are merged into LOG (docs/io-log-format.md). Exits "
         "with CMD's exit status.",
         examples=EXAMPLES,
     )
-    p.add_argument("-o", "--output", metavar="LOG", help="log to write (default: CMD.iolog.json)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="LOG",
+        help="log to write (default: CMD.iolog.json); an earlier I/O log there is replaced, "
+        "any other file is refused",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a file at LOG that is not an I/O log",
+    )
     p.add_argument(
         "--keep-process-logs",
         action="store_true",
@@ -48,7 +59,12 @@ def run(args) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     check_output(args.output)
     try:
-        result = profile(command, args.output, keep_process_logs=args.keep_process_logs)
+        result = profile(
+            command,
+            args.output,
+            keep_process_logs=args.keep_process_logs,
+            overwrite=args.overwrite,
+        )
     except CommandError as exc:
         print(f"molsift: error: {exc}", file=sys.stderr)
         return exc.status

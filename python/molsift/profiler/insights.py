@@ -10,13 +10,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..iolog import SIZE_BINS, IoLog, Record
+from ..iolog import SIZE_BIN_EDGES, SIZE_BINS, IoLog, Record
 from ..wording import plural
 
 MIB = 1 << 20
 THRESHOLDS: dict[str, float] = {
     # Drishti's (drishti/includes/config.py), same names
-    "small_bytes": MIB,  # requests up to this size are small (Darshan bins 0..100K_1M)
+    "small_bytes": MIB,  # requests up to this size are small (size bins up to it: 0..100K_1M)
     "small_requests": 0.1,  # share of reads (writes) that are small ...
     "small_requests_absolute": 1000,  # ... and at least this many
     "misaligned_requests": 0.1,  # share of POSIX requests not aligned (memory or file)
@@ -40,15 +40,33 @@ THRESHOLDS: dict[str, float] = {
     "stat_storm_job": 10000,  # stat calls (including failed ones) in the whole run
     "read_amplification": 1.5,  # bytes read / file size
     "read_amplification_high": 4.0,  # ... HIGH from here
-    "tiny_write_bytes": 1024,  # POSIX writes up to this size are tiny (Darshan bins 0..100_1K)
+    "tiny_write_bytes": 1024,  # POSIX writes up to this size are tiny (bins up to it: 0..100_1K)
     "tiny_writes": 1000,  # tiny writes to one file ...
     "tiny_writes_share": 0.5,  # ... and this share of its writes
     "writer_group_imbalance": 0.3,  # (max - min) / max seconds over a molsift run's writer groups
     "high_count": 1000,  # redundant opens / tiny writes from here are HIGH
 }
 SEVERITY_ORDER = {"HIGH": 0, "WARN": 1, "INFO": 2}
-SMALL_BINS = 5  # SIZE_*_0_100 .. SIZE_*_100K_1M: up to 1 MiB
-TINY_BINS = 2  # SIZE_*_0_100, SIZE_*_100_1K: up to 1 KiB
+
+
+def bins_up_to(limit: float) -> tuple[int, int]:
+    """(how many request-size bins hold only requests of at most `limit` bytes, the largest
+    size they hold): what `small_bytes` and `tiny_write_bytes` count. The logs keep sizes in
+    fixed bins (SIZE_BIN_EDGES: 100, 1K, 10K, ...), so a limit between two edges counts up to
+    the lower one (`-t small_bytes=65536`: requests up to 10 KiB), and one under 100 bytes
+    counts none (`-t small_bytes=0` counted the default bins and said "at most 0 bytes")."""
+    n = sum(1 for edge in SIZE_BIN_EDGES if edge <= limit)
+    return n, SIZE_BIN_EDGES[n - 1] if n else 0
+
+
+def _at_most(name: str, limit: float, bound: int) -> str:
+    """'at most 1.0 MiB', with the threshold given when the bins end below it."""
+    if bound == limit:
+        return f"at most {_fmt_bytes(bound)}"
+    return (
+        f"at most {_fmt_bytes(bound)} (the largest request-size bin edge within "
+        f"{name} = {limit:,.0f} bytes)"
+    )
 
 
 @dataclass
@@ -148,18 +166,20 @@ def rule_stdio(v: _View, th) -> list[Finding]:
 
 def rule_small_requests(v: _View, th) -> list[Finding]:
     out = []
+    bins, bound = bins_up_to(th["small_bytes"])
     for op, verb in (("READ", "read"), ("WRITE", "write")):
         total = v.total(v.posix, op + "S")
-        small = sum(sum(r.sizes(op)[:SMALL_BINS]) for r in v.posix)
+        small = sum(sum(r.sizes(op)[:bins]) for r in v.posix)
         if (
             not total
             or small / total <= th["small_requests"]
             or small <= th["small_requests_absolute"]
+            or not small
         ):
             continue
         per_file = defaultdict(int)
         for r in v.posix:
-            per_file[r.file] += sum(r.sizes(op)[:SMALL_BINS])
+            per_file[r.file] += sum(r.sizes(op)[:bins])
         top = sorted(per_file.items(), key=lambda kv: -kv[1])[:3]
         where = "; ".join(f"{n:,} to {p}" for p, n in top if n)
         out.append(
@@ -167,12 +187,12 @@ def rule_small_requests(v: _View, th) -> list[Finding]:
                 f"P0{5 if op == 'READ' else 6}",
                 "HIGH",
                 f"small {verb} requests",
-                f"{small:,} {verb} requests ({small / total:.0%} of {total:,}) were at most "
-                f"{_fmt_bytes(th['small_bytes'])}. Most of them: {where}.",
+                f"{small:,} {verb} requests ({small / total:.0%} of {total:,}) were "
+                f"{_at_most('small_bytes', th['small_bytes'], bound)}. Most of them: {where}.",
                 f"Buffer {verb}s into larger, contiguous requests (MiBs, not KiBs); with "
                 "many ranks, MPI-IO collective calls aggregate small requests.",
                 file=top[0][0] if len(top) == 1 else None,
-                numbers={"small": small, "total": total, "by_file": dict(top)},
+                numbers={"small": small, "total": total, "by_file": dict(top), "at_most": bound},
             )
         )
     return out
@@ -580,10 +600,16 @@ def rule_tiny_writes(v: _View, th) -> list[Finding]:
     by_file: dict[str, list[Record]] = defaultdict(list)
     for r in v.posix:
         by_file[r.file].append(r)
+    bins, bound = bins_up_to(th["tiny_write_bytes"])
     for path, recs in by_file.items():
         writes = sum(r.c("WRITES") for r in recs)
-        tiny = sum(sum(r.sizes("WRITE")[:TINY_BINS]) for r in recs)
-        if not writes or tiny < th["tiny_writes"] or tiny / writes < th["tiny_writes_share"]:
+        tiny = sum(sum(r.sizes("WRITE")[:bins]) for r in recs)
+        if (
+            not writes
+            or not tiny
+            or tiny < th["tiny_writes"]
+            or tiny / writes < th["tiny_writes_share"]
+        ):
             continue
         written = sum(r.c("BYTES_WRITTEN") for r in recs)
         secs = sum(r.f("F_WRITE_TIME") for r in recs)
@@ -592,13 +618,19 @@ def rule_tiny_writes(v: _View, th) -> list[Finding]:
                 "R04",
                 "HIGH" if tiny >= 100 * th["high_count"] else "WARN",
                 "many tiny writes",
-                f"{_name(path)} got {tiny:,} write calls of at most "
-                f"{_fmt_bytes(th['tiny_write_bytes'])} ({tiny / writes:.0%} of its {writes:,} "
+                f"{_name(path)} got {tiny:,} write calls of "
+                f"{_at_most('tiny_write_bytes', th['tiny_write_bytes'], bound)} "
+                f"({tiny / writes:.0%} of its {writes:,} "
                 f"writes; {_fmt_bytes(written)} in all, {secs:.3f} s in write calls).",
                 "Buffer the output (e.g. 1 MiB) and write it in large blocks, or hand the "
                 "records to one writer thread that batches them.",
                 file=path,
-                numbers={"tiny_writes": tiny, "writes": writes, "bytes_written": written},
+                numbers={
+                    "tiny_writes": tiny,
+                    "writes": writes,
+                    "bytes_written": written,
+                    "at_most": bound,
+                },
             )
         )
     return out

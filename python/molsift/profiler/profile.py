@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .._core import TRACER_LIBRARY_NAME, tracer_library, write_file
-from ..iolog import IoLogError, write_log
+from ..iolog import IoLogError, is_molsift_log, write_log
 from .merge import merge_process_logs, process_logs
 
 LIB_NAME = TRACER_LIBRARY_NAME  # libmolsift_tracer.so
@@ -91,13 +91,39 @@ def default_log_name(command: Sequence[str]) -> str:
     return f"{os.path.basename(command[0]) or 'command'}.iolog.json"
 
 
+def check_log_output(log: str, given: bool = True, overwrite: bool = False) -> None:
+    """Refuses, before the program runs, a LOG that would replace something else than an
+    earlier log: a file that exists and is not a molsift I/O log (`-o lib.smi` was replaced by
+    the log), unless `overwrite`; and anything that is not a regular file (a device such as
+    /dev/null, a pipe). A missing or empty file, or an earlier log, may be written (running
+    the same `molsift profile -o run.json -- CMD` again replaces its log). `given`: LOG came
+    from -o (else it is the default name, CMD.iolog.json)."""
+    if not os.path.lexists(log):
+        return
+    how = "give -o another name" if given else "give -o LOG"
+    if not os.path.isfile(log):
+        raise ValueError(f"{log}: is not a regular file, which molsift profile cannot write: {how}")
+    if overwrite or os.path.getsize(log) == 0 or is_molsift_log(log):
+        return
+    raise ValueError(
+        f"{log}: exists and is not a molsift I/O log, which molsift profile would replace: "
+        f"{how}, or --overwrite to replace it"
+    )
+
+
 def profile(
-    command: Sequence[str], log: str | None = None, keep_process_logs: bool = False
+    command: Sequence[str],
+    log: str | None = None,
+    keep_process_logs: bool = False,
+    overwrite: bool = False,
 ) -> ProfileResult:
     """Run COMMAND traced; write the merged log to LOG. The program's exit status is returned,
-    never changed. Raises FileNotFoundError when COMMAND cannot be found."""
+    never changed. Raises FileNotFoundError when COMMAND cannot be found; ValueError, before
+    the program runs, when LOG is a file that is not an I/O log (`check_log_output`) and
+    `overwrite` is false."""
     if not command:
         raise ValueError("give a command after --, e.g. molsift profile -- ./app")
+    check_log_output(log or default_log_name(command), given=bool(log), overwrite=overwrite)
     log = os.path.abspath(log or default_log_name(command))
     workdir = tempfile.mkdtemp(prefix=".molsift-profile-", dir=os.path.dirname(log))
     start = time.time()

@@ -54,7 +54,8 @@ def to_text(log: IoLog, findings: list[Finding]) -> str:
         f"  {plural(s['processes'], 'process', 'processes')}, {plural(s['ranks'], 'rank')}, "
         f"{plural(s['files'], 'file')}; "
         f"{_fmt_bytes(s['bytes_read'])} read, {_fmt_bytes(s['bytes_written'])} written, "
-        f"{s['opens']:,} opens, {s['stats']:,} stats, {s['io_seconds']:.3f} s in I/O calls",
+        f"{plural(s['opens'], 'open')}, {plural(s['stats'], 'stat')}, "
+        f"{s['io_seconds']:.3f} s in I/O calls",
         "",
     ]
     if not findings:

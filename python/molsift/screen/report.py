@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 from collections import defaultdict
 
@@ -16,9 +17,29 @@ from ..wording import plural
 WINDOW_S = 2.0  # moving-average window for records/s
 
 
+def _is_number(value, whole: bool = False) -> bool:
+    """A JSON number (not a bool, not NaN or infinite); `whole`: an integer."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or (not whole and math.isfinite(value))
+
+
+def _json_text(value) -> str:
+    """A JSON value as a one-line error shows it (null, "x", {...}), at most 40 characters."""
+    text = json.dumps(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    text = {"dict": "an object", "list": "a list"}.get(text, text)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def load_timeline(run_dir: str) -> tuple[dict[str, list[dict]], list[dict]]:
-    """(samples by worker, write events) of the run's latest attempt."""
+    """(samples by worker, write events) of the run's latest attempt; a ValueError naming the
+    file and line of one that is not JSON, lacks a field the picture needs or holds a field
+    that is not a number (`"t": "x"` was a TypeError's traceback), or naming the timeline when
+    it holds neither a sample nor a write (empty files: was max()'s "arg is an empty
+    sequence")."""
     paths = glob.glob(os.path.join(run_dir, "timeline", "g*-*.jsonl"))
+    # an attempt's files: g<attempt>-worker<n>.jsonl ... (g1x-y.jsonl was int()'s ValueError)
+    paths = [p for p in paths if os.path.basename(p)[1:].split("-")[0].isdigit()]
     if not paths:
         raise ValueError(f"{run_dir}: no timeline found (is this a molsift screen run directory?)")
     latest = max(int(os.path.basename(p)[1:].split("-")[0]) for p in paths)
@@ -42,10 +63,24 @@ def load_timeline(run_dir: str) -> tuple[dict[str, list[dict]], list[dict]]:
                 missing = [k for k in need.get(kind, ()) if k not in e]  # was a KeyError
                 if missing:
                     raise ValueError(f"{path}:{n}: not a timeline line (no {missing[0]!r})")
+                whole = (by, "writer")  # ids: labels, colours and rows of the picture
+                for key in (*need.get(kind, ()), "write_queue"):
+                    if key in e and not _is_number(e[key], whole=key in whole):
+                        what = "a whole number" if key in whole else "a number"
+                        raise ValueError(
+                            f"{path}:{n}: not a timeline line ({key!r} is {_json_text(e[key])}, "
+                            f"not {what})"
+                        )
                 if kind == "sample":
                     samples[f"{by} {e[by]}"].append(e)
                 elif kind == "write":
                     writes.append(e)
+    if not samples and not writes:
+        where = os.path.join(run_dir, "timeline")
+        raise ValueError(
+            f"{where}: the timeline holds no sample and no write event (its files are empty): "
+            "nothing to draw"
+        )
     return samples, writes
 
 
@@ -134,11 +169,72 @@ def read_report(run_dir: str) -> dict:
     missing = [k for k in REPORT_KEYS if not isinstance(report, dict) or k not in report]
     if missing:
         raise ValueError(f"{path}: not a run report of this molsift (no {missing[0]!r})")
+    wrong = _wrong_field(report)
+    if wrong:
+        raise ValueError(f"{path}: not a run report of this molsift ({wrong})")
     return report
 
 
+#: the numbers of report.json the totals print ("time" and "io" are objects of REPORT_TIME's
+#: and REPORT_IO's)
+REPORT_NUMBERS = ("records_this_attempt", "records_in", "rows", "rejected", "workers", "writers",
+                  "seconds", "write_s", "write_wait_share")  # fmt: skip
+REPORT_TIME = ("prepare_s", "score_s", "read_wait_s", "write_wait_s")
+REPORT_IO = ("processes", "bytes_read", "reads", "bytes_written", "writes", "opens", "read_s",
+             "write_s", "meta_s")  # fmt: skip
+
+
+def _wrong_field(report: dict) -> str | None:
+    """What is wrong with a report.json that has every key (`"time": null` was a TypeError's
+    traceback): 'KEY is VALUE, not WHAT', or None."""
+    if not isinstance(report["time"], dict):
+        return f"'time' is {_json_text(report['time'])}, not an object of times"
+    if not isinstance(report["executor"], str):
+        return f"'executor' is {_json_text(report['executor'])}, not a name"
+    numbers = [(k, report[k]) for k in REPORT_NUMBERS]
+    numbers += [(f"time.{k}", report["time"].get(k)) for k in REPORT_TIME]
+    if report["read_amplification"] is not None:  # None: not counted (MOLSIFT_IOSTATS=0)
+        numbers.append(("read_amplification", report["read_amplification"]))
+    io = report.get("io")
+    if io:  # none: not counted
+        if not isinstance(io, dict):
+            return f"'io' is {_json_text(io)}, not an object of I/O counters"
+        numbers += [(f"io.{k}", io.get(k)) for k in REPORT_IO]
+    for key, value in numbers:
+        if not _is_number(value):
+            return f"{key!r} is {_json_text(value)}, not a number"
+    return None
+
+
 def write_report(run_dir: str, output: str | None = None) -> tuple[str, str]:
-    """Draws the PNG; returns (its path, the totals as text)."""
+    """Draws the PNG into `output` (default RUN_DIR/report.png; "-": standard output);
+    returns (its path, the totals as text)."""
+    import sys
+
+    png = output or os.path.join(run_dir, "report.png")
+    picture, text = draw_report(run_dir)
+    if png == "-":
+        sys.stdout.buffer.write(picture)
+        sys.stdout.flush()
+        return png, text
+    tmp = f"{png}.tmp-{os.getpid()}"  # a kill or a full disk never leaves half a picture
+    try:
+        with open_counted(tmp, "wb") as f:
+            f.write(picture)
+        os.replace(tmp, png)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return png, text
+
+
+def draw_report(run_dir: str) -> tuple[bytes, str]:
+    """(the PNG's bytes, the totals as text). Damaged run files are a ValueError naming the
+    file (`read_report`, `load_timeline`), before anything is drawn; matplotlib's warnings
+    about the picture (an empty legend) are not the user's business and stay quiet."""
+    import io
+    import warnings
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -146,6 +242,19 @@ def write_report(run_dir: str, output: str | None = None) -> tuple[str, str]:
 
     report = read_report(run_dir)
     samples, writes = load_timeline(run_dir)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig = _draw(plt, report, samples, writes)
+        try:
+            buffer = io.BytesIO()
+            fig.savefig(buffer, dpi=110, format="png")
+        finally:
+            plt.close(fig)
+    return buffer.getvalue(), totals_text(report)
+
+
+def _draw(plt, report: dict, samples: dict[str, list[dict]], writes: list[dict]):
+    """The figure of a checked report and timeline."""
     t0 = min([s["t"] for ss in samples.values() for s in ss] + [w["start"] for w in writes] or [0])
     fig, (ax1, ax2, ax3) = plt.subplots(
         3, 1, figsize=(11, 8.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.3, 1.3]}
@@ -160,7 +269,7 @@ def write_report(run_dir: str, output: str | None = None) -> tuple[str, str]:
         f"molsift screen: throughput per {'rank' if report['executor'] == 'mpi' else 'worker'}"
         f" (grey lines: writes)"
     )
-    if len(samples) <= 16:
+    if 0 < len(samples) <= 16:  # none: matplotlib warned of an empty legend
         ax1.legend(fontsize=7, ncol=4, loc="lower right")
     span = max([w["end"] for w in writes] + [s["t"] for ss in samples.values() for s in ss]) - t0
     for w in writes:  # writes are short: draw each at least 0.3% of the run wide to see it
@@ -182,14 +291,4 @@ def write_report(run_dir: str, output: str | None = None) -> tuple[str, str]:
     ax3.set_xlabel("seconds since start")
     fig.text(0.01, 0.005, totals_text(report), fontsize=7.5, family="monospace", va="bottom")
     fig.tight_layout(rect=(0, 0.095 if report.get("io") else 0.06, 1, 1))
-    png = output or os.path.join(run_dir, "report.png")
-    tmp = f"{png}.tmp-{os.getpid()}"  # a kill or a full disk never leaves half a picture
-    try:
-        with open_counted(tmp, "wb") as f:
-            fig.savefig(f, dpi=110, format="png")
-        os.replace(tmp, png)
-    finally:
-        plt.close(fig)
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return png, totals_text(report)
+    return fig
