@@ -736,3 +736,43 @@ def test_ranks_sharing_queries_report_bad_ones_as_one_process(built, tmp_path, v
         assert any("7 unparsable" in ln for ln in messages(want.stderr))
     else:
         assert [b for b in bad if any(b in ln for ln in messages(want.stderr))] == bad
+
+
+@pytest.fixture(scope="module")
+def small_set(tmp_path_factory):
+    """A set of 2 shards of the bundled file's first 300 molecules."""
+    root = tmp_path_factory.mktemp("smallset")
+    src = root / "few.smi"
+    src.write_text("".join(BUNDLED_SMI.read_text().splitlines(keepends=True)[:300]))
+    molsift.ingest(src, root / "few.set", workers=1, shards=2, progress=False)
+    return root / "few.set"
+
+
+@pytest.mark.parametrize(
+    ("verb", "queries"),
+    [
+        ("search", "empty"),
+        ("lookup", "missing"),
+        ("substructure", "directory"),
+        ("analogs", "empty"),
+    ],
+)
+def test_unreadable_queries_end_the_ranks_as_one_process(small_set, tmp_path, verb, queries):
+    """--queries that rank 0 cannot read (empty, missing, a directory): every rank stops with
+    the one process's error, said once, and its exit status; no rank is aborted (no MPI_ABORT
+    banner, no `rank 0 failed`), no hang."""
+    path = {"empty": tmp_path / "e.smi", "missing": tmp_path / "no.smi", "directory": tmp_path}
+    path["empty"].write_text("")
+    args = [verb, str(small_set), "--queries", str(path[queries])]
+    want = molsift_run(*args)
+    assert want.returncode == 2 and want.stderr.startswith("molsift: error: "), want.stderr
+    for ranks in (2, 3):
+        got = subprocess.run(
+            mpirun_cmd(ranks) + molsift_cmd() + args,
+            env=mpi_env(), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert got.returncode == want.returncode, got.stderr
+        assert got.stdout == ""
+        ours = [ln for ln in got.stderr.splitlines() if ln.startswith("molsift")]
+        assert ours == want.stderr.splitlines(), got.stderr
+        assert "MPI_ABORT" not in got.stderr

@@ -531,7 +531,17 @@ def for_ranks(store, args, read):
         sys.stdout = sys.stderr = sink
         if getattr(args, "output", None):
             args.output = os.devnull
-    return ranks.bcast(list(read()) if root else None)
+    outcome = _attempt(lambda _: list(read()), None) if root else None
+    queries, exc = ranks.bcast(_portable(outcome) if root else None)
+    if root:
+        exc = outcome[1]  # rank 0 raises its own exception, not a copy
+    if exc is not None:
+        # rank 0 could not read the queries (an empty, missing or unreadable file, a bad -q):
+        # every rank meets the same error here, before any search, so the job ends as one
+        # process would (one line, its exit status), with no rank to abort
+        _ACTIVE.remove(ranks)
+        raise exc
+    return queries
 
 
 def root_status(store, status: int) -> int:
