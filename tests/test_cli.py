@@ -876,3 +876,114 @@ def test_an_empty_store_path_is_said_in_words(words):
     r = molsift(*words, check=False)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "an empty store path: name the store's directory" in r.stderr, r.stderr
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory, bundled_smi):
+    """60 molecules of the bundled data, every index: for the query verbs' messages."""
+    import molsift
+
+    d = tmp_path_factory.mktemp("small-store")
+    small = d / "small.smi"
+    small.write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:60]))
+    molsift.ingest(small, d / "small.store", workers=1, progress=False)
+    return d / "small.store"
+
+
+NOTE = "read as SMILES (one record a line): its suffix '.dat' names no input format"
+QUERY_VERBS = {
+    "search": ["-k", "1"],
+    "substructure": ["--count"],
+    "analogs": ["--dist", "0"],
+    "lookup": [],
+}
+
+
+@pytest.mark.parametrize("verb", QUERY_VERBS)
+def test_a_queries_file_of_an_unknown_suffix_is_said_to_be_read_as_smiles(
+    small_store, tmp_path, capsys, verb
+):
+    """`molsift count x.cube` says on stderr that a file of an unknown suffix is read as
+    SMILES; a query verb's `--queries q.dat` was read so without a word. It says it now, once,
+    as count says it, unless --format was given (or the suffix is a SMILES file's)."""
+    from molsift.cli import main
+
+    queries = tmp_path / "q.dat"  # two of the store's molecules: lookup finds them (exit 0)
+    queries.write_text("".join((small_store.parent / "small.smi").open().readlines()[:2]))
+    argv = [verb, str(small_store), "--queries", str(queries), *QUERY_VERBS[verb]]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count(f"molsift: note: {queries}: {NOTE}") == 1, err
+    assert main([*argv, "--format", "smiles"]) == 0
+    assert "note" not in capsys.readouterr().err
+    smi = queries.rename(tmp_path / "q.smi")
+    assert main([verb, str(small_store), "--queries", str(smi), *QUERY_VERBS[verb]]) == 0
+    assert "note" not in capsys.readouterr().err
+
+
+def test_the_note_is_said_by_rank_0_alone(tmp_path, monkeypatch, capsys):
+    """Under mpirun every rank reads the files' names: the note is rank 0's alone."""
+    from molsift.cli.common import assumed_format_note
+    from molsift.parallel import mpi
+
+    class Comm:
+        def __init__(self, rank):
+            self.rank = rank
+
+        def Get_rank(self):
+            return self.rank
+
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    for rank, said in ((1, False), (0, True)):
+        monkeypatch.setattr(mpi, "world", lambda rank=rank: Comm(rank))
+        assumed_format_note(str(tmp_path / "lib.dat"), None)
+        assert ("molsift: note: " in capsys.readouterr().err) == said, rank
+
+
+@pytest.mark.parametrize("verb", ["substructure", "analogs", "search"])
+def test_a_lone_bad_query_is_the_one_error_as_search_says_it(small_store, tmp_path, capsys, verb):
+    """A lone bad `-q` was one `molsift: error:` line (exit 2) in search, but a skip line, "0 of
+    1 query answered" and an empty table written to -o in substructure and analogs. It is the
+    run's one error line, naming the query and why, in all three, nothing written; among other
+    queries a bad one is still skipped and named, the others answered."""
+    from molsift.cli import main
+
+    out = tmp_path / "hits.tsv"
+    assert main([verb, str(small_store), "-q", "C1CC", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("molsift: error: "), err
+    assert "'C1CC'" in err and "pars" in err, err  # the query, and that it does not parse
+    assert not out.exists()
+    assert main([verb, str(small_store), "-q", "C1CC", "-q", "CCO", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "skipped" in err and "molsift: error" not in err, err
+    assert out.read_text().startswith(("query", "query_id"))
+    if verb != "search":
+        assert "1 of 2 queries answered" in err, err
+
+
+def test_the_header_option_says_it_is_for_smiles_and_csv_files():
+    """--header's help said "(SMILES files; auto-detected)", though a CSV takes it too and an
+    SDF refuses it."""
+    parsers = verb_parsers()
+    for verb in ("ingest", "count", "search", "substructure", "analogs", "lookup", "screen"):
+        text = " ".join(parsers[verb].format_help().split())
+        assert "--header the first line is a header (SMILES and CSV files, not SDF" in text, verb
+        assert "(SMILES files; auto-detected)" not in text, verb
+
+
+@pytest.mark.parametrize("where", ["before the verb", "after it"])
+def test_io_log_dash_is_refused_not_a_file_named_dash(bundled_smi, tmp_path, monkeypatch, capsys,
+                                                      where):  # fmt: skip
+    """`--io-log -` wrote the log to a file named `-`. The log is JSON written at the end and
+    standard output is the verb's own: refused in one line, exit 2, before any work."""
+    from molsift.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["count", str(bundled_smi)]
+    argv = ["--io-log", "-", *argv] if where == "before the verb" else [*argv, "--io-log", "-"]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.out == "", captured.err
+    assert captured.err.startswith("molsift: error: --io-log -: the I/O log is JSON"), captured.err
+    assert list(tmp_path.iterdir()) == []

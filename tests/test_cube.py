@@ -698,3 +698,40 @@ def test_info_of_a_cut_short_cube_says_so_and_that_it_reads_the_header_only(tmp_
     assert "(1 fewer); read by counting" in p.stdout and "cut short" not in p.stdout, p.stdout
     p = molsift_cli("cube", "info", "--help")
     assert "Header only: the values are not read nor checked" in " ".join(p.stdout.split())
+
+
+def test_info_json_says_it_checked_the_header_only_and_what_the_size_shows(tmp_path):
+    """`cube info --json` printed the header alone: nothing said that the values were not
+    checked, nor what the text's `values` line says of a file cut short. It now adds checked:
+    "header" and the layout the text shows (the same words in layout_note), with the value
+    area's bytes, those rows of the first row's bytes would make, and cut_short."""
+    import json
+
+    src = DATA / "water_density_20.cube"
+    whole = src.read_bytes()
+
+    def info(path):
+        p = molsift_cli("cube", "info", str(path), "--json")
+        assert p.returncode == 0, p.stderr
+        text = molsift_cli("cube", "info", str(path)).stdout
+        got = json.loads(p.stdout)
+        assert f"(line 10); {got['layout_note']}\n" in text, (got, text)
+        return got
+
+    got = info(src)
+    header = json.loads(json.dumps(read_header(src)))  # the header's own fields, as they were
+    assert {k: v for k, v in got.items() if k in header} == header
+    area = len(whole) - 426
+    assert got["checked"] == "header"
+    assert got["layout"] == "fixed" and got["cut_short"] is False
+    assert got["values_bytes"] == area == got["expected_values_bytes"] == 105_600
+    got = info(write(tmp_path, whole[: len(whole) // 2], "cut.cube"))
+    assert got["checked"] == "header" and got["layout"] == "not fixed"
+    assert got["cut_short"] is True and got["layout_note"].endswith("cut short?); read by counting")
+    assert (got["values_bytes"], got["expected_values_bytes"]) == (len(whole) // 2 - 426, 105_600)
+    for size, layout in ((440, "truncated"), (426, "none")):
+        got = info(write(tmp_path, whole[:size], "cut.cube"))
+        assert (got["layout"], got["cut_short"], got["checked"]) == (layout, True, "header")
+        assert got["values_bytes"] == size - 426 and got["expected_values_bytes"] is None
+    got = info(DATA / "water_density_12.ase.cube")  # free-form, one byte short: not cut
+    assert got["layout"] == "not fixed" and got["cut_short"] is False, got

@@ -586,3 +586,28 @@ def test_nothing_stored_names_the_reason_of_the_first_rejects_it_read(
     err = capsys.readouterr().err
     assert "all 5 records were rejected, 2 of the first 3 for 'RDKit could not parse" in err
     assert "(the commonest reason)" in err and "--format csv --smiles-col NAME" in err, err
+
+
+def test_an_input_of_an_unknown_suffix_is_said_to_be_read_as_smiles(tmp_path, bundled_smi):
+    """`molsift count x.cube` says on stderr that a file of an unknown suffix is read as
+    SMILES; `molsift ingest lib.dat -o S` read it so without a word. It says it now, once for
+    each such input (a file given twice, once), as count says it, unless --format was given."""
+    lines = bundled_smi.read_text().splitlines(keepends=True)
+    dat, other, smi = tmp_path / "lib.dat", tmp_path / "more", tmp_path / "lib.smi"
+    dat.write_text("".join(lines[:20]))
+    other.write_text("".join(lines[20:30]))
+    smi.write_text("".join(lines[30:40]))
+    r = molsift_run("ingest", dat, other, dat, smi, "-o", tmp_path / "s.store", "-j", "1", "-q")
+    assert r.returncode == 0, r.stderr
+    notes = [ln for ln in r.stderr.splitlines() if ln.startswith("molsift: note: ")]
+    assert notes == [
+        f"molsift: note: {dat}: read as SMILES (one record a line): its suffix '.dat' names no "
+        "input format (SMILES .smi/.txt, CSV .csv/.tsv, SDF .sdf/.sd/.mol); give --format to "
+        "read it as another",
+        f"molsift: note: {other}: read as SMILES (one record a line): its name, without a "
+        "suffix, names no input format (SMILES .smi/.txt, CSV .csv/.tsv, SDF .sdf/.sd/.mol); "
+        "give --format to read it as another",
+    ], r.stderr
+    out = tmp_path / "t.store"
+    r = molsift_run("ingest", dat, "--format", "smiles", "-o", out, "-j", "1", "-q")
+    assert r.returncode == 0 and "note" not in r.stderr, r.stderr

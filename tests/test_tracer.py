@@ -754,3 +754,51 @@ def test_size_thresholds_choose_the_bins_they_count(tmp_path):
     assert [bins_up_to(n) for n in (0, 99, 100, 1023, 1024, 1 << 20, 1 << 40)] == [
         (0, 0), (0, 0), (1, 100), (1, 100), (2, 1024), (5, 1 << 20), (9, 1 << 30)
     ]  # fmt: skip
+
+
+def test_keep_process_logs_refuses_a_folder_that_holds_other_things(tmp_path):
+    """`molsift profile --keep-process-logs -o L -- CMD` deleted an existing L.processes/
+    whatever it held. One that holds anything but an earlier profile's process logs (a file of
+    another name, a folder), or a file at that name, is refused before the program runs (one
+    line, exit 2, left as it was) unless --overwrite; an earlier profile's folder is replaced
+    as before."""
+    log, kept = tmp_path / "run.json", tmp_path / "run.json.processes"
+
+    def keep(*options):
+        return subprocess.run(
+            [*molsift_cmd(), "profile", "--keep-process-logs", *options, "-o", str(log), "--",
+             "touch", str(tmp_path / "ran")],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine\n")
+    r = keep()
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == (
+        f"molsift: error: {kept}: is a folder that holds other things than process logs "
+        "('notes.txt'), which --keep-process-logs would replace: give -o another name, or "
+        "--overwrite to replace it\n"
+    )
+    assert (kept / "notes.txt").read_text() == "mine\n" and not (tmp_path / "ran").exists()
+    assert not log.exists()
+    (kept / "notes.txt").unlink()
+    (kept / "sub").mkdir()
+    r = keep()
+    assert r.returncode == 2 and "('sub')" in r.stderr and (kept / "sub").is_dir(), r.stderr
+    (kept / "sub").rmdir()
+    kept.rmdir()
+    kept.write_text("a file\n")
+    r = keep()
+    assert r.returncode == 2 and f"{kept}: is not a folder" in r.stderr, r.stderr
+    assert kept.read_text() == "a file\n" and not (tmp_path / "ran").exists()
+    # --overwrite replaces it; then the folder holds process logs only, and is replaced again
+    r = keep("--overwrite")
+    assert r.returncode == 0 and (tmp_path / "ran").exists(), r.stderr
+    first = sorted(os.listdir(kept))
+    assert first and all(n.startswith("proc-") and n.endswith(".json") for n in first), first
+    (kept / (first[0] + ".tmp")).write_text("{")  # a process's half-written log
+    r = keep()
+    assert r.returncode == 0, r.stderr
+    again = sorted(os.listdir(kept))
+    assert again and not set(again) & {*first, first[0] + ".tmp"}, (first, again)

@@ -136,7 +136,10 @@ def _run(argv: list[str] | None) -> int:
 
             print(f"molsift: error: {_in_words(exc)}", file=sys.__stderr__ or sys.stderr)
             abort_job(EXIT_ERROR, show_traceback=False)
-        print(f"molsift: error: {_in_words(exc)}", file=sys.stderr)
+        # one write: under mpirun every rank that meets an error before the ranks split the
+        # work says it, and lines printed in two writes ran together
+        sys.stderr.write(f"molsift: error: {_in_words(exc)}\n")
+        sys.stderr.flush()
         if args.io_log and not _under_mpi():  # ranks may not all get here: no gather
             _write_io_log(args, start, EXIT_ERROR)
         return EXIT_ERROR
@@ -195,13 +198,19 @@ SHARED_DIRS = {"scratch"}
 
 
 def check_io_log(args) -> None:
-    """Refuses, before any work, an --io-log that is a file the verb reads or writes (`molsift
-    count nci.smi --io-log nci.smi` replaced the input with the log, exit 0) or lies inside a
-    store or run directory it reads or writes (`--io-log nci.store/x.json` added a file to the
-    store): a ValueError naming the log and what it would replace."""
+    """Refuses, before any work, `--io-log -` (it wrote a file named `-`: the log is no
+    stream), and an --io-log that is a file the verb reads or writes (`molsift count nci.smi
+    --io-log nci.smi` replaced the input with the log, exit 0) or lies inside a store or run
+    directory it reads or writes (`--io-log nci.store/x.json` added a file to the store): a
+    ValueError naming the log and what it would replace."""
     import os
 
     log = args.io_log
+    if log == "-":  # it made a file named `-`
+        raise ValueError(
+            "--io-log -: the I/O log is JSON written at the end of the run, and standard "
+            "output is the verb's own: give the log a file name (--io-log run.json)"
+        )
     for what, path, inside in _paths_of(args):
         if not path or path == "-":
             continue

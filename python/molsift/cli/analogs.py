@@ -17,6 +17,7 @@ from .common import (
     at_least_one,
     check_hits_output,
     hit_count,
+    lone_query,
     output_file,
     query_source,
     query_summary,
@@ -111,7 +112,7 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..analogs.search import _index, check_dist, check_timeout, parse_limits
+    from ..analogs.search import _index, _query, check_dist, check_timeout, parse_limits
     from ..sets.mpi import for_ranks
     from ..store import open_store
     from .substructure import _Writer
@@ -122,6 +123,7 @@ def run(args) -> int:
     check_timeout(args.timeout, "--timeout")
     limits = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     parse_limits(limits)  # a bad limit: one error before any query
+    lone_query(args, lambda text: _query(None, text))  # a lone bad -q: the run's one error
     output = output_file(args.output)  # no -o, -o '' or -o -: stdout
     check_hits_output(output, "analogs", reads={"--queries": args.queries}, store=args.store)
     store = open_store(args.store, verify=False)

@@ -205,7 +205,8 @@ def add_format_options(
         dest="header",
         action="store_true",
         default=None,
-        help="the first line is a header (SMILES files; auto-detected)",
+        help="the first line is a header (SMILES and CSV files, not SDF; default: guessed "
+        "from the first line, and a CSV has one)",
     )
     g.add_argument("--no-header", dest="header", action="store_false")
     if not columns:
@@ -368,7 +369,57 @@ def query_file(path: str, what: str = "queries", **options: Any) -> Iterator[Que
         raise ValueError(
             f"{path} holds no {what} (it is empty, or holds only blank, comment or header lines)"
         )
+    assumed_format_note(path, options.get("format"))  # once the file is known to be one
     return itertools.chain((first,), records)
+
+
+def assumed_format_note(path: str, format: str | None) -> None:
+    """Says on stderr (`molsift: note: ...`, as `molsift count` says it) that the input `path`
+    is read as SMILES only because its suffix names no format (`lib.dat`, `q.cube`; no
+    --format given): once per file, by rank 0 alone under mpirun."""
+    from ..inputs.counting import assumed_format
+
+    note = assumed_format(path, format)
+    if note and first_rank():
+        print(f"molsift: note: {note}", file=sys.stderr)
+
+
+def first_rank() -> bool:
+    """Whether this process speaks for the run: False on an MPI rank other than 0 (its notes
+    would repeat rank 0's), True without mpirun. The rank is the launcher's (OMPI, PMI, PMIx)
+    when MPI cannot be asked."""
+    from ..parallel import launched_under_mpi
+
+    if not launched_under_mpi():
+        return True
+    from ..parallel.mpi import MPIUnavailable, world
+
+    try:
+        return world().Get_rank() == 0
+    except MPIUnavailable:  # said as the run's error where MPI is needed
+        for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"):
+            if os.environ.get(name, "").strip().isdigit():
+                return int(os.environ[name]) == 0
+        return True
+
+
+def lone_query(args: argparse.Namespace, check: Callable[[str], object]) -> None:
+    """A query verb's one `-q`, given alone (no other -q, no --queries), checked by `check`
+    (the verb's own reading of a query; ValueError when it cannot be searched) before the store
+    is opened and anything is written: a bad one is the run's error, one `molsift: error:`
+    line naming the query and the reason (exit 2, no table written to -o), as search says it.
+    It was a skip line, '0 of 1 query answered' and an empty table in substructure and analogs.
+    Among other queries a bad one is skipped and named, and the others answered."""
+    if args.queries or len(args.query or ()) != 1:
+        return
+    text = args.query[0]
+    try:
+        check(text)
+    except ValueError as exc:
+        message = str(exc)
+        if quoted(text) not in message and repr(text) not in message:  # `... SMILES 'X': ...`
+            message = f"query {quoted(text)}: {message}"
+        raise ValueError(message) from None
 
 
 def report_skipped(where: str, query_id: str, reason: str) -> None:

@@ -122,7 +122,7 @@ def useful_threads(threads: int | None) -> int | None:
 
 
 def run(args) -> int:
-    from ..inputs.counting import assumed_format
+    from .common import assumed_format_note
 
     r = count_records(
         args.file,
@@ -131,9 +131,7 @@ def run(args) -> int:
         header=args.header,
         io=args.io,
     )
-    note = assumed_format(args.file, args.format)  # once the file is known to be one
-    if note:
-        print(f"molsift: note: {note}", file=sys.stderr)
+    assumed_format_note(args.file, args.format)  # once the file is known to be one
     if args.json:
         import json
 

@@ -68,7 +68,13 @@ def add_parser(subparsers):
         "it); `molsift cube stats FILE` reads and checks them all.",
     )
     q.add_argument("file", help="a .cube file")
-    q.add_argument("--json", action="store_true", help="print the header as JSON")
+    q.add_argument(
+        "--json",
+        action="store_true",
+        help="print the header as JSON, with the layout the text shows (layout, layout_note, "
+        'values_bytes, expected_values_bytes, cut_short) and checked: "header" (the values '
+        "were not checked)",
+    )
 
     q = _action(sub, "convert", help=f"convert between {GRIDS}")
     q.add_argument("input", help=f"a {GRIDS} file")
@@ -161,18 +167,15 @@ def _info(args) -> int:
             + f", and `molsift cube stats {args.file}` reads its values"
         )
     h = read_header(args.file)
+    layout = _layout(args.file, h)
     if args.json:
-        print(json.dumps(h))
+        # what the text's `values` and `checked` lines say: the header alone was read
+        print(json.dumps({**h, **layout, "checked": "header"}))
         return 0
     import numpy as np
 
     axes = np.array(h["axes"])
     n = "x".join(str(x) for x in h["shape"])
-    layout = (
-        f"fixed: {h['row_bytes']} bytes and {h['lines_per_row']} lines per row of z values"
-        if h["row_bytes"]
-        else _not_fixed(args.file, h)
-    )
     print(f"file      {args.file} ({h['file_bytes']:,} bytes)")
     print(f"comments  {h['comments'][0]!r}")
     print(f"          {h['comments'][1]!r}")
@@ -186,39 +189,64 @@ def _info(args) -> int:
     print(f"atoms     {len(h['atoms'])}")
     if h["orbitals"]:
         print(f"orbitals  {' '.join(str(o) for o in h['orbitals'])}")
-    print(f"values    from byte {h['values_offset']} (line {h['header_lines'] + 1}); {layout}")
+    print(
+        f"values    from byte {h['values_offset']} (line {h['header_lines'] + 1}); "
+        f"{layout['layout_note']}"
+    )
     print(f"checked   the header only; `molsift cube stats {args.file}` reads every value")
     return 0
 
 
-def _not_fixed(path: str, h: dict) -> str:
-    """What `cube info` can say of a value area whose rows are not all of the first row's
-    bytes, from the header and the first row alone: the file ends in the first row; the rows do
-    not start lines (free-form); or the file is shorter (cut short?) or longer than rows of the
-    first row's bytes would make it. Whether the values add up only a full read tells."""
-    from ..cube.io import first_row
-
+def _layout(path: str, h: dict) -> dict:
+    """What `cube info` says of the value area, from the header, the file's size and the first
+    row alone (the values are not checked: `checked` is "header"), as the fields its --json
+    adds: `layout` (fixed, free-form, not fixed, truncated, none), `layout_note` (the text's
+    words after `values from byte N (line L);`), `values_bytes` (the file's bytes after the
+    header), `expected_values_bytes` (what rows of the first row's bytes make; null when the
+    first row does not say) and `cut_short` (the size shows the file ends early: within or
+    before the first row, or a row or more short of `expected_values_bytes`; false is no
+    proof that the values add up, which only a full read, `molsift cube stats`, tells)."""
     rows = h["shape"][0] * h["shape"][1]
     area = h["file_bytes"] - h["values_offset"]
+    out = {"values_bytes": area, "expected_values_bytes": None, "cut_short": False}
+    if h["row_bytes"]:
+        note = f"fixed: {h['row_bytes']} bytes and {h['lines_per_row']} lines per row of z values"
+        return {"layout": "fixed", "layout_note": note, **out,
+                "expected_values_bytes": h["row_bytes"] * rows}  # fmt: skip
+    return {**out, **_not_fixed(path, h, rows, area)}
+
+
+def _not_fixed(path: str, h: dict, rows: int, area: int) -> dict:
+    """`_layout` of a value area whose rows are not all of the first row's bytes: the file ends
+    before or in the first row; the rows do not start lines (free-form); or the file is
+    shorter (cut short?) or longer than rows of the first row's bytes would make it."""
+    from ..cube.io import first_row
+
     row = first_row(path, h)
     if row is None:
-        return f"none: the file ends at byte {h['file_bytes']:,}, before the first value"
+        note = f"none: the file ends at byte {h['file_bytes']:,}, before the first value"
+        return {"layout": "none", "layout_note": note, "cut_short": True}
     found, row_bytes = row
     per_row = h["shape"][2] * h["nval"]
     if found < per_row:
-        return (
+        note = (
             f"the file ends at byte {h['file_bytes']:,} within the first row of values "
             f"({found:,} of its {per_row:,}): truncated"
         )
+        return {"layout": "truncated", "layout_note": note, "cut_short": True}
     if not row_bytes:
-        return "free-form: rows of z values do not each end a line; read by counting"
+        note = "free-form: rows of z values do not each end a line; read by counting"
+        return {"layout": "free-form", "layout_note": note}
     expected = row_bytes * rows
     off = abs(expected - area)
-    how = "more" if area > expected else "fewer: cut short?" if off >= row_bytes else "fewer"
-    return (
+    short = area < expected and off >= row_bytes
+    how = "more" if area > expected else "fewer: cut short?" if short else "fewer"
+    note = (
         f"not fixed: {rows:,} rows of the first row's {row_bytes} bytes would make "
         f"{expected:,} bytes of values, the file holds {area:,} ({off:,} {how}); read by counting"
     )
+    return {"layout": "not fixed", "layout_note": note, "expected_values_bytes": expected,
+            "cut_short": short}  # fmt: skip
 
 
 def _convert(args) -> int:

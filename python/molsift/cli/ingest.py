@@ -19,6 +19,7 @@ from .common import (
     add_io_log,
     add_reader_options,
     add_verb,
+    assumed_format_note,
     at_least_one,
     default_of,
     format_options,
@@ -161,6 +162,9 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
+    for path in dict.fromkeys(args.inputs):  # each file once, as `molsift count` says it
+        if os.path.isfile(path):  # a missing input is the ingest's own error
+            assumed_format_note(path, args.format)
     with output_lock(args.output, "ingest"):  # a second run onto -o is refused, not broken
         report = _ingest(args)
     if report is None:  # a non-root MPI rank

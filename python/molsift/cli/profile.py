@@ -37,12 +37,14 @@ def add_parser(subparsers):
     p.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace a file at LOG that is not an I/O log",
+        help="replace a file at LOG that is not an I/O log (and, with --keep-process-logs, a "
+        "LOG.processes that holds other files than process logs)",
     )
     p.add_argument(
         "--keep-process-logs",
         action="store_true",
-        help="also keep the per-process logs, in LOG.processes/",
+        help="also keep the per-process logs, in LOG.processes/ (an earlier one is replaced "
+        "when it holds only process logs; one holding anything else is refused)",
     )
     p.add_argument(
         "command",

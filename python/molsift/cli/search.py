@@ -18,6 +18,7 @@ from .common import (
     default_of,
     hit_count,
     in_range,
+    lone_query,
     output_file,
     query_file,
     query_file_options,
@@ -135,6 +136,7 @@ def run(args) -> int:
 
     if not args.query and not args.queries:
         raise ValueError("give a query: -q SMILES or --queries FILE")
+    lone_query(args, search.query_mol)  # a lone bad -q: the run's one error, before the store
     k = args.k_nearest if args.k_nearest or args.threshold is not None else DEFAULT_K
     output = output_file(args.output)  # no -o, -o '' or -o -: stdout
     check_hits_output(output, "search", reads={"--queries": args.queries}, store=args.store)

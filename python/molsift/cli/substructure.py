@@ -17,6 +17,7 @@ from .common import (
     at_least_one,
     check_hits_output,
     hit_count,
+    lone_query,
     output_file,
     query_source,
     query_summary,
@@ -152,6 +153,14 @@ def run(args) -> int:
 
     if not args.query and not args.queries:
         raise ValueError("give a query: -q QUERY or --queries FILE")
+
+    def check(text: str) -> None:  # a lone bad -q: the run's one error, as search says it
+        try:
+            parse_query(text, smarts=args.smarts, chirality=args.chirality)
+        except QueryError as exc:
+            raise ValueError(exc.reason) from None  # named by lone_query
+
+    lone_query(args, check)
     output = output_file(args.output)  # no -o, -o '' or -o -: stdout
     check_hits_output(output, "substructure", reads={"--queries": args.queries}, store=args.store)
     store = open_store(args.store, verify=False)

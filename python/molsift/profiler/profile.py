@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 
 from .._core import TRACER_LIBRARY_NAME, tracer_library, write_file
 from ..iolog import IoLogError, is_molsift_log, write_log
+from ..wording import quoted
 from .merge import merge_process_logs, process_logs
 
 LIB_NAME = TRACER_LIBRARY_NAME  # libmolsift_tracer.so
@@ -111,6 +113,39 @@ def check_log_output(log: str, given: bool = True, overwrite: bool = False) -> N
     )
 
 
+#: the names of a process log (`proc-<pid>-<start ns>.json`, crates/tracer/tracer.c) and of
+#: one a process left half-written (`.json.tmp`): what a kept LOG.processes/ folder holds
+PROCESS_LOG_NAME = re.compile(r"proc-\d+-\d+\.json(\.tmp)?")
+
+
+def check_process_logs_folder(folder: str, overwrite: bool = False) -> None:
+    """Refuses, before the program runs, a LOG.processes that --keep-process-logs would
+    replace (it was deleted whatever it held) when it holds anything but the process logs of
+    an earlier profile: another file, a folder, a link; or when it is no folder. Unless
+    `overwrite`. A missing or empty folder, or one of process logs, may be replaced."""
+    if not os.path.lexists(folder):
+        return
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        what = "a link" if os.path.islink(folder) else "not a folder"
+        others = None
+    else:
+        others = sorted(
+            e.name
+            for e in os.scandir(folder)
+            if not (PROCESS_LOG_NAME.fullmatch(e.name) and e.is_file(follow_symlinks=False))
+        )
+        if not others:
+            return
+        what = f"a folder that holds other things than process logs ({quoted(others[0])}"
+        what += f" and {len(others) - 1:,} more)" if len(others) > 1 else ")"
+    if overwrite:
+        return
+    raise ValueError(
+        f"{folder}: is {what}, which --keep-process-logs would replace: give -o another "
+        "name, or --overwrite to replace it"
+    )
+
+
 def profile(
     command: Sequence[str],
     log: str | None = None,
@@ -119,11 +154,14 @@ def profile(
 ) -> ProfileResult:
     """Run COMMAND traced; write the merged log to LOG. The program's exit status is returned,
     never changed. Raises FileNotFoundError when COMMAND cannot be found; ValueError, before
-    the program runs, when LOG is a file that is not an I/O log (`check_log_output`) and
-    `overwrite` is false."""
+    the program runs, when LOG is a file that is not an I/O log (`check_log_output`), or
+    with `keep_process_logs` LOG.processes holds other files than process logs
+    (`check_process_logs_folder`), and `overwrite` is false."""
     if not command:
         raise ValueError("give a command after --, e.g. molsift profile -- ./app")
     check_log_output(log or default_log_name(command), given=bool(log), overwrite=overwrite)
+    if keep_process_logs:
+        check_process_logs_folder((log or default_log_name(command)) + ".processes", overwrite)
     log = os.path.abspath(log or default_log_name(command))
     workdir = tempfile.mkdtemp(prefix=".molsift-profile-", dir=os.path.dirname(log))
     start = time.time()
@@ -158,6 +196,8 @@ def profile(
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(workdir, LIB_NAME))  # keep the logs, not the library
             kept = log + ".processes"
+            if os.path.islink(kept) or os.path.isfile(kept):  # with --overwrite
+                os.remove(kept)  # (rmtree left them, and the logs went into the link's folder)
             shutil.rmtree(kept, ignore_errors=True)
             shutil.move(workdir, kept)
         else:
