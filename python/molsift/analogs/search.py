@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..cancel import check, kernel_flag
 from ..limits import MAX_SECONDS
+from ..wording import quoted
 from .skeleton import KINDS, elements_of, skeleton_of
 
 if TYPE_CHECKING:
@@ -132,11 +133,12 @@ def _query(store, query):
     else:
         mol = query
     skeleton = skeleton_of(mol)
+    who = f"query {quoted(query)}" if isinstance(query, str) else "the query"  # named once
     if skeleton.n == 0:
-        raise ValueError("the query has no heavy atom: its skeleton is empty")
+        raise ValueError(f"{who} has no heavy atom: its skeleton is empty")
     if skeleton.n > MAX_ATOMS:
         raise ValueError(
-            f"the query has {skeleton.n} heavy atoms: analog search takes at most {MAX_ATOMS}"
+            f"{who} has {skeleton.n} heavy atoms: analog search takes at most {MAX_ATOMS}"
         )
     return mol, skeleton
 

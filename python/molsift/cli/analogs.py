@@ -123,9 +123,9 @@ def run(args) -> int:
     check_timeout(args.timeout, "--timeout")
     limits = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     parse_limits(limits)  # a bad limit: one error before any query
-    lone_query(args, lambda text: _query(None, text))  # a lone bad -q: the run's one error
     output = output_file(args.output)  # no -o, -o '' or -o -: stdout
     check_hits_output(output, "analogs", reads={"--queries": args.queries}, store=args.store)
+    lone_query(args, lambda text: _query(None, text))  # a lone bad -q: the run's one error
     store = open_store(args.store, verify=False)
     if not store.has_analog_index:
         raise ValueError(store.missing_index("analogs"))

@@ -417,7 +417,8 @@ def lone_query(args: argparse.Namespace, check: Callable[[str], object]) -> None
         check(text)
     except ValueError as exc:
         message = str(exc)
-        if quoted(text) not in message and repr(text) not in message:  # `... SMILES 'X': ...`
+        named = not text.strip() or quoted(text) in message or repr(text) in message
+        if not named:  # `invalid query SMILES 'X': ...`, `empty query: give a SMILES` name it
             message = f"query {quoted(text)}: {message}"
         raise ValueError(message) from None
 

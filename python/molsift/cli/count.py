@@ -113,6 +113,10 @@ def fast_args(words: list[str]):
     return SimpleNamespace(verb="count", io_log=None, func=run, **args)
 
 
+#: the launchers' variables that give a process its MPI rank
+RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+
+
 def useful_threads(threads: int | None) -> int | None:
     """-j N as the core takes it: at most `sys.maxsize` (`-j 99999999999999999999` was
     OverflowError's traceback; the core cuts a file into at most one slab a byte and
@@ -122,7 +126,9 @@ def useful_threads(threads: int | None) -> int | None:
 
 
 def run(args) -> int:
-    from .common import assumed_format_note
+    import os
+
+    from ..inputs.counting import assumed_format
 
     r = count_records(
         args.file,
@@ -131,7 +137,11 @@ def run(args) -> int:
         header=args.header,
         io=args.io,
     )
-    assumed_format_note(args.file, args.format)  # once the file is known to be one
+    note = assumed_format(args.file, args.format)  # once the file is known to be one
+    # by rank 0 alone under mpirun (the launcher's rank: count imports no MPI, nor cli.common)
+    rank = next((os.environ[v] for v in RANK_VARS if v in os.environ), "0").strip()
+    if note and rank in ("0", ""):
+        print(f"molsift: note: {note}", file=sys.stderr)
     if args.json:
         import json
 

@@ -162,13 +162,13 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    for path in dict.fromkeys(args.inputs):  # each file once, as `molsift count` says it
-        if os.path.isfile(path):  # a missing input is the ingest's own error
-            assumed_format_note(path, args.format)
     with output_lock(args.output, "ingest"):  # a second run onto -o is refused, not broken
         report = _ingest(args)
     if report is None:  # a non-root MPI rank
         return 0
+    # once the run is done (an input or output refused is its own error), before its summary
+    for path in dict.fromkeys(args.inputs):  # each file once, as `molsift count` says it
+        assumed_format_note(path, args.format)
     if args.json:
         print(json.dumps({**asdict(report), "read_amplification": report.read_amplification}))
     elif not args.quiet:

@@ -136,10 +136,10 @@ def run(args) -> int:
 
     if not args.query and not args.queries:
         raise ValueError("give a query: -q SMILES or --queries FILE")
-    lone_query(args, search.query_mol)  # a lone bad -q: the run's one error, before the store
     k = args.k_nearest if args.k_nearest or args.threshold is not None else DEFAULT_K
     output = output_file(args.output)  # no -o, -o '' or -o -: stdout
     check_hits_output(output, "search", reads={"--queries": args.queries}, store=args.store)
+    lone_query(args, search.query_mol)  # a lone bad -q: the run's one error, before the store
     store = open_store(args.store, verify=False)
     queries = for_ranks(store, args, lambda: read_queries(args))
     start_chemistry(store)

@@ -160,9 +160,9 @@ def run(args) -> int:
         except QueryError as exc:
             raise ValueError(exc.reason) from None  # named by lone_query
 
-    lone_query(args, check)
     output = output_file(args.output)  # no -o, -o '' or -o -: stdout
     check_hits_output(output, "substructure", reads={"--queries": args.queries}, store=args.store)
+    lone_query(args, check)
     store = open_store(args.store, verify=False)
     store._pattern_index()  # no index: one clear error before any query
     queries = for_ranks(store, args, lambda: query_source(args))
