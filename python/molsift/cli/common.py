@@ -369,38 +369,10 @@ def query_file(path: str, what: str = "queries", **options: Any) -> Iterator[Que
         raise ValueError(
             f"{path} holds no {what} (it is empty, or holds only blank, comment or header lines)"
         )
+    from .count import assumed_format_note
+
     assumed_format_note(path, options.get("format"))  # once the file is known to be one
     return itertools.chain((first,), records)
-
-
-def assumed_format_note(path: str, format: str | None) -> None:
-    """Says on stderr (`molsift: note: ...`, as `molsift count` says it) that the input `path`
-    is read as SMILES only because its suffix names no format (`lib.dat`, `q.cube`; no
-    --format given): once per file, by rank 0 alone under mpirun."""
-    from ..inputs.counting import assumed_format
-
-    note = assumed_format(path, format)
-    if note and first_rank():
-        print(f"molsift: note: {note}", file=sys.stderr)
-
-
-def first_rank() -> bool:
-    """Whether this process speaks for the run: False on an MPI rank other than 0 (its notes
-    would repeat rank 0's), True without mpirun. The rank is the launcher's (OMPI, PMI, PMIx)
-    when MPI cannot be asked."""
-    from ..parallel import launched_under_mpi
-
-    if not launched_under_mpi():
-        return True
-    from ..parallel.mpi import MPIUnavailable, world
-
-    try:
-        return world().Get_rank() == 0
-    except MPIUnavailable:  # said as the run's error where MPI is needed
-        for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"):
-            if os.environ.get(name, "").strip().isdigit():
-                return int(os.environ[name]) == 0
-        return True
 
 
 def lone_query(args: argparse.Namespace, check: Callable[[str], object]) -> None:

@@ -113,10 +113,6 @@ def fast_args(words: list[str]):
     return SimpleNamespace(verb="count", io_log=None, func=run, **args)
 
 
-#: the launchers' variables that give a process its MPI rank
-RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
-
-
 def useful_threads(threads: int | None) -> int | None:
     """-j N as the core takes it: at most `sys.maxsize` (`-j 99999999999999999999` was
     OverflowError's traceback; the core cuts a file into at most one slab a byte and
@@ -125,11 +121,20 @@ def useful_threads(threads: int | None) -> int | None:
     return None if threads is None else min(threads, sys.maxsize)
 
 
-def run(args) -> int:
-    import os
-
+def assumed_format_note(path: str, format: str | None) -> None:
+    """Says on stderr (`molsift: note: ...`) that the input `path` is read as SMILES only
+    because its suffix names no format (`lib.dat`, `q.cube`; no --format given), by rank 0
+    alone under mpirun: count's, ingest's and the query files' one note (here, where `molsift
+    count` imports nothing heavy)."""
     from ..inputs.counting import assumed_format
+    from ..parallel import speaks_for_the_run
 
+    note = assumed_format(path, format)
+    if note and speaks_for_the_run():
+        print(f"molsift: note: {note}", file=sys.stderr)
+
+
+def run(args) -> int:
     r = count_records(
         args.file,
         format=args.format,
@@ -137,11 +142,7 @@ def run(args) -> int:
         header=args.header,
         io=args.io,
     )
-    note = assumed_format(args.file, args.format)  # once the file is known to be one
-    # by rank 0 alone under mpirun (the launcher's rank: count imports no MPI, nor cli.common)
-    rank = next((os.environ[v] for v in RANK_VARS if v in os.environ), "0").strip()
-    if note and rank in ("0", ""):
-        print(f"molsift: note: {note}", file=sys.stderr)
+    assumed_format_note(args.file, args.format)  # once the file is known to be one
     if args.json:
         import json
 

@@ -19,12 +19,12 @@ from .common import (
     add_io_log,
     add_reader_options,
     add_verb,
-    assumed_format_note,
     at_least_one,
     default_of,
     format_options,
     parse_size,
 )
+from .count import assumed_format_note
 
 EXAMPLES = (
     "molsift ingest data/nci_first_5k.smi -o nci.store           # all cores",

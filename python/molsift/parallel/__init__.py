@@ -20,9 +20,24 @@ from .serial import SerialExecutor
 MPI_ENV_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
 
+#: the launchers' variables that give a process its rank (Open MPI, MPICH/Slurm PMI, PMIx)
+RANK_ENV_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+
+
 def launched_under_mpi() -> bool:
     """True when this process was started by mpirun/mpiexec/srun with an MPI launcher."""
     return any(v in os.environ for v in MPI_ENV_VARS)
+
+
+def speaks_for_the_run() -> bool:
+    """False on an MPI rank other than 0, whose notes would repeat rank 0's; True without
+    mpirun. Read from the launcher's environment (RANK_ENV_VARS), so that a note costs no
+    import of mpi4py (`molsift count` imports nothing heavy)."""
+    for name in RANK_ENV_VARS:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value) == 0
+    return True
 
 
 def default_workers() -> int:
