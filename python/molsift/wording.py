@@ -1,8 +1,17 @@
 """Words for people: counts with their noun in the singular or plural ('1 worker', '4
 workers'), and a record's text quoted in a message at a readable length, shared by every
-summary and message the CLI prints."""
+summary and message the CLI prints; a size as an option is written."""
 
 from __future__ import annotations
+
+
+def size_text(n: int) -> str:
+    """65536 -> '64KiB': a size as an option is written (help texts' defaults, a resumed
+    run's options)."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"
 
 
 def noun(n: int, word: str, words: str | None = None) -> str:

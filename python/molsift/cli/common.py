@@ -12,7 +12,7 @@ import re
 import sys
 
 from ..limits import MAX_SECONDS  # the longest time limit: a year
-from ..wording import plural, quoted
+from ..wording import plural, quoted, size_text
 from .exits import (  # noqa: F401  (re-exported: the verbs take them from here)
     EXIT_CODES,
     EXIT_ERROR,
@@ -150,14 +150,6 @@ def parse_size(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"size must be at least 1 byte: {text!r}")
     return value
-
-
-def size_text(n: int) -> str:
-    """65536 -> '64KiB', the way help texts show a default size."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return f"{n}B"
 
 
 def add_reader_options(p: argparse.ArgumentParser, metavar: str | None = None) -> None:

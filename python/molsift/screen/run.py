@@ -28,7 +28,7 @@ from ..iostats import (
 from ..parallel import check_workers, default_workers, launched_under_mpi
 from ..parallel.mpi import MPIExecutor
 from ..progress import Progress
-from ..wording import plural
+from ..wording import plural, size_text
 from .digest import first_changed_block, input_digests
 from .journal import consolidate, new_state
 from .layout import PLAN_VERSION, RunFiles, read_json, write_json_atomic
@@ -282,9 +282,7 @@ def _option_text(key: str, value: Any) -> str:
     if value is None:
         return f"no {option} (the default)"
     if key in ("write_buffer", "read_buffer", "max_record_bytes"):  # 1MiB, as the help writes
-        for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB"), (0, "B")):
-            if value % (1 << shift) == 0:
-                return f"{option} {value >> shift}{unit}"
+        return f"{option} {size_text(value)}"
     return f"{option} {'tab' if value == chr(9) else value}"
 
 
