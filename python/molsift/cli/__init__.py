@@ -205,6 +205,8 @@ def check_io_log(args) -> None:
     ValueError naming the log and what it would replace."""
     import os
 
+    from .common import same_file
+
     log = args.io_log
     if log == "-":  # it made a file named `-`
         raise ValueError(
@@ -214,11 +216,8 @@ def check_io_log(args) -> None:
     for what, path, inside in _paths_of(args):
         if not path or path == "-":
             continue
-        if (
-            os.path.abspath(path) == os.path.abspath(log)
-            or os.path.realpath(path) == os.path.realpath(log)
-            or (os.path.exists(path) and os.path.exists(log) and os.path.samefile(path, log))
-        ):
+        # the same name however spelled (the log is not written yet), or one file
+        if os.path.realpath(path) == os.path.realpath(log) or same_file(path, log):
             named = "" if path == log else f" ({path})"
             raise ValueError(
                 f"{log}: the --io-log file is {what}{named}, which the log would replace: "

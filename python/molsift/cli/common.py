@@ -286,6 +286,11 @@ OTHER_FORMATS = (".csv", ".json", ".jsonl", ".ndjson", ".xlsx", ".xls", ".sdf", 
                  ".h5", ".hdf5", ".arrow", ".feather", ".gz", ".zst", ".pq")  # fmt: skip
 
 
+def same_file(a: str, b: str) -> bool:
+    """Whether `a` and `b` name one existing file, however spelled (`./x`, a hard link)."""
+    return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
+
+
 def check_hits_output(
     path: str | None,
     verb: str,
@@ -305,7 +310,7 @@ def check_hits_output(
     if not path:
         return
     for option, read in (reads or {}).items():
-        if read and os.path.exists(path) and os.path.exists(read) and os.path.samefile(path, read):
+        if read and same_file(path, read):
             raise ValueError(
                 f"{path}: the output is the {option} file, which would be overwritten: "
                 "write the hits to another file"

@@ -5,10 +5,9 @@ grids) read and written in parallel. Under `mpirun`, `convert` to `.npy` reads w
 from __future__ import annotations
 
 import json
-import os
 import sys
 
-from .common import HelpFormatter, add_verb, at_least_one, check_output
+from .common import HelpFormatter, add_verb, at_least_one, check_output, same_file
 
 EXAMPLES = (
     "molsift cube info data/water_density_16.cube",
@@ -302,7 +301,7 @@ def check_grid_output(output: str, *inputs: str) -> None:
     if kind_of(output) == "npy":
         check_output(f"{output}.json")
     for given in inputs:
-        if os.path.exists(given) and os.path.exists(output) and os.path.samefile(given, output):
+        if same_file(given, output):
             raise ValueError(f"{output}: is an input of this command; choose another output")
 
 

@@ -6,7 +6,7 @@ import math
 import os
 import sys
 
-from .common import add_io_log, add_verb, check_output, output_file
+from .common import add_io_log, add_verb, check_output, output_file, same_file
 
 EXAMPLES = (
     "molsift insights run.iolog.json                          # most severe first",
@@ -56,7 +56,7 @@ def run(args) -> int:
     args.output = output_file(args.output)  # `-o -` is standard output, as in every verb
     check_output(args.output)
     fmt = output_format(args.format, args.output)
-    if args.output and _same_file(args.output, args.log):
+    if args.output and same_file(args.output, args.log):
         raise ValueError(f"{args.output}: is the log being read; choose another output")
     changed = thresholds(args.threshold, THRESHOLDS)
     log = load_log(args.log)
@@ -103,10 +103,6 @@ def output_format(given: str | None, output: str | None) -> str:
             "another name"
         )
     return given
-
-
-def _same_file(a: str, b: str) -> bool:
-    return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
 
 
 def thresholds(items: list[str], known: dict) -> dict[str, float]:
