@@ -159,10 +159,11 @@ def profile(
     (`check_process_logs_folder`), and `overwrite` is false."""
     if not command:
         raise ValueError("give a command after --, e.g. molsift profile -- ./app")
-    check_log_output(log or default_log_name(command), given=bool(log), overwrite=overwrite)
+    name = log or default_log_name(command)
+    check_log_output(name, given=bool(log), overwrite=overwrite)
     if keep_process_logs:
-        check_process_logs_folder((log or default_log_name(command)) + ".processes", overwrite)
-    log = os.path.abspath(log or default_log_name(command))
+        check_process_logs_folder(name + ".processes", overwrite)
+    log = os.path.abspath(name)
     workdir = tempfile.mkdtemp(prefix=".molsift-profile-", dir=os.path.dirname(log))
     start = time.time()
     notes = []

@@ -244,17 +244,18 @@ def draw_report(run_dir: str) -> tuple[bytes, str]:
     samples, writes = load_timeline(run_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        fig = _draw(plt, report, samples, writes)
+        text = totals_text(report)
+        fig = _draw(plt, report, samples, writes, text)
         try:
             buffer = io.BytesIO()
             fig.savefig(buffer, dpi=110, format="png")
         finally:
             plt.close(fig)
-    return buffer.getvalue(), totals_text(report)
+    return buffer.getvalue(), text
 
 
-def _draw(plt, report: dict, samples: dict[str, list[dict]], writes: list[dict]):
-    """The figure of a checked report and timeline."""
+def _draw(plt, report: dict, samples: dict[str, list[dict]], writes: list[dict], text: str):
+    """The figure of a checked report and timeline, its totals (`text`) at the foot."""
     t0 = min([s["t"] for ss in samples.values() for s in ss] + [w["start"] for w in writes] or [0])
     fig, (ax1, ax2, ax3) = plt.subplots(
         3, 1, figsize=(11, 8.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.3, 1.3]}
@@ -289,6 +290,6 @@ def _draw(plt, report: dict, samples: dict[str, list[dict]], writes: list[dict])
         )
     ax3.set_ylabel("buffers waiting\nfor the writer")
     ax3.set_xlabel("seconds since start")
-    fig.text(0.01, 0.005, totals_text(report), fontsize=7.5, family="monospace", va="bottom")
+    fig.text(0.01, 0.005, text, fontsize=7.5, family="monospace", va="bottom")
     fig.tight_layout(rect=(0, 0.095 if report.get("io") else 0.06, 1, 1))
     return fig
