@@ -144,14 +144,7 @@ def run(args) -> int:
         print("\nbytes by file (no molecules):")
         for name, e in sorted(m["files"].items()):
             print(f"  {name:<24} {e['bytes']:>8,}")
-    n = min(args.head, len(store))
-    if n:
-        print(
-            f"\nfirst {plural(n, 'molecule')} (position, id, canonical SMILES; stored in "
-            "SMILES order):"
-        )
-        for i in range(n):
-            print(f"{i:>8}  {store.ids[i]:<12} {store.smiles[i]}")
+    _print_first(store, args.head)
     if c["rejected"]:
         print(f"\nrejected records are listed in {store.rejects_path}")
     return 0
@@ -205,17 +198,22 @@ def _set_info(store, args) -> int:
         n = rec["molecules"]
         span = f"{rec['offset']:,}..{rec['offset'] + n - 1:,}" if n else "(empty)"
         print(f"  {rec['name']}  {n:>12,} {noun(n, 'molecule'):<9}  {span:<24} {b:>14,} bytes")
-    n = min(args.head, len(store))
-    if n:
-        print(
-            f"\nfirst {plural(n, 'molecule')} (position, id, canonical SMILES; stored in "
-            "SMILES order):"
-        )
-        for i in range(n):
-            print(f"{i:>8}  {store.ids[i]:<12} {store.smiles[i]}")
+    _print_first(store, args.head)
     if c["rejected"]:  # as a store's info says it: the set's rejects.tsv holds them all
         print(f"\nrejected records are listed in {os.path.join(store.path, 'rejects.tsv')}")
     return 0
+
+
+def _print_first(store, n: int) -> None:
+    """The text's `first N molecules` list (a store's and a set's)."""
+    rows = _first(store, n)
+    if rows:
+        print(
+            f"\nfirst {plural(len(rows), 'molecule')} (position, id, canonical SMILES; stored in "
+            "SMILES order):"
+        )
+        for r in rows:
+            print(f"{r['position']:>8}  {r['id']:<12} {r['smiles']}")
 
 
 def _first(store, n: int) -> list[dict]:
