@@ -236,17 +236,22 @@ def add_io_log(p: argparse.ArgumentParser) -> None:
     p.add_argument("--io-log", metavar="FILE", default=argparse.SUPPRESS, help=IO_LOG_HELP)
 
 
+def nothing_read(records_in: int) -> str:
+    """Why a run produced nothing, in the words of ingest's and screen's error: the input held
+    no record, or every record was rejected."""
+    if records_in == 0:
+        return "the input holds no records (empty, or only blank and comment lines)"
+    if records_in == 1:
+        return "the one record was rejected"
+    return f"all {records_in:,} records were rejected"
+
+
 def nothing_usable(records_in: int, where: str) -> int:
     """Says loudly that a run produced nothing (in every verb's words for an error: `molsift:
     error:`) and returns EXIT_NOTHING_USABLE."""
-    if records_in == 0:
-        why = "the input holds no records (empty, or only blank and comment lines)"
-    else:
-        why = (
-            f"the one record was rejected (reason in {where})"
-            if records_in == 1
-            else f"all {records_in:,} records were rejected (reasons in {where})"
-        )
+    why = nothing_read(records_in)
+    if records_in:
+        why += f" (reason{'' if records_in == 1 else 's'} in {where})"
     print(
         f"molsift: error: nothing usable: {why}; exit status {EXIT_NOTHING_USABLE}",
         file=sys.stderr,

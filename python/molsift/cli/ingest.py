@@ -22,6 +22,7 @@ from .common import (
     at_least_one,
     default_of,
     format_options,
+    nothing_read,
     parse_size,
 )
 from .count import assumed_format_note
@@ -190,14 +191,11 @@ def nothing_stored(report: ingestion.IngestReport) -> int:
     CSV read by the wrong column or delimiter, a table read as SMILES). Returns
     EXIT_NOTHING_USABLE. (Every record rejected was a generic line naming no reason.)"""
     kept = f"the store {report.store} is kept, holding no molecule"
+    why = nothing_read(report.records_in)
     if report.records_in == 0:
-        why = f"the input holds no records (empty, or only blank and comment lines); {kept}"
+        why += f"; {kept}"
     else:
         reasons = ingestion.reject_reasons(report.store)
-        if report.records_in == 1:
-            why = "the one record was rejected"
-        else:
-            why = f"all {report.records_in:,} records were rejected"
         hint = ""
         if reasons:
             reason, n = reasons.most_common(1)[0]
