@@ -250,8 +250,7 @@ def _paths_of(args):
     if args.verb == "screen" and getattr(args, "output", None):
         from ..screen.layout import RunFiles
 
-        output = os.path.abspath(args.output)
-        files = RunFiles(output, os.path.abspath(args.run_dir or output + ".run"))
+        files = RunFiles.of(args.output, args.run_dir)
         yield f"the run directory {of}", files.run_dir, True
         for path in (files.rows_partial, files.rejects, files.rejects_partial, files.poses):
             yield f"an output {of}", path, False

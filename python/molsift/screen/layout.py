@@ -36,6 +36,12 @@ class RunFiles:
     output: str
     run_dir: str
 
+    @classmethod
+    def of(cls, output: str, run_dir: str | None = None) -> RunFiles:
+        """The run of `output` (made absolute), its directory `run_dir` or OUTPUT.run."""
+        output = os.path.abspath(output)
+        return cls(output, os.path.abspath(run_dir or output + ".run"))
+
     @property
     def rows_partial(self) -> str:
         return self.output + ".partial"

@@ -379,8 +379,8 @@ def screen(
         raise ScreenError(
             "--resume finishes the earlier run and --overwrite starts again: give one of them"
         )
-    output = os.path.abspath(output)
-    files = RunFiles(output, os.path.abspath(run_dir or output + ".run"))
+    files = RunFiles.of(output, run_dir)
+    output = files.output
     mpi = launched_under_mpi() if use_mpi is None else use_mpi
     ranks = MPIExecutor() if mpi else None  # the job's communicator, its abort
     comm = ranks.comm if ranks else None
