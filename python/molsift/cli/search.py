@@ -110,17 +110,14 @@ def read_queries(args) -> list[tuple]:
         report_skipped("", qid, why)
     args.skipped = len(bad)
     if args.queries:  # as every query verb reads it (`query_file`: an empty one is refused)
-        from ..chem import to_mol
+        from ..inputs import read_molecules
 
-        for q in query_file(args.queries, **options):
-            mol, problem = q.mol, q.problem  # an SDF block's molecule comes parsed
-            if mol is None and problem is None:
-                mol, problem = to_mol(q.text)
-            if mol is None:
-                report_skipped(q.where, q.id, problem or "unusable record")
-                args.skipped += 1
-            else:
-                queries.append((q.id, mol))
+        records = query_file(args.queries, **options)
+        found = read_molecules(args.queries, skip_bad=True, records=records)
+        for bad in found.skipped:
+            report_skipped(f"{bad.path}:{bad.line}: ", bad.id, bad.reason)
+        queries += [(m.id, m.mol) for m in found.molecules]
+        args.skipped += len(found.skipped)
     if args.skipped:
         print(
             f"molsift: {args.skipped:,} of "

@@ -5,12 +5,13 @@ the caller reports and counts."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..wording import quoted
 from .files import PathLike
-from .queries import read_queries
+from .queries import Query, read_queries
 
 
 @dataclass(frozen=True)
@@ -52,15 +53,20 @@ def read_molecules(
     skip_bad: bool = False,
     what: str = "record",
     format: str | None = None,
+    records: Iterable[Query] | None = None,
     **fields,
 ) -> MoleculeFile:
     """Every record of a SMILES, CSV or SDF file (gzip/zstd too) as an RDKit molecule. A record
     that cannot be used raises `ValueError` naming the file, line, `what` it is and why, unless
-    `skip_bad`: it is then kept in `skipped`. Records in = molecules + skipped, always."""
+    `skip_bad`: it is then kept in `skipped`. Records in = molecules + skipped, always.
+    `records`: the file's records as the caller already reads them (a query verb's
+    `query_file`), else `read_queries(path, format=format, **fields)`."""
     from ..chem import to_mol
 
     out = MoleculeFile()
-    for query in read_queries(path, format=format, **fields):
+    if records is None:
+        records = read_queries(path, format=format, **fields)
+    for query in records:
         mol, problem = query.mol, query.problem
         if mol is None and problem is None:
             mol, problem = to_mol(query.text)
