@@ -888,8 +888,11 @@ def build_analog_index(
 def cube_header(path: _Path) -> dict[str, Any]:
     """The header of the cube file at `path`: comments, natoms_field, origin, nval_field,
     shape, shape_fields, axes, units, atoms [(Z, charge, x, y, z)], orbitals, nval,
-    values_offset, header_lines, value_count, file_bytes, and row_bytes / lines_per_row of the
-    fixed layout (None when rows differ). InputError naming the line for a malformed header."""
+    values_offset, header_lines, value_count, file_bytes, row_bytes / lines_per_row of the
+    fixed layout (None when rows differ), and first_row_values / first_row_bytes, the first
+    row as the layout test found it (None when the value area holds no value; bytes 0 when the
+    file ends before that row's last line does or the line holds a value of the next row).
+    InputError naming the line for a malformed header."""
 
 def cube_read(
     path: _Path,

@@ -31,6 +31,7 @@ pub use parse::{
     parse_values, token_offset, CubeFloat, Parsed,
 };
 pub use read::{
-    detect_layout, parse_block, read_values, CubeFile, FixedLayout, ReadOptions, ReadStats,
+    detect_layout, first_row, parse_block, read_values, CubeFile, FirstRow, FixedLayout,
+    ReadOptions, ReadStats,
 };
 pub use write::{header_text, write_cube, WriteOptions, WriteStats};

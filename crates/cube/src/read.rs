@@ -54,19 +54,49 @@ pub struct ReadStats {
     pub file_bytes: u64,
 }
 
-/// The fixed layout of `b`'s value area, if the first row and the file's size agree with one.
-/// Each row is still checked when it is read.
-pub fn detect_layout(b: &[u8], h: &Header) -> Option<FixedLayout> {
+/// The first (x, y) row of a value area, as [`detect_layout`] finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstRow {
+    /// Values of the row the area holds: `n3 * nval`, fewer when the area ends first.
+    pub values: u64,
+    /// Bytes from the area's start to the end of the line of the row's last value; 0 when the
+    /// area ends before that line does, or when that line also holds a value of the next row
+    /// (rows do not end lines: free-form).
+    pub row_bytes: u64,
+}
+
+/// The first row of `b`'s value area (no other value read); None when the area holds none.
+pub fn first_row(b: &[u8], h: &Header) -> Option<FirstRow> {
     let start = h.values_offset as usize;
     let rv = h.row_values() as u64;
     let area = &b[start.min(b.len())..];
+    token_offset(area, 0)?;
     // the row's last value, then the end of its line
-    let last = token_offset(area, rv - 1)?;
-    let nl = memchr::memchr(b'\n', &area[last..])? + last;
-    if token_offset(&area[..nl], rv).is_some() {
+    let Some(last) = token_offset(area, rv - 1) else {
+        let values = count_tokens(area);
+        return Some(FirstRow {
+            values,
+            row_bytes: 0,
+        });
+    };
+    let row_bytes = match memchr::memchr(b'\n', &area[last..]) {
+        Some(i) if token_offset(&area[..last + i], rv).is_none() => (last + i) as u64 + 1,
+        _ => 0,
+    };
+    Some(FirstRow {
+        values: rv,
+        row_bytes,
+    })
+}
+
+/// The fixed layout of `b`'s value area, if the first row and the file's size agree with one.
+/// Each row is still checked when it is read.
+pub fn detect_layout(b: &[u8], h: &Header) -> Option<FixedLayout> {
+    let area = &b[(h.values_offset as usize).min(b.len())..];
+    let row_bytes = first_row(b, h)?.row_bytes;
+    if row_bytes == 0 {
         return None;
     }
-    let row_bytes = nl as u64 + 1;
     let rows = (h.shape[0] * h.shape[1]) as u64;
     if row_bytes.checked_mul(rows)? != area.len() as u64 {
         return None;
@@ -395,4 +425,47 @@ pub fn parse_block<T: CubeFloat>(b: &[u8], base: u64, out: &mut [T]) -> Result<(
         .into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod first_row_tests {
+    use super::*;
+
+    /// A 1x2x3 grid with one atom; `values` is the value area as written.
+    fn cube(values: &str) -> (Vec<u8>, Header) {
+        let text = format!(
+            "comment\ncomment\n    1    0.0    0.0    0.0\n    1    1.0    0.0    0.0\n    2    0.0    1.0    0.0\n    3    0.0    0.0    1.0\n    1    1.0    0.0    0.0    0.0\n{values}"
+        );
+        let b = text.into_bytes();
+        let h = parse_header(&b, Path::new("t.cube")).unwrap();
+        (b, h)
+    }
+
+    #[test]
+    fn first_row_as_the_layout_test_finds_it() {
+        let row = |v: &str| {
+            let (b, h) = cube(v);
+            first_row(&b, &h)
+        };
+        // rows of 3 values ending lines: 12 bytes each, the layout fixed
+        let (b, h) = cube("1 2 3\n4 5 6\n");
+        assert_eq!(
+            first_row(&b, &h),
+            Some(FirstRow {
+                values: 3,
+                row_bytes: 6
+            })
+        );
+        assert!(detect_layout(&b, &h).is_some());
+        // the row's last line holds a value of the next row: free-form
+        let free = row("1 2 3 4\n5 6\n").unwrap();
+        assert_eq!((free.values, free.row_bytes), (3, 0));
+        // the file ends within the first row, or before any value
+        assert_eq!(row("1 2").map(|r| (r.values, r.row_bytes)), Some((2, 0)));
+        assert_eq!(row("  \n"), None);
+        // cut short after a whole first row: the row is found, the layout is not fixed
+        let (b, h) = cube("1 2 3\n4 5");
+        assert_eq!(first_row(&b, &h).map(|r| r.row_bytes), Some(6));
+        assert!(detect_layout(&b, &h).is_none());
+    }
 }

@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use molsift_cube::{
-    detect_layout, format_value, parse_block, Atom, CubeFile, CubeFloat, Header, ReadOptions,
-    Style, Units, WriteOptions,
+    detect_layout, first_row, format_value, parse_block, Atom, CubeFile, CubeFloat, Header,
+    ReadOptions, Style, Units, WriteOptions,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -151,21 +151,25 @@ fn header_from(d: &Bound<'_, PyDict>) -> PyResult<Header> {
     })
 }
 
-/// The header of the cube file at `path` as a dict, with `file_bytes` and `row_bytes` (the
-/// bytes of one row in the fixed layout, or None).
+/// The header of the cube file at `path` as a dict, with `file_bytes`, `row_bytes` (the
+/// bytes of one row in the fixed layout, or None) and the first row as the layout test found
+/// it (`first_row_values`, `first_row_bytes`: None when the value area holds no value).
 #[pyfunction]
 fn cube_header<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
-    let (h, len, lay) = py
+    let (h, len, lay, first) = py
         .detach(|| {
             let f = CubeFile::open(&path)?;
             let lay = detect_layout(f.bytes(), &f.header);
-            Ok((f.header.clone(), f.bytes().len() as u64, lay))
+            let first = first_row(f.bytes(), &f.header);
+            Ok((f.header.clone(), f.bytes().len() as u64, lay, first))
         })
         .map_err(cube_err)?;
     let d = header_dict(py, &h)?;
     d.set_item("file_bytes", len)?;
     d.set_item("row_bytes", lay.map(|l| l.row_bytes))?;
     d.set_item("lines_per_row", lay.map(|l| l.lines_per_row))?;
+    d.set_item("first_row_values", first.map(|r| r.values))?;
+    d.set_item("first_row_bytes", first.map(|r| r.row_bytes))?;
     Ok(d)
 }
 

@@ -166,7 +166,7 @@ def _info(args) -> int:
             + f", and `molsift cube stats {args.file}` reads its values"
         )
     h = read_header(args.file)
-    layout = _layout(args.file, h)
+    layout = _layout(h)
     if args.json:
         # what the text's `values` and `checked` lines say: the header alone was read
         print(json.dumps({**h, **layout, "checked": "header"}))
@@ -196,7 +196,7 @@ def _info(args) -> int:
     return 0
 
 
-def _layout(path: str, h: dict) -> dict:
+def _layout(h: dict) -> dict:
     """What `cube info` says of the value area, from the header, the file's size and the first
     row alone (the values are not checked: `checked` is "header"), as the fields its --json
     adds: `layout` (fixed, free-form, not fixed, truncated, none), `layout_note` (the text's
@@ -212,20 +212,17 @@ def _layout(path: str, h: dict) -> dict:
         note = f"fixed: {h['row_bytes']} bytes and {h['lines_per_row']} lines per row of z values"
         return {"layout": "fixed", "layout_note": note, **out,
                 "expected_values_bytes": h["row_bytes"] * rows}  # fmt: skip
-    return {**out, **_not_fixed(path, h, rows, area)}
+    return {**out, **_not_fixed(h, rows, area)}
 
 
-def _not_fixed(path: str, h: dict, rows: int, area: int) -> dict:
+def _not_fixed(h: dict, rows: int, area: int) -> dict:
     """`_layout` of a value area whose rows are not all of the first row's bytes: the file ends
     before or in the first row; the rows do not start lines (free-form); or the file is
     shorter (cut short?) or longer than rows of the first row's bytes would make it."""
-    from ..cube.io import first_row
-
-    row = first_row(path, h)
-    if row is None:
+    if h["first_row_values"] is None:  # the core's first row, as its layout test found it
         note = f"none: the file ends at byte {h['file_bytes']:,}, before the first value"
         return {"layout": "none", "layout_note": note, "cut_short": True}
-    found, row_bytes = row
+    found, row_bytes = h["first_row_values"], h["first_row_bytes"]
     per_row = h["shape"][2] * h["nval"]
     if found < per_row:
         note = (

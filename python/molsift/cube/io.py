@@ -4,9 +4,7 @@
 
 from __future__ import annotations
 
-import itertools
 import os
-import re
 from typing import Any
 
 import numpy as np
@@ -49,33 +47,6 @@ def read_header(path: str | os.PathLike) -> dict[str, Any]:
     atoms, orbitals, shape, nval, value_count, values_offset, file_bytes, and row_bytes when
     every row of values takes the same bytes (the fixed layout)."""
     return _core.cube_header(readable(path))
-
-
-def first_row(path: str | os.PathLike, header: dict[str, Any]) -> tuple[int, int] | None:
-    """Where the first (x, y) row of values ends, as the reader's layout test finds it, read
-    from the file's start (no other value read): (values found, bytes) where `values` is the
-    row's `n3 * nval` and `bytes` reach the end of the line of its last value; (values found,
-    0) when the file ends before the row does or the row's last line holds a value of the next
-    row (free-form); None when the value area is empty."""
-    want = header["shape"][2] * header["nval"]
-    start, size = header["values_offset"], header["file_bytes"]
-    chunk = max(1 << 16, 32 * want)
-    with open(path, "rb") as f:
-        while True:
-            f.seek(start)
-            area = f.read(chunk)
-            whole = start + len(area) >= size
-            tokens = list(itertools.islice(re.finditer(rb"\S+", area), want + 1))
-            if not tokens:
-                return None
-            if len(tokens) >= want:
-                end = area.find(b"\n", tokens[want - 1].end())
-                if end >= 0:
-                    after = tokens[want].start() if len(tokens) > want else len(area)
-                    return (want, end + 1 if end < after else 0)
-            if whole:
-                return (min(len(tokens), want), 0)
-            chunk *= 4
 
 
 def read_cube(
