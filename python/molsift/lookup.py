@@ -42,15 +42,12 @@ def canonicalize(queries: list[str], workers: int | None = None) -> list[str | N
     if workers <= 1 or len(queries) <= CHUNK:
         return _canonical_chunk(queries)
     from .parallel.pool import PoolExecutor
-    from .parallel.processes import check_worker_count
 
     chunks = [queries[i : i + CHUNK] for i in range(0, len(queries), CHUNK)]
     # no more processes than chunks; the one process engine (spawned with the allocator, dying
-    # with this process, a worker's failure raised here)
-    size = min(workers, len(chunks))
-    check_worker_count(size)
+    # with this process, the worker count checked against memory, a worker's failure raised here)
     out: list[str | None] = []
-    for part in PoolExecutor(size).map_ordered(_canonical_chunk, chunks):
+    for part in PoolExecutor(min(workers, len(chunks))).map_ordered(_canonical_chunk, chunks):
         out.extend(part)
     return out
 
