@@ -67,7 +67,7 @@ class Scorer:
         if dataclasses.is_dataclass(self):
             found = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         else:
-            found = {k: v for k, v in vars(self).items() if not k.startswith("_")}
+            found = vars(self)
         return {k: json_value(v) for k, v in found.items() if not k.startswith("_")}
 
     def stats(self) -> dict[str, Any]:
