@@ -318,14 +318,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(store: str, port: int, log_path: Path, ranks: int = 0) -> subprocess.Popen:
-    """`molsift serve` (default limits) on 127.0.0.1:port, once it answers; under `mpirun -n
-    ranks` (rank 0 the front end, the others searching a set's shards) when ranks > 0."""
+def start_server(
+    store: str, port: int, log_path: Path, ranks: int = 0, options: tuple = ()
+) -> subprocess.Popen:
+    """`molsift serve` (default limits, or `options` added to its command line: --serve-option)
+    on 127.0.0.1:port, once it answers; under `mpirun -n ranks` (rank 0 the front end, the
+    others searching a set's shards) when ranks > 0."""
     log = open(log_path, "w")  # noqa: SIM115 - the server's stderr: start-up lines, access log
     mpirun = ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none"] if ranks else []
     server = subprocess.Popen(
         [*mpirun, sys.executable, "-m", "molsift", "serve", "--name", f"{DB}={store}",
-         "--host", "127.0.0.1", "--port", str(port)],
+         "--host", "127.0.0.1", "--port", str(port), *options],
         stdout=log, stderr=log,
     )  # fmt: skip
     log.close()
@@ -466,6 +469,14 @@ def main() -> int:
     ap.add_argument("--mpirun", type=int, default=0, metavar="R",
                     help="serve --store (a store set) with `mpirun -n R`: rank 0 answers HTTP, "
                     "the others search the shards")  # fmt: skip
+    ap.add_argument(
+        "--serve-option",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="options for `molsift serve` (repeatable; e.g. '--inline-ms 0' to keep "
+        "every search in a worker process, as before 2026-12-03)",
+    )
     ap.add_argument("--json")
     args = ap.parse_args()
     import molsift
@@ -497,7 +508,8 @@ def main() -> int:
 
     port = free_port()
     log_path = Path(tempfile.gettempdir()) / f"molsift-bench-serve.{port}.log"
-    server = start_server(store_path, port, log_path, args.mpirun)
+    options = tuple(o for opt in args.serve_option for o in opt.split())
+    server = start_server(store_path, port, log_path, args.mpirun, options)
     rows, levels, mix, cached = [direct_row], {}, None, None
     try:
         same_answers(port, store, queries, params)
@@ -537,7 +549,9 @@ def main() -> int:
     print(
         f"\nmolsift serve: {len(store):,} molecules ({store_path}), similarity {what}, "
         f"{args.seconds:g} s per level, {n} cores shared by the server and the clients "
-        f"(a level's CPU is at most wall s x {n}); server log {log_path}\n"
+        f"(a level's CPU is at most wall s x {n}); server log {log_path}"
+        + (f"; serve options: {' '.join(options)}" if options else "")
+        + "\n"
     )
     table(rows)
     if mix is not None:

@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import quote
 
 import procs
 import pytest
@@ -625,6 +626,96 @@ def test_light_searches_run_in_worker_processes_of_the_servers_priority(stores):
     while set(heavy_workers(light=True)) - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not set(heavy_workers(light=True)) - before  # ended with the server
+
+
+def test_one_clients_small_searches_run_on_the_event_loop_once_the_store_is_known_fast(stores):
+    """One client asking one search after another on a kept-alive connection: the first
+    RECENT_MIN light searches of a store run in a worker (their times make the store's record),
+    then, the store's searches fast, the small ones run on the event loop (no worker asked),
+    with the store's own answers; a large k, a low threshold without k, a long page or a
+    substructure search still go where they went. `--inline-ms 0` keeps every one in a
+    worker; so does a second connection asking at the same time (Activity)."""
+    import http.client
+
+    from molsift.serve import queries
+
+    def run(limits: dict, connections: int = 1) -> list:
+        server = serve(stores, **limits)
+        asked = []
+        light = server.app.light_workers
+        real = light.search
+
+        async def counted(req, span=(0, 0)):
+            asked.append((req.query, req.k, req.threshold))
+            return await real(req, span)
+
+        light.search = counted
+        nci = stores.get("nci").store
+        conns = [http.client.HTTPConnection("127.0.0.1", server.port) for _ in range(connections)]
+        try:
+            for q in list(dict.fromkeys(nci.smiles[:40]))[: RECENT_MIN + 6]:
+                for k, conn in enumerate(conns, 5):  # a second connection: in turn, its own k
+                    conn.request("GET", f"/api/v1/search?db=nci&k={k}&query={quote(q)}")
+                    reply = conn.getresponse()
+                    body = json.loads(reply.read())
+                    assert reply.status == 200
+                    want = nci.search(q, k=k).indices.tolist()
+                    assert [h["position"] for h in body["hits"]] == want
+            asked_before = len(asked)
+            big = [
+                {"k": str(queries.INLINE_K + 1)},
+                {"threshold": "0.3"},
+                {"k": "5", "length": str(queries.INLINE_ROWS + 1)},
+            ]
+            for j, extra in enumerate(big):
+                q = nci.smiles[100 + 7 * j]
+                params = "&".join(f"{k}={v}" for k, v in extra.items())
+                conns[0].request("GET", f"/api/v1/search?db=nci&{params}&query={quote(q)}")
+                reply = conns[0].getresponse()
+                reply.read()
+                assert reply.status == 200
+            assert len(asked) == asked_before + len(big)  # each in a worker
+        finally:
+            for conn in conns:
+                conn.close()
+            server.stop()
+        return asked
+
+    RECENT_MIN = queries.RECENT_MIN
+    # one connection: the first RECENT_MIN in workers, then on the loop (a bound no search of
+    # this small store reaches, however loaded the machine)
+    assert len(run({"inline_ms": 1000.0})) == RECENT_MIN + 3
+    # never on the loop: told so, or two connections asking
+    assert len(run({"inline_ms": 0.0})) == RECENT_MIN + 6 + 3
+    assert len(run({"inline_ms": 1000.0}, connections=2)) == 2 * (RECENT_MIN + 6) + 3
+    # a store whose searches are not fast enough: in workers
+    assert len(run({"inline_ms": 1e-6})) == RECENT_MIN + 6 + 3
+
+
+def test_the_activity_tells_one_connection_asking_from_several():
+    """Activity.alone: true for one connection's requests one after another; false while
+    another request is under way, and for WINDOW_S after a second connection asked or a
+    request began while another was under way."""
+    from molsift.serve.limits import Activity
+
+    a, w = Activity(), Activity.WINDOW_S
+    a.begin(("127.0.0.1", 1), 10.0)
+    assert a.alone(10.0)
+    a.end()
+    a.begin(("127.0.0.1", 1), 10.001)  # the same connection again
+    assert a.alone(10.001)
+    a.begin(("127.0.0.1", 2), 10.002)  # a second, while the first's is under way
+    assert not a.alone(10.002)
+    a.end()
+    assert not a.alone(10.002)  # one under way, but two connections met just now
+    a.end()
+    a.begin(("127.0.0.1", 2), 10.002 + w / 2)
+    assert not a.alone(10.002 + w / 2)
+    a.end()
+    a.begin(("127.0.0.1", 2), 10.01 + w)  # the window passed: one connection again
+    assert a.alone(10.01 + w)
+    a.end()
+    assert a.under_way == 0
 
 
 def test_a_workers_search_reads_the_texts_of_the_page_asked_for(stores):

@@ -31,7 +31,7 @@ from .depict import Depicter
 from .fast import FastGets, FastRoutes
 from .heavy import HeavyWorkers
 from .light import LightWorkers
-from .limits import Gate, Limits, ServiceError
+from .limits import Activity, Gate, Limits, ServiceError
 
 log = logging.getLogger("molsift.serve")
 #: the search page: HTML, CSS and JavaScript shipped in the package
@@ -79,7 +79,8 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
         redoc_url=None,
     )
     app.state.depicter = depicter
-    searcher = queries.Searcher(limits, Gate(limits), workers, light)
+    activity = Activity()
+    searcher = queries.Searcher(limits, Gate(limits), workers, light, activity)
     fast = FastRoutes()
     for module in (api_v1, arthor, smallworld):
         app.include_router(module.router(catalog, searcher, limits, fast))
@@ -135,7 +136,7 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
     # our layers wrap FastAPI from outside, so that the fast GETs skip its whole middleware
     # stack (error, telemetry and body-size layers, exception handlers, router)
     out = access_log if access_log is not None else sys.stderr
-    outer = CollapseSlashes(AccessLog(FastGets(app, fast), out, limits, catalog))
+    outer = CollapseSlashes(AccessLog(FastGets(app, fast), out, limits, catalog, activity))
     outer.limits = limits  # for the HTTP layer (server.py)
     outer.light_workers = light  # both ended by the lifespan, or by whoever runs the app without
     outer.heavy_workers = workers
@@ -165,17 +166,27 @@ class AccessLog:
     a response header that cannot be sent. Plain ASGI (no per-request task or body copy, unlike
     `@app.middleware`)."""
 
-    def __init__(self, app, out, limits: Limits, catalog: Catalog) -> None:
+    def __init__(
+        self, app, out, limits: Limits, catalog: Catalog, activity: Activity | None = None
+    ) -> None:
         self.app = app
         self.out = out
         self.limits = limits
         self.catalog = catalog
+        self.activity = activity if activity is not None else Activity()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
+        self.activity.begin(scope.get("client"), time.monotonic())
+        try:
+            await self._answer(scope, receive, send, start)
+        finally:
+            self.activity.end()
+
+    async def _answer(self, scope, receive, send, start: float) -> None:
         scope.setdefault("state", {})
         status = [0]
         most = self.limits.max_body_bytes

@@ -11,7 +11,9 @@ when the loop sees it readable (`add_reader`), in whichever event loop asks.
 
 At most `limits.max_concurrent` workers (the gate's light slots), started on first use (a start,
 about a second, is not counted in a search's time limit); a search past the time limit is
-answered 504 and its worker killed."""
+answered 504 and its worker killed. While one client alone is asking, a small light search of
+a store known to be fast runs on the event loop instead (queries.Searcher.inline, `--inline-ms`):
+the round trip through a worker costs about as much as the search."""
 
 from __future__ import annotations
 

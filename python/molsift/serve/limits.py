@@ -8,7 +8,9 @@ the analog walk: `molsift.cancel`) stops there. A search that cannot stop keeps 
 it ends: the number of searches running never exceeds the bound. Light searches (similarity,
 exact) and heavy ones (substructure, SMARTS, analogs from `heavy_dist` edits, and any search of
 a query longer than `light_query_chars`, whose reading by RDKit alone may hold the interpreter
-lock for a while) have separate slots, so heavy searches never make light ones wait."""
+lock for a while) have separate slots, so heavy searches never make light ones wait. `Activity`
+tells whether one connection alone is asking (then a small light search may run on the event
+loop: queries.Searcher.inline)."""
 
 from __future__ import annotations
 
@@ -58,6 +60,9 @@ class Limits:
     max_heavy: int = field(default_factory=lambda: max(1, _cores() // 2))  # heavy ones
     heavy_dist: int = 3  # analog searches from this many edits are heavy
     light_query_chars: int = 200  # a longer query's search is heavy, whatever its kind
+    # a light search runs on the event loop, without a worker, while one connection alone is
+    # asking and that store's recent light searches took under this many ms (0: never)
+    inline_ms: float = 2.0
     queue_wait_s: float = 10.0
     # depiction (/api/v1/depict): drawn in worker processes of their own
     max_depict_concurrent: int = 2
@@ -90,6 +95,38 @@ def current_flag():
     return getattr(_current, "flag", None)
 
 
+class Activity:
+    """Who is asking: the requests under way and whether more than one connection sent one
+    lately. A light search runs on the event loop (queries.Searcher) only while the server is
+    otherwise idle: no other request under way and, for `WINDOW_S`, no request from a second
+    connection or one that began while another was under way. One client asking one search
+    after another gets its answers without a worker's round trip; concurrent clients keep the
+    workers, whose searches overlap on the cores."""
+
+    #: seconds after two connections' requests met during which searches stay in the workers
+    WINDOW_S = 0.05
+
+    def __init__(self) -> None:
+        self.under_way = 0
+        self._last = None
+        self._shared_until = 0.0
+
+    def begin(self, connection, now: float) -> None:
+        """A request from `connection` (the ASGI scope's client address) begins at `now`
+        (time.monotonic)."""
+        if self.under_way or (self._last is not None and connection != self._last):
+            self._shared_until = now + self.WINDOW_S
+        self._last = connection
+        self.under_way += 1
+
+    def end(self) -> None:
+        self.under_way -= 1
+
+    def alone(self, now: float) -> bool:
+        """Whether the request under way is the only one, from the one connection asking."""
+        return self.under_way <= 1 and now >= self._shared_until
+
+
 class _Slots:
     """`size` slots and a thread pool of as many threads, for one kind of work."""
 
@@ -111,6 +148,10 @@ class Gate:
         self._heavy = _Slots(
             limits.max_heavy, "heavy-search", "heavy searches (substructure, SMARTS, analogs)"
         )
+
+    def idle(self) -> bool:
+        """Whether no light search holds a slot."""
+        return self._light.sem._value == self._light.size
 
     async def _acquire(self, slots: _Slots) -> None:
         """A slot of `slots`, or ServiceError 503 when none frees within the queue wait."""

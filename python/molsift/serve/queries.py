@@ -7,15 +7,16 @@ not search again."""
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from ..analogs.skeleton import KINDS
 from .catalog import Database
 from .heavy import Stale
-from .limits import Gate, Limits, ServiceError, current_flag
+from .limits import Activity, Gate, Limits, ServiceError, current_flag
 
 TYPES = ("similarity", "substructure", "smarts", "exact", "analogs")
 #: similarity threshold when neither a threshold nor k is given
@@ -24,6 +25,16 @@ DEFAULT_THRESHOLD = 0.7
 DEFAULT_DIST = 2
 #: results kept for paging
 CACHE_SIZE = 64
+#: a search on the event loop (Searcher.inline): of INLINE_TYPES; similarity of k at most
+#: INLINE_K, or of a threshold at least INLINE_THRESHOLD without k; a page of at most INLINE_ROWS
+#: rows; once that store's last RECENT searches of those kinds (at least RECENT_MIN) took under
+#: `Limits.inline_ms` at the median
+INLINE_TYPES = ("similarity", "exact")
+INLINE_K = 1000
+INLINE_THRESHOLD = 0.5
+INLINE_ROWS = 100
+RECENT = 32
+RECENT_MIN = 8
 #: the largest whole number a parameter may be (a signed 64-bit integer, as JSON answers and
 #: numpy carry it)
 MAX_INT = 2**63 - 1
@@ -148,15 +159,22 @@ class Searcher:
     limit) and keeps recent results. Light searches run in `light` (light.LightWorkers) worker
     processes, heavy ones in `workers`' (heavy.HeavyWorkers), a 504 killing the search's
     process; a store neither serves (a set searched by MPI ranks) is searched in the gate's
-    threads, stopped by the cancel flag after a 504."""
+    threads, stopped by the cancel flag after a 504. A light search the server can afford to
+    run on its event loop (`inline`: the server otherwise idle, `activity`; a small search of a
+    store whose recent light searches were fast) runs there, without a worker's round trip."""
 
-    def __init__(self, limits: Limits, gate: Gate, workers=None, light=None) -> None:
+    def __init__(
+        self, limits: Limits, gate: Gate, workers=None, light=None, activity: Activity | None = None
+    ) -> None:
         self.limits = limits
         self.gate = gate
         self.workers = workers
         self.light = light
+        self.activity = activity
         self._cache: OrderedDict[Request, Result] = OrderedDict()
         self._lock = threading.Lock()
+        #: database name -> ms of its last RECENT light searches (in workers or inline)
+        self._recent: dict[str, deque] = {}
 
     def cached(self, req: Request) -> Result | None:
         with self._lock:
@@ -190,12 +208,45 @@ class Searcher:
                     hit = self.cached(req)  # searched by another request while this one waited
                     return hit or self._keep(req, await self.workers.search(req, span))
             if not heavy and self.light is not None and self.light.serves(db):
+                if self.inline(db, req, span):
+                    return self._keep(req, self._timed(db, req, compute(db, req, self.limits)))
                 async with self.gate.slot():
                     hit = self.cached(req)
-                    return hit or self._keep(req, await self.light.search(req, span))
+                    if hit is not None:
+                        return hit
+                    return self._keep(req, self._timed(db, req, await self.light.search(req, span)))
         except Stale:  # the store was replaced on disk: searched here, in the server's generation
             pass
         return await self.gate.run(self.run, db, req, heavy=heavy)
+
+    def inline(self, db: Database, req: Request, span: tuple[int, int]) -> bool:
+        """Whether light search `req` (a page of hits `span`) runs on the event loop: the server
+        otherwise idle (one request under way, from the one connection asking lately, no light
+        slot held), a similarity search of k <= INLINE_K or of a threshold >= INLINE_THRESHOLD
+        without k, or an exact one, a page of <= INLINE_ROWS rows, and the median of that store's
+        last light searches under `limits.inline_ms`. Such a search cannot be stopped at the time
+        limit; these bounds keep it to about a millisecond or two on the loop."""
+        if self.limits.inline_ms <= 0 or self.activity is None or span[1] - span[0] > INLINE_ROWS:
+            return False
+        if req.type == "similarity":
+            small = req.k <= INLINE_K if req.k is not None else req.threshold >= INLINE_THRESHOLD
+            if not small:
+                return False
+        elif req.type not in INLINE_TYPES:
+            return False
+        recent = self._recent.get(db.name)
+        if recent is None or len(recent) < RECENT_MIN:
+            return False
+        if statistics.median(recent) >= self.limits.inline_ms:
+            return False
+        return self.gate.idle() and self.activity.alone(time.monotonic())
+
+    def _timed(self, db: Database, req: Request, result: Result) -> Result:
+        """Notes `result`'s search time among `db`'s recent light searches of the kinds that
+        may run on the loop (similarity, exact; not the narrow analog walks); returns it."""
+        if req.type in INLINE_TYPES:
+            self._recent.setdefault(db.name, deque(maxlen=RECENT)).append(result.ms)
+        return result
 
     def run(self, db: Database, req: Request) -> Result:
         hit = self.cached(req)
