@@ -979,3 +979,37 @@ def test_io_log_dash_is_refused_not_a_file_named_dash(bundled_smi, tmp_path, mon
     assert captured.err.count("\n") == 1 and captured.out == "", captured.err
     assert captured.err.startswith("molsift: error: --io-log -: the I/O log is JSON"), captured.err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_lookup_dash_output_is_standard_output(small_store, tmp_path, monkeypatch):
+    """`molsift lookup STORE -q X -o -` wrote its rows to a file named `-` (and nothing to the
+    terminal), where search, substructure and analogs take `-o -` as standard output: it is
+    standard output in lookup too, and its help says so."""
+    monkeypatch.chdir(tmp_path)
+    smiles = (small_store.parent / "small.smi").read_text().split()[0]
+    r = molsift("lookup", small_store, "-q", smiles, "-o", "-")
+    assert r.stdout.startswith("query\tfound\t") and "\tyes\t" in r.stdout, r.stdout
+    assert not (tmp_path / "-").exists()
+    assert "-o -: stdout" in molsift("lookup", "--help").stdout
+
+
+def test_index_says_each_index_size_as_ingest_and_info_count_it(tmp_path, bundled_smi):
+    """`molsift index STORE` said the substructure index was its screen planes alone (447,454
+    bytes of the bundled data, where ingest said 858,314) and the analog index without
+    analogs.json (161,254 against 162,094): each is now every file of the index, as ingest
+    and info count it. `--pattern --analogs` together were refused ("not both") though they
+    mean what neither means: both indexes."""
+    store = tmp_path / "s.store"
+    small = tmp_path / "small.smi"
+    small.write_text("".join(bundled_smi.read_text().splitlines(keepends=True)[:40]))
+    done = molsift("ingest", small, "-o", store, "-j", "1", "--json")
+    report = json.loads(done.stdout)
+    r = molsift("index", store, "--pattern", "--analogs", "-j", "1")
+    said = re.search(r"substructure index written to .*: ([\d,]+) bytes", r.stdout)
+    analog = re.search(r"analog index written to .*, ([\d,]+) bytes", r.stdout)
+    assert said and analog, r.stdout
+    assert int(said.group(1).replace(",", "")) == report["pattern_bytes"], r.stdout
+    assert int(analog.group(1).replace(",", "")) == report["analog_bytes"], r.stdout
+    info = molsift("info", store, "-n", "0").stdout
+    assert f"substructure index present ({said.group(1)} bytes, " in info, info
+    assert f"; {analog.group(1)} bytes, " in info, info

@@ -656,3 +656,19 @@ def test_queries_dealt_to_ranks_by_their_cost():
     assert dealt([], 2) == [[], []]
     assert costs(["CCO", ("c1ccccc1", True), 7, "", "C\u00e91"]) == [3, 10, 1, 1, 3]
     assert costs([]) == []
+
+
+def test_info_of_a_set_lists_each_file_as_a_stores_info_does(small_set):
+    """`molsift info STORE --json` has each file's bytes (`sizes.files`) and the text a
+    "bytes per molecule, by file" list; a set's had neither, though its --json help promises
+    them. A set's --json lists every file as ingest counts it (`shard-NNNN/FILE`, the set's
+    own files by name), summing to its size; the text sums each file over the shards."""
+    doc = json.loads(molsift_run("info", small_set, "--json", "-n", "0").stdout)
+    files = doc["sizes"]["files"]
+    assert "rejects.tsv" in files and "shard-0002/smiles.blocks" in files, sorted(files)
+    assert sum(f["bytes"] for f in files.values()) == doc["sizes"]["bytes"]
+    text = molsift_run("info", small_set, "-n", "0").stdout
+    assert "\nbytes per molecule, by file (summed over the shards):\n" in text, text
+    smiles = sum(b["bytes"] for n, b in files.items() if n.endswith("/smiles.blocks"))
+    per = doc["counts"]["molecules"]
+    assert re.search(rf"\n  smiles.blocks +{smiles / per:.3f}\n", text), text

@@ -1,6 +1,8 @@
 """`molsift index STORE`: (re)build the one store's substructure index (`--pattern`) or its
 analog index (`--analogs`: distinct skeletons and their molecules), or both. A store set is
-refused in one line: ingest writes its shards' indexes, and set.json records each shard."""
+refused in one line: ingest writes its shards' indexes, and set.json records each shard. Each
+index's size is said as ingest and `molsift info` count it: every file of the index the store's
+manifest lists."""
 
 from __future__ import annotations
 
@@ -18,11 +20,11 @@ def add_parser(subparsers):
         subparsers,
         "index",
         help="(re)build a store's substructure index (--pattern) or its analog index "
-        "(--analogs); both without either",
+        "(--analogs); both without either (or with both)",
         description="(Re)build the one store's substructure index (--pattern) or its analog "
-        "index (--analogs), or both when neither is given (ingest builds both; this is for a "
-        "store ingested with --no-pattern or --no-analogs, or after an RDKit upgrade). While "
-        "another molsift writes the store (ingest, upgrade, index), waits for it to end.",
+        "index (--analogs), or both when neither or both are given (ingest builds both; this "
+        "is for a store ingested with --no-pattern or --no-analogs, or after an RDKit upgrade). "
+        "While another molsift writes the store (ingest, upgrade, index), waits for it to end.",
         examples=EXAMPLES,
     )
     p.add_argument("store")
@@ -77,14 +79,15 @@ def run(args) -> int:
 
 
 def _index(args, molecules: int) -> int:
-    if args.pattern and args.analogs:
-        raise ValueError("give --pattern or --analogs, not both (neither: both indexes)")
-    both = not (args.pattern or args.analogs)
+    # both flags are both indexes, as neither is (they were refused: "not both")
+    both = args.pattern == args.analogs
     if args.pattern or both:
         from ..substructure import build_pattern_index
 
-        size = build_pattern_index(args.store, workers=args.workers)
-        print(f"substructure index written to {args.store}: {size:,} bytes")
+        build_pattern_index(args.store, workers=args.workers)
+        size = index_bytes(args.store, "pattern.")
+        each = f" ({size / molecules:.1f} B/molecule)" if molecules else ""
+        print(f"substructure index written to {args.store}: {size:,} bytes{each}")
     if args.analogs or both:
         return _analogs(args, molecules)
     return 0
@@ -99,7 +102,7 @@ def _analogs(args, molecules: int) -> int:
     threads = args.workers or os.cpu_count() or 1
     with Progress("skeletons", total=molecules) as bar:
         header = index_analogs(args.store, threads, progress=counter(bar))
-    size = sum(f["bytes"] for f in header["files"].values())
+    size = index_bytes(args.store, "analogs.")  # analogs.json too, as ingest counts it
     n = header["molecules"]
     each = f" ({size / n:.1f} B/molecule)" if n else ""  # none for a store of no molecules
     print(
@@ -108,3 +111,15 @@ def _analogs(args, molecules: int) -> int:
         f"analogs.failed.tsv), {size:,} bytes{each}"
     )
     return 0
+
+
+def index_bytes(store: str, prefix: str) -> int:
+    """The bytes of a store's index (its files named `prefix...`) as its manifest lists them:
+    what ingest reports and `molsift info` shows (the screen planes alone, or the analog files
+    without analogs.json, were said before, so the three verbs gave three sizes)."""
+    import json
+    import os
+
+    with open(os.path.join(store, "manifest.json"), "rb") as fh:
+        files = json.loads(fh.read())["files"]
+    return sum(e["bytes"] for name, e in files.items() if name.startswith(prefix))

@@ -99,10 +99,13 @@ def run(args) -> int:
     print("search      compressed bit planes (the fingerprints themselves)")
     per = c["molecules"]
     compact = _core.PATTERN_COMPACT_FILES[0] in m["files"]
+    # the whole index first (pattern.json too), as ingest and `molsift index` count it
+    whole = sum(e["bytes"] for name, e in m["files"].items() if name.startswith("pattern."))
+    whole_text = f"{whole:,} bytes{_each(whole, per)}: "
     if store.has_pattern_index and compact:
         screen, graphs = (m["files"][f]["bytes"] for f in _core.PATTERN_COMPACT_FILES)
         print(
-            f"substructure index present ({screen:,} bytes of compressed screen planes"
+            f"substructure index present ({whole_text}{screen:,} bytes of compressed screen planes"
             f"{_each(screen, per)}; {graphs:,} bytes of molecule graphs in zstd blocks"
             f"{_each(graphs, per)})"
         )
@@ -110,7 +113,7 @@ def run(args) -> int:
         planes = m["files"][_core.PATTERN_FILES[1]]["bytes"]
         graphs = m["files"].get(_core.PATTERN_FILES[2], {}).get("bytes", 0)
         print(
-            f"substructure index present ({planes:,} bytes of pattern planes"
+            f"substructure index present ({whole_text}{planes:,} bytes of pattern planes"
             f"{_each(planes, per)}; "
             + (
                 f"{graphs:,} bytes of molecule graphs{_each(graphs, per)})"
@@ -157,12 +160,17 @@ def _set_info(store, args) -> int:
     m = store.manifest
     sizes = [sum(file_bytes(s.manifest).values()) for s in store.shards]
     # the whole set, its own files too (rejects.tsv, duplicates.tsv), as ingest reports it
-    total = sum(file_bytes(m, [s.manifest for s in store.shards]).values())
+    by_file = file_bytes(m, [s.manifest for s in store.shards])
+    total = sum(by_file.values())
     per = len(store)
-    if args.json:
+    if args.json:  # each file's bytes, as a store's --json has them (shard files: shard-N/FILE)
         shards = [dict(rec, bytes=b) for rec, b in zip(m["shards"], sizes)]
+        files = {
+            name: {"bytes": b, "bytes_per_molecule": _ratio(b, per)}
+            for name, b in sorted(by_file.items())
+        }
         print(json.dumps({**m, "shards": shards, "sizes": {
-            "bytes": total, "bytes_per_molecule": _ratio(total, per)},
+            "bytes": total, "bytes_per_molecule": _ratio(total, per), "files": files},
             "first_molecules": _first(store, args.head)}, indent=2))  # fmt: skip
         return 0
     c, fp = m["counts"], m["fingerprint"]
@@ -198,6 +206,15 @@ def _set_info(store, args) -> int:
         n = rec["molecules"]
         span = f"{rec['offset']:,}..{rec['offset'] + n - 1:,}" if n else "(empty)"
         print(f"  {rec['name']}  {n:>12,} {noun(n, 'molecule'):<9}  {span:<24} {b:>14,} bytes")
+    # as a store's info lists them: each file of the shards summed over the set, by its name
+    summed: dict[str, int] = {}
+    for name, b in by_file.items():
+        base = name.rsplit("/", 1)[-1]
+        summed[base] = summed.get(base, 0) + b
+    print("\nbytes per molecule, by file (summed over the shards):" if per else
+          "\nbytes by file, summed over the shards (no molecules):")  # fmt: skip
+    for name, b in sorted(summed.items()):
+        print(f"  {name:<24} {b / per:>8.3f}" if per else f"  {name:<24} {b:>8,}")
     _print_first(store, args.head)
     if c["rejected"]:  # as a store's info says it: the set's rejects.tsv holds them all
         print(f"\nrejected records are listed in {os.path.join(store.path, 'rejects.tsv')}")

@@ -21,6 +21,7 @@ from .common import (
     add_verb,
     at_least_one,
     check_hits_output,
+    output_file,
     query_file,
     query_file_options,
     query_source,
@@ -73,7 +74,7 @@ def add_parser(subparsers):
         metavar="N",
         help="processes canonicalizing the queries, N >= 1 (default: all cores)",
     )
-    p.add_argument("-o", "--output", help="write the rows here instead of stdout")
+    p.add_argument("-o", "--output", help="write the rows here (-o -: stdout, the default)")
     add_format_options(p, what="--queries file")
     add_io_log(p)
     return p
@@ -98,6 +99,8 @@ def run(args) -> int:
     given = sum(bool(x) for x in (args.query, args.queries, args.ids))
     if given != 1:
         raise ValueError("give one kind of query: -q SMILES, --queries FILE or --ids FILE")
+    # no -o, -o '' or -o -: stdout, as every query verb has it (`-o -` made a file named `-`)
+    args.output = output_file(args.output)
     check_hits_output(
         args.output,
         "lookup",
