@@ -31,6 +31,7 @@ from servers import Live, asgi_get, fetch, free_socket
 
 import molsift
 from molsift.serve import Catalog, Limits, create_app
+from molsift.serve.app import PAGE
 from molsift.serve.limits import Gate, ServiceError
 
 RDLogger.DisableLog("rdApp.*")
@@ -990,3 +991,125 @@ def test_cli_refuses_an_access_log_it_cannot_write_before_listening(
     ), proc.stderr
     assert proc.stderr.count("\n") == 1 and "listen" not in proc.stderr, proc.stderr
     assert not (tmp_path / "missing").exists()
+
+
+# ------------------------------------------------------------- what a new user's probes found
+
+
+def test_head_is_answered_as_get_and_a_405_says_what_is_allowed(served):
+    """HEAD (HTTP requires it wherever GET is answered) was 405 on every FastAPI route, `/`
+    and the searches included; now the GET's status and headers without the body. A 405 gave
+    no `Allow` header (RFC 9110 requires one); now every method of the path's routes."""
+    live = served[0]
+    for path, params, timed in (
+        ("/", {}, False),
+        ("/api/v1/databases", {}, False),
+        ("/api/v1/search", {"db": "nci", "query": "CCO", "k": 3}, True),
+        ("/dt/nci/search", {"query": "CCO", "length": 3}, True),
+        ("/search/maps", {}, False),
+        ("/api/v1/depict", {"smiles": "CCO"}, False),
+    ):
+        url = live.url(path, **params)
+        with urllib.request.urlopen(url, timeout=60) as r:
+            got = r.read()
+            length, ctype = r.headers["content-length"], r.headers["content-type"]
+        assert length == str(len(got)), path
+        request = urllib.request.Request(url, method="HEAD")
+        with urllib.request.urlopen(request, timeout=60) as r:
+            assert r.status == 200 and r.read() == b"", path
+            assert r.headers["content-type"] == ctype, path
+            head_length = int(r.headers["content-length"])
+        if timed:  # a search's answer holds its time (`ms`, `time`): a digit more or less
+            assert abs(head_length - len(got)) <= 3, path
+        else:
+            assert head_length == len(got), path
+    for method, path, allow in (
+        ("PUT", "/api/v1/search", "GET, HEAD, POST"),
+        ("POST", "/api/v1/databases", "GET, HEAD"),
+        ("DELETE", "/dt/nci/search", "GET, HEAD"),
+        ("OPTIONS", "/", "GET, HEAD"),
+    ):
+        request = urllib.request.Request(live.url(path), method=method, data=b"")
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(request, timeout=60)
+        assert e.value.code == 405 and e.value.headers["allow"] == allow, (method, path)
+        assert json.loads(e.value.read())["error"]
+
+
+@pytest.mark.parametrize(
+    "body, ctype, words",
+    [
+        (b'{"db": "nci", "query": 123}', "application/json", "query: Input should be"),
+        (b"", "application/json", "JSON object"),
+        (b'{"db": "nci", "query": "CCO"}', None, "Content-Type: application/json"),
+        (b"query=CCO", "application/x-www-form-urlencoded", "Content-Type: application/json"),
+        (b"[1, 2]", "application/json", "JSON object"),
+        (b'{"db": "nci", "quer', "application/json", "not JSON"),
+    ],
+    ids=["query-not-text", "no-body", "no-content-type", "form", "array", "broken-json"],
+)
+def test_a_bad_post_body_is_said_in_words(served, body, ctype, words):
+    """POST /api/v1/search: a bad `query` field was "Input should be a valid string" (the field
+    `query` was dropped from the message as if it were the place), a body sent without
+    `Content-Type: application/json` (curl -d's default) was "Input should be a valid
+    dictionary or object to extract fields from"."""
+    headers = {"Content-Type": ctype} if ctype else {}
+    request = urllib.request.Request(served[0].url("/api/v1/search"), body, headers)
+    if ctype is None:
+        request.remove_header("Content-type")  # urllib adds a form type to a body otherwise
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            status, raw = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, raw = e.code, e.read()
+    assert status == 400 and words in json.loads(raw)["error"], raw
+
+
+@pytest.mark.parametrize("kind", ["similarity", "substructure", "smarts", "exact", "analogs"])
+def test_a_long_unreadable_query_is_named_once(served, kind):
+    """A query over 80 characters RDKit cannot read: the substructure reader names it shortened,
+    and the answer named it twice (`invalid query '<all of it>': query '<its start>...': ...`)."""
+    query = "C1" + "C" * 120
+    got, _ctype, raw = fetch(served[0].url("/api/v1/search", db="nci", query=query, type=kind))
+    message = json.loads(raw)["error"]
+    assert got == 400 and message.startswith("invalid") and "RDKit" in message, message
+    assert message.count("C1CCCCCCCCCC") == 1 and len(message) < 300, message
+
+
+def test_arthor_a_database_named_twice_is_searched_once(served):
+    """`/dt/{nci,nci}/search` gave every hit twice and counted it twice (recordsTotal)."""
+    live = served[0]
+    for kind in ("Substructure", "Similarity"):
+        params = {"query": "c1ccncc1", "type": kind, "length": 20}
+        status, once = api(live, "/dt/nci/search", **params)
+        status2, twice = api(live, "/dt/{nci,nci}/search", **params)
+        assert status == status2 == 200
+        assert twice["recordsTotal"] == once["recordsTotal"] and twice["data"] == once["data"]
+
+
+def test_smallworld_a_missing_db_is_said_so(served):
+    """SmallWorld's submit and batch view without `db` said `db=None: no such database`."""
+    live = served[0]
+    for path, params in (("/search/submit", {"smi": "CCO"}), ("/search/view", {"smi": "CCO"})):
+        status, _ctype, raw = fetch(live.url(path, **params))
+        error = json.loads(raw)["error"]
+        assert status == 400 and error.startswith("db is missing: one of nci, nci2"), error
+
+
+def test_the_pages_download_asks_for_no_more_rows_than_the_server_gives(served):
+    """The page's "Download TSV" asked for 10,000 rows whatever the server's --max-length: on
+    a server of a lower cap (the fixture's 500) the download was a 400. /api/v1/databases now
+    says the cap and the page asks for at most that many."""
+    live, nci, _, _ = served
+    status, body = api(live, "/api/v1/databases")
+    assert status == 200 and body["max_length"] == 500
+    script = (PAGE / "app.js").read_text()
+    assert "Math.min(10000, state.maxLength)" in script and "body.max_length" in script
+    length = min(10000, body["max_length"])
+    status, ctype, raw = fetch(
+        live.url("/api/v1/search", db="nci", query="c1ccccc1", type="substructure",
+                 start=0, length=length, fmt="tsv")
+    )  # fmt: skip
+    lines = raw.decode().splitlines()
+    assert status == 200 and ctype.startswith("text/tab-separated-values"), raw[:200]
+    assert len(lines) == 1 + 500 and len(nci.substructure("c1ccccc1")) > 500

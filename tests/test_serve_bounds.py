@@ -991,3 +991,21 @@ def test_a_store_replaced_on_disk_is_answered_from_the_servers_generation(tmp_pa
             app.light_workers.close()
     finally:
         catalog.close()
+
+
+def test_a_batch_view_past_the_most_k_is_clamped_not_refused(stores):
+    """SmallWorld's batch view searched each query with k = its `length`: with a --max-length
+    over the most k (100,000 by default), a length between the two, clamped by the page cap
+    the docs promise, was refused as `k=...: give a value from 1 to ...`."""
+    server = serve(stores, max_length=300, max_k=50)
+    try:
+        for fmt in ("json", "tsv"):
+            status, _ctype, body, _took = answer(
+                server, "/search/view", smi="c1ccccc1O", db="nci", length=200, fmt=fmt
+            )
+            assert status == 200, body
+            rows = body["data"] if fmt == "json" else body.decode().splitlines()[1:]
+            assert len(rows) == 50  # the most k: what the server keeps of a similarity search
+        alive(server)
+    finally:
+        server.stop()

@@ -1,6 +1,7 @@
 """Our own API, version 1 (documented by the app's OpenAPI schema at /docs and docs/serve.md):
 
-* `GET /api/v1/databases`: the served databases, their sizes and the search types each answers;
+* `GET /api/v1/databases`: the served databases, their sizes and the search types each answers,
+  and `max_length`, the most rows a page may ask for;
 * `GET|POST /api/v1/search`: `db`, `query`, `type` (similarity, substructure, smarts, exact,
   analogs), `threshold` and `k` (similarity), `dist`, `k` and the per-kind limits `tdn` ...
   `lup` (analogs, as `store.analogs` takes them: dist 2 and no limits by default), `start`,
@@ -65,7 +66,11 @@ def router(
 
     @api.get("/databases", summary="The served databases")
     def databases() -> dict:
-        return {"databases": [{**db.describe(), "types": queries.types(db)} for db in catalog]}
+        return {
+            "databases": [{**db.describe(), "types": queries.types(db)} for db in catalog],
+            # the most rows a page may ask for (--max-length): the search page's download
+            "max_length": limits.max_length,
+        }
 
     async def run(state: dict, p: SearchBody):
         db = database(p.db)

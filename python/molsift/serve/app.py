@@ -2,9 +2,10 @@
 line per request (endpoint, db, type, ms, hits, status), request bodies bounded (every body,
 chunked too: 413 as soon as the limit is passed, and the connection closed), a response header
 that could not be sent (a line break in it) answered 500 instead of a dropped connection, `//`
-in paths read as `/`, and every error answered as JSON `{"error": message}` with a 4xx status
-(5xx only for busy, timed out or a fault of ours, never with a traceback). The connection
-limits (header and idle timeouts) are the HTTP layer's: server.py."""
+in paths read as `/`, HEAD answered as GET without the body (a 405 says what is allowed, in
+`Allow`), and every error answered as JSON `{"error": message}` with a 4xx status (5xx only
+for busy, timed out or a fault of ours, never with a traceback). The connection limits (header
+and idle timeouts) are the HTTP layer's: server.py."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
+from starlette.routing import Match, Mount
 
 from .. import __version__
 from .._core import StoreError
@@ -54,6 +56,43 @@ def _damaged(catalog: Catalog, exc: StoreError):
         text = text.replace(db.path.rstrip("/") + "/", f"{db.name}:").replace(db.path, db.name)
     log.error("store check failed: %s", exc)
     return _error(500, f"the store cannot answer: {text} (run `molsift info` on it)")
+
+
+#: where a request's value was found, as FastAPI names it first in an error's `loc`
+PLACES = ("query", "body", "path", "header", "cookie")
+
+
+def _invalid(err: dict) -> str:
+    """One of FastAPI's validation errors in words: the field named (`query` too: the search's
+    field, not the place), a missing or non-object JSON body said as such."""
+    loc = list(err.get("loc", ()))
+    place = loc.pop(0) if loc and loc[0] in PLACES else None
+    kind, msg = err.get("type"), str(err.get("msg"))
+    if place == "body" and kind == "json_invalid":
+        why = (err.get("ctx") or {}).get("error")
+        return f"the body is not JSON{f' ({why})' if why else ''}"
+    if place == "body" and not loc and kind in ("missing", "model_attributes_type"):
+        return "the body must be a JSON object of the fields (Content-Type: application/json)"
+    where = ".".join(str(x) for x in loc)
+    return f"{where}: {msg}" if where else msg
+
+
+#: the methods a 405's `Allow` may name
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _allowed(request: Request) -> list[str]:
+    """The methods the routes of `request`'s path answer (HEAD wherever GET: HeadAsGet); the
+    static files' (GET, HEAD) for a path no route matches but a mount."""
+    methods = set()
+    for method in METHODS:
+        scope = {**request.scope, "method": method}
+        for route in request.app.routes:
+            if not isinstance(route, Mount) and route.matches(scope)[0] == Match.FULL:
+                methods.add(method)
+    if "GET" in methods or not methods:
+        methods |= {"GET", "HEAD"}
+    return sorted(methods)
 
 
 def create_app(catalog: Catalog, limits: Limits, access_log=None):
@@ -114,15 +153,15 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
 
     @app.exception_handler(RequestValidationError)
     async def bad_parameters(_request: Request, e: RequestValidationError):
-        parts = []
-        for err in e.errors():
-            where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("query", "body"))
-            parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
-        return _error(400, "; ".join(parts) or "bad parameters")
+        return _error(400, "; ".join(_invalid(err) for err in e.errors()) or "bad parameters")
 
     @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, e: HTTPException):
-        return _error(e.status_code, str(e.detail))
+    async def http_error(request: Request, e: HTTPException):
+        response = _error(e.status_code, str(e.detail))
+        response.headers.update(e.headers or {})
+        if e.status_code == 405:  # Allow: every method of the path's routes (HEAD as GET)
+            response.headers["Allow"] = ", ".join(_allowed(request))
+        return response
 
     @app.exception_handler(StoreError)
     async def store_fault(_request: Request, e: StoreError):
@@ -136,7 +175,9 @@ def create_app(catalog: Catalog, limits: Limits, access_log=None):
     # our layers wrap FastAPI from outside, so that the fast GETs skip its whole middleware
     # stack (error, telemetry and body-size layers, exception handlers, router)
     out = access_log if access_log is not None else sys.stderr
-    outer = CollapseSlashes(AccessLog(FastGets(app, fast), out, limits, catalog, activity))
+    outer = CollapseSlashes(
+        AccessLog(HeadAsGet(FastGets(app, fast)), out, limits, catalog, activity)
+    )
     outer.limits = limits  # for the HTTP layer (server.py)
     outer.light_workers = light  # both ended by the lifespan, or by whoever runs the app without
     outer.heavy_workers = workers
@@ -242,6 +283,27 @@ class AccessLog:
             self.out.flush()
         except (OSError, ValueError):
             pass
+
+
+class HeadAsGet:
+    """HEAD is answered as GET is, without the body (HTTP requires it of every GET; FastAPI's
+    routes take GET only, and answered HEAD 405): the GET's status and headers, its length
+    included."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def head_only(message):
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, head_only)
 
 
 class CollapseSlashes:

@@ -1,7 +1,8 @@
 """Arthor's API as its clients use it (../shared/data/service-clients.md): `GET /dt/data` (the
 databases) and `GET /dt/{db}/search?query&type&start&length&draw&fmt=json`, several databases
-as `{db1,db2}`. Every row has five fields, `[rank, "SMILES ID", SMILES, ID, db]`: what
-arthorian-quest 0.2.3 reads as `[idx, smiles_id, empty, something, db]` and its 2025 fork as
+as `{db1,db2}` (each searched once, however often named). Every row has five fields,
+`[rank, "SMILES ID", SMILES, ID, db]`: what arthorian-quest 0.2.3 reads as
+`[idx, smiles_id, empty, something, db]` and its 2025 fork as
 `[rank, index, smiles, identifier, source]` (docs/serve.md says what each makes of it).
 Similarity ranks every molecule (recordsTotal is the databases' size) and gives each row's
 Tanimoto score in `scores` beside `data` (no client reads a score in a row); substructure and
@@ -77,7 +78,8 @@ def router(
                 )
                 length = limits.max_length
             start, length = queries.check_page(start, length, limits)
-            names = [n.strip() for n in dbs.strip("{}").split(",") if n.strip()]
+            # a database named twice is searched once (its hits would be counted twice)
+            names = list(dict.fromkeys(n.strip() for n in dbs.strip("{}").split(",") if n.strip()))
             if not names:
                 raise ServiceError(400, "no database named in the path")
             found = [catalog.require(name) for name in names]

@@ -14,6 +14,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from ..analogs.skeleton import KINDS
+from ..wording import quoted
 from .catalog import Database
 from .heavy import Stale
 from .limits import Activity, Gate, Limits, ServiceError, current_flag
@@ -286,8 +287,9 @@ def invalid(query: str, error: Exception) -> str:
     text = str(error)
     if text.startswith("invalid query"):
         return text
-    own = f"query {query!r}: "
-    return f"invalid {text}" if text.startswith(own) else f"invalid query {query!r}: {text}"
+    if text.startswith(("query '", 'query "')):  # the reader's naming (a long query shortened)
+        return f"invalid {text}"
+    return f"invalid query {quoted(query, 80)}: {text}"
 
 
 def _search(db: Database, req: Request, limits: Limits) -> tuple[list, list | None, bool]:

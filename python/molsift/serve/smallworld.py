@@ -157,7 +157,9 @@ def router(
     lists = HitLists()
 
     def database(name: str | None):
-        db = catalog.get(name or "")
+        if not name:
+            raise ServiceError(400, f"db is missing: one of {', '.join(catalog.names())}")
+        db = catalog.get(name)
         if db is None:
             raise ServiceError(
                 400, f"db={name!r}: no such database; this server has {', '.join(catalog.names())}"
@@ -365,7 +367,9 @@ def router(
         state["log"] = log = {"db": base.name, "type": "similarity"}
         found = []
         for smi in smiles:
-            req = queries.check(base, "similarity", smi, None, length or 1, limits)
+            # k: the rows asked for (a --max-length over the most k is not a bad request)
+            k = max(1, min(length, limits.max_k))
+            req = queries.check(base, "similarity", smi, None, k, limits)
             found.append((req.query, await searcher.answer(base, req, (0, length))))
         log["hits"] = sum(min(length, len(r.positions)) for _, r in found)
         if fmt == "tsv":

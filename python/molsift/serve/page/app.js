@@ -6,7 +6,8 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { dbs: {}, params: null, start: 0, total: 0 };
+// maxLength: the most rows the server gives in a page (/api/v1/databases: --max-length)
+const state = { dbs: {}, params: null, start: 0, total: 0, maxLength: 10000 };
 // the depictions in the table and enlarged, in CSS pixels (the SVG is drawn at this size)
 const DEPICT = { width: 280, height: 220 };
 const ZOOM = { width: 640, height: 480 };
@@ -264,7 +265,8 @@ function render(body) {
   $("explain").textContent = explain(type);
   $("prev").disabled = state.start === 0;
   $("next").disabled = state.start + length >= body.total;
-  $("download").href = searchURL(state.params, 0, 10000, "tsv");
+  // the first 10,000 hits, or as many as the server gives in a page (a longer one is a 400)
+  $("download").href = searchURL(state.params, 0, Math.min(10000, state.maxLength), "tsv");
   $("results").hidden = false;
 }
 
@@ -311,6 +313,7 @@ loadEditorScript();
 (async () => {
   try {
     const body = await getJSON("api/v1/databases");
+    if (body.max_length) state.maxLength = body.max_length;
     for (const db of body.databases) {
       state.dbs[db.name] = db;
       const option = document.createElement("option");
