@@ -672,3 +672,15 @@ def test_info_of_a_set_lists_each_file_as_a_stores_info_does(small_set):
     smiles = sum(b["bytes"] for n, b in files.items() if n.endswith("/smiles.blocks"))
     per = doc["counts"]["molecules"]
     assert re.search(rf"\n  smiles.blocks +{smiles / per:.3f}\n", text), text
+
+
+def test_more_shards_than_molecules_says_how_many_are_empty(tmp_path):
+    """`ingest --shards 100` of 50 molecules wrote 50 empty shards and said nothing: the set
+    answers as one store, but a note says how many are empty and how many shards would do."""
+    smi = tmp_path / "five.smi"
+    smi.write_text("".join(BUNDLED_SMI.read_text().splitlines(keepends=True)[:5]))
+    r = molsift_run("ingest", smi, "-o", tmp_path / "five.set", "--shards", "8", "-j", "1")
+    assert r.returncode == 0, r.stderr
+    assert "molsift: note: 8 shards for 5 molecules: 3 of them are empty" in r.stderr, r.stderr
+    r = molsift_run("ingest", smi, "-o", tmp_path / "three.set", "--shards", "3", "-j", "1")
+    assert r.returncode == 0 and "empty" not in r.stderr, r.stderr

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from .. import ingestion
 from ..outputlock import output_lock
 from ..spec import FingerprintSpec
-from ..wording import quoted
+from ..wording import plural, quoted
 from .common import (
     EXIT_NOTHING_USABLE,
     add_format_options,
@@ -178,6 +178,14 @@ def run(args) -> int:
             print(f"rejected records: {report.store}/rejects.tsv")
         if report.dropped:
             print(f"duplicates left out: {report.store}/duplicates.tsv")
+    if args.shards and 0 < report.molecules < args.shards:  # asked for more than it holds
+        empty = args.shards - report.molecules
+        print(
+            f"molsift: note: {args.shards:,} shards for {plural(report.molecules, 'molecule')}: "
+            f"{empty:,} of them are empty (the set answers as one store; --shards "
+            f"{report.molecules:,} or fewer would do)",
+            file=sys.stderr,
+        )
     if report.molecules == 0:
         return nothing_stored(report)
     return 0

@@ -49,8 +49,8 @@ def add_parser(subparsers):
         "Needs a version-2 store (molsift upgrade STORE -o NEW). Output (TSV): query (its id, "
         "as the other query verbs write it: the name after it in the --queries file, else its "
         "line number; the SMILES of a -q; the id looked up with --ids), found "
-        "(yes, no, or invalid for a SMILES RDKit cannot read or a record the reader rejects, "
-        "named on stderr), the ids and store positions "
+        "(yes, no, or invalid: a SMILES RDKit cannot read, or a record the reader rejects, "
+        "which is also named on stderr), the ids and store positions "
         "of every copy, the canonical SMILES. Exit status 0 when all were found, 1 when some "
         "were not, 2 on an error.",
         examples=EXAMPLES,
