@@ -124,7 +124,7 @@ def test_an_io_log_that_cannot_be_written_is_refused_before_any_work(odd_store, 
     assert proc.stdout == ""
     assert (
         proc.stderr.strip()
-        == f"molsift: error: {tmp_path}: cannot write the output: it is a directory"
+        == f"molsift: error: --io-log {tmp_path}: cannot write the I/O log: it is a directory"
     )
 
 

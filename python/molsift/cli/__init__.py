@@ -116,7 +116,11 @@ def _run(argv: list[str] | None) -> int:
         from .common import check_output
 
         try:
-            check_output(args.io_log)  # before any work, as -o is: not after the results
+            try:
+                check_output(args.io_log)  # before any work, as -o is: not after the results
+            except ValueError as exc:  # named as the option it is (it said "the output")
+                text = str(exc).replace("cannot write the output", "cannot write the I/O log")
+                raise ValueError(f"--io-log {text}") from None
             check_io_log(args)
         except ValueError as exc:
             print(f"molsift: error: {exc}", file=sys.stderr)
