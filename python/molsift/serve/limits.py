@@ -128,13 +128,20 @@ class Activity:
 
 
 class _Slots:
-    """`size` slots and a thread pool of as many threads, for one kind of work."""
+    """`size` slots and a thread pool of as many threads, for one kind of work; `held`: the
+    slots taken (counted on the event loop, which takes and frees them)."""
 
     def __init__(self, size: int, name: str, what: str) -> None:
         self.size = size
         self.what = what
         self.sem = asyncio.Semaphore(size)
+        self.held = 0
         self.pool = ThreadPoolExecutor(size, thread_name_prefix=name)
+
+    def free(self) -> None:
+        """Gives a slot back."""
+        self.held -= 1
+        self.sem.release()
 
 
 class Gate:
@@ -151,7 +158,7 @@ class Gate:
 
     def idle(self) -> bool:
         """Whether no light search holds a slot."""
-        return self._light.sem._value == self._light.size
+        return self._light.held == 0
 
     async def _acquire(self, slots: _Slots) -> None:
         """A slot of `slots`, or ServiceError 503 when none frees within the queue wait."""
@@ -164,6 +171,7 @@ class Gate:
                 ) from None
         else:
             await slots.sem.acquire()  # a free slot: taken at once
+        slots.held += 1
 
     @contextlib.asynccontextmanager
     async def slot(self, heavy: bool = False):
@@ -175,7 +183,7 @@ class Gate:
         try:
             yield
         finally:
-            slots.sem.release()
+            slots.free()
 
     async def run(self, fn, *args, heavy: bool = False):
         """`fn(*args)` in a worker thread once a slot of its kind is free; ServiceError 503 when
@@ -196,7 +204,7 @@ class Gate:
 
         def done(t) -> None:
             # the slot frees when the thread is done, not when a timed-out client is answered
-            slots.sem.release()
+            slots.free()
             if not t.cancelled():
                 t.exception()  # retrieved: a search stopped after its 504 is no error
 
