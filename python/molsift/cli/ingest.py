@@ -112,7 +112,8 @@ def add_parser(subparsers):
         type=int,
         metavar="K",
         help="write a store set: K shard stores, each a consecutive range of the store order "
-        "(every verb takes the set as one store; docs/scale-out.md)",
+        "(info, search, substructure, analogs, lookup and serve take the set as one store; "
+        "its shards' indexes are written here: `molsift index` refuses a set; docs/scale-out.md)",
     )
     p.add_argument(
         "--scratch",
