@@ -1106,3 +1106,56 @@ def test_resume_refuses_a_scorer_given_other_options(library, tmp_path):
         run.screen(str(library), str(out2), sim([("ref1", "CCO")]), resume=True)
     run.screen(str(library), str(out2), sim([("ref1", "c1ccccc1O")]), resume=True)
     check_exactly_once(library, out2)
+
+
+def test_python_scorer_columns_and_values_that_break_the_csv(library, tmp_path):
+    """A user function's `columns = "score"` was read letter by letter (header
+    id,smiles,s,c,o,r,e over rows of one value); a column named `id` made an ambiguous header;
+    one value for two columns made ragged rows; a value with a line break failed the whole run
+    ("internal error: ... holds 600 rows, the journal 300"). Now: one name, a clear error, a
+    scorer error, and a reject whose reason says so, every record once."""
+    (tmp_path / "userscore.py").write_text(
+        "def one(mol):\n"
+        "    return mol.GetNumAtoms()\n"
+        "one.columns = 'atoms'\n"
+        "def clash(mol):\n"
+        "    return (1, 2)\n"
+        "clash.columns = ('id', 'x')\n"
+        "def twice(mol):\n"
+        "    return (1, 2)\n"
+        "twice.columns = ('x', 'x')\n"
+        "def scalar(mol):\n"
+        "    return 1\n"
+        "scalar.columns = ('a', 'b')\n"
+        "def lines(mol):\n"
+        "    return 'a,b\\nc' if mol.GetNumAtoms() % 2 else 'ok'\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    out = tmp_path / "one.csv"
+    screen([library, "--scorer", "python:userscore:one", "-o", out, "-j", "1", "-q"], env=env)
+    rows, _, report = check_exactly_once(library, out)
+    assert list(rows[0]) == ["id", "smiles", "atoms"] and report["rows"] > 0
+    for name, message in [
+        ("clash", "column 'id' is the result's own"),
+        ("twice", "repeat a name"),
+    ]:
+        r = screen(
+            [library, "--scorer", f"python:userscore:{name}", "-o", tmp_path / f"{name}.csv"],
+            env=env,
+            check=False,
+        )
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+    out = tmp_path / "scalar.csv"
+    r = screen(
+        [library, "--scorer", "python:userscore:scalar", "-o", out, "-j", "1", "-q"],
+        env=env,
+        check=False,
+    )
+    assert r.returncode == 3, r.stderr
+    _, rejects, _ = check_exactly_once(library, out)
+    assert "returned one value for 2 columns" in rejects[-1]["reason"]
+    out = tmp_path / "lines.csv"
+    screen([library, "--scorer", "python:userscore:lines", "-o", out, "-j", "2", "-q"], env=env)
+    rows, rejects, _ = check_exactly_once(library, out)
+    assert rows and all(r["score"] == "ok" for r in rows)
+    assert any("a value holds a line break" in r["reason"] for r in rejects)

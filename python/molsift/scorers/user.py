@@ -24,7 +24,7 @@ class PythonScorer(Scorer):
         self.name = spec
         self._module, self._function = parts[1], parts[2]
         fn = self._load()
-        self.columns = tuple(getattr(fn, "columns", ("score",)))
+        self.columns = _columns(spec, getattr(fn, "columns", ("score",)))
 
     def _load(self):
         try:
@@ -55,6 +55,8 @@ class PythonScorer(Scorer):
             if len(out) != len(self.columns):
                 raise ValueError(f"returned {len(out)} values for {len(self.columns)} columns")
             return list(out)
+        if len(self.columns) != 1:
+            raise ValueError(f"returned one value for {len(self.columns)} columns")
         return [out]
 
     def __getstate__(self):
@@ -68,3 +70,31 @@ class PythonScorer(Scorer):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+def _columns(spec: str, declared: Any) -> tuple[str, ...]:
+    """The result columns a user function declares: one name (a str) or a sequence of distinct,
+    non-empty names other than `id` and `smiles` (the CSV's first two columns). ValueError
+    naming the scorer otherwise: a str's letters would be taken as one column each."""
+    if isinstance(declared, str):
+        declared = (declared,)
+    try:
+        names = tuple(declared)
+    except TypeError:
+        raise ValueError(
+            f"scorer {spec!r}: columns must be a sequence of names, not {type(declared).__name__}"
+        ) from None
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"scorer {spec!r}: column names must be non-empty text, got {name!r}")
+        if name in ("id", "smiles"):
+            raise ValueError(f"scorer {spec!r}: column {name!r} is the result's own; rename it")
+        if any(c in name for c in ',"\r\n'):
+            raise ValueError(
+                f"scorer {spec!r}: column name {name!r} holds a comma, quote or newline"
+            )
+    if not names:
+        raise ValueError(f"scorer {spec!r}: columns names no column")
+    if len(set(names)) != len(names):
+        raise ValueError(f"scorer {spec!r}: columns {list(names)} repeat a name")
+    return names

@@ -303,8 +303,15 @@ class Screener:
         pose = None
         if self.scorer.has_poses:
             result, pose = result
+        values = [format_value(v) for v in result]
+        broken = next((v for v in values if "\n" in v or "\r" in v), None)
+        if broken is not None:  # a result row is one line: the run counts rows by newlines
+            reason = f"scorer error: a value holds a line break: {broken[:60]!r}"
+            self.buffer.add_reject(_core.reject_row(self.source_name, line, offset, rid, reason))
+            self.stats["rejects"] += 1
+            return
         smiles = self._to_smiles(mol) if self._to_smiles else text
-        fields = [csv_field(rid), csv_field(smiles)] + [csv_field(format_value(v)) for v in result]
+        fields = [csv_field(rid), csv_field(smiles)] + [csv_field(v) for v in values]
         self.buffer.add_row(",".join(fields), pose)
         self.stats["rows"] += 1
 
