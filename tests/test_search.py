@@ -224,3 +224,41 @@ def test_the_apis_missing_threshold_and_k_names_its_own_arguments(store):
     with pytest.raises(ValueError, match=r"threshold=.*k=") as e:
         store.search("CCO")
     assert "-t" not in str(e.value) and "-k" not in str(e.value)
+
+
+def test_wrong_argument_types_are_clear_errors_naming_the_argument(store):
+    """A query, k, threshold or index of the wrong type was an obscure error from deep inside
+    ("'int' object is not iterable", "slice indices must be integers", OverflowError), or a
+    silent wrong answer: search_batch("CCO") searched "C", "C", "O"; lookup_ids("12") looked up
+    "1" and "2"; a packed row of the wrong length was read as a shorter fingerprint."""
+    for bad, name in [(5, "int"), (None, "NoneType"), (b"CCO", "bytes")]:
+        with pytest.raises(TypeError, match=f"^query must be a SMILES.*not {name}$"):
+            store.search(bad, k=1)
+    with pytest.raises(ValueError, match=r"^on-bit -1 is negative$"):
+        store.search([-1, 3], k=1)
+    with pytest.raises(ValueError, match=r"has 32 uint64 words, got shape \(16,\)"):
+        store.search(np.zeros(16, dtype=np.uint64), k=1)
+    with pytest.raises(TypeError, match=r"^k must be an integer, not float$"):
+        store.search("CCO", k=2.5)
+    with pytest.raises(TypeError, match=r"^k must be an integer, not bool$"):
+        store.search("CCO", k=True)
+    with pytest.raises(TypeError, match=r"^threshold must be a number, not str$"):
+        store.search("CCO", threshold="0.5")
+    assert len(store.search("CCO", k=np.int64(2))) == 2
+    with pytest.raises(TypeError, match="not one SMILES: use search"):
+        store.search_batch("CCO", k=1)
+    for bad in (None, 5):
+        with pytest.raises(TypeError, match=r"^query must be a SMILES or SMARTS string"):
+            store.substructure(bad)
+        with pytest.raises(TypeError, match=r"^query must be a SMILES or SMARTS string"):
+            store.iter_substructure(bad)
+    with pytest.raises(TypeError, match=r"^max_hits must be an integer or None, not float$"):
+        store.substructure("c1ccccc1", max_hits=2.5)
+    one = store.ids[7]
+    assert store.lookup_ids(one).tolist() == store.lookup_ids([one]).tolist() == [7]
+    n = len(store)
+    with pytest.raises(IndexError, match=f"^index {-n - 1} out of range"):
+        store.smiles[-n - 1]
+    with pytest.raises(TypeError, match=r"^store indices must be integers or slices, not float$"):
+        store.smiles[1.0]
+    assert store.smiles[np.int64(3)] == store.smiles[3]

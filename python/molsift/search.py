@@ -36,8 +36,16 @@ class Hits:
 
 
 def _check(threshold: float | None, k: int | None) -> None:
+    import numbers
+
     if threshold is None and k is None:
         raise ValueError("give a threshold (threshold=), the k nearest (k=), or both")
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, numbers.Real)
+    ):
+        raise TypeError(f"threshold must be a number, not {type(threshold).__name__}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, numbers.Integral)):
+        raise TypeError(f"k must be an integer, not {type(k).__name__}")
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be between 0 and 1, got {threshold}")
     if k is not None and k < 1:
@@ -72,18 +80,40 @@ def query_mol(smiles: str):
 
 def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:
     """On-bits of a query: SMILES text, an RDKit Mol, a sequence of on-bit indices, or a packed
-    uint64 fingerprint row. Raises ValueError for a SMILES RDKit cannot parse or an empty one."""
+    uint64 fingerprint row (the store's fingerprint size in bits / 64 words). Raises ValueError
+    for a SMILES RDKit cannot parse or an empty one, a negative on-bit, or a packed row of
+    another length; TypeError for a query of none of these kinds."""
+    import numbers
+
     import numpy as np
 
     if isinstance(query, str):
         query = query_mol(query)
     if isinstance(query, np.ndarray) and query.dtype == np.uint64:
+        words = store.fingerprint_spec.bits // 64
+        if query.ndim != 1 or len(query) != words:
+            raise ValueError(
+                f"a packed fingerprint row of this store has {words} uint64 words, "
+                f"got shape {query.shape}"
+            )
         bits = np.unpackbits(query.astype("<u8").view(np.uint8), bitorder="little")
         return np.flatnonzero(bits).tolist()
     if hasattr(query, "GetNumAtoms"):  # an RDKit Mol
         fp = fingerprinter or fingerprinter_for(store)
         return fp.on_bits(query)
-    return [int(b) for b in query]
+    if isinstance(query, (bytes, bytearray)) or not isinstance(query, Iterable):
+        raise TypeError(
+            "query must be a SMILES, an RDKit Mol, a sequence of on-bit indices or a packed "
+            f"uint64 fingerprint row, not {type(query).__name__}"
+        )
+    bits = []
+    for b in query:
+        if isinstance(b, bool) or not isinstance(b, numbers.Integral):
+            raise TypeError(f"on-bit indices must be integers, got {b!r}")
+        if b < 0:
+            raise ValueError(f"on-bit {int(b)} is negative")
+        bits.append(int(b))
+    return bits
 
 
 def _hits(indices, scores, stats) -> Hits:
@@ -119,6 +149,8 @@ def search_batch(
     from .parallel import check_workers
     from .sets.mpi import prepared
 
+    if isinstance(queries, str):  # its characters would be searched one by one
+        raise TypeError("queries must be a sequence of queries, not one SMILES: use search()")
     _check(threshold, k)
     check_workers(threads, "threads")
     fp = fingerprinter_for(store)

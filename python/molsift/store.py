@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import numbers
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -46,12 +47,13 @@ class _Column(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise TypeError(f"store indices must be integers or slices, not {type(i).__name__}")
         n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"index {i} out of range for a store of {n} molecules")
-        return self._get(int(i))
+        j = int(i) + n if i < 0 else int(i)
+        if not 0 <= j < n:
+            raise IndexError(f"index {int(i)} out of range for a store of {n} molecules")
+        return self._get(j)
 
 
 class _TextColumn(_Column):
@@ -103,6 +105,19 @@ def _map(core, name: str, dtype) -> np.ndarray:
         return np.frombuffer(mmap.mmap(fd, size, prot=mmap.PROT_READ), dtype=dtype)
     finally:
         os.close(fd)
+
+
+def _check_substructure_args(query: Any, max_hits: Any) -> None:
+    """TypeError naming the argument for a query that is not text or a `max_hits` that is not
+    a whole number (else an AttributeError or a slicing error from deep inside the search)."""
+    from .substructure.query import Query
+
+    if not isinstance(query, (str, Query)):
+        raise TypeError(f"query must be a SMILES or SMARTS string, not {type(query).__name__}")
+    if max_hits is not None and (
+        isinstance(max_hits, bool) or not isinstance(max_hits, numbers.Integral)
+    ):
+        raise TypeError(f"max_hits must be an integer or None, not {type(max_hits).__name__}")
 
 
 class _StoreBase:
@@ -163,6 +178,7 @@ class _StoreBase:
         cannot be read, `molsift.StoreError` when the store has no substructure index."""
         from .substructure import substructure
 
+        _check_substructure_args(query, max_hits)
         return substructure(
             self, query, smarts=smarts, max_hits=max_hits, workers=workers, chirality=chirality
         )
@@ -179,6 +195,7 @@ class _StoreBase:
         out as soon as its batch is confirmed (the first before the search ends)."""
         from .substructure import iter_substructure
 
+        _check_substructure_args(query, max_hits)
         return iter_substructure(
             self, query, smarts=smarts, max_hits=max_hits, workers=workers, chirality=chirality
         )
@@ -450,7 +467,10 @@ class StoreV2(_StoreBase):
         return lookup(self, smiles, workers=workers)
 
     def lookup_ids(self, ids) -> np.ndarray:
-        """Store position of each id (int64; -1 when absent; the first where ids repeat)."""
+        """Store position of each id (int64; -1 when absent; the first where ids repeat). One id
+        (a str) is looked up as a list of one, as `lookup` does with one SMILES."""
+        if isinstance(ids, str):  # not its characters one by one
+            ids = [ids]
         found = self._core.lookup_ids([str(i) for i in ids])
         return np.array([p[0] if p else -1 for p in found], dtype=np.int64)
 
