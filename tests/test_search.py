@@ -262,3 +262,7 @@ def test_wrong_argument_types_are_clear_errors_naming_the_argument(store):
     with pytest.raises(TypeError, match=r"^store indices must be integers or slices, not float$"):
         store.smiles[1.0]
     assert store.smiles[np.int64(3)] == store.smiles[3]
+    for threads, name in (("2", "str"), (2.5, "float"), (True, "bool")):
+        with pytest.raises(TypeError, match=f"^threads must be a whole number or None, not {name}"):
+            store.search_batch(["CCO"], k=1, threads=threads)
+    assert len(store.search_batch(["CCO"], k=1, threads=np.int64(1))[0]) == 1

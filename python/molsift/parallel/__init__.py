@@ -54,7 +54,12 @@ def default_workers() -> int:
 def check_workers(n: int | None, name: str = "workers") -> int | None:
     """`n` threads or worker processes as a caller gave them: None (the default, all cores) as
     it is, else a whole number at least 1, or ValueError naming `name` (the Rust core would
-    raise OverflowError for a negative one, and take 0 silently)."""
+    raise OverflowError for a negative one, and take 0 silently); TypeError for one that is
+    not a whole number (`"2"`, `2.5`, `True`)."""
+    import numbers
+
+    if n is not None and (isinstance(n, bool) or not isinstance(n, numbers.Integral)):
+        raise TypeError(f"{name} must be a whole number or None, not {type(n).__name__}")
     if n is not None and n < 1:
         raise ValueError(f"{name} must be at least 1, got {n}")
     return n
