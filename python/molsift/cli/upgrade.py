@@ -23,7 +23,9 @@ def add_parser(subparsers):
         description="Write the version-2 form of a version-1 store: molecules in canonical "
         "SMILES order, SMILES and ids in compressed blocks, the fingerprints once as "
         "compressed bit planes, the exact-match index, and the substructure and analog "
-        "indexes over the new positions (computed again from the stored SMILES). The new "
+        "indexes over the new positions (the substructure index carried over from the old "
+        "store's without parsing a molecule again when it has one, else computed from the "
+        "stored SMILES, as the analog index is). The new "
         "store appears only when complete; the old one is left as it is. A second run onto "
         "the same output, while one writes it, is refused.",
         examples=EXAMPLES,
