@@ -553,21 +553,17 @@ def _sizes(path: str, report: IngestReport) -> None:
     (`analogs.*`)."""
     from .sets import is_set
     from .sets.manifest import read_manifest
-    from .store import file_bytes
+    from .store import file_bytes, index_bytes
 
     # the set manifest checked as a set's opening checks it; a store's (of version 1 too, which
     # no opening reads but `upgrade`'s) and each shard's as written
     manifest = read_manifest(path) if is_set(path) else _read_json(path, "manifest.json")
     shards = [_read_json(path, rec["name"], "manifest.json") for rec in manifest.get("shards", [])]
     files = file_bytes(manifest, shards)
-
-    def of(index: str) -> int:  # a set's shard files are named shard-NNNN/FILE
-        return sum(b for f, b in files.items() if f.rsplit("/", 1)[-1].startswith(index))
-
     report.store_bytes = sum(files.values())
-    report.index_bytes = of("columns.")
-    report.pattern_bytes = of("pattern.")
-    report.analog_bytes = of("analogs.")
+    report.index_bytes = index_bytes(files, "columns.")
+    report.pattern_bytes = index_bytes(files, "pattern.")
+    report.analog_bytes = index_bytes(files, "analogs.")
 
 
 def _read_json(*parts: str) -> Any:

@@ -535,6 +535,13 @@ def file_bytes(manifest: dict, shards: Sequence[dict] = ()) -> dict[str, int]:
     return out
 
 
+def index_bytes(files: dict[str, int], prefix: str) -> int:
+    """The bytes of one index in `file_bytes`'s count: its files named `prefix...` (`pattern.`,
+    `analogs.`, `columns.`), a set's in every shard (`shard-NNNN/FILE`): what ingest reports,
+    `molsift index` says and `molsift info` shows."""
+    return sum(b for f, b in files.items() if f.rsplit("/", 1)[-1].startswith(prefix))
+
+
 def open_core(path: PathLike, verify: bool = False):
     """The Rust reader (`molsift._core.Store` or `StoreV2`) of the store at `path`, by the
     format version its manifest states."""

@@ -85,7 +85,7 @@ def _index(args, molecules: int) -> int:
         from ..substructure import build_pattern_index
 
         build_pattern_index(args.store, workers=args.workers)
-        size = index_bytes(args.store, "pattern.")
+        size = _written(args.store, "pattern.")
         each = f" ({size / molecules:.1f} B/molecule)" if molecules else ""
         print(f"substructure index written to {args.store}: {size:,} bytes{each}")
     if args.analogs or both:
@@ -102,7 +102,7 @@ def _analogs(args, molecules: int) -> int:
     threads = args.workers or os.cpu_count() or 1
     with Progress("skeletons", total=molecules) as bar:
         header = index_analogs(args.store, threads, progress=counter(bar))
-    size = index_bytes(args.store, "analogs.")  # analogs.json too, as ingest counts it
+    size = _written(args.store, "analogs.")  # analogs.json too, as ingest counts it
     n = header["molecules"]
     each = f" ({size / n:.1f} B/molecule)" if n else ""  # none for a store of no molecules
     print(
@@ -113,13 +113,15 @@ def _analogs(args, molecules: int) -> int:
     return 0
 
 
-def index_bytes(store: str, prefix: str) -> int:
-    """The bytes of a store's index (its files named `prefix...`) as its manifest lists them:
-    what ingest reports and `molsift info` shows (the screen planes alone, or the analog files
-    without analogs.json, were said before, so the three verbs gave three sizes)."""
+def _written(store: str, prefix: str) -> int:
+    """The bytes of the index just written (its files named `prefix...`) as the store's
+    manifest now lists them, counted as ingest and `molsift info` count them
+    (`store.index_bytes`; the screen planes alone, or the analog files without analogs.json,
+    were said before, so the three verbs gave three sizes)."""
     import json
     import os
 
+    from ..store import file_bytes, index_bytes
+
     with open(os.path.join(store, "manifest.json"), "rb") as fh:
-        files = json.loads(fh.read())["files"]
-    return sum(e["bytes"] for name, e in files.items() if name.startswith(prefix))
+        return index_bytes(file_bytes(json.loads(fh.read())), prefix)

@@ -46,7 +46,7 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from .. import _core
-    from ..store import file_bytes, open_store
+    from ..store import file_bytes, index_bytes, open_store
 
     store = open_store(args.store, verify=not args.no_verify)
     if hasattr(store, "shards"):
@@ -100,7 +100,7 @@ def run(args) -> int:
     per = c["molecules"]
     compact = _core.PATTERN_COMPACT_FILES[0] in m["files"]
     # the whole index first (pattern.json too), as ingest and `molsift index` count it
-    whole = sum(e["bytes"] for name, e in m["files"].items() if name.startswith("pattern."))
+    whole = index_bytes(by_file, "pattern.")
     whole_text = f"{whole:,} bytes{_each(whole, per)}: "
     if store.has_pattern_index and compact:
         screen, graphs = (m["files"][f]["bytes"] for f in _core.PATTERN_COMPACT_FILES)
