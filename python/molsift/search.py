@@ -36,15 +36,13 @@ class Hits:
 
 
 def _check(threshold: float | None, k: int | None) -> None:
-    import numbers
+    from .arguments import is_real, is_whole
 
     if threshold is None and k is None:
         raise ValueError("give a threshold (threshold=), the k nearest (k=), or both")
-    if threshold is not None and (
-        isinstance(threshold, bool) or not isinstance(threshold, numbers.Real)
-    ):
+    if threshold is not None and not is_real(threshold):
         raise TypeError(f"threshold must be a number, not {type(threshold).__name__}")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, numbers.Integral)):
+    if k is not None and not is_whole(k):
         raise TypeError(f"k must be an integer, not {type(k).__name__}")
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be between 0 and 1, got {threshold}")
@@ -83,9 +81,9 @@ def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:
     uint64 fingerprint row (the store's fingerprint size in bits / 64 words). Raises ValueError
     for a SMILES RDKit cannot parse or an empty one, a negative on-bit, or a packed row of
     another length; TypeError for a query of none of these kinds."""
-    import numbers
-
     import numpy as np
+
+    from .arguments import is_whole
 
     if isinstance(query, str):
         query = query_mol(query)
@@ -108,7 +106,7 @@ def query_on_bits(store, query: Any, fingerprinter=None) -> list[int]:
         )
     bits = []
     for b in query:
-        if isinstance(b, bool) or not isinstance(b, numbers.Integral):
+        if not is_whole(b):
             raise TypeError(f"on-bit indices must be integers, got {b!r}")
         if b < 0:
             raise ValueError(f"on-bit {int(b)} is negative")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import mmap
-import numbers
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -18,6 +17,7 @@ from typing import Any, Union, overload
 import numpy as np
 
 from . import _core
+from .arguments import is_whole
 from .spec import FingerprintSpec
 
 #: held while a store's substructure match pool is looked at or started
@@ -47,7 +47,7 @@ class _Column(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+        if not is_whole(i):
             raise TypeError(f"store indices must be integers or slices, not {type(i).__name__}")
         n = len(self)
         j = int(i) + n if i < 0 else int(i)
@@ -114,9 +114,7 @@ def _check_substructure_args(query: Any, max_hits: Any) -> None:
 
     if not isinstance(query, (str, Query)):
         raise TypeError(f"query must be a SMILES or SMARTS string, not {type(query).__name__}")
-    if max_hits is not None and (
-        isinstance(max_hits, bool) or not isinstance(max_hits, numbers.Integral)
-    ):
+    if max_hits is not None and not is_whole(max_hits):
         raise TypeError(f"max_hits must be an integer or None, not {type(max_hits).__name__}")
 
 

@@ -56,9 +56,9 @@ def check_workers(n: int | None, name: str = "workers") -> int | None:
     it is, else a whole number at least 1, or ValueError naming `name` (the Rust core would
     raise OverflowError for a negative one, and take 0 silently); TypeError for one that is
     not a whole number (`"2"`, `2.5`, `True`)."""
-    import numbers
+    from ..arguments import is_whole
 
-    if n is not None and (isinstance(n, bool) or not isinstance(n, numbers.Integral)):
+    if n is not None and not is_whole(n):
         raise TypeError(f"{name} must be a whole number or None, not {type(n).__name__}")
     if n is not None and n < 1:
         raise ValueError(f"{name} must be at least 1, got {n}")
